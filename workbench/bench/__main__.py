@@ -1,0 +1,19 @@
+"""Dispatch ``python -m workbench.bench NAME [options]`` to ``workbench.bench.NAME.main``."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+SUITES = ("losses", "masking", "train")
+
+
+def main(argv: list[str] | None = None) -> None:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] not in SUITES:
+        raise SystemExit(f"usage: python -m workbench.bench {{{','.join(SUITES)}}} [options]")
+    importlib.import_module(f"workbench.bench.{argv[0]}").main(argv[1:])
+
+
+if __name__ == "__main__":
+    main()

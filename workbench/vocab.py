@@ -1,0 +1,39 @@
+"""The tokenizer every part of the workbench shares.
+
+The package ships a small Chinese character vocabulary (``resources/vocab.txt``,
+4,500 tokens: the most frequent characters of a Chinese news corpus, ASCII and
+punctuation; rebuilt by ``scripts/build_vocab.py``) so that the default run and
+the tests need no download. Point ``vocab_file`` at the standard 21,128-token
+Chinese BERT vocabulary, or load a checkpoint's own tokenizer with
+``transformers.AutoTokenizer.from_pretrained``, for real experiments.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+
+from transformers import BertTokenizerFast
+
+
+def default_vocab_file() -> Path:
+    """Path of the small Chinese vocabulary shipped with the package."""
+    return Path(str(resources.files("workbench") / "resources" / "vocab.txt"))
+
+
+@lru_cache(maxsize=8)
+def _cached_tokenizer(vocab_file: str, do_lower_case: bool) -> BertTokenizerFast:
+    return BertTokenizerFast(vocab=vocab_file, do_lower_case=do_lower_case, tokenize_chinese_chars=True)
+
+
+def load_tokenizer(vocab_file: str | Path | None = None, do_lower_case: bool = True) -> BertTokenizerFast:
+    """A BERT WordPiece fast tokenizer (Chinese characters split one per token).
+
+    ``vocab_file`` defaults to the shipped vocabulary. Raises ValueError naming
+    the file when it does not exist.
+    """
+    path = Path(vocab_file) if vocab_file is not None else default_vocab_file()
+    if not path.is_file():
+        raise ValueError(f"vocab_file: no such file {str(path)!r}; pass a WordPiece vocab (one token a line)")
+    return _cached_tokenizer(str(path.resolve()), do_lower_case)
