@@ -1,0 +1,1 @@
+"""Plots and widgets: plotly figures and ipywidgets panels over plain library functions."""
