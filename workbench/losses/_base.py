@@ -1,0 +1,189 @@
+"""Shared machinery for the loss modules: argument checks, input flattening, reductions.
+
+Every loss takes ``logits`` of shape ``(N, C)`` or ``(N, T, C)`` and integer ``labels``
+of shape ``(N,)`` or ``(N, T)``; positions labelled ``IGNORE_INDEX`` (-100) carry no
+loss and no gradient. Inputs are flattened to ``(M, C)`` rows; ignored rows are kept
+(so no data-dependent indexing is needed) but their label is replaced by 0 and their
+loss masked out with ``torch.where``, which sends them exactly zero gradient.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import NamedTuple
+
+import torch
+from torch import nn
+
+IGNORE_INDEX = -100
+REDUCTIONS = ("mean", "sum", "none")
+
+
+def check_choice(name: str, value: object, allowed: Sequence[object]) -> None:
+    """Raise ValueError unless ``value`` is one of ``allowed``."""
+    if value not in allowed:
+        raise ValueError(f"{name} must be one of {list(allowed)}, got {value!r}")
+
+
+def check_range(
+    name: str,
+    value: float,
+    low: float | None = None,
+    high: float | None = None,
+    *,
+    low_inclusive: bool = True,
+    high_inclusive: bool = True,
+) -> float:
+    """Return ``float(value)``; raise ValueError naming ``name`` if it lies outside the range."""
+    value = float(value)
+    too_low = low is not None and (value < low if low_inclusive else value <= low)
+    too_high = high is not None and (value > high if high_inclusive else value >= high)
+    if too_low or too_high or value != value:
+        left = "[" if low_inclusive else "("
+        right = "]" if high_inclusive else ")"
+        interval = f"{left}{'-inf' if low is None else low}, {'inf' if high is None else high}{right}"
+        raise ValueError(f"{name} must lie in {interval}, got {value}")
+    return value
+
+
+def check_class_vector(name: str, values: Sequence[float] | torch.Tensor, *, positive: bool) -> torch.Tensor:
+    """Return a 1-d float64 tensor of per-class values; raise if any is negative (or non-positive)."""
+    vector = torch.as_tensor(values, dtype=torch.float64).flatten().clone()
+    if vector.numel() < 2:
+        raise ValueError(f"{name} needs one value per class (at least 2), got {vector.numel()}")
+    bad = (vector <= 0) if positive else (vector < 0)
+    if bad.any() or not torch.isfinite(vector).all():
+        kind = "positive" if positive else "non-negative"
+        raise ValueError(f"{name} values must be finite and {kind}, got {vector.tolist()}")
+    return vector
+
+
+def check_num_classes(name: str, vector: torch.Tensor | None, num_classes: int) -> None:
+    """Raise ValueError unless a per-class ``vector`` (if given) has ``num_classes`` entries."""
+    if vector is not None and vector.numel() != num_classes:
+        raise ValueError(
+            f"{name} has {vector.numel()} entries but the logits have C={num_classes} classes"
+        )
+
+
+class FlatInputs(NamedTuple):
+    """Inputs flattened to rows: ``logits (M, C)``, ``labels (M,)`` with ignored rows set to 0,
+    ``valid (M,)`` bool, and the original label shape (for ``reduction="none"``)."""
+
+    logits: torch.Tensor
+    labels: torch.Tensor
+    valid: torch.Tensor
+    label_shape: torch.Size
+
+
+def flatten_inputs(logits: torch.Tensor, labels: torch.Tensor) -> FlatInputs:
+    """Validate shapes, dtypes and label values, then flatten to rows."""
+    if not isinstance(logits, torch.Tensor) or not isinstance(labels, torch.Tensor):
+        raise ValueError("logits and labels must be torch.Tensor")
+    if logits.dim() not in (2, 3):
+        raise ValueError(f"logits must have shape (N, C) or (N, T, C), got {tuple(logits.shape)}")
+    if not logits.is_floating_point():
+        raise ValueError(f"logits must be a floating-point tensor, got {logits.dtype}")
+    if labels.is_floating_point() or labels.is_complex() or labels.dtype == torch.bool:
+        raise ValueError(f"labels must be an integer tensor, got {labels.dtype}")
+    if labels.shape != logits.shape[:-1]:
+        raise ValueError(
+            f"labels shape {tuple(labels.shape)} must equal logits shape without the class axis "
+            f"{tuple(logits.shape[:-1])}"
+        )
+    num_classes = logits.shape[-1]
+    if num_classes < 2:
+        raise ValueError(f"logits need C >= 2 classes (binary tasks use 2 logits), got C={num_classes}")
+    flat_labels = labels.reshape(-1)
+    valid = flat_labels != IGNORE_INDEX
+    out_of_range = valid & ((flat_labels < 0) | (flat_labels >= num_classes))
+    if out_of_range.any():
+        bad = flat_labels[out_of_range].unique().tolist()
+        raise ValueError(
+            f"labels must lie in [0, {num_classes}) or equal {IGNORE_INDEX} (ignored), got {bad}"
+        )
+    safe_labels = torch.where(valid, flat_labels, torch.zeros_like(flat_labels)).long()
+    return FlatInputs(logits.reshape(-1, num_classes), safe_labels, valid, labels.shape)
+
+
+def safe_divide(numerator: torch.Tensor, denominator: torch.Tensor) -> torch.Tensor:
+    """``numerator / denominator``, or 0 where the denominator is 0 (an all-ignored batch)."""
+    return numerator / torch.where(denominator > 0, denominator, torch.ones_like(denominator))
+
+
+def log_softmax_excluding(logits: torch.Tensor, exclude: torch.Tensor) -> torch.Tensor:
+    """log(1 - p_c) computed stably as logsumexp of the other logits minus logsumexp of all.
+
+    ``exclude`` is a bool mask broadcastable to ``logits`` marking class c. Returns the
+    log probability of "not c" over the last axis; it stays finite (value and gradient)
+    when p_c rounds to 1 in floating point, unlike ``log1p(-softmax)``.
+    """
+    others = logits.masked_fill(exclude, float("-inf"))
+    return torch.logsumexp(others, dim=-1) - torch.logsumexp(logits, dim=-1)
+
+
+def log_one_minus_softmax_all(logits: torch.Tensor) -> torch.Tensor:
+    """log(1 - p_c) for every class c: ``(M, C)`` from ``(M, C)`` logits, via an (M, C, C) mask."""
+    num_classes = logits.shape[-1]
+    eye = torch.eye(num_classes, dtype=torch.bool, device=logits.device)
+    return log_softmax_excluding(logits.unsqueeze(-2).expand(-1, num_classes, -1), eye)
+
+
+class ImbalanceLoss(nn.Module):
+    """Base class: holds ``reduction`` and the ``is_batch_level`` flag.
+
+    ``is_batch_level`` is False when the value is a mean of per-sample terms with a
+    count denominator (so summing per-micro-batch sums and dividing by the total count
+    reproduces the full-batch value under gradient accumulation); True when the value
+    depends on the batch as a whole (set-level dice, OHEM, batch label counts, a
+    weight-normalised mean).
+    """
+
+    allowed_reductions: tuple[str, ...] = REDUCTIONS
+
+    def __init__(self, reduction: str = "mean") -> None:
+        super().__init__()
+        check_choice("reduction", reduction, self.allowed_reductions)
+        self.reduction = reduction
+
+    @property
+    def is_batch_level(self) -> bool:
+        return False
+
+    def extra_repr(self) -> str:
+        return f"reduction={self.reduction!r}, is_batch_level={self.is_batch_level}"
+
+
+class PerSampleLoss(ImbalanceLoss):
+    """A loss that is a reduction of one term per (non-ignored) position.
+
+    Subclasses implement ``per_sample_loss(logits (M, C), labels (M,)) -> (M,)``;
+    ``mean`` divides by ``mean_denominator`` (the number of valid positions unless
+    overridden), ``none`` returns the terms in the labels' shape with 0 at ignored positions.
+    """
+
+    def per_sample_loss(self, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        raise NotImplementedError
+
+    def mean_denominator(self, flat: FlatInputs) -> torch.Tensor:
+        return flat.valid.sum().to(flat.logits.dtype)
+
+    def forward(self, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        flat = flatten_inputs(logits, labels)
+        self.check_inputs(flat)
+        terms = self.per_sample_loss(flat.logits, flat.labels)
+        terms = torch.where(flat.valid, terms, torch.zeros_like(terms))
+        return reduce_terms(terms, flat, self.reduction, self.mean_denominator(flat))
+
+    def check_inputs(self, flat: FlatInputs) -> None:
+        """Hook for checks that need C (e.g. per-class vectors); default: none."""
+
+
+def reduce_terms(terms: torch.Tensor, flat: FlatInputs, reduction: str, denominator: torch.Tensor) -> torch.Tensor:
+    """Apply ``reduction`` to masked per-position ``terms`` of shape ``(M,)``."""
+    if reduction == "none":
+        return terms.reshape(flat.label_shape)
+    total = terms.sum()
+    if reduction == "sum":
+        return total
+    return safe_divide(total, denominator)

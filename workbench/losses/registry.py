@@ -1,0 +1,42 @@
+"""Name -> loss class registry and the single public constructor ``build_loss``."""
+
+from __future__ import annotations
+
+import inspect
+
+from torch import nn
+
+from workbench.losses.classification import (
+    CrossEntropyLoss,
+    FocalLoss,
+    LabelSmoothingLoss,
+    WeightedCrossEntropyLoss,
+)
+
+LOSSES: dict[str, type[nn.Module]] = {
+    "ce": CrossEntropyLoss,
+    "wce": WeightedCrossEntropyLoss,
+    "ls": LabelSmoothingLoss,
+    "focal": FocalLoss,
+}
+
+
+def available_losses() -> list[str]:
+    """Sorted names accepted by ``build_loss``."""
+    return sorted(LOSSES)
+
+
+def build_loss(name: str, **params: object) -> nn.Module:
+    """Build the loss registered as ``name`` with keyword ``params``.
+
+    Raises ValueError for an unknown name (listing the available ones), for a parameter
+    the loss does not take (listing the ones it does), and for out-of-range values.
+    """
+    if name not in LOSSES:
+        raise ValueError(f"name must be one of {available_losses()}, got {name!r}")
+    loss_class = LOSSES[name]
+    accepted = [p for p in inspect.signature(loss_class.__init__).parameters if p != "self"]
+    unknown = sorted(set(params) - set(accepted))
+    if unknown:
+        raise ValueError(f"loss {name!r} does not take {unknown}; its parameters are {accepted}")
+    return loss_class(**params)
