@@ -1,0 +1,123 @@
+from __future__ import annotations
+
+from collections import Counter
+
+import jieba
+import jieba.posseg
+import pytest
+
+from workbench.data import (
+    RELEVANCE_LABEL_NAMES,
+    SENTIMENT_LABEL_NAMES,
+    SYNONYM_GROUPS,
+    label_names,
+    sample_corpus,
+    sample_relevance_pairs,
+    sample_relevance_splits,
+    sample_sentence_splits,
+    sample_sentences,
+)
+from workbench.data.samples import QBQTC_LABEL_PROPORTIONS, all_sample_texts
+from workbench.vocab import load_tokenizer
+
+
+def test_all_sample_text_is_in_the_shipped_vocab():
+    tok = load_tokenizer()
+    ids = tok(list(all_sample_texts()), add_special_tokens=False)["input_ids"]
+    assert tok.unk_token_id == 1
+    assert sum(seq.count(1) for seq in ids) == 0
+
+
+def test_relevance_splits_sizes_columns_and_names():
+    dsd = sample_relevance_splits(seed=0)
+    assert {k: len(v) for k, v in dsd.items()} == {"train": 2000, "validation": 400, "test": 400}
+    assert dsd["train"].column_names == ["text", "text_pair", "label"]
+    assert label_names(dsd["train"]) == list(RELEVANCE_LABEL_NAMES)
+    assert max(len(t) for split in dsd.values() for col in ("text", "text_pair") for t in split[col]) <= 32
+
+
+def test_relevance_label_proportions_follow_qbqtc():
+    labels = sample_relevance_pairs(n=4000, seed=1)["label"]
+    counts = Counter(labels)
+    for k, share in enumerate(QBQTC_LABEL_PROPORTIONS):
+        assert abs(counts[k] / 4000 - share) < 0.03
+
+
+def test_relevance_label_follows_content_without_noise():
+    ds = sample_relevance_pairs(n=300, seed=2, near_noise=0.0, far_noise=0.0)
+    for query, title, label in zip(ds["text"], ds["text_pair"], ds["label"]):
+        if label == 2:  # same entity and intent: the query's entity is in the title
+            assert any(query.startswith(e) and e in title for e in _entities())
+        if label == 0:  # other topic: no entity of the query's topic appears in the title
+            topic = _topic_of(query)
+            assert not any(e in title for e in _entities(topic))
+
+
+def _entities(topic: str | None = None) -> list[str]:
+    from workbench.data.samples import _TOPIC_ENTITIES
+
+    if topic is None:
+        return [e for es in _TOPIC_ENTITIES.values() for e in es]
+    return list(_TOPIC_ENTITIES[topic])
+
+
+def _topic_of(query: str) -> str:
+    from workbench.data.samples import _TOPIC_ENTITIES
+
+    return next(t for t, es in _TOPIC_ENTITIES.items() if any(query.startswith(e) for e in es))
+
+
+def test_samples_are_deterministic_and_seed_dependent():
+    assert sample_relevance_pairs(n=50, seed=3).to_dict() == sample_relevance_pairs(n=50, seed=3).to_dict()
+    assert sample_relevance_pairs(n=50, seed=3).to_dict() != sample_relevance_pairs(n=50, seed=4).to_dict()
+    assert sample_corpus(20, seed=5) == sample_corpus(20, seed=5)
+    assert sample_sentences(30, seed=5).to_dict() == sample_sentences(30, seed=5).to_dict()
+
+
+def test_sentences_minority_positive_with_signal():
+    ds = sample_sentences(n=3000, seed=0, noise=0.0)
+    assert label_names(ds) == list(SENTIMENT_LABEL_NAMES)
+    share = sum(ds["label"]) / len(ds)
+    assert 0.15 <= share <= 0.21
+    from workbench.data.samples import _NEGATIVE_PHRASES, _POSITIVE_PHRASES
+
+    for text, label in zip(ds["text"], ds["label"]):
+        phrases = _POSITIVE_PHRASES if label else _NEGATIVE_PHRASES
+        assert any(p in text for p in phrases)
+    splits = sample_sentence_splits(seed=0, n_train=100, n_validation=20, n_test=30)
+    assert {k: len(v) for k, v in splits.items()} == {"train": 100, "validation": 20, "test": 30}
+
+
+def test_corpus_has_entities_verbs_and_synonyms():
+    corpus = sample_corpus(n_sentences=200, seed=0)
+    assert len(corpus) == 200
+    tags = Counter(flag for sentence in corpus for _, flag in jieba.posseg.cut(sentence))
+    for tag in ("nr", "ns", "nt", "v"):
+        assert tags[tag] > 0, tag
+    text = "".join(corpus)
+    for group in SYNONYM_GROUPS:
+        assert sum(word in text for word in group) >= 2, group
+
+
+@pytest.mark.parametrize(
+    "call, name",
+    [
+        (lambda: sample_relevance_pairs(n=0), "n"),
+        (lambda: sample_relevance_pairs(n=10, near_noise=1.5), "near_noise"),
+        (lambda: sample_relevance_pairs(n=10, near_noise=0.6, far_noise=0.5), "near_noise + far_noise"),
+        (lambda: sample_sentences(n=10, positive_share=0.0), "positive_share"),
+        (lambda: sample_sentences(n=10, noise=-0.1), "noise"),
+        (lambda: sample_corpus(n_sentences=0), "n_sentences"),
+        (lambda: sample_relevance_splits(n_test=0), "n_test"),
+    ],
+)
+def test_bad_arguments_raise(call, name):
+    with pytest.raises(ValueError, match=name.replace("+", r"\+")):
+        call()
+
+
+def test_label_names_requires_classlabel():
+    from datasets import Dataset
+
+    with pytest.raises(ValueError, match="ds"):
+        label_names(Dataset.from_dict({"text": ["a"], "label": [0]}))

@@ -1,0 +1,158 @@
+from __future__ import annotations
+
+import pytest
+import torch
+from transformers import BertForMaskedLM, BertForSequenceClassification, BertForTokenClassification
+
+from workbench.models import (
+    FusionClassifier,
+    build_aux_label_classifier,
+    build_encoder,
+    build_masked_lm,
+    build_sequence_classifier,
+    build_token_classifier,
+    freeze_encoder,
+    load_tokenizer,
+    replace_head,
+    tiny_bert_config,
+    tokenizer_for,
+)
+
+TINY = {"hidden_size": 16, "num_heads": 2, "num_layers": 1, "max_position": 32}
+
+
+def _batch():
+    tok = load_tokenizer()
+    return dict(tok(["小米手机多少钱", "今天很开心"], ["小米手机最新价格表", "北京"], padding=True, return_tensors="pt"))
+
+
+def test_tiny_config_defaults():
+    config = tiny_bert_config()
+    assert config.vocab_size == len(load_tokenizer()) == 4500
+    assert (config.num_hidden_layers, config.hidden_size, config.num_attention_heads) == (2, 64, 2)
+    assert config.intermediate_size == 256
+    assert config.max_position_embeddings == 128
+    assert tiny_bert_config(hidden_dropout_prob=0.0).hidden_dropout_prob == 0.0
+
+
+@pytest.mark.parametrize(
+    "kwargs, name",
+    [
+        ({"hidden_size": 10, "num_heads": 3}, "hidden_size"),
+        ({"num_layers": 0}, "num_layers"),
+        ({"vocab_size": -1}, "vocab_size"),
+        ({"num_heads": 0}, "num_heads"),
+        ({"intermediate_size": 0}, "intermediate_size"),
+        ({"max_position": 1.5}, "max_position"),
+    ],
+)
+def test_tiny_config_bad_parameters(kwargs, name):
+    with pytest.raises(ValueError, match=name):
+        tiny_bert_config(**kwargs)
+
+
+def test_builders_bad_parameters(tmp_path):
+    with pytest.raises(ValueError, match="num_labels"):
+        build_sequence_classifier(0, tiny=TINY)
+    with pytest.raises(ValueError, match="num_aux"):
+        build_aux_label_classifier(3, 0, tiny=TINY)
+    with pytest.raises(ValueError, match="tiny"):
+        build_sequence_classifier(3, model_name_or_path=tmp_path, tiny=TINY)
+    with pytest.raises(ValueError, match="vocab_file"):
+        tokenizer_for(tmp_path, vocab_file=tmp_path / "vocab.txt")
+
+
+def test_save_and_reload_gives_same_logits(tmp_path):
+    torch.manual_seed(0)
+    model = build_sequence_classifier(3, tiny=TINY).eval()
+    tok = load_tokenizer()
+    model.save_pretrained(tmp_path)
+    tok.save_pretrained(tmp_path)
+    loaded = build_sequence_classifier(3, model_name_or_path=tmp_path).eval()
+    assert isinstance(loaded, BertForSequenceClassification)
+    batch = _batch()
+    with torch.no_grad():
+        torch.testing.assert_close(loaded(**batch).logits, model(**batch).logits)
+    reloaded_tok = tokenizer_for(tmp_path)
+    assert reloaded_tok("小米手机")["input_ids"] == tok("小米手机")["input_ids"]
+
+
+def test_mlm_checkpoint_feeds_sequence_classifier(tmp_path):
+    torch.manual_seed(0)
+    mlm = build_masked_lm(tiny=TINY)
+    assert isinstance(mlm, BertForMaskedLM)
+    mlm.save_pretrained(tmp_path)
+    classifier = build_sequence_classifier(2, model_name_or_path=tmp_path)
+    for name, value in mlm.bert.state_dict().items():
+        torch.testing.assert_close(classifier.bert.state_dict()[name], value)
+    assert classifier(**_batch()).logits.shape == (2, 2)
+
+
+def test_token_classifier_and_encoder_shapes():
+    batch = _batch()
+    token_model = build_token_classifier(5, tiny=TINY)
+    assert isinstance(token_model, BertForTokenClassification)
+    assert token_model(**batch).logits.shape == (*batch["input_ids"].shape, 5)
+    assert build_encoder(tiny=TINY)(**batch).pooler_output.shape == (2, 16)
+
+
+def test_aux_label_head_and_replace_head_keeps_encoder():
+    torch.manual_seed(0)
+    model = build_aux_label_classifier(3, 4, tiny=TINY)
+    assert model(**_batch()).logits.shape == (2, 7)
+    assert (model.config.num_task_labels, model.config.num_aux_labels) == (3, 4)
+    encoder_before = {k: v.clone() for k, v in model.bert.state_dict().items()}
+    replace_head(model, 3, seed=0)
+    assert model(**_batch()).logits.shape == (2, 3)
+    assert (model.config.num_labels, model.config.num_aux_labels) == (3, 0)
+    assert torch.count_nonzero(model.classifier.bias) == 0
+    for name, value in model.bert.state_dict().items():
+        assert torch.equal(value, encoder_before[name])
+    other = replace_head(build_aux_label_classifier(3, 4, tiny=TINY), 3, seed=0)
+    assert torch.equal(other.classifier.weight, model.classifier.weight)
+
+
+def test_replace_head_rejects_model_without_linear_head():
+    with pytest.raises(ValueError, match="model"):
+        replace_head(build_masked_lm(tiny=TINY), 3)
+    with pytest.raises(ValueError, match="num_labels"):
+        replace_head(build_sequence_classifier(2, tiny=TINY), 0)
+
+
+def test_freeze_encoder_freezes_every_encoder_parameter_only():
+    model = freeze_encoder(build_aux_label_classifier(2, 2, tiny=TINY))
+    assert all(not p.requires_grad for p in model.bert.parameters())
+    assert all(p.requires_grad for p in model.classifier.parameters())
+    model.classifier.zero_grad()
+    model(**_batch()).logits.sum().backward()
+    assert model.classifier.weight.grad is not None
+    assert all(p.grad is None for p in model.bert.parameters())
+
+
+@pytest.mark.parametrize("representation", ["cls", "pooled"])
+def test_fusion_forward_concatenates_two_encoders(representation):
+    torch.manual_seed(0)
+    encoder_a = build_encoder(tiny=TINY)
+    encoder_b = build_encoder(tiny={**TINY, "hidden_size": 8})
+    fusion = FusionClassifier(encoder_a, encoder_b, num_labels=3, representation=representation, dropout=0.0).eval()
+    batch = _batch()
+    output = fusion(**batch, labels=torch.tensor([0, 2]))
+    assert output.logits.shape == (2, 3)
+    assert fusion.classifier.in_features == 24
+    key = "last_hidden_state" if representation == "cls" else "pooler_output"
+    a, b = encoder_a(**batch)[key], encoder_b(**batch)[key]
+    if representation == "cls":
+        a, b = a[:, 0], b[:, 0]
+    expected = fusion.classifier(torch.cat([a, b], dim=-1))
+    torch.testing.assert_close(output.logits, expected)
+    torch.testing.assert_close(output.loss, torch.nn.functional.cross_entropy(expected, torch.tensor([0, 2])))
+
+
+def test_fusion_bad_parameters():
+    encoder = build_encoder(tiny=TINY)
+    with pytest.raises(ValueError, match="representation"):
+        FusionClassifier(encoder, encoder, 2, representation="mean")
+    with pytest.raises(ValueError, match="num_labels"):
+        FusionClassifier(encoder, encoder, 0)
+    with pytest.raises(ValueError, match="dropout"):
+        FusionClassifier(encoder, encoder, 2, dropout=1.0)

@@ -1,0 +1,32 @@
+"""Datasets for the workbench: generated sample data, loaders of the real
+datasets, seeded splits and imbalance tools.
+
+Every dataset has a ``text`` column (and ``text_pair`` for pairs) and an integer
+``label`` column whose ClassLabel feature carries the class names
+(``label_names(ds)``).
+"""
+
+from __future__ import annotations
+
+from workbench.data.features import RELEVANCE_LABEL_NAMES, label_names
+from workbench.data.samples import (
+    SENTIMENT_LABEL_NAMES,
+    SYNONYM_GROUPS,
+    sample_corpus,
+    sample_relevance_pairs,
+    sample_relevance_splits,
+    sample_sentence_splits,
+    sample_sentences,
+)
+
+__all__ = [
+    "RELEVANCE_LABEL_NAMES",
+    "SENTIMENT_LABEL_NAMES",
+    "SYNONYM_GROUPS",
+    "label_names",
+    "sample_corpus",
+    "sample_relevance_pairs",
+    "sample_relevance_splits",
+    "sample_sentence_splits",
+    "sample_sentences",
+]

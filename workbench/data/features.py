@@ -1,0 +1,44 @@
+"""Label-name helpers shared by the loaders and the generated sample data.
+
+Every dataset in the workbench stores its class names as the ``names`` of a
+``datasets.ClassLabel`` feature on the integer ``label`` column.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from datasets import ClassLabel, Dataset, DatasetDict, Features, Value
+
+RELEVANCE_LABEL_NAMES: tuple[str, ...] = ("irrelevant", "related", "highly_relevant")
+"""QBQTC's ordinal labels "0", "1", "2" (and the generated relevance pairs)."""
+
+
+def label_names(ds: Dataset | DatasetDict) -> list[str]:
+    """Class names stored on the ``label`` column's ClassLabel feature.
+
+    Raises ValueError when the dataset has no ``label`` column or the column is
+    not a ClassLabel.
+    """
+    if isinstance(ds, DatasetDict):
+        if not ds:
+            raise ValueError("ds: the DatasetDict has no splits")
+        ds = next(iter(ds.values()))
+    feature = ds.features.get("label")
+    if not isinstance(feature, ClassLabel):
+        raise ValueError(f"ds: the 'label' column must be a ClassLabel feature, got {feature!r}")
+    return list(feature.names)
+
+
+def classification_features(names: Sequence[str], pair: bool) -> Features:
+    """Features ``text`` (and ``text_pair`` when ``pair``) as strings, ``label`` as ClassLabel(names)."""
+    columns = {"text": Value("string")}
+    if pair:
+        columns["text_pair"] = Value("string")
+    columns["label"] = ClassLabel(names=list(names))
+    return Features(columns)
+
+
+def build_dataset(columns: dict[str, list], names: Sequence[str]) -> Dataset:
+    """A Dataset from ``text``/``text_pair``/``label`` columns with the label names attached."""
+    return Dataset.from_dict(columns, features=classification_features(names, pair="text_pair" in columns))

@@ -1,0 +1,277 @@
+"""Small Chinese datasets the workbench generates itself (no download needed).
+
+Three generators, all pure and seeded (``random.Random(seed)``), built from the
+word lists below with template slot fillers; every character is in the shipped
+vocabulary (``workbench/resources/vocab.txt``):
+
+* ``sample_relevance_pairs`` -- query/title pairs with QBQTC's three ordinal
+  relevance labels in QBQTC's proportions (24.5% / 63% / 12.6%).
+* ``sample_sentences`` -- binary review sentiment, positive the minority class.
+* ``sample_corpus`` -- raw sentences for MLM pre-training, with person, place
+  and organisation names, verbs and words from common synonym groups.
+
+The sizes suit a tiny BERT (2 layers, hidden 64) trained on 2 CPU cores.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+
+from datasets import Dataset, DatasetDict
+
+from workbench.data.features import RELEVANCE_LABEL_NAMES, build_dataset
+
+# --------------------------------------------------------------------------
+# Relevance pairs
+# --------------------------------------------------------------------------
+
+QBQTC_LABEL_PROPORTIONS: tuple[float, float, float] = (0.245, 0.630, 0.126)
+"""Label shares of QBQTC (n0=48,997, n1=125,429, n2=25,574 over train+dev)."""
+
+# topic -> entities; every entity can be asked about with every intent of the topic.
+_TOPIC_ENTITIES: dict[str, tuple[str, ...]] = {
+    "phone": ("华为手机", "小米手机", "苹果手机", "三星手机"),
+    "car": ("大众汽车", "丰田汽车", "本田汽车", "奔驰汽车"),
+    "health": ("感冒", "高血压", "咳嗽", "糖尿病"),
+    "travel": ("北京旅游", "三亚旅游", "云南旅游", "西安旅游"),
+    "food": ("红烧肉", "水煮鱼", "宫保鸡丁", "麻婆豆腐"),
+    "school": ("高考", "考研", "英语四级", "公务员考试"),
+    "game": ("王者荣耀", "英雄联盟", "我的世界", "和平精英"),
+    "house": ("上海房价", "北京房价", "二手房", "公积金贷款"),
+}
+
+# topic -> intents: (query suffix, title phrase answering that intent)
+_TOPIC_INTENTS: dict[str, tuple[tuple[str, str], ...]] = {
+    "phone": (("多少钱", "最新价格表"), ("怎么样", "使用体验评测"), ("怎么维修", "维修方法教程"), ("哪个好", "型号对比推荐")),
+    "car": (("多少钱", "最新报价"), ("油耗多少", "真实油耗测试"), ("怎么样", "车主口碑评价"), ("保养费用", "保养价格明细")),
+    "health": (("吃什么药", "用药指南"), ("怎么治疗", "治疗方法"), ("有什么症状", "常见症状"), ("吃什么好", "饮食注意事项")),
+    "travel": (("攻略", "自由行攻略"), ("要多少钱", "费用预算"), ("什么时候去", "最佳季节"), ("住哪里", "酒店推荐")),
+    "food": (("怎么做", "家常做法"), ("热量高吗", "热量营养分析"), ("哪家好吃", "名店推荐"), ("需要什么材料", "材料清单")),
+    "school": (("报名时间", "报名时间安排"), ("怎么复习", "复习计划方法"), ("分数线", "历年分数线"), ("考试科目", "考试科目介绍")),
+    "game": (("怎么玩", "新手入门教程"), ("最强英雄", "强势角色排行"), ("怎么下载", "官方下载地址"), ("充值优惠", "充值活动优惠")),
+    "house": (("多少钱", "最新均价"), ("怎么交税", "税费计算方法"), ("贷款利率", "利率最新调整"), ("购买条件", "购房资格条件")),
+}
+
+_TITLE_SUFFIXES: tuple[str, ...] = ("", "", "_百度知道", "_新浪网", "-网易新闻", "_知乎", "_搜狐", "-家庭网")
+_TITLE_PREFIXES: tuple[str, ...] = ("", "", "", "2023年", "最新", "详细")
+
+
+def _validate_count(name: str, value: int, minimum: int = 1) -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
+        raise ValueError(f"{name}: must be an integer >= {minimum}, got {value!r}")
+
+
+def _validate_probability(name: str, value: float) -> None:
+    if not 0.0 <= value < 1.0:
+        raise ValueError(f"{name}: must be in [0, 1), got {value!r}")
+
+
+def _relevance_title(rng: random.Random, topic: str, entity: str, intent: int) -> str:
+    phrase = _TOPIC_INTENTS[topic][intent][1]
+    return f"{rng.choice(_TITLE_PREFIXES)}{entity}{phrase}{rng.choice(_TITLE_SUFFIXES)}"
+
+
+def _relevance_pair(rng: random.Random, content_label: int) -> tuple[str, str]:
+    """A (query, title) pair whose content matches ``content_label``.
+
+    2: the title is about the query's entity and intent; 1: same topic but a
+    different entity, a different intent, or both; 0: a title from another topic.
+    """
+    topics = list(_TOPIC_ENTITIES)
+    topic = rng.choice(topics)
+    entity_idx = rng.randrange(len(_TOPIC_ENTITIES[topic]))
+    intent_idx = rng.randrange(len(_TOPIC_INTENTS[topic]))
+    query = _TOPIC_ENTITIES[topic][entity_idx] + _TOPIC_INTENTS[topic][intent_idx][0]
+    if content_label == 2:
+        title_topic, title_entity, title_intent = topic, entity_idx, intent_idx
+    elif content_label == 1:
+        title_topic = topic
+        change = rng.choice(("entity", "intent", "both"))
+        title_entity, title_intent = entity_idx, intent_idx
+        if change in ("entity", "both"):
+            title_entity = rng.choice([i for i in range(len(_TOPIC_ENTITIES[topic])) if i != entity_idx])
+        if change in ("intent", "both"):
+            title_intent = rng.choice([i for i in range(len(_TOPIC_INTENTS[topic])) if i != intent_idx])
+    else:
+        title_topic = rng.choice([t for t in topics if t != topic])
+        title_entity = rng.randrange(len(_TOPIC_ENTITIES[title_topic]))
+        title_intent = rng.randrange(len(_TOPIC_INTENTS[title_topic]))
+    title = _relevance_title(rng, title_topic, _TOPIC_ENTITIES[title_topic][title_entity], title_intent)
+    return query, title
+
+
+def sample_relevance_pairs(
+    n: int = 2800, seed: int = 0, near_noise: float = 0.08, far_noise: float = 0.01
+) -> Dataset:
+    """``n`` Chinese query-title pairs with ordinal relevance labels 0/1/2.
+
+    Labels are drawn in QBQTC's proportions; the pair's content then follows the
+    label (see ``_relevance_pair``), except that with probability ``near_noise``
+    the content belongs to an adjacent label (0<->1, 1<->2: the confusions real
+    annotators make) and with probability ``far_noise`` to a label two steps away.
+    Columns ``text`` (query), ``text_pair`` (title), ``label`` (ClassLabel).
+    """
+    _validate_count("n", n)
+    _validate_probability("near_noise", near_noise)
+    _validate_probability("far_noise", far_noise)
+    if near_noise + far_noise >= 1.0:
+        raise ValueError(f"near_noise + far_noise: must be < 1, got {near_noise + far_noise!r}")
+    rng = random.Random(seed)
+    columns: dict[str, list] = {"text": [], "text_pair": [], "label": []}
+    for _ in range(n):
+        label = rng.choices(range(3), weights=QBQTC_LABEL_PROPORTIONS)[0]
+        draw = rng.random()
+        if draw < far_noise:
+            content = 2 - label if label != 1 else label
+        elif draw < far_noise + near_noise:
+            content = rng.choice([c for c in (label - 1, label + 1) if 0 <= c <= 2])
+        else:
+            content = label
+        query, title = _relevance_pair(rng, content)
+        columns["text"].append(query)
+        columns["text_pair"].append(title)
+        columns["label"].append(label)
+    return build_dataset(columns, RELEVANCE_LABEL_NAMES)
+
+
+def _split_dataset(
+    generate, sizes: dict[str, int], seed: int
+) -> DatasetDict:
+    """Generate ``sum(sizes)`` examples with one seed and cut them into consecutive splits."""
+    for name, size in sizes.items():
+        _validate_count(name, size)
+    full = generate(sum(sizes.values()), seed)
+    splits, start = {}, 0
+    for name, size in sizes.items():
+        splits[name] = full.select(range(start, start + size))
+        start += size
+    return DatasetDict(splits)
+
+
+def sample_relevance_splits(
+    seed: int = 0, n_train: int = 2000, n_validation: int = 400, n_test: int = 400
+) -> DatasetDict:
+    """Train/validation/test splits of ``sample_relevance_pairs`` (one seeded draw, cut in order)."""
+    sizes = {"n_train": n_train, "n_validation": n_validation, "n_test": n_test}
+    dsd = _split_dataset(lambda n, s: sample_relevance_pairs(n=n, seed=s), sizes, seed)
+    return DatasetDict({"train": dsd["n_train"], "validation": dsd["n_validation"], "test": dsd["n_test"]})
+
+
+# --------------------------------------------------------------------------
+# Sentence sentiment
+# --------------------------------------------------------------------------
+
+SENTIMENT_LABEL_NAMES: tuple[str, ...] = ("negative", "positive")
+
+_REVIEW_SUBJECTS: tuple[str, ...] = (
+    "这家酒店", "房间", "服务员", "早餐", "这本书", "手机屏幕", "快递", "这台电脑",
+    "价格", "餐厅的菜", "前台", "这部电影", "键盘", "电池", "包装", "环境",
+)
+_POSITIVE_PHRASES: tuple[str, ...] = (
+    "非常好", "很满意", "真不错", "值得推荐", "很喜欢", "超出预期", "特别干净", "十分热情", "物美价廉",
+)
+_NEGATIVE_PHRASES: tuple[str, ...] = (
+    "太差了", "很失望", "非常糟糕", "不推荐", "很后悔", "特别脏", "态度恶劣", "质量不好", "太贵了",
+)
+_NEUTRAL_CLAUSES: tuple[str, ...] = (
+    "", "", "我们住了两天", "上周买的", "朋友介绍的", "第一次来", "出差的时候", "周末和家人一起",
+)
+_ENDINGS: tuple[str, ...] = ("。", "！", "，下次再说。", "，就这样吧。", "。")
+
+
+def sample_sentences(n: int = 2800, seed: int = 0, positive_share: float = 0.18, noise: float = 0.05) -> Dataset:
+    """``n`` short Chinese review sentences, label 1 positive (share ``positive_share``) or 0 negative.
+
+    The signal is the sentiment phrase attached to the subject; with probability
+    ``noise`` the phrase comes from the other polarity (label noise).
+    """
+    _validate_count("n", n)
+    if not 0.0 < positive_share < 1.0:
+        raise ValueError(f"positive_share: must be in (0, 1), got {positive_share!r}")
+    _validate_probability("noise", noise)
+    rng = random.Random(seed)
+    columns: dict[str, list] = {"text": [], "label": []}
+    for _ in range(n):
+        label = int(rng.random() < positive_share)
+        polarity = 1 - label if rng.random() < noise else label
+        phrase = rng.choice(_POSITIVE_PHRASES if polarity else _NEGATIVE_PHRASES)
+        clause = rng.choice(_NEUTRAL_CLAUSES)
+        lead = f"{clause}，" if clause else ""
+        columns["text"].append(f"{lead}{rng.choice(_REVIEW_SUBJECTS)}{phrase}{rng.choice(_ENDINGS)}")
+        columns["label"].append(label)
+    return build_dataset(columns, SENTIMENT_LABEL_NAMES)
+
+
+def sample_sentence_splits(
+    seed: int = 0, n_train: int = 2000, n_validation: int = 400, n_test: int = 400
+) -> DatasetDict:
+    """Train/validation/test splits of ``sample_sentences`` (one seeded draw, cut in order)."""
+    sizes = {"n_train": n_train, "n_validation": n_validation, "n_test": n_test}
+    dsd = _split_dataset(lambda n, s: sample_sentences(n=n, seed=s), sizes, seed)
+    return DatasetDict({"train": dsd["n_train"], "validation": dsd["n_validation"], "test": dsd["n_test"]})
+
+
+# --------------------------------------------------------------------------
+# Raw corpus for MLM
+# --------------------------------------------------------------------------
+
+SYNONYM_GROUPS: tuple[tuple[str, ...], ...] = (
+    ("美丽", "漂亮"),
+    ("开心", "高兴", "快乐"),
+    ("重要", "关键"),
+    ("发展", "进步"),
+    ("迅速", "快速"),
+    ("帮助", "协助"),
+)
+"""Synonym groups the corpus draws from, so synonym-based hard correction has hits."""
+
+_PEOPLE: tuple[str, ...] = ("张伟", "李明", "王芳", "刘洋", "陈静", "赵强", "周杰", "孙丽")
+_PLACES: tuple[str, ...] = ("北京", "上海", "广州", "杭州", "深圳", "成都", "武汉", "南京", "西安", "重庆")
+_ORGANISATIONS: tuple[str, ...] = (
+    "清华大学", "北京大学", "中国科学院", "人民银行", "联合国", "国家统计局", "中国移动", "新华社",
+)
+_VERBS: tuple[str, ...] = ("访问", "参观", "考察", "参加", "研究", "建设", "学习", "介绍")
+_NOUNS: tuple[str, ...] = ("经济", "科技", "教育", "文化", "农业", "交通", "城市", "工作")
+_EVENTS: tuple[str, ...] = ("会议", "论坛", "展览", "活动", "比赛")
+
+
+def _synonym(rng: random.Random, group: int) -> str:
+    return rng.choice(SYNONYM_GROUPS[group])
+
+
+_CORPUS_TEMPLATES = (
+    lambda r: f"{r.choice(_PEOPLE)}昨天在{r.choice(_PLACES)}{r.choice(_VERBS)}了{r.choice(_ORGANISATIONS)}。",
+    lambda r: f"{r.choice(_PLACES)}的风景非常{_synonym(r, 0)}，游客们都很{_synonym(r, 1)}。",
+    lambda r: f"{r.choice(_ORGANISATIONS)}认为{r.choice(_NOUNS)}的{_synonym(r, 3)}十分{_synonym(r, 2)}。",
+    lambda r: f"{r.choice(_PEOPLE)}和{r.choice(_PEOPLE)}一起去{r.choice(_PLACES)}参加{r.choice(_EVENTS)}。",
+    lambda r: f"今天{r.choice(_PEOPLE)}过得很{_synonym(r, 1)}，因为{r.choice(_ORGANISATIONS)}{_synonym(r, 5)}了他。",
+    lambda r: f"{r.choice(_PLACES)}的{r.choice(_NOUNS)}{_synonym(r, 4)}{_synonym(r, 3)}，这对全国很{_synonym(r, 2)}。",
+    lambda r: f"{r.choice(_ORGANISATIONS)}在{r.choice(_PLACES)}举办了一场{_synonym(r, 0)}的{r.choice(_EVENTS)}。",
+    lambda r: f"记者从{r.choice(_ORGANISATIONS)}了解到，{r.choice(_PLACES)}正在{r.choice(_VERBS)}新的{r.choice(_NOUNS)}项目。",
+    lambda r: f"{r.choice(_PEOPLE)}说，{r.choice(_NOUNS)}是{r.choice(_PLACES)}{_synonym(r, 3)}的{_synonym(r, 2)}力量。",
+    lambda r: f"孩子们在{r.choice(_PLACES)}的公园里玩得非常{_synonym(r, 1)}。",
+)
+
+
+def sample_corpus(n_sentences: int = 2000, seed: int = 0) -> list[str]:
+    """``n_sentences`` raw Chinese sentences for MLM pre-training (seeded).
+
+    Sentences name people (jieba POS ``nr``), places (``ns``) and organisations
+    (``nt``), carry verbs (``v``) and use words from ``SYNONYM_GROUPS``.
+    """
+    _validate_count("n_sentences", n_sentences)
+    rng = random.Random(seed)
+    return [rng.choice(_CORPUS_TEMPLATES)(rng) for _ in range(n_sentences)]
+
+
+def all_sample_texts(seed: int = 0) -> Sequence[str]:
+    """Every text of the default sample data (for vocabulary checks)."""
+    relevance = sample_relevance_splits(seed=seed)
+    sentences = sample_sentence_splits(seed=seed)
+    texts: list[str] = []
+    for split in relevance.values():
+        texts += list(split["text"]) + list(split["text_pair"])
+    for split in sentences.values():
+        texts += list(split["text"])
+    return texts + sample_corpus(seed=seed)

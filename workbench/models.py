@@ -1,0 +1,284 @@
+"""Model constructors: tiny BERT configs, checkpoints, classification heads.
+
+Every constructor builds either a tiny randomly initialised BERT (from
+``tiny_bert_config(**tiny)``, the default; sized for CPU) or loads a checkpoint
+through the ``transformers`` Auto classes when ``model_name_or_path`` is given.
+Classifiers' ``forward`` returns an output with ``.logits``; the workbench
+trainers compute the loss themselves with the workbench losses.
+
+The auxiliary-label helpers implement the two-stage recipe: stage 1 trains the
+encoder with a head of K+n outputs (n auxiliary labels that never occur,
+``build_aux_label_classifier``); stage 2 freezes the encoder (``freeze_encoder``)
+and fits a fresh K-way head (``replace_head``). ``FusionClassifier`` is the
+MRE-BERT fusion: two encoders' [CLS] (or pooled) vectors concatenated and fed
+to one linear head.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+from transformers import (
+    AutoModel,
+    AutoModelForMaskedLM,
+    AutoModelForSequenceClassification,
+    AutoModelForTokenClassification,
+    AutoTokenizer,
+    BertConfig,
+    BertForMaskedLM,
+    BertForSequenceClassification,
+    BertForTokenClassification,
+    BertModel,
+    PreTrainedModel,
+    PreTrainedTokenizerBase,
+)
+from transformers.modeling_outputs import SequenceClassifierOutput
+
+from workbench.vocab import load_tokenizer
+
+__all__ = [
+    "FusionClassifier",
+    "build_aux_label_classifier",
+    "build_encoder",
+    "build_masked_lm",
+    "build_sequence_classifier",
+    "build_token_classifier",
+    "freeze_encoder",
+    "load_tokenizer",
+    "replace_head",
+    "tiny_bert_config",
+    "tokenizer_for",
+]
+
+
+def _require_positive_int(name: str, value: Any) -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise ValueError(f"{name}: must be an integer >= 1, got {value!r}")
+
+
+def tiny_bert_config(
+    vocab_size: int | None = None,
+    num_layers: int = 2,
+    hidden_size: int = 64,
+    num_heads: int = 2,
+    intermediate_size: int | None = None,
+    max_position: int = 128,
+    **kw: Any,
+) -> BertConfig:
+    """A small BertConfig for CPU experiments.
+
+    ``vocab_size`` defaults to the shipped tokenizer's size, ``intermediate_size``
+    to ``4 * hidden_size`` (BERT's ratio). Extra keyword arguments go to
+    BertConfig (e.g. ``hidden_dropout_prob``). Raises ValueError naming the
+    parameter for non-positive sizes or ``hidden_size % num_heads != 0``.
+    """
+    vocab_size = len(load_tokenizer()) if vocab_size is None else vocab_size
+    intermediate_size = 4 * hidden_size if intermediate_size is None else intermediate_size
+    for name, value in (
+        ("vocab_size", vocab_size),
+        ("num_layers", num_layers),
+        ("hidden_size", hidden_size),
+        ("num_heads", num_heads),
+        ("intermediate_size", intermediate_size),
+        ("max_position", max_position),
+    ):
+        _require_positive_int(name, value)
+    if hidden_size % num_heads:
+        raise ValueError(f"hidden_size: must be divisible by num_heads={num_heads}, got {hidden_size}")
+    return BertConfig(
+        vocab_size=vocab_size,
+        hidden_size=hidden_size,
+        num_hidden_layers=num_layers,
+        num_attention_heads=num_heads,
+        intermediate_size=intermediate_size,
+        max_position_embeddings=max_position,
+        **kw,
+    )
+
+
+def tokenizer_for(
+    model_name_or_path: str | Path | None = None, vocab_file: str | Path | None = None
+) -> PreTrainedTokenizerBase:
+    """The checkpoint's own tokenizer (``AutoTokenizer.from_pretrained``) when a path or hub name
+    is given, else the WordPiece tokenizer over ``vocab_file`` (default: the shipped vocab)."""
+    if model_name_or_path is not None and vocab_file is not None:
+        raise ValueError("vocab_file: give either model_name_or_path or vocab_file, not both")
+    if model_name_or_path is not None:
+        return AutoTokenizer.from_pretrained(str(model_name_or_path))
+    return load_tokenizer(vocab_file)
+
+
+def _build(
+    auto_class: type,
+    bert_class: type,
+    model_name_or_path: str | Path | None,
+    tiny: Mapping[str, Any] | None,
+    **head_kw: Any,
+) -> PreTrainedModel:
+    """Load ``model_name_or_path`` with ``auto_class`` or build ``bert_class`` from a tiny config."""
+    if model_name_or_path is not None:
+        if tiny is not None:
+            raise ValueError("tiny: give either model_name_or_path or tiny config kwargs, not both")
+        return auto_class.from_pretrained(str(model_name_or_path), **head_kw)
+    config = tiny_bert_config(**dict(tiny or {}))
+    for key, value in head_kw.items():
+        setattr(config, key, value)
+    return bert_class(config)
+
+
+def build_sequence_classifier(
+    num_labels: int, model_name_or_path: str | Path | None = None, tiny: Mapping[str, Any] | None = None
+) -> PreTrainedModel:
+    """A BertForSequenceClassification with ``num_labels`` outputs (tiny, or from a checkpoint).
+
+    Sentence pairs need nothing special: the tokenizer builds ``[CLS] S1 [SEP] S2 [SEP]``
+    with ``token_type_ids``.
+    """
+    _require_positive_int("num_labels", num_labels)
+    return _build(
+        AutoModelForSequenceClassification, BertForSequenceClassification, model_name_or_path, tiny,
+        num_labels=num_labels,
+    )
+
+
+def build_token_classifier(
+    num_labels: int, model_name_or_path: str | Path | None = None, tiny: Mapping[str, Any] | None = None
+) -> PreTrainedModel:
+    """A BertForTokenClassification with ``num_labels`` outputs per token."""
+    _require_positive_int("num_labels", num_labels)
+    return _build(
+        AutoModelForTokenClassification, BertForTokenClassification, model_name_or_path, tiny,
+        num_labels=num_labels,
+    )
+
+
+def build_masked_lm(
+    model_name_or_path: str | Path | None = None, tiny: Mapping[str, Any] | None = None
+) -> PreTrainedModel:
+    """A BertForMaskedLM (tiny, or from a checkpoint)."""
+    return _build(AutoModelForMaskedLM, BertForMaskedLM, model_name_or_path, tiny)
+
+
+def build_encoder(
+    model_name_or_path: str | Path | None = None, tiny: Mapping[str, Any] | None = None
+) -> PreTrainedModel:
+    """A bare encoder (BertModel with pooler, or ``AutoModel.from_pretrained``), e.g. for FusionClassifier."""
+    return _build(AutoModel, BertModel, model_name_or_path, tiny)
+
+
+def build_aux_label_classifier(
+    num_labels: int,
+    num_aux: int,
+    model_name_or_path: str | Path | None = None,
+    tiny: Mapping[str, Any] | None = None,
+) -> PreTrainedModel:
+    """Stage 1 of auxiliary-label training: a sequence classifier with K + n outputs.
+
+    Outputs ``0..K-1`` are the task labels (``num_labels`` = K), ``K..K+n-1`` the
+    ``num_aux`` = n auxiliary labels that never occur as gold labels. K and n are
+    recorded on the config as ``num_task_labels`` and ``num_aux_labels`` (saved
+    with ``save_pretrained``).
+    """
+    _require_positive_int("num_labels", num_labels)
+    _require_positive_int("num_aux", num_aux)
+    model = build_sequence_classifier(num_labels + num_aux, model_name_or_path, tiny)
+    model.config.num_task_labels = num_labels
+    model.config.num_aux_labels = num_aux
+    return model
+
+
+def replace_head(model: PreTrainedModel, num_labels: int, seed: int | None = None) -> PreTrainedModel:
+    """Stage 2 of auxiliary-label training: a fresh ``num_labels``-way linear head on the same encoder.
+
+    The new ``model.classifier`` has weights ~ N(0, config.initializer_range) and
+    zero bias (BERT's initialisation), drawn from a generator seeded with
+    ``seed`` (the global torch RNG when None). Modifies ``model`` in place and
+    returns it; ``config.num_aux_labels`` becomes 0.
+    """
+    _require_positive_int("num_labels", num_labels)
+    old_head = getattr(model, "classifier", None)
+    if not isinstance(old_head, nn.Linear):
+        raise ValueError(f"model: expected a classifier head nn.Linear at model.classifier, got {type(old_head).__name__}")
+    generator = torch.Generator().manual_seed(seed) if seed is not None else None
+    head = nn.Linear(old_head.in_features, num_labels)
+    with torch.no_grad():
+        head.weight.normal_(0.0, model.config.initializer_range, generator=generator)
+        head.bias.zero_()
+    model.classifier = head.to(device=old_head.weight.device, dtype=old_head.weight.dtype)
+    model.num_labels = num_labels
+    model.config.num_labels = num_labels
+    model.config.num_task_labels = num_labels
+    model.config.num_aux_labels = 0
+    return model
+
+
+def freeze_encoder(model: PreTrainedModel) -> PreTrainedModel:
+    """Set ``requires_grad=False`` on every parameter of the encoder (``model.base_model``:
+    embeddings, layers, pooler); the head stays trainable. Returns ``model``."""
+    encoder = model.base_model
+    if encoder is model:
+        raise ValueError("model: has no separate encoder (model.base_model is the model itself)")
+    for parameter in encoder.parameters():
+        parameter.requires_grad_(False)
+    return model
+
+
+class FusionClassifier(nn.Module):
+    """MRE-BERT fusion of two encoders: ``logits = W [h_a ; h_b] + b``.
+
+    ``h_a``, ``h_b`` are each encoder's [CLS] vector (``representation="cls"``:
+    ``last_hidden_state[:, 0]``) or pooled output (``representation="pooled"``),
+    concatenated and passed through dropout and one linear layer. Both encoders
+    read the same ``input_ids`` (they must share the tokenizer). ``forward``
+    returns a SequenceClassifierOutput; with ``labels`` its ``loss`` is the mean
+    cross-entropy (as in the Hugging Face classifiers).
+    """
+
+    REPRESENTATIONS = ("cls", "pooled")
+
+    def __init__(
+        self,
+        encoder_a: PreTrainedModel,
+        encoder_b: PreTrainedModel,
+        num_labels: int,
+        representation: str = "cls",
+        dropout: float = 0.1,
+    ) -> None:
+        super().__init__()
+        _require_positive_int("num_labels", num_labels)
+        if representation not in self.REPRESENTATIONS:
+            raise ValueError(f"representation: must be one of {self.REPRESENTATIONS}, got {representation!r}")
+        if not 0.0 <= dropout < 1.0:
+            raise ValueError(f"dropout: must be in [0, 1), got {dropout!r}")
+        self.encoder_a = encoder_a
+        self.encoder_b = encoder_b
+        self.num_labels = num_labels
+        self.representation = representation
+        self.dropout = nn.Dropout(dropout)
+        width = encoder_a.config.hidden_size + encoder_b.config.hidden_size
+        self.classifier = nn.Linear(width, num_labels)
+
+    def _represent(self, encoder: PreTrainedModel, **inputs: torch.Tensor | None) -> torch.Tensor:
+        output = encoder(**inputs)
+        if self.representation == "cls":
+            return output.last_hidden_state[:, 0]
+        if getattr(output, "pooler_output", None) is None:
+            raise ValueError("representation: 'pooled' needs encoders with a pooler (e.g. BertModel with add_pooling_layer=True)")
+        return output.pooler_output
+
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor | None = None,
+        token_type_ids: torch.Tensor | None = None,
+        labels: torch.Tensor | None = None,
+    ) -> SequenceClassifierOutput:
+        inputs = {"input_ids": input_ids, "attention_mask": attention_mask, "token_type_ids": token_type_ids}
+        fused = torch.cat([self._represent(self.encoder_a, **inputs), self._represent(self.encoder_b, **inputs)], dim=-1)
+        logits = self.classifier(self.dropout(fused))
+        loss = None if labels is None else nn.functional.cross_entropy(logits, labels)
+        return SequenceClassifierOutput(loss=loss, logits=logits)
