@@ -1,0 +1,387 @@
+"""Segmentation, word-aligned encoding and the three masking collators."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+import torch
+
+from workbench.masking import (
+    JiebaSegmenter,
+    KnowledgeMaskCollator,
+    RandomMaskCollator,
+    WholeWordMaskCollator,
+    compute_idf,
+    encode_words,
+)
+from workbench.masking.collators import _fill_budget
+from workbench.vocab import load_tokenizer
+
+SENTENCES = [
+    "习近平主席在北京会见了美国总统，双方就经济合作交换了意见。",
+    "今天天气很好，我们一起去公园散步吧。",
+    "中国科学院的研究人员发现了一种新的治疗方法。",
+    "上海市政府宣布将加快建设国际金融中心。",
+    "他高兴地告诉记者，这个城市的发展非常快。",
+    "李明在北京大学学习经济学，明年将去英国留学。",
+]
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    return load_tokenizer()
+
+
+@pytest.fixture(scope="module")
+def segmenter():
+    return JiebaSegmenter()
+
+
+@pytest.fixture(scope="module")
+def features(tokenizer, segmenter):
+    return encode_words(tokenizer, SENTENCES, segmenter)
+
+
+@pytest.fixture(scope="module")
+def pair_features(tokenizer, segmenter):
+    return encode_words(tokenizer, SENTENCES[:3], segmenter, text_pairs=SENTENCES[3:])
+
+
+def collate(collator, features):
+    batch = collator(features)
+    return {key: value.numpy() for key, value in batch.items()}
+
+
+# --- segmentation ---------------------------------------------------------------------------
+
+
+def test_segment_covers_text_and_is_cached(segmenter):
+    text = SENTENCES[0]
+    before = segmenter.cache_info().hits
+    pairs = segmenter.segment(text)
+    assert "".join(word for word, _ in pairs) == text
+    assert ("北京", "ns") in pairs and ("习近平", "nrfg") in pairs
+    assert segmenter.words(text) == [word for word, _ in pairs]
+    assert segmenter.cache_info().hits >= before + 1
+
+
+def test_segment_without_pos_has_empty_tags():
+    pairs = JiebaSegmenter(pos=False).segment(SENTENCES[1])
+    assert "".join(word for word, _ in pairs) == SENTENCES[1]
+    assert {tag for _, tag in pairs} == {""}
+
+
+def test_user_dict_adds_words(tmp_path):
+    user_dict = tmp_path / "user.txt"
+    user_dict.write_text("发现了一种 10 nz\n", encoding="utf-8")
+    pairs = JiebaSegmenter(user_dict=user_dict).segment(SENTENCES[2])
+    assert ("发现了一种", "nz") in pairs
+    assert ("发现了一种", "nz") not in JiebaSegmenter().segment(SENTENCES[2])
+
+
+def test_missing_user_dict_raises(tmp_path):
+    with pytest.raises(ValueError, match="user_dict"):
+        JiebaSegmenter(user_dict=tmp_path / "missing.txt")
+
+
+# --- encoding -------------------------------------------------------------------------------
+
+
+def test_sample_sentences_have_no_unknown_tokens(tokenizer, features):
+    for feature in features:
+        assert tokenizer.unk_token_id not in feature["input_ids"]
+
+
+def test_word_ids_align_tokens_with_jieba_words(tokenizer, segmenter, features):
+    for text, feature in zip(SENTENCES, features):
+        word_ids = np.array(feature["word_ids"])
+        tokens = tokenizer.convert_ids_to_tokens(feature["input_ids"])
+        assert word_ids[0] == -1 and word_ids[-1] == -1 and (word_ids[1:-1] >= 0).all()
+        spelled = ["".join(t for t, w in zip(tokens, word_ids) if w == index) for index in range(word_ids.max() + 1)]
+        assert spelled == feature["words"] == segmenter.words(text)
+        assert feature["word_tags"] == [tag for _, tag in segmenter.segment(text)]
+        assert feature["word_pos"][1:-1] == [feature["word_tags"][w] for w in word_ids[1:-1]]
+        assert feature["word_pos"][0] == feature["word_pos"][-1] == ""
+
+
+def test_pair_word_ids_continue_after_first_segment(segmenter, pair_features):
+    for first, second, feature in zip(SENTENCES[:3], SENTENCES[3:], pair_features):
+        word_ids = np.array(feature["word_ids"])
+        token_types = np.array(feature["token_type_ids"])
+        n_first = len(segmenter.words(first))
+        assert set(word_ids[(token_types == 0) & (word_ids >= 0)]) == set(range(n_first))
+        second_ids = word_ids[(token_types == 1) & (word_ids >= 0)]
+        assert set(second_ids) == set(range(n_first, n_first + len(segmenter.words(second))))
+        assert feature["words"] == segmenter.words(first) + segmenter.words(second)
+        assert (word_ids == -1).sum() == 3  # [CLS], [SEP], [SEP]
+
+
+def test_truncation_keeps_word_numbering_dense(tokenizer, segmenter):
+    feature = encode_words(tokenizer, [SENTENCES[0]], segmenter, max_length=8)[0]
+    word_ids = [w for w in feature["word_ids"] if w >= 0]
+    assert len(feature["input_ids"]) == 8
+    assert sorted(set(word_ids)) == list(range(len(feature["words"])))
+
+
+def test_encode_rejects_bad_arguments(tokenizer, segmenter):
+    with pytest.raises(ValueError, match="max_length"):
+        encode_words(tokenizer, SENTENCES, segmenter, max_length=1)
+    with pytest.raises(ValueError, match="text_pairs"):
+        encode_words(tokenizer, SENTENCES, segmenter, text_pairs=SENTENCES[:2])
+
+
+# --- collators: shared behaviour ------------------------------------------------------------
+
+ALL_COLLATORS = [RandomMaskCollator, WholeWordMaskCollator, KnowledgeMaskCollator]
+
+
+@pytest.mark.parametrize("collator_class", ALL_COLLATORS)
+def test_output_keys_shapes_and_padding(collator_class, tokenizer, features):
+    batch = collate(collator_class(tokenizer), features)
+    assert set(batch) == {"input_ids", "attention_mask", "token_type_ids", "labels"}
+    width = max(len(f["input_ids"]) for f in features)
+    assert all(value.shape == (len(features), width) and value.dtype == np.int64 for value in batch.values())
+    with_words = collate(collator_class(tokenizer, return_word_ids=True), features)
+    for row, feature in enumerate(features):
+        length = len(feature["input_ids"])
+        assert (with_words["word_ids"][row, :length] == feature["word_ids"]).all()
+        assert (with_words["word_ids"][row, length:] == -1).all()
+        assert (batch["attention_mask"][row, length:] == 0).all()
+        assert (batch["input_ids"][row, length:] == tokenizer.pad_token_id).all()
+
+
+@pytest.mark.parametrize("collator_class", ALL_COLLATORS)
+def test_special_tokens_and_padding_never_masked(collator_class, tokenizer, pair_features):
+    collator = collator_class(tokenizer, mlm_probability=0.5, return_word_ids=True)
+    for _ in range(30):
+        batch = collate(collator, pair_features)
+        special = batch["word_ids"] == -1
+        assert (batch["labels"][special] == -100).all()
+        original = np.array([f["input_ids"] + [0] * (batch["input_ids"].shape[1] - len(f["input_ids"]))
+                             for f in pair_features])
+        assert (batch["input_ids"][special] == original[special]).all()
+
+
+@pytest.mark.parametrize("collator_class", ALL_COLLATORS)
+def test_labels_hold_original_ids(collator_class, tokenizer, features):
+    batch = collate(collator_class(tokenizer, mlm_probability=0.3), features)
+    for row, feature in enumerate(features):
+        labels = batch["labels"][row, : len(feature["input_ids"])]
+        masked = labels != -100
+        assert masked.any()
+        assert (labels[masked] == np.array(feature["input_ids"])[masked]).all()
+
+
+@pytest.mark.parametrize("collator_class", ALL_COLLATORS)
+def test_same_seed_same_masks_different_seed_different_masks(collator_class, tokenizer, features):
+    first, second, other = collator_class(tokenizer, seed=3), collator_class(tokenizer, seed=3), collator_class(
+        tokenizer, seed=4)
+    runs = [[collate(c, features) for _ in range(3)] for c in (first, second, other)]
+    for a, b in zip(runs[0], runs[1]):
+        assert all((a[key] == b[key]).all() for key in a)
+    assert any((a["labels"] != c["labels"]).any() for a, c in zip(runs[0], runs[2]))
+    # dynamic: the generator advances, so consecutive batches differ
+    assert (runs[0][0]["labels"] != runs[0][1]["labels"]).any()
+
+
+@pytest.mark.parametrize("collator_class", ALL_COLLATORS)
+@pytest.mark.parametrize("probability", [0.0, 1.0, -0.1, 1.5])
+def test_mlm_probability_outside_open_unit_interval_raises(collator_class, tokenizer, probability):
+    with pytest.raises(ValueError, match="mlm_probability"):
+        collator_class(tokenizer, mlm_probability=probability)
+
+
+@pytest.mark.parametrize("max_ngram", [0, -1, 1.5])
+def test_max_ngram_below_one_raises(tokenizer, max_ngram):
+    with pytest.raises(ValueError, match="max_ngram"):
+        WholeWordMaskCollator(tokenizer, max_ngram=max_ngram)
+
+
+def test_word_collators_need_word_ids(tokenizer):
+    plain = [dict(tokenizer(text)) for text in SENTENCES[:2]]
+    with pytest.raises(ValueError, match="word_ids"):
+        WholeWordMaskCollator(tokenizer)(plain)
+
+
+# --- budget and 80/10/10 --------------------------------------------------------------------
+
+
+def test_random_collator_masks_exact_budget_on_plain_features(tokenizer):
+    plain = [dict(tokenizer(text)) for text in SENTENCES]
+    batch = collate(RandomMaskCollator(tokenizer), plain)
+    for row, feature in enumerate(plain):
+        n_tokens = len(feature["input_ids"]) - 2
+        assert (batch["labels"][row] != -100).sum() == round(0.15 * n_tokens)
+        assert batch["labels"][row, 0] == -100 and batch["labels"][row, n_tokens + 1] == -100
+
+
+@pytest.mark.parametrize("collator_class", [WholeWordMaskCollator, KnowledgeMaskCollator])
+def test_word_collators_never_exceed_budget_and_fill_it_on_average(collator_class, tokenizer, features):
+    collator = collator_class(tokenizer, seed=1)
+    budgets = np.array([round(0.15 * (len(f["input_ids"]) - 2)) for f in features])
+    counts = np.array([(collate(collator, features)["labels"] != -100).sum(axis=1) for _ in range(200)])
+    assert (counts <= budgets).all()
+    assert counts.mean() >= 0.9 * budgets.mean()
+
+
+def test_replacement_proportions_80_10_10(tokenizer, features):
+    collator = RandomMaskCollator(tokenizer, mlm_probability=0.5, seed=7)
+    special_ids = set(tokenizer.all_special_ids)
+    mask, kept, replaced = 0, 0, 0
+    for _ in range(300):
+        batch = collate(collator, features)
+        masked = batch["labels"] != -100
+        corrupted, gold = batch["input_ids"][masked], batch["labels"][masked]
+        mask += (corrupted == tokenizer.mask_token_id).sum()
+        kept += (corrupted == gold).sum()
+        random_tokens = corrupted[(corrupted != tokenizer.mask_token_id) & (corrupted != gold)]
+        replaced += random_tokens.size
+        assert not special_ids & set(random_tokens.tolist())
+    total = mask + kept + replaced
+    assert abs(mask / total - 0.8) < 0.02
+    assert abs(kept / total - 0.1) < 0.015
+    assert abs(replaced / total - 0.1) < 0.015
+
+
+# --- whole-word property --------------------------------------------------------------------
+
+
+def masked_word_fractions(batch):
+    """(row, word) -> fraction of the word's tokens that are masked."""
+    fractions = {}
+    for row in range(batch["labels"].shape[0]):
+        word_ids, masked = batch["word_ids"][row], batch["labels"][row] != -100
+        for word in set(word_ids[word_ids >= 0].tolist()):
+            fractions[row, word] = masked[word_ids == word].mean()
+    return fractions
+
+
+@pytest.mark.parametrize("collator_class, kwargs", [
+    (WholeWordMaskCollator, {}), (WholeWordMaskCollator, {"max_ngram": 3}), (KnowledgeMaskCollator, {}),
+])
+def test_every_masked_word_is_fully_masked(collator_class, kwargs, tokenizer, features, pair_features):
+    collator = collator_class(tokenizer, mlm_probability=0.3, return_word_ids=True, **kwargs)
+    multi_token_masked = 0
+    for _ in range(50):
+        for feats in (features, pair_features):
+            batch = collate(collator, feats)
+            fractions = masked_word_fractions(batch)
+            assert set(fractions.values()) <= {0.0, 1.0}
+            multi_token_masked += sum(
+                1 for (row, word), f in fractions.items()
+                if f == 1.0 and (batch["word_ids"][row] == word).sum() > 1
+            )
+    assert multi_token_masked > 0
+
+
+def test_random_collator_splits_words(tokenizer, features):
+    collator = RandomMaskCollator(tokenizer, mlm_probability=0.3, return_word_ids=True)
+    partial = sum(
+        sum(0.0 < f < 1.0 for f in masked_word_fractions(collate(collator, features)).values()) for _ in range(20)
+    )
+    assert partial > 0
+
+
+def test_fill_budget_by_hand():
+    # one row of 5 words with lengths 2, 1, 3, 1, 2; budget 4; visit order 2, 0, 1, 4, 3
+    lengths, segments = [2, 1, 3, 1, 2], [0, 0, 0, 0, 0]
+    chosen = bytearray(5)
+    _fill_budget([2, 0, 1, 4, 3], 5, 4, lengths, segments, [1] * 5, chosen)
+    assert list(chosen) == [0, 1, 1, 0, 0]  # word 2 (3 tokens), word 0 does not fit, word 1 fits (1)
+    # spans: starting at word 0 with a 3-gram takes words 0, 1 then stops at word 2 (3 > remaining 1)
+    chosen = bytearray(5)
+    _fill_budget([0, 3], 5, 4, lengths, segments, [3, 1, 1, 1, 1], chosen)
+    assert list(chosen) == [1, 1, 0, 1, 0]
+    # spans stop at a segment boundary
+    chosen = bytearray(5)
+    _fill_budget([3], 5, 10, lengths, [0, 0, 0, 0, 1], [3, 3, 3, 3, 3], chosen)
+    assert list(chosen) == [0, 0, 0, 1, 0]
+
+
+def test_ngram_spans_cover_adjacent_words(tokenizer, features):
+    adjacent = {}
+    for max_ngram in (1, 3):
+        collator = WholeWordMaskCollator(tokenizer, mlm_probability=0.3, max_ngram=max_ngram, return_word_ids=True)
+        count = 0
+        for _ in range(100):
+            fractions = masked_word_fractions(collate(collator, features))
+            count += sum(1 for (row, word), f in fractions.items() if f == 1.0 and fractions.get((row, word + 1)) == 1.0)
+        adjacent[max_ngram] = count
+    assert adjacent[3] > 1.3 * adjacent[1]
+
+
+# --- knowledge-based masking ----------------------------------------------------------------
+
+
+def is_entity_or_event(tag: str) -> bool:
+    return tag.startswith("nr") or tag in {"ns", "nt", "nz", "v", "vn"}
+
+
+def knowledge_word_rate(collator, features, draws=100):
+    hit = total = 0
+    for _ in range(draws):
+        batch = collate(collator, features)
+        for (row, word), fraction in masked_word_fractions(batch).items():
+            if is_entity_or_event(features[row]["word_tags"][word]):
+                total += 1
+                hit += fraction == 1.0
+    return hit / total
+
+
+def test_kdm_masks_entities_and_events_more_often_than_wwm(tokenizer, features):
+    kdm = knowledge_word_rate(KnowledgeMaskCollator(tokenizer, return_word_ids=True), features)
+    wwm = knowledge_word_rate(WholeWordMaskCollator(tokenizer, return_word_ids=True), features)
+    assert kdm > 2 * wwm
+
+
+def test_kdm_entity_lexicon_and_idf_order(tokenizer, segmenter):
+    text = "今天天气很好，我们一起去公园散步吧。"
+    feature = encode_words(tokenizer, [text], segmenter)[0]
+    # budget round(0.15 * 18) = 3: the listed entity "公园" (2 tokens) comes first, then the highest-IDF word
+    idf = {"很": 9.0, "散步": 5.0}
+    collator = KnowledgeMaskCollator(tokenizer, entities={"公园"}, idf=idf, return_word_ids=True)
+    for _ in range(5):
+        batch = collate(collator, [feature])
+        masked_words = {feature["words"][w] for w in set(batch["word_ids"][0][batch["labels"][0] != -100].tolist())}
+        # events (去, 散步) outrank other words; 散步 does not fit the remaining budget of 1, so 去 does
+        assert masked_words == {"公园", "去"}
+
+
+def test_compute_idf_by_hand():
+    idf = compute_idf([["北京", "天气"], ["北京"], ["上海", "上海"]])
+    assert idf["北京"] == pytest.approx(np.log(4 / 3) + 1)
+    assert idf["上海"] == pytest.approx(np.log(4 / 2) + 1)
+    with pytest.raises(ValueError, match="segmented_texts"):
+        compute_idf([])
+
+
+# --- transformers' whole-word masking on unspaced Chinese -----------------------------------
+
+
+def test_transformers_wwm_masks_unspaced_chinese_sentences_all_or_nothing(tokenizer, segmenter):
+    from transformers import DataCollatorForLanguageModeling
+
+    texts = SENTENCES[:4]
+    encoded = tokenizer(texts, padding=True, return_offsets_mapping=True, return_special_tokens_mask=True)
+    hf_features = [{key: encoded[key][row] for key in encoded} for row in range(len(texts))]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        hf = DataCollatorForLanguageModeling(tokenizer, whole_word_mask=True, mlm_probability=0.15, seed=0)
+    special = np.array(encoded["special_tokens_mask"], dtype=bool)
+    fully = 0
+    for _ in range(200):
+        masked = (hf(hf_features)["labels"].numpy() != -100)
+        share = np.where(special, np.nan, masked).astype(float)
+        share = np.nanmean(share, axis=1)
+        assert set(share.tolist()) <= {0.0, 1.0}  # the whole sentence is one "word"
+        fully += int((share == 1.0).sum())
+    assert 0.08 < fully / (200 * len(texts)) < 0.25  # each sentence masked entirely with p = 0.15
+    # ours masks jieba words inside each sentence, never a whole sentence
+    ours = WholeWordMaskCollator(tokenizer, return_word_ids=True)
+    features = encode_words(tokenizer, texts, segmenter)
+    for _ in range(50):
+        batch = collate(ours, features)
+        per_sentence = ((batch["labels"] != -100) & (batch["word_ids"] >= 0)).sum(axis=1)
+        assert ((per_sentence > 0) & (per_sentence < (batch["word_ids"] >= 0).sum(axis=1))).all()
