@@ -1,0 +1,189 @@
+"""The Trainer subclass every workbench trainer uses: any loss, correct under gradient accumulation.
+
+``transformers.Trainer`` sums the gradients of ``gradient_accumulation_steps``
+micro-batches before one optimizer step. What each micro-batch's loss must be
+scaled by so that the accumulated update is the intended one depends on what
+the loss is:
+
+* a per-sample (or per-token) mean, ``L_b = (1/n_b) sum_{i in b} l_i``: the
+  accumulated gradient must equal that of one big batch,
+  ``(1/N) sum_i l_i`` with ``N = sum_b n_b`` (the ``num_items_in_batch`` the
+  Trainer counts over the whole accumulated batch), so each micro-batch
+  contributes ``L_b * n_b / N``;
+* a batch-level loss (set-level Dice, PCL with batch counts: ``is_batch_level``),
+  whose value is not a mean of per-sample terms: the update must be the MEAN of
+  the micro-batches' updates, so each contributes ``L_b / G`` with ``G`` the
+  number of micro-batches in this accumulation step.
+
+The subclass therefore sets ``loss_is_scaled_for_ga = True`` and scales in
+``compute_loss`` (DESIGN.md: ``compute_loss_func`` alone would not divide by
+``G``, scaling a batch-mean loss up ``G``-fold).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch import nn
+from transformers import PrinterCallback, Trainer, TrainingArguments
+
+from workbench.train.config import PRECISIONS
+
+IGNORE_INDEX = -100
+
+
+def scale_for_accumulation(
+    loss: torch.Tensor,
+    *,
+    is_batch_level: bool,
+    items_in_micro_batch: int | torch.Tensor,
+    num_items_in_batch: int | torch.Tensor | None,
+    micro_batches: int,
+    num_processes: int = 1,
+) -> torch.Tensor:
+    """Scale one micro-batch's loss so the summed gradients give the intended update.
+
+    Per-sample mean loss: ``L_b * n_b * P / N`` where ``n_b`` counts this
+    micro-batch's non-ignored labels, ``N`` (``num_items_in_batch``) all of them
+    in the accumulation step over every process and ``P`` the number of
+    processes (DDP averages gradients over processes, the factor undoes it), so
+    the update equals that of one batch of ``N`` items. Without ``N`` (the
+    Trainer did not count) it falls back to ``L_b / G``.
+
+    Batch-level loss: ``L_b / G`` with ``G = micro_batches``, the mean of the
+    micro-batches' updates (DDP's average over processes keeps it a mean).
+    """
+    if micro_batches < 1:
+        raise ValueError(f"micro_batches: must be >= 1, got {micro_batches}")
+    if is_batch_level or num_items_in_batch is None:
+        return loss / micro_batches
+    return loss * (items_in_micro_batch * num_processes / num_items_in_batch)
+
+
+def count_items(labels: torch.Tensor) -> torch.Tensor:
+    """Number of labels that take part in the loss (not ``-100``)."""
+    return labels.ne(IGNORE_INDEX).sum()
+
+
+class LossTrainer(Trainer):
+    """A ``transformers.Trainer`` whose training loss is ``loss(outputs.logits, labels)``.
+
+    ``loss`` is any module with ``forward(logits, labels)`` and a bool
+    ``is_batch_level`` (every ``workbench.losses.build_loss`` loss). Batch keys
+    listed in ``side_inputs`` (e.g. ``word_ids``) are taken out of the batch
+    before the forward pass and handed to :meth:`batch_loss`. Subclasses with
+    another objective override :meth:`batch_loss`; the gradient-accumulation
+    scaling (:func:`scale_for_accumulation`) stays here.
+    """
+
+    loss_is_scaled_for_ga = True
+
+    def __init__(self, *args: Any, loss: nn.Module, side_inputs: tuple[str, ...] = (), **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.loss = loss
+        self.side_inputs = side_inputs
+        # Make the Trainer count the labels of each accumulation step (num_items_in_batch);
+        # compute_loss below consumes the count, it is never passed to the model.
+        self.model_accepts_loss_kwargs = True
+        if self.args.disable_tqdm:  # quiet: no bars and no per-step log prints
+            self.remove_callback(PrinterCallback)
+
+    def batch_loss(
+        self, model: nn.Module, outputs: Any, labels: torch.Tensor, inputs: dict[str, Any], side: dict[str, Any]
+    ) -> torch.Tensor:
+        """The loss of one micro-batch, before gradient-accumulation scaling."""
+        return self.loss(outputs.logits, labels)
+
+    def compute_loss(
+        self,
+        model: nn.Module,
+        inputs: dict[str, Any],
+        return_outputs: bool = False,
+        num_items_in_batch: torch.Tensor | int | None = None,
+    ) -> torch.Tensor | tuple[torch.Tensor, Any]:
+        labels = inputs.pop("labels")
+        side = {key: inputs.pop(key) for key in self.side_inputs if key in inputs}
+        outputs = model(**inputs)
+        loss = self.batch_loss(model, outputs, labels, inputs, side)
+        if model.training:
+            loss = scale_for_accumulation(
+                loss,
+                is_batch_level=bool(getattr(self.loss, "is_batch_level", False)),
+                items_in_micro_batch=count_items(labels),
+                num_items_in_batch=num_items_in_batch,
+                micro_batches=self.current_gradient_accumulation_steps,
+                num_processes=self._gradient_averaging_processes(),
+            )
+        return (loss, outputs) if return_outputs else loss
+
+    def _gradient_averaging_processes(self) -> int:
+        """Processes whose gradients DDP averages when ``num_items_in_batch`` is a global count."""
+        if self.args.average_tokens_across_devices and self.args.world_size > 1:
+            return self.accelerator.num_processes
+        return 1
+
+
+def resolve_precision(precision: str) -> str:
+    """``auto`` -> ``bf16`` on a CUDA device that supports it, else ``fp32``; others pass through.
+
+    Raises ValueError for fp16/bf16 without CUDA (they need a GPU here).
+    """
+    if precision not in PRECISIONS:
+        raise ValueError(f"training.precision: must be one of {', '.join(PRECISIONS)}, got {precision!r}")
+    cuda = torch.cuda.is_available()
+    if precision == "auto":
+        return "bf16" if cuda and torch.cuda.is_bf16_supported() else "fp32"
+    if precision in ("bf16", "fp16") and not cuda:
+        raise ValueError(f"training.precision: {precision} needs a CUDA device; use auto or fp32 on CPU")
+    return precision
+
+
+def training_arguments(
+    training: dict[str, Any],
+    output_dir: str,
+    *,
+    evaluate: bool,
+    epochs: float | None = None,
+    lr: float | None = None,
+    **extra: Any,
+) -> TrainingArguments:
+    """``TrainingArguments`` from the config's ``training`` section.
+
+    Saves (and evaluates, when ``evaluate``) once per epoch so that runs resume
+    and the best checkpoint by validation macro-F1 is kept; ``save_total_limit``
+    bounds the checkpoints on disk. ``quiet`` disables tqdm bars and per-step
+    log prints. ``extra`` overrides any argument (tests use it for SGD).
+    """
+    precision = resolve_precision(training["precision"])
+    arguments: dict[str, Any] = {
+        "output_dir": output_dir,
+        "num_train_epochs": float(epochs if epochs is not None else training["epochs"]),
+        "per_device_train_batch_size": training["batch_size"],
+        "per_device_eval_batch_size": training["eval_batch_size"],
+        "gradient_accumulation_steps": training["grad_accumulation"],
+        "learning_rate": float(lr if lr is not None else training["lr"]),
+        "warmup_steps": float(training["warmup_ratio"]),  # a float in [0, 1) is a ratio of the total steps
+        "weight_decay": training["weight_decay"],
+        "max_grad_norm": training["max_grad_norm"],
+        "seed": training["seed"],
+        "data_seed": training["seed"],
+        "bf16": precision == "bf16",
+        "fp16": precision == "fp16",
+        "use_cpu": not torch.cuda.is_available(),
+        "logging_steps": training["logging_steps"],
+        "logging_strategy": "steps",
+        "disable_tqdm": training["quiet"],
+        "log_level": "warning" if training["quiet"] else "passive",
+        "save_strategy": "epoch",
+        "save_total_limit": training["save_total_limit"],
+        "eval_strategy": "epoch" if evaluate else "no",
+        "load_best_model_at_end": evaluate,
+        "metric_for_best_model": "macro_f1" if evaluate else None,
+        "greater_is_better": True if evaluate else None,
+        "report_to": "none",
+        "dataloader_num_workers": 0,
+        "remove_unused_columns": False,
+    }
+    arguments.update(extra)
+    return TrainingArguments(**arguments)
