@@ -10,6 +10,7 @@ in docs/training.md.
 from __future__ import annotations
 
 import copy
+import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -87,6 +88,24 @@ DEFAULTS: dict[str, Any] = {
     },
 }
 
+
+
+class _YamlLoader(yaml.SafeLoader):
+    """SafeLoader that also reads exponent floats without a dot (``1e-4``), which YAML 1.1 leaves as strings."""
+
+
+_YamlLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"^[-+]?(?:[0-9][0-9_]*)(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"),
+    list("-+0123456789"),
+)
+
+
+def read_yaml(text: str) -> Any:
+    """Parse YAML text (exponent floats such as ``5e-5`` become floats)."""
+    return yaml.load(text, Loader=_YamlLoader)  # noqa: S506 - a SafeLoader subclass
+
+
 # Sections whose value is a free mapping (passed through, not checked key by key).
 FREE_SECTIONS = ("loss.params",)
 
@@ -123,7 +142,7 @@ def parse_override(override: str) -> tuple[list[str], Any]:
     if not sep or not key.strip():
         raise ValueError(f"overrides: expected 'section.key=value', got {override!r}")
     try:
-        value = yaml.safe_load(raw)
+        value = read_yaml(raw)
     except yaml.YAMLError as error:
         raise ValueError(f"overrides: cannot parse the value of {override!r} as YAML: {error}") from error
     return key.strip().split("."), value
@@ -222,7 +241,7 @@ def load_config(
         path = Path(config)
         if not path.is_file():
             raise ValueError(f"config: no such file {str(path)!r}")
-        raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        raw = read_yaml(path.read_text(encoding="utf-8")) or {}
         if not isinstance(raw, Mapping):
             raise ValueError(f"config: {str(path)!r} must hold a mapping at top level")
     _check_keys(raw, DEFAULTS)

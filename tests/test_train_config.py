@@ -1,0 +1,95 @@
+"""The config format: defaults, merging, typed overrides, and every kind of bad input."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from workbench.train.config import DEFAULTS, load_config, parse_override
+
+
+def test_defaults_are_complete_and_valid():
+    config = load_config()
+    assert config == DEFAULTS
+    assert config is not DEFAULTS and config["training"] is not DEFAULTS["training"]
+
+
+def test_partial_mapping_is_merged_over_defaults():
+    config = load_config({"training": {"lr": 1e-3}, "loss": {"name": "pcl", "params": {"variant": "reference"}}})
+    assert config["training"]["lr"] == 1e-3
+    assert config["training"]["batch_size"] == DEFAULTS["training"]["batch_size"]
+    assert config["loss"] == {"name": "pcl", "params": {"variant": "reference"}}
+
+
+def test_yaml_file_and_typed_overrides(tmp_path):
+    path = tmp_path / "run.yaml"
+    path.write_text(yaml.safe_dump({"task": "pretrain_mlm", "masking": {"strategy": "kdm"}}), encoding="utf-8")
+    config = load_config(path, overrides=["training.lr=1e-4", "training.quiet=true", "data.split=[0.6, 0.2, 0.2]",
+                                          "loss.params.gamma=2", "model.model_name_or_path=out/pre"])
+    assert config["task"] == "pretrain_mlm" and config["masking"]["strategy"] == "kdm"
+    assert config["training"]["lr"] == 1e-4 and isinstance(config["training"]["lr"], float)
+    assert config["training"]["quiet"] is True
+    assert config["data"]["split"] == [0.6, 0.2, 0.2]
+    assert config["loss"]["params"] == {"gamma": 2}
+    assert config["model"]["model_name_or_path"] == "out/pre"
+
+
+def test_parse_override_types():
+    assert parse_override("a.b=3") == (["a", "b"], 3)
+    assert parse_override("a=null") == (["a"], None)
+    assert parse_override("a=x=y") == (["a"], "x=y")
+
+
+@pytest.mark.parametrize(
+    "config, match",
+    [
+        ({"trainig": {}}, r"unknown config key 'trainig'.*allowed keys: aux, data"),
+        ({"training": {"learning_rate": 1}}, r"unknown config key 'training.learning_rate'.*allowed keys in training: batch_size"),
+        ({"model": {"tiny": {"layers": 1}}}, r"'model.tiny.layers'.*hidden_size, num_heads, num_layers"),
+        ({"training": 3}, r"training: must be a mapping"),
+        ({"loss": {"params": [1]}}, r"loss.params: must be a mapping"),
+        ({"task": "train"}, r"task: must be one of finetune, pretrain_mlm, two_stage"),
+        ({"data": {"source": "imdb"}}, r"data.source: must be one of"),
+        ({"data": {"split": [0.5, 0.5, 0.5]}}, r"data.split"),
+        ({"data": {"max_length": 4}}, r"data.max_length: must be an int in \[8, 512\]"),
+        ({"training": {"lr": 0}}, r"training.lr: must be a number > 0"),
+        ({"training": {"batch_size": 2.5}}, r"training.batch_size: must be an int >= 1"),
+        ({"training": {"precision": "fp8"}}, r"training.precision: must be one of auto, fp32, bf16, fp16"),
+        ({"training": {"quiet": "yes"}}, r"training.quiet: must be true or false"),
+        ({"training": {"warmup_ratio": 1.0}}, r"training.warmup_ratio: must be in \[0, 1\)"),
+        ({"masking": {"strategy": "span"}}, r"masking.strategy: must be one of random, wwm, kdm"),
+        ({"masking": {"mlm_probability": 1.5}}, r"masking.mlm_probability: must be in \(0, 1\)"),
+        ({"objective": {"name": "hard"}}, r"objective.name: must be one of plain, hc, sr"),
+        ({"objective": {"level": "word"}}, r"objective.level: must be one of token, sentence"),
+        ({"aux": {"num_aux": -1}}, r"aux.num_aux: must be an int >= 0"),
+        ({"aux": {"fgm_epsilon": -0.1}}, r"aux.fgm_epsilon: must be a number >= 0"),
+        ({"model": {"tiny": {"num_layers": 1, "hidden_size": 30, "num_heads": 4}}}, r"model.tiny.hidden_size: must be a multiple"),
+    ],
+)
+def test_bad_config_raises_naming_the_key(config, match):
+    with pytest.raises(ValueError, match=match):
+        load_config(config)
+
+
+@pytest.mark.parametrize(
+    "override, match",
+    [
+        ("training.lr", r"overrides: expected 'section.key=value'"),
+        ("=3", r"overrides: expected"),
+        ("training.lrate=1e-4", r"unknown config key 'training.lrate'"),
+        ("training.lr=[1", r"overrides: cannot parse"),
+        ("training.epochs=-1", r"training.epochs: must be a number > 0"),
+    ],
+)
+def test_bad_override_raises(override, match):
+    with pytest.raises(ValueError, match=match):
+        load_config({}, overrides=[override])
+
+
+def test_missing_file_and_non_mapping_file(tmp_path):
+    with pytest.raises(ValueError, match="config: no such file"):
+        load_config(tmp_path / "absent.yaml")
+    path = tmp_path / "list.yaml"
+    path.write_text("- 1\n- 2\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="must hold a mapping"):
+        load_config(path)
