@@ -1,0 +1,299 @@
+"""Runner: planning/validation (no kernel), then two small real runs through papermill."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import nbformat
+import pandas as pd
+import pytest
+from nbformat.v4 import new_code_cell, new_notebook
+
+from workbench.__main__ import main
+from workbench.results import numeric_metrics, read_metrics, write_metrics
+from workbench.runner import (
+    cell_slug,
+    check_notebook_clean,
+    ensure_kernel,
+    load_params,
+    new_run_dir,
+    parse_seeds,
+    parse_sweep,
+    plan_executions,
+    run,
+    select_notebooks,
+)
+
+FIXTURES = Path(__file__).parent / "fixtures" / "notebooks"
+OK = FIXTURES / "ok_metrics.ipynb"
+FAILS = FIXTURES / "fails_in_cell2.ipynb"
+
+
+def _quiet(*args, **kwargs) -> None:
+    pass
+
+
+def _write_notebook(path: Path, parameters_source: str, body: str = "pass") -> Path:
+    notebook = new_notebook(
+        cells=[new_code_cell(parameters_source, metadata={"tags": ["parameters"]}), new_code_cell(body)],
+        metadata={"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
+    )
+    nbformat.write(notebook, path)
+    return path
+
+
+# ----------------------------------------------------------------------------- parsing and planning
+
+
+def test_parse_sweep_reads_yaml_values():
+    assert parse_sweep(["epsilon=0.1,0.2", "name=abc", "flag=true"]) == {
+        "epsilon": [0.1, 0.2],
+        "name": ["abc"],
+        "flag": [True],
+    }
+
+
+@pytest.mark.parametrize("spec", ["epsilon", "=1,2", "epsilon="])
+def test_parse_sweep_rejects_malformed(spec):
+    with pytest.raises(ValueError, match="--sweep"):
+        parse_sweep([spec])
+
+
+def test_parse_sweep_rejects_repeated_key():
+    with pytest.raises(ValueError, match="'x' given twice"):
+        parse_sweep(["x=1", "x=2"])
+
+
+def test_parse_seeds():
+    assert parse_seeds("1,2,3") == [1, 2, 3]
+    with pytest.raises(ValueError, match="--seeds 'a,b'"):
+        parse_seeds("a,b")
+    with pytest.raises(ValueError, match="once"):
+        parse_seeds("1,1")
+
+
+def test_cell_slug_puts_seed_first():
+    assert cell_slug({"epsilon": 0.1}, 1) == "seed=1,epsilon=0.1"
+    assert cell_slug({}, None) == ""
+    assert cell_slug({"path": "a/b c"}, None) == "path=a_b_c"
+
+
+def test_select_notebooks_by_stem_and_prefix(tmp_path):
+    for name in ("01_dice_loss", "02_pcl", "10_walkthrough"):
+        _write_notebook(tmp_path / f"{name}.ipynb", "output_dir = None")
+    assert [p.stem for p in select_notebooks(tmp_path)] == ["01_dice_loss", "02_pcl", "10_walkthrough"]
+    assert [p.stem for p in select_notebooks(tmp_path, ["02_pcl.ipynb", "01"])] == ["01_dice_loss", "02_pcl"]
+    with pytest.raises(ValueError, match="--only '99' matches no notebook; available: 01_dice_loss"):
+        select_notebooks(tmp_path, ["99"])
+
+
+def test_missing_params_file_means_notebook_defaults(tmp_path):
+    assert load_params(tmp_path, "smoke", "01_dice_loss") == {}
+    (tmp_path / "smoke").mkdir()
+    (tmp_path / "smoke" / "01_dice_loss.yaml").write_text("gamma: 0.5\n")
+    assert load_params(tmp_path, "smoke", "01_dice_loss") == {"gamma": 0.5}
+    (tmp_path / "smoke" / "bad.yaml").write_text("- 1\n- 2\n")
+    with pytest.raises(ValueError, match="expected a mapping"):
+        load_params(tmp_path, "smoke", "bad")
+    with pytest.raises(ValueError, match="params_set must be one of default, smoke, gpu"):
+        load_params(tmp_path, "large", "01_dice_loss")
+
+
+def test_plan_is_the_cartesian_grid(tmp_path):
+    (tmp_path / "default").mkdir()
+    (tmp_path / "default" / "ok_metrics.yaml").write_text("x: 5.0\n")
+    plan = plan_executions([OK], tmp_path, "default", {"x": [1, 2]}, [7, 8])
+    assert [(e.seed, e.point, e.slug) for e in plan] == [
+        (7, {"x": 1}, "seed=7,x=1"),
+        (7, {"x": 2}, "seed=7,x=2"),
+        (8, {"x": 1}, "seed=8,x=1"),
+        (8, {"x": 2}, "seed=8,x=2"),
+    ]
+    assert plan[0].parameters == {"x": 1, "seed": 7}  # the sweep overrides the params file
+    single = plan_executions([OK], tmp_path, "default")
+    assert [(e.parameters, e.slug) for e in single] == [({"x": 5.0}, "")]
+
+
+@pytest.mark.parametrize(
+    ("params_file", "sweep", "seeds", "message"),
+    [
+        ("gamma: 1\n", {}, None, r"params file default/ok_metrics.yaml: unknown parameter 'gamma' for notebook ok_metrics.ipynb; allowed: seed, x, output_dir"),
+        ("", {"epsilon": [0.1]}, None, r"--sweep: unknown parameter 'epsilon' for notebook ok_metrics.ipynb"),
+        ("output_dir: /tmp\n", {}, None, r"'output_dir' is set by the runner"),
+        ("", {"seed": [1]}, [1, 2], r"either with --seeds or with --sweep seed"),
+    ],
+)
+def test_plan_refuses_bad_parameter_names(tmp_path, params_file, sweep, seeds, message):
+    (tmp_path / "default").mkdir()
+    (tmp_path / "default" / "ok_metrics.yaml").write_text(params_file)
+    with pytest.raises(ValueError, match=message):
+        plan_executions([OK], tmp_path, "default", sweep, seeds)
+
+
+def test_seeds_refused_for_notebook_without_seed_parameter(tmp_path):
+    notebook = _write_notebook(tmp_path / "no_seed.ipynb", "x = 1\noutput_dir = None")
+    with pytest.raises(ValueError, match="--seeds: unknown parameter 'seed' for notebook no_seed.ipynb; allowed: x, output_dir"):
+        plan_executions([notebook], tmp_path, "default", None, [1, 2])
+
+
+def test_notebook_without_output_dir_parameter_refused(tmp_path):
+    notebook = _write_notebook(tmp_path / "no_output.ipynb", "x = 1")
+    with pytest.raises(ValueError, match="no_output.ipynb has no 'output_dir' parameter"):
+        plan_executions([notebook], tmp_path, "default")
+
+
+def test_unknown_parameter_refused_before_anything_runs(tmp_path, capsys):
+    outputs = tmp_path / "outputs"
+    code = main(["run", "--notebooks-dir", str(FIXTURES), "--params-dir", str(tmp_path),
+                 "--outputs-dir", str(outputs), "--sweep", "epsilon=0.1,0.2"])
+    assert code == 2
+    assert "unknown parameter 'epsilon' for notebook" in capsys.readouterr().err
+    assert not outputs.exists()
+
+
+def test_existing_run_folder_is_never_reused(tmp_path):
+    (tmp_path / "run1").mkdir()
+    (tmp_path / "run1" / "keep.txt").write_text("earlier run")
+    with pytest.raises(ValueError, match="run_id 'run1'.*already exists"):
+        run(only=["ok"], notebooks_dir=FIXTURES, params_dir=tmp_path, outputs_dir=tmp_path, run_id="run1", log=_quiet)
+    assert [p.name for p in (tmp_path / "run1").iterdir()] == ["keep.txt"]
+    with pytest.raises(ValueError, match="run_id '../x'"):
+        new_run_dir(tmp_path, "../x")
+    first, second = new_run_dir(tmp_path), new_run_dir(tmp_path)
+    assert first != second and first.is_dir() and second.is_dir()
+
+
+def test_kernel_runs_this_interpreter():
+    from jupyter_client.kernelspec import KernelSpecManager
+
+    spec = KernelSpecManager().get_kernel_spec(ensure_kernel())
+    assert spec.argv[0] in {"python", "python3", sys.executable}
+
+
+# ----------------------------------------------------------------------------- results helpers
+
+
+def test_write_metrics_converts_numpy_and_torch(tmp_path):
+    np = pytest.importorskip("numpy")
+    torch = pytest.importorskip("torch")
+    path = write_metrics(tmp_path, {"f1": np.float32(0.5), "n": np.int64(3), "loss": torch.tensor(0.25),
+                                    "cm": np.eye(2, dtype=int), "bad": float("nan"), "ok": True, "name": "x"})
+    assert json.loads(path.read_text()) == {"f1": 0.5, "n": 3, "loss": 0.25, "cm": [[1, 0], [0, 1]],
+                                            "bad": None, "ok": True, "name": "x"}
+    assert numeric_metrics(read_metrics(tmp_path)) == {"f1": 0.5, "n": 3.0, "loss": 0.25}
+    assert write_metrics(None, {"f1": 1.0}) is None
+    with pytest.raises(ValueError, match="metrics must be a dict"):
+        write_metrics(tmp_path, [1, 2])
+    with pytest.raises(ValueError, match="not JSON-serialisable"):
+        write_metrics(tmp_path, {"obj": object()})
+
+
+# ----------------------------------------------------------------------------- notebook hygiene
+
+
+def test_check_notebook_clean(tmp_path):
+    assert check_notebook_clean(OK) == []
+    assert check_notebook_clean(FAILS) == []
+    dirty = nbformat.read(OK, as_version=4)
+    dirty.cells[1].outputs = [nbformat.v4.new_output("stream", text="hi")]
+    dirty.cells[1].execution_count = 3
+    dirty.cells[1].metadata["tags"] = ["parameters"]
+    nbformat.write(dirty, tmp_path / "dirty.ipynb")
+    problems = check_notebook_clean(tmp_path / "dirty.ipynb")
+    assert any("cell 1 has outputs" in p for p in problems)
+    assert any("cell 1 has an execution count" in p for p in problems)
+    assert any("exactly one cell tagged 'parameters', found 2" in p for p in problems)
+    (tmp_path / "broken.ipynb").write_text("{not json")
+    assert "cannot be read" in check_notebook_clean(tmp_path / "broken.ipynb")[0]
+
+
+# ----------------------------------------------------------------------------- real runs (papermill)
+
+
+@pytest.fixture(scope="module")
+def sweep_run(tmp_path_factory):
+    root = tmp_path_factory.mktemp("sweep")
+    report = run(only=["ok_metrics"], sweep={"x": [1.0, 2.0]}, seeds=[1, 2], notebooks_dir=FIXTURES,
+                 params_dir=root / "params", outputs_dir=root / "outputs", log=_quiet)
+    return report
+
+
+@pytest.fixture(scope="module")
+def mixed_run(tmp_path_factory):
+    root = tmp_path_factory.mktemp("mixed")
+    lines = []
+    report = run(notebooks_dir=FIXTURES, params_dir=root / "params", outputs_dir=root / "outputs",
+                 run_id="mixed", log=lambda *a, **k: lines.append(" ".join(map(str, a))))
+    return report, lines
+
+
+@pytest.mark.slow
+def test_sweep_writes_each_cell_and_aggregates_over_seeds(sweep_run):
+    run_dir = sweep_run.run_dir
+    assert not sweep_run.failed
+    cell = run_dir / "ok_metrics" / "seed=2,x=1.0"
+    for name in ("ok_metrics.ipynb", "ok_metrics.html", "params.yaml", "metrics.json",
+                 "figures/score_line.html", "figures/score_line.json", "figures/plotly.min.js"):
+        assert (cell / name).is_file(), name
+    metrics = read_metrics(cell)
+    assert metrics["score"] == 10 * 1.0 + 2  # the fixture computes 10 * x + seed
+    assert metrics["python_prefix"] == sys.prefix  # the kernel runs this environment
+
+    summary = pd.read_csv(run_dir / "summary.csv")
+    assert len(summary) == 4 and set(summary["status"]) == {"ok"}
+    assert sorted(summary["metric.score"]) == [11.0, 12.0, 21.0, 22.0]
+    aggregated = pd.read_csv(run_dir / "summary_agg.csv").set_index(["point", "metric"])
+    for x in (1.0, 2.0):
+        scores = [10 * x + 1, 10 * x + 2]
+        row = aggregated.loc[(f"x={x}", "score")]
+        assert row["mean"] == pytest.approx(sum(scores) / 2)
+        assert row["std"] == pytest.approx(abs(scores[1] - scores[0]) / 2**0.5)  # sample std of two values
+        assert row["n"] == 2
+        assert aggregated.loc[(f"x={x}", "x_squared")]["std"] == 0.0
+
+    index = (run_dir / "index.html").read_text()
+    assert 'src="ok_metrics/seed=1,x=2.0/figures/score_line.html"' in index
+    assert 'href="ok_metrics/seed=1,x=2.0/ok_metrics.html"' in index
+
+
+@pytest.mark.slow
+def test_failing_notebook_is_reported_and_others_complete(mixed_run):
+    report, lines = mixed_run
+    by_name = {outcome.execution.name: outcome for outcome in report.outcomes}
+    failed, ok = by_name["fails_in_cell2"], by_name["ok_metrics"]
+    assert failed.status == "failed" and failed.failed_cell == 2
+    assert failed.error == "ValueError: boom at x=1.0"
+    assert ok.ok and ok.metrics["score"] == 10.0
+    assert lines[0] == "[1/2] fails_in_cell2 ..." and lines[1].startswith("FAILED at cell 2: ValueError: boom")
+    assert lines[2] == "[2/2] ok_metrics ..." and lines[3].startswith("ok (")
+
+    run_dir = report.run_dir
+    assert (run_dir / "fails_in_cell2" / "fails_in_cell2.html").is_file()  # the partial notebook is exported
+    summary = pd.read_csv(run_dir / "summary.csv").set_index("notebook")
+    assert summary.loc["fails_in_cell2", "failed_cell"] == 2
+    assert summary.loc["ok_metrics", "metric.score"] == 10.0
+    index = (run_dir / "index.html").read_text()
+    assert "cell 2: ValueError: boom at x=1.0" in index
+    assert 'href="ok_metrics/ok_metrics.ipynb"' in index
+
+
+@pytest.mark.slow
+def test_rerunning_an_existing_run_id_is_refused(mixed_run, tmp_path):
+    report, _ = mixed_run
+    before = sorted(p.name for p in report.run_dir.iterdir())
+    code = main(["run", "--notebooks-dir", str(FIXTURES), "--outputs-dir", str(report.run_dir.parent),
+                 "--params-dir", str(tmp_path), "--run-id", "mixed"])
+    assert code == 2
+    assert sorted(p.name for p in report.run_dir.iterdir()) == before
+
+
+@pytest.mark.slow
+def test_cli_exit_code_is_nonzero_when_a_notebook_fails(tmp_path, capsys):
+    code = main(["run", "--only", "fails", "--notebooks-dir", str(FIXTURES), "--params-dir", str(tmp_path),
+                 "--outputs-dir", str(tmp_path / "outputs"), "--run-id", "r1"])
+    assert code == 1
+    out = capsys.readouterr().out
+    assert "[1/1] fails_in_cell2 ... FAILED at cell 2: ValueError: boom at x=1.0" in out
+    assert "0/1 ok" in out

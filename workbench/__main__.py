@@ -1,0 +1,50 @@
+"""Command line: ``python -m workbench run [options]`` (see docs/runner.md)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from workbench.runner import PARAMS_SETS, parse_seeds, parse_sweep, run
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m workbench")
+    commands = parser.add_subparsers(dest="command", required=True)
+    run_parser = commands.add_parser("run", help="execute notebooks headless through papermill into outputs/<run-id>/")
+    run_parser.add_argument("--params-set", default="default", choices=PARAMS_SETS)
+    run_parser.add_argument("--only", nargs="+", metavar="NAME", help="notebook stems or prefixes, e.g. 01 or 01_dice_loss")
+    run_parser.add_argument("--sweep", nargs="+", default=[], metavar="KEY=V1,V2", help="grid over parameter values")
+    run_parser.add_argument("--seeds", metavar="1,2,3", help="run every grid point once per seed")
+    run_parser.add_argument("--notebooks-dir", default="notebooks")
+    run_parser.add_argument("--params-dir", default="params")
+    run_parser.add_argument("--outputs-dir", default="outputs")
+    run_parser.add_argument("--run-id", help="folder name under outputs-dir (must not exist); default: timestamp + suffix")
+    run_parser.add_argument("--kernel", help="kernelspec name; default: one that runs this interpreter")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the command; 0 when every notebook succeeded, 1 when any failed, 2 for invalid input."""
+    args = build_parser().parse_args(argv)
+    try:
+        report = run(
+            params_set=args.params_set,
+            only=args.only,
+            sweep=parse_sweep(args.sweep),
+            seeds=parse_seeds(args.seeds) if args.seeds else None,
+            notebooks_dir=args.notebooks_dir,
+            params_dir=args.params_dir,
+            outputs_dir=args.outputs_dir,
+            run_id=args.run_id,
+            kernel_name=args.kernel,
+        )
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(f"{len(report.outcomes) - len(report.failed)}/{len(report.outcomes)} ok; report: {report.run_dir / 'index.html'}")
+    return 1 if report.failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
