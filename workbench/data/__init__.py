@@ -8,7 +8,16 @@ Every dataset has a ``text`` column (and ``text_pair`` for pairs) and an integer
 
 from __future__ import annotations
 
-from workbench.data.features import RELEVANCE_LABEL_NAMES, label_names
+from workbench.data.features import RELEVANCE_LABEL_NAMES, label_counts, label_names
+from workbench.data.imbalance import downsample, rebalance, upsample
+from workbench.data.loaders import (
+    TNEWS_LABELS,
+    load_chnsenticorp,
+    load_lcqmc,
+    load_qbqtc,
+    load_table,
+    load_tnews,
+)
 from workbench.data.samples import (
     SENTIMENT_LABEL_NAMES,
     SYNONYM_GROUPS,
@@ -18,15 +27,28 @@ from workbench.data.samples import (
     sample_sentence_splits,
     sample_sentences,
 )
+from workbench.data.splits import deduplicate_splits, stratified_split
 
 __all__ = [
     "RELEVANCE_LABEL_NAMES",
     "SENTIMENT_LABEL_NAMES",
     "SYNONYM_GROUPS",
+    "TNEWS_LABELS",
+    "deduplicate_splits",
+    "downsample",
+    "label_counts",
     "label_names",
+    "load_chnsenticorp",
+    "load_lcqmc",
+    "load_qbqtc",
+    "load_table",
+    "load_tnews",
+    "rebalance",
     "sample_corpus",
     "sample_relevance_pairs",
     "sample_relevance_splits",
     "sample_sentence_splits",
     "sample_sentences",
+    "stratified_split",
+    "upsample",
 ]

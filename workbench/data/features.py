@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
 from datasets import ClassLabel, Dataset, DatasetDict, Features, Value
 
 RELEVANCE_LABEL_NAMES: tuple[str, ...] = ("irrelevant", "related", "highly_relevant")
@@ -41,4 +42,21 @@ def classification_features(names: Sequence[str], pair: bool) -> Features:
 
 def build_dataset(columns: dict[str, list], names: Sequence[str]) -> Dataset:
     """A Dataset from ``text``/``text_pair``/``label`` columns with the label names attached."""
-    return Dataset.from_dict(columns, features=classification_features(names, pair="text_pair" in columns))
+    features = classification_features(names, pair="text_pair" in columns)
+    return Dataset.from_dict({name: columns[name] for name in features}, features=features)
+
+
+def label_counts(ds: Dataset, num_labels: int | None = None) -> list[int]:
+    """Examples per class, ``[n_0, ..., n_{K-1}]`` (the counts PCL and weighted CE take).
+
+    ``num_labels`` (K) defaults to the number of ClassLabel names. Raises
+    ValueError when a label lies outside ``[0, K-1]``.
+    """
+    if num_labels is None:
+        num_labels = len(label_names(ds))
+    if not isinstance(num_labels, int) or num_labels < 1:
+        raise ValueError(f"num_labels: must be an integer >= 1, got {num_labels!r}")
+    labels = np.asarray(ds["label"], dtype=np.int64)
+    if labels.size and (labels.min() < 0 or labels.max() >= num_labels):
+        raise ValueError(f"num_labels: labels must lie in [0, {num_labels - 1}], got range [{labels.min()}, {labels.max()}]")
+    return np.bincount(labels, minlength=num_labels).tolist()

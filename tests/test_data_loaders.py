@@ -1,0 +1,143 @@
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from workbench.data import (
+    RELEVANCE_LABEL_NAMES,
+    TNEWS_LABELS,
+    label_names,
+    load_chnsenticorp,
+    load_lcqmc,
+    load_qbqtc,
+    load_table,
+    load_tnews,
+)
+
+
+def _write(path, lines):
+    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    return path
+
+
+def _jsonl(path, records):
+    return _write(path, [json.dumps(r, ensure_ascii=False) for r in records])
+
+
+def test_qbqtc(tmp_path):
+    path = _jsonl(tmp_path / "dev.json", [
+        {"id": 0, "query": "小孩咳嗽", "title": "小孩咳嗽吃什么药", "label": "2"},
+        {"id": 1, "query": "英雄", "title": "天气", "label": "0"},
+    ])
+    ds = load_qbqtc(path)
+    assert ds.column_names == ["text", "text_pair", "label"]
+    assert ds.to_dict() == {"text": ["小孩咳嗽", "英雄"], "text_pair": ["小孩咳嗽吃什么药", "天气"], "label": [2, 0]}
+    assert label_names(ds) == list(RELEVANCE_LABEL_NAMES)
+
+
+def test_qbqtc_unknown_label_names_file_and_line(tmp_path):
+    path = _jsonl(tmp_path / "dev.json", [
+        {"query": "a", "title": "b", "label": "1"},
+        {"query": "a", "title": "b", "label": "3"},
+    ])
+    with pytest.raises(ValueError, match=r"dev\.json:2: unknown label value '3'"):
+        load_qbqtc(path)
+
+
+def test_qbqtc_missing_column_and_bad_json(tmp_path):
+    path = _jsonl(tmp_path / "dev.json", [{"query": "a", "label": "1"}])
+    with pytest.raises(ValueError, match=r"dev\.json:1: missing column 'title'"):
+        load_qbqtc(path)
+    bad = _write(tmp_path / "bad.json", ['{"query": "a", "title": "b", "label": "1"}', "{oops"])
+    with pytest.raises(ValueError, match=r"bad\.json:2: not a JSON object"):
+        load_qbqtc(bad)
+
+
+def test_missing_file(tmp_path):
+    for loader in (load_qbqtc, load_tnews, load_chnsenticorp, load_lcqmc, load_table):
+        with pytest.raises(ValueError, match="path: no such file"):
+            loader(tmp_path / "absent.txt")
+
+
+def test_tnews_maps_ids_to_contiguous_indices(tmp_path):
+    path = _jsonl(tmp_path / "train.json", [
+        {"label": "100", "label_desc": "news_story", "sentence": "故事", "keywords": ""},
+        {"label": "106", "label_desc": "news_house", "sentence": "房子", "keywords": ""},
+        {"label": "116", "label_desc": "news_game", "sentence": "游戏", "keywords": "a,b"},
+    ])
+    ds = load_tnews(path)
+    assert len(label_names(ds)) == 15
+    assert ds["label"] == [0, 5, 14]  # 105 unused, so 106 is index 5; 111 unused, so 116 is index 14
+    assert label_names(ds)[5] == "news_house"
+    labels = _jsonl(tmp_path / "labels.json", [
+        {"label": "106", "label_desc": "news_house"}, {"label": "100", "label_desc": "news_story"},
+        {"label": "116", "label_desc": "news_game"},
+    ])
+    small = load_tnews(path, labels_path=labels)
+    assert label_names(small) == ["news_story", "news_house", "news_game"]
+    assert small["label"] == [0, 1, 2]
+    assert len(TNEWS_LABELS) == 15
+
+
+def test_tnews_unknown_label(tmp_path):
+    path = _jsonl(tmp_path / "train.json", [{"label": "105", "label_desc": "x", "sentence": "s"}])
+    with pytest.raises(ValueError, match=r"train\.json:1: unknown label value '105'"):
+        load_tnews(path)
+    with pytest.raises(ValueError, match="labels_path: no such file"):
+        load_tnews(path, labels_path=tmp_path / "none.json")
+
+
+def test_chnsenticorp_without_and_with_header(tmp_path):
+    plain = _write(tmp_path / "train.txt", ['房间"太小"了\t0', "很好\t1"])
+    ds = load_chnsenticorp(plain)
+    assert ds.to_dict() == {"text": ['房间"太小"了', "很好"], "label": [0, 1]}
+    assert label_names(ds) == ["negative", "positive"]
+    header = _write(tmp_path / "dev.tsv", ["label\ttext_a", "1\t很好", "0\t太差"])
+    assert load_chnsenticorp(header).to_dict() == {"text": ["很好", "太差"], "label": [1, 0]}
+
+
+def test_chnsenticorp_bad_lines(tmp_path):
+    with pytest.raises(ValueError, match=r"train\.txt:2: expected 2 fields"):
+        load_chnsenticorp(_write(tmp_path / "train.txt", ["好\t1", "没有标签"]))
+    with pytest.raises(ValueError, match=r"x\.txt:1: unknown label value '2'"):
+        load_chnsenticorp(_write(tmp_path / "x.txt", ["好\t2"]))
+
+
+def test_lcqmc(tmp_path):
+    ds = load_lcqmc(_write(tmp_path / "dev.txt", ["怎么开证明\t证明怎么开\t1", "谁知道\t是什么歌\t0"]))
+    assert ds.to_dict() == {"text": ["怎么开证明", "谁知道"], "text_pair": ["证明怎么开", "是什么歌"], "label": [1, 0]}
+    header = load_lcqmc(_write(tmp_path / "h.txt", ["text_a\ttext_b\tlabel", "甲\t乙\t1"]))
+    assert header.to_dict() == {"text": ["甲"], "text_pair": ["乙"], "label": [1]}
+
+
+def test_table_csv_with_names_and_indices(tmp_path):
+    path = _write(tmp_path / "data.csv", ["review,title,polarity", '"好,很好",标题,pos', "差,标题二,0"])
+    ds = load_table(path, text="review", text_pair="title", label="polarity", label_names=["neg", "pos"])
+    assert ds.to_dict() == {"text": ["好,很好", "差"], "text_pair": ["标题", "标题二"], "label": [1, 0]}
+    assert label_names(ds) == ["neg", "pos"]
+
+
+def test_table_jsonl_and_tsv_infer_labels(tmp_path):
+    jsonl = _jsonl(tmp_path / "d.jsonl", [{"s": "甲", "y": 10}, {"s": "乙", "y": 2}, {"s": "丙", "y": 10}])
+    ds = load_table(jsonl, text="s", label="y")
+    assert label_names(ds) == ["2", "10"]  # numeric order, not string order
+    assert ds["label"] == [1, 0, 1]
+    tsv = _write(tmp_path / "d.tsv", ["text\tlabel", "甲\tsports", "乙\tart"])
+    ds = load_table(tsv)
+    assert label_names(ds) == ["art", "sports"]
+    assert ds["label"] == [1, 0]
+
+
+def test_table_errors(tmp_path):
+    path = _write(tmp_path / "d.csv", ["text,label", "甲,a", "乙,c"])
+    with pytest.raises(ValueError, match=r"d\.csv:3: unknown label value 'c'"):
+        load_table(path, label_names=["a", "b"])
+    with pytest.raises(ValueError, match=r"d\.csv:2: missing column 'sentence'"):
+        load_table(path, text="sentence")
+    with pytest.raises(ValueError, match="format: cannot infer"):
+        load_table(_write(tmp_path / "d.xyz", ["x"]))
+    with pytest.raises(ValueError, match="format: must be one of"):
+        load_table(path, format="parquet")
+    with pytest.raises(ValueError, match="label_names: must be distinct"):
+        load_table(path, label_names=["a", "a"])

@@ -1,0 +1,89 @@
+from __future__ import annotations
+
+import pytest
+from datasets import DatasetDict
+
+from workbench.data import (
+    deduplicate_splits,
+    label_counts,
+    sample_relevance_pairs,
+    sample_sentences,
+    stratified_split,
+)
+from workbench.data.features import build_dataset
+
+
+def test_stratified_split_sizes_proportions_and_partition():
+    ds = sample_relevance_pairs(n=1000, seed=0)
+    counts = label_counts(ds)
+    parts = stratified_split(ds, seed=0)
+    assert list(parts) == ["train", "validation", "test"]
+    assert sum(len(split) for split in parts.values()) == len(ds)
+    for name, fraction in (("train", 0.8), ("validation", 0.1), ("test", 0.1)):
+        for k, n_k in enumerate(label_counts(parts[name], 3)):
+            assert abs(n_k - fraction * counts[k]) < 1
+    # a partition: the text+title pairs of all splits together are the original multiset
+    def rows(d):
+        return sorted(zip(d["text"], d["text_pair"], d["label"]))
+
+    assert sorted(sum((rows(split) for split in parts.values()), [])) == rows(ds)
+
+
+def test_stratified_split_is_seeded():
+    ds = sample_sentences(n=300, seed=0)
+    a = stratified_split(ds, {"train": 0.5, "test": 0.5}, seed=1)
+    b = stratified_split(ds, {"train": 0.5, "test": 0.5}, seed=1)
+    c = stratified_split(ds, {"train": 0.5, "test": 0.5}, seed=2)
+    assert a["test"].to_dict() == b["test"].to_dict()
+    assert a["test"].to_dict() != c["test"].to_dict()
+
+
+@pytest.mark.parametrize("fractions", [{"train": 0.7, "test": 0.2}, {"train": 1.2, "test": -0.2}, {}])
+def test_stratified_split_bad_fractions(fractions):
+    with pytest.raises(ValueError, match="fractions"):
+        stratified_split(sample_sentences(n=20), fractions)
+
+
+def _pairs(rows):
+    return build_dataset(
+        {"text": [r[0] for r in rows], "text_pair": [r[1] for r in rows], "label": [r[2] for r in rows]},
+        ["a", "b"],
+    )
+
+
+def test_deduplicate_splits_removes_lower_priority_copies():
+    dsd = DatasetDict({
+        "train": _pairs([("q1", "t1", 0), ("q2", "t2", 1), ("q3", "t3", 0), ("q3", "t3", 0), ("q1", "tX", 0)]),
+        "validation": _pairs([("q2", "t2", 1), ("q4", "t4", 1)]),
+        "test": _pairs([("q1", "t1", 0), ("q4", "t4", 1)]),
+    })
+    cleaned, removed = deduplicate_splits(dsd)
+    assert removed == {"test": 0, "validation": 1, "train": 2}
+    assert list(zip(cleaned["train"]["text"], cleaned["train"]["text_pair"])) == [
+        ("q3", "t3"), ("q3", "t3"), ("q1", "tX")  # in-split duplicates stay; same query, other title stays
+    ]
+    assert cleaned["validation"]["text"] == ["q2"]
+    assert list(cleaned) == ["train", "validation", "test"]
+
+
+def test_deduplicate_single_text_and_errors():
+    single = DatasetDict({
+        "train": build_dataset({"text": ["a", "b"], "label": [0, 1]}, ["x", "y"]),
+        "test": build_dataset({"text": ["b"], "label": [1]}, ["x", "y"]),
+    })
+    cleaned, removed = deduplicate_splits(single, priority=("test", "train"))
+    assert cleaned["train"]["text"] == ["a"] and removed == {"test": 0, "train": 1}
+    with pytest.raises(ValueError, match="priority"):
+        deduplicate_splits(single)  # no validation split
+    with pytest.raises(ValueError, match="keys"):
+        deduplicate_splits(single, keys=("title",), priority=("test", "train"))
+
+
+def test_label_counts():
+    ds = build_dataset({"text": ["a", "b", "c"], "label": [2, 0, 2]}, ["x", "y", "z"])
+    assert label_counts(ds) == [1, 0, 2]
+    assert label_counts(ds, 4) == [1, 0, 2, 0]
+    with pytest.raises(ValueError, match="num_labels"):
+        label_counts(ds, 2)
+    with pytest.raises(ValueError, match="num_labels"):
+        label_counts(ds, 0)

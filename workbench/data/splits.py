@@ -1,0 +1,68 @@
+"""Seeded stratified splits and de-duplication across splits."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+from datasets import Dataset, DatasetDict
+
+DEFAULT_FRACTIONS: dict[str, float] = {"train": 0.8, "validation": 0.1, "test": 0.1}
+
+
+def stratified_split(
+    ds: Dataset, fractions: Mapping[str, float] | None = None, seed: int = 0
+) -> DatasetDict:
+    """Split ``ds`` into named parts with the same label proportions in each.
+
+    Within each class the examples are permuted with ``np.random.default_rng(seed)``
+    and cut at ``round(n_c * cumsum(fractions))``, so split sizes per class differ
+    from ``n_c * f`` by less than one. Each split keeps the original order.
+    ``fractions`` (default ``DEFAULT_FRACTIONS``) must be positive and sum to 1.
+    """
+    fractions = dict(DEFAULT_FRACTIONS if fractions is None else fractions)
+    if not fractions or any(not 0.0 < f <= 1.0 for f in fractions.values()):
+        raise ValueError(f"fractions: each must be in (0, 1], got {fractions}")
+    if abs(sum(fractions.values()) - 1.0) > 1e-6:
+        raise ValueError(f"fractions: must sum to 1, got {sum(fractions.values())!r}")
+    rng = np.random.default_rng(seed)
+    labels = np.asarray(ds["label"], dtype=np.int64)
+    bounds = np.cumsum([0.0, *fractions.values()])
+    parts: dict[str, list[np.ndarray]] = {name: [] for name in fractions}
+    for label in np.unique(labels):
+        members = rng.permutation(np.flatnonzero(labels == label))
+        cuts = np.round(bounds * members.size).astype(int)
+        for name, start, stop in zip(fractions, cuts[:-1], cuts[1:]):
+            parts[name].append(members[start:stop])
+    return DatasetDict({name: ds.select(np.sort(np.concatenate(chunks))) for name, chunks in parts.items()})
+
+
+def deduplicate_splits(
+    dsdict: DatasetDict,
+    keys: Sequence[str] = ("text", "text_pair"),
+    priority: Sequence[str] = ("test", "validation", "train"),
+) -> tuple[DatasetDict, dict[str, int]]:
+    """Remove from each split the examples that occur in a higher-priority split.
+
+    Examples are compared on the ``keys`` columns each split has (``text_pair``
+    is skipped for single-text data). ``priority`` lists every split, highest
+    first: an example in ``test`` is dropped from ``validation`` and ``train``,
+    one in ``validation`` from ``train``. Duplicates within one split stay.
+    Returns the cleaned DatasetDict and ``{split: number removed}``.
+    """
+    if sorted(priority) != sorted(dsdict) or len(set(priority)) != len(priority):
+        raise ValueError(f"priority: must list each split once, splits are {sorted(dsdict)}, got {list(priority)}")
+    columns = [key for key in keys if all(key in split.column_names for split in dsdict.values())]
+    if not columns:
+        raise ValueError(f"keys: none of {list(keys)} is a column of every split")
+    seen: set[tuple[str, ...]] = set()
+    cleaned: dict[str, Dataset] = {}
+    removed: dict[str, int] = {}
+    for name in priority:
+        split = dsdict[name]
+        rows = list(zip(*(split[column] for column in columns)))
+        keep = [i for i, row in enumerate(rows) if row not in seen]
+        seen.update(rows)
+        cleaned[name] = split.select(keep)
+        removed[name] = len(rows) - len(keep)
+    return DatasetDict({name: cleaned[name] for name in dsdict}), removed
