@@ -12,12 +12,18 @@ from workbench.losses.classification import (
     LabelSmoothingLoss,
     WeightedCrossEntropyLoss,
 )
+from workbench.losses.dice import DiceLoss, SelfAdjustingDiceLoss, TverskyLoss
+from workbench.losses.pcl import PropensityCorrectedLoss
 
 LOSSES: dict[str, type[nn.Module]] = {
     "ce": CrossEntropyLoss,
     "wce": WeightedCrossEntropyLoss,
     "ls": LabelSmoothingLoss,
     "focal": FocalLoss,
+    "dice": DiceLoss,
+    "tversky": TverskyLoss,
+    "dsc": SelfAdjustingDiceLoss,
+    "pcl": PropensityCorrectedLoss,
 }
 
 

@@ -1,0 +1,256 @@
+"""Dice family (Li et al. 2020, "Dice Loss for Data-imbalanced NLP Tasks"): ``dice``, ``tversky``, ``dsc``.
+
+Notation: p_ic = softmax(logits_i)_c, y_ic = [label_i = c]. Binary tasks (C = 2) score the
+positive class 1 only, as the paper does; for C > 2 each class is scored one-vs-rest and
+the per-class losses are averaged (``class_reduction="mean"``) or summed (``"sum"``, as
+the authors' code does).
+
+Every member is 1 - (A_ic + gamma) / (B_ic + gamma) for a numerator A and denominator B:
+
+* per sample (eq. 7, 10, 12): the ratio is taken per position, then averaged over positions;
+* set level (eq. 8): A and B are summed over the batch first, one ratio per class.
+
+Optional OHEM (``ohem_ratio`` r > 0) keeps, per scored class, every positive and the
+floor(r * #positives) negatives with the highest p_ic (the hardest); the rest are left out.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from workbench.losses._base import (
+    FlatInputs,
+    ImbalanceLoss,
+    check_choice,
+    check_range,
+    flatten_inputs,
+    log_one_minus_softmax_all,
+    safe_divide,
+)
+
+CLASS_REDUCTIONS = ("mean", "sum")
+SET_LEVEL_CHOICES = (False, True, "auto")
+
+
+def scored_columns(num_classes: int) -> slice:
+    """Binary tasks score class 1 only; multi-class tasks score every class."""
+    return slice(1, 2) if num_classes == 2 else slice(0, num_classes)
+
+
+def ohem_keep_mask(scores: torch.Tensor, targets: torch.Tensor, valid: torch.Tensor, ratio: float) -> torch.Tensor:
+    """Online hard example mining per column.
+
+    ``scores`` and ``targets`` are ``(M, K)`` (probability and 0/1 target of each scored
+    class), ``valid`` is ``(M,)``. For each column keeps all valid positives and exactly
+    min(floor(ratio * #positives), #negatives) valid negatives with the highest score.
+    Returns a bool ``(M, K)`` mask (no gradient flows through the selection).
+    """
+    positives = valid.unsqueeze(-1) & (targets > 0.5)
+    negatives = valid.unsqueeze(-1) & ~positives
+    keep_count = torch.minimum(
+        torch.floor(positives.sum(0).to(torch.float64) * ratio).long(), negatives.sum(0)
+    )
+    hardness = torch.where(negatives, scores.detach(), torch.full_like(scores, float("-inf")))
+    order = torch.argsort(hardness, dim=0, descending=True, stable=True)
+    positions = torch.arange(order.shape[0], device=order.device).unsqueeze(-1).expand_as(order)
+    rank = torch.empty_like(order).scatter_(0, order, positions)
+    return positives | (negatives & (rank < keep_count))
+
+
+class DiceFamilyLoss(ImbalanceLoss):
+    """Shared reduction logic; subclasses give the numerator and denominator terms."""
+
+    def __init__(
+        self,
+        gamma: float,
+        set_level: bool | str,
+        class_reduction: str,
+        ohem_ratio: float,
+        reduction: str,
+    ) -> None:
+        super().__init__(reduction)
+        self.gamma = check_range("gamma", gamma, 0.0)
+        check_choice("set_level", set_level, SET_LEVEL_CHOICES)
+        check_choice("class_reduction", class_reduction, CLASS_REDUCTIONS)
+        self.set_level = set_level
+        self.class_reduction = class_reduction
+        self.ohem_ratio = check_range("ohem_ratio", ohem_ratio, 0.0)
+        if reduction == "none" and self.is_batch_level:
+            raise ValueError(
+                "reduction='none' is not meaningful for a set-level or OHEM dice loss "
+                "(one value per batch); use 'mean' or 'sum'"
+            )
+
+    @property
+    def is_batch_level(self) -> bool:
+        return self.set_level is not False or self.ohem_ratio > 0
+
+    def ratio_terms(self, logits: torch.Tensor, targets: torch.Tensor, columns: slice) -> tuple[torch.Tensor, torch.Tensor]:
+        """Numerator A and denominator B, each ``(M, K)`` for the scored columns."""
+        raise NotImplementedError
+
+    def forward(self, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        flat = flatten_inputs(logits, labels)
+        num_classes = flat.logits.shape[-1]
+        columns = scored_columns(num_classes)
+        targets = F.one_hot(flat.labels, num_classes)[:, columns].to(flat.logits.dtype)
+        numerator, denominator = self.ratio_terms(flat.logits, targets, columns)
+        keep = flat.valid.unsqueeze(-1).expand_as(numerator)
+        if self.ohem_ratio > 0:
+            probabilities = torch.softmax(flat.logits.detach(), dim=-1)[:, columns]
+            keep = ohem_keep_mask(probabilities, targets, flat.valid, self.ohem_ratio)
+        set_level = self.set_level is True or (self.set_level == "auto" and num_classes == 2)
+        if set_level:
+            per_class = self.set_level_loss(numerator, denominator, keep)
+        else:
+            per_class = self.per_sample_loss(numerator, denominator, keep, flat)
+            if per_class.dim() == 2:  # reduction="none": (M, K) per-position values
+                return self.reduce_classes(per_class).reshape(flat.label_shape)
+        return self.reduce_classes(per_class)
+
+    def set_level_loss(self, numerator: torch.Tensor, denominator: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
+        """Eq. 8: 1 - (sum_i A_ic + gamma) / (sum_i B_ic + gamma) per class, shape ``(K,)``."""
+        zero = torch.zeros_like(numerator)
+        total_numerator = torch.where(keep, numerator, zero).sum(0)
+        total_denominator = torch.where(keep, denominator, zero).sum(0)
+        return 1.0 - (total_numerator + self.gamma) / (total_denominator + self.gamma)
+
+    def per_sample_loss(
+        self, numerator: torch.Tensor, denominator: torch.Tensor, keep: torch.Tensor, flat: FlatInputs
+    ) -> torch.Tensor:
+        """Per position 1 - (A_ic + gamma) / (B_ic + gamma), reduced over kept positions per class."""
+        ratio = 1.0 - (numerator + self.gamma) / (denominator + self.gamma)
+        ratio = torch.where(keep, ratio, torch.zeros_like(ratio))
+        if self.reduction == "none":
+            return ratio
+        total = ratio.sum(0)
+        if self.reduction == "sum":
+            return total
+        return safe_divide(total, keep.sum(0).to(ratio.dtype))
+
+    def reduce_classes(self, per_class: torch.Tensor) -> torch.Tensor:
+        return per_class.mean(-1) if self.class_reduction == "mean" else per_class.sum(-1)
+
+    def extra_repr(self) -> str:
+        return (
+            f"gamma={self.gamma}, set_level={self.set_level}, class_reduction={self.class_reduction!r}, "
+            f"ohem_ratio={self.ohem_ratio}, {super().extra_repr()}"
+        )
+
+
+def dice_terms(scores: torch.Tensor, targets: torch.Tensor, square: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    """A = 2 s y and B = s^2 + y^2 (``square``) or s + y."""
+    denominator = scores * scores + targets * targets if square else scores + targets
+    return 2.0 * scores * targets, denominator
+
+
+class DiceLoss(DiceFamilyLoss):
+    """Dice loss. Per sample (Dice paper eq. 7, ``square=True``):
+    DL_i = 1 - (2 p_i1 y_i1 + gamma) / (p_i1^2 + y_i1^2 + gamma);
+    ``square=False`` uses p + y in the denominator; ``set_level=True`` is eq. 8:
+    DL = 1 - (2 sum_i p_i1 y_i1 + gamma) / (sum_i p_i1^2 + sum_i y_i1^2 + gamma).
+    ``gamma`` >= 0 is the smoothing term.
+    """
+
+    def __init__(
+        self,
+        gamma: float = 1.0,
+        square: bool = True,
+        set_level: bool = False,
+        class_reduction: str = "mean",
+        ohem_ratio: float = 0.0,
+        reduction: str = "mean",
+    ) -> None:
+        check_choice("square", square, (True, False))
+        check_choice("set_level", set_level, (True, False))
+        super().__init__(gamma, set_level, class_reduction, ohem_ratio, reduction)
+        self.square = square
+
+    def ratio_terms(self, logits: torch.Tensor, targets: torch.Tensor, columns: slice) -> tuple[torch.Tensor, torch.Tensor]:
+        return dice_terms(torch.softmax(logits, dim=-1)[:, columns], targets, self.square)
+
+
+class TverskyLoss(DiceFamilyLoss):
+    """Tversky loss (Dice paper eq. 10): TL_i = 1 - TI_i,
+    TI_i = (p_i1 y_i1 + gamma) / (p_i1 y_i1 + alpha p_i1 y_i0 + beta p_i0 y_i1 + gamma),
+    where p_i1 y_i0 is the false-positive mass (weighted by ``alpha``) and p_i0 y_i1 the
+    false-negative mass (weighted by ``beta``). alpha = beta = 0.5 is the non-squared dice
+    loss with smoothing 2 gamma.
+    """
+
+    def __init__(
+        self,
+        alpha: float = 0.5,
+        beta: float = 0.5,
+        gamma: float = 1.0,
+        set_level: bool = False,
+        class_reduction: str = "mean",
+        ohem_ratio: float = 0.0,
+        reduction: str = "mean",
+    ) -> None:
+        check_choice("set_level", set_level, (True, False))
+        super().__init__(gamma, set_level, class_reduction, ohem_ratio, reduction)
+        self.alpha = check_range("alpha", alpha, 0.0)
+        self.beta = check_range("beta", beta, 0.0)
+
+    def ratio_terms(self, logits: torch.Tensor, targets: torch.Tensor, columns: slice) -> tuple[torch.Tensor, torch.Tensor]:
+        probabilities = torch.softmax(logits, dim=-1)[:, columns]
+        true_positive = probabilities * targets
+        false_positive = probabilities * (1.0 - targets)
+        false_negative = (1.0 - probabilities) * targets
+        return true_positive, true_positive + self.alpha * false_positive + self.beta * false_negative
+
+
+DSC_DEFAULTS = {"alpha": 1.0, "gamma": 1.0, "square": False, "set_level": False, "class_reduction": "mean"}
+DSC_PRESETS: dict[str, dict[str, object]] = {
+    # Dice paper eq. 12 per sample: factor (1 - p) p, gamma = 1.
+    "paper": dict(DSC_DEFAULTS),
+    # ShannonAI/dice_loss_for_NLP scripts: alpha 0.01, smooth 1, squared denominator,
+    # one set-level dice for binary tasks, per-sample per-class losses summed for C > 2.
+    "reference": {"alpha": 0.01, "gamma": 1.0, "square": True, "set_level": "auto", "class_reduction": "sum"},
+}
+
+
+class SelfAdjustingDiceLoss(DiceFamilyLoss):
+    """Self-adjusting dice loss (Dice paper eq. 12, generalised as in the authors' code):
+    DSC_i = 1 - (2 f_i1 y_i1 + gamma) / (f_i1 + y_i1 + gamma),  f = (1 - p)^alpha p,
+    with ``square=True`` using f^2 + y^2 in the denominator and ``set_level`` summing first.
+
+    f is computed in log space, f = exp(alpha log(1 - p) + log p) with log(1 - p) from a
+    logsumexp over the other logits, so value and gradient stay finite when p rounds to 1
+    (the released code returns NaN there: d/dp (1 - p)^alpha is infinite at p = 1).
+
+    ``preset``: None (eq. 12 defaults: alpha 1, gamma 1, non-squared, per sample),
+    ``"paper"`` (the same, explicitly) or ``"reference"`` (alpha 0.01, gamma 1, squared,
+    set level for binary, per-class losses summed for C > 2; ``set_level="auto"``).
+    Explicit arguments override the preset's values. ``ohem_ratio`` as in the module doc
+    (the released code keeps two fewer negatives than asked and crashes for C > 2).
+    """
+
+    def __init__(
+        self,
+        alpha: float | None = None,
+        gamma: float | None = None,
+        square: bool | None = None,
+        set_level: bool | str | None = None,
+        class_reduction: str | None = None,
+        preset: str | None = None,
+        ohem_ratio: float = 0.0,
+        reduction: str = "mean",
+    ) -> None:
+        check_choice("preset", preset, (None, *DSC_PRESETS))
+        chosen = dict(DSC_DEFAULTS if preset is None else DSC_PRESETS[preset])
+        given = {"alpha": alpha, "gamma": gamma, "square": square, "set_level": set_level, "class_reduction": class_reduction}
+        chosen.update({key: value for key, value in given.items() if value is not None})
+        check_choice("square", chosen["square"], (True, False))
+        super().__init__(chosen["gamma"], chosen["set_level"], chosen["class_reduction"], ohem_ratio, reduction)
+        self.square = chosen["square"]
+        self.alpha = check_range("alpha", chosen["alpha"], 0.0)
+        self.preset = preset
+
+    def ratio_terms(self, logits: torch.Tensor, targets: torch.Tensor, columns: slice) -> tuple[torch.Tensor, torch.Tensor]:
+        log_p = F.log_softmax(logits, dim=-1)[:, columns]
+        log_one_minus_p = log_one_minus_softmax_all(logits)[:, columns]
+        factor = torch.exp(self.alpha * log_one_minus_p + log_p)
+        return dice_terms(factor, targets, self.square)
