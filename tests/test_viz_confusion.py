@@ -1,0 +1,77 @@
+"""Confusion-matrix heatmaps and the entropy figure."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from workbench.viz.confusion import confusion_figure, confusion_grid, matrix_grid, row_normalize
+from workbench.viz.entropy import entropy_figure
+
+MATRIX = [[8, 2, 0], [1, 6, 3], [0, 0, 0]]
+NAMES = ["neg", "mid", "pos"]
+
+
+def test_row_normalize_and_empty_rows():
+    shares = row_normalize(np.array(MATRIX, dtype=float))
+    assert shares.tolist() == [[0.8, 0.2, 0.0], [0.1, 0.6, 0.3], [0.0, 0.0, 0.0]]
+
+
+def test_confusion_figure_counts_and_annotations():
+    fig = confusion_figure(MATRIX, NAMES, title="t")
+    heatmap = fig.data[0]
+    assert np.asarray(heatmap.z).tolist() == MATRIX
+    assert list(heatmap.x) == NAMES and list(heatmap.y) == NAMES
+    assert heatmap.text[0][0] == "8<br>80.0%" and heatmap.text[1][2] == "3<br>30.0%"
+    assert heatmap.text[2][1] == "0<br>0.0%"
+    assert fig.layout.title.text == "t"
+    assert fig.layout.yaxis.autorange == "reversed"  # gold label 0 on top
+
+
+def test_confusion_figure_normalized():
+    fig = confusion_figure(MATRIX, NAMES, normalize="true")
+    np.testing.assert_allclose(np.asarray(fig.data[0].z), [[0.8, 0.2, 0.0], [0.1, 0.6, 0.3], [0, 0, 0]])
+    assert fig.data[0].text[0][1] == "2<br>20.0%"
+
+
+def test_confusion_grid_shares_one_scale():
+    fig = confusion_grid({"ls": MATRIX, "pcl": np.eye(3) * 5}, NAMES)
+    assert [annotation.text for annotation in fig.layout.annotations] == ["ls", "pcl"]
+    assert [trace.coloraxis for trace in fig.data] == ["coloraxis", "coloraxis"]
+    assert np.asarray(fig.data[1].z).tolist() == np.eye(3).tolist()
+    assert fig.data[1].text[0][0] == "5<br>100.0%"
+
+
+def test_matrix_grid_values_and_separate_scales():
+    fig = matrix_grid({"a": [[0, 1.23456], [2, 0]], "b": [[1, 1], [1, 1]]}, ["x", "y"], shared_scale=False)
+    assert fig.data[0].text[0][1] == "1.23"
+    assert [trace.coloraxis for trace in fig.data] == ["coloraxis", "coloraxis2"]
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda: confusion_figure([[1, 2, 3]], ["a"]), "square K x K"),
+        (lambda: confusion_figure([[1, 2], [3, 4]], ["a"]), "label_names must have K = 2 entries"),
+        (lambda: confusion_figure([[1, -2], [3, 4]], ["a", "b"]), "non-negative counts"),
+        (lambda: confusion_figure([[1, math.nan], [3, 4]], ["a", "b"]), "must be finite"),
+        (lambda: confusion_figure([[1, 2], [3, 4]], ["a", "b"], normalize="pred"), "normalize must be one of"),
+        (lambda: matrix_grid({}, ["a"]), "at least one"),
+    ],
+)
+def test_bad_input(call, message):
+    with pytest.raises(ValueError, match=message):
+        call()
+
+
+def test_entropy_figure_traces():
+    fig = entropy_figure(2, 4, logits=[1.0, 0.0], highlight_n=3)
+    names = [trace.name for trace in fig.data]
+    assert len(names) == 4
+    assert list(fig.data[1].y) == pytest.approx([math.log(2 + n) for n in range(5)])
+    assert fig.layout.shapes[0].x0 == 3
+    assert len(entropy_figure(3, 2).data) == 2
+    with pytest.raises(ValueError, match=r"highlight_n must be in \[0, n_max = 2\]"):
+        entropy_figure(3, 2, highlight_n=5)
