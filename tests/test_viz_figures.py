@@ -1,0 +1,60 @@
+"""workbench.viz.figures: saving into <output_dir>/figures and the headless renderer."""
+
+from __future__ import annotations
+
+import json
+
+import plotly.graph_objects as go
+import plotly.io as pio
+import pytest
+
+from workbench.viz import figures
+
+
+@pytest.fixture(autouse=True)
+def _reset_output_dir():
+    yield
+    figures.set_output_dir(None)
+
+
+def test_save_writes_standalone_html_json_and_one_plotly_js(tmp_path):
+    figures_dir = figures.set_output_dir(tmp_path, renderer=None)
+    assert figures_dir == tmp_path / "figures" and figures.figures_dir() == figures_dir
+    fig = go.Figure(go.Bar(x=["a", "b"], y=[1, 3]))
+    html_path, json_path = figures.save(fig, "bars")
+    figures.save(fig, "bars_again")
+    assert json.loads(json_path.read_text())["data"][0]["y"] == [1, 3]
+    assert 'src="plotly.min.js"' in html_path.read_text()
+    assert sorted(p.name for p in figures_dir.iterdir()) == [
+        "bars.html", "bars.json", "bars_again.html", "bars_again.json", "plotly.min.js",
+    ]
+
+
+def test_show_saves_only_when_an_output_dir_is_set(tmp_path):
+    fig = go.Figure(go.Scatter(x=[0, 1], y=[1, 0]))
+    assert figures.show(fig, "line") == []
+    figures.set_output_dir(tmp_path, renderer=None)
+    assert [p.name for p in figures.show(fig, "line")] == ["line.html", "line.json"]
+
+
+def test_set_output_dir_sets_the_headless_renderer(tmp_path, monkeypatch):
+    monkeypatch.setattr(pio.renderers, "_default_name", "json")
+    monkeypatch.setattr(pio.renderers, "_default_renderers", [])
+    figures.set_output_dir(tmp_path, renderer="png")  # a renderer without notebook activation
+    assert pio.renderers.default == "png"
+    figures.set_output_dir(None)
+    assert pio.renderers.default == "png"  # turning saving off leaves the renderer alone
+
+
+@pytest.mark.parametrize("name", ["", "../up", "a b", "/abs"])
+def test_bad_names_rejected(tmp_path, name):
+    figures.set_output_dir(tmp_path, renderer=None)
+    with pytest.raises(ValueError, match="name must be a file stem"):
+        figures.show(go.Figure(), name)
+
+
+def test_save_needs_a_folder_and_a_figure(tmp_path):
+    with pytest.raises(ValueError, match="directory is required"):
+        figures.save(go.Figure(), "x")
+    with pytest.raises(ValueError, match="fig must be a plotly figure"):
+        figures.save({"data": []}, "x", directory=tmp_path)
