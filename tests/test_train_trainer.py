@@ -66,7 +66,7 @@ def test_per_sample_loss_accumulates_to_one_big_batch(tmp_path, n, batch_size):
 
 def test_batch_level_loss_accumulates_to_mean_of_micro_batch_updates(tmp_path):
     data = _dataset(32)
-    loss = build_loss("ce", weight=[1.0, 0.5, 3.0])  # torch's weight-normalised mean: batch-level
+    loss = build_loss("dice", set_level=True)  # Dice paper eq. 8: one value per batch
     assert loss.is_batch_level
     accumulated = _sgd_update(loss, data, 16, 2, tmp_path / "ga")
     first = _sgd_update(loss, data.select(range(16)), 16, 1, tmp_path / "a")

@@ -91,9 +91,10 @@ class LossTrainer(Trainer):
 
     def batch_loss(
         self, model: nn.Module, outputs: Any, labels: torch.Tensor, inputs: dict[str, Any], side: dict[str, Any]
-    ) -> torch.Tensor:
-        """The loss of one micro-batch, before gradient-accumulation scaling."""
-        return self.loss(outputs.logits, labels)
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """The loss of one micro-batch before gradient-accumulation scaling, and the number of
+        items it averages over (the labels that are not -100)."""
+        return self.loss(outputs.logits, labels), count_items(labels)
 
     def compute_loss(
         self,
@@ -102,15 +103,16 @@ class LossTrainer(Trainer):
         return_outputs: bool = False,
         num_items_in_batch: torch.Tensor | int | None = None,
     ) -> torch.Tensor | tuple[torch.Tensor, Any]:
+        inputs = dict(inputs)
         labels = inputs.pop("labels")
         side = {key: inputs.pop(key) for key in self.side_inputs if key in inputs}
         outputs = model(**inputs)
-        loss = self.batch_loss(model, outputs, labels, inputs, side)
+        loss, items = self.batch_loss(model, outputs, labels, inputs, side)
         if model.training:
             loss = scale_for_accumulation(
                 loss,
                 is_batch_level=bool(getattr(self.loss, "is_batch_level", False)),
-                items_in_micro_batch=count_items(labels),
+                items_in_micro_batch=items,
                 num_items_in_batch=num_items_in_batch,
                 micro_batches=self.current_gradient_accumulation_steps,
                 num_processes=self._gradient_averaging_processes(),

@@ -1,0 +1,157 @@
+"""End-to-end runs of the three trainers on tiny subsets of the sample data (seconds each)."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+import torch
+import yaml
+from safetensors.torch import load_file
+from transformers import TrainerCallback
+
+from workbench.models import build_sequence_classifier, tokenizer_for
+from workbench.train import Result, finetune, pretrain_mlm, two_stage
+from workbench.train.__main__ import main as cli_main
+
+TINY = {"num_layers": 1, "hidden_size": 32, "num_heads": 2}
+
+
+def tiny_config(output_dir, **sections) -> dict:
+    config = {
+        "output_dir": str(output_dir),
+        "data": {"source": "sample_relevance", "max_train_samples": 64, "max_eval_samples": 32, "max_length": 32},
+        "model": {"tiny": TINY},
+        "training": {"epochs": 1, "batch_size": 16, "eval_batch_size": 32, "lr": 1e-3, "quiet": True, "logging_steps": 2},
+    }
+    for name, values in sections.items():
+        config[name] = {**config.get(name, {}), **values}
+    return config
+
+
+def predictions(result: Result) -> pd.DataFrame:
+    return pd.read_csv(result.output_dir / "predictions.csv")
+
+
+def model_weights(folder) -> dict[str, torch.Tensor]:
+    return load_file(str(folder / "model.safetensors"))
+
+
+def test_finetune_writes_metrics_predictions_and_best_checkpoint(tmp_path):
+    result = finetune(tiny_config(tmp_path / "run", loss={"name": "focal", "params": {"gamma": 2.0}}))
+    metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
+    for key in ("macro_f1", "accuracy", "per_class", "confusion_matrix", "history", "train_runtime", "time", "parameters"):
+        assert key in metrics
+    assert metrics["evaluated_split"] == "test" and metrics["num_examples"] == 32
+    assert metrics["parameters"]["loss"] == {"name": "focal", "params": {"gamma": 2.0}}
+    assert sum(map(sum, metrics["confusion_matrix"])) == 32
+    assert any("eval_macro_f1" in entry for entry in metrics["history"])
+    assert any("loss" in entry for entry in metrics["history"])
+    table = predictions(result)
+    assert list(table.columns[:2]) == ["gold", "pred"] and len(table) == 32
+    probabilities = table[[c for c in table.columns if c.startswith("p_")]].to_numpy()
+    assert probabilities.shape == (32, 3)
+    assert probabilities.sum(axis=1) == pytest.approx(1.0)
+    assert (probabilities.argmax(axis=1) == table["pred"].to_numpy()).all()
+    assert result.best_checkpoint is not None and (tmp_path / "run").joinpath(result.best_checkpoint).exists()
+    assert "macro_f1" in result._repr_html_()
+
+
+def test_same_config_and_seed_give_the_same_run_and_ls_equals_pcl_reference(tmp_path):
+    ls = finetune(tiny_config(tmp_path / "ls", loss={"name": "ls", "params": {"epsilon": 0.1}}))
+    ls_again = finetune(tiny_config(tmp_path / "ls2", loss={"name": "ls", "params": {"epsilon": 0.1}}))
+    pd.testing.assert_frame_equal(predictions(ls), predictions(ls_again))
+    assert ls.metrics["macro_f1"] == ls_again.metrics["macro_f1"]
+    # PCL "reference" adds a float with no gradient to LS: training is identical (DESIGN.md)
+    reference = finetune(tiny_config(tmp_path / "ref", loss={"name": "pcl", "params": {"variant": "reference", "epsilon": 0.1}}))
+    pd.testing.assert_frame_equal(predictions(ls), predictions(reference), rtol=1e-5)
+    # expected_cost puts the correction on the probabilities: training changes
+    expected = finetune(tiny_config(tmp_path / "ec", loss={"name": "pcl", "params": {"variant": "expected_cost", "epsilon": 0.5}}))
+    assert not predictions(ls)["p_related"].equals(predictions(expected)["p_related"])
+
+
+class _StopAfterFirstCheckpoint(TrainerCallback):
+    def on_save(self, args, state, control, **kwargs):
+        raise KeyboardInterrupt("simulated interruption after epoch 1's checkpoint")
+
+
+def test_resume_after_interruption_equals_uninterrupted_run(tmp_path):
+    two_epochs = {"epochs": 2, "save_total_limit": 2}
+    uninterrupted = finetune(tiny_config(tmp_path / "full", training=two_epochs))
+    with pytest.raises(KeyboardInterrupt):
+        finetune(tiny_config(tmp_path / "cut", training=two_epochs), callbacks=[_StopAfterFirstCheckpoint()])
+    with pytest.raises(ValueError, match="output_dir: .* already holds checkpoints"):
+        finetune(tiny_config(tmp_path / "cut", training=two_epochs))
+    resumed = finetune(tiny_config(tmp_path / "cut", training={**two_epochs, "resume": True}))
+    pd.testing.assert_frame_equal(predictions(uninterrupted), predictions(resumed))
+    full, cut = model_weights(tmp_path / "full"), model_weights(tmp_path / "cut")
+    assert full.keys() == cut.keys()
+    for name in full:
+        torch.testing.assert_close(full[name], cut[name], rtol=0, atol=0, msg=name)
+    assert resumed.metrics["macro_f1"] == uninterrupted.metrics["macro_f1"]
+
+
+def test_pretrain_with_kdm_and_hc_logs_corrections_and_finetune_loads_it(tmp_path):
+    pretrained = pretrain_mlm(
+        tiny_config(
+            tmp_path / "pre",
+            data={"source": "sample_corpus", "n_sentences": 64},
+            masking={"strategy": "kdm"},
+            objective={"name": "hc"},
+        )
+    )
+    logged = [entry for entry in pretrained.history if "loss" in entry]
+    assert len(logged) == 2  # 4 steps, logging every 2
+    for entry in logged:
+        assert 0.0 <= entry["hc_prediction_rate"] <= 1.0 and entry["hc_sequences"] == 32
+    assert pretrained.metrics["correction"]["sequences"] == 64
+    assert json.loads((tmp_path / "pre" / "metrics.json").read_text())["objective"] == "hc"
+    # the saved checkpoint loads through from_pretrained with its tokenizer
+    encoder = build_sequence_classifier(3, model_name_or_path=tmp_path / "pre").bert
+    saved = model_weights(tmp_path / "pre")
+    torch.testing.assert_close(encoder.embeddings.word_embeddings.weight.detach(), saved["bert.embeddings.word_embeddings.weight"])
+    assert len(tokenizer_for(tmp_path / "pre")) == encoder.embeddings.word_embeddings.num_embeddings
+    tuned = finetune(tiny_config(tmp_path / "ft", model={"model_name_or_path": str(tmp_path / "pre")}))
+    assert 0.0 <= tuned.metrics["macro_f1"] <= 1.0
+
+
+@pytest.mark.parametrize("objective", [{"name": "plain"}, {"name": "sr", "weight": 0.5, "level": "token"}])
+def test_pretrain_plain_and_sr_with_wwm(tmp_path, objective):
+    result = pretrain_mlm(tiny_config(tmp_path / "pre", data={"source": "sample_corpus", "n_sentences": 32},
+                                      masking={"strategy": "wwm", "max_ngram": 2}, objective=objective))
+    assert result.metrics["objective"] == objective["name"] and result.metrics["train_loss"] > 0
+    assert "correction" not in result.metrics
+
+
+@pytest.mark.parametrize("aux", [{"num_aux": 2}, {"num_aux": 1, "fusion": True, "fgm_epsilon": 0.5}])
+def test_two_stage_freezes_the_encoder_in_stage_two(tmp_path, aux):
+    result = two_stage(tiny_config(tmp_path / "two", aux=aux))
+    stage_one, stage_two = model_weights(tmp_path / "two" / "stage1"), model_weights(tmp_path / "two" / "stage2")
+    head = "classifier."
+    encoder_keys = [name for name in stage_one if not name.startswith(head)]
+    assert encoder_keys and set(encoder_keys) == {name for name in stage_two if not name.startswith(head)}
+    for name in encoder_keys:
+        assert torch.equal(stage_one[name], stage_two[name]), name
+    assert stage_one["classifier.weight"].shape[0] == 3 + aux["num_aux"]
+    assert stage_two["classifier.weight"].shape[0] == 3
+    assert set(result.metrics) >= {"stage1", "stage2", "macro_f1"}
+    assert result.metrics["macro_f1"] == result.metrics["stage2"]["macro_f1"]
+    assert {entry["stage"] for entry in result.history} == {1, 2}
+
+
+def test_task_mismatch_is_rejected(tmp_path):
+    with pytest.raises(ValueError, match="task: finetune\\(\\) cannot run a config whose task is 'two_stage'"):
+        finetune({**tiny_config(tmp_path / "x"), "task": "two_stage"})
+
+
+def test_cli_runs_a_yaml_config_with_overrides(tmp_path, capsys):
+    path = tmp_path / "run.yaml"
+    path.write_text(yaml.safe_dump({"task": "finetune", **tiny_config(tmp_path / "cli")}), encoding="utf-8")
+    assert cli_main([str(path), "loss.name=dice", "data.source=sample_sentences"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert printed["output_dir"] == str(tmp_path / "cli") and 0.0 <= printed["macro_f1"] <= 1.0
+    assert json.loads((tmp_path / "cli" / "metrics.json").read_text())["parameters"]["loss"]["name"] == "dice"
+    with pytest.raises(SystemExit):
+        cli_main([str(path), "training.lrate=1"])
+    assert "unknown config key 'training.lrate'" in capsys.readouterr().err
