@@ -174,3 +174,17 @@ def test_per_sample_reduction_none_and_sum():
     assert none.shape == labels.shape and none[0] == 0
     torch.testing.assert_close(none.sum(), build_loss("dice", reduction="sum")(logits, labels))
     torch.testing.assert_close(none.sum() / 8, build_loss("dice")(logits, labels))
+
+
+def test_log_one_minus_softmax_matches_float64_and_stays_finite():
+    from workbench.losses._base import log_one_minus_softmax_all
+
+    generator = torch.Generator().manual_seed(10)
+    logits = torch.randn(50, 5, generator=generator, dtype=torch.float64) * 3
+    expected = torch.log1p(-torch.softmax(logits, -1))
+    torch.testing.assert_close(log_one_minus_softmax_all(logits), expected)
+    extreme = torch.tensor([[0.0, 40.0, -3.0]], requires_grad=True)
+    value = log_one_minus_softmax_all(extreme)
+    assert torch.isfinite(value).all() and value[0, 1] < -39
+    value.sum().backward()
+    assert torch.isfinite(extreme.grad).all()

@@ -123,10 +123,17 @@ def log_softmax_excluding(logits: torch.Tensor, exclude: torch.Tensor) -> torch.
 
 
 def log_one_minus_softmax_all(logits: torch.Tensor) -> torch.Tensor:
-    """log(1 - p_c) for every class c: ``(M, C)`` from ``(M, C)`` logits, via an (M, C, C) mask."""
-    num_classes = logits.shape[-1]
-    eye = torch.eye(num_classes, dtype=torch.bool, device=logits.device)
-    return log_softmax_excluding(logits.unsqueeze(-2).expand(-1, num_classes, -1), eye)
+    """log(1 - p_c) for every class c: ``(M, C)`` from ``(M, C)`` logits, in O(M C).
+
+    Every class but the row's argmax has p_c <= 1/2, where log1p(-p_c) is accurate; the
+    argmax class uses the stable logsumexp of the other logits. The argmax entries are
+    replaced by a dummy before log1p so the unused branch cannot send NaN gradients.
+    """
+    log_probs = torch.log_softmax(logits, dim=-1)
+    is_top = torch.zeros_like(logits, dtype=torch.bool).scatter_(-1, log_probs.detach().argmax(-1, keepdim=True), True)
+    others = torch.log1p(-torch.exp(log_probs.masked_fill(is_top, -1.0)))
+    top = log_softmax_excluding(logits, is_top).unsqueeze(-1)
+    return torch.where(is_top, top, others)
 
 
 class ImbalanceLoss(nn.Module):
