@@ -1,0 +1,68 @@
+"""Every notebook in notebooks/: committed clean, valid params in every set, and executes end to end.
+
+The end-to-end test runs all notebooks once through the papermill runner with
+the ``smoke`` parameter set, exactly as ``python -m workbench run`` does.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from workbench.runner import PARAMS_SETS, check_notebook_clean, plan_executions, run
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+EXPECTED = [
+    "01_dice_loss",
+    "02_propensity_corrected_loss",
+    "03_true_negatives",
+    "04_auxiliary_labels",
+    "05_pcl_vs_dice_walkthrough",
+]
+
+
+def test_the_five_notebooks_are_there():
+    assert [path.stem for path in NOTEBOOKS] == EXPECTED
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda path: path.stem)
+def test_notebook_is_committed_clean(notebook):
+    assert check_notebook_clean(notebook) == []
+
+
+@pytest.mark.parametrize("params_set", PARAMS_SETS)
+def test_every_params_set_names_only_known_parameters(params_set):
+    for notebook in NOTEBOOKS:
+        assert (ROOT / "params" / params_set / f"{notebook.stem}.yaml").is_file(), (params_set, notebook.stem)
+    executions = plan_executions(NOTEBOOKS, ROOT / "params", params_set)
+    assert [execution.name for execution in executions] == EXPECTED
+    for execution in executions:
+        assert execution.parameters.get("interactive") is False, (params_set, execution.name)
+
+
+@pytest.mark.slow
+def test_every_notebook_executes_with_the_smoke_set(tmp_path):
+    report = run(
+        params_set="smoke",
+        notebooks_dir=ROOT / "notebooks",
+        params_dir=ROOT / "params",
+        outputs_dir=tmp_path,
+        run_id="smoke",
+        log=lambda *args, **kwargs: None,
+    )
+    failures = {o.execution.name: f"cell {o.failed_cell}: {o.error}" for o in report.failed}
+    assert failures == {}
+    assert [o.execution.name for o in report.outcomes] == EXPECTED
+    for outcome in report.outcomes:
+        folder = outcome.output_dir
+        metrics = json.loads((folder / "metrics.json").read_text())
+        assert metrics, outcome.execution.name
+        assert (folder / f"{outcome.execution.name}.html").is_file()
+        assert list((folder / "figures").glob("*.html")), f"{outcome.execution.name} saved no figure"
+    index = (report.run_dir / "index.html").read_text()
+    for name in EXPECTED:
+        assert name in index
+    assert (report.run_dir / "summary.csv").is_file()
