@@ -385,3 +385,8 @@ def test_transformers_wwm_masks_unspaced_chinese_sentences_all_or_nothing(tokeni
         batch = collate(ours, features)
         per_sentence = ((batch["labels"] != -100) & (batch["word_ids"] >= 0)).sum(axis=1)
         assert ((per_sentence > 0) & (per_sentence < (batch["word_ids"] >= 0).sum(axis=1))).all()
+
+
+def test_kdm_rejects_negative_idf(tokenizer):
+    with pytest.raises(ValueError, match="idf"):
+        KnowledgeMaskCollator(tokenizer, idf={"北京": -1.0})

@@ -23,11 +23,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from itertools import chain
 
 import numpy as np
 import torch
 
-from .knowledge import word_priority_keys
+from .knowledge import word_priority
 
 MASK_TOKEN_SHARE = 0.8
 RANDOM_TOKEN_SHARE = 0.1
@@ -131,8 +132,9 @@ class RandomMaskCollator(_MaskingCollator):
 class _WordMaskCollator(_MaskingCollator):
     """Masks whole words: fills each sequence's token budget from an ordering of its words."""
 
-    def _word_order(self, features, word_counts, rng) -> tuple[np.ndarray, np.ndarray]:
-        """Per batch word (rows concatenated): a sort key (smaller = masked earlier) and the span length in words."""
+    def _word_order(self, features, word_counts, rng) -> tuple[tuple[np.ndarray, ...], np.ndarray]:
+        """Per batch word (rows concatenated): sort keys for ``np.lexsort`` (last = primary; smaller =
+        masked earlier) and the span length in words."""
         raise NotImplementedError
 
     def _choose(self, features, word_ids, maskable, token_type_ids, budgets, rng) -> np.ndarray:
@@ -148,7 +150,7 @@ class _WordMaskCollator(_MaskingCollator):
         word_segment[flat] = token_type_ids[maskable]
         keys, spans = self._word_order(features, word_counts, rng)
         rows = np.repeat(np.arange(len(word_counts)), word_counts)
-        order = np.lexsort((keys, rows)).tolist()
+        order = np.lexsort((*keys, rows)).tolist()
         chosen = bytearray(total)
         lengths, segments, spans = word_lengths.tolist(), word_segment.tolist(), spans.tolist()
         for row, (start, count, budget) in enumerate(zip(first_word.tolist(), word_counts.tolist(), budgets.tolist())):
@@ -204,7 +206,7 @@ class WholeWordMaskCollator(_WordMaskCollator):
 
     def _word_order(self, features, word_counts, rng):
         total = int(word_counts.sum())
-        keys = rng.random(total)
+        keys = (rng.random(total),)
         if self.max_ngram == 1:
             return keys, np.ones(total, dtype=np.int64)
         return keys, rng.choice(np.arange(1, self.max_ngram + 1), size=total, p=self._ngram_probabilities)
@@ -228,15 +230,15 @@ class KnowledgeMaskCollator(_WordMaskCollator):
         super().__init__(tokenizer, mlm_probability, seed, return_word_ids)
         self.entities = frozenset(entities or ())
         self.idf = dict(idf or {})
-        self._unseen_idf = max(self.idf.values(), default=0.0) if self.idf else 0.0
+        if any(value < 0 for value in self.idf.values()):
+            raise ValueError("idf values must be >= 0 (see compute_idf)")
+        self._unseen_idf = max(self.idf.values(), default=0.0)
 
     def _word_order(self, features, word_counts, rng):
         total = int(word_counts.sum())
-        words = [word for feature, count in zip(features, word_counts.tolist()) for word in feature["words"][:count]]
-        tags = [tag for feature, count in zip(features, word_counts.tolist()) for tag in feature["word_tags"][:count]]
-        priority = word_priority_keys(words, tags, self.entities, self.idf, self._unseen_idf)
-        tie_break = rng.random(total)
-        order_within = np.lexsort((tie_break, priority[1], priority[0]))
-        keys = np.empty(total)
-        keys[order_within] = np.arange(total)
-        return keys, np.ones(total, dtype=np.int64)
+        counts = word_counts.tolist()
+        tags = list(chain.from_iterable(f["word_tags"][:n] for f, n in zip(features, counts)))
+        needs_words = bool(self.entities or self.idf)
+        words = list(chain.from_iterable(f["words"][:n] for f, n in zip(features, counts))) if needs_words else []
+        priority = word_priority(tags, words, self.entities, self.idf, self._unseen_idf)
+        return (rng.random(total), priority), np.ones(total, dtype=np.int64)

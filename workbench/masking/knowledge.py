@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
+from itertools import repeat
 
 import numpy as np
 
@@ -14,22 +15,40 @@ EVENT_TAGS = frozenset({"v", "vn"})
 ENTITY_RANK, EVENT_RANK, OTHER_RANK = 0, 1, 2
 
 
-def word_rank(word: str, tag: str, entities: frozenset[str]) -> int:
-    """0 for a named entity (POS nr*, ns, nt, nz or listed in ``entities``), 1 for an event (v, vn), else 2."""
-    if word in entities or tag in ENTITY_TAGS or tag.startswith(ENTITY_TAG_PREFIX):
+def tag_rank(tag: str) -> int:
+    """0 for a named-entity POS tag (nr*, ns, nt, nz), 1 for an event tag (v, vn), else 2."""
+    if tag in ENTITY_TAGS or tag.startswith(ENTITY_TAG_PREFIX):
         return ENTITY_RANK
-    if tag in EVENT_TAGS:
-        return EVENT_RANK
-    return OTHER_RANK
+    return EVENT_RANK if tag in EVENT_TAGS else OTHER_RANK
 
 
-def word_priority_keys(
-    words: Sequence[str], tags: Sequence[str], entities: frozenset[str], idf: Mapping[str, float], unseen_idf: float
-) -> tuple[np.ndarray, np.ndarray]:
-    """Sort keys (rank, -idf) per word: smaller keys are masked first."""
-    ranks = np.fromiter((word_rank(w, t, entities) for w, t in zip(words, tags)), dtype=np.int64, count=len(words))
-    negative_idf = np.fromiter((-idf.get(w, unseen_idf) for w in words), dtype=np.float64, count=len(words))
-    return ranks, negative_idf
+class _TagRanks(dict):
+    """tag -> :func:`tag_rank`, filled on first sight so look-ups stay at C speed."""
+
+    def __missing__(self, tag: str) -> int:
+        self[tag] = rank = tag_rank(tag)
+        return rank
+
+
+_TAG_RANKS = _TagRanks()
+
+
+def word_priority(
+    tags: Sequence[str], words: Sequence[str], entities: frozenset[str], idf: Mapping[str, float], unseen_idf: float
+) -> np.ndarray:
+    """One sort key per word, smaller = masked first: rank * (M + 1) - idf(word).
+
+    rank is 0 for entities (by tag or listed in ``entities``), 1 for events, 2
+    otherwise; idf comes from ``idf`` (``unseen_idf`` = M, the largest idf, for
+    missing words), so 0 <= idf <= M and ranks never overlap. ``words`` is only
+    read when ``entities`` or ``idf`` is given.
+    """
+    ranks = np.array(list(map(_TAG_RANKS.__getitem__, tags)), dtype=np.float64)
+    if entities:
+        ranks[np.array(list(map(entities.__contains__, words)), dtype=bool)] = ENTITY_RANK
+    if not idf:
+        return ranks
+    return ranks * (unseen_idf + 1.0) - np.array(list(map(idf.get, words, repeat(unseen_idf))), dtype=np.float64)
 
 
 def compute_idf(segmented_texts: Iterable[Iterable[str]]) -> dict[str, float]:

@@ -1,0 +1,135 @@
+"""Masking throughput: ``python -m workbench.bench masking [--corpus PATH] [--sentences N] ...``.
+
+Times (1) jieba segmentation + word-aligned encoding, once per corpus, and (2)
+each collator per batch, against transformers' DataCollatorForLanguageModeling
+(whole_word_mask=True) fed the same sentences pre-spaced by jieba (so its
+offset-based word detection sees words). Prints a table of sentences/s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import random
+import re
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+from workbench.masking import (
+    JiebaSegmenter,
+    KnowledgeMaskCollator,
+    RandomMaskCollator,
+    WholeWordMaskCollator,
+    compute_idf,
+    encode_words,
+)
+from workbench.vocab import load_tokenizer
+
+HF_NAME = "HF DataCollatorForLM(whole_word_mask, spaced)"
+DEFAULT_CORPUS = "/work/shared/data/corpus/xwlb_news.txt.gz"
+_SENTENCE_END = re.compile(r"(?<=[。！？])")
+_FALLBACK_SENTENCES = [
+    "习近平主席在北京会见了美国总统，双方就经济合作交换了意见。",
+    "今天天气很好，我们一起去公园散步吧。",
+    "中国科学院的研究人员发现了一种新的治疗方法。",
+    "上海市政府宣布将加快建设国际金融中心。",
+    "他高兴地告诉记者，这个城市的发展非常快。",
+]
+
+
+def load_sentences(corpus: str, count: int, seed: int = 0) -> tuple[list[str], str]:
+    """The first ``count`` sentences (>= 5 characters) of a gzip corpus, or generated ones if it is missing."""
+    path = Path(corpus)
+    if path.is_file():
+        sentences = []
+        with gzip.open(path, "rt", encoding="utf-8") as handle:
+            for line in handle:
+                sentences.extend(s.strip() for s in _SENTENCE_END.split(line) if len(s.strip()) >= 5)
+                if len(sentences) >= count:
+                    return sentences[:count], str(path)
+        return sentences, str(path)
+    rng = random.Random(seed)
+    generated = ["".join(rng.sample(_FALLBACK_SENTENCES, 3)) for _ in range(count)]
+    return generated, "generated (corpus missing)"
+
+
+def _timed(function, *args):
+    start = time.perf_counter()
+    result = function(*args)
+    return result, time.perf_counter() - start
+
+
+def _time_collators(collators, batches_for, repeats):
+    """Fastest epoch per collator over ``repeats`` interleaved rounds (the machine is shared),
+    and each collator's mean masked share of non-special tokens."""
+    best = {name: float("inf") for name in collators}
+    shares = {}
+    for _ in range(repeats):
+        for name, collator in collators.items():
+            start = time.perf_counter()
+            outputs = [collator(batch) for batch in batches_for[name]]
+            best[name] = min(best[name], time.perf_counter() - start)
+            shares[name] = float(np.mean([
+                (out["labels"] != -100).sum().item() / (out["attention_mask"].sum().item() - 2 * len(out["labels"]))
+                for out in outputs
+            ]))
+    return best, shares
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m workbench.bench masking", description=__doc__)
+    parser.add_argument("--corpus", default=DEFAULT_CORPUS, help="gzip text, one story a line")
+    parser.add_argument("--sentences", type=int, default=2048)
+    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--max-length", type=int, default=128)
+    parser.add_argument("--repeats", type=int, default=5, help="interleaved epochs per collator; the fastest is reported")
+    parser.add_argument("--vocab", default=None, help="WordPiece vocab (default: the shipped 4,500-token vocab)")
+    args = parser.parse_args(argv)
+
+    sentences, source = load_sentences(args.corpus, args.sentences)
+    tokenizer = load_tokenizer(args.vocab)
+    segmenter = JiebaSegmenter()
+    segmenter.words("预热")  # load jieba's dictionary outside the timing
+    features, cold = _timed(encode_words, tokenizer, sentences, segmenter, args.max_length)
+    _, warm = _timed(encode_words, tokenizer, sentences, segmenter, args.max_length)
+    size = args.batch_size
+    batches = [features[i : i + size] for i in range(0, len(features), size)]
+
+    spaced = [" ".join(w for w in segmenter.words(s) if w.strip()) for s in sentences]
+    hf_batches = []
+    for i in range(0, len(spaced), size):
+        encoded = tokenizer(spaced[i : i + size], truncation=True, max_length=args.max_length, padding=True,
+                            return_offsets_mapping=True, return_special_tokens_mask=True)
+        hf_batches.append([{key: encoded[key][row] for key in encoded} for row in range(len(encoded["input_ids"]))])
+    from transformers import DataCollatorForLanguageModeling
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        hf_wwm = DataCollatorForLanguageModeling(tokenizer, whole_word_mask=True, seed=0)
+    idf = compute_idf(segmenter.words(sentence) for sentence in sentences)
+    collators = {
+        "RandomMaskCollator": RandomMaskCollator(tokenizer),
+        "WholeWordMaskCollator": WholeWordMaskCollator(tokenizer),
+        "WholeWordMaskCollator(max_ngram=3)": WholeWordMaskCollator(tokenizer, max_ngram=3),
+        "KnowledgeMaskCollator": KnowledgeMaskCollator(tokenizer),
+        "KnowledgeMaskCollator(idf=corpus)": KnowledgeMaskCollator(tokenizer, idf=idf),
+        HF_NAME: hf_wwm,
+    }
+    batches_for = {name: hf_batches if name == HF_NAME else batches for name in collators}
+    best, shares = _time_collators(collators, batches_for, args.repeats)
+    rows = [
+        ("segment+encode (cold cache)", len(sentences) / cold, cold * 1e3 / len(batches), float("nan")),
+        ("segment+encode (warm cache)", len(sentences) / warm, warm * 1e3 / len(batches), float("nan")),
+    ]
+    rows += [(name, len(sentences) / best[name], best[name] * 1e3 / len(batches), shares[name]) for name in collators]
+
+    print(f"corpus: {source}; {len(sentences)} sentences, batch {size}, max_length {args.max_length}, "
+          f"vocab {len(tokenizer)} tokens, fastest of {args.repeats} interleaved epochs")
+    wwm, kdm = best["WholeWordMaskCollator"], best["KnowledgeMaskCollator(idf=corpus)"]
+    print(f"WWM vs HF per batch: {best[HF_NAME] / wwm:.1f}x faster; KDM(idf) / WWM time: {kdm / wwm:.2f}")
+    print(f"{'step':48s} {'sentences/s':>12s} {'ms/batch':>9s} {'masked share':>13s}")
+    for name, rate, per_batch, share in rows:
+        print(f"{name:48s} {rate:12.0f} {per_batch:9.2f} {share:13.3f}")
