@@ -28,14 +28,19 @@ from workbench.train.runs import (
 )
 from workbench.train.trainer import LossTrainer, training_arguments
 
-LOSSES_WITH_LABEL_COUNTS = ("wce", "pcl")
-"""Losses whose ``label_counts`` default to the training split's counts."""
+def takes_dataset_label_counts(loss: Mapping[str, Any]) -> bool:
+    """True for wce, and for pcl with global counts (``counts="batch"`` takes none)."""
+    params = loss["params"]
+    return "label_counts" not in params and (
+        loss["name"] == "wce" or (loss["name"] == "pcl" and params.get("counts", "global") == "global")
+    )
 
 
 def loss_from_config(loss: Mapping[str, Any], train: Dataset, num_labels: int) -> nn.Module:
-    """``build_loss(loss.name, **loss.params)``; wce/pcl get ``label_counts`` from ``train`` unless given."""
+    """``build_loss(loss.name, **loss.params)``; wce and global-count pcl get ``label_counts``
+    from the training split unless the params give them."""
     params = dict(loss["params"])
-    if loss["name"] in LOSSES_WITH_LABEL_COUNTS and "label_counts" not in params:
+    if takes_dataset_label_counts(loss):
         params["label_counts"] = [int(count) for count in label_counts(train, num_labels)]
     return build_loss(loss["name"], **params)
 

@@ -1,0 +1,148 @@
+"""Training throughput of the workbench loss step against a plain ``transformers.Trainer``.
+
+``python -m workbench.bench train [--samples N] [--repeats R] [--qbqtc PATH]``
+
+Every row trains the same tiny BERT on the same tokenized data with the same
+``TrainingArguments`` (from ``workbench.train.trainer.training_arguments``; no
+evaluation, no checkpoints, so ``train_runtime`` is training only). The
+baseline is a plain ``Trainer`` whose model computes its built-in
+cross-entropy; the other rows use ``LossTrainer`` (the trainer ``finetune``
+runs) with each ``build_loss`` loss. Runs are interleaved round-robin,
+``repeats`` times; the table gives the median throughput (samples /
+``train_runtime``) and two overheads against the baseline: wall clock
+(``median runtime / baseline median - 1``) and process CPU time over the
+training loop (the same ratio; robust when other jobs share the cores).
+``--threads`` fixes torch's intra-op threads (default 1, the stablest figure
+on a shared machine).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import tempfile
+import time
+from collections.abc import Callable
+from typing import Any
+
+import torch
+from transformers import DataCollatorWithPadding, PrinterCallback, Trainer, TrainerCallback, set_seed
+
+from workbench.data import label_names
+from workbench.models import build_sequence_classifier
+from workbench.train.config import load_config
+from workbench.train.finetune import loss_from_config
+from workbench.train.inputs import load_splits, tokenize_splits
+from workbench.train.runs import model_source, progress_bars, tokenizer_from_config
+from workbench.train.trainer import LossTrainer, training_arguments
+
+BASELINE = "plain Trainer (built-in CE)"
+
+# (row label, loss family for the target, loss section)
+VARIANTS: tuple[tuple[str, str, dict[str, Any]], ...] = (
+    ("ce", "ce", {"name": "ce", "params": {}}),
+    ("wce", "ce", {"name": "wce", "params": {}}),
+    ("ls", "ce", {"name": "ls", "params": {}}),
+    ("focal", "ce", {"name": "focal", "params": {}}),
+    ("dice (per sample)", "dice", {"name": "dice", "params": {}}),
+    ("dice (set level)", "dice", {"name": "dice", "params": {"set_level": True}}),
+    ("tversky", "dice", {"name": "tversky", "params": {}}),
+    ("dsc", "dice", {"name": "dsc", "params": {}}),
+    ("pcl reference", "pcl", {"name": "pcl", "params": {"variant": "reference"}}),
+    ("pcl weighted", "pcl", {"name": "pcl", "params": {"variant": "weighted"}}),
+    ("pcl expected_cost", "pcl", {"name": "pcl", "params": {"variant": "expected_cost"}}),
+    ("pcl weighted, batch counts", "pcl", {"name": "pcl", "params": {"variant": "weighted", "counts": "batch"}}),
+)
+TARGETS = {"ce": 0.05, "dice": 0.10, "pcl": 0.10}
+
+
+def _config(arguments: argparse.Namespace) -> dict[str, Any]:
+    data = {"max_train_samples": arguments.samples, "max_length": arguments.max_length}
+    if arguments.qbqtc is not None:
+        data.update(source="qbqtc", path=arguments.qbqtc)
+    return load_config(
+        {
+            "data": data,
+            "training": {"epochs": 1, "batch_size": arguments.batch_size, "quiet": True, "seed": 0},
+        }
+    )
+
+
+class _CpuClock(TrainerCallback):
+    """Process CPU seconds between the start and the end of the training loop."""
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        self.start = time.process_time()
+
+    def on_train_end(self, args, state, control, **kwargs):
+        self.seconds = time.process_time() - self.start
+
+
+def _runner(
+    config: dict[str, Any], loss: dict[str, Any] | None, setup: dict[str, Any], output_dir: str
+) -> Callable[[], tuple[float, float]]:
+    """A function that trains once and returns (train_runtime, CPU seconds); ``loss=None`` is the baseline."""
+
+    def run() -> tuple[float, float]:
+        set_seed(0)
+        model = build_sequence_classifier(len(setup["names"]), **setup["source"])
+        common = {
+            "model": model,
+            "args": training_arguments(config["training"], output_dir, evaluate=False, save_strategy="no"),
+            "train_dataset": setup["encoded"]["train"],
+            "data_collator": DataCollatorWithPadding(setup["tokenizer"]),
+            "callbacks": [clock := _CpuClock()],
+        }
+        if loss is None:
+            trainer = Trainer(**common)
+            trainer.remove_callback(PrinterCallback)  # quiet, as LossTrainer is
+        else:
+            trainer = LossTrainer(**common, loss=loss_from_config(loss, setup["train"], len(setup["names"])))
+        runtime = trainer.train().metrics["train_runtime"]
+        return runtime, clock.seconds
+
+    return run
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m workbench.bench train", description=__doc__.splitlines()[0])
+    parser.add_argument("--samples", type=int, default=1024, help="training examples per run")
+    parser.add_argument("--repeats", type=int, default=5, help="interleaved repetitions (median reported)")
+    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--max-length", type=int, default=64)
+    parser.add_argument("--threads", type=int, default=1, help="torch intra-op threads")
+    parser.add_argument("--qbqtc", default=None, help="QBQTC dev.json (default: the generated sample_relevance data)")
+    arguments = parser.parse_args(argv)
+    torch.set_num_threads(arguments.threads)
+    config = _config(arguments)
+    with progress_bars(False), tempfile.TemporaryDirectory() as output_dir:
+        tokenizer = tokenizer_from_config(config["model"])
+        splits = load_splits(config["data"])
+        setup = {
+            "tokenizer": tokenizer,
+            "train": splits["train"],
+            "names": label_names(splits["train"]),
+            "encoded": tokenize_splits(splits, tokenizer, config["data"]["max_length"]),
+            "source": model_source(config["model"], tokenizer, config["data"]["max_length"]),
+        }
+        rows = [(BASELINE, None, None)] + [(label, family, loss) for label, family, loss in VARIANTS]
+        runners = {label: _runner(config, loss, setup, output_dir) for label, _, loss in rows}
+        runners[BASELINE]()  # warm-up
+        wall: dict[str, list[float]] = {label: [] for label, _, _ in rows}
+        cpu: dict[str, list[float]] = {label: [] for label, _, _ in rows}
+        for _ in range(arguments.repeats):
+            for label, _, _ in rows:
+                runtime, seconds = runners[label]()
+                wall[label].append(runtime)
+                cpu[label].append(seconds)
+    samples = len(setup["encoded"]["train"])
+    wall_baseline, cpu_baseline = statistics.median(wall[BASELINE]), statistics.median(cpu[BASELINE])
+    print(f"{samples} samples, batch {arguments.batch_size}, max_length {arguments.max_length}, "
+          f"tiny BERT {config['model']['tiny']}, {arguments.threads} thread(s), median of {arguments.repeats}")
+    print(f"| {'trainer / loss':<28} | samples/s | wall overhead | CPU overhead | target |")
+    print(f"|{'-' * 30}|----------:|--------------:|-------------:|-------:|")
+    for label, family, _ in rows:
+        runtime, seconds = statistics.median(wall[label]), statistics.median(cpu[label])
+        target = "" if family is None else f"<= {TARGETS[family]:.0%}"
+        print(f"| {label:<28} | {samples / runtime:9.1f} | {runtime / wall_baseline - 1:+13.1%} "
+              f"| {seconds / cpu_baseline - 1:+12.1%} | {target:>6} |")
