@@ -1,0 +1,228 @@
+"""The true-negatives study (notebook 03): masking tables, correction statistics, grids, summaries."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+from torch import nn
+
+from workbench.data import sample_corpus
+from workbench.lexicon import SynonymTable
+from workbench.masking import JiebaSegmenter, encode_words
+from workbench.studies import true_negatives as study
+from workbench.vocab import load_tokenizer
+
+TEXT = "张伟昨天在北京参观了清华大学，那里的风景非常美丽。"
+TINY = {"num_layers": 1, "hidden_size": 32, "num_heads": 2}
+LOGIT = 5.0
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    return load_tokenizer()
+
+
+class AnswerModel(nn.Module):
+    """A stand-in masked LM that predicts fixed token ids per (row, position), whatever the input."""
+
+    def __init__(self, answers: torch.Tensor, vocab_size: int):
+        super().__init__()
+        self.answers = answers
+        self.vocab_size = vocab_size
+
+    def forward(self, input_ids, attention_mask=None, token_type_ids=None):
+        width = input_ids.shape[1]
+        logits = torch.zeros(*input_ids.shape, self.vocab_size)
+        logits.scatter_(-1, self.answers[: input_ids.shape[0], :width, None], LOGIT)
+        return type("Output", (), {"logits": logits})()
+
+
+def answer_model(tokenizer, answer_text: str, rows: int) -> AnswerModel:
+    ids = torch.tensor(tokenizer([answer_text])["input_ids"] * rows)
+    return AnswerModel(ids, len(tokenizer))
+
+
+def word_positions(tokenizer, text: str, word: str) -> list[int]:
+    feature = encode_words(tokenizer, [text], JiebaSegmenter())[0]
+    index = feature["words"].index(word)
+    return [position for position, w in enumerate(feature["word_ids"]) if w == index]
+
+
+# --------------------------------------------------------------------------- masking
+
+
+def test_transformers_wwm_is_all_or_nothing_and_ours_hits_the_budget(tokenizer):
+    texts = sample_corpus(n_sentences=6, seed=1)
+    chosen, maskable = study.mask_draws(texts, study.TRANSFORMERS_WWM, tokenizer, draws=60, seed=0)
+    share = (chosen & maskable).sum(axis=2) / maskable.sum(axis=1)
+    assert set(np.unique(share)) <= {0.0, 1.0} and (share == 1.0).any()
+    chosen, maskable = study.mask_draws(texts, "random", tokenizer, draws=5, seed=0)
+    budget = np.rint(0.15 * maskable.sum(axis=1))
+    assert ((chosen & maskable).sum(axis=2) == budget).all() and not (chosen & ~maskable).any()
+
+
+def test_summary_matches_the_draws(tokenizer):
+    texts = sample_corpus(n_sentences=4, seed=2)
+    summary = study.masked_share_summary(texts, ["wwm", study.TRANSFORMERS_WWM], draws=40, seed=3).set_index("strategy")
+    transformers = summary.loc[study.TRANSFORMERS_WWM]
+    assert transformers["share_nothing_masked"] + transformers["share_fully_masked"] == pytest.approx(1.0)
+    assert transformers["mean_masked_share"] == pytest.approx(transformers["share_fully_masked"])
+    chosen, maskable = study.mask_draws(texts, "wwm", tokenizer, draws=40, seed=3)
+    expected = ((chosen & maskable).sum(axis=2) / maskable.sum(axis=1)).mean()
+    assert summary.loc["wwm", "mean_masked_share"] == pytest.approx(expected)
+    assert summary.loc["wwm", "share_fully_masked"] == 0.0
+
+
+def test_illustration_masks_whole_words_together(tokenizer):
+    table = study.masking_illustration(TEXT, strategies=["random", "wwm", "kdm"], draws=50, seed=0)
+    assert list(table.columns) == ["token", "word", "pos", "random", "wwm", "kdm"]
+    assert "".join(table["token"]) == TEXT
+    for strategy in ("wwm", "kdm"):  # every token of a word is masked in exactly the same draws
+        assert (table.groupby("word", sort=False)[strategy].nunique() == 1).all()
+    assert table["random"].groupby(table["word"]).nunique().max() > 1
+    # KDM masks entities first: 张伟 (nr), 北京 (ns), 清华大学 (nt) more often than the function word 了
+    by_word = table.groupby("word")["kdm"].first()
+    assert min(by_word[["张伟", "北京", "清华大学"]]) > by_word["了"]
+    fig = study.masking_figure(table)
+    assert np.asarray(fig.data[0].z).shape == (3, len(TEXT))
+
+
+def test_single_draw_blanks_the_budget():
+    table = study.single_draw_masks(TEXT, strategies=["random", "wwm"], seed=4).set_index("strategy")
+    assert table.loc["random", "masked"].count(study.BLANK) == round(0.15 * len(TEXT))
+    assert 0 < table.loc["wwm", "masked"].count(study.BLANK) <= round(0.15 * len(TEXT))
+    assert len(table.loc["wwm", "masked"]) == len(TEXT)
+
+
+# --------------------------------------------------------------------------- correction statistics
+
+
+def test_synonym_predictions_are_all_corrected(tokenizer):
+    rows = 24
+    texts = [TEXT] * rows
+    model = answer_model(tokenizer, TEXT.replace("美丽", "漂亮"), rows)
+    stats = study.correction_statistics(model, texts, SynonymTable.default(), "wwm", tokenizer, mlm_probability=0.3, seed=5)
+    chosen, _ = study.mask_draws(texts, "wwm", tokenizer, draws=1, mlm_probability=0.3, seed=5)
+    positions = word_positions(tokenizer, TEXT, "美丽")
+    with_word = int(chosen[0][:, positions].all(axis=1).sum())
+    assert 0 < with_word < rows
+    assert stats["wrong"] == stats["corrected"] == 2 * with_word
+    assert stats["sequences_with_correction"] == with_word and stats["sequences"] == rows
+    assert stats["prediction_rate"] == 1.0 and stats["iteration_rate"] == pytest.approx(with_word / rows)
+    assert stats["masked"] == int(chosen[0].sum())
+    assert stats["synonym_accuracy"] == 1.0
+    assert stats["accuracy"] == pytest.approx(1 - 2 * with_word / stats["masked"])
+    examples = study.corrected_examples(model, texts, SynonymTable.default(), "wwm", tokenizer, limit=3, mlm_probability=0.3, seed=5)
+    assert len(examples) == 3
+    assert (examples["gold"] == "美丽").all() and (examples["predicted"] == "漂亮").all()
+    assert (examples["text"] == TEXT).all() and "漂亮" in examples["gold_synonyms"].iloc[0].split()
+    for masked_input in examples["masked_input"]:  # positions shift by one for [CLS]
+        assert len(masked_input) == len(TEXT) and {masked_input[p - 1] for p in positions} == {study.BLANK}
+
+
+def test_non_synonym_predictions_are_not_corrected(tokenizer):
+    rows = 12
+    model = answer_model(tokenizer, TEXT.replace("美丽", "难过"), rows)
+    stats = study.correction_statistics(model, [TEXT] * rows, SynonymTable.default(), "kdm", tokenizer, mlm_probability=0.5, seed=0)
+    assert stats["corrected"] == 0 and stats["prediction_rate"] == 0.0
+    assert stats["synonym_accuracy"] == pytest.approx(stats["accuracy"])
+    examples = study.corrected_examples(model, [TEXT] * rows, SynonymTable.default(), "kdm", tokenizer, mlm_probability=0.5)
+    assert examples.empty and list(examples.columns) == ["text", "masked_input", "gold", "predicted", "gold_synonyms"]
+
+
+def test_worked_example_drops_the_synonym_and_reports_the_plain_loss(tokenizer):
+    model = answer_model(tokenizer, TEXT.replace("美丽", "漂亮"), 1)
+    example = study.worked_example(model, TEXT, "美丽", SynonymTable.default(), tokenizer, top_k=2)
+    assert example["predicted"] == "漂亮" and example["corrected"] and "漂亮" in example["synonyms"]
+    assert example["masked_input"] == TEXT.replace("美丽", "[MASK][MASK]")
+    vocab = len(tokenizer)
+    expected = math.log(math.exp(LOGIT) + vocab - 1)  # CE of a gold token with logit 0 against one logit 5
+    assert example["loss_plain"] == pytest.approx(expected, rel=1e-5)
+    assert example["loss_hc"] == 0.0
+    top = example["candidates"]
+    assert len(top) == 4 and list(top[top["rank"] == 1]["token"]) == ["漂", "亮"]
+    assert top[top["rank"] == 1]["probability"].iloc[0] == pytest.approx(math.exp(LOGIT) / (math.exp(LOGIT) + vocab - 1))
+    unrelated = study.worked_example(answer_model(tokenizer, TEXT.replace("美丽", "难过"), 1), TEXT, "美丽",
+                                     SynonymTable.default(), tokenizer)
+    assert not unrelated["corrected"] and unrelated["loss_hc"] == pytest.approx(unrelated["loss_plain"])
+
+
+def test_heldout_texts_follow_the_training_texts():
+    data = {"source": "sample_corpus", "n_sentences": 30, "max_train_samples": 20, "seed": 7}
+    assert study.heldout_texts(data, 10) == sample_corpus(n_sentences=30, seed=7)[20:]
+    with pytest.raises(ValueError, match="max_train_samples"):
+        study.heldout_texts({"source": "sample_corpus", "n_sentences": 30}, 5)
+    with pytest.raises(ValueError, match="n_texts"):
+        study.heldout_texts(data, 11)
+
+
+# --------------------------------------------------------------------------- grids and summaries
+
+
+def test_pretraining_and_downstream_grids_run_end_to_end(tmp_path):
+    base = {
+        "data": {"source": "sample_corpus", "n_sentences": 48, "max_train_samples": 32, "max_length": 32},
+        "model": {"tiny": TINY},
+        "training": {"epochs": 1, "batch_size": 16, "lr": 1e-3, "quiet": True, "logging_steps": 1},
+    }
+    runs = study.pretraining_grid(base, tmp_path / "pre", strategies=["wwm"], objectives=["plain", "hc"], seed=1)
+    assert list(runs[["masking", "objective"]].itertuples(index=False, name=None)) == [("wwm", "plain"), ("wwm", "hc")]
+    plain, hc = runs.iloc[0], runs.iloc[1]
+    assert np.isnan(plain["train_prediction_rate"]) and 0.0 <= hc["train_prediction_rate"] <= 1.0
+    history = study.loss_history(runs)
+    assert len(history) == 4 and set(history["step"]) == {1, 2}  # 32 texts / 16 = 2 steps, logged every step
+    assert len(study.pretraining_loss_figure(history).data) == 2
+    texts = study.heldout_texts(base["data"], 16)
+    corrections = study.correction_table(runs, texts, SynonymTable.default(), max_length=32)
+    assert corrections.shape == (2, 8) and corrections["prediction_rate"].between(0, 1).all()
+    finetune_base = {
+        "data": {"source": "sample_relevance", "max_train_samples": 32, "max_eval_samples": 16, "max_length": 32},
+        "model": {"tiny": TINY},
+        "training": {"epochs": 1, "batch_size": 16, "eval_batch_size": 16, "lr": 1e-3, "quiet": True},
+    }
+    downstream = study.downstream_grid(finetune_base, {"scratch": None, "wwm-hc": hc["output_dir"]}, tmp_path / "ft", seeds=[0])
+    assert list(downstream["encoder"]) == ["scratch", "wwm-hc"]
+    assert downstream["macro_f1"].between(0, 1).all()
+
+
+def test_summarize_gives_mean_and_sample_std():
+    table = pd.DataFrame({"encoder": ["a", "a", "a", "b"], "macro_f1": [0.2, 0.4, 0.9, 0.5]})
+    summary = study.summarize(table, "encoder", ["macro_f1"]).set_index("encoder")
+    assert summary.loc["a", "macro_f1_mean"] == pytest.approx(0.5)
+    assert summary.loc["a", "macro_f1_std"] == pytest.approx(math.sqrt(((0.3**2) + (0.1**2) + (0.4**2)) / 2))
+    assert summary.loc["a", "macro_f1_count"] == 3 and summary.loc["a", "macro_f1"] == "0.500 ± 0.361"
+    assert np.isnan(summary.loc["b", "macro_f1_std"]) and summary.loc["b", "macro_f1"] == "0.500"
+    fig = study.downstream_figure(summary.reset_index())
+    assert list(fig.data[0].y) == pytest.approx([0.5, 0.5])
+
+
+# --------------------------------------------------------------------------- bad input
+
+
+def test_bad_inputs_raise_value_errors_naming_the_parameter(tokenizer, tmp_path):
+    with pytest.raises(ValueError, match="strategies"):
+        study.mask_draws([TEXT], "bert", tokenizer)
+    with pytest.raises(ValueError, match="draws"):
+        study.mask_draws([TEXT], "wwm", tokenizer, draws=0)
+    with pytest.raises(ValueError, match="texts"):
+        study.mask_draws([], "wwm", tokenizer)
+    with pytest.raises(ValueError, match="strategies"):
+        study.masking_illustration(TEXT, strategies=[])
+    with pytest.raises(ValueError, match="objectives"):
+        study.pretraining_grid({}, tmp_path, objectives=["dice"])
+    with pytest.raises(ValueError, match="strategies"):
+        study.correction_statistics(answer_model(tokenizer, TEXT, 1), [TEXT], SynonymTable.default(), study.TRANSFORMERS_WWM, tokenizer)
+    with pytest.raises(ValueError, match="tokenizer"):
+        study.worked_example(answer_model(tokenizer, TEXT, 1), TEXT, "美丽", SynonymTable.default())
+    with pytest.raises(ValueError, match="word"):
+        study.worked_example(answer_model(tokenizer, TEXT, 1), TEXT, "漂亮", SynonymTable.default(), tokenizer)
+    with pytest.raises(ValueError, match="top_k"):
+        study.worked_example(answer_model(tokenizer, TEXT, 1), TEXT, "美丽", SynonymTable.default(), tokenizer, top_k=0)
+    with pytest.raises(ValueError, match="encoders"):
+        study.downstream_grid({}, {}, tmp_path)
+    with pytest.raises(ValueError, match="by/metrics"):
+        study.summarize(pd.DataFrame({"a": [1]}), "encoder", ["a"])
