@@ -1,0 +1,146 @@
+"""Pieces of the trainers: data inputs, loss construction, FGM, output folders, example configs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+from torch import nn
+
+from workbench.data import label_counts, sample_relevance_splits
+from workbench.losses import pcl_constants
+from workbench.train.config import load_config
+from workbench.train.fgm import FGM
+from workbench.train.finetune import loss_from_config
+from workbench.train.inputs import load_splits, load_texts, tokenize_splits
+from workbench.train.runs import checkpoint_to_resume
+from workbench.vocab import load_tokenizer
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "params" / "examples"
+
+
+def _data(**values) -> dict:
+    return {**load_config()["data"], **values}
+
+
+def _write_table(path: Path, rows: int) -> Path:
+    lines = ["sentence,tag"] + [f"句子{i},{'好' if i % 3 == 0 else '坏'}" for i in range(rows)]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def test_table_file_is_split_stratified_and_limited(tmp_path):
+    path = _write_table(tmp_path / "t.csv", 60)
+    splits = load_splits(_data(source="table", path=str(path), text="sentence", label="tag", split=[0.5, 0.5, 0.0]))
+    assert set(splits) == {"train", "validation"}
+    assert len(splits["train"]) == len(splits["validation"]) == 30
+    assert label_counts(splits["train"]) == label_counts(splits["validation"])
+    limited = load_splits(_data(source="table", path=str(path), text="sentence", label="tag", max_train_samples=7, max_eval_samples=3))
+    assert [len(limited[name]) for name in ("train", "validation", "test")] == [7, 3, 3]
+
+
+def test_separate_validation_file(tmp_path):
+    train, validation = _write_table(tmp_path / "a.csv", 12), _write_table(tmp_path / "b.csv", 6)
+    splits = load_splits(_data(source="table", path=str(train), validation_path=str(validation), text="sentence", label="tag"))
+    assert {name: len(split) for name, split in splits.items()} == {"train": 12, "validation": 6}
+
+
+@pytest.mark.parametrize(
+    "values, match",
+    [
+        ({"source": "qbqtc"}, r"data.path: source 'qbqtc' needs a file path"),
+        ({"source": "qbqtc", "path": "/no/such/file.json"}, r"data.path: no such file"),
+        ({"source": "sample_corpus"}, r"data.source: 'sample_corpus' has no labels"),
+    ],
+)
+def test_bad_data_sections(values, match):
+    with pytest.raises(ValueError, match=match):
+        load_splits(_data(**values))
+
+
+def test_table_needs_column_names(tmp_path):
+    path = _write_table(tmp_path / "t.csv", 10)
+    with pytest.raises(ValueError, match="data.text / data.label"):
+        load_splits(_data(source="table", path=str(path)))
+
+
+def test_texts_for_pretraining(tmp_path):
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("第一句。\n\n第二句。\n第三句。\n", encoding="utf-8")
+    assert load_texts(_data(source="corpus", path=str(corpus), max_train_samples=2)) == (["第一句。", "第二句。"], None)
+    texts, pairs = load_texts(_data(source="sample_relevance", max_train_samples=5))
+    train = sample_relevance_splits(seed=0)["train"]
+    assert texts == train["text"][:5] and pairs == train["text_pair"][:5]
+    assert len(load_texts(_data(source="sample_corpus", n_sentences=9))[0]) == 9
+
+
+def test_tokenize_splits_keeps_model_inputs_and_labels():
+    splits = load_splits(_data(max_train_samples=4, max_eval_samples=2))
+    encoded = tokenize_splits(splits, load_tokenizer(), max_length=16)
+    assert set(encoded["train"].column_names) == {"input_ids", "token_type_ids", "attention_mask", "labels"}
+    assert encoded["train"]["labels"] == splits["train"]["label"]
+    assert max(len(ids) for ids in encoded["train"]["input_ids"]) <= 16
+
+
+def test_loss_label_counts_come_from_the_training_split():
+    train = load_splits(_data(max_train_samples=200))["train"]
+    counts = label_counts(train, 3)
+    pcl = loss_from_config({"name": "pcl", "params": {"variant": "weighted"}}, train, 3)
+    assert (pcl.pcl_plus, pcl.pcl_minus) == pytest.approx(pcl_constants(counts, "code"))
+    given = loss_from_config({"name": "pcl", "params": {"variant": "weighted", "label_counts": [1, 8, 1]}}, train, 3)
+    assert given.pcl_plus == pytest.approx(pcl_constants([1, 8, 1], "code")[0])
+    batch = loss_from_config({"name": "pcl", "params": {"counts": "batch"}}, train, 3)
+    assert batch.is_batch_level
+    assert loss_from_config({"name": "wce", "params": {}}, train, 3).weight is not None
+
+
+def _embedding_model() -> nn.Module:
+    torch.manual_seed(0)
+    model = nn.Module()
+    model.word_embeddings = nn.Embedding(6, 4)
+    model.other = nn.Linear(4, 1)
+    return model
+
+
+def test_fgm_moves_embeddings_by_epsilon_along_the_normalised_gradient_and_restores():
+    model = _embedding_model()
+    model.other(model.word_embeddings(torch.tensor([1, 3, 3]))).sum().backward()
+    before = model.word_embeddings.weight.detach().clone()
+    gradient = model.word_embeddings.weight.grad.clone()
+    fgm = FGM(model, epsilon=0.5)
+    fgm.attack()
+    step = model.word_embeddings.weight.detach() - before
+    torch.testing.assert_close(step, 0.5 * gradient / gradient.norm())
+    assert torch.linalg.vector_norm(step).item() == pytest.approx(0.5)
+    assert torch.equal(step[[0, 2, 4, 5]], torch.zeros(4, 4))  # rows of unused tokens stay
+    fgm.restore()
+    assert torch.equal(model.word_embeddings.weight.detach(), before)
+
+
+def test_fgm_bad_inputs():
+    with pytest.raises(ValueError, match="epsilon: must be > 0"):
+        FGM(_embedding_model(), epsilon=0.0)
+    with pytest.raises(ValueError, match="no trainable parameter named"):
+        FGM(nn.Linear(2, 2), epsilon=1.0)
+
+
+def test_checkpoint_to_resume(tmp_path):
+    assert checkpoint_to_resume(tmp_path / "absent", resume=False) is None
+    assert checkpoint_to_resume(tmp_path, resume=True) is None
+    (tmp_path / "checkpoint-4").mkdir()
+    (tmp_path / "checkpoint-12").mkdir()
+    (tmp_path / "checkpoint-12" / "trainer_state.json").write_text("{}")
+    (tmp_path / "checkpoint-4" / "trainer_state.json").write_text("{}")
+    assert checkpoint_to_resume(tmp_path, resume=True).endswith("checkpoint-12")
+    with pytest.raises(ValueError, match="training.resume=true"):
+        checkpoint_to_resume(tmp_path, resume=False)
+
+
+@pytest.mark.parametrize("name, task", [
+    ("finetune_qbqtc_sample_pcl.yaml", "finetune"),
+    ("pretrain_kdm_hc.yaml", "pretrain_mlm"),
+    ("two_stage_aux.yaml", "two_stage"),
+])
+def test_example_configs_load(name, task):
+    assert load_config(EXAMPLES / name)["task"] == task
