@@ -16,6 +16,7 @@ The functions here run the notebook's experiments and return tables:
   :func:`heldout_texts`, :func:`correction_statistics`, :func:`correction_table`,
   :func:`corrected_examples`, and :func:`worked_example` (the paper's Figure 3);
 * downstream: :func:`downstream_grid` and :func:`summarize` (mean +- std over seeds);
+* results: :func:`results_table` and :func:`headline_metrics` (metrics.json);
 * figures: :func:`masking_figure`, :func:`pretraining_loss_figure`,
   :func:`correction_figure`, :func:`downstream_figure`.
 """
@@ -588,3 +589,47 @@ def downstream_figure(summary: pd.DataFrame, metric: str = "macro_f1") -> go.Fig
     fig = px.bar(summary, x="encoder", y=f"{metric}_mean", error_y=summary[f"{metric}_std"].fillna(0.0))
     fig.update_layout(title=f"Downstream test {metric} (mean ± std over seeds)", yaxis_title=metric, height=380)
     return fig
+
+
+# --------------------------------------------------------------------------
+# Results
+# --------------------------------------------------------------------------
+
+
+def run_names(runs: pd.DataFrame) -> pd.Series:
+    """The encoder name of each pre-training run: ``<masking>-<objective>``."""
+    return runs["masking"] + "-" + runs["objective"]
+
+
+def results_table(runs: pd.DataFrame, corrections: pd.DataFrame, summary: pd.DataFrame) -> pd.DataFrame:
+    """One row per encoder of ``summary`` (:func:`summarize` of :func:`downstream_grid` by encoder):
+    its pre-training (masking, objective, train_loss, train_prediction_rate), held-out correction
+    rates (:func:`correction_table`) and downstream macro-F1 / accuracy (mean, std, "mean ± std").
+    Encoders without pre-training have empty pre-training columns."""
+    pretraining = runs.assign(encoder=run_names(runs))[["encoder", "masking", "objective", "train_loss", "train_prediction_rate"]]
+    heldout = corrections.assign(encoder=run_names(corrections))[["encoder", "prediction_rate", "iteration_rate"]]
+    heldout = heldout.rename(columns={"prediction_rate": "heldout_prediction_rate", "iteration_rate": "heldout_iteration_rate"})
+    downstream = summary[["encoder", "macro_f1_mean", "macro_f1_std", "macro_f1", "accuracy_mean", "accuracy_std"]]
+    return downstream.merge(pretraining, on="encoder", how="left").merge(heldout, on="encoder", how="left")[
+        ["encoder", "masking", "objective", "train_loss", "train_prediction_rate", "heldout_prediction_rate",
+         "heldout_iteration_rate", "macro_f1", "macro_f1_mean", "macro_f1_std", "accuracy_mean", "accuracy_std"]
+    ]
+
+
+def headline_metrics(results: pd.DataFrame, baseline: str = "no_pretraining") -> dict[str, Any]:
+    """metrics.json content from :func:`results_table`: top-level numbers ``macro_f1_best`` (the best
+    mean test macro-F1) and its ``best_encoder``, ``macro_f1_<baseline>``, ``heldout_prediction_rate_mean``
+    (over pre-trained encoders) and ``train_prediction_rate_hc_mean`` (over HC runs; NaN without
+    any), plus ``encoders``: every row as a record."""
+    if baseline not in set(results["encoder"]):
+        raise ValueError(f"baseline: {baseline!r} is not an encoder of the table ({list(results['encoder'])})")
+    by_encoder = results.set_index("encoder")
+    best = by_encoder["macro_f1_mean"].idxmax()
+    return {
+        "macro_f1_best": float(by_encoder.loc[best, "macro_f1_mean"]),
+        "best_encoder": best,
+        f"macro_f1_{baseline}": float(by_encoder.loc[baseline, "macro_f1_mean"]),
+        "heldout_prediction_rate_mean": float(results["heldout_prediction_rate"].mean()),
+        "train_prediction_rate_hc_mean": float(results.loc[results["objective"] == "hc", "train_prediction_rate"].mean()),
+        "encoders": results.to_dict(orient="records"),
+    }
