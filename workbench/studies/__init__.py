@@ -1,0 +1,1 @@
+"""Experiment grids behind the notebooks: plain functions returning pandas tables."""

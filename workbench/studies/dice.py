@@ -1,0 +1,364 @@
+"""Experiments of the Dice-loss paper (Li et al., 2020, "Dice Loss for Data-imbalanced NLP Tasks", ACL).
+
+* the loss zoo (CE, WCE, FL, DL, TL, DSC) as ``LOSS_ZOO``;
+* Table 8: training on the original / +positive / +negative / -negative sets
+  (:func:`resampled_training_sets`, :func:`imbalance_study`);
+* Table 9: an accuracy-oriented balanced task (:func:`balanced_splits`, :func:`run_grid`);
+* Table 10: the Tversky alpha sweep with beta = 1 - alpha (:func:`tversky_sweep`);
+* the released code's NaN at p = 1 against the workbench's finite DSC (:func:`saturation_check`).
+
+Every run trains one classifier with one loss and one seed (:func:`fit_and_score`) and
+scores the test split: F1 of the positive class (the paper's metric for these tasks),
+macro-F1 and accuracy, plus the validation F1 used for any selection. Two models:
+``model="bow"`` is a fastText-style bag-of-characters classifier (Joulin et al., 2017:
+mean of character embeddings, then a linear layer) trained in a plain seeded loop, fast
+enough for many seeds on a CPU; a mapping is a ``model`` section of the trainer config
+(``workbench.train``, e.g. ``{"model_name_or_path": "hfl/chinese-roberta-wwm-ext"}``) and
+runs the transformer trainer.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import torch
+from datasets import Dataset, DatasetDict
+from torch import nn
+from transformers import set_seed
+
+from workbench.data import label_counts, label_names, load_chnsenticorp, rebalance, sample_sentence_splits, stratified_split
+from workbench.losses import build_loss
+from workbench.metrics import classification_report
+from workbench.models import build_sequence_classifier
+from workbench.train import load_config
+from workbench.train.finetune import train_classifier
+from workbench.train.inputs import tokenize_splits
+from workbench.train.runs import model_source, progress_bars, tokenizer_from_config
+
+LossSpec = tuple[str, dict[str, Any]]
+"""(registry name for ``build_loss``, parameters)."""
+
+LOSS_ZOO: dict[str, LossSpec] = {
+    "CE": ("ce", {}),
+    "WCE": ("wce", {}),  # alpha_t = lg((n - n_t)/n_t + K), counts from the training split
+    "FL": ("focal", {"gamma": 2.0}),
+    "DL": ("dice", {"gamma": 1.0}),
+    "TL": ("tversky", {"alpha": 0.3, "beta": 0.7, "gamma": 1.0}),
+    "DSC": ("dsc", {"preset": "paper"}),
+}
+"""The paper's losses (sec. 3) with the settings used in this study."""
+
+TABLE8_SETTINGS = ("original", "+positive", "+negative", "-negative")
+METRICS = ("f1_positive", "macro_f1", "accuracy")
+DEFAULT_TRAINING: dict[str, Any] = {"epochs": 8, "batch_size": 64, "lr": 0.02}
+BOW_HIDDEN_SIZE = 32
+POSITIVE_LABEL = 1
+
+
+def _check_positive_int(name: str, value: Any) -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise ValueError(f"{name}: must be an integer >= 1, got {value!r}")
+
+
+def study_splits(
+    data_path: str | None = None,
+    seed: int = 0,
+    n_train: int = 2000,
+    n_eval: int = 400,
+    positive_share: float | None = None,
+) -> DatasetDict:
+    """Train/validation/test splits of a binary task with label 1 the positive class.
+
+    ``data_path=None`` generates the sample review sentences (``sample_sentence_splits``:
+    ``n_train`` / ``n_eval`` / ``n_eval``, positives about 18%); otherwise a ChnSentiCorp
+    file (text TAB label) is cut 80/10/10 by ``stratified_split``. With ``positive_share``
+    in (0, 0.5] the training split's positives are down-sampled to that share (a balanced
+    corpus made imbalanced; validation and test keep their distribution).
+    """
+    if data_path is None:
+        splits = sample_sentence_splits(seed=seed, n_train=n_train, n_validation=n_eval, n_test=n_eval)
+    else:
+        splits = stratified_split(load_chnsenticorp(data_path), {"train": 0.8, "validation": 0.1, "test": 0.1}, seed=seed)
+    if positive_share is None:
+        return DatasetDict(splits)
+    if not 0.0 < positive_share <= 0.5:
+        raise ValueError(f"positive_share: must be null or in (0, 0.5], got {positive_share!r}")
+    ratio = positive_share / (1.0 - positive_share)
+    train = rebalance(splits["train"], ratio, positive_label=POSITIVE_LABEL, method="downsample", seed=seed)
+    return DatasetDict({**splits, "train": train})
+
+
+def resampled_training_sets(train: Dataset, seed: int = 0) -> dict[str, Dataset]:
+    """The training sets of Table 8 (positives: label 1; ratio r = n_pos / n_neg).
+
+    * ``original``: unchanged;
+    * ``+positive``: positives up-sampled (copied) to r = 1;
+    * ``+negative``: negatives up-sampled to twice their number (r halves, more imbalance);
+    * ``-negative``: negatives down-sampled to r = 1.
+    """
+    counts = label_counts(train)
+    if len(counts) != 2 or min(counts) == 0:
+        raise ValueError(f"train: must be binary with both classes present, got label counts {counts}")
+    ratio = counts[POSITIVE_LABEL] / counts[1 - POSITIVE_LABEL]
+    return {
+        "original": train,
+        "+positive": rebalance(train, 1.0, method="upsample", seed=seed),
+        "+negative": rebalance(train, ratio / 2.0, method="upsample", seed=seed),
+        "-negative": rebalance(train, 1.0, method="downsample", seed=seed),
+    }
+
+
+def balanced_splits(splits: DatasetDict, seed: int = 0) -> DatasetDict:
+    """Every split down-sampled to equal classes (the larger class loses examples): the
+    accuracy-oriented balanced task of the paper's Table 9 caveat."""
+    return DatasetDict({name: rebalance(split, 1.0, method="downsample", seed=seed) for name, split in splits.items()})
+
+
+# ----------------------------------------------------------------------------- models
+
+
+class BagOfCharacters(nn.Module):
+    """fastText-style classifier: logits = W mean_t(E[x_t]) + b over the characters (padding id 0 ignored)."""
+
+    def __init__(self, vocab_size: int, num_labels: int, hidden_size: int = BOW_HIDDEN_SIZE) -> None:
+        super().__init__()
+        self.embedding = nn.EmbeddingBag(vocab_size, hidden_size, mode="mean", padding_idx=0)
+        self.head = nn.Linear(hidden_size, num_labels)
+
+    def forward(self, input_ids: torch.Tensor) -> torch.Tensor:
+        return self.head(self.embedding(input_ids))
+
+
+def _character_ids(split: Dataset, tokenizer: Any, max_length: int) -> torch.Tensor:
+    """Token ids (no [CLS]/[SEP]) of ``split["text"]``, right-padded with 0 to the longest."""
+    encoded = tokenizer(list(split["text"]), add_special_tokens=False, truncation=True, max_length=max_length)
+    return nn.utils.rnn.pad_sequence([torch.tensor(ids) for ids in encoded["input_ids"]], batch_first=True)
+
+
+def _labels(split: Dataset) -> np.ndarray:
+    return split.data.column("label").to_numpy()
+
+
+def _report(gold: np.ndarray, predicted: np.ndarray, names: Sequence[str]) -> dict[str, float]:
+    report = classification_report(gold, predicted, label_names=names)
+    return {
+        "f1_positive": report["per_class"][names[POSITIVE_LABEL]]["f1"],
+        "macro_f1": report["macro_f1"],
+        "accuracy": report["accuracy"],
+    }
+
+
+@contextmanager
+def _single_thread() -> Iterator[None]:
+    """Run torch on one thread inside the block: a model this small gains nothing from
+    intra-op threads, and on a loaded machine they cost an order of magnitude."""
+    previous = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(previous)
+
+
+def _fit_bow(splits: DatasetDict, loss: nn.Module, seed: int, training: Mapping[str, Any], max_length: int) -> dict[str, dict[str, float]]:
+    names = label_names(splits["train"])
+    tokenizer = tokenizer_from_config(load_config()["model"])
+    inputs = {name: _character_ids(splits[name], tokenizer, max_length) for name in ("train", "validation", "test")}
+    labels = torch.tensor(_labels(splits["train"]))
+    with _single_thread():
+        torch.manual_seed(seed)
+        model = BagOfCharacters(len(tokenizer), len(names))
+        optimizer = torch.optim.Adam(model.parameters(), lr=training["lr"])
+        order = torch.Generator().manual_seed(seed)
+        for _ in range(training["epochs"]):
+            for batch in torch.randperm(len(labels), generator=order).split(training["batch_size"]):
+                optimizer.zero_grad()
+                loss(model(inputs["train"][batch]), labels[batch]).backward()
+                optimizer.step()
+        with torch.no_grad():
+            return {
+                name: _report(_labels(splits[name]), model(inputs[name]).argmax(-1).numpy(), names)
+                for name in ("validation", "test")
+            }
+
+
+def _fit_transformer(
+    splits: DatasetDict, loss: nn.Module, seed: int, training: Mapping[str, Any], max_length: int, model: Mapping[str, Any]
+) -> dict[str, dict[str, float]]:
+    names = label_names(splits["train"])
+    with tempfile.TemporaryDirectory(prefix="dice_study_") as output_dir:
+        config = load_config({
+            "output_dir": output_dir,
+            "data": {"max_length": max_length},
+            "model": dict(model),
+            "training": {"quiet": True, **training, "seed": seed},
+        })
+        with progress_bars(False):
+            set_seed(seed)
+            tokenizer = tokenizer_from_config(config["model"])
+            encoded = tokenize_splits(splits, tokenizer, max_length)
+            classifier = build_sequence_classifier(len(names), **model_source(config["model"], tokenizer, max_length))
+            trainer, metrics = train_classifier(config, classifier, loss, encoded, names, output_dir, tokenizer)
+            validation = trainer.predict(encoded["validation"]).predictions.argmax(-1)
+    test = metrics["per_class"][names[POSITIVE_LABEL]]["f1"]
+    return {
+        "validation": _report(_labels(splits["validation"]), validation, names),
+        "test": {"f1_positive": test, "macro_f1": metrics["macro_f1"], "accuracy": metrics["accuracy"]},
+    }
+
+
+def fit_and_score(
+    splits: DatasetDict,
+    loss: LossSpec,
+    seed: int = 0,
+    model: str | Mapping[str, Any] = "bow",
+    training: Mapping[str, Any] | None = None,
+    max_length: int = 64,
+) -> dict[str, float]:
+    """Train one classifier on ``splits["train"]`` with ``loss`` and ``seed``; score validation and test.
+
+    ``loss`` is ``(name, params)`` for ``build_loss``; ``wce`` gets the training split's label
+    counts. ``model`` is ``"bow"`` (:class:`BagOfCharacters`, plain loop over ``training``'s
+    ``epochs``, ``batch_size``, ``lr``) or a trainer ``model`` config section (``training`` is
+    then the trainer's ``training`` section). Returns test ``f1_positive``, ``macro_f1``,
+    ``accuracy`` and ``validation_f1_positive``.
+    """
+    name, params = loss
+    if name == "wce" and "label_counts" not in params:
+        params = {**params, "label_counts": label_counts(splits["train"])}
+    module = build_loss(name, **params)
+    settings = {**DEFAULT_TRAINING, **(training or {})}
+    if model == "bow":
+        for key in ("epochs", "batch_size"):
+            _check_positive_int(f"training.{key}", settings[key])
+        scores = _fit_bow(splits, module, seed, settings, max_length)
+    elif isinstance(model, Mapping):
+        scores = _fit_transformer(splits, module, seed, settings, max_length, model)
+    else:
+        raise ValueError(f"model: must be 'bow' or a trainer model section (mapping), got {model!r}")
+    return {**scores["test"], "validation_f1_positive": scores["validation"]["f1_positive"]}
+
+
+# ----------------------------------------------------------------------------- grids
+
+
+def run_grid(
+    settings: Mapping[str, DatasetDict],
+    losses: Mapping[str, LossSpec],
+    seeds: Sequence[int],
+    **fit_options: Any,
+) -> pd.DataFrame:
+    """One :func:`fit_and_score` per setting x loss x seed.
+
+    Returns a long table: ``setting, loss, seed`` and the scores (``METRICS`` on test,
+    ``validation_f1_positive``). ``fit_options`` go to ``fit_and_score``.
+    """
+    if not settings or not losses or not seeds:
+        raise ValueError("settings, losses and seeds: each must hold at least one entry")
+    rows = []
+    for setting, splits in settings.items():
+        for loss_label, spec in losses.items():
+            for seed in seeds:
+                rows.append({"setting": setting, "loss": loss_label, "seed": seed, **fit_and_score(splits, spec, seed, **fit_options)})
+    return pd.DataFrame(rows)
+
+
+def imbalance_study(
+    splits: DatasetDict, losses: Mapping[str, LossSpec], seeds: Sequence[int], resample_seed: int = 0, **fit_options: Any
+) -> pd.DataFrame:
+    """Table 8: :func:`run_grid` over the :func:`resampled_training_sets` (same validation and test)."""
+    training_sets = resampled_training_sets(splits["train"], seed=resample_seed)
+    settings = {name: DatasetDict({**splits, "train": train}) for name, train in training_sets.items()}
+    return run_grid(settings, losses, seeds, **fit_options)
+
+
+def tversky_sweep(
+    splits: DatasetDict, alphas: Sequence[float], seeds: Sequence[int], gamma: float = 1.0, **fit_options: Any
+) -> pd.DataFrame:
+    """Table 10: Tversky loss with alpha (false-positive weight) over ``alphas`` and beta = 1 - alpha.
+
+    Returns :func:`run_grid`'s table with the column ``alpha`` (setting = loss = "TL").
+    """
+    for alpha in alphas:
+        if not 0.0 <= alpha <= 1.0:
+            raise ValueError(f"alphas: every alpha must be in [0, 1], got {alpha!r}")
+    losses = {f"{alpha:g}": ("tversky", {"alpha": alpha, "beta": 1.0 - alpha, "gamma": gamma}) for alpha in alphas}
+    table = run_grid({"TL": splits}, losses, seeds, **fit_options)
+    return table.assign(alpha=table["loss"].astype(float), loss="TL")
+
+
+def summarize(table: pd.DataFrame, by: Sequence[str], metrics: Sequence[str] = METRICS) -> pd.DataFrame:
+    """Mean, sample std (ddof = 1; NaN for one seed) and n of ``metrics`` over seeds, per ``by`` group.
+
+    Columns ``<metric>_mean``, ``<metric>_std`` and ``n``; groups in order of first appearance.
+    """
+    missing = [column for column in (*by, *metrics) if column not in table.columns]
+    if missing:
+        raise ValueError(f"by/metrics: columns {missing} are not in the table (columns: {list(table.columns)})")
+    grouped = table.groupby(list(by), sort=False)
+    summary = pd.concat(
+        {f"{metric}_{statistic}": grouped[metric].agg(statistic) for metric in metrics for statistic in ("mean", "std")},
+        axis=1,
+    )
+    summary["n"] = grouped.size()
+    return summary.reset_index()
+
+
+def mean_std_table(summary: pd.DataFrame, rows: str, columns: str, metric: str = "f1_positive", scale: float = 100.0) -> pd.DataFrame:
+    """A ``rows`` x ``columns`` table of "mean ± std" strings (times ``scale``) from :func:`summarize`."""
+    def cell(row: pd.Series) -> str:
+        std = row[f"{metric}_std"]
+        spread = "" if pd.isna(std) else f" ± {scale * std:.1f}"
+        return f"{scale * row[f'{metric}_mean']:.1f}{spread}"
+
+    text = summary.assign(cell=summary.apply(cell, axis=1))
+    return text.pivot(index=rows, columns=columns, values="cell").reindex(
+        index=list(dict.fromkeys(summary[rows])), columns=list(dict.fromkeys(summary[columns]))
+    )
+
+
+def best_alpha(sweep: pd.DataFrame) -> dict[str, float]:
+    """The alpha with the highest mean validation F1 (selection on validation only) and its test scores."""
+    summary = summarize(sweep, ["alpha"], ("validation_f1_positive", *METRICS))
+    best = summary.loc[summary["validation_f1_positive_mean"].idxmax()]
+    return {"alpha": float(best["alpha"]), **{f"test_{metric}": float(best[f"{metric}_mean"]) for metric in METRICS}}
+
+
+# ----------------------------------------------------------------------------- saturation
+
+
+def saturation_check(logit_gap: float = 30.0, alpha: float = 0.01) -> pd.DataFrame:
+    """DSC value and gradient for a positive predicted with logits (-gap/2, gap/2) in float32.
+
+    At gap 30, p = sigmoid(30) rounds to exactly 1.0 in float32. Rows: the released code's
+    factor (1 - p)^alpha p (ShannonAI/dice_loss_for_NLP, its gradient is NaN there:
+    alpha (1 - p)^(alpha - 1) = inf times dp/dz = 0) and the workbench's ``dsc`` presets
+    "reference" and "paper" (log(1 - p) computed stably). Columns ``implementation, p,
+    loss_finite, gradient_finite``.
+    """
+    if not logit_gap > 0:
+        raise ValueError(f"logit_gap: must be > 0, got {logit_gap!r}")
+    labels = torch.tensor([POSITIVE_LABEL])
+    rows = []
+
+    def record(implementation: str, value_of) -> None:
+        logits = torch.tensor([[-logit_gap / 2, logit_gap / 2]], requires_grad=True)
+        value = value_of(logits)
+        value.backward()
+        p = torch.softmax(logits.detach(), -1)[0, POSITIVE_LABEL].item()
+        rows.append({"implementation": implementation, "p": p, "loss_finite": bool(torch.isfinite(value)),
+                     "gradient_finite": bool(torch.isfinite(logits.grad).all())})
+
+    def released_factor(logits: torch.Tensor) -> torch.Tensor:
+        p = torch.softmax(logits, -1)[:, POSITIVE_LABEL]
+        return ((1 - p) ** alpha * p).sum()
+
+    record(f"released code: (1-p)^{alpha:g} p", released_factor)
+    for preset in ("reference", "paper"):
+        record(f"workbench dsc preset={preset!r}", lambda logits, preset=preset: build_loss("dsc", preset=preset)(logits, labels))
+    return pd.DataFrame(rows)
