@@ -1,0 +1,349 @@
+"""Experiments of the Propensity-Corrected Loss (PCL) on 3-class query-title relevance (CLUE QBQTC).
+
+PCL (the Fengshenbang team's QBQTC solution) adds a "propensity correction" to label
+smoothing (LS): for a far mistake (gold 0 predicted 2, ...) it adds PCL+, for a near
+one it subtracts PCL-, eq. 4, with PCL- = (n0 + n2) / n1 and PCL+ from eq. 2 (the paper)
+or (n1 + n2) / n0 (the released code). Both the released correction and eq. 4 as
+written add constants chosen from the argmax prediction, so their gradient is LS's
+(DESIGN.md); the workbench's ``weighted`` and ``expected_cost`` variants do change it.
+
+* :data:`PCL_SETTINGS`: the rows of the ablation (the shape of the paper's Table 4);
+* :func:`relevance_splits`: the generated sample pairs, or a QBQTC file cut by ``stratified_split``;
+* :func:`gradient_comparison`: per variant, the loss offset and the gradient difference from LS
+  on one seeded batch of logits;
+* :func:`fit_pair_probe`: one seeded run of a fast pair classifier (:class:`PairProbe`), returning
+  test predictions, so that "identical predictions with the same seed" can be checked exactly;
+* :func:`run_ablation` / :func:`ablation_table`: settings x seeds, then mean +- std per setting
+  with the column "identical predictions to LS".
+
+The probe is a siamese bag-of-characters matcher (mean character embeddings u, v of query
+and title; an MLP over [u, v, u * v, |u - v|], the InferSent feature set of Conneau et al.,
+2017). It trains in about a second on CPU, so seven losses x three seeds fit in the notebook's
+two-minute budget; the tiny BERT of ``workbench.models`` learns nothing on this task in that
+budget. ``workbench.train.finetune`` takes the same loss sections for a transformer run.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import torch
+from datasets import Dataset, DatasetDict
+from torch import nn
+
+from workbench.data import label_names, load_qbqtc, sample_relevance_splits, stratified_split
+from workbench.losses import QBQTC_LABEL_COUNTS, build_loss
+from workbench.metrics import classification_report
+from workbench.studies.dice import summarize
+from workbench.train.finetune import loss_from_config
+from workbench.vocab import load_tokenizer
+
+LossSpec = tuple[str, dict[str, Any]]
+"""(registry name for ``build_loss``, parameters without ``epsilon``)."""
+
+PCL_SETTINGS: dict[str, LossSpec] = {
+    "LS": ("ls", {}),
+    "PCL reference": ("pcl", {"variant": "reference"}),
+    "PCL paper": ("pcl", {"variant": "paper"}),
+    "PCL weighted (global)": ("pcl", {"variant": "weighted", "counts": "global"}),
+    "PCL weighted (batch)": ("pcl", {"variant": "weighted", "counts": "batch"}),
+    "PCL expected_cost (global)": ("pcl", {"variant": "expected_cost", "counts": "global"}),
+    "PCL expected_cost (batch)": ("pcl", {"variant": "expected_cost", "counts": "batch"}),
+}
+"""Ablation rows: LS (the base) and every PCL form; global counts come from the training split."""
+
+GRADIENT_FREE = ("PCL reference", "PCL paper")
+"""Settings whose gradient equals LS's (constants added per sample)."""
+
+BASELINE = "LS"
+METRICS = ("macro_f1", "accuracy", "far_error_rate")
+NUM_LABELS = 3
+
+
+@dataclass(frozen=True)
+class ProbeTraining:
+    """Settings of :func:`fit_pair_probe`: epochs, mini-batch size, Adam learning rate,
+    embedding / hidden sizes and the characters kept per text."""
+
+    epochs: int = 10
+    batch_size: int = 64
+    lr: float = 0.01
+    embedding_size: int = 32
+    hidden_size: int = 64
+    max_length: int = 32
+
+    def __post_init__(self) -> None:
+        for name in ("epochs", "batch_size", "embedding_size", "hidden_size", "max_length"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"{name}: must be an integer >= 1, got {value!r}")
+        if not (isinstance(self.lr, (int, float)) and self.lr > 0):
+            raise ValueError(f"lr: must be a number > 0, got {self.lr!r}")
+
+
+def relevance_splits(
+    data_path: str | None = None, seed: int = 0, n_train: int = 2000, n_eval: int = 400
+) -> DatasetDict:
+    """Train/validation/test relevance pairs (labels 0/1/2).
+
+    ``data_path=None``: the generated sample (``sample_relevance_splits``: ``n_train`` /
+    ``n_eval`` / ``n_eval`` in QBQTC's label shares). Otherwise a QBQTC JSON file (e.g. the
+    public dev.json: the train split is not public) cut 80/10/10 by ``stratified_split``.
+    """
+    if data_path is None:
+        return sample_relevance_splits(seed=seed, n_train=n_train, n_validation=n_eval, n_test=n_eval)
+    return stratified_split(load_qbqtc(data_path), {"train": 0.8, "validation": 0.1, "test": 0.1}, seed=seed)
+
+
+def setting_loss(setting: str, epsilon: float, train: Dataset) -> nn.Module:
+    """The loss of ``setting`` (a :data:`PCL_SETTINGS` key) at ``epsilon``; global-count PCL
+    takes the training split's label counts (as ``workbench.train.finetune`` does)."""
+    if setting not in PCL_SETTINGS:
+        raise ValueError(f"setting must be one of {list(PCL_SETTINGS)}, got {setting!r}")
+    name, params = PCL_SETTINGS[setting]
+    return loss_from_config({"name": name, "params": {**params, "epsilon": epsilon}}, train, NUM_LABELS)
+
+
+# ----------------------------------------------------------------------------- gradients
+
+
+def gradient_comparison(
+    epsilon: float = 0.1,
+    label_counts: Sequence[float] = QBQTC_LABEL_COUNTS,
+    batch_size: int = 64,
+    seed: int = 0,
+    settings: Sequence[str] = tuple(PCL_SETTINGS),
+) -> pd.DataFrame:
+    """Each setting's loss and gradient against LS's on one seeded batch (float64).
+
+    Logits ~ N(0, 2^2), labels drawn in ``label_counts`` shares. Columns: ``setting``,
+    ``loss``, ``loss_minus_ls`` (the added correction), ``max_abs_grad_diff``
+    (max |dL/dz - dL_LS/dz| over the batch) and ``same_gradient`` (bitwise equal).
+    Global-count PCL uses ``label_counts``.
+    """
+    if not isinstance(batch_size, int) or batch_size < 1:
+        raise ValueError(f"batch_size: must be an integer >= 1, got {batch_size!r}")
+    generator = torch.Generator().manual_seed(seed)
+    shares = torch.as_tensor(label_counts, dtype=torch.float64)
+    labels = torch.multinomial(shares / shares.sum(), batch_size, replacement=True, generator=generator)
+    logits = 2.0 * torch.randn(batch_size, len(shares), generator=generator, dtype=torch.float64)
+
+    def value_and_gradient(setting: str) -> tuple[float, torch.Tensor]:
+        if setting not in PCL_SETTINGS:
+            raise ValueError(f"settings must be among {list(PCL_SETTINGS)}, got {setting!r}")
+        name, params = PCL_SETTINGS[setting]
+        if name == "pcl" and params.get("counts", "global") == "global":
+            params = {**params, "label_counts": list(label_counts)}
+        leaf = logits.clone().requires_grad_(True)
+        value = build_loss(name, epsilon=epsilon, **params)(leaf, labels)
+        (gradient,) = torch.autograd.grad(value, leaf)
+        return value.item(), gradient
+
+    ls_value, ls_gradient = value_and_gradient(BASELINE)
+    rows = []
+    for setting in settings:
+        value, gradient = value_and_gradient(setting)
+        rows.append({
+            "setting": setting,
+            "loss": value,
+            "loss_minus_ls": value - ls_value,
+            "max_abs_grad_diff": (gradient - ls_gradient).abs().max().item(),
+            "same_gradient": bool(torch.equal(gradient, ls_gradient)),
+        })
+    return pd.DataFrame(rows)
+
+
+# ----------------------------------------------------------------------------- the probe
+
+
+class PairProbe(nn.Module):
+    """Siamese bag-of-characters matcher: u = mean_t E[q_t], v = mean_t E[t_t] (padding id 0
+    ignored), logits = W2 relu(W1 [u, v, u * v, |u - v|] + b1) + b2."""
+
+    def __init__(self, vocab_size: int, num_labels: int, embedding_size: int = 32, hidden_size: int = 64) -> None:
+        super().__init__()
+        self.embedding = nn.EmbeddingBag(vocab_size, embedding_size, mode="mean", padding_idx=0)
+        self.head = nn.Sequential(nn.Linear(4 * embedding_size, hidden_size), nn.ReLU(), nn.Linear(hidden_size, num_labels))
+
+    def forward(self, query_ids: torch.Tensor, title_ids: torch.Tensor) -> torch.Tensor:
+        u, v = self.embedding(query_ids), self.embedding(title_ids)
+        return self.head(torch.cat([u, v, u * v, (u - v).abs()], dim=-1))
+
+
+def _character_ids(texts: Sequence[str], tokenizer: Any, max_length: int) -> torch.Tensor:
+    return tokenizer(list(texts), add_special_tokens=False, truncation=True, max_length=max_length,
+                     padding="longest", return_tensors="pt")["input_ids"]
+
+
+@dataclass(frozen=True)
+class EncodedPairs:
+    """Character ids of queries and titles (padded with 0) and the labels of one split."""
+
+    query_ids: torch.Tensor
+    title_ids: torch.Tensor
+    labels: torch.Tensor
+
+    @classmethod
+    def from_split(cls, split: Dataset, tokenizer: Any, max_length: int) -> EncodedPairs:
+        return cls(
+            _character_ids(split["text"], tokenizer, max_length),
+            _character_ids(split["text_pair"], tokenizer, max_length),
+            torch.tensor(list(split["label"])),
+        )
+
+
+@contextmanager
+def _single_thread() -> Iterator[None]:
+    """One intra-op thread inside the block (tiny models run fastest so on a shared CPU)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _predict(model: PairProbe, pairs: EncodedPairs) -> np.ndarray:
+    with torch.no_grad():
+        return model(pairs.query_ids, pairs.title_ids).argmax(-1).numpy()
+
+
+def fit_pair_probe(
+    encoded: Mapping[str, EncodedPairs], loss: nn.Module, seed: int, training: ProbeTraining, vocab_size: int
+) -> dict[str, Any]:
+    """Train a :class:`PairProbe` on ``encoded["train"]`` with ``loss`` and Adam; keep the epoch
+    with the best validation macro-F1 (first best on ties) and predict the test split.
+
+    Initialisation and batch order come from ``seed`` only (a forked RNG; the global one is
+    untouched), so two losses with equal gradients give bitwise equal predictions. Returns
+    ``test_predictions`` (np.ndarray), ``best_epoch`` (1-based) and ``validation_macro_f1``.
+    """
+    train = encoded["train"]
+    with _single_thread(), torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        model = PairProbe(vocab_size, NUM_LABELS, training.embedding_size, training.hidden_size)
+        optimizer = torch.optim.Adam(model.parameters(), lr=training.lr)
+        order = torch.Generator().manual_seed(seed)
+        best = (-1.0, 0, None)
+        for epoch in range(1, training.epochs + 1):
+            for batch in torch.randperm(len(train.labels), generator=order).split(training.batch_size):
+                optimizer.zero_grad()
+                loss(model(train.query_ids[batch], train.title_ids[batch]), train.labels[batch]).backward()
+                optimizer.step()
+            validation = encoded["validation"]
+            score = classification_report(validation.labels.numpy(), _predict(model, validation), num_labels=NUM_LABELS)["macro_f1"]
+            if score > best[0]:
+                best = (score, epoch, copy.deepcopy(model.state_dict()))
+        model.load_state_dict(best[2])
+        return {"test_predictions": _predict(model, encoded["test"]), "best_epoch": best[1], "validation_macro_f1": best[0]}
+
+
+# ----------------------------------------------------------------------------- the ablation
+
+
+@dataclass
+class Ablation:
+    """What :func:`run_ablation` produced: ``runs`` (one row per setting x seed), test
+    ``predictions[(setting, seed)]``, summed test ``confusion[setting]`` over seeds, and
+    ``label_names``."""
+
+    runs: pd.DataFrame
+    predictions: dict[tuple[str, int], np.ndarray]
+    confusion: dict[str, np.ndarray]
+    label_names: list[str]
+
+
+def run_ablation(
+    splits: DatasetDict,
+    settings: Sequence[str] = tuple(PCL_SETTINGS),
+    seeds: Sequence[int] = (0, 1, 2),
+    epsilon: float = 0.1,
+    training: ProbeTraining | None = None,
+    tokenizer: Any = None,
+) -> Ablation:
+    """Train one probe per setting x seed and score the held-out test split.
+
+    ``settings`` are :data:`PCL_SETTINGS` keys and must include ``"LS"`` (the baseline the
+    "identical predictions" column compares against, run with the same seed). ``runs`` has
+    ``setting, seed``, the test ``macro_f1, accuracy, far_error_rate``, ``best_epoch``,
+    ``validation_macro_f1`` and ``identical_to_ls`` (test predictions equal LS's, same seed).
+    """
+    if BASELINE not in settings:
+        raise ValueError(f"settings must include the baseline {BASELINE!r}, got {list(settings)}")
+    unknown = [setting for setting in settings if setting not in PCL_SETTINGS]
+    if unknown:
+        raise ValueError(f"settings must be among {list(PCL_SETTINGS)}, got unknown {unknown}")
+    if not seeds:
+        raise ValueError("seeds must hold at least one seed")
+    training = ProbeTraining() if training is None else training
+    tokenizer = load_tokenizer() if tokenizer is None else tokenizer
+    names = label_names(splits["train"])
+    encoded = {name: EncodedPairs.from_split(split, tokenizer, training.max_length) for name, split in splits.items()}
+    gold = encoded["test"].labels.numpy()
+    ordered = [BASELINE, *(setting for setting in settings if setting != BASELINE)]
+    rows, predictions = [], {}
+    for setting in ordered:
+        loss = setting_loss(setting, epsilon, splits["train"])
+        for seed in seeds:
+            run = fit_pair_probe(encoded, loss, seed, training, len(tokenizer))
+            predicted = predictions[(setting, seed)] = run["test_predictions"]
+            report = classification_report(gold, predicted, label_names=names)
+            rows.append({
+                "setting": setting,
+                "seed": seed,
+                **{metric: report[metric] for metric in METRICS},
+                "best_epoch": run["best_epoch"],
+                "validation_macro_f1": run["validation_macro_f1"],
+                "identical_to_ls": bool(np.array_equal(predicted, predictions[(BASELINE, seed)])),
+            })
+    runs = pd.DataFrame(rows)
+    order = {setting: index for index, setting in enumerate(settings)}
+    runs = runs.sort_values("setting", key=lambda column: column.map(order), kind="stable").reset_index(drop=True)
+    confusion = {
+        setting: sum(np.asarray(classification_report(gold, predictions[(setting, seed)], label_names=names)["confusion_matrix"])
+                     for seed in seeds)
+        for setting in settings
+    }
+    return Ablation(runs, predictions, confusion, names)
+
+
+def ablation_table(runs: pd.DataFrame, digits: int = 3) -> pd.DataFrame:
+    """The Table-4-shaped view: one row per setting, "mean ± std" over seeds (sample std,
+    ddof = 1; "mean" alone for one seed) of each metric, and "identical predictions to LS"
+    as "k/n" seeds."""
+    summary = summarize(runs, ["setting"], METRICS)
+    identical = runs.groupby("setting", sort=False)["identical_to_ls"].agg(["sum", "size"])
+
+    def cell(row: pd.Series, metric: str) -> str:
+        std = row[f"{metric}_std"]
+        return f"{row[f'{metric}_mean']:.{digits}f}" + ("" if pd.isna(std) else f" ± {std:.{digits}f}")
+
+    table = pd.DataFrame({"setting": summary["setting"]})
+    for metric in METRICS:
+        table[metric] = summary.apply(cell, axis=1, metric=metric)
+    table["identical predictions to LS"] = [f"{identical.loc[s, 'sum']}/{identical.loc[s, 'size']}" for s in summary["setting"]]
+    return table.set_index("setting")
+
+
+def headline_metrics(runs: pd.DataFrame) -> dict[str, Any]:
+    """metrics.json content: LS's and the best gradient-bearing setting's mean test macro-F1
+    (top level, numeric) and the per-setting means and stds (nested)."""
+    summary = summarize(runs, ["setting"], METRICS).set_index("setting")
+    bearing = summary.drop(index=[s for s in (BASELINE, *GRADIENT_FREE) if s in summary.index])
+    metrics: dict[str, Any] = {
+        "ls_macro_f1": summary.loc[BASELINE, "macro_f1_mean"],
+        "ls_far_error_rate": summary.loc[BASELINE, "far_error_rate_mean"],
+        "gradient_free_identical_share": float(runs[runs["setting"].isin(GRADIENT_FREE)]["identical_to_ls"].mean())
+        if runs["setting"].isin(GRADIENT_FREE).any() else None,
+        "per_setting": summary.drop(columns="n").to_dict(orient="index"),
+    }
+    if len(bearing):
+        best = bearing["macro_f1_mean"].idxmax()
+        metrics.update(best_pcl_setting=best, best_pcl_macro_f1=bearing.loc[best, "macro_f1_mean"])
+    return metrics
