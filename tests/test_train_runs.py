@@ -15,6 +15,8 @@ from workbench.models import build_sequence_classifier, tokenizer_for
 from workbench.train import Result, finetune, pretrain_mlm, two_stage
 from workbench.train.__main__ import main as cli_main
 
+pytestmark = pytest.mark.slow  # end-to-end training runs, seconds each
+
 TINY = {"num_layers": 1, "hidden_size": 32, "num_heads": 2}
 
 
