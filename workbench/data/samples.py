@@ -68,15 +68,17 @@ def _validate_probability(name: str, value: float) -> None:
 
 
 def _relevance_title(rng: random.Random, topic: str, entity: str, intent: int) -> str:
-    phrase = _TOPIC_INTENTS[topic][intent][1]
-    return f"{rng.choice(_TITLE_PREFIXES)}{entity}{phrase}{rng.choice(_TITLE_SUFFIXES)}"
+    question, phrase = _TOPIC_INTENTS[topic][intent]
+    return f"{rng.choice(_TITLE_PREFIXES)}{entity}{question}{phrase}{rng.choice(_TITLE_SUFFIXES)}"
 
 
 def _relevance_pair(rng: random.Random, content_label: int) -> tuple[str, str]:
     """A (query, title) pair whose content matches ``content_label``.
 
-    2: the title is about the query's entity and intent; 1: same topic but a
-    different entity, a different intent, or both; 0: a title from another topic.
+    Titles read ``[prefix] entity question answer-phrase [site]``. 2: the title
+    is about the query's entity and intent (it contains the whole query); 1: same
+    topic but a different entity, a different intent, or both; 0: a title from
+    another topic.
     """
     topics = list(_TOPIC_ENTITIES)
     topic = rng.choice(topics)
