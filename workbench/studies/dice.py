@@ -141,7 +141,8 @@ def _character_ids(split: Dataset, tokenizer: Any, max_length: int) -> torch.Ten
 
 
 def _labels(split: Dataset) -> np.ndarray:
-    return split.data.column("label").to_numpy()
+    """The ``label`` column as int64 (respecting a ``select``ed view's indices)."""
+    return split.select_columns("label").to_pandas()["label"].to_numpy(dtype=np.int64)
 
 
 def _report(gold: np.ndarray, predicted: np.ndarray, names: Sequence[str]) -> dict[str, float]:
@@ -327,6 +328,14 @@ def best_alpha(sweep: pd.DataFrame) -> dict[str, float]:
     summary = summarize(sweep, ["alpha"], ("validation_f1_positive", *METRICS))
     best = summary.loc[summary["validation_f1_positive_mean"].idxmax()]
     return {"alpha": float(best["alpha"]), **{f"test_{metric}": float(best[f"{metric}_mean"]) for metric in METRICS}}
+
+
+def headline_metrics(table8_summary: pd.DataFrame, metric: str = "f1_positive") -> dict[str, float]:
+    """``{"<metric>_<loss>_original": mean}`` for every loss of the Table 8 ``original`` setting."""
+    original = table8_summary[table8_summary["setting"] == "original"]
+    if original.empty:
+        raise ValueError("table8_summary: has no rows for the 'original' setting")
+    return {f"{metric}_{loss.lower()}_original": float(value) for loss, value in zip(original["loss"], original[f"{metric}_mean"])}
 
 
 # ----------------------------------------------------------------------------- saturation
