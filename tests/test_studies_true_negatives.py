@@ -226,3 +226,25 @@ def test_bad_inputs_raise_value_errors_naming_the_parameter(tokenizer, tmp_path)
         study.downstream_grid({}, {}, tmp_path)
     with pytest.raises(ValueError, match="by/metrics"):
         study.summarize(pd.DataFrame({"a": [1]}), "encoder", ["a"])
+
+
+def test_results_table_joins_pretraining_corrections_and_downstream():
+    runs = pd.DataFrame({"masking": ["wwm", "wwm"], "objective": ["plain", "hc"], "train_loss": [3.0, 2.5],
+                         "train_prediction_rate": [np.nan, 0.2], "output_dir": ["a", "b"]})
+    corrections = pd.DataFrame({"masking": ["wwm", "wwm"], "objective": ["plain", "hc"],
+                                "prediction_rate": [0.1, 0.3], "iteration_rate": [0.4, 0.5]})
+    downstream = pd.DataFrame({"encoder": ["no_pretraining", "no_pretraining", "wwm-plain", "wwm-plain", "wwm-hc", "wwm-hc"],
+                               "macro_f1": [0.3, 0.5, 0.6, 0.6, 0.2, 0.4], "accuracy": [0.5] * 6})
+    results = study.results_table(runs, corrections, study.summarize(downstream, "encoder", ["macro_f1", "accuracy"]))
+    assert list(results["encoder"]) == ["no_pretraining", "wwm-plain", "wwm-hc"]
+    row = results.set_index("encoder").loc["wwm-hc"]
+    assert row["heldout_prediction_rate"] == 0.3 and row["train_prediction_rate"] == 0.2 and row["macro_f1_mean"] == pytest.approx(0.3)
+    assert results.set_index("encoder").loc["no_pretraining"][["masking", "heldout_prediction_rate"]].isna().all()
+    metrics = study.headline_metrics(results)
+    assert metrics["best_encoder"] == "wwm-plain" and metrics["macro_f1_best"] == pytest.approx(0.6)
+    assert metrics["macro_f1_no_pretraining"] == pytest.approx(0.4)
+    assert metrics["heldout_prediction_rate_mean"] == pytest.approx(0.2)
+    assert metrics["train_prediction_rate_hc_mean"] == pytest.approx(0.2)
+    assert len(metrics["encoders"]) == 3
+    with pytest.raises(ValueError, match="baseline"):
+        study.headline_metrics(results, baseline="bert")
