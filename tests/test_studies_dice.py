@@ -1,0 +1,184 @@
+"""The Dice-paper study functions on tiny settings (seconds)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+from datasets import DatasetDict
+
+from workbench.data import label_counts
+from workbench.data.features import build_dataset
+from workbench.studies import dice
+
+TINY_TRAINING = {"epochs": 1, "batch_size": 32, "lr": 0.02}
+
+
+def binary_dataset(n_negative: int, n_positive: int):
+    labels = [0] * n_negative + [1] * n_positive
+    texts = ["房间太差了" if label == 0 else "房间非常好" for label in labels]
+    return build_dataset({"text": texts, "label": labels}, ("negative", "positive"))
+
+
+@pytest.fixture(scope="module")
+def tiny_splits() -> DatasetDict:
+    return dice.study_splits(seed=0, n_train=160, n_eval=60)
+
+
+def test_resampled_training_sets_follow_table8():
+    sets = dice.resampled_training_sets(binary_dataset(40, 10), seed=3)
+    counts = {name: label_counts(ds) for name, ds in sets.items()}
+    assert list(sets) == list(dice.TABLE8_SETTINGS)
+    assert counts == {"original": [40, 10], "+positive": [40, 40], "+negative": [80, 10], "-negative": [10, 10]}
+
+
+def test_resampled_training_sets_refuse_a_single_class():
+    with pytest.raises(ValueError, match="train"):
+        dice.resampled_training_sets(binary_dataset(10, 0))
+
+
+def test_balanced_splits_equalise_every_split():
+    splits = DatasetDict({"train": binary_dataset(30, 6), "test": binary_dataset(5, 9)})
+    balanced = dice.balanced_splits(splits, seed=1)
+    assert label_counts(balanced["train"]) == [6, 6] and label_counts(balanced["test"]) == [5, 5]
+
+
+def test_study_splits_positive_share_downsamples_training_positives_only():
+    plain = dice.study_splits(seed=0, n_train=400, n_eval=50)
+    shifted = dice.study_splits(seed=0, n_train=400, n_eval=50, positive_share=0.1)
+    negatives, positives = label_counts(shifted["train"])
+    assert negatives == label_counts(plain["train"])[0]
+    assert positives == round(0.1 / 0.9 * negatives)
+    assert label_counts(shifted["test"]) == label_counts(plain["test"])
+    with pytest.raises(ValueError, match="positive_share"):
+        dice.study_splits(seed=0, n_train=100, n_eval=20, positive_share=0.7)
+
+
+def test_bag_of_characters_ignores_padding():
+    torch.manual_seed(0)
+    model = dice.BagOfCharacters(vocab_size=20, num_labels=2, hidden_size=4)
+    padded = model(torch.tensor([[5, 7, 0, 0]]))
+    unpadded = model(torch.tensor([[5, 7]]))
+    expected = model.head(model.embedding.weight[[5, 7]].mean(0, keepdim=True))
+    torch.testing.assert_close(padded, unpadded)
+    torch.testing.assert_close(padded, expected)
+
+
+def test_fit_and_score_is_seeded_and_scores_in_range(tiny_splits):
+    first = dice.fit_and_score(tiny_splits, dice.LOSS_ZOO["CE"], seed=1, training=TINY_TRAINING)
+    again = dice.fit_and_score(tiny_splits, dice.LOSS_ZOO["CE"], seed=1, training=TINY_TRAINING)
+    assert first == again
+    assert set(first) == {"f1_positive", "macro_f1", "accuracy", "validation_f1_positive"}
+    assert all(0.0 <= value <= 1.0 for value in first.values())
+
+
+def test_tversky_half_half_trains_exactly_like_plain_dice_with_double_smoothing(tiny_splits):
+    # TL(alpha = beta = 1/2, gamma) = 1 - (2py + 2 gamma)/(p + y + 2 gamma): DL without squares, smoothing 2 gamma.
+    tversky = dice.fit_and_score(tiny_splits, ("tversky", {"alpha": 0.5, "beta": 0.5, "gamma": 0.5}), seed=2, training=TINY_TRAINING)
+    plain_dice = dice.fit_and_score(tiny_splits, ("dice", {"gamma": 1.0, "square": False}), seed=2, training=TINY_TRAINING)
+    assert tversky == pytest.approx(plain_dice)
+
+
+def test_wce_gets_training_label_counts(tiny_splits):
+    scores = dice.fit_and_score(tiny_splits, dice.LOSS_ZOO["WCE"], seed=0, training=TINY_TRAINING)
+    assert 0.0 <= scores["f1_positive"] <= 1.0
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "parameter"),
+    [
+        ({"model": "cnn"}, "model"),
+        ({"training": {"epochs": 0}}, "training.epochs"),
+        ({"training": {"batch_size": 2.5}}, "training.batch_size"),
+    ],
+)
+def test_fit_and_score_rejects_bad_options(tiny_splits, kwargs, parameter):
+    with pytest.raises(ValueError, match=parameter):
+        dice.fit_and_score(tiny_splits, dice.LOSS_ZOO["CE"], **kwargs)
+
+
+def test_fit_and_score_runs_the_transformer_trainer(tiny_splits):
+    small = DatasetDict({name: split.select(range(32)) for name, split in tiny_splits.items()})
+    scores = dice.fit_and_score(
+        small, dice.LOSS_ZOO["DSC"], seed=0, model={"tiny": {"num_layers": 1, "hidden_size": 32, "num_heads": 2}},
+        training={"epochs": 1, "batch_size": 16, "eval_batch_size": 32, "lr": 1e-3}, max_length=32,
+    )
+    assert set(scores) == {"f1_positive", "macro_f1", "accuracy", "validation_f1_positive"}
+    assert all(0.0 <= value <= 1.0 for value in scores.values())
+
+
+def test_imbalance_study_and_sweep_tables(tiny_splits):
+    table = dice.imbalance_study(tiny_splits, {"CE": dice.LOSS_ZOO["CE"]}, seeds=[0, 1], training=TINY_TRAINING)
+    assert len(table) == 4 * 1 * 2
+    assert list(table["setting"].unique()) == list(dice.TABLE8_SETTINGS)
+    assert {"setting", "loss", "seed", *dice.METRICS, "validation_f1_positive"} <= set(table.columns)
+    sweep = dice.tversky_sweep(tiny_splits, [0.2, 0.8], seeds=[0], training=TINY_TRAINING)
+    assert sweep["alpha"].tolist() == [0.2, 0.8] and set(sweep["loss"]) == {"TL"}
+    with pytest.raises(ValueError, match="alphas"):
+        dice.tversky_sweep(tiny_splits, [1.5], seeds=[0])
+    with pytest.raises(ValueError, match="seeds"):
+        dice.run_grid({"x": tiny_splits}, {"CE": dice.LOSS_ZOO["CE"]}, seeds=[])
+
+
+def hand_table() -> pd.DataFrame:
+    return pd.DataFrame(
+        {
+            "setting": ["a", "a", "a", "b"],
+            "loss": ["CE", "CE", "CE", "CE"],
+            "seed": [0, 1, 2, 0],
+            "f1_positive": [0.5, 0.7, 0.9, 0.4],
+            "macro_f1": [0.6, 0.6, 0.6, 0.3],
+            "accuracy": [0.8, 0.9, 1.0, 0.5],
+        }
+    )
+
+
+def test_summarize_mean_sample_std_and_n_by_hand():
+    summary = dice.summarize(hand_table(), ["setting", "loss"])
+    a = summary[summary["setting"] == "a"].iloc[0]
+    assert a["f1_positive_mean"] == pytest.approx(0.7)
+    assert a["f1_positive_std"] == pytest.approx(math.sqrt((0.04 + 0 + 0.04) / 2))
+    assert a["macro_f1_std"] == pytest.approx(0.0) and a["n"] == 3
+    b = summary[summary["setting"] == "b"].iloc[0]
+    assert np.isnan(b["f1_positive_std"]) and b["n"] == 1
+    with pytest.raises(ValueError, match="by/metrics"):
+        dice.summarize(hand_table(), ["model"])
+
+
+def test_mean_std_table_formats_percent_with_spread():
+    table = dice.mean_std_table(dice.summarize(hand_table(), ["setting", "loss"]), rows="loss", columns="setting")
+    assert table.loc["CE", "a"] == "70.0 ± 20.0"
+    assert table.loc["CE", "b"] == "40.0"
+
+
+def test_best_alpha_selects_on_validation_not_test():
+    sweep = pd.DataFrame(
+        {
+            "alpha": [0.3, 0.3, 0.7, 0.7],
+            "validation_f1_positive": [0.8, 0.9, 0.6, 0.7],
+            "f1_positive": [0.5, 0.5, 0.9, 0.9],
+            "macro_f1": [0.6, 0.6, 0.7, 0.7],
+            "accuracy": [0.7, 0.7, 0.8, 0.8],
+        }
+    )
+    assert dice.best_alpha(sweep) == {"alpha": 0.3, "test_f1_positive": 0.5, "test_macro_f1": 0.6, "test_accuracy": 0.7}
+
+
+def test_headline_metrics_keys_per_loss():
+    summary = dice.summarize(hand_table().assign(setting="original"), ["setting", "loss"])
+    assert dice.headline_metrics(summary) == {"f1_positive_ce_original": pytest.approx(0.625)}
+    with pytest.raises(ValueError, match="original"):
+        dice.headline_metrics(dice.summarize(hand_table(), ["setting", "loss"]).query("setting == 'b'"))
+
+
+def test_saturation_check_released_code_nan_workbench_finite():
+    table = dice.saturation_check()
+    assert (table["p"] == 1.0).all()
+    released = table.iloc[0]
+    assert not released["gradient_finite"]
+    assert table.iloc[1:]["gradient_finite"].all() and table["loss_finite"].all()
+    with pytest.raises(ValueError, match="logit_gap"):
+        dice.saturation_check(logit_gap=0.0)
