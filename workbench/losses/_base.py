@@ -68,16 +68,25 @@ def check_num_classes(name: str, vector: torch.Tensor | None, num_classes: int) 
 
 class FlatInputs(NamedTuple):
     """Inputs flattened to rows: ``logits (M, C)``, ``labels (M,)`` with ignored rows set to 0,
-    ``valid (M,)`` bool, and the original label shape (for ``reduction="none"``)."""
+    ``valid (M,)`` bool, the original label shape (for ``reduction="none"``), ``targets
+    (M,)`` the labels with -100 kept (for torch's ``ignore_index``) and ``has_ignored``
+    (some position is -100, or M = 0: masks are needed)."""
 
     logits: torch.Tensor
     labels: torch.Tensor
     valid: torch.Tensor
     label_shape: torch.Size
+    targets: torch.Tensor
+    has_ignored: bool
 
 
 def flatten_inputs(logits: torch.Tensor, labels: torch.Tensor) -> FlatInputs:
-    """Validate shapes, dtypes and label values, then flatten to rows."""
+    """Validate shapes, dtypes and label values, then flatten to rows.
+
+    One ``aminmax`` over the labels decides the common case (every label in [0, C): no
+    masking needed); only when a label is negative are the -100 positions located and the
+    remaining labels checked again.
+    """
     if not isinstance(logits, torch.Tensor) or not isinstance(labels, torch.Tensor):
         raise ValueError("logits and labels must be torch.Tensor")
     if logits.dim() not in (2, 3):
@@ -94,46 +103,64 @@ def flatten_inputs(logits: torch.Tensor, labels: torch.Tensor) -> FlatInputs:
     num_classes = logits.shape[-1]
     if num_classes < 2:
         raise ValueError(f"logits need C >= 2 classes (binary tasks use 2 logits), got C={num_classes}")
-    flat_labels = labels.reshape(-1)
-    valid = flat_labels != IGNORE_INDEX
-    out_of_range = valid & ((flat_labels < 0) | (flat_labels >= num_classes))
-    if out_of_range.any():
-        bad = flat_labels[out_of_range].unique().tolist()
-        raise ValueError(
-            f"labels must lie in [0, {num_classes}) or equal {IGNORE_INDEX} (ignored), got {bad}"
-        )
-    safe_labels = torch.where(valid, flat_labels, torch.zeros_like(flat_labels)).long()
-    return FlatInputs(logits.reshape(-1, num_classes), safe_labels, valid, labels.shape)
+    targets = labels.reshape(-1).long()
+    flat_logits = logits.reshape(-1, num_classes)
+    if targets.numel() > 0:
+        low, high = torch.aminmax(targets)
+        low, high = low.item(), high.item()
+        if low >= 0 and high < num_classes:
+            all_valid = torch.ones_like(targets, dtype=torch.bool)
+            return FlatInputs(flat_logits, targets, all_valid, labels.shape, targets, False)
+    valid = targets != IGNORE_INDEX
+    safe_labels = torch.where(valid, targets, 0)
+    if targets.numel() > 0:
+        low, high = (bound.item() for bound in torch.aminmax(safe_labels))
+        if low < 0 or high >= num_classes:
+            bad = targets[valid & ((targets < 0) | (targets >= num_classes))].unique().tolist()
+            raise ValueError(
+                f"labels must lie in [0, {num_classes}) or equal {IGNORE_INDEX} (ignored), got {bad}"
+            )
+    return FlatInputs(flat_logits, safe_labels, valid, labels.shape, targets, True)
 
 
-def safe_divide(numerator: torch.Tensor, denominator: torch.Tensor) -> torch.Tensor:
-    """``numerator / denominator``, or 0 where the denominator is 0 (an all-ignored batch)."""
-    return numerator / torch.where(denominator > 0, denominator, torch.ones_like(denominator))
+def mask_ignored(terms: torch.Tensor, flat: FlatInputs) -> torch.Tensor:
+    """``terms`` with rows at ignored positions set to exactly 0 (and sent no gradient).
 
-
-def log_softmax_excluding(logits: torch.Tensor, exclude: torch.Tensor) -> torch.Tensor:
-    """log(1 - p_c) computed stably as logsumexp of the other logits minus logsumexp of all.
-
-    ``exclude`` is a bool mask broadcastable to ``logits`` marking class c. Returns the
-    log probability of "not c" over the last axis; it stays finite (value and gradient)
-    when p_c rounds to 1 in floating point, unlike ``log1p(-softmax)``.
+    ``terms`` is ``(M,)`` or ``(M, K)``; returned unchanged when nothing is ignored.
     """
-    others = logits.masked_fill(exclude, float("-inf"))
-    return torch.logsumexp(others, dim=-1) - torch.logsumexp(logits, dim=-1)
+    if not flat.has_ignored:
+        return terms
+    valid = flat.valid if terms.dim() == 1 else flat.valid.unsqueeze(-1)
+    return torch.where(valid, terms, 0.0)
 
 
-def log_one_minus_softmax_all(logits: torch.Tensor) -> torch.Tensor:
+def valid_count(flat: FlatInputs, dtype: torch.dtype) -> torch.Tensor | int:
+    """Number of non-ignored positions: a Python int when nothing is ignored, else a tensor."""
+    return flat.labels.numel() if not flat.has_ignored else flat.valid.sum().to(dtype)
+
+
+def safe_divide(numerator: torch.Tensor, denominator: torch.Tensor | int) -> torch.Tensor:
+    """``numerator / denominator``, or 0 where the denominator is 0 (an all-ignored batch)."""
+    if isinstance(denominator, int):
+        return numerator / max(denominator, 1)
+    return numerator / torch.where(denominator > 0, denominator, 1.0)
+
+
+def log_one_minus_softmax_all(logits: torch.Tensor, log_probs: torch.Tensor | None = None) -> torch.Tensor:
     """log(1 - p_c) for every class c: ``(M, C)`` from ``(M, C)`` logits, in O(M C).
 
     Every class but the row's argmax has p_c <= 1/2, where log1p(-p_c) is accurate; the
-    argmax class uses the stable logsumexp of the other logits. The argmax entries are
-    replaced by a dummy before log1p so the unused branch cannot send NaN gradients.
+    argmax class m uses log(1 - p_m) = logsumexp_{k != m} log p_k, which stays finite
+    (value and gradient) when p_m rounds to 1. The argmax entry is set to log p = -inf
+    before log1p (derivative 0 there, so no NaN reaches the gradient) and then replaced.
+    ``log_probs`` (= log_softmax(logits)) may be passed in when already computed.
     """
-    log_probs = torch.log_softmax(logits, dim=-1)
-    is_top = torch.zeros_like(logits, dtype=torch.bool).scatter_(-1, log_probs.detach().argmax(-1, keepdim=True), True)
-    others = torch.log1p(-torch.exp(log_probs.masked_fill(is_top, -1.0)))
-    top = log_softmax_excluding(logits, is_top).unsqueeze(-1)
-    return torch.where(is_top, top, others)
+    if log_probs is None:
+        log_probs = torch.log_softmax(logits, dim=-1)
+    top = log_probs.detach().argmax(-1, keepdim=True)
+    without_top = log_probs.scatter(-1, top, float("-inf"))
+    log_rest = torch.logsumexp(without_top, dim=-1, keepdim=True)
+    return torch.log1p(-torch.exp(without_top)).scatter(-1, top, log_rest)
 
 
 class ImbalanceLoss(nn.Module):
@@ -164,29 +191,32 @@ class ImbalanceLoss(nn.Module):
 class PerSampleLoss(ImbalanceLoss):
     """A loss that is a reduction of one term per (non-ignored) position.
 
-    Subclasses implement ``per_sample_loss(logits (M, C), labels (M,)) -> (M,)``;
-    ``mean`` divides by ``mean_denominator`` (the number of valid positions unless
-    overridden), ``none`` returns the terms in the labels' shape with 0 at ignored positions.
+    Subclasses implement ``per_sample_loss(flat) -> (M,)`` (values at ignored rows are
+    masked to 0 here); ``mean`` divides by ``mean_denominator`` (the number of valid
+    positions unless overridden), ``none`` returns the terms in the labels' shape with 0
+    at ignored positions.
     """
 
-    def per_sample_loss(self, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    def per_sample_loss(self, flat: FlatInputs) -> torch.Tensor:
         raise NotImplementedError
 
-    def mean_denominator(self, flat: FlatInputs) -> torch.Tensor:
-        return flat.valid.sum().to(flat.logits.dtype)
+    def mean_denominator(self, flat: FlatInputs) -> torch.Tensor | int:
+        return valid_count(flat, flat.logits.dtype)
 
     def forward(self, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
         flat = flatten_inputs(logits, labels)
         self.check_inputs(flat)
-        terms = self.per_sample_loss(flat.logits, flat.labels)
-        terms = torch.where(flat.valid, terms, torch.zeros_like(terms))
-        return reduce_terms(terms, flat, self.reduction, self.mean_denominator(flat))
+        terms = mask_ignored(self.per_sample_loss(flat), flat)
+        denominator = self.mean_denominator(flat) if self.reduction == "mean" else 1
+        return reduce_terms(terms, flat, self.reduction, denominator)
 
     def check_inputs(self, flat: FlatInputs) -> None:
         """Hook for checks that need C (e.g. per-class vectors); default: none."""
 
 
-def reduce_terms(terms: torch.Tensor, flat: FlatInputs, reduction: str, denominator: torch.Tensor) -> torch.Tensor:
+def reduce_terms(
+    terms: torch.Tensor, flat: FlatInputs, reduction: str, denominator: torch.Tensor | int
+) -> torch.Tensor:
     """Apply ``reduction`` to masked per-position ``terms`` of shape ``(M,)``."""
     if reduction == "none":
         return terms.reshape(flat.label_shape)

@@ -40,6 +40,7 @@ classes stay finite): the paper's future work, batch-level by construction.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 
 import torch
@@ -51,7 +52,9 @@ from workbench.losses._base import (
     check_class_vector,
     check_range,
     flatten_inputs,
+    mask_ignored,
     reduce_terms,
+    valid_count,
 )
 from workbench.losses.classification import label_smoothing_loss
 
@@ -66,10 +69,15 @@ def pcl_constants(label_counts: Sequence[float] | torch.Tensor, pcl_plus_form: s
     """Return (PCL+, PCL-) from class counts (classes 0 and 1 as in the paper, eq. 2-3)."""
     check_choice("pcl_plus_form", pcl_plus_form, PCL_PLUS_FORMS)
     counts = check_class_vector("label_counts", label_counts, positive=True)
-    total = counts.sum()
-    pcl_minus = (total - counts[1]) / counts[1]
+    return constants_from_counts(counts.tolist(), pcl_plus_form)
+
+
+def constants_from_counts(counts: list[float], pcl_plus_form: str) -> tuple[float, float]:
+    """(PCL+, PCL-) from already validated counts, in float64 Python arithmetic."""
+    total = sum(counts)
     pcl_plus = (total - counts[0]) / counts[0]
-    return float(pcl_plus if pcl_plus_form == "code" else 1.0 / pcl_plus), float(pcl_minus)
+    pcl_minus = (total - counts[1]) / counts[1]
+    return (pcl_plus if pcl_plus_form == "code" else 1.0 / pcl_plus), pcl_minus
 
 
 def check_cost_matrix(cost_matrix: Sequence[Sequence[float]] | torch.Tensor) -> torch.Tensor:
@@ -82,22 +90,33 @@ def check_cost_matrix(cost_matrix: Sequence[Sequence[float]] | torch.Tensor) -> 
     return matrix
 
 
+@functools.lru_cache(maxsize=32)
+def class_grid(num_classes: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Cached K x K constants: label distance |y - k| (float64), y != k, and y + k >= 2."""
+    classes = torch.arange(num_classes)
+    difference = classes.unsqueeze(1) - classes.unsqueeze(0)
+    return difference.abs().to(torch.float64), difference != 0, (classes.unsqueeze(1) + classes.unsqueeze(0)) >= 2
+
+
+def severity_from_counts(counts: torch.Tensor) -> torch.Tensor:
+    """S[y, k] = |y - k| + (n_k / n) [y != k] from validated float64 ``counts``."""
+    distance, off_diagonal, _ = class_grid(counts.numel())
+    return distance + off_diagonal * (counts / counts.sum())
+
+
 def pcl_severity(
     label_counts: Sequence[float] | torch.Tensor, cost_matrix: Sequence[Sequence[float]] | torch.Tensor | None = None
 ) -> torch.Tensor:
     """S[y, k] = |y - k| + (n_k / n) [y != k], or the given ``cost_matrix``."""
     if cost_matrix is not None:
         return check_cost_matrix(cost_matrix)
-    counts = check_class_vector("label_counts", label_counts, positive=True)
-    classes = torch.arange(counts.numel(), dtype=torch.float64)
-    distance = (classes.unsqueeze(1) - classes.unsqueeze(0)).abs()
-    return distance + (distance > 0) * (counts / counts.sum()).unsqueeze(0)
+    return severity_from_counts(check_class_vector("label_counts", label_counts, positive=True))
 
 
 def pcl_mistake_kinds(severity: torch.Tensor) -> torch.Tensor:
     """Per (gold, predicted): 0 correct, -1 near mistake (cheapest wrong), +1 far mistake."""
-    off_diagonal = ~torch.eye(severity.shape[0], dtype=torch.bool)
-    cheapest = severity.masked_fill(~off_diagonal, float("inf")).min(dim=1, keepdim=True).values
+    _, off_diagonal, _ = class_grid(severity.shape[0])
+    cheapest = severity.masked_fill(~off_diagonal, float("inf")).amin(dim=1, keepdim=True)
     near = off_diagonal & (severity <= cheapest)
     return torch.where(near, -1, torch.where(off_diagonal, 1, 0))
 
@@ -120,15 +139,24 @@ def pcl_weight_matrix(
     check_choice("variant", variant, PCL_VARIANTS)
     epsilon = check_range("epsilon", epsilon, 0.0, 1.0, high_inclusive=False)
     form = DEFAULT_PCL_PLUS_FORM[variant] if pcl_plus_form is None else pcl_plus_form
-    pcl_plus, pcl_minus = pcl_constants(label_counts, form)
-    severity = pcl_severity(label_counts, cost_matrix)
-    num_classes = severity.shape[0]
-    if cost_matrix is not None and len(label_counts) != num_classes:
-        raise ValueError(f"label_counts has {len(label_counts)} entries but cost_matrix is {num_classes} x {num_classes}")
+    check_choice("pcl_plus_form", form, PCL_PLUS_FORMS)
+    counts = check_class_vector("label_counts", label_counts, positive=True)
+    matrix = None if cost_matrix is None else check_cost_matrix(cost_matrix)
+    if matrix is not None and counts.numel() != matrix.shape[0]:
+        raise ValueError(f"label_counts has {counts.numel()} entries but cost_matrix is {matrix.shape[0]} x {matrix.shape[0]}")
+    return weight_matrix_from_counts(variant, epsilon, counts, form, matrix)
+
+
+def weight_matrix_from_counts(
+    variant: str, epsilon: float, counts: torch.Tensor, pcl_plus_form: str, cost_matrix: torch.Tensor | None
+) -> torch.Tensor:
+    """``pcl_weight_matrix`` for validated arguments (float64 ``counts``, checked ``cost_matrix``)."""
+    pcl_plus, pcl_minus = constants_from_counts(counts.tolist(), pcl_plus_form)
+    num_classes = counts.numel()
     if variant == "reference":
-        classes = torch.arange(num_classes)
-        punished = (classes.unsqueeze(1) + classes.unsqueeze(0)) >= 2
+        _, _, punished = class_grid(num_classes)
         return punished.to(torch.float64) * epsilon * pcl_plus / num_classes
+    severity = severity_from_counts(counts) if cost_matrix is None else cost_matrix
     if variant == "expected_cost":
         return epsilon * severity
     kinds = pcl_mistake_kinds(severity)
@@ -177,7 +205,9 @@ class PropensityCorrectedLoss(ImbalanceLoss):
                 raise ValueError("label_counts is required when counts='global' (one positive count per class)")
             self.label_counts = check_class_vector("label_counts", label_counts, positive=True)
             self.pcl_plus, self.pcl_minus = pcl_constants(self.label_counts, self.pcl_plus_form)
-            self.weight_matrix = self.matrix_for(self.label_counts)
+            self.weight_matrix = pcl_weight_matrix(
+                variant, self.epsilon, self.label_counts, self.pcl_plus_form, self.cost_matrix
+            )
         elif label_counts is not None:
             raise ValueError("label_counts must be None when counts='batch' (counts come from each batch)")
 
@@ -188,15 +218,17 @@ class PropensityCorrectedLoss(ImbalanceLoss):
         return self.counts == "batch"
 
     def matrix_for(self, label_counts: torch.Tensor) -> torch.Tensor:
-        return pcl_weight_matrix(self.variant, self.epsilon, label_counts, self.pcl_plus_form, self.cost_matrix)
+        return weight_matrix_from_counts(self.variant, self.epsilon, label_counts, self.pcl_plus_form, self.cost_matrix)
 
     def current_matrix(self, flat: FlatInputs) -> torch.Tensor:
         num_classes = flat.logits.shape[-1]
         if self.counts == "global":
             matrix = self.weight_matrix
         else:
-            valid_labels = flat.labels[flat.valid]
-            matrix = self.matrix_for(torch.bincount(valid_labels.cpu(), minlength=num_classes) + 1)
+            # Ignored positions are counted in an extra bin num_classes, then dropped.
+            labels = torch.where(flat.valid, flat.labels, num_classes) if flat.has_ignored else flat.labels
+            batch_counts = torch.bincount(labels, minlength=num_classes + 1)[:num_classes] + 1
+            matrix = self.matrix_for(batch_counts.to(device="cpu", dtype=torch.float64))
         if matrix.shape[0] != num_classes:
             raise ValueError(
                 f"label_counts / cost_matrix define {matrix.shape[0]} classes but the logits have C={num_classes}"
@@ -206,22 +238,26 @@ class PropensityCorrectedLoss(ImbalanceLoss):
     def forward(self, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
         flat = flatten_inputs(logits, labels)
         matrix = self.current_matrix(flat)
-        terms = label_smoothing_loss(flat.logits, flat.labels, self.epsilon)
-        predicted = flat.logits.detach().argmax(dim=-1)
+        terms = label_smoothing_loss(flat, self.epsilon)
         correction = None
-        if self.variant == "reference":
-            inspected = flat.valid.nonzero().squeeze(-1)[: flat.logits.shape[-1]]
-            correction = matrix[flat.labels[inspected], predicted[inspected]].sum()
-        elif self.variant == "paper":
-            terms = terms + matrix[flat.labels, predicted]
-        elif self.variant == "weighted":
-            terms = matrix[flat.labels, predicted] * terms
+        if self.variant == "expected_cost":
+            # sum_k S[y, k] p_k for every gold y at once, then pick the row's gold.
+            expected = torch.softmax(flat.logits, dim=-1) @ matrix.T
+            terms = terms + expected.gather(-1, flat.labels.unsqueeze(-1)).squeeze(-1)
         else:
-            terms = terms + (matrix[flat.labels] * torch.softmax(flat.logits, dim=-1)).sum(dim=-1)
-        terms = torch.where(flat.valid, terms, torch.zeros_like(terms))
+            predicted = flat.logits.detach().argmax(dim=-1)
+            picked = matrix.flatten()
+            if self.variant == "reference":
+                inspected = flat.valid.nonzero().squeeze(-1)[: flat.logits.shape[-1]] if flat.has_ignored else slice(0, flat.logits.shape[-1])
+                correction = picked[flat.labels[inspected] * matrix.shape[1] + predicted[inspected]].sum()
+            elif self.variant == "paper":
+                terms = terms + picked[flat.labels * matrix.shape[1] + predicted]
+            else:
+                terms = picked[flat.labels * matrix.shape[1] + predicted] * terms
+        terms = mask_ignored(terms, flat)
         if correction is not None and self.reduction == "none":
-            terms = torch.where(flat.valid, terms + correction, terms)
-        loss = reduce_terms(terms, flat, self.reduction, flat.valid.sum().to(terms.dtype))
+            terms = mask_ignored(terms + correction, flat)
+        loss = reduce_terms(terms, flat, self.reduction, valid_count(flat, terms.dtype))
         if correction is not None and self.reduction != "none":
             loss = loss + correction
         return loss
