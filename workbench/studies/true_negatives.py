@@ -38,7 +38,7 @@ import torch
 from transformers import DataCollatorForLanguageModeling, PreTrainedModel
 
 from workbench.lexicon import SynonymTable
-from workbench.losses.mlm import IGNORE_INDEX, CorrectionStats, hard_correction
+from workbench.losses.mlm import IGNORE_INDEX, CorrectionStats, _token_text, hard_correction
 from workbench.masking import JiebaSegmenter, encode_words
 from workbench.models import build_masked_lm, tokenizer_for
 from workbench.train import finetune, load_config, pretrain_mlm
@@ -329,7 +329,8 @@ def _masked_batches(
     model: Any, tokenizer: Any, texts: Sequence[str], strategy: str, mlm_probability: float, seed: int,
     batch_size: int, max_length: int, max_ngram: int,
 ) -> Iterator[tuple[dict[str, torch.Tensor], torch.Tensor, list[str], list[dict]]]:
-    """(batch, logits, texts, features) per chunk of ``texts`` masked by ``strategy``'s collator, model in eval mode."""
+    """(batch, logits, texts, features) per chunk of ``texts`` masked by ``strategy``'s collator, model in
+    eval mode on the GPU when there is one (logits come back as float32 on the CPU)."""
     _check_strategies([strategy], STRATEGIES)
     _check_positive("batch_size", batch_size)
     if not texts:
@@ -337,13 +338,15 @@ def _masked_batches(
     features = encode_words(tokenizer, texts, JiebaSegmenter(), max_length=max_length)
     masking = {"strategy": strategy, "mlm_probability": mlm_probability, "max_ngram": max_ngram}
     collator = masking_collator(masking, tokenizer, features, seed, word_ids=True)
-    model.eval()
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    model.to(device).eval()
     with torch.no_grad():
         for start in range(0, len(features), batch_size):
             chunk = features[start : start + batch_size]
             batch = collator(chunk)
-            inputs = {key: batch[key] for key in ("input_ids", "attention_mask", "token_type_ids")}
-            yield batch, model(**inputs).logits, list(texts[start : start + batch_size]), chunk
+            inputs = {key: batch[key].to(device) for key in ("input_ids", "attention_mask", "token_type_ids")}
+            logits = model(**inputs).logits.float().cpu()
+            yield batch, logits, list(texts[start : start + batch_size]), chunk
 
 
 def correction_statistics(
@@ -405,7 +408,7 @@ def correction_figure(corrections: pd.DataFrame) -> go.Figure:
 
 
 def _unit_text(tokenizer: Any, ids: Sequence[int]) -> str:
-    return "".join(token[2:] if token.startswith("##") else token for token in tokenizer.convert_ids_to_tokens(list(ids)))
+    return _token_text(tokenizer.convert_ids_to_tokens(list(ids)))
 
 
 def _corrected_units(counts_labels: torch.Tensor, labels: torch.Tensor, word_ids: torch.Tensor) -> list[tuple[int, int]]:
