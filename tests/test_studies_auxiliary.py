@@ -1,0 +1,184 @@
+"""The auxiliary-label study (workbench.studies.auxiliary) on tiny settings: grid, selection, aggregation, entropy, figure."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+from transformers import AutoModelForSequenceClassification
+
+from workbench.data import sample_relevance_splits
+from workbench.studies.auxiliary import (
+    BASELINE,
+    FUSION,
+    RUN_COLUMNS,
+    TWO_STAGE,
+    TWO_STAGE_FGM,
+    run_study,
+    select_num_aux,
+    stage_one_entropy,
+    study_config,
+    summarize,
+    sweep_figure,
+)
+from workbench.vocab import load_tokenizer
+
+K = 3  # sample_relevance labels
+
+
+def tiny_config(**overrides):
+    knobs = {"source": "sample_relevance", "max_train_samples": 32, "max_eval_samples": 16, "max_length": 24,
+             "tiny_layers": 1, "tiny_hidden": 16, "epochs": 1, "batch_size": 16, "lr": 1e-3}
+    return study_config(**{**knobs, **overrides})
+
+
+@pytest.fixture(scope="module", autouse=True)
+def one_torch_thread():
+    """Tiny models train several times faster on one thread on the shared 2-core machine."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.fixture(scope="module")
+def grid(tmp_path_factory, one_torch_thread):
+    root = tmp_path_factory.mktemp("aux_grid")
+    return root, run_study(tiny_config(), num_aux_values=[0, 2], seeds=[0, 1], output_root=root)
+
+
+def test_study_config_is_a_full_validated_config():
+    config = tiny_config()
+    assert config["model"]["tiny"] == {"num_layers": 1, "hidden_size": 16, "num_heads": 2}
+    assert config["training"]["quiet"] is True and config["loss"] == {"name": "ce", "params": {}}
+    assert config["data"]["max_train_samples"] == 32
+    with pytest.raises(ValueError, match="data.max_length: must be an int in \\[8, 512\\]"):
+        study_config(max_length=4)
+    with pytest.raises(ValueError, match="data.source: must be one of"):
+        study_config(source="imdb")
+
+
+def test_grid_has_baseline_and_every_n_for_every_seed(grid):
+    _, runs = grid
+    assert list(runs.columns) == list(RUN_COLUMNS)
+    assert list(zip(runs["method"], runs["num_aux"], runs["seed"])) == [
+        (BASELINE, 0, 0), (TWO_STAGE, 0, 0), (TWO_STAGE, 2, 0), (BASELINE, 0, 1), (TWO_STAGE, 0, 1), (TWO_STAGE, 2, 1)
+    ]
+    assert runs[["macro_f1", "accuracy", "validation_macro_f1"]].apply(lambda c: c.between(0, 1)).all().all()
+    baseline = runs[runs["method"] == BASELINE]
+    assert baseline[["stage1_macro_f1", "stage1_entropy_k"]].isna().all().all()
+    assert runs.loc[runs["method"] == TWO_STAGE, "stage1_macro_f1"].notna().all()
+    # entropy is measured only where there are auxiliary outputs, and is bounded by the uniform entropy (eq. 3)
+    with_aux = runs[runs["num_aux"] == 2]
+    assert (with_aux["stage1_entropy_k"].between(0, math.log(K))).all()
+    assert (with_aux["stage1_entropy_k_plus_n"].between(0, math.log(K + 2))).all()
+    assert (with_aux["stage1_aux_mass"].between(0, 1)).all()
+    assert runs.loc[(runs["method"] == TWO_STAGE) & (runs["num_aux"] == 0), "stage1_entropy_k"].isna().all()
+
+
+def test_same_seed_reproduces_the_runs(grid, tmp_path):
+    _, runs = grid
+    again = run_study(tiny_config(), num_aux_values=[2], seeds=[1], output_root=tmp_path)
+    first = runs[(runs["seed"] == 1) & (runs["num_aux"] == 2) | (runs["seed"] == 1) & (runs["method"] == BASELINE)]
+    columns = [c for c in RUN_COLUMNS if c != "time"]
+    pd.testing.assert_frame_equal(first[columns].reset_index(drop=True), again[columns], rtol=1e-6)
+
+
+def test_stage_one_entropy_matches_a_float64_recomputation(grid):
+    root, _ = grid
+    run_dir = root / "two_stage_n2_seed0"
+    config = tiny_config()
+    measured = stage_one_entropy(run_dir, config, batch_size=5)  # uneven batches: padding must not change logits
+    model = AutoModelForSequenceClassification.from_pretrained(str(run_dir / "stage1")).eval()
+    test = sample_relevance_splits(seed=0)["test"].select(range(16))
+    inputs = load_tokenizer()(list(test["text"]), list(test["text_pair"]), truncation=True, max_length=24,
+                              padding=True, return_tensors="pt")
+    with torch.no_grad():
+        z = model(**inputs).logits.double()
+    p_all, p_task = torch.softmax(z, -1), torch.softmax(z[:, :K], -1)
+    expected_k = float(-(p_task * p_task.log()).sum(-1).mean())
+    expected_all = float(-(p_all * p_all.log()).sum(-1).mean())
+    assert measured["entropy_k"] == pytest.approx(expected_k, abs=1e-5)
+    assert measured["entropy_k_plus_n"] == pytest.approx(expected_all, abs=1e-5)
+    assert measured["aux_mass"] == pytest.approx(float(p_all[:, K:].sum(-1).mean()), abs=1e-6)
+
+
+def test_fgm_and_fusion_variants_run_at_the_n_chosen_on_validation(tmp_path):
+    runs = run_study(tiny_config(), num_aux_values=[1, 2], seeds=[0], fgm_epsilon=0.5, fusion=True, output_root=tmp_path)
+    chosen = select_num_aux(runs[runs["method"].isin([BASELINE, TWO_STAGE])])
+    variants = runs[runs["method"].isin([TWO_STAGE_FGM, FUSION])]
+    assert list(variants["method"]) == [TWO_STAGE_FGM, FUSION]
+    assert (variants["num_aux"] == chosen).all()
+    assert variants["stage1_macro_f1"].notna().all()
+    assert variants.loc[variants["method"] == FUSION, "stage1_entropy_k"].isna().all()
+    assert (tmp_path / f"two_stage_fgm_n{chosen}_seed0" / "stage2").is_dir()
+
+
+def test_select_num_aux_uses_mean_validation_score_and_breaks_ties_low():
+    runs = pd.DataFrame({
+        "method": [TWO_STAGE] * 6 + [BASELINE],
+        "num_aux": [0, 0, 2, 2, 4, 4, 0],
+        "validation_macro_f1": [0.99, 0.99, 0.6, 0.8, 0.9, 0.5, 1.0],
+        "macro_f1": [0.0, 0.0, 0.0, 0.0, 1.0, 1.0, 1.0],  # test scores must not matter
+    })
+    assert select_num_aux(runs) == 2  # n=0 and the baseline are not candidates; 0.7 == 0.7: the smaller n
+    with pytest.raises(ValueError, match="runs: needs two_stage rows with num_aux > 0"):
+        select_num_aux(runs[runs["num_aux"] == 0])
+
+
+def test_summarize_gives_mean_sample_std_and_count_in_method_order():
+    runs = pd.DataFrame({
+        "method": [TWO_STAGE, BASELINE, TWO_STAGE, BASELINE, TWO_STAGE, FUSION],
+        "num_aux": [4, 0, 4, 0, 4, 4],
+        "macro_f1": [0.5, 0.7, 0.6, 0.9, 0.8, 0.4],
+        "accuracy": [0.6, 0.8, 0.7, 1.0, 0.9, 0.5],
+    })
+    table = summarize(runs)
+    assert list(table["method"]) == [BASELINE, TWO_STAGE, FUSION]
+    assert list(table.columns) == ["method", "num_aux", "macro_f1_mean", "macro_f1_std", "accuracy_mean", "accuracy_std", "seeds"]
+    values = np.array([0.5, 0.6, 0.8])
+    row = table[table["method"] == TWO_STAGE].iloc[0]
+    assert row["macro_f1_mean"] == pytest.approx(values.mean())
+    assert row["macro_f1_std"] == pytest.approx(math.sqrt(((values - values.mean()) ** 2).sum() / 2))
+    assert row["seeds"] == 3
+    baseline = table[table["method"] == BASELINE].iloc[0]
+    assert baseline["accuracy_mean"] == pytest.approx(0.9) and baseline["accuracy_std"] == pytest.approx(math.sqrt(0.02))
+    assert math.isnan(table[table["method"] == FUSION].iloc[0]["macro_f1_std"])  # one seed: no spread
+    with pytest.raises(ValueError, match="runs: missing columns \\['accuracy'\\]"):
+        summarize(runs.drop(columns="accuracy"))
+
+
+def test_sweep_figure_plots_the_two_stage_curve_variants_and_baseline_band():
+    summary = pd.DataFrame({
+        "method": [BASELINE, TWO_STAGE, TWO_STAGE, TWO_STAGE_FGM],
+        "num_aux": [0, 0, 3, 3],
+        "accuracy_mean": [0.8, 0.7, 0.75, 0.77],
+        "accuracy_std": [0.02, 0.01, np.nan, 0.03],
+    })
+    fig = sweep_figure(summary, "accuracy")
+    assert [trace.name for trace in fig.data] == ["two-stage (stage 2, frozen encoder)", TWO_STAGE_FGM]
+    assert list(fig.data[0].x) == [0, 3] and list(fig.data[0].error_y.array) == [0.01, 0.0]
+    band = [shape for shape in fig.layout.shapes if shape.type == "rect"][0]
+    assert (band.y0, band.y1) == pytest.approx((0.78, 0.82))
+    with pytest.raises(ValueError, match="metric: must be one of \\['accuracy'\\], got 'f1'"):
+        sweep_figure(summary, "f1")
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"num_aux_values": [], "seeds": [0]}, "num_aux_values: must be a non-empty list of ints >= 0"),
+        ({"num_aux_values": [-1], "seeds": [0]}, "num_aux_values: must be a non-empty list of ints >= 0"),
+        ({"num_aux_values": [2, 2], "seeds": [0]}, "num_aux_values: must not repeat a value"),
+        ({"num_aux_values": [2], "seeds": []}, "seeds: must be a non-empty list of distinct ints"),
+        ({"num_aux_values": [2], "seeds": [0, 0]}, "seeds: must be a non-empty list of distinct ints"),
+        ({"num_aux_values": [2], "seeds": [0], "fgm_epsilon": -0.1}, "fgm_epsilon: must be a number >= 0"),
+    ],
+)
+def test_bad_grid_is_rejected_before_training(kwargs, message, tmp_path):
+    with pytest.raises(ValueError, match=message):
+        run_study(tiny_config(), output_root=tmp_path, **kwargs)
+    assert not any(tmp_path.iterdir())

@@ -1,0 +1,272 @@
+"""Auxiliary-label study: plain fine-tuning vs two-stage training with n auxiliary labels.
+
+Zhang et al., "Complicate Then Simplify: A Novel Way to Explore Pre-trained
+Models for Text Classification" (COLING 2022). Stage 1 trains encoder + a
+(K+n)-way head with cross-entropy; the n auxiliary labels never occur as
+targets, so with logits z over K+n outputs and gold label y < K the loss is
+
+    L_1 = -log softmax(z)_y = -z_y + log( sum_{j<K} e^{z_j} + sum_{a=K}^{K+n-1} e^{z_a} )
+
+Stage 2 freezes the encoder and fits a fresh K-way head. The variants: "F"
+adds FGM adversarial training in stage 1; MRE fuses two encoders.
+
+The functions here run the grid the notebook 04_auxiliary_labels shows:
+
+* :func:`study_config` -- one trainer config from flat knobs (validated);
+* :func:`run_study` -- baseline (``finetune``, CE) and ``two_stage`` for each n,
+  over seeds; optional FGM / fusion variants at the n chosen on validation;
+* :func:`select_num_aux` -- that choice (best mean validation macro-F1, n > 0);
+* :func:`summarize` -- mean, sample std (ddof=1) and count per method and n;
+* :func:`stage_one_entropy` -- the stage-1 model's mean output entropy over K
+  and over K+n outputs on the evaluation split (``workbench.information``);
+* :func:`sweep_figure` -- metric against n with error bars and the baseline
+  band (the shape of the paper's Figure 3).
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+import torch
+from transformers import AutoModelForSequenceClassification, DataCollatorWithPadding
+
+from workbench.information import softmax_entropy
+from workbench.train import finetune, load_config, two_stage
+from workbench.train.evaluation import evaluation_split
+from workbench.train.inputs import load_splits, tokenize_splits
+from workbench.train.runs import progress_bars, tokenizer_from_config
+
+BASELINE = "baseline"
+TWO_STAGE = "two_stage"
+TWO_STAGE_FGM = "two_stage_fgm"
+FUSION = "fusion"
+METHODS = (BASELINE, TWO_STAGE, TWO_STAGE_FGM, FUSION)
+METRICS = ("macro_f1", "accuracy")
+RUN_COLUMNS = (
+    "method",
+    "num_aux",
+    "seed",
+    "macro_f1",
+    "accuracy",
+    "validation_macro_f1",
+    "stage1_macro_f1",
+    "stage1_entropy_k",
+    "stage1_entropy_k_plus_n",
+    "stage1_aux_mass",
+    "time",
+)
+
+
+def study_config(
+    source: str = "sample_sentences",
+    path: str | None = None,
+    labels_path: str | None = None,
+    data_seed: int = 0,
+    max_train_samples: int | None = None,
+    max_eval_samples: int | None = None,
+    max_length: int = 64,
+    model_name_or_path: str | None = None,
+    tiny_layers: int = 2,
+    tiny_hidden: int = 64,
+    epochs: float = 3,
+    batch_size: int = 32,
+    lr: float = 1e-3,
+    stage2_epochs: float | None = None,
+    stage2_lr: float | None = None,
+    precision: str = "auto",
+) -> dict[str, Any]:
+    """A complete, validated trainer config (``workbench.train.load_config``) from flat knobs.
+
+    ``tiny_layers`` / ``tiny_hidden`` size the tiny BERT (2 heads) used when
+    ``model_name_or_path`` is None; progress bars are off (``training.quiet``).
+    Out-of-range values raise the config's ValueError naming the key.
+    """
+    model: dict[str, Any] = {"model_name_or_path": model_name_or_path}
+    if model_name_or_path is None:
+        model["tiny"] = {"num_layers": tiny_layers, "hidden_size": tiny_hidden, "num_heads": 2}
+    return load_config(
+        {
+            "data": {
+                "source": source,
+                "path": path,
+                "labels_path": labels_path,
+                "seed": data_seed,
+                "max_train_samples": max_train_samples,
+                "max_eval_samples": max_eval_samples,
+                "max_length": max_length,
+            },
+            "model": model,
+            "loss": {"name": "ce", "params": {}},
+            "aux": {"stage2_epochs": stage2_epochs, "stage2_lr": stage2_lr},
+            "training": {"epochs": epochs, "batch_size": batch_size, "lr": lr, "precision": precision, "quiet": True},
+        }
+    )
+
+
+def _check_grid(num_aux_values: Sequence[int], seeds: Sequence[int]) -> None:
+    if not num_aux_values or any(isinstance(n, bool) or not isinstance(n, int) or n < 0 for n in num_aux_values):
+        raise ValueError(f"num_aux_values: must be a non-empty list of ints >= 0, got {num_aux_values!r}")
+    if len(set(num_aux_values)) != len(num_aux_values):
+        raise ValueError(f"num_aux_values: must not repeat a value, got {num_aux_values!r}")
+    if not seeds or any(isinstance(s, bool) or not isinstance(s, int) for s in seeds) or len(set(seeds)) != len(seeds):
+        raise ValueError(f"seeds: must be a non-empty list of distinct ints, got {seeds!r}")
+
+
+@torch.no_grad()
+def stage_one_entropy(run_dir: str | Path, config: Mapping[str, Any], batch_size: int = 128) -> dict[str, float]:
+    """Mean entropies (nats) of the stage-1 model in ``run_dir/stage1`` over ``config``'s evaluation split.
+
+    With z the K+n logits of one example (``workbench.information``, eq. 2):
+    ``entropy_k`` = mean H(softmax(z[:K])), ``entropy_k_plus_n`` = mean H(softmax(z)),
+    ``aux_mass`` = mean sum_{a >= K} softmax(z)_a, the probability the model
+    leaves on the auxiliary outputs.
+    """
+    model = AutoModelForSequenceClassification.from_pretrained(str(Path(run_dir) / "stage1")).eval()
+    num_labels = int(model.config.num_task_labels)
+    tokenizer = tokenizer_from_config(config["model"])
+    with progress_bars(False):
+        encoded = tokenize_splits(load_splits(config["data"]), tokenizer, config["data"]["max_length"])
+    dataset = encoded[evaluation_split(encoded)].remove_columns("labels")
+    collate = DataCollatorWithPadding(tokenizer)
+    logits = np.concatenate(
+        [
+            model(**collate([dataset[i] for i in range(start, min(start + batch_size, len(dataset)))])).logits.double().numpy()
+            for start in range(0, len(dataset), batch_size)
+        ]
+    )
+    probabilities = torch.softmax(torch.as_tensor(logits), dim=-1).numpy()
+    return {
+        "entropy_k": float(np.mean(softmax_entropy(logits[:, :num_labels]))),
+        "entropy_k_plus_n": float(np.mean(softmax_entropy(logits))),
+        "aux_mass": float(probabilities[:, num_labels:].sum(axis=-1).mean()),
+    }
+
+
+def _run(
+    config: Mapping[str, Any], method: str, num_aux: int, seed: int, output_root: Path, fgm_epsilon: float = 0.0
+) -> dict[str, Any]:
+    """Train one (method, n, seed) cell into ``output_root`` and return its table row."""
+    run_dir = output_root / f"{method}_n{num_aux}_seed{seed}"
+    aux = {**config["aux"], "num_aux": num_aux, "fgm_epsilon": fgm_epsilon if method == TWO_STAGE_FGM else 0.0,
+           "fusion": method == FUSION}
+    run_config = {**config, "output_dir": str(run_dir), "aux": aux, "training": {**config["training"], "seed": seed}}
+    row: dict[str, Any] = dict.fromkeys(RUN_COLUMNS, np.nan)
+    row.update(method=method, num_aux=num_aux, seed=seed)
+    if method == BASELINE:
+        metrics = finetune({**run_config, "task": "finetune"}).metrics
+        row["validation_macro_f1"] = metrics["best_validation_macro_f1"]
+    else:
+        metrics = two_stage({**run_config, "task": "two_stage"}).metrics
+        row["validation_macro_f1"] = metrics["stage2"]["best_validation_macro_f1"]
+        row["stage1_macro_f1"] = metrics["stage1"]["macro_f1"]
+        if method != FUSION and num_aux > 0:
+            entropy = stage_one_entropy(run_dir, run_config)
+            row.update(stage1_entropy_k=entropy["entropy_k"], stage1_entropy_k_plus_n=entropy["entropy_k_plus_n"],
+                       stage1_aux_mass=entropy["aux_mass"])
+    row.update(macro_f1=metrics["macro_f1"], accuracy=metrics["accuracy"], time=metrics["time"])
+    return row
+
+
+def select_num_aux(runs: pd.DataFrame) -> int:
+    """The n > 0 whose ``two_stage`` runs have the best mean validation macro-F1 (ties: the smaller n).
+
+    Selection uses validation scores only, never the test split.
+    """
+    candidates = runs[(runs["method"] == TWO_STAGE) & (runs["num_aux"] > 0)]
+    if candidates.empty:
+        raise ValueError("runs: needs two_stage rows with num_aux > 0 to select n from")
+    means = candidates.groupby("num_aux")["validation_macro_f1"].mean()
+    return int(means[means == means.max()].index.min())
+
+
+def run_study(
+    config: Mapping[str, Any],
+    num_aux_values: Sequence[int],
+    seeds: Sequence[int],
+    fgm_epsilon: float = 0.0,
+    fusion: bool = False,
+    output_root: str | Path | None = None,
+) -> pd.DataFrame:
+    """Train the grid and return one row per run (columns :data:`RUN_COLUMNS`).
+
+    For every seed: the baseline (``finetune`` with CE, ``num_aux`` = 0) and
+    ``two_stage`` for each n in ``num_aux_values`` (n = 0 is two-stage training
+    without auxiliary labels: it isolates the effect of the extra outputs).
+    Then, at n* = :func:`select_num_aux` (validation), ``two_stage_fgm`` when
+    ``fgm_epsilon`` > 0 and ``fusion`` (two tiny encoders) when ``fusion``.
+    ``config`` is a :func:`study_config`; the seed goes to ``training.seed``
+    (the data split stays ``data.seed``). Run folders go under ``output_root``
+    (a temporary folder, deleted afterwards, when None).
+    """
+    _check_grid(list(num_aux_values), list(seeds))
+    if isinstance(fgm_epsilon, bool) or not isinstance(fgm_epsilon, (int, float)) or fgm_epsilon < 0:
+        raise ValueError(f"fgm_epsilon: must be a number >= 0 (0 disables FGM), got {fgm_epsilon!r}")
+    config = load_config(config)
+    if output_root is None:
+        with tempfile.TemporaryDirectory(prefix="aux_study_") as folder:
+            return run_study(config, num_aux_values, seeds, fgm_epsilon, fusion, folder)
+    root = Path(output_root)
+    grid = [(BASELINE, 0)] + [(TWO_STAGE, n) for n in num_aux_values]
+    rows = [_run(config, method, n, seed, root) for seed in seeds for method, n in grid]
+    variants = ([TWO_STAGE_FGM] if fgm_epsilon > 0 else []) + ([FUSION] if fusion else [])
+    if variants:
+        chosen = select_num_aux(pd.DataFrame(rows))
+        rows += [_run(config, method, chosen, seed, root, float(fgm_epsilon)) for seed in seeds for method in variants]
+    return pd.DataFrame(rows, columns=list(RUN_COLUMNS))
+
+
+def summarize(runs: pd.DataFrame, metrics: Sequence[str] = METRICS) -> pd.DataFrame:
+    """Per (method, num_aux): ``<metric>_mean``, ``<metric>_std`` (sample std, ddof=1; NaN for one seed) and ``seeds``.
+
+    Rows keep the order of :data:`METHODS`, then n ascending.
+    """
+    missing = [name for name in ("method", "num_aux", *metrics) if name not in runs.columns]
+    if missing:
+        raise ValueError(f"runs: missing columns {missing}; expected a run_study table")
+    grouped = runs.groupby(["method", "num_aux"], sort=False)
+    table = pd.concat(
+        [grouped[list(metrics)].mean().add_suffix("_mean"), grouped[list(metrics)].std(ddof=1).add_suffix("_std"),
+         grouped.size().rename("seeds")],
+        axis=1,
+    ).reset_index()
+    order = {method: index for index, method in enumerate(METHODS)}
+    table = table.sort_values(["method", "num_aux"], key=lambda column: column.map(order) if column.name == "method" else column)
+    columns = ["method", "num_aux"] + [f"{m}_{s}" for m in metrics for s in ("mean", "std")] + ["seeds"]
+    return table[columns].reset_index(drop=True)
+
+
+def sweep_figure(summary: pd.DataFrame, metric: str = "accuracy") -> go.Figure:
+    """``metric`` (mean +- std over seeds) of two-stage training against n, with the baseline as a band.
+
+    The shape of the paper's Figure 3 (accuracy vs the number of auxiliary labels).
+    Other methods in ``summary`` (FGM, fusion) appear as single markers at their n.
+    """
+    if f"{metric}_mean" not in summary.columns:
+        raise ValueError(f"metric: must be one of {sorted(c[:-5] for c in summary.columns if c.endswith('_mean'))}, got {metric!r}")
+    sweep = summary[summary["method"] == TWO_STAGE]
+    fig = go.Figure()
+    fig.add_trace(go.Scatter(
+        x=sweep["num_aux"], y=sweep[f"{metric}_mean"], error_y={"type": "data", "array": sweep[f"{metric}_std"].fillna(0)},
+        mode="lines+markers", name="two-stage (stage 2, frozen encoder)",
+    ))
+    for method in (TWO_STAGE_FGM, FUSION):
+        rows = summary[summary["method"] == method]
+        if not rows.empty:
+            fig.add_trace(go.Scatter(
+                x=rows["num_aux"], y=rows[f"{metric}_mean"], error_y={"type": "data", "array": rows[f"{metric}_std"].fillna(0)},
+                mode="markers", marker={"size": 11, "symbol": "diamond"}, name=method,
+            ))
+    baseline = summary[summary["method"] == BASELINE]
+    if not baseline.empty:
+        mean, std = float(baseline[f"{metric}_mean"].iloc[0]), float(np.nan_to_num(baseline[f"{metric}_std"].iloc[0]))
+        fig.add_hrect(y0=mean - std, y1=mean + std, fillcolor="grey", opacity=0.2, line_width=0)
+        fig.add_hline(y=mean, line_dash="dash", annotation_text="baseline fine-tuning (mean +- std)")
+    fig.update_layout(title=f"Test {metric} vs number of auxiliary labels n (mean +- std over seeds)",
+                      xaxis_title="auxiliary labels n", yaxis_title=metric)
+    return fig
