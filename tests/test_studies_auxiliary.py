@@ -17,6 +17,7 @@ from workbench.studies.auxiliary import (
     RUN_COLUMNS,
     TWO_STAGE,
     TWO_STAGE_FGM,
+    key_metrics,
     run_study,
     select_num_aux,
     stage_one_entropy,
@@ -182,3 +183,21 @@ def test_bad_grid_is_rejected_before_training(kwargs, message, tmp_path):
     with pytest.raises(ValueError, match=message):
         run_study(tiny_config(), output_root=tmp_path, **kwargs)
     assert not any(tmp_path.iterdir())
+
+
+def test_key_metrics_compare_baseline_with_two_stage_at_the_chosen_n():
+    runs = pd.DataFrame({
+        "method": [BASELINE, BASELINE, TWO_STAGE, TWO_STAGE, TWO_STAGE, TWO_STAGE],
+        "num_aux": [0, 0, 2, 2, 4, 4],
+        "seed": [0, 1, 0, 1, 0, 1],
+        "macro_f1": [0.6, 0.8, 0.5, 0.7, 0.9, 0.7],
+        "accuracy": [0.7, 0.9, 0.6, 0.8, 0.95, 0.85],
+        "validation_macro_f1": [0.9, 0.9, 0.4, 0.5, 0.6, 0.7],
+    })
+    metrics = key_metrics(runs)
+    assert metrics["chosen_num_aux"] == 4
+    assert metrics["baseline_macro_f1"] == pytest.approx(0.7) and metrics["two_stage_macro_f1"] == pytest.approx(0.8)
+    assert metrics["two_stage_accuracy"] == pytest.approx(0.9)
+    assert metrics["baseline_macro_f1_std"] == pytest.approx(math.sqrt(0.02))
+    assert metrics["delta_macro_f1"] == pytest.approx(0.1)
+    assert len(metrics["summary"]) == 3 and metrics["summary"][0]["method"] == BASELINE

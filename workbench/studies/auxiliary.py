@@ -270,3 +270,24 @@ def sweep_figure(summary: pd.DataFrame, metric: str = "accuracy") -> go.Figure:
     fig.update_layout(title=f"Test {metric} vs number of auxiliary labels n (mean +- std over seeds)",
                       xaxis_title="auxiliary labels n", yaxis_title=metric)
     return fig
+
+
+def key_metrics(runs: pd.DataFrame) -> dict[str, Any]:
+    """Headline numbers for ``metrics.json``: baseline vs two-stage at n* = :func:`select_num_aux`.
+
+    Top level: ``chosen_num_aux``, ``<method>_<metric>`` and ``<method>_<metric>_std``
+    for the baseline and two-stage at n* (mean and sample std over seeds), and
+    ``delta_macro_f1`` = two-stage minus baseline mean macro-F1; ``summary``
+    holds every row of :func:`summarize`.
+    """
+    summary = summarize(runs)
+    chosen = select_num_aux(runs)
+    metrics: dict[str, Any] = {"chosen_num_aux": chosen}
+    for method, num_aux in ((BASELINE, 0), (TWO_STAGE, chosen)):
+        row = summary[(summary["method"] == method) & (summary["num_aux"] == num_aux)].iloc[0]
+        for metric in METRICS:
+            metrics[f"{method}_{metric}"] = float(row[f"{metric}_mean"])
+            metrics[f"{method}_{metric}_std"] = float(row[f"{metric}_std"])
+    metrics["delta_macro_f1"] = metrics[f"{TWO_STAGE}_macro_f1"] - metrics[f"{BASELINE}_macro_f1"]
+    metrics["summary"] = summary.to_dict(orient="records")
+    return metrics
