@@ -146,6 +146,16 @@ def safe_divide(numerator: torch.Tensor, denominator: torch.Tensor | int) -> tor
     return numerator / torch.where(denominator > 0, denominator, 1.0)
 
 
+def log_softmax_rows(logits: torch.Tensor) -> torch.Tensor:
+    """log_softmax over the last axis as ``logits - logsumexp(logits)``.
+
+    The same value as ``torch.log_softmax`` (up to rounding), but on CPU with a short
+    class axis (C = 2..10) torch's softmax kernels are 2-5x slower than ``logsumexp``
+    (4096 x 3: 126 us vs 55 us; ``softmax`` 220 us vs ``exp(log_softmax_rows)`` ~65 us).
+    """
+    return logits - torch.logsumexp(logits, dim=-1, keepdim=True)
+
+
 def log_one_minus_softmax_all(logits: torch.Tensor, log_probs: torch.Tensor | None = None) -> torch.Tensor:
     """log(1 - p_c) for every class c: ``(M, C)`` from ``(M, C)`` logits, in O(M C).
 
@@ -156,7 +166,7 @@ def log_one_minus_softmax_all(logits: torch.Tensor, log_probs: torch.Tensor | No
     ``log_probs`` (= log_softmax(logits)) may be passed in when already computed.
     """
     if log_probs is None:
-        log_probs = torch.log_softmax(logits, dim=-1)
+        log_probs = log_softmax_rows(logits)
     top = log_probs.detach().argmax(-1, keepdim=True)
     without_top = log_probs.scatter(-1, top, float("-inf"))
     log_rest = torch.logsumexp(without_top, dim=-1, keepdim=True)

@@ -17,6 +17,7 @@ from workbench.losses._base import (
     check_class_vector,
     check_num_classes,
     check_range,
+    log_softmax_rows,
     valid_count,
 )
 
@@ -134,7 +135,7 @@ class FocalTerms(torch.autograd.Function):
     @staticmethod
     def forward(ctx, logits: torch.Tensor, labels: torch.Tensor, gamma: float) -> torch.Tensor:
         gold = labels.unsqueeze(-1)
-        log_probs = torch.log_softmax(logits, dim=-1)
+        log_probs = log_softmax_rows(logits)
         log_gold = log_probs.gather(-1, gold)
         log_others = log_probs.scatter(-1, gold, float("-inf"))
         log_rest = torch.logsumexp(log_others, dim=-1, keepdim=True)

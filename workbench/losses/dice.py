@@ -17,7 +17,6 @@ floor(r * #positives) negatives with the highest p_ic (the hardest); the rest ar
 from __future__ import annotations
 
 import torch
-import torch.nn.functional as F
 
 from workbench.losses._base import (
     FlatInputs,
@@ -26,6 +25,7 @@ from workbench.losses._base import (
     check_range,
     flatten_inputs,
     log_one_minus_softmax_all,
+    log_softmax_rows,
     safe_divide,
 )
 
@@ -36,6 +36,14 @@ SET_LEVEL_CHOICES = (False, True, "auto")
 def scored_columns(num_classes: int) -> slice:
     """Binary tasks score class 1 only; multi-class tasks score every class."""
     return slice(1, 2) if num_classes == 2 else slice(0, num_classes)
+
+
+def scored_targets(labels: torch.Tensor, num_classes: int, dtype: torch.dtype) -> torch.Tensor:
+    """0/1 targets ``(M, K)`` of the scored columns: the label itself for binary tasks
+    (class 1 only), one-hot ``labels == c`` for multi-class ones."""
+    if num_classes == 2:
+        return labels.unsqueeze(-1).to(dtype)
+    return (labels.unsqueeze(-1) == torch.arange(num_classes, device=labels.device)).to(dtype)
 
 
 def ohem_keep_mask(scores: torch.Tensor, targets: torch.Tensor, valid: torch.Tensor, ratio: float) -> torch.Tensor:
@@ -86,19 +94,23 @@ class DiceFamilyLoss(ImbalanceLoss):
     def is_batch_level(self) -> bool:
         return self.set_level is not False or self.ohem_ratio > 0
 
-    def ratio_terms(self, logits: torch.Tensor, targets: torch.Tensor, columns: slice) -> tuple[torch.Tensor, torch.Tensor]:
-        """Numerator A and denominator B, each ``(M, K)`` for the scored columns."""
+    def ratio_terms(
+        self, log_probs: torch.Tensor, targets: torch.Tensor, columns: slice
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Numerator A and denominator B, each ``(M, K)`` for the scored columns, from the
+        rows' log-probabilities ``(M, C)`` and the 0/1 targets ``(M, K)``."""
         raise NotImplementedError
 
     def forward(self, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
         flat = flatten_inputs(logits, labels)
         num_classes = flat.logits.shape[-1]
         columns = scored_columns(num_classes)
-        targets = F.one_hot(flat.labels, num_classes)[:, columns].to(flat.logits.dtype)
-        numerator, denominator = self.ratio_terms(flat.logits, targets, columns)
-        keep = flat.valid.unsqueeze(-1).expand_as(numerator)
+        targets = scored_targets(flat.labels, num_classes, flat.logits.dtype)
+        log_probs = log_softmax_rows(flat.logits)
+        numerator, denominator = self.ratio_terms(log_probs, targets, columns)
+        keep = flat.valid.unsqueeze(-1).expand_as(numerator) if flat.has_ignored else None
         if self.ohem_ratio > 0:
-            probabilities = torch.softmax(flat.logits.detach(), dim=-1)[:, columns]
+            probabilities = torch.exp(log_probs.detach()[:, columns])
             keep = ohem_keep_mask(probabilities, targets, flat.valid, self.ohem_ratio)
         set_level = self.set_level is True or (self.set_level == "auto" and num_classes == 2)
         if set_level:
@@ -109,24 +121,31 @@ class DiceFamilyLoss(ImbalanceLoss):
                 return self.reduce_classes(per_class).reshape(flat.label_shape)
         return self.reduce_classes(per_class)
 
-    def set_level_loss(self, numerator: torch.Tensor, denominator: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
-        """Eq. 8: 1 - (sum_i A_ic + gamma) / (sum_i B_ic + gamma) per class, shape ``(K,)``."""
-        zero = torch.zeros_like(numerator)
-        total_numerator = torch.where(keep, numerator, zero).sum(0)
-        total_denominator = torch.where(keep, denominator, zero).sum(0)
-        return 1.0 - (total_numerator + self.gamma) / (total_denominator + self.gamma)
+    def set_level_loss(
+        self, numerator: torch.Tensor, denominator: torch.Tensor, keep: torch.Tensor | None
+    ) -> torch.Tensor:
+        """Eq. 8: 1 - (sum_i A_ic + gamma) / (sum_i B_ic + gamma) per class, shape ``(K,)``.
+
+        ``keep`` (M, K) marks the positions that count; None means all of them.
+        """
+        if keep is not None:
+            numerator, denominator = torch.where(keep, numerator, 0.0), torch.where(keep, denominator, 0.0)
+        return 1.0 - (numerator.sum(0) + self.gamma) / (denominator.sum(0) + self.gamma)
 
     def per_sample_loss(
-        self, numerator: torch.Tensor, denominator: torch.Tensor, keep: torch.Tensor, flat: FlatInputs
+        self, numerator: torch.Tensor, denominator: torch.Tensor, keep: torch.Tensor | None, flat: FlatInputs
     ) -> torch.Tensor:
         """Per position 1 - (A_ic + gamma) / (B_ic + gamma), reduced over kept positions per class."""
         ratio = 1.0 - (numerator + self.gamma) / (denominator + self.gamma)
-        ratio = torch.where(keep, ratio, torch.zeros_like(ratio))
+        if keep is not None:
+            ratio = torch.where(keep, ratio, 0.0)
         if self.reduction == "none":
             return ratio
         total = ratio.sum(0)
         if self.reduction == "sum":
             return total
+        if keep is None:
+            return total / max(ratio.shape[0], 1)
         return safe_divide(total, keep.sum(0).to(ratio.dtype))
 
     def reduce_classes(self, per_class: torch.Tensor) -> torch.Tensor:
@@ -167,8 +186,10 @@ class DiceLoss(DiceFamilyLoss):
         super().__init__(gamma, set_level, class_reduction, ohem_ratio, reduction)
         self.square = square
 
-    def ratio_terms(self, logits: torch.Tensor, targets: torch.Tensor, columns: slice) -> tuple[torch.Tensor, torch.Tensor]:
-        return dice_terms(torch.softmax(logits, dim=-1)[:, columns], targets, self.square)
+    def ratio_terms(
+        self, log_probs: torch.Tensor, targets: torch.Tensor, columns: slice
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        return dice_terms(torch.exp(log_probs[:, columns]), targets, self.square)
 
 
 class TverskyLoss(DiceFamilyLoss):
@@ -194,11 +215,14 @@ class TverskyLoss(DiceFamilyLoss):
         self.alpha = check_range("alpha", alpha, 0.0)
         self.beta = check_range("beta", beta, 0.0)
 
-    def ratio_terms(self, logits: torch.Tensor, targets: torch.Tensor, columns: slice) -> tuple[torch.Tensor, torch.Tensor]:
-        probabilities = torch.softmax(logits, dim=-1)[:, columns]
+    def ratio_terms(
+        self, log_probs: torch.Tensor, targets: torch.Tensor, columns: slice
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        probabilities = torch.exp(log_probs[:, columns])
         true_positive = probabilities * targets
-        false_positive = probabilities * (1.0 - targets)
-        false_negative = (1.0 - probabilities) * targets
+        # With 0/1 targets, p (1 - y) = p - p y and (1 - p) y = y - p y exactly.
+        false_positive = probabilities - true_positive
+        false_negative = targets - true_positive
         return true_positive, true_positive + self.alpha * false_positive + self.beta * false_negative
 
 
@@ -249,8 +273,10 @@ class SelfAdjustingDiceLoss(DiceFamilyLoss):
         self.alpha = check_range("alpha", chosen["alpha"], 0.0)
         self.preset = preset
 
-    def ratio_terms(self, logits: torch.Tensor, targets: torch.Tensor, columns: slice) -> tuple[torch.Tensor, torch.Tensor]:
-        log_p = F.log_softmax(logits, dim=-1)[:, columns]
-        log_one_minus_p = log_one_minus_softmax_all(logits)[:, columns]
-        factor = torch.exp(self.alpha * log_one_minus_p + log_p)
+    def ratio_terms(
+        self, log_probs: torch.Tensor, targets: torch.Tensor, columns: slice
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        # log_softmax of log-probabilities is themselves, so they serve as the logits too.
+        log_one_minus_p = log_one_minus_softmax_all(log_probs, log_probs)[:, columns]
+        factor = torch.exp(self.alpha * log_one_minus_p + log_probs[:, columns])
         return dice_terms(factor, targets, self.square)

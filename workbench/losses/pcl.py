@@ -52,6 +52,7 @@ from workbench.losses._base import (
     check_class_vector,
     check_range,
     flatten_inputs,
+    log_softmax_rows,
     mask_ignored,
     reduce_terms,
     valid_count,
@@ -242,7 +243,7 @@ class PropensityCorrectedLoss(ImbalanceLoss):
         correction = None
         if self.variant == "expected_cost":
             # sum_k S[y, k] p_k for every gold y at once, then pick the row's gold.
-            expected = torch.softmax(flat.logits, dim=-1) @ matrix.T
+            expected = torch.exp(log_softmax_rows(flat.logits)) @ matrix.T
             terms = terms + expected.gather(-1, flat.labels.unsqueeze(-1)).squeeze(-1)
         else:
             predicted = flat.logits.detach().argmax(dim=-1)
