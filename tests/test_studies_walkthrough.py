@@ -1,0 +1,164 @@
+"""workbench.studies.walkthrough: imbalance tables, the majority baseline, the five-loss comparison."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+from datasets import DatasetDict
+
+from workbench.studies import pcl
+from workbench.studies import walkthrough as study
+
+TINY = pcl.ProbeTraining(epochs=3, batch_size=16, lr=0.02, embedding_size=8, hidden_size=8, max_length=16)
+SEEDS = [0, 1]
+
+
+@pytest.fixture(scope="module")
+def splits() -> DatasetDict:
+    return pcl.relevance_splits(seed=0, n_train=200, n_eval=50)
+
+
+@pytest.fixture(scope="module")
+def comparison(splits):
+    return study.run_comparison(splits, seeds=SEEDS, training=TINY)
+
+
+# ----------------------------------------------------------------------------- imbalance
+
+
+def test_label_table_counts_and_shares(splits):
+    table = study.label_table(splits)
+    assert list(table.index) == splits["train"].features["label"].names
+    for split in ("train", "validation", "test"):
+        labels = np.asarray(splits[split]["label"])
+        expected = np.bincount(labels, minlength=3)
+        np.testing.assert_array_equal(table[split].to_numpy(), expected)
+        np.testing.assert_allclose(table[f"{split} share"].to_numpy(), expected / expected.sum())
+
+
+def test_majority_baseline_by_hand(splits):
+    baseline = study.majority_baseline(splits)
+    train = np.bincount(np.asarray(splits["train"]["label"]), minlength=3)
+    test = np.asarray(splits["test"]["label"])
+    majority = int(train.argmax())
+    accuracy = float(np.mean(test == majority))
+    assert baseline["majority_label"] == splits["train"].features["label"].names[majority]
+    assert baseline["accuracy"] == pytest.approx(accuracy)
+    # precision = accuracy, recall = 1 for the majority class; the other two classes score F1 = 0.
+    assert baseline["macro_f1"] == pytest.approx(2 * accuracy / (1 + accuracy) / 3)
+    assert baseline["macro_f1"] < baseline["accuracy"]
+
+
+# ----------------------------------------------------------------------------- losses
+
+
+def test_comparison_losses_match_torch(splits):
+    generator = torch.Generator().manual_seed(0)
+    logits = torch.randn(12, 3, generator=generator, dtype=torch.float64)
+    labels = torch.randint(0, 3, (12,), generator=generator)
+    ce = study.comparison_loss("CE", 0.1, splits["train"])(logits, labels)
+    ls = study.comparison_loss("LS", 0.1, splits["train"])(logits, labels)
+    torch.testing.assert_close(ce, torch.nn.functional.cross_entropy(logits, labels))
+    torch.testing.assert_close(ls, torch.nn.functional.cross_entropy(logits, labels, label_smoothing=0.1))
+    dsc = study.comparison_loss("DSC", 0.1, splits["train"])
+    assert dsc.preset == "reference"
+
+
+# ----------------------------------------------------------------------------- the comparison
+
+
+def test_run_comparison_table_shape(comparison, splits):
+    runs = comparison.runs
+    assert list(runs["setting"].unique()) == list(study.COMPARISON)
+    assert len(runs) == len(study.COMPARISON) * len(SEEDS)
+    names = splits["train"].features["label"].names
+    for column in (*pcl.METRICS, *(f"recall_{name}" for name in names), "best_epoch", "identical_to_ls"):
+        assert column in runs.columns
+    assert set(comparison.confusion) == set(study.COMPARISON)
+    assert comparison.label_names == names
+
+
+def test_pcl_reference_predicts_exactly_like_ls(comparison):
+    runs = comparison.runs.set_index(["setting", "seed"])
+    for seed in SEEDS:
+        assert runs.loc[("PCL reference", seed), "identical_to_ls"]
+        np.testing.assert_array_equal(comparison.predictions[("PCL reference", seed)], comparison.predictions[("LS", seed)])
+        assert runs.loc[("LS", seed), "identical_to_ls"]
+
+
+def test_recalls_and_confusion_agree_with_predictions(comparison, splits):
+    gold = np.asarray(splits["test"]["label"])
+    runs = comparison.runs.set_index(["setting", "seed"])
+    for setting in study.COMPARISON:
+        total = np.zeros((3, 3), dtype=np.int64)
+        for seed in SEEDS:
+            predicted = comparison.predictions[(setting, seed)]
+            np.add.at(total, (gold, predicted), 1)
+            for label, name in enumerate(comparison.label_names):
+                recall = np.mean(predicted[gold == label] == label)
+                assert runs.loc[(setting, seed), f"recall_{name}"] == pytest.approx(recall)
+            assert runs.loc[(setting, seed), "accuracy"] == pytest.approx(np.mean(predicted == gold))
+        np.testing.assert_array_equal(comparison.confusion[setting], total)
+
+
+def test_run_comparison_is_deterministic(splits):
+    first = study.run_comparison(splits, ["LS", "CE"], seeds=[3], training=TINY)
+    second = study.run_comparison(splits, ["LS", "CE"], seeds=[3], training=TINY)
+    pd.testing.assert_frame_equal(first.runs, second.runs)
+
+
+@pytest.mark.parametrize(
+    ("settings", "seeds", "message"),
+    [
+        (["LS", "focal"], [0], "settings: must be among"),
+        (["CE", "DSC"], [0], "must include 'LS'"),
+        (["LS"], [], "seeds: must hold at least one seed"),
+    ],
+)
+def test_run_comparison_rejects_bad_input(splits, settings, seeds, message):
+    with pytest.raises(ValueError, match=message):
+        study.run_comparison(splits, settings, seeds=seeds, training=TINY)
+
+
+# ----------------------------------------------------------------------------- tables
+
+
+def _hand_runs() -> pd.DataFrame:
+    return pd.DataFrame({
+        "setting": ["LS", "LS", "PCL reference", "PCL reference", "PCL expected_cost (global)", "PCL expected_cost (global)"],
+        "seed": [0, 1, 0, 1, 0, 1],
+        "macro_f1": [0.5, 0.7, 0.5, 0.7, 0.6, 0.9],
+        "accuracy": [0.8, 0.8, 0.8, 0.8, 0.7, 0.9],
+        "far_error_rate": [0.0, 0.1, 0.0, 0.1, 0.0, 0.0],
+        "recall_a": [0.2, 0.4, 0.2, 0.4, 1.0, 1.0],
+        "recall_b": [0.9, 0.9, 0.9, 0.9, 0.5, 0.7],
+        "identical_to_ls": [True, True, True, False, False, False],
+    })
+
+
+def test_recall_table_mean_std_by_hand():
+    table = study.recall_table(_hand_runs())
+    assert list(table.index) == ["LS", "PCL reference", "PCL expected_cost (global)"]
+    assert list(table.columns) == ["a", "b"]
+    # LS recall_a: mean 0.3, sample std of (0.2, 0.4) = 0.1414; shown x100 with one decimal.
+    assert table.loc["LS", "a"] == "30.0 ± 14.1"
+    assert table.loc["PCL expected_cost (global)", "b"] == "60.0 ± 14.1"
+    assert table.loc["PCL expected_cost (global)", "a"] == "100.0 ± 0.0"
+
+
+def test_recall_table_needs_recall_columns():
+    with pytest.raises(ValueError, match="runs: has no recall_"):
+        study.recall_table(_hand_runs().drop(columns=["recall_a", "recall_b"]))
+
+
+def test_key_metrics_by_hand():
+    metrics = study.key_metrics(_hand_runs(), {"macro_f1": 0.27, "accuracy": 0.69})
+    assert metrics["ls_macro_f1"] == pytest.approx(0.6)
+    assert metrics["pcl_reference_macro_f1"] == pytest.approx(0.6)
+    assert metrics["pcl_expected_cost_macro_f1"] == pytest.approx(0.75)
+    assert metrics["majority_macro_f1"] == 0.27 and metrics["majority_accuracy"] == 0.69
+    assert metrics["pcl_reference_identical_share"] == pytest.approx(0.5)
+    assert metrics["n_seeds"] == 2
+    assert metrics["per_setting"]["PCL expected_cost (global)"]["macro_f1_std"] == pytest.approx(np.std([0.6, 0.9], ddof=1))

@@ -1,0 +1,190 @@
+"""The PCL-vs-Dice teaching walkthrough: the same relevance data, one probe, five losses.
+
+A teacher's sequence on the 3-class query-title relevance task (labels 0/1/2, the majority
+class 1; CLUE QBQTC or the generated sample):
+
+* :func:`label_table` and :func:`majority_baseline`: the imbalance, and what always predicting
+  the training majority scores (high accuracy, low macro-F1);
+* :func:`run_comparison`: CE, LS, DSC (Li et al. 2020, multi-class one-vs-rest, the released
+  code's ``reference`` preset), PCL as released (``reference``) and the gradient-bearing PCL
+  ``expected_cost`` form, each trained with the same seeds on the same splits by
+  ``workbench.studies.pcl``'s pair probe; held-out test scores, per-class recall and whether the
+  test predictions equal LS's with the same seed;
+* :func:`recall_table`: per-class recall, mean ± std over seeds (``studies.pcl.ablation_table``
+  gives the macro-F1 / accuracy / far-error view of the same runs);
+* :func:`key_metrics`: the numbers for ``metrics.json``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from datasets import Dataset, DatasetDict
+
+from workbench.data import label_counts, label_names
+from workbench.losses import build_loss
+from workbench.metrics import classification_report
+from workbench.studies.dice import mean_std_table, summarize
+from workbench.studies.pcl import (
+    BASELINE,
+    METRICS,
+    NUM_LABELS,
+    PCL_SETTINGS,
+    EncodedPairs,
+    ProbeTraining,
+    fit_pair_probe,
+    setting_loss,
+)
+from workbench.vocab import load_tokenizer
+
+LossSpec = tuple[str, dict[str, Any]]
+"""(registry name for ``build_loss``, parameters)."""
+
+OTHER_LOSSES: dict[str, LossSpec] = {
+    "CE": ("ce", {}),
+    "DSC": ("dsc", {"preset": "reference"}),
+}
+"""The comparison's losses that are not PCL-study settings (those come from ``PCL_SETTINGS`` at epsilon)."""
+
+COMPARISON = ("CE", "LS", "DSC", "PCL reference", "PCL expected_cost (global)")
+"""The walkthrough's side-by-side, in teaching order."""
+
+
+def _check_settings(settings: Sequence[str]) -> None:
+    allowed = [*OTHER_LOSSES, *PCL_SETTINGS]
+    unknown = [setting for setting in settings if setting not in allowed]
+    if unknown:
+        raise ValueError(f"settings: must be among {allowed}, got unknown {unknown}")
+    if BASELINE not in settings:
+        raise ValueError(f"settings: must include {BASELINE!r} (the 'identical predictions' baseline), got {list(settings)}")
+
+
+def comparison_loss(setting: str, epsilon: float, train: Dataset):
+    """The loss module of ``setting``: CE or DSC (:data:`OTHER_LOSSES`), else the PCL study's
+    setting (LS and the PCL forms, with ``epsilon`` and the training split's label counts)."""
+    if setting in OTHER_LOSSES:
+        name, params = OTHER_LOSSES[setting]
+        return build_loss(name, **params)
+    return setting_loss(setting, epsilon, train)
+
+
+def label_table(splits: Mapping[str, Dataset]) -> pd.DataFrame:
+    """Label counts, one row per label name and one column per split, plus each split's shares
+    (``<split> share``)."""
+    names = label_names(splits["train"])
+    counts = pd.DataFrame({split: label_counts(data, len(names)) for split, data in splits.items()}, index=names)
+    shares = (counts / counts.sum()).add_suffix(" share")
+    table = pd.concat([counts, shares], axis=1)
+    table.index.name = "label"
+    return table
+
+
+def majority_baseline(splits: Mapping[str, Dataset]) -> dict[str, Any]:
+    """Scores on the test split of always predicting the training split's most frequent label.
+
+    Returns ``majority_label`` (its name), ``accuracy`` (= the test share of that label),
+    ``macro_f1`` (the majority's F1 over K: the other classes score 0) and ``far_error_rate``.
+    """
+    names = label_names(splits["train"])
+    majority = int(np.argmax(label_counts(splits["train"], len(names))))
+    gold = np.asarray(splits["test"]["label"], dtype=np.int64)
+    report = classification_report(gold, np.full_like(gold, majority), label_names=names)
+    return {"majority_label": names[majority], **{metric: report[metric] for metric in METRICS}}
+
+
+@dataclass
+class Comparison:
+    """What :func:`run_comparison` produced: ``runs`` (one row per setting x seed), test
+    ``predictions[(setting, seed)]``, test ``confusion[setting]`` summed over seeds and ``label_names``."""
+
+    runs: pd.DataFrame
+    predictions: dict[tuple[str, int], np.ndarray]
+    confusion: dict[str, np.ndarray]
+    label_names: list[str]
+
+
+def run_comparison(
+    splits: DatasetDict,
+    settings: Sequence[str] = COMPARISON,
+    seeds: Sequence[int] = (0, 1, 2),
+    epsilon: float = 0.1,
+    training: ProbeTraining | None = None,
+    tokenizer: Any = None,
+) -> Comparison:
+    """Train the pair probe (``workbench.studies.pcl.fit_pair_probe``: epoch chosen on validation
+    macro-F1) once per setting x seed and score the test split.
+
+    ``settings``: :data:`OTHER_LOSSES` or ``PCL_SETTINGS`` keys, including ``"LS"``. ``runs`` has
+    ``setting, seed``, the test ``macro_f1, accuracy, far_error_rate``, ``recall_<label name>``
+    per class, ``best_epoch``, ``validation_macro_f1`` and ``identical_to_ls`` (test predictions
+    equal LS's with the same seed: the same initialisation and batch order).
+    """
+    _check_settings(settings)
+    if not seeds:
+        raise ValueError("seeds: must hold at least one seed")
+    training = ProbeTraining() if training is None else training
+    tokenizer = load_tokenizer() if tokenizer is None else tokenizer
+    names = label_names(splits["train"])
+    encoded = {name: EncodedPairs.from_split(split, tokenizer, training.max_length) for name, split in splits.items()}
+    gold = encoded["test"].labels.numpy()
+    predictions: dict[tuple[str, int], np.ndarray] = {}
+    reports: dict[tuple[str, int], dict[str, Any]] = {}
+    rows = []
+    for setting in [BASELINE, *(setting for setting in settings if setting != BASELINE)]:
+        loss = comparison_loss(setting, epsilon, splits["train"])
+        for seed in seeds:
+            run = fit_pair_probe(encoded, loss, seed, training, len(tokenizer))
+            predicted = predictions[(setting, seed)] = run["test_predictions"]
+            report = reports[(setting, seed)] = classification_report(gold, predicted, label_names=names)
+            rows.append({
+                "setting": setting,
+                "seed": seed,
+                **{metric: report[metric] for metric in METRICS},
+                **{f"recall_{name}": report["per_class"][name]["recall"] for name in names},
+                "best_epoch": run["best_epoch"],
+                "validation_macro_f1": run["validation_macro_f1"],
+                "identical_to_ls": bool(np.array_equal(predicted, predictions[(BASELINE, seed)])),
+            })
+    order = {setting: index for index, setting in enumerate(settings)}
+    runs = pd.DataFrame(rows).sort_values("setting", key=lambda column: column.map(order), kind="stable")
+    confusion = {
+        setting: sum(np.asarray(reports[(setting, seed)]["confusion_matrix"]) for seed in seeds) for setting in settings
+    }
+    return Comparison(runs.reset_index(drop=True), predictions, confusion, names)
+
+
+def recall_table(runs: pd.DataFrame) -> pd.DataFrame:
+    """Per-class test recall (%), one row per setting and one column per label, "mean ± std"
+    over seeds (sample std; the mean alone for one seed), via ``studies.dice.mean_std_table``."""
+    recalls = [column for column in runs.columns if column.startswith("recall_")]
+    if not recalls:
+        raise ValueError(f"runs: has no recall_<label> columns (columns: {list(runs.columns)})")
+    long = runs.melt(id_vars=["setting", "seed"], value_vars=recalls, var_name="label", value_name="recall")
+    long["label"] = long["label"].str.removeprefix("recall_")
+    return mean_std_table(summarize(long, ["setting", "label"], ["recall"]), rows="setting", columns="label", metric="recall")
+
+
+def _key(setting: str) -> str:
+    return setting.split(" (")[0].lower().replace(" ", "_")
+
+
+def key_metrics(runs: pd.DataFrame, baseline: Mapping[str, Any]) -> dict[str, Any]:
+    """metrics.json content: ``<setting>_macro_f1`` (mean over seeds; e.g. ``ce_macro_f1``,
+    ``pcl_expected_cost_macro_f1``), the majority baseline's ``majority_macro_f1`` and
+    ``majority_accuracy``, ``pcl_reference_identical_share`` (share of seeds where PCL reference
+    predicted exactly as LS; None without that setting) and the per-setting means and stds (nested)."""
+    summary = summarize(runs, ["setting"], [*METRICS, *(c for c in runs.columns if c.startswith("recall_"))])
+    summary = summary.set_index("setting")
+    reference = runs[runs["setting"] == "PCL reference"]
+    return {
+        **{f"{_key(setting)}_macro_f1": float(summary.loc[setting, "macro_f1_mean"]) for setting in summary.index},
+        "majority_macro_f1": float(baseline["macro_f1"]),
+        "majority_accuracy": float(baseline["accuracy"]),
+        "pcl_reference_identical_share": float(reference["identical_to_ls"].mean()) if len(reference) else None,
+        "n_seeds": int(runs["seed"].nunique()),
+        "per_setting": summary.drop(columns="n").to_dict(orient="index"),
+    }
