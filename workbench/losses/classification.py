@@ -98,10 +98,11 @@ class WeightedCrossEntropyLoss(CrossEntropyLoss):
         return valid_count(flat, flat.logits.dtype)
 
 
-def label_smoothing_loss(flat: FlatInputs, epsilon: float) -> torch.Tensor:
-    """Per-row label-smoothed CE  -sum_k q_k log p_k,  q = (1 - eps) onehot(y) + eps / C
-    (torch's fused ``cross_entropy(label_smoothing=eps)``; 0 at ignored rows)."""
-    return F.cross_entropy(flat.logits, flat.targets, reduction="none", label_smoothing=epsilon)
+def label_smoothing_loss(log_probs: torch.Tensor, labels: torch.Tensor, epsilon: float) -> torch.Tensor:
+    """Per-row label-smoothed CE  -sum_k q_k log p_k,  q = (1 - eps) onehot(y) + eps / C,
+    from the rows' ``log_probs (M, C)`` and gold ``labels (M,)``."""
+    gold = log_probs.gather(-1, labels.unsqueeze(-1)).squeeze(-1)
+    return -(1.0 - epsilon) * gold - epsilon * log_probs.mean(dim=-1)
 
 
 class LabelSmoothingLoss(PerSampleLoss):
@@ -116,7 +117,7 @@ class LabelSmoothingLoss(PerSampleLoss):
         self.epsilon = check_range("epsilon", epsilon, 0.0, 1.0, high_inclusive=False)
 
     def per_sample_loss(self, flat: FlatInputs) -> torch.Tensor:
-        return label_smoothing_loss(flat, self.epsilon)
+        return label_smoothing_loss(log_softmax_rows(flat.logits), flat.labels, self.epsilon)
 
 
 class FocalTerms(torch.autograd.Function):

@@ -239,11 +239,12 @@ class PropensityCorrectedLoss(ImbalanceLoss):
     def forward(self, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
         flat = flatten_inputs(logits, labels)
         matrix = self.current_matrix(flat)
-        terms = label_smoothing_loss(flat, self.epsilon)
+        log_probs = log_softmax_rows(flat.logits)
+        terms = label_smoothing_loss(log_probs, flat.labels, self.epsilon)
         correction = None
         if self.variant == "expected_cost":
             # sum_k S[y, k] p_k for every gold y at once, then pick the row's gold.
-            expected = torch.exp(log_softmax_rows(flat.logits)) @ matrix.T
+            expected = torch.exp(log_probs) @ matrix.T
             terms = terms + expected.gather(-1, flat.labels.unsqueeze(-1)).squeeze(-1)
         else:
             predicted = flat.logits.detach().argmax(dim=-1)
