@@ -34,8 +34,8 @@ from workbench.studies.pcl import (
     METRICS,
     NUM_LABELS,
     PCL_SETTINGS,
-    EncodedPairs,
     ProbeTraining,
+    encode_pairs,
     fit_pair_probe,
     setting_loss,
 )
@@ -129,7 +129,7 @@ def run_comparison(
     training = ProbeTraining() if training is None else training
     tokenizer = load_tokenizer() if tokenizer is None else tokenizer
     names = label_names(splits["train"])
-    encoded = {name: EncodedPairs.from_split(split, tokenizer, training.max_length) for name, split in splits.items()}
+    encoded = encode_pairs(splits, tokenizer, training.max_length)
     gold = encoded["test"].labels.numpy()
     predictions: dict[tuple[str, int], np.ndarray] = {}
     reports: dict[tuple[str, int], dict[str, Any]] = {}
