@@ -113,6 +113,18 @@ def test_paper_and_weighted_matrices():
     assert torch.all(pcl_weight_matrix("weighted", 0.0, COUNTS) == 1)
 
 
+def test_weight_matrices_keep_float64_constants():
+    # QBQTC counts n = (48997, 125429, 25574), n = 200000, by hand in float64:
+    # PCL- = 74571 / 125429, PCL+(paper) = 48997 / 151003, PCL+(code) = 151003 / 48997.
+    paper = pcl_weight_matrix("paper", 0.1)
+    assert paper.dtype == torch.float64
+    assert paper[0, 1].item() == pytest.approx(-74571 / 125429, rel=1e-12)
+    assert paper[0, 2].item() == pytest.approx(48997 / 151003, rel=1e-12)
+    weighted = pcl_weight_matrix("weighted", 0.1)
+    assert weighted[0, 2].item() == pytest.approx(1 + 0.1 * 151003 / 48997, rel=1e-12)
+    assert weighted[0, 1].item() == pytest.approx(1 / (1 + 0.1 * 74571 / 125429), rel=1e-12)
+
+
 def test_weighted_and_expected_cost_values_by_hand():
     logits, labels = _inputs(7)
     ls_terms = F.cross_entropy(logits, labels, label_smoothing=0.1, reduction="none")

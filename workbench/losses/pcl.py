@@ -165,7 +165,8 @@ def weight_matrix_from_counts(
         far, near, correct = pcl_plus, -pcl_minus, 0.0
     else:
         far, near, correct = 1.0 + epsilon * pcl_plus, 1.0 / (1.0 + epsilon * pcl_minus), 1.0
-    return torch.where(kinds > 0, far, torch.where(kinds < 0, near, correct)).to(torch.float64)
+    # Index a float64 value table by kind (-1, 0, +1): no float32 rounding of the constants.
+    return torch.tensor([near, correct, far], dtype=torch.float64)[kinds + 1]
 
 
 class PropensityCorrectedLoss(ImbalanceLoss):
