@@ -59,8 +59,7 @@ def test_gradient_comparison_offsets_match_hand_computation():
     far = ((labels == 0) & (predicted == 2)) | ((labels == 2) & (predicted == 0)) | ((labels == 1) & (predicted == 0))
     near = (labels != predicted) & ~far
     expected_paper = (pcl_plus * far - pcl_minus * near).mean()
-    # rel 1e-6: pcl_weight_matrix currently rounds the constants through float32 (reported to its owner)
-    assert table.loc["PCL paper", "loss_minus_ls"] == pytest.approx(expected_paper, rel=1e-6)
+    assert table.loc["PCL paper", "loss_minus_ls"] == pytest.approx(expected_paper, rel=1e-12)
     # released code: first C = 3 samples, eps * PCL+(code) / C whenever gold + predicted >= 2.
     code_plus, _ = pcl_constants(QBQTC_LABEL_COUNTS, "code")
     first = slice(0, 3)
