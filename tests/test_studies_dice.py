@@ -7,7 +7,6 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
-import torch
 from datasets import DatasetDict
 
 from workbench.data import label_counts
@@ -55,16 +54,6 @@ def test_study_splits_positive_share_downsamples_training_positives_only():
     assert label_counts(shifted["test"]) == label_counts(plain["test"])
     with pytest.raises(ValueError, match="positive_share"):
         dice.study_splits(seed=0, n_train=100, n_eval=20, positive_share=0.7)
-
-
-def test_bag_of_characters_ignores_padding():
-    torch.manual_seed(0)
-    model = dice.BagOfCharacters(vocab_size=20, num_labels=2, hidden_size=4)
-    padded = model(torch.tensor([[5, 7, 0, 0]]))
-    unpadded = model(torch.tensor([[5, 7]]))
-    expected = model.head(model.embedding.weight[[5, 7]].mean(0, keepdim=True))
-    torch.testing.assert_close(padded, unpadded)
-    torch.testing.assert_close(padded, expected)
 
 
 def test_fit_and_score_is_seeded_and_scores_in_range(tiny_splits):

@@ -87,17 +87,9 @@ def test_probe_training_rejects_bad_values(field, value):
         study.ProbeTraining(**{field: value})
 
 
-def test_pair_probe_ignores_padding():
-    torch.manual_seed(0)
-    probe = study.PairProbe(vocab_size=20, num_labels=3, embedding_size=4, hidden_size=5)
-    query, title = torch.tensor([[5, 6, 7]]), torch.tensor([[8, 9, 0]])
-    padded = torch.nn.functional.pad(query, (0, 4))
-    assert torch.equal(probe(query, title), probe(padded, title))
-
-
 def test_fit_pair_probe_is_seeded_and_leaves_global_rng_alone(splits):
     tokenizer = load_tokenizer()
-    encoded = {name: study.EncodedPairs.from_split(split, tokenizer, TINY.max_length) for name, split in splits.items()}
+    encoded = study.encode_pairs(splits, tokenizer, TINY.max_length)
     loss = study.setting_loss("LS", EPSILON, splits["train"])
     state = torch.get_rng_state()
     first = study.fit_pair_probe(encoded, loss, 3, TINY, len(tokenizer))

@@ -11,8 +11,9 @@ Every run trains one classifier with one loss and one seed (:func:`fit_and_score
 scores the test split: F1 of the positive class (the paper's metric for these tasks),
 macro-F1 and accuracy, plus the validation F1 used for any selection. Two models:
 ``model="bow"`` is a fastText-style bag-of-characters classifier (Joulin et al., 2017:
-mean of character embeddings, then a linear layer) trained in a plain seeded loop, fast
-enough for many seeds on a CPU; a mapping is a ``model`` section of the trainer config
+mean of character embeddings, then a linear layer; ``workbench.probes.CharacterProbe``)
+trained by the seeded ``workbench.probes.fit_probe`` loop, fast enough for many seeds on
+a CPU; a mapping is a ``model`` section of the trainer config
 (``workbench.train``, e.g. ``{"model_name_or_path": "hfl/chinese-roberta-wwm-ext"}``) and
 runs the transformer trainer.
 """
@@ -20,8 +21,7 @@ runs the transformer trainer.
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -35,6 +35,7 @@ from workbench.data import label_counts, label_names, load_chnsenticorp, rebalan
 from workbench.losses import build_loss
 from workbench.metrics import classification_report
 from workbench.models import build_sequence_classifier
+from workbench.probes import ProbeTraining, encode_split, fit_probe
 from workbench.train import load_config
 from workbench.train.finetune import train_classifier
 from workbench.train.inputs import tokenize_splits
@@ -58,11 +59,6 @@ METRICS = ("f1_positive", "macro_f1", "accuracy")
 DEFAULT_TRAINING: dict[str, Any] = {"epochs": 8, "batch_size": 64, "lr": 0.02}
 BOW_HIDDEN_SIZE = 32
 POSITIVE_LABEL = 1
-
-
-def _check_positive_int(name: str, value: Any) -> None:
-    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-        raise ValueError(f"{name}: must be an integer >= 1, got {value!r}")
 
 
 def study_splits(
@@ -122,31 +118,8 @@ def balanced_splits(splits: DatasetDict, seed: int = 0) -> DatasetDict:
 # ----------------------------------------------------------------------------- models
 
 
-class BagOfCharacters(nn.Module):
-    """fastText-style classifier: logits = W mean_t(E[x_t]) + b over the characters (padding id 0 ignored)."""
-
-    def __init__(self, vocab_size: int, num_labels: int, hidden_size: int = BOW_HIDDEN_SIZE) -> None:
-        super().__init__()
-        self.embedding = nn.EmbeddingBag(vocab_size, hidden_size, mode="mean", padding_idx=0)
-        self.head = nn.Linear(hidden_size, num_labels)
-
-    def forward(self, input_ids: torch.Tensor) -> torch.Tensor:
-        return self.head(self.embedding(input_ids))
-
-
-def _character_ids(split: Dataset, tokenizer: Any, max_length: int) -> torch.Tensor:
-    """Token ids (no [CLS]/[SEP]) of ``split["text"]``, right-padded with 0 to the longest."""
-    encoded = tokenizer(list(split["text"]), add_special_tokens=False, truncation=True, max_length=max_length)
-    return nn.utils.rnn.pad_sequence([torch.tensor(ids) for ids in encoded["input_ids"]], batch_first=True)
-
-
-def _labels(split: Dataset) -> np.ndarray:
-    """The ``label`` column as int64 (respecting a ``select``ed view's indices)."""
-    return split.select_columns("label").to_pandas()["label"].to_numpy(dtype=np.int64)
-
-
-def _report(gold: np.ndarray, predicted: np.ndarray, names: Sequence[str]) -> dict[str, float]:
-    report = classification_report(gold, predicted, label_names=names)
+def _scores(report: Mapping[str, Any], names: Sequence[str]) -> dict[str, float]:
+    """The study's scores from a ``classification_report``."""
     return {
         "f1_positive": report["per_class"][names[POSITIVE_LABEL]]["f1"],
         "macro_f1": report["macro_f1"],
@@ -154,38 +127,24 @@ def _report(gold: np.ndarray, predicted: np.ndarray, names: Sequence[str]) -> di
     }
 
 
-@contextmanager
-def _single_thread() -> Iterator[None]:
-    """Run torch on one thread inside the block: a model this small gains nothing from
-    intra-op threads, and on a loaded machine they cost an order of magnitude."""
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
+def _bow_training(training: Mapping[str, Any], max_length: int) -> ProbeTraining:
+    """``training``'s ``epochs``, ``batch_size``, ``lr`` (and ``weight_decay``) for the bag of
+    characters: a linear head over ``BOW_HIDDEN_SIZE``-wide character embeddings."""
+    known = {key: training[key] for key in ("epochs", "batch_size", "lr", "weight_decay") if key in training}
     try:
-        yield
-    finally:
-        torch.set_num_threads(previous)
+        return ProbeTraining(**known, embedding_size=BOW_HIDDEN_SIZE, hidden_size=None, max_length=max_length)
+    except ValueError as error:
+        prefix = "" if str(error).startswith("max_length") else "training."
+        raise ValueError(f"{prefix}{error}") from None
 
 
 def _fit_bow(splits: DatasetDict, loss: nn.Module, seed: int, training: Mapping[str, Any], max_length: int) -> dict[str, dict[str, float]]:
+    settings = _bow_training(training, max_length)
     names = label_names(splits["train"])
     tokenizer = tokenizer_from_config(load_config()["model"])
-    inputs = {name: _character_ids(splits[name], tokenizer, max_length) for name in ("train", "validation", "test")}
-    labels = torch.tensor(_labels(splits["train"]))
-    with _single_thread():
-        torch.manual_seed(seed)
-        model = BagOfCharacters(len(tokenizer), len(names))
-        optimizer = torch.optim.Adam(model.parameters(), lr=training["lr"])
-        order = torch.Generator().manual_seed(seed)
-        for _ in range(training["epochs"]):
-            for batch in torch.randperm(len(labels), generator=order).split(training["batch_size"]):
-                optimizer.zero_grad()
-                loss(model(inputs["train"][batch]), labels[batch]).backward()
-                optimizer.step()
-        with torch.no_grad():
-            return {
-                name: _report(_labels(splits[name]), model(inputs[name]).argmax(-1).numpy(), names)
-                for name in ("validation", "test")
-            }
+    encoded = {name: encode_split(splits[name], tokenizer, max_length) for name in ("train", "validation", "test")}
+    fit = fit_probe(encoded, loss, settings, len(tokenizer), len(names), seed=seed, label_names=names)
+    return {"validation": _scores(fit.validation, names), "test": _scores(fit.test, names)}
 
 
 def _fit_transformer(
@@ -206,10 +165,9 @@ def _fit_transformer(
             classifier = build_sequence_classifier(len(names), **model_source(config["model"], tokenizer, max_length))
             trainer, metrics = train_classifier(config, classifier, loss, encoded, names, output_dir, tokenizer)
             validation = trainer.predict(encoded["validation"]).predictions.argmax(-1)
-    test = metrics["per_class"][names[POSITIVE_LABEL]]["f1"]
     return {
-        "validation": _report(_labels(splits["validation"]), validation, names),
-        "test": {"f1_positive": test, "macro_f1": metrics["macro_f1"], "accuracy": metrics["accuracy"]},
+        "validation": _scores(classification_report(np.asarray(splits["validation"]["label"]), validation, label_names=names), names),
+        "test": _scores(metrics, names),
     }
 
 
@@ -224,8 +182,9 @@ def fit_and_score(
     """Train one classifier on ``splits["train"]`` with ``loss`` and ``seed``; score validation and test.
 
     ``loss`` is ``(name, params)`` for ``build_loss``; ``wce`` gets the training split's label
-    counts. ``model`` is ``"bow"`` (:class:`BagOfCharacters`, plain loop over ``training``'s
-    ``epochs``, ``batch_size``, ``lr``) or a trainer ``model`` config section (``training`` is
+    counts. ``model`` is ``"bow"`` (a linear ``workbench.probes.CharacterProbe`` trained by
+    ``fit_probe`` with ``training``'s ``epochs``, ``batch_size``, ``lr`` and optional
+    ``weight_decay``; the epoch with the best validation macro-F1 is kept) or a trainer ``model`` config section (``training`` is
     then the trainer's ``training`` section). Returns test ``f1_positive``, ``macro_f1``,
     ``accuracy`` and ``validation_f1_positive``.
     """
@@ -235,8 +194,6 @@ def fit_and_score(
     module = build_loss(name, **params)
     settings = {**DEFAULT_TRAINING, **(training or {})}
     if model == "bow":
-        for key in ("epochs", "batch_size"):
-            _check_positive_int(f"training.{key}", settings[key])
         scores = _fit_bow(splits, module, seed, settings, max_length)
     elif isinstance(model, Mapping):
         scores = _fit_transformer(splits, module, seed, settings, max_length, model)

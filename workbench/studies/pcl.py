@@ -11,23 +11,21 @@ written add constants chosen from the argmax prediction, so their gradient is LS
 * :func:`relevance_splits`: the generated sample pairs, or a QBQTC file cut by ``stratified_split``;
 * :func:`gradient_comparison`: per variant, the loss offset and the gradient difference from LS
   on one seeded batch of logits;
-* :func:`fit_pair_probe`: one seeded run of a fast pair classifier (:class:`PairProbe`), returning
+* :func:`fit_pair_probe`: one seeded run of a fast pair classifier (``workbench.probes``), returning
   test predictions, so that "identical predictions with the same seed" can be checked exactly;
 * :func:`run_ablation` / :func:`ablation_table`: settings x seeds, then mean +- std per setting
   with the column "identical predictions to LS".
 
 The probe is a siamese bag-of-characters matcher (mean character embeddings u, v of query
 and title; an MLP over [u, v, u * v, |u - v|], the InferSent feature set of Conneau et al.,
-2017). It trains in about a second on CPU, so seven losses x three seeds fit in the notebook's
-two-minute budget; the tiny BERT of ``workbench.models`` learns nothing on this task in that
-budget. ``workbench.train.finetune`` takes the same loss sections for a transformer run.
+2017; ``workbench.probes``, settings :class:`ProbeTraining`). It trains in about a second on
+CPU, so seven losses x three seeds fit in the notebook's two-minute budget; the tiny BERT of
+``workbench.models`` learns nothing on this task in that budget. ``workbench.train.finetune`` takes the same loss sections for a transformer run.
 """
 
 from __future__ import annotations
 
-import copy
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,6 +38,7 @@ from torch import nn
 from workbench.data import label_names, load_qbqtc, sample_relevance_splits, stratified_split
 from workbench.losses import QBQTC_LABEL_COUNTS, build_loss
 from workbench.metrics import classification_report
+from workbench.probes import PAIR_COLUMNS, EncodedSplit, ProbeTraining, encode_split, fit_probe
 from workbench.studies.dice import summarize
 from workbench.train.finetune import loss_from_config
 from workbench.vocab import load_tokenizer
@@ -64,27 +63,6 @@ GRADIENT_FREE = ("PCL reference", "PCL paper")
 BASELINE = "LS"
 METRICS = ("macro_f1", "accuracy", "far_error_rate")
 NUM_LABELS = 3
-
-
-@dataclass(frozen=True)
-class ProbeTraining:
-    """Settings of :func:`fit_pair_probe`: epochs, mini-batch size, Adam learning rate,
-    embedding / hidden sizes and the characters kept per text."""
-
-    epochs: int = 10
-    batch_size: int = 64
-    lr: float = 0.01
-    embedding_size: int = 32
-    hidden_size: int = 64
-    max_length: int = 32
-
-    def __post_init__(self) -> None:
-        for name in ("epochs", "batch_size", "embedding_size", "hidden_size", "max_length"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ValueError(f"{name}: must be an integer >= 1, got {value!r}")
-        if not (isinstance(self.lr, (int, float)) and self.lr > 0):
-            raise ValueError(f"lr: must be a number > 0, got {self.lr!r}")
 
 
 def relevance_splits(
@@ -162,86 +140,24 @@ def gradient_comparison(
 # ----------------------------------------------------------------------------- the probe
 
 
-class PairProbe(nn.Module):
-    """Siamese bag-of-characters matcher: u = mean_t E[q_t], v = mean_t E[t_t] (padding id 0
-    ignored), logits = W2 relu(W1 [u, v, u * v, |u - v|] + b1) + b2."""
-
-    def __init__(self, vocab_size: int, num_labels: int, embedding_size: int = 32, hidden_size: int = 64) -> None:
-        super().__init__()
-        self.embedding = nn.EmbeddingBag(vocab_size, embedding_size, mode="mean", padding_idx=0)
-        self.head = nn.Sequential(nn.Linear(4 * embedding_size, hidden_size), nn.ReLU(), nn.Linear(hidden_size, num_labels))
-
-    def forward(self, query_ids: torch.Tensor, title_ids: torch.Tensor) -> torch.Tensor:
-        u, v = self.embedding(query_ids), self.embedding(title_ids)
-        return self.head(torch.cat([u, v, u * v, (u - v).abs()], dim=-1))
-
-
-def _character_ids(texts: Sequence[str], tokenizer: Any, max_length: int) -> torch.Tensor:
-    return tokenizer(list(texts), add_special_tokens=False, truncation=True, max_length=max_length,
-                     padding="longest", return_tensors="pt")["input_ids"]
-
-
-@dataclass(frozen=True)
-class EncodedPairs:
-    """Character ids of queries and titles (padded with 0) and the labels of one split."""
-
-    query_ids: torch.Tensor
-    title_ids: torch.Tensor
-    labels: torch.Tensor
-
-    @classmethod
-    def from_split(cls, split: Dataset, tokenizer: Any, max_length: int) -> EncodedPairs:
-        return cls(
-            _character_ids(split["text"], tokenizer, max_length),
-            _character_ids(split["text_pair"], tokenizer, max_length),
-            torch.tensor(list(split["label"])),
-        )
-
-
-@contextmanager
-def _single_thread() -> Iterator[None]:
-    """One intra-op thread inside the block (tiny models run fastest so on a shared CPU)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(threads)
-
-
-def _predict(model: PairProbe, pairs: EncodedPairs) -> np.ndarray:
-    with torch.no_grad():
-        return model(pairs.query_ids, pairs.title_ids).argmax(-1).numpy()
+def encode_pairs(splits: Mapping[str, Dataset], tokenizer: Any, max_length: int) -> dict[str, EncodedSplit]:
+    """Every split's queries and titles as character ids (``workbench.probes.encode_split``)."""
+    return {name: encode_split(split, tokenizer, max_length, PAIR_COLUMNS) for name, split in splits.items()}
 
 
 def fit_pair_probe(
-    encoded: Mapping[str, EncodedPairs], loss: nn.Module, seed: int, training: ProbeTraining, vocab_size: int
+    encoded: Mapping[str, EncodedSplit], loss: nn.Module, seed: int, training: ProbeTraining, vocab_size: int
 ) -> dict[str, Any]:
-    """Train a :class:`PairProbe` on ``encoded["train"]`` with ``loss`` and Adam; keep the epoch
-    with the best validation macro-F1 (first best on ties) and predict the test split.
+    """Train a pair :class:`workbench.probes.CharacterProbe` on ``encoded["train"]`` with ``loss``
+    (``workbench.probes.fit_probe``: AdamW, the epoch with the best validation macro-F1 kept,
+    first best on ties) and predict the test split.
 
     Initialisation and batch order come from ``seed`` only (a forked RNG; the global one is
     untouched), so two losses with equal gradients give bitwise equal predictions. Returns
     ``test_predictions`` (np.ndarray), ``best_epoch`` (1-based) and ``validation_macro_f1``.
     """
-    train = encoded["train"]
-    with _single_thread(), torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
-        model = PairProbe(vocab_size, NUM_LABELS, training.embedding_size, training.hidden_size)
-        optimizer = torch.optim.Adam(model.parameters(), lr=training.lr)
-        order = torch.Generator().manual_seed(seed)
-        best = (-1.0, 0, None)
-        for epoch in range(1, training.epochs + 1):
-            for batch in torch.randperm(len(train.labels), generator=order).split(training.batch_size):
-                optimizer.zero_grad()
-                loss(model(train.query_ids[batch], train.title_ids[batch]), train.labels[batch]).backward()
-                optimizer.step()
-            validation = encoded["validation"]
-            score = classification_report(validation.labels.numpy(), _predict(model, validation), num_labels=NUM_LABELS)["macro_f1"]
-            if score > best[0]:
-                best = (score, epoch, copy.deepcopy(model.state_dict()))
-        model.load_state_dict(best[2])
-        return {"test_predictions": _predict(model, encoded["test"]), "best_epoch": best[1], "validation_macro_f1": best[0]}
+    fit = fit_probe(encoded, loss, training, vocab_size, NUM_LABELS, seed=seed)
+    return {"test_predictions": fit.predictions, "best_epoch": fit.best_epoch, "validation_macro_f1": fit.validation["macro_f1"]}
 
 
 # ----------------------------------------------------------------------------- the ablation
@@ -284,7 +200,7 @@ def run_ablation(
     training = ProbeTraining() if training is None else training
     tokenizer = load_tokenizer() if tokenizer is None else tokenizer
     names = label_names(splits["train"])
-    encoded = {name: EncodedPairs.from_split(split, tokenizer, training.max_length) for name, split in splits.items()}
+    encoded = encode_pairs(splits, tokenizer, training.max_length)
     gold = encoded["test"].labels.numpy()
     ordered = [BASELINE, *(setting for setting in settings if setting != BASELINE)]
     rows, predictions = [], {}

@@ -1,0 +1,234 @@
+"""workbench.probes: encoding, the bag-of-characters probe (texts and pairs), the seeded loop."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+import torch
+from datasets import Dataset
+
+from workbench.losses import build_loss
+from workbench.metrics import classification_report
+from workbench.probes import (
+    PAIR_COLUMNS,
+    CharacterProbe,
+    EncodedSplit,
+    ProbeTraining,
+    encode_split,
+    fit_probe,
+)
+from workbench.vocab import load_tokenizer
+
+VOCAB = 12
+QUICK = ProbeTraining(epochs=6, batch_size=8, lr=0.05, embedding_size=8, hidden_size=8, max_length=8)
+
+
+def _texts_toy(n: int, seed: int) -> EncodedSplit:
+    """Class 0 texts use characters {2, 3, 4}, class 1 texts {5, 6, 7}; lengths 1..4, padded with 0."""
+    generator = torch.Generator().manual_seed(seed)
+    labels = torch.arange(n) % 2
+    ids = torch.zeros(n, 4, dtype=torch.long)
+    for row, label in enumerate(labels.tolist()):
+        length = int(torch.randint(1, 5, (1,), generator=generator))
+        ids[row, :length] = torch.randint(2 + 3 * label, 5 + 3 * label, (length,), generator=generator)
+    return EncodedSplit((ids,), labels)
+
+
+def _pairs_toy(n: int, seed: int) -> EncodedSplit:
+    """Label = the title's class (characters {2..6} -> 0, {7..11} -> 1); the query is noise."""
+    generator = torch.Generator().manual_seed(seed)
+    labels = torch.arange(n) % 2
+    query = torch.randint(2, VOCAB, (n, 3), generator=generator)
+    title = torch.stack([torch.randint(2 + 5 * label, 7 + 5 * label, (3,), generator=generator) for label in labels.tolist()])
+    return EncodedSplit((query, title), labels)
+
+
+def _splits(make) -> dict[str, EncodedSplit]:
+    return {"train": make(64, 0), "validation": make(24, 1), "test": make(24, 2)}
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    return load_tokenizer()
+
+
+# ----------------------------------------------------------------------------- encoding
+
+
+def test_encode_split_pads_with_zero_truncates_and_reads_labels(tokenizer):
+    split = Dataset.from_dict({"text": ["好", "房间很好", "非常差的房间"], "label": [1, 0, 1]})
+    encoded = encode_split(split, tokenizer, max_length=4)
+    (ids,) = encoded.ids
+    expected = [tokenizer(text, add_special_tokens=False)["input_ids"][:4] for text in split["text"]]
+    assert ids.shape == (3, 4) and ids.dtype == torch.long
+    for row, characters in enumerate(expected):
+        assert ids[row, : len(characters)].tolist() == characters
+        assert (ids[row, len(characters):] == 0).all()
+    assert encoded.labels.tolist() == [1, 0, 1] and not encoded.is_pair
+
+
+def test_encode_split_pairs_and_selected_views(tokenizer):
+    split = Dataset.from_dict({"text": ["感冒", "发烧了", "头疼"], "text_pair": ["感冒吃什么药", "退烧", "头"], "label": [2, 0, 1]})
+    view = split.select([2, 0])
+    encoded = encode_split(view, tokenizer, 8, PAIR_COLUMNS)
+    assert encoded.is_pair and encoded.labels.tolist() == [1, 2]
+    assert encoded.ids[0][0, :2].tolist() == tokenizer("头疼", add_special_tokens=False)["input_ids"]
+    assert encoded.ids[1].shape == (2, len("感冒吃什么药"))
+
+
+# ----------------------------------------------------------------------------- the model
+
+
+def test_text_probe_is_fasttext_and_ignores_padding():
+    torch.manual_seed(0)
+    model = CharacterProbe(vocab_size=20, num_labels=2, embedding_size=4)
+    padded = model(torch.tensor([[5, 7, 0, 0]]))
+    expected = model.head(model.embedding.weight[[5, 7]].mean(0, keepdim=True))
+    torch.testing.assert_close(padded, model(torch.tensor([[5, 7]])))
+    torch.testing.assert_close(padded, expected)
+
+
+def test_pair_probe_uses_infersent_features_and_ignores_padding():
+    torch.manual_seed(0)
+    model = CharacterProbe(vocab_size=20, num_labels=3, embedding_size=4, hidden_size=5, pair=True)
+    query, title = torch.tensor([[5, 6, 7]]), torch.tensor([[8, 9]])
+    logits = model(query, title)
+    torch.testing.assert_close(logits, model(torch.nn.functional.pad(query, (0, 4)), title))
+    torch.testing.assert_close(logits, model(query, torch.nn.functional.pad(title, (0, 2))))
+    u = model.embedding.weight[[5, 6, 7]].mean(0, keepdim=True)
+    v = model.embedding.weight[[8, 9]].mean(0, keepdim=True)
+    torch.testing.assert_close(logits, model.head(torch.cat([u, v, u * v, (u - v).abs()], dim=-1)))
+
+
+@pytest.mark.parametrize("columns", [("text",), PAIR_COLUMNS])
+def test_batch_padding_does_not_change_a_row(tokenizer, columns):
+    torch.manual_seed(1)
+    model = CharacterProbe(len(tokenizer), 3, embedding_size=6, hidden_size=7, pair=len(columns) == 2)
+    rows = {"text": ["好", "非常非常好的房间"], "text_pair": ["房间", "好"], "label": [0, 1]}
+    together = encode_split(Dataset.from_dict(rows), tokenizer, 16, columns)
+    alone = encode_split(Dataset.from_dict({key: value[:1] for key, value in rows.items()}), tokenizer, 16, columns)
+    torch.testing.assert_close(model(*together.ids)[:1], model(*alone.ids))
+
+
+# ----------------------------------------------------------------------------- training
+
+
+@pytest.mark.parametrize("make", [_texts_toy, _pairs_toy])
+def test_fit_probe_learns_a_separable_toy_set(make):
+    encoded = _splits(make)
+    fit = fit_probe(encoded, build_loss("ce"), dataclasses.replace(QUICK, epochs=15), VOCAB, 2, seed=0)
+    assert fit.test["accuracy"] == 1.0 and fit.validation["accuracy"] == 1.0
+    assert fit.probabilities.shape == (24, 2)
+    np.testing.assert_allclose(fit.probabilities.sum(1), 1.0, rtol=1e-6)
+    np.testing.assert_array_equal(fit.predictions, fit.probabilities.argmax(1))
+    assert fit.test == classification_report(encoded["test"].labels.numpy(), fit.predictions, num_labels=2)
+
+
+def test_fit_probe_is_seeded_and_leaves_global_rng_alone():
+    encoded = _splits(_pairs_toy)
+    state = torch.get_rng_state()
+    first = fit_probe(encoded, build_loss("ce"), QUICK, VOCAB, 2, seed=3)
+    assert torch.equal(state, torch.get_rng_state())
+    again = fit_probe(encoded, build_loss("ce"), QUICK, VOCAB, 2, seed=3)
+    other = fit_probe(encoded, build_loss("ce"), QUICK, VOCAB, 2, seed=4)
+    np.testing.assert_array_equal(first.probabilities, again.probabilities)
+    assert (first.best_epoch, first.test) == (again.best_epoch, again.test)
+    assert not np.array_equal(first.probabilities, other.probabilities)
+
+
+def test_fit_probe_keeps_the_first_best_validation_epoch():
+    encoded = _splits(_texts_toy)
+    training = dataclasses.replace(QUICK, lr=0.01)
+    full = fit_probe(encoded, build_loss("ce"), training, VOCAB, 2, seed=1)
+    # a run of j epochs is the full run's prefix: its kept score is the running max over epochs 1..j,
+    # so the first j whose running max reaches the overall max is the first best epoch
+    prefixes = [fit_probe(encoded, build_loss("ce"), dataclasses.replace(training, epochs=j), VOCAB, 2, seed=1)
+                for j in range(1, training.epochs + 1)]
+    running_max = [prefix.validation["macro_f1"] for prefix in prefixes]
+    assert running_max == sorted(running_max)
+    assert full.validation["macro_f1"] == running_max[-1]
+    assert full.best_epoch == 1 + running_max.index(running_max[-1])
+    np.testing.assert_array_equal(full.probabilities, prefixes[full.best_epoch - 1].probabilities)
+
+
+def test_fit_probe_never_selects_on_test():
+    encoded = _splits(_texts_toy)
+    flipped = {**encoded, "test": EncodedSplit(encoded["test"].ids, 1 - encoded["test"].labels)}
+    training = dataclasses.replace(QUICK, lr=0.01)
+    plain = fit_probe(encoded, build_loss("ce"), training, VOCAB, 2, seed=2)
+    other = fit_probe(flipped, build_loss("ce"), training, VOCAB, 2, seed=2)
+    assert plain.best_epoch == other.best_epoch
+    np.testing.assert_array_equal(plain.probabilities, other.probabilities)
+    assert other.test["accuracy"] == pytest.approx(1.0 - plain.test["accuracy"])
+
+
+def test_weight_decay_changes_training():
+    encoded = _splits(_texts_toy)
+    plain = fit_probe(encoded, build_loss("ce"), QUICK, VOCAB, 2, seed=0)
+    decayed = fit_probe(encoded, build_loss("ce"), dataclasses.replace(QUICK, weight_decay=5.0), VOCAB, 2, seed=0)
+    assert not np.array_equal(plain.probabilities, decayed.probabilities)
+
+
+# ----------------------------------------------------------------------------- bad input
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [("epochs", 0), ("batch_size", 2.5), ("embedding_size", True), ("hidden_size", 0), ("max_length", -1),
+     ("lr", 0.0), ("lr", True), ("weight_decay", -0.1)],
+)
+def test_probe_training_rejects_bad_values(field, value):
+    with pytest.raises(ValueError, match=field):
+        ProbeTraining(**{field: value})
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [({"vocab_size": 0}, "vocab_size"), ({"num_labels": 1}, "num_labels"), ({"embedding_size": 0}, "embedding_size"),
+     ({"hidden_size": 1.5}, "hidden_size")],
+)
+def test_character_probe_rejects_bad_sizes(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        CharacterProbe(**{"vocab_size": 10, "num_labels": 2, **kwargs})
+
+
+def test_character_probe_rejects_the_wrong_number_of_inputs():
+    ids = torch.tensor([[2, 3]])
+    with pytest.raises(ValueError, match="pair_ids"):
+        CharacterProbe(10, 2)(ids, ids)
+    with pytest.raises(ValueError, match="pair_ids"):
+        CharacterProbe(10, 2, pair=True)(ids)
+
+
+def test_encoded_split_and_encode_split_reject_bad_input(tokenizer):
+    with pytest.raises(ValueError, match="ids"):
+        EncodedSplit((), torch.tensor([0]))
+    with pytest.raises(ValueError, match="ids"):
+        EncodedSplit((torch.zeros(3, 2, dtype=torch.long),), torch.tensor([0, 1]))
+    split = Dataset.from_dict({"text": ["好"], "label": [0]})
+    with pytest.raises(ValueError, match="split"):
+        encode_split(split, tokenizer, 8, PAIR_COLUMNS)
+    with pytest.raises(ValueError, match="columns"):
+        encode_split(split, tokenizer, 8, ("text", "text", "text"))
+    with pytest.raises(ValueError, match="max_length"):
+        encode_split(split, tokenizer, 0)
+
+
+@pytest.mark.parametrize(
+    ("change", "match"),
+    [
+        (lambda e, a: ({k: v for k, v in e.items() if k != "validation"}, a), "encoded"),
+        (lambda e, a: ({**e, "test": _pairs_toy(8, 5)}, a), "encoded"),
+        (lambda e, a: (e, {**a, "num_labels": 1}), "num_labels"),
+        (lambda e, a: (e, {**a, "vocab_size": 5}), "vocab_size"),
+        (lambda e, a: (e, {**a, "training": {"epochs": 1}}), "training"),
+        (lambda e, a: (e, {**a, "seed": -1}), "seed"),
+        (lambda e, a: (e, {**a, "label_names": ["only one"]}), "label_names"),
+    ],
+)
+def test_fit_probe_rejects_bad_input(change, match):
+    encoded, arguments = change(_splits(_texts_toy), {"training": QUICK, "vocab_size": VOCAB, "num_labels": 2})
+    with pytest.raises(ValueError, match=match):
+        fit_probe(encoded, build_loss("ce"), **arguments)
