@@ -127,11 +127,11 @@ def stage_one_entropy(run_dir: str | Path, config: Mapping[str, Any], batch_size
     ``aux_mass`` = mean sum_{a >= K} softmax(z)_a, the probability the model
     leaves on the auxiliary outputs.
     """
-    model = AutoModelForSequenceClassification.from_pretrained(str(Path(run_dir) / "stage1")).eval()
-    num_labels = int(model.config.num_task_labels)
     tokenizer = tokenizer_from_config(config["model"])
     with progress_bars(False):
+        model = AutoModelForSequenceClassification.from_pretrained(str(Path(run_dir) / "stage1")).eval()
         encoded = tokenize_splits(load_splits(config["data"]), tokenizer, config["data"]["max_length"])
+    num_labels = int(model.config.num_task_labels)
     dataset = encoded[evaluation_split(encoded)].remove_columns("labels")
     collate = DataCollatorWithPadding(tokenizer)
     logits = np.concatenate(
