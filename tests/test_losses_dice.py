@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 import torch
 
@@ -132,6 +134,32 @@ def test_ohem_keeps_exactly_ratio_times_positives_of_the_hardest_negatives():
     assert set(kept_negatives.tolist()) == set((candidates.topk(6).indices + 3).tolist())
     assert ohem_keep_mask(scores, targets, valid, ratio=1.5)[3:, 0].sum() == 4  # floor(1.5 * 3)
     assert ohem_keep_mask(scores, targets, valid, ratio=100.0)[:, 0].sum() == 19  # capped at all negatives
+
+
+def stable_sort_selection(scores, targets, valid, ratio):
+    """Oracle: per column, all valid positives and the first k valid negatives of a stable
+    descending sort by score (ties in position order), k = min(floor(ratio * #pos), #neg)."""
+    keep = torch.zeros(scores.shape, dtype=torch.bool)
+    for column in range(scores.shape[1]):
+        positives = [i for i in range(scores.shape[0]) if valid[i] and targets[i, column] > 0.5]
+        negatives = [i for i in range(scores.shape[0]) if valid[i] and targets[i, column] <= 0.5]
+        count = min(math.floor(len(positives) * ratio), len(negatives))
+        hardest = sorted(negatives, key=lambda i: -scores[i, column].item())[:count]
+        keep[positives + hardest, column] = True
+    return keep
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_ohem_selection_equals_a_stable_sort_with_many_ties(seed):
+    generator = torch.Generator().manual_seed(seed)
+    rows, columns = int(torch.randint(1, 60, (1,), generator=generator)), int(torch.randint(1, 5, (1,), generator=generator))
+    levels = int(torch.randint(1, 5, (1,), generator=generator))  # few distinct scores: many ties
+    scores = torch.randint(0, levels, (rows, columns), generator=generator).double() / levels
+    targets = (torch.rand(rows, columns, generator=generator) < 0.3).double()
+    valid = torch.rand(rows, generator=generator) < 0.85
+    ratio = [0.5, 1.0, 1.5, 3.0, 100.0][seed % 5]
+    expected = stable_sort_selection(scores, targets, valid, ratio)
+    assert torch.equal(ohem_keep_mask(scores, targets, valid, ratio), expected)
 
 
 def test_ohem_multiclass_works_and_changes_the_value():

@@ -46,24 +46,45 @@ def scored_targets(labels: torch.Tensor, num_classes: int, dtype: torch.dtype) -
     return (labels.unsqueeze(-1) == torch.arange(num_classes, device=labels.device)).to(dtype)
 
 
+def kth_largest_per_column(values: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
+    """The k_c-th largest entry of each column c of ``values (M, K)``, for ``k (K,)`` in [1, M].
+
+    One ``kthvalue`` for all columns despite their different k: column c is padded with
+    k_max - k_c entries of +inf, which rank above everything, so the k_max-th largest of
+    the padded column is the k_c-th largest of the original one.
+    """
+    k_min, k_max = (bound.item() for bound in torch.aminmax(k))
+    rows = torch.arange(k_max - k_min, device=values.device).unsqueeze(-1)
+    padding = torch.where(rows < (k_max - k).unsqueeze(0), float("inf"), float("-inf")).to(values.dtype)
+    padded = torch.cat([values, padding], dim=0)
+    return padded.kthvalue(padded.shape[0] - k_max + 1, dim=0).values
+
+
 def ohem_keep_mask(scores: torch.Tensor, targets: torch.Tensor, valid: torch.Tensor, ratio: float) -> torch.Tensor:
     """Online hard example mining per column.
 
     ``scores`` and ``targets`` are ``(M, K)`` (probability and 0/1 target of each scored
     class), ``valid`` is ``(M,)``. For each column keeps all valid positives and exactly
-    min(floor(ratio * #positives), #negatives) valid negatives with the highest score.
-    Returns a bool ``(M, K)`` mask (no gradient flows through the selection).
+    k = min(floor(ratio * #positives), #negatives) valid negatives with the highest score,
+    ties broken by position (the first k of a stable descending sort): every negative
+    above the k-th largest negative score t, then the first ones equal to t until k are
+    kept. Returns a bool ``(M, K)`` mask (no gradient flows through the selection).
     """
     positives = valid.unsqueeze(-1) & (targets > 0.5)
     negatives = valid.unsqueeze(-1) & ~positives
     keep_count = torch.minimum(
         torch.floor(positives.sum(0).to(torch.float64) * ratio).long(), negatives.sum(0)
     )
-    hardness = torch.where(negatives, scores.detach(), torch.full_like(scores, float("-inf")))
-    order = torch.argsort(hardness, dim=0, descending=True, stable=True)
-    positions = torch.arange(order.shape[0], device=order.device).unsqueeze(-1).expand_as(order)
-    rank = torch.empty_like(order).scatter_(0, order, positions)
-    return positives | (negatives & (rank < keep_count))
+    if scores.shape[0] == 0:
+        return positives
+    scores = scores.detach()
+    hardness = torch.where(negatives, scores, float("-inf"))
+    threshold = kth_largest_per_column(hardness, keep_count.clamp(min=1))
+    threshold = torch.where(keep_count > 0, threshold, float("inf"))
+    above = hardness > threshold
+    tied = negatives & (scores == threshold)
+    tied_needed = keep_count - above.sum(0)
+    return positives | above | (tied & (tied.cumsum(0) <= tied_needed))
 
 
 class DiceFamilyLoss(ImbalanceLoss):
