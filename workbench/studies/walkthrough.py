@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from datasets import Dataset, DatasetDict
+from torch import nn
 
 from workbench.data import label_counts, label_names
 from workbench.losses import build_loss
@@ -32,7 +33,6 @@ from workbench.studies.dice import mean_std_table, summarize
 from workbench.studies.pcl import (
     BASELINE,
     METRICS,
-    NUM_LABELS,
     PCL_SETTINGS,
     ProbeTraining,
     encode_pairs,
@@ -63,7 +63,7 @@ def _check_settings(settings: Sequence[str]) -> None:
         raise ValueError(f"settings: must include {BASELINE!r} (the 'identical predictions' baseline), got {list(settings)}")
 
 
-def comparison_loss(setting: str, epsilon: float, train: Dataset):
+def comparison_loss(setting: str, epsilon: float, train: Dataset) -> nn.Module:
     """The loss module of ``setting``: CE or DSC (:data:`OTHER_LOSSES`), else the PCL study's
     setting (LS and the PCL forms, with ``epsilon`` and the training split's label counts)."""
     if setting in OTHER_LOSSES:
