@@ -18,8 +18,9 @@ def _reset_output_dir():
 
 
 def test_save_writes_standalone_html_json_and_one_plotly_js(tmp_path):
-    figures_dir = figures.set_output_dir(tmp_path, renderer=None)
-    assert figures_dir == tmp_path / "figures" and figures.figures_dir() == figures_dir
+    figures.set_output_dir(tmp_path, renderer=None)
+    figures_dir = figures.figures_dir()
+    assert figures_dir == tmp_path / "figures"
     fig = go.Figure(go.Bar(x=["a", "b"], y=[1, 3]))
     html_path, json_path = figures.save(fig, "bars")
     figures.save(fig, "bars_again")
@@ -32,9 +33,11 @@ def test_save_writes_standalone_html_json_and_one_plotly_js(tmp_path):
 
 def test_show_saves_only_when_an_output_dir_is_set(tmp_path):
     fig = go.Figure(go.Scatter(x=[0, 1], y=[1, 0]))
-    assert figures.show(fig, "line") == []
+    assert figures.show(fig, "line") is None
+    assert not (tmp_path / "figures").exists()
     figures.set_output_dir(tmp_path, renderer=None)
-    assert [p.name for p in figures.show(fig, "line")] == ["line.html", "line.json"]
+    assert figures.show(fig, "line") is None
+    assert sorted(p.name for p in (tmp_path / "figures").iterdir()) == ["line.html", "line.json", "plotly.min.js"]
 
 
 def test_set_output_dir_sets_the_headless_renderer(tmp_path, monkeypatch):

@@ -28,21 +28,21 @@ _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 _figures_dir: Path | None = None
 
 
-def set_output_dir(output_dir: str | Path | None, renderer: str | None = HEADLESS_RENDERER) -> Path | None:
+def set_output_dir(output_dir: str | Path | None, renderer: str | None = HEADLESS_RENDERER) -> None:
     """Save later figures under ``<output_dir>/figures`` and switch to ``renderer``; None turns saving off.
 
-    Returns the figures folder (None when saving is off). The renderer is only
-    set when ``output_dir`` is given, so interactive sessions keep their own.
+    Returns nothing (so a notebook cell ending with it shows no output); ``figures_dir()``
+    gives the folder. The renderer is only set when ``output_dir`` is given, so
+    interactive sessions keep their own.
     """
     global _figures_dir
     if output_dir is None:
         _figures_dir = None
-        return None
+        return
     _figures_dir = Path(output_dir) / FIGURES_SUBDIR
     _figures_dir.mkdir(parents=True, exist_ok=True)
     if renderer is not None and pio.renderers.default != renderer:
         pio.renderers.default = renderer  # re-assigning would embed plotly.js again
-    return _figures_dir
 
 
 def figures_dir() -> Path | None:
@@ -74,9 +74,12 @@ def save(fig: BaseFigure, name: str, directory: str | Path | None = None) -> lis
     return [html_path, json_path]
 
 
-def show(fig: BaseFigure, name: str) -> list[Path]:
-    """Display ``fig`` and save it when an output dir is set; returns the saved paths (empty if none)."""
+def show(fig: BaseFigure, name: str) -> None:
+    """Display ``fig`` and save it (``save``) when an output dir is set.
+
+    Returns nothing, so a notebook cell ending with it shows only the figure.
+    """
     _check_figure(fig, name)
-    saved = save(fig, name) if _figures_dir is not None else []
+    if _figures_dir is not None:
+        save(fig, name)
     fig.show()
-    return saved
