@@ -53,6 +53,76 @@ def test_relevance_label_follows_content_without_noise():
             assert not any(e in title for e in _entities(topic))
 
 
+def test_relevance_label_follows_character_overlap_without_noise():
+    """2: the title contains the whole query; 1: it shares the topic word but not the whole query;
+    0: it shares no character with the query."""
+    ds = sample_relevance_pairs(n=600, seed=3, near_noise=0.0, far_noise=0.0)
+    assert set(ds["label"]) == {0, 1, 2}
+    for query, title, label in zip(ds["text"], ds["text_pair"], ds["label"]):
+        shared = set(query) & set(title)
+        if label == 2:
+            assert query in title
+        elif label == 1:
+            assert query not in title and shared
+            assert _topic_of(query) == _topic_of_title(title)
+        else:
+            assert not shared, (query, title)
+
+
+def test_relevance_noise_moves_content_to_adjacent_labels():
+    """With near noise only, no label-0 pair carries a label-2 pair's content, and vice versa."""
+    ds = sample_relevance_pairs(n=1000, seed=4, near_noise=0.3, far_noise=0.0)
+    content = [_content_label(q, t) for q, t in zip(ds["text"], ds["text_pair"])]
+    moved = [(label, c) for label, c in zip(ds["label"], content) if label != c]
+    assert 0.2 * len(ds) < len(moved) < 0.4 * len(ds)
+    assert all(abs(label - c) == 1 for label, c in moved)
+    far = sample_relevance_pairs(n=1000, seed=4, near_noise=0.0, far_noise=0.2)
+    far_content = [_content_label(q, t) for q, t in zip(far["text"], far["text_pair"])]
+    assert {(label, c) for label, c in zip(far["label"], far_content) if label != c} == {(0, 2), (2, 0)}
+
+
+def test_relevance_splits_are_disjoint_and_keep_proportions():
+    dsd = sample_relevance_splits(seed=0)
+    pairs = {name: set(zip(split["text"], split["text_pair"])) for name, split in dsd.items()}
+    assert not pairs["train"] & pairs["validation"]
+    assert not pairs["train"] & pairs["test"]
+    assert not pairs["validation"] & pairs["test"]
+    for split in dsd.values():
+        counts = Counter(split["label"])
+        for k, share in enumerate(QBQTC_LABEL_PROPORTIONS):
+            assert abs(counts[k] / len(split) - share) < 0.05
+    again = sample_relevance_splits(seed=0)
+    assert all(again[name].to_dict() == dsd[name].to_dict() for name in dsd)
+
+
+def test_relevance_splits_raise_when_no_unseen_pair_is_left(monkeypatch):
+    from workbench.data import samples
+
+    monkeypatch.setattr(samples, "_TITLE_PREFIXES", ("",))
+    monkeypatch.setattr(samples, "_TITLE_SUFFIXES", ("",))
+    monkeypatch.setattr(samples, "_TOPIC_ENTITIES", {"phone": ("华为手机", "小米手机"), "car": ("大众汽车", "丰田汽车")})
+    monkeypatch.setattr(
+        samples,
+        "_TOPIC_INTENTS",
+        {"phone": (("多少钱", "价格"), ("拍照效果", "样张")), "car": (("油耗", "实测"), ("口碑如何", "评价"))},
+    )
+    # 8 distinct label-2 pairs: 500 training pairs hold them all, so validation has none left.
+    with pytest.raises(ValueError, match="n_validation"):
+        sample_relevance_splits(seed=0, n_train=500, n_validation=50, n_test=50)
+
+
+def _content_label(query: str, title: str) -> int:
+    if query in title:
+        return 2
+    return 1 if _topic_of(query) == _topic_of_title(title) else 0
+
+
+def _topic_of_title(title: str) -> str:
+    from workbench.data.samples import _TOPIC_ENTITIES
+
+    return next(t for t, es in _TOPIC_ENTITIES.items() if any(e in title for e in es))
+
+
 def _entities(topic: str | None = None) -> list[str]:
     from workbench.data.samples import _TOPIC_ENTITIES
 
@@ -109,6 +179,7 @@ def test_corpus_has_entities_verbs_and_synonyms():
         (lambda: sample_sentences(n=10, noise=-0.1), "noise"),
         (lambda: sample_corpus(n_sentences=0), "n_sentences"),
         (lambda: sample_relevance_splits(n_test=0), "n_test"),
+        (lambda: sample_relevance_splits(far_noise=1.0), "far_noise"),
     ],
 )
 def test_bad_arguments_raise(call, name):

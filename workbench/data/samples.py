@@ -29,32 +29,34 @@ from workbench.data.features import RELEVANCE_LABEL_NAMES, build_dataset
 QBQTC_LABEL_PROPORTIONS: tuple[float, float, float] = (0.245, 0.630, 0.126)
 """Label shares of QBQTC (n0=48,997, n1=125,429, n2=25,574 over train+dev)."""
 
-# topic -> entities; every entity can be asked about with every intent of the topic.
+# topic -> entities. Every topic's entities end in the same topic word (手机, 汽车, ...)
+# and no entity shares a character with another topic's, so "same topic" is
+# visible as shared characters.
 _TOPIC_ENTITIES: dict[str, tuple[str, ...]] = {
     "phone": ("华为手机", "小米手机", "苹果手机", "三星手机"),
     "car": ("大众汽车", "丰田汽车", "本田汽车", "奔驰汽车"),
-    "health": ("感冒", "高血压", "咳嗽", "糖尿病"),
-    "travel": ("北京旅游", "三亚旅游", "云南旅游", "西安旅游"),
-    "food": ("红烧肉", "水煮鱼", "宫保鸡丁", "麻婆豆腐"),
-    "school": ("高考", "考研", "英语四级", "公务员考试"),
-    "game": ("王者荣耀", "英雄联盟", "我的世界", "和平精英"),
-    "house": ("上海房价", "北京房价", "二手房", "公积金贷款"),
+    "travel": ("海南旅游", "云南旅游", "西藏旅游", "桂林旅游"),
+    "house": ("深圳买房", "杭州买房", "广州买房", "成都买房"),
+    "exam": ("英语考试", "日语考试", "教师考试", "会计考试"),
+    "disease": ("糖尿病", "心脏病", "胃病", "皮肤病"),
 }
 
-# topic -> intents: (query suffix, title phrase answering that intent)
+# topic -> intents: (query question, title phrase answering it). No character of a
+# topic's queries occurs in another topic's titles (tested), so a title from
+# another topic shares nothing with the query.
 _TOPIC_INTENTS: dict[str, tuple[tuple[str, str], ...]] = {
-    "phone": (("多少钱", "最新价格表"), ("怎么样", "使用体验评测"), ("怎么维修", "维修方法教程"), ("哪个好", "型号对比推荐")),
-    "car": (("多少钱", "最新报价"), ("油耗多少", "真实油耗测试"), ("怎么样", "车主口碑评价"), ("保养费用", "保养价格明细")),
-    "health": (("吃什么药", "用药指南"), ("怎么治疗", "治疗方法"), ("有什么症状", "常见症状"), ("吃什么好", "饮食注意事项")),
-    "travel": (("攻略", "自由行攻略"), ("要多少钱", "费用预算"), ("什么时候去", "最佳季节"), ("住哪里", "酒店推荐")),
-    "food": (("怎么做", "家常做法"), ("热量高吗", "热量营养分析"), ("哪家好吃", "名店推荐"), ("需要什么材料", "材料清单")),
-    "school": (("报名时间", "报名时间安排"), ("怎么复习", "复习计划方法"), ("分数线", "历年分数线"), ("考试科目", "考试科目介绍")),
-    "game": (("怎么玩", "新手入门教程"), ("最强英雄", "强势角色排行"), ("怎么下载", "官方下载地址"), ("充值优惠", "充值活动优惠")),
-    "house": (("多少钱", "最新均价"), ("怎么交税", "税费计算方法"), ("贷款利率", "利率最新调整"), ("购买条件", "购房资格条件")),
+    "phone": (("多少钱", "各型号售卖行情"), ("续航能力", "电池续航评测"), ("屏幕维修", "维修方法步骤"), ("拍照效果", "拍照样张展示")),
+    "car": (("落地价", "经销商行情汇总"), ("油耗", "真实油耗实测"), ("保养费用", "保养费用明细"), ("口碑如何", "车主口碑评价")),
+    "travel": (("攻略", "自由行行程安排"), ("门票", "景点门票汇总"), ("几月去合适", "出行季节推荐"), ("住宿", "酒店民宿推荐")),
+    "house": (("首付比例", "首付政策解读"), ("贷款利率", "利率调整通知"), ("学区划分", "学区划片学校"), ("交哪些税", "税收缴纳明细")),
+    "exam": (("报名时间", "报名时间安排"), ("复习资料", "真题资料下载"), ("及格线", "历年及格标准"), ("考试科目", "科目题型介绍")),
+    "disease": (("吃什么药", "常见药物清单"), ("可以根治吗", "治疗方法"), ("有什么症状", "早期症状"), ("要注意什么", "饮食注意事项")),
 }
 
 _TITLE_SUFFIXES: tuple[str, ...] = ("", "", "_百度知道", "_新浪网", "-网易新闻", "_知乎", "_搜狐", "-家庭网")
 _TITLE_PREFIXES: tuple[str, ...] = ("", "", "", "2023年", "最新", "详细")
+_RELATED_CHANGES: tuple[str, ...] = ("intent", "entity", "both")
+_MAX_REDRAWS = 1000
 
 
 def _validate_count(name: str, value: int, minimum: int = 1) -> None:
@@ -67,40 +69,87 @@ def _validate_probability(name: str, value: float) -> None:
         raise ValueError(f"{name}: must be in [0, 1), got {value!r}")
 
 
-def _relevance_title(rng: random.Random, topic: str, entity: str, intent: int) -> str:
+def _validate_noise(near_noise: float, far_noise: float) -> None:
+    _validate_probability("near_noise", near_noise)
+    _validate_probability("far_noise", far_noise)
+    if near_noise + far_noise >= 1.0:
+        raise ValueError(f"near_noise + far_noise: must be < 1, got {near_noise + far_noise!r}")
+
+
+def _relevance_title(rng: random.Random, topic: str, entity: int, intent: int) -> str:
     question, phrase = _TOPIC_INTENTS[topic][intent]
-    return f"{rng.choice(_TITLE_PREFIXES)}{entity}{question}{phrase}{rng.choice(_TITLE_SUFFIXES)}"
+    return f"{rng.choice(_TITLE_PREFIXES)}{_TOPIC_ENTITIES[topic][entity]}{question}{phrase}{rng.choice(_TITLE_SUFFIXES)}"
+
+
+def _other_index(rng: random.Random, size: int, index: int) -> int:
+    return rng.choice([i for i in range(size) if i != index])
 
 
 def _relevance_pair(rng: random.Random, content_label: int) -> tuple[str, str]:
     """A (query, title) pair whose content matches ``content_label``.
 
-    Titles read ``[prefix] entity question answer-phrase [site]``. 2: the title
-    is about the query's entity and intent (it contains the whole query); 1: same
-    topic but a different entity, a different intent, or both; 0: a title from
-    another topic.
+    Queries read ``entity question``, titles ``[prefix] entity question
+    answer-phrase [site]``. 2: the title's entity and intent are the query's (it
+    contains the whole query); 1: same topic, with the query's entity and another
+    intent, another entity with the query's intent, or both changed (the title
+    still shares the topic word); 0: a title from another topic (no shared word).
     """
     topics = list(_TOPIC_ENTITIES)
     topic = rng.choice(topics)
-    entity_idx = rng.randrange(len(_TOPIC_ENTITIES[topic]))
-    intent_idx = rng.randrange(len(_TOPIC_INTENTS[topic]))
-    query = _TOPIC_ENTITIES[topic][entity_idx] + _TOPIC_INTENTS[topic][intent_idx][0]
+    n_entities, n_intents = len(_TOPIC_ENTITIES[topic]), len(_TOPIC_INTENTS[topic])
+    entity, intent = rng.randrange(n_entities), rng.randrange(n_intents)
+    query = _TOPIC_ENTITIES[topic][entity] + _TOPIC_INTENTS[topic][intent][0]
     if content_label == 2:
-        title_topic, title_entity, title_intent = topic, entity_idx, intent_idx
+        title = _relevance_title(rng, topic, entity, intent)
     elif content_label == 1:
-        title_topic = topic
-        change = rng.choice(("entity", "intent", "both"))
-        title_entity, title_intent = entity_idx, intent_idx
-        if change in ("entity", "both"):
-            title_entity = rng.choice([i for i in range(len(_TOPIC_ENTITIES[topic])) if i != entity_idx])
-        if change in ("intent", "both"):
-            title_intent = rng.choice([i for i in range(len(_TOPIC_INTENTS[topic])) if i != intent_idx])
+        change = rng.choice(_RELATED_CHANGES)
+        title_entity = entity if change == "intent" else _other_index(rng, n_entities, entity)
+        title_intent = intent if change == "entity" else _other_index(rng, n_intents, intent)
+        title = _relevance_title(rng, topic, title_entity, title_intent)
     else:
-        title_topic = rng.choice([t for t in topics if t != topic])
-        title_entity = rng.randrange(len(_TOPIC_ENTITIES[title_topic]))
-        title_intent = rng.randrange(len(_TOPIC_INTENTS[title_topic]))
-    title = _relevance_title(rng, title_topic, _TOPIC_ENTITIES[title_topic][title_entity], title_intent)
+        other = rng.choice([t for t in topics if t != topic])
+        title = _relevance_title(
+            rng, other, rng.randrange(len(_TOPIC_ENTITIES[other])), rng.randrange(len(_TOPIC_INTENTS[other]))
+        )
     return query, title
+
+
+def _noisy_content_label(rng: random.Random, label: int, near_noise: float, far_noise: float) -> int:
+    """``label``, or with probability ``near_noise`` an adjacent label, ``far_noise`` one two steps away."""
+    draw = rng.random()
+    if draw < far_noise:
+        return 2 - label if label != 1 else label
+    if draw < far_noise + near_noise:
+        return rng.choice([c for c in (label - 1, label + 1) if 0 <= c <= 2])
+    return label
+
+
+def _relevance_columns(
+    rng: random.Random,
+    n: int,
+    near_noise: float,
+    far_noise: float,
+    exclude: frozenset[tuple[str, str]] = frozenset(),
+    size_name: str = "n",
+) -> dict[str, list]:
+    """``n`` labelled pairs drawn with ``rng``; a pair in ``exclude`` is redrawn (same label)."""
+    columns: dict[str, list] = {"text": [], "text_pair": [], "label": []}
+    for _ in range(n):
+        label = rng.choices(range(3), weights=QBQTC_LABEL_PROPORTIONS)[0]
+        content = _noisy_content_label(rng, label, near_noise, far_noise)
+        for _ in range(_MAX_REDRAWS):
+            pair = _relevance_pair(rng, content)
+            if pair not in exclude:
+                break
+        else:
+            raise ValueError(
+                f"{size_name}: too large, no new (query, title) pair of relevance {content} "
+                f"in {_MAX_REDRAWS} draws; use a smaller {size_name}"
+            )
+        columns["text"].append(pair[0])
+        columns["text_pair"].append(pair[1])
+        columns["label"].append(label)
+    return columns
 
 
 def sample_relevance_pairs(
@@ -112,28 +161,11 @@ def sample_relevance_pairs(
     label (see ``_relevance_pair``), except that with probability ``near_noise``
     the content belongs to an adjacent label (0<->1, 1<->2: the confusions real
     annotators make) and with probability ``far_noise`` to a label two steps away.
-    Columns ``text`` (query), ``text_pair`` (title), ``label`` (ClassLabel).
+    A pair may repeat. Columns ``text`` (query), ``text_pair`` (title), ``label`` (ClassLabel).
     """
     _validate_count("n", n)
-    _validate_probability("near_noise", near_noise)
-    _validate_probability("far_noise", far_noise)
-    if near_noise + far_noise >= 1.0:
-        raise ValueError(f"near_noise + far_noise: must be < 1, got {near_noise + far_noise!r}")
-    rng = random.Random(seed)
-    columns: dict[str, list] = {"text": [], "text_pair": [], "label": []}
-    for _ in range(n):
-        label = rng.choices(range(3), weights=QBQTC_LABEL_PROPORTIONS)[0]
-        draw = rng.random()
-        if draw < far_noise:
-            content = 2 - label if label != 1 else label
-        elif draw < far_noise + near_noise:
-            content = rng.choice([c for c in (label - 1, label + 1) if 0 <= c <= 2])
-        else:
-            content = label
-        query, title = _relevance_pair(rng, content)
-        columns["text"].append(query)
-        columns["text_pair"].append(title)
-        columns["label"].append(label)
+    _validate_noise(near_noise, far_noise)
+    columns = _relevance_columns(random.Random(seed), n, near_noise, far_noise)
     return build_dataset(columns, RELEVANCE_LABEL_NAMES)
 
 
@@ -152,12 +184,32 @@ def _split_dataset(
 
 
 def sample_relevance_splits(
-    seed: int = 0, n_train: int = 2000, n_validation: int = 400, n_test: int = 400
+    seed: int = 0,
+    n_train: int = 2000,
+    n_validation: int = 400,
+    n_test: int = 400,
+    near_noise: float = 0.08,
+    far_noise: float = 0.01,
 ) -> DatasetDict:
-    """Train/validation/test splits of ``sample_relevance_pairs`` (one seeded draw, cut in order)."""
-    sizes = {"n_train": n_train, "n_validation": n_validation, "n_test": n_test}
-    dsd = _split_dataset(lambda n, s: sample_relevance_pairs(n=n, seed=s), sizes, seed)
-    return DatasetDict({"train": dsd["n_train"], "validation": dsd["n_validation"], "test": dsd["n_test"]})
+    """Disjoint train/validation/test splits of relevance pairs (as ``sample_relevance_pairs``).
+
+    One ``random.Random(seed)`` draws train, then validation, then test; a
+    validation or test pair equal (same ``text`` and ``text_pair``) to a pair of
+    an earlier split is redrawn with the same label, so no pair is in two splits
+    and the label proportions are unchanged. Pairs may repeat within a split.
+    """
+    sizes = {"train": ("n_train", n_train), "validation": ("n_validation", n_validation), "test": ("n_test", n_test)}
+    for size_name, size in sizes.values():
+        _validate_count(size_name, size)
+    _validate_noise(near_noise, far_noise)
+    rng = random.Random(seed)
+    splits: dict[str, Dataset] = {}
+    seen: set[tuple[str, str]] = set()
+    for split, (size_name, size) in sizes.items():
+        columns = _relevance_columns(rng, size, near_noise, far_noise, frozenset(seen), size_name)
+        seen.update(zip(columns["text"], columns["text_pair"]))
+        splits[split] = build_dataset(columns, RELEVANCE_LABEL_NAMES)
+    return DatasetDict(splits)
 
 
 # --------------------------------------------------------------------------
