@@ -95,6 +95,31 @@ def test_relevance_splits_are_disjoint_and_keep_proportions():
     assert all(again[name].to_dict() == dsd[name].to_dict() for name in dsd)
 
 
+def test_sentence_splits_are_disjoint_and_keep_the_minority_share():
+    dsd = sample_sentence_splits(seed=0)
+    texts = {name: set(split["text"]) for name, split in dsd.items()}
+    assert not texts["train"] & texts["validation"]
+    assert not texts["train"] & texts["test"]
+    assert not texts["validation"] & texts["test"]
+    for split in dsd.values():
+        assert abs(sum(split["label"]) / len(split) - 0.18) < 0.05
+    again = sample_sentence_splits(seed=0)
+    assert all(again[name].to_dict() == dsd[name].to_dict() for name in dsd)
+
+
+def test_sentence_splits_raise_when_no_unseen_sentence_is_left(monkeypatch):
+    from workbench.data import samples
+
+    for name, words in [
+        ("_NEUTRAL_CLAUSES", ("",)), ("_REVIEW_SUBJECTS", ("房间",)), ("_ENDINGS", ("。",)),
+        ("_POSITIVE_PHRASES", ("很好", "不错")), ("_NEGATIVE_PHRASES", ("很差", "糟糕")),
+    ]:
+        monkeypatch.setattr(samples, name, words)
+    # 4 distinct sentences: 500 training sentences hold them all, so validation has none left.
+    with pytest.raises(ValueError, match="n_validation: too large"):
+        sample_sentence_splits(seed=0, n_train=500, n_validation=50, n_test=50, positive_share=0.5)
+
+
 def test_relevance_splits_raise_when_no_unseen_pair_is_left(monkeypatch):
     from workbench.data import samples
 

@@ -16,7 +16,7 @@ The sizes suit a tiny BERT (2 layers, hidden 64) trained on 2 CPU cores.
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from datasets import Dataset, DatasetDict
 
@@ -57,6 +57,7 @@ _TITLE_SUFFIXES: tuple[str, ...] = ("", "", "_百度知道", "_新浪网", "-网
 _TITLE_PREFIXES: tuple[str, ...] = ("", "", "", "2023年", "最新", "详细")
 _RELATED_CHANGES: tuple[str, ...] = ("intent", "entity", "both")
 _MAX_REDRAWS = 1000
+_PAIR_COLUMNS = ("text", "text_pair")
 
 
 def _validate_count(name: str, value: int, minimum: int = 1) -> None:
@@ -124,32 +125,69 @@ def _noisy_content_label(rng: random.Random, label: int, near_noise: float, far_
     return label
 
 
+def _draw_columns(
+    n: int,
+    draw_label: Callable[[], tuple[int, int]],
+    draw_texts: Callable[[int], tuple[str, ...]],
+    text_columns: tuple[str, ...],
+    exclude: frozenset[tuple[str, ...]] = frozenset(),
+    size_name: str = "n",
+) -> dict[str, list]:
+    """``n`` labelled examples: ``draw_label() -> (label, content label)``, then
+    ``draw_texts(content label)`` gives the texts; texts in ``exclude`` are redrawn
+    (same labels), so a split can be kept disjoint from earlier ones."""
+    columns: dict[str, list] = {name: [] for name in (*text_columns, "label")}
+    for _ in range(n):
+        label, content = draw_label()
+        for _ in range(_MAX_REDRAWS):
+            texts = draw_texts(content)
+            if texts not in exclude:
+                break
+        else:
+            raise ValueError(
+                f"{size_name}: too large, no new example of content label {content} "
+                f"in {_MAX_REDRAWS} draws; use a smaller {size_name}"
+            )
+        for name, text in zip(text_columns, texts):
+            columns[name].append(text)
+        columns["label"].append(label)
+    return columns
+
+
+def _disjoint_splits(
+    sizes: dict[str, tuple[str, int]],
+    columns_for: Callable[[int, frozenset, str], dict[str, list]],
+    text_columns: tuple[str, ...],
+    label_names: Sequence[str],
+) -> DatasetDict:
+    """Draw the splits in order (one generator inside ``columns_for``); an example whose
+    texts occur in an earlier split is redrawn, so no example is in two splits."""
+    for size_name, size in sizes.values():
+        _validate_count(size_name, size)
+    splits: dict[str, Dataset] = {}
+    seen: set[tuple[str, ...]] = set()
+    for split, (size_name, size) in sizes.items():
+        columns = columns_for(size, frozenset(seen), size_name)
+        seen.update(zip(*(columns[name] for name in text_columns)))
+        splits[split] = build_dataset(columns, label_names)
+    return DatasetDict(splits)
+
+
 def _relevance_columns(
     rng: random.Random,
     n: int,
     near_noise: float,
     far_noise: float,
-    exclude: frozenset[tuple[str, str]] = frozenset(),
+    exclude: frozenset[tuple[str, ...]] = frozenset(),
     size_name: str = "n",
 ) -> dict[str, list]:
     """``n`` labelled pairs drawn with ``rng``; a pair in ``exclude`` is redrawn (same label)."""
-    columns: dict[str, list] = {"text": [], "text_pair": [], "label": []}
-    for _ in range(n):
+
+    def draw_label() -> tuple[int, int]:
         label = rng.choices(range(3), weights=QBQTC_LABEL_PROPORTIONS)[0]
-        content = _noisy_content_label(rng, label, near_noise, far_noise)
-        for _ in range(_MAX_REDRAWS):
-            pair = _relevance_pair(rng, content)
-            if pair not in exclude:
-                break
-        else:
-            raise ValueError(
-                f"{size_name}: too large, no new (query, title) pair of relevance {content} "
-                f"in {_MAX_REDRAWS} draws; use a smaller {size_name}"
-            )
-        columns["text"].append(pair[0])
-        columns["text_pair"].append(pair[1])
-        columns["label"].append(label)
-    return columns
+        return label, _noisy_content_label(rng, label, near_noise, far_noise)
+
+    return _draw_columns(n, draw_label, lambda content: _relevance_pair(rng, content), _PAIR_COLUMNS, exclude, size_name)
 
 
 def sample_relevance_pairs(
@@ -169,20 +207,6 @@ def sample_relevance_pairs(
     return build_dataset(columns, RELEVANCE_LABEL_NAMES)
 
 
-def _split_dataset(
-    generate, sizes: dict[str, int], seed: int
-) -> DatasetDict:
-    """Generate ``sum(sizes)`` examples with one seed and cut them into consecutive splits."""
-    for name, size in sizes.items():
-        _validate_count(name, size)
-    full = generate(sum(sizes.values()), seed)
-    splits, start = {}, 0
-    for name, size in sizes.items():
-        splits[name] = full.select(range(start, start + size))
-        start += size
-    return DatasetDict(splits)
-
-
 def sample_relevance_splits(
     seed: int = 0,
     n_train: int = 2000,
@@ -198,18 +222,18 @@ def sample_relevance_splits(
     an earlier split is redrawn with the same label, so no pair is in two splits
     and the label proportions are unchanged. Pairs may repeat within a split.
     """
-    sizes = {"train": ("n_train", n_train), "validation": ("n_validation", n_validation), "test": ("n_test", n_test)}
-    for size_name, size in sizes.values():
-        _validate_count(size_name, size)
     _validate_noise(near_noise, far_noise)
     rng = random.Random(seed)
-    splits: dict[str, Dataset] = {}
-    seen: set[tuple[str, str]] = set()
-    for split, (size_name, size) in sizes.items():
-        columns = _relevance_columns(rng, size, near_noise, far_noise, frozenset(seen), size_name)
-        seen.update(zip(columns["text"], columns["text_pair"]))
-        splits[split] = build_dataset(columns, RELEVANCE_LABEL_NAMES)
-    return DatasetDict(splits)
+    return _disjoint_splits(
+        _split_sizes(n_train, n_validation, n_test),
+        lambda n, exclude, size_name: _relevance_columns(rng, n, near_noise, far_noise, exclude, size_name),
+        _PAIR_COLUMNS,
+        RELEVANCE_LABEL_NAMES,
+    )
+
+
+def _split_sizes(n_train: int, n_validation: int, n_test: int) -> dict[str, tuple[str, int]]:
+    return {"train": ("n_train", n_train), "validation": ("n_validation", n_validation), "test": ("n_test", n_test)}
 
 
 # --------------------------------------------------------------------------
@@ -241,29 +265,61 @@ def sample_sentences(n: int = 2800, seed: int = 0, positive_share: float = 0.18,
     ``noise`` the phrase comes from the other polarity (label noise).
     """
     _validate_count("n", n)
+    _validate_sentence_args(positive_share, noise)
+    return build_dataset(_sentence_columns(random.Random(seed), n, positive_share, noise), SENTIMENT_LABEL_NAMES)
+
+
+def _validate_sentence_args(positive_share: float, noise: float) -> None:
     if not 0.0 < positive_share < 1.0:
         raise ValueError(f"positive_share: must be in (0, 1), got {positive_share!r}")
     _validate_probability("noise", noise)
-    rng = random.Random(seed)
-    columns: dict[str, list] = {"text": [], "label": []}
-    for _ in range(n):
+
+
+def _sentence_columns(
+    rng: random.Random,
+    n: int,
+    positive_share: float,
+    noise: float,
+    exclude: frozenset[tuple[str, ...]] = frozenset(),
+    size_name: str = "n",
+) -> dict[str, list]:
+    """``n`` labelled review sentences drawn with ``rng``; a sentence in ``exclude`` is redrawn."""
+
+    def draw_label() -> tuple[int, int]:
         label = int(rng.random() < positive_share)
-        polarity = 1 - label if rng.random() < noise else label
+        return label, (1 - label if rng.random() < noise else label)
+
+    def draw_text(polarity: int) -> tuple[str]:
         phrase = rng.choice(_POSITIVE_PHRASES if polarity else _NEGATIVE_PHRASES)
         clause = rng.choice(_NEUTRAL_CLAUSES)
         lead = f"{clause}，" if clause else ""
-        columns["text"].append(f"{lead}{rng.choice(_REVIEW_SUBJECTS)}{phrase}{rng.choice(_ENDINGS)}")
-        columns["label"].append(label)
-    return build_dataset(columns, SENTIMENT_LABEL_NAMES)
+        return (f"{lead}{rng.choice(_REVIEW_SUBJECTS)}{phrase}{rng.choice(_ENDINGS)}",)
+
+    return _draw_columns(n, draw_label, draw_text, ("text",), exclude, size_name)
 
 
 def sample_sentence_splits(
-    seed: int = 0, n_train: int = 2000, n_validation: int = 400, n_test: int = 400
+    seed: int = 0,
+    n_train: int = 2000,
+    n_validation: int = 400,
+    n_test: int = 400,
+    positive_share: float = 0.18,
+    noise: float = 0.05,
 ) -> DatasetDict:
-    """Train/validation/test splits of ``sample_sentences`` (one seeded draw, cut in order)."""
-    sizes = {"n_train": n_train, "n_validation": n_validation, "n_test": n_test}
-    dsd = _split_dataset(lambda n, s: sample_sentences(n=n, seed=s), sizes, seed)
-    return DatasetDict({"train": dsd["n_train"], "validation": dsd["n_validation"], "test": dsd["n_test"]})
+    """Disjoint train/validation/test splits of review sentences (as ``sample_sentences``).
+
+    One ``random.Random(seed)`` draws train, then validation, then test; a
+    sentence already in an earlier split is redrawn with the same label, so the
+    held-out splits share no sentence with training.
+    """
+    _validate_sentence_args(positive_share, noise)
+    rng = random.Random(seed)
+    return _disjoint_splits(
+        _split_sizes(n_train, n_validation, n_test),
+        lambda n, exclude, size_name: _sentence_columns(rng, n, positive_share, noise, exclude, size_name),
+        ("text",),
+        SENTIMENT_LABEL_NAMES,
+    )
 
 
 # --------------------------------------------------------------------------
