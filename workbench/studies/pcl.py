@@ -25,7 +25,7 @@ CPU, so seven losses x three seeds fit in the notebook's two-minute budget; the 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -182,51 +182,50 @@ def run_ablation(
     epsilon: float = 0.1,
     training: ProbeTraining | None = None,
     tokenizer: Any = None,
+    loss_for: Callable[[str, float, Dataset], nn.Module] = setting_loss,
+    known_settings: Sequence[str] = tuple(PCL_SETTINGS),
 ) -> Ablation:
     """Train one probe per setting x seed and score the held-out test split.
 
-    ``settings`` are :data:`PCL_SETTINGS` keys and must include ``"LS"`` (the baseline the
-    "identical predictions" column compares against, run with the same seed). ``runs`` has
-    ``setting, seed``, the test ``macro_f1, accuracy, far_error_rate``, ``best_epoch``,
+    ``settings`` are ``known_settings`` keys (default :data:`PCL_SETTINGS`) and must include
+    ``"LS"`` (the baseline the "identical predictions" column compares against, run with the
+    same seed); ``loss_for(setting, epsilon, train)`` builds each setting's loss (default
+    :func:`setting_loss`). ``runs`` has ``setting, seed``, the test ``macro_f1, accuracy,
+    far_error_rate``, ``recall_<label name>`` per class, ``best_epoch``,
     ``validation_macro_f1`` and ``identical_to_ls`` (test predictions equal LS's, same seed).
     """
-    if BASELINE not in settings:
-        raise ValueError(f"settings must include the baseline {BASELINE!r}, got {list(settings)}")
-    unknown = [setting for setting in settings if setting not in PCL_SETTINGS]
+    unknown = [setting for setting in settings if setting not in known_settings]
     if unknown:
-        raise ValueError(f"settings must be among {list(PCL_SETTINGS)}, got unknown {unknown}")
+        raise ValueError(f"settings: must be among {list(known_settings)}, got unknown {unknown}")
+    if BASELINE not in settings:
+        raise ValueError(f"settings: must include {BASELINE!r} (the 'identical predictions' baseline), got {list(settings)}")
     if not seeds:
-        raise ValueError("seeds must hold at least one seed")
+        raise ValueError("seeds: must hold at least one seed")
     training = ProbeTraining() if training is None else training
     tokenizer = load_tokenizer() if tokenizer is None else tokenizer
     names = label_names(splits["train"])
     encoded = encode_pairs(splits, tokenizer, training.max_length)
     gold = encoded["test"].labels.numpy()
-    ordered = [BASELINE, *(setting for setting in settings if setting != BASELINE)]
-    rows, predictions = [], {}
-    for setting in ordered:
-        loss = setting_loss(setting, epsilon, splits["train"])
+    rows, predictions, confusion = [], {}, {}
+    for setting in [BASELINE, *(setting for setting in settings if setting != BASELINE)]:
+        loss = loss_for(setting, epsilon, splits["train"])
         for seed in seeds:
             run = fit_pair_probe(encoded, loss, seed, training, len(tokenizer))
             predicted = predictions[(setting, seed)] = run["test_predictions"]
             report = classification_report(gold, predicted, label_names=names)
+            confusion[setting] = confusion.get(setting, 0) + np.asarray(report["confusion_matrix"])
             rows.append({
                 "setting": setting,
                 "seed": seed,
                 **{metric: report[metric] for metric in METRICS},
+                **{f"recall_{name}": report["per_class"][name]["recall"] for name in names},
                 "best_epoch": run["best_epoch"],
                 "validation_macro_f1": run["validation_macro_f1"],
                 "identical_to_ls": bool(np.array_equal(predicted, predictions[(BASELINE, seed)])),
             })
-    runs = pd.DataFrame(rows)
     order = {setting: index for index, setting in enumerate(settings)}
-    runs = runs.sort_values("setting", key=lambda column: column.map(order), kind="stable").reset_index(drop=True)
-    confusion = {
-        setting: sum(np.asarray(classification_report(gold, predictions[(setting, seed)], label_names=names)["confusion_matrix"])
-                     for seed in seeds)
-        for setting in settings
-    }
-    return Ablation(runs, predictions, confusion, names)
+    runs = pd.DataFrame(rows).sort_values("setting", key=lambda column: column.map(order), kind="stable")
+    return Ablation(runs.reset_index(drop=True), predictions, {setting: confusion[setting] for setting in settings}, names)
 
 
 def ablation_table(runs: pd.DataFrame, digits: int = 3) -> pd.DataFrame:

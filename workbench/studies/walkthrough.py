@@ -18,7 +18,6 @@ class 1; CLUE QBQTC or the generated sample):
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -31,15 +30,13 @@ from workbench.losses import build_loss
 from workbench.metrics import classification_report
 from workbench.studies.dice import mean_std_table, summarize
 from workbench.studies.pcl import (
-    BASELINE,
     METRICS,
     PCL_SETTINGS,
+    Ablation,
     ProbeTraining,
-    encode_pairs,
-    fit_pair_probe,
+    run_ablation,
     setting_loss,
 )
-from workbench.vocab import load_tokenizer
 
 LossSpec = tuple[str, dict[str, Any]]
 """(registry name for ``build_loss``, parameters)."""
@@ -52,15 +49,6 @@ OTHER_LOSSES: dict[str, LossSpec] = {
 
 COMPARISON = ("CE", "LS", "DSC", "PCL reference", "PCL expected_cost (global)")
 """The walkthrough's side-by-side, in teaching order."""
-
-
-def _check_settings(settings: Sequence[str]) -> None:
-    allowed = [*OTHER_LOSSES, *PCL_SETTINGS]
-    unknown = [setting for setting in settings if setting not in allowed]
-    if unknown:
-        raise ValueError(f"settings: must be among {allowed}, got unknown {unknown}")
-    if BASELINE not in settings:
-        raise ValueError(f"settings: must include {BASELINE!r} (the 'identical predictions' baseline), got {list(settings)}")
 
 
 def comparison_loss(setting: str, epsilon: float, train: Dataset) -> nn.Module:
@@ -96,17 +84,6 @@ def majority_baseline(splits: Mapping[str, Dataset]) -> dict[str, Any]:
     return {"majority_label": names[majority], **{metric: report[metric] for metric in METRICS}}
 
 
-@dataclass
-class Comparison:
-    """What :func:`run_comparison` produced: ``runs`` (one row per setting x seed), test
-    ``predictions[(setting, seed)]``, test ``confusion[setting]`` summed over seeds and ``label_names``."""
-
-    runs: pd.DataFrame
-    predictions: dict[tuple[str, int], np.ndarray]
-    confusion: dict[str, np.ndarray]
-    label_names: list[str]
-
-
 def run_comparison(
     splits: DatasetDict,
     settings: Sequence[str] = COMPARISON,
@@ -114,47 +91,15 @@ def run_comparison(
     epsilon: float = 0.1,
     training: ProbeTraining | None = None,
     tokenizer: Any = None,
-) -> Comparison:
-    """Train the pair probe (``workbench.studies.pcl.fit_pair_probe``: epoch chosen on validation
-    macro-F1) once per setting x seed and score the test split.
-
-    ``settings``: :data:`OTHER_LOSSES` or ``PCL_SETTINGS`` keys, including ``"LS"``. ``runs`` has
-    ``setting, seed``, the test ``macro_f1, accuracy, far_error_rate``, ``recall_<label name>``
-    per class, ``best_epoch``, ``validation_macro_f1`` and ``identical_to_ls`` (test predictions
-    equal LS's with the same seed: the same initialisation and batch order).
-    """
-    _check_settings(settings)
-    if not seeds:
-        raise ValueError("seeds: must hold at least one seed")
-    training = ProbeTraining() if training is None else training
-    tokenizer = load_tokenizer() if tokenizer is None else tokenizer
-    names = label_names(splits["train"])
-    encoded = encode_pairs(splits, tokenizer, training.max_length)
-    gold = encoded["test"].labels.numpy()
-    predictions: dict[tuple[str, int], np.ndarray] = {}
-    reports: dict[tuple[str, int], dict[str, Any]] = {}
-    rows = []
-    for setting in [BASELINE, *(setting for setting in settings if setting != BASELINE)]:
-        loss = comparison_loss(setting, epsilon, splits["train"])
-        for seed in seeds:
-            run = fit_pair_probe(encoded, loss, seed, training, len(tokenizer))
-            predicted = predictions[(setting, seed)] = run["test_predictions"]
-            report = reports[(setting, seed)] = classification_report(gold, predicted, label_names=names)
-            rows.append({
-                "setting": setting,
-                "seed": seed,
-                **{metric: report[metric] for metric in METRICS},
-                **{f"recall_{name}": report["per_class"][name]["recall"] for name in names},
-                "best_epoch": run["best_epoch"],
-                "validation_macro_f1": run["validation_macro_f1"],
-                "identical_to_ls": bool(np.array_equal(predicted, predictions[(BASELINE, seed)])),
-            })
-    order = {setting: index for index, setting in enumerate(settings)}
-    runs = pd.DataFrame(rows).sort_values("setting", key=lambda column: column.map(order), kind="stable")
-    confusion = {
-        setting: sum(np.asarray(reports[(setting, seed)]["confusion_matrix"]) for seed in seeds) for setting in settings
-    }
-    return Comparison(runs.reset_index(drop=True), predictions, confusion, names)
+) -> Ablation:
+    """``studies.pcl.run_ablation`` over the walkthrough's losses: :data:`OTHER_LOSSES` or
+    ``PCL_SETTINGS`` keys (including ``"LS"``), built by :func:`comparison_loss`; the pair probe
+    (epoch chosen on validation macro-F1) once per setting x seed, scored on the test split,
+    with per-class recall and whether the predictions equal LS's with the same seed."""
+    return run_ablation(
+        splits, settings, seeds, epsilon, training, tokenizer,
+        loss_for=comparison_loss, known_settings=[*OTHER_LOSSES, *PCL_SETTINGS],
+    )
 
 
 def recall_table(runs: pd.DataFrame) -> pd.DataFrame:
