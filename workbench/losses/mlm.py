@@ -55,7 +55,7 @@ def _at_least_float32(tensor: torch.Tensor) -> torch.Tensor:
     return tensor if tensor.dtype in (torch.float32, torch.float64) else tensor.float()
 
 
-def _token_text(tokens: list[str]) -> str:
+def token_text(tokens: list[str]) -> str:
     """Join WordPiece tokens into the word they spell (``##`` continuation marks removed)."""
     return "".join(token[2:] if token.startswith("##") else token for token in tokens)
 
@@ -124,8 +124,8 @@ def hard_correction(
     corrected = 0
     corrected_rows: set[int] = set()
     for unit in _prediction_units(labels_cpu, word_ids_cpu, wrong.cpu()):
-        gold = _token_text(tokenizer.convert_ids_to_tokens([int(labels_cpu[r, c]) for r, c in unit]))
-        predicted = _token_text(tokenizer.convert_ids_to_tokens([int(predictions_cpu[r, c]) for r, c in unit]))
+        gold = token_text(tokenizer.convert_ids_to_tokens([int(labels_cpu[r, c]) for r, c in unit]))
+        predicted = token_text(tokenizer.convert_ids_to_tokens([int(predictions_cpu[r, c]) for r, c in unit]))
         if table.are_synonyms(gold, predicted):
             rows, columns = zip(*unit)
             corrected_labels[list(rows), list(columns)] = IGNORE_INDEX

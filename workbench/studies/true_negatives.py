@@ -38,7 +38,7 @@ import torch
 from transformers import DataCollatorForLanguageModeling, PreTrainedModel
 
 from workbench.lexicon import SynonymTable
-from workbench.losses.mlm import IGNORE_INDEX, CorrectionStats, _token_text, hard_correction
+from workbench.losses.mlm import IGNORE_INDEX, CorrectionStats, token_text, hard_correction
 from workbench.masking import JiebaSegmenter, encode_words
 from workbench.models import build_masked_lm, tokenizer_for
 from workbench.train import finetune, load_config, pretrain_mlm
@@ -408,7 +408,7 @@ def correction_figure(corrections: pd.DataFrame) -> go.Figure:
 
 
 def _unit_text(tokenizer: Any, ids: Sequence[int]) -> str:
-    return _token_text(tokenizer.convert_ids_to_tokens(list(ids)))
+    return token_text(tokenizer.convert_ids_to_tokens(list(ids)))
 
 
 def _corrected_units(counts_labels: torch.Tensor, labels: torch.Tensor, word_ids: torch.Tensor) -> list[tuple[int, int]]:
