@@ -73,6 +73,20 @@ def test_same_config_and_seed_give_the_same_run_and_ls_equals_pcl_reference(tmp_
     assert not predictions(ls)["p_related"].equals(predictions(expected)["p_related"])
 
 
+def test_finished_run_drops_its_checkpoints_unless_kept_and_is_never_overwritten(tmp_path):
+    result = finetune(tiny_config(tmp_path / "run"))
+    assert not list((tmp_path / "run").glob("checkpoint-*"))
+    assert result.best_checkpoint == str(tmp_path / "run")
+    reloaded = build_sequence_classifier(3, model_name_or_path=result.best_checkpoint)
+    assert reloaded.config.num_labels == 3
+    for resume in (False, True):
+        with pytest.raises(ValueError, match="output_dir: .* already holds a finished run"):
+            finetune(tiny_config(tmp_path / "run", training={"resume": resume}))
+    kept = finetune(tiny_config(tmp_path / "kept", training={"keep_checkpoints": True}))
+    assert [path.name for path in (tmp_path / "kept").glob("checkpoint-*")] == ["checkpoint-4"]
+    assert kept.best_checkpoint.endswith("checkpoint-4")
+
+
 class _StopAfterFirstCheckpoint(TrainerCallback):
     def on_save(self, args, state, control, **kwargs):
         raise KeyboardInterrupt("simulated interruption after epoch 1's checkpoint")

@@ -85,6 +85,7 @@ DEFAULTS: dict[str, Any] = {
         "quiet": False,
         "resume": False,
         "save_total_limit": 1,
+        "keep_checkpoints": False,
     },
 }
 
@@ -220,7 +221,7 @@ def _validate(config: dict[str, Any]) -> None:
         _require(_is_number(training[key]) and training[key] >= 0, f"training.{key}: must be a number >= 0, got {training[key]!r}")
     _require(_is_int(training["seed"]), f"training.seed: must be an int, got {training['seed']!r}")
     _require(training["precision"] in PRECISIONS, f"training.precision: must be one of {', '.join(PRECISIONS)}, got {training['precision']!r}")
-    for key in ("quiet", "resume"):
+    for key in ("quiet", "resume", "keep_checkpoints"):
         _require(isinstance(training[key], bool), f"training.{key}: must be true or false, got {training[key]!r}")
 
 

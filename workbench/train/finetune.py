@@ -121,4 +121,7 @@ def _finetune(config: dict[str, Any], callbacks: Sequence[TrainerCallback]) -> R
     loss = loss_from_config(config["loss"], splits["train"], len(names))
     trainer, metrics = train_classifier(config, model, loss, encoded, names, output_dir, tokenizer, callbacks)
     metrics = {"task": "finetune", "loss": config["loss"], **metrics, "parameters": config}
-    return write_result(output_dir, metrics, trainer.state.best_model_checkpoint, trainer.state.log_history)
+    return write_result(
+        output_dir, metrics, trainer.state.best_model_checkpoint, trainer.state.log_history,
+        keep_checkpoints=config["training"]["keep_checkpoints"],
+    )

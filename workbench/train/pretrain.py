@@ -171,4 +171,4 @@ def _pretrain_mlm(config: dict[str, Any], callbacks: Sequence[TrainerCallback]) 
     }
     if objective["name"] == "hc":
         metrics["correction"] = trainer.correction_totals.as_dict()
-    return write_result(output_dir, metrics, None, trainer.state.log_history)
+    return write_result(output_dir, metrics, None, trainer.state.log_history, keep_checkpoints=training["keep_checkpoints"])

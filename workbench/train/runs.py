@@ -5,6 +5,7 @@ from __future__ import annotations
 import html
 import os
 import re
+import shutil
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -79,23 +80,48 @@ def config_for_task(config: str | Path | Mapping[str, Any], task: str) -> dict[s
     return resolved
 
 
+def _checkpoints(folder: Path) -> list[Path]:
+    return [child for child in folder.iterdir() if child.is_dir() and _CHECKPOINT.match(child.name)]
+
+
 def checkpoint_to_resume(output_dir: str | Path, resume: bool) -> str | None:
     """The latest ``checkpoint-N`` in ``output_dir`` when ``resume`` (None if there is none).
 
-    Without ``resume`` an ``output_dir`` that already holds checkpoints is a
-    ValueError: a run never overwrites another silently.
+    A run never overwrites another silently: an ``output_dir`` that already holds
+    checkpoints (without ``resume``) or a finished run (its saved model or
+    metrics.json, and no checkpoint to resume from) is a ValueError.
     """
     folder = Path(output_dir)
     if not folder.is_dir():
         return None
-    if resume:
+    checkpoints = _checkpoints(folder)
+    if resume and checkpoints:
         return get_last_checkpoint(str(folder))
-    if any(_CHECKPOINT.match(child.name) for child in folder.iterdir() if child.is_dir()):
+    if checkpoints:
         raise ValueError(
             f"output_dir: {str(folder)!r} already holds checkpoints; set training.resume=true to continue "
             "that run or choose another output_dir"
         )
+    if (folder / "config.json").is_file() or (folder / "metrics.json").is_file():
+        raise ValueError(
+            f"output_dir: {str(folder)!r} already holds a finished run (nothing to resume: its checkpoints "
+            "were removed, training.keep_checkpoints=false); choose another output_dir"
+        )
     return None
+
+
+def remove_checkpoints(output_dir: str | Path) -> None:
+    """Delete every ``checkpoint-N`` folder under ``output_dir`` (main process only).
+
+    Checkpoints (model, optimizer and scheduler state) exist so that an interrupted
+    run can resume; once a run has finished, its best model is saved in its folder
+    and they are dead weight (megabytes per run, a grid of runs adds up).
+    """
+    if not is_main_process():
+        return
+    for checkpoint in sorted(Path(output_dir).rglob("checkpoint-*")):
+        if checkpoint.is_dir() and _CHECKPOINT.match(checkpoint.name):
+            shutil.rmtree(checkpoint)
 
 
 def tokenizer_from_config(model: Mapping[str, Any]) -> Any:
@@ -126,9 +152,21 @@ def is_main_process() -> bool:
 
 
 def write_result(
-    output_dir: str | Path, metrics: dict[str, Any], best_checkpoint: str | None, history: list[dict[str, Any]]
+    output_dir: str | Path,
+    metrics: dict[str, Any],
+    best_checkpoint: str | None,
+    history: list[dict[str, Any]],
+    keep_checkpoints: bool,
+    best_model_dir: str | Path | None = None,
 ) -> Result:
-    """Write ``metrics`` (with ``history``) to ``output_dir/metrics.json`` (main process only) and return the Result."""
+    """Write ``metrics`` (with ``history``) to ``output_dir/metrics.json`` (main process only) and
+    return the Result. Unless ``keep_checkpoints``, the finished run's checkpoints are removed
+    (:func:`remove_checkpoints`) and the Result's best checkpoint is ``best_model_dir`` (the
+    folder the best model was saved into; default ``output_dir``)."""
+    if not keep_checkpoints:
+        remove_checkpoints(output_dir)
+        if best_checkpoint is not None:
+            best_checkpoint = str(Path(best_model_dir if best_model_dir is not None else output_dir))
     if is_main_process():
         write_metrics(output_dir, {**metrics, "history": history})
     return Result(output_dir=Path(output_dir), metrics=metrics, best_checkpoint=best_checkpoint, history=history)

@@ -115,4 +115,7 @@ def _two_stage(config: dict[str, Any], callbacks: Sequence[TrainerCallback]) -> 
         "parameters": config,
     }
     history = [{**entry, "stage": stage} for stage, trainer in ((1, stage_one), (2, stage_two)) for entry in trainer.state.log_history]
-    return write_result(output_dir, metrics, stage_two.state.best_model_checkpoint, history)
+    return write_result(
+        output_dir, metrics, stage_two.state.best_model_checkpoint, history,
+        keep_checkpoints=training["keep_checkpoints"], best_model_dir=output_dir / "stage2",
+    )
