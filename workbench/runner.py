@@ -289,6 +289,22 @@ def export_html(notebook: Path) -> Path:
     return target
 
 
+def _local_kernel_transport() -> dict[str, Any]:
+    """On POSIX, talk to the kernel over IPC (Unix sockets) instead of unencrypted loopback TCP,
+    which ipykernel warns about on every start."""
+    if os.name != "posix":
+        return {}
+    from jupyter_client.manager import AsyncKernelManager
+    from traitlets import default
+
+    class IpcKernelManager(AsyncKernelManager):
+        @default("transport")
+        def _default_transport(self) -> str:
+            return "ipc"
+
+    return {"kernel_manager_class": IpcKernelManager}
+
+
 def execute(execution: Execution, output_dir: Path, kernel_name: str) -> Outcome:
     """Run one notebook into ``output_dir``; a failure is recorded, never raised."""
     import papermill
@@ -308,6 +324,7 @@ def execute(execution: Execution, output_dir: Path, kernel_name: str) -> Outcome
             kernel_name=kernel_name,
             cwd=str(execution.notebook.parent),
             progress_bar=False,
+            **_local_kernel_transport(),
         )
     except PapermillExecutionError as exc:
         failed_cell = _source_cell_index(executed, exc.cell_index)
