@@ -68,6 +68,8 @@ def test_figures_have_one_loss_and_one_derivative_trace_per_spec():
     pcl = pcl_vs_ls_figure(p=np.linspace(0.1, 0.9, 5))
     assert len(pcl.data) == 10
     np.testing.assert_array_equal(pcl.data[1].y, pcl.data[3].y)  # LS vs PCL reference derivative
+    assert list(figure.layout.yaxis2.range) == [-3.0, 0.5]  # CE's -1/p must not squash the others
+    assert pcl.layout.yaxis2.range is None
 
 
 @pytest.mark.parametrize(

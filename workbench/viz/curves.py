@@ -61,8 +61,12 @@ def figure_loss_curves(
     p: Sequence[float] | np.ndarray | None = None,
     num_classes: int = 2,
     title: str | None = None,
+    derivative_range: tuple[float, float] | None = None,
 ) -> go.Figure:
-    """Two panels, loss and ``derivative`` against p, one trace per ``(label, name, params)`` spec."""
+    """Two panels, loss and ``derivative`` against p, one trace per ``(label, name, params)`` spec.
+
+    ``derivative_range`` fixes the derivative panel's y axis (CE's -1/p would otherwise
+    squash the other curves near p = 0)."""
     if example not in EXAMPLES:
         raise ValueError(f"example must be one of {list(EXAMPLES)}, got {example!r}")
     if derivative not in DERIVATIVES:
@@ -78,6 +82,8 @@ def figure_loss_curves(
             row=1, col=2,
         )
     figure.update_xaxes(title_text="p (probability of the gold class)")
+    if derivative_range is not None:
+        figure.update_yaxes(range=list(derivative_range), row=1, col=2)
     figure.update_layout(title=title)
     return figure
 
@@ -92,7 +98,9 @@ def dice_paper_figure1(p: Sequence[float] | np.ndarray | None = None) -> go.Figu
         ("TL (beta=0.5)", "tversky", {"alpha": 0.5, "beta": 0.5}),
         ("DSC", "dsc", {"preset": "paper"}),
     ]
-    return figure_loss_curves(specs, p=p, title="Dice paper Figure 1: loss and derivative against p")
+    return figure_loss_curves(
+        specs, p=p, title="Dice paper Figure 1: loss and derivative against p", derivative_range=(-3.0, 0.5)
+    )
 
 
 def pcl_vs_ls_figure(
