@@ -112,6 +112,14 @@ figure { margin: 0 0 2em 0; }
 """
 
 
+def _html_table(frame: pd.DataFrame) -> str:
+    """The table as HTML with blanks for missing values (None in text columns too) and 4 significant digits."""
+    text_columns = frame.select_dtypes(exclude="number").columns
+    shown = frame.astype({column: object for column in text_columns})
+    shown[text_columns] = shown[text_columns].where(shown[text_columns].notna(), "")
+    return shown.to_html(index=False, na_rep="", float_format="{:.4g}".format)
+
+
 def write_index(run_dir: str | Path, summary: pd.DataFrame, aggregated: pd.DataFrame) -> Path:
     """``index.html``: every execution with status and links, both summary tables and the saved figures."""
     run_dir = Path(run_dir)
@@ -122,9 +130,9 @@ def write_index(run_dir: str | Path, summary: pd.DataFrame, aggregated: pd.DataF
         "<h2>Executions</h2>",
         _runs_table(summary, run_dir) if len(summary) else "<p>Nothing ran.</p>",
         '<h2>Aggregated over seeds (<a href="summary_agg.csv">summary_agg.csv</a>)</h2>',
-        aggregated.to_html(index=False, na_rep="", float_format="{:.4g}".format),
+        _html_table(aggregated),
         '<h2>All executions (<a href="summary.csv">summary.csv</a>)</h2>',
-        summary.to_html(index=False, na_rep="", float_format="{:.4g}".format),
+        _html_table(summary),
         "<h2>Figures</h2>",
         _figures_section(summary, run_dir) if len(summary) else "",
     ]
