@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 
 import pytest
+import yaml
 
 from workbench.runner import PARAMS_SETS, check_notebook_clean, plan_executions, run
 
@@ -66,3 +67,22 @@ def test_every_notebook_executes_with_the_smoke_set(tmp_path):
     for name in EXPECTED:
         assert name in index
     assert (report.run_dir / "summary.csv").is_file()
+
+
+def _relative_paths(params_set: str) -> dict[str, Path]:
+    """Every relative file path named in a params set, resolved from notebooks/ (their working directory)."""
+    paths = {}
+    for file in sorted((ROOT / "params" / params_set).glob("*.yaml")):
+        for key, value in (yaml.safe_load(file.read_text()) or {}).items():
+            if isinstance(value, str) and value.startswith("../"):
+                paths[f"{file.stem}.{key}"] = (ROOT / "notebooks" / value).resolve()
+    return paths
+
+
+def test_gpu_params_paths_resolve_from_the_notebooks_folder():
+    paths = _relative_paths("gpu")
+    assert paths, "the gpu set names real data files"
+    present = {name: path.exists() for name, path in paths.items()}
+    if not any(present.values()):
+        pytest.skip("the real data sets are not beside this checkout")
+    assert all(present.values()), {name: str(paths[name]) for name, ok in present.items() if not ok}
