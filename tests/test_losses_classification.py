@@ -9,7 +9,7 @@ import torch
 import torch.nn.functional as F
 
 from workbench.losses import build_loss
-from workbench.losses.classification import dice_paper_class_weights
+from workbench.losses.classification import FocalTerms, dice_paper_class_weights
 
 QBQTC_COUNTS = [48997, 125429, 25574]
 
@@ -137,3 +137,11 @@ def test_per_class_vector_of_wrong_length_raises(name, params):
     logits, labels = _inputs()
     with pytest.raises(ValueError, match="C=3"):
         build_loss(name, **params)(logits, labels)
+
+
+@pytest.mark.parametrize("gamma", [0.5, 2.0])
+def test_focal_terms_pass_float64_gradcheck(gamma):
+    generator = torch.Generator().manual_seed(12)
+    logits = (torch.randn(7, 4, generator=generator, dtype=torch.float64) * 2).requires_grad_(True)
+    labels = torch.randint(0, 4, (7,), generator=generator)
+    assert torch.autograd.gradcheck(lambda z: FocalTerms.apply(z, labels, gamma), (logits,))

@@ -119,6 +119,11 @@ def test_dsc_finite_gradient_when_p_rounds_to_one():
     assert not torch.isfinite(naive.grad).all()  # what the released code does
 
 
+def ohem_keep_mask_by_position(scores, targets, valid, ratio):
+    """``ohem_keep_mask`` (class-major ``(K, M)``) on position-major ``(M, K)`` test data."""
+    return ohem_keep_mask(scores.t(), targets.t(), valid, ratio).t()
+
+
 def test_ohem_keeps_exactly_ratio_times_positives_of_the_hardest_negatives():
     generator = torch.Generator().manual_seed(7)
     scores = torch.rand(20, 1, generator=generator, dtype=torch.float64)
@@ -126,14 +131,14 @@ def test_ohem_keeps_exactly_ratio_times_positives_of_the_hardest_negatives():
     targets[:3] = 1
     valid = torch.ones(20, dtype=torch.bool)
     valid[19] = False
-    keep = ohem_keep_mask(scores, targets, valid, ratio=2.0)[:, 0]
+    keep = ohem_keep_mask_by_position(scores, targets, valid, ratio=2.0)[:, 0]
     assert keep[:3].all()
     kept_negatives = keep[3:].nonzero().squeeze(-1) + 3
     assert kept_negatives.numel() == 6
     candidates = scores[3:19, 0]
     assert set(kept_negatives.tolist()) == set((candidates.topk(6).indices + 3).tolist())
-    assert ohem_keep_mask(scores, targets, valid, ratio=1.5)[3:, 0].sum() == 4  # floor(1.5 * 3)
-    assert ohem_keep_mask(scores, targets, valid, ratio=100.0)[:, 0].sum() == 19  # capped at all negatives
+    assert ohem_keep_mask_by_position(scores, targets, valid, ratio=1.5)[3:, 0].sum() == 4  # floor(1.5 * 3)
+    assert ohem_keep_mask_by_position(scores, targets, valid, ratio=100.0)[:, 0].sum() == 19  # capped at all negatives
 
 
 def stable_sort_selection(scores, targets, valid, ratio):
@@ -159,7 +164,7 @@ def test_ohem_selection_equals_a_stable_sort_with_many_ties(seed):
     valid = torch.rand(rows, generator=generator) < 0.85
     ratio = [0.5, 1.0, 1.5, 3.0, 100.0][seed % 5]
     expected = stable_sort_selection(scores, targets, valid, ratio)
-    assert torch.equal(ohem_keep_mask(scores, targets, valid, ratio), expected)
+    assert torch.equal(ohem_keep_mask_by_position(scores, targets, valid, ratio), expected)
 
 
 def test_ohem_multiclass_works_and_changes_the_value():
@@ -172,7 +177,7 @@ def test_ohem_multiclass_works_and_changes_the_value():
     assert torch.isfinite(value) and not torch.isclose(value, plain)
     assert mined.is_batch_level
     p = torch.softmax(logits.detach(), -1)
-    keep = ohem_keep_mask(p, torch.nn.functional.one_hot(labels, 4).double(), torch.ones(30, dtype=torch.bool), 1.0)
+    keep = ohem_keep_mask_by_position(p, torch.nn.functional.one_hot(labels, 4).double(), torch.ones(30, dtype=torch.bool), 1.0)
     counts = torch.bincount(labels, minlength=4)
     assert torch.equal(keep.sum(0), torch.minimum(2 * counts, torch.full_like(counts, 30)))
 
@@ -216,3 +221,12 @@ def test_log_one_minus_softmax_matches_float64_and_stays_finite():
     assert torch.isfinite(value).all() and value[0, 1] < -39
     value.sum().backward()
     assert torch.isfinite(extreme.grad).all()
+
+
+def test_log_one_minus_softmax_class_major_equals_row_major():
+    from workbench.losses._base import log_one_minus_softmax_all
+
+    generator = torch.Generator().manual_seed(11)
+    logits = torch.randn(40, 4, generator=generator, dtype=torch.float64) * 3
+    logits[0] = torch.tensor([0.0, 45.0, -3.0, 1.0], dtype=torch.float64)
+    torch.testing.assert_close(log_one_minus_softmax_all(logits.t(), dim=0).t(), log_one_minus_softmax_all(logits))

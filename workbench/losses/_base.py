@@ -160,21 +160,37 @@ def log_softmax_rows(logits: torch.Tensor) -> torch.Tensor:
     return torch.log_softmax(logits.t(), dim=0).t().contiguous()
 
 
-def log_one_minus_softmax_all(logits: torch.Tensor, log_probs: torch.Tensor | None = None) -> torch.Tensor:
-    """log(1 - p_c) for every class c: ``(M, C)`` from ``(M, C)`` logits, in O(M C).
+def log_softmax_columns(logits: torch.Tensor) -> torch.Tensor:
+    """log_softmax of ``(M, C)`` rows, returned class-major as a contiguous ``(C, M)`` tensor.
+
+    For losses that work per class (dice family, focal): with the long position axis
+    innermost, torch's CPU kernels for the class-axis softmax, reductions over positions
+    and the broadcasts of autograd's backward run in long vectorised loops; on ``(M, C)``
+    with a short innermost C they loop over C-element rows (forward+backward of set-level
+    Tversky at 4096 x 9: 0.43 ms row-major, 0.23 ms class-major including the copy).
+    """
+    return torch.log_softmax(logits.t().contiguous(), dim=0)
+
+
+def log_one_minus_softmax_all(
+    logits: torch.Tensor, log_probs: torch.Tensor | None = None, dim: int = -1
+) -> torch.Tensor:
+    """log(1 - p_c) for every class c, same shape as ``logits``, in O(M C); ``dim`` is the
+    class axis (-1 for ``(M, C)`` rows, 0 for class-major ``(C, M)``).
 
     Every class but the row's argmax has p_c <= 1/2, where log1p(-p_c) is accurate; the
     argmax class m uses log(1 - p_m) = logsumexp_{k != m} log p_k, which stays finite
     (value and gradient) when p_m rounds to 1. The argmax entry is set to log p = -inf
     before log1p (derivative 0 there, so no NaN reaches the gradient) and then replaced.
-    ``log_probs`` (= log_softmax(logits)) may be passed in when already computed.
+    ``log_probs`` (= log_softmax(logits, dim)) may be passed in when already computed.
     """
     if log_probs is None:
-        log_probs = log_softmax_rows(logits)
-    top = log_probs.detach().argmax(-1, keepdim=True)
-    without_top = log_probs.scatter(-1, top, float("-inf"))
-    log_rest = torch.logsumexp(without_top, dim=-1, keepdim=True)
-    return torch.log1p(-torch.exp(without_top)).scatter(-1, top, log_rest)
+        log_probs = torch.log_softmax(logits, dim)
+    # max(...).indices, not argmax: argmax over a non-innermost axis is ~30x slower on CPU.
+    top = log_probs.detach().max(dim, keepdim=True).indices
+    without_top = log_probs.scatter(dim, top, float("-inf"))
+    log_rest = torch.logsumexp(without_top, dim=dim, keepdim=True)
+    return torch.log1p(-torch.exp(without_top)).scatter(dim, top, log_rest)
 
 
 class ImbalanceLoss(nn.Module):

@@ -17,6 +17,7 @@ from workbench.losses._base import (
     check_class_vector,
     check_num_classes,
     check_range,
+    log_softmax_columns,
     log_softmax_rows,
     valid_count,
 )
@@ -135,26 +136,31 @@ class FocalTerms(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, logits: torch.Tensor, labels: torch.Tensor, gamma: float) -> torch.Tensor:
-        gold = labels.unsqueeze(-1)
-        log_probs = log_softmax_rows(logits)
-        log_gold = log_probs.gather(-1, gold)
-        log_others = log_probs.scatter(-1, gold, float("-inf"))
-        log_rest = torch.logsumexp(log_others, dim=-1, keepdim=True)
-        weight = torch.exp(gamma * log_rest)
-        ctx.save_for_backward(log_probs, log_others, log_rest, log_gold, weight, gold)
+        # Class-major (C, M) throughout: reductions over the short class axis are dim 0.
+        gold = labels.unsqueeze(0)
+        log_probs = log_softmax_columns(logits)
+        log_gold = log_probs.gather(0, gold)
+        log_others = log_probs.scatter(0, gold, float("-inf"))
+        # lq = m + log sum_k exp(lp_k - m), m = max over the others (a logsumexp whose
+        # shifted exponentials are kept: r = exp(lp - m) / sum, reused in backward).
+        top_other = log_others.amax(0, keepdim=True)
+        shifted = torch.exp(log_others - top_other)
+        total = shifted.sum(0, keepdim=True)
+        weight = torch.exp(gamma * (top_other + torch.log(total)))
+        ctx.save_for_backward(log_probs, shifted, total, log_gold, weight, gold)
         ctx.gamma = gamma
-        return (weight * log_gold).neg_().squeeze(-1)
+        return (weight * log_gold).neg_().squeeze(0)
 
     @staticmethod
     @once_differentiable
     def backward(ctx, grad_output: torch.Tensor) -> tuple[torch.Tensor, None, None]:
-        log_probs, log_others, log_rest, log_gold, weight, gold = ctx.saved_tensors
-        grad_output = grad_output.unsqueeze(-1)
+        log_probs, shifted, total, log_gold, weight, gold = ctx.saved_tensors
+        grad_output = grad_output.unsqueeze(0)
         rest_coefficient = (-ctx.gamma) * weight * log_gold * grad_output  # multiplies r - p
         gold_coefficient = -weight * grad_output  # multiplies onehot(t) - p
-        grad = rest_coefficient * torch.exp(log_others - log_rest)
+        grad = (rest_coefficient / total) * shifted
         grad -= (rest_coefficient + gold_coefficient) * torch.exp(log_probs)
-        return grad.scatter_add_(-1, gold, gold_coefficient), None, None
+        return grad.scatter_add_(0, gold, gold_coefficient).t(), None, None
 
 
 class FocalLoss(PerSampleLoss):

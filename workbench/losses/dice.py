@@ -12,6 +12,9 @@ Every member is 1 - (A_ic + gamma) / (B_ic + gamma) for a numerator A and denomi
 
 Optional OHEM (``ohem_ratio`` r > 0) keeps, per scored class, every positive and the
 floor(r * #positives) negatives with the highest p_ic (the hardest); the rest are left out.
+
+Everything is computed class-major, ``(K, M)`` for K scored classes and M positions (see
+``log_softmax_columns``): per-class sums run over the long innermost axis.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from workbench.losses._base import (
     check_range,
     flatten_inputs,
     log_one_minus_softmax_all,
-    log_softmax_rows,
+    log_softmax_columns,
     safe_divide,
 )
 
@@ -33,58 +36,58 @@ CLASS_REDUCTIONS = ("mean", "sum")
 SET_LEVEL_CHOICES = (False, True, "auto")
 
 
-def scored_columns(num_classes: int) -> slice:
+def scored_classes(num_classes: int) -> slice:
     """Binary tasks score class 1 only; multi-class tasks score every class."""
     return slice(1, 2) if num_classes == 2 else slice(0, num_classes)
 
 
 def scored_targets(labels: torch.Tensor, num_classes: int, dtype: torch.dtype) -> torch.Tensor:
-    """0/1 targets ``(M, K)`` of the scored columns: the label itself for binary tasks
-    (class 1 only), one-hot ``labels == c`` for multi-class ones."""
+    """0/1 targets ``(K, M)`` of the scored classes: the label itself for binary tasks
+    (class 1 only), one-hot ``c == labels`` for multi-class ones."""
     if num_classes == 2:
-        return labels.unsqueeze(-1).to(dtype)
-    return (labels.unsqueeze(-1) == torch.arange(num_classes, device=labels.device)).to(dtype)
+        return labels.unsqueeze(0).to(dtype)
+    return (torch.arange(num_classes, device=labels.device).unsqueeze(-1) == labels.unsqueeze(0)).to(dtype)
 
 
-def kth_largest_per_column(values: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
-    """The k_c-th largest entry of each column c of ``values (M, K)``, for ``k (K,)`` in [1, M].
+def kth_largest_per_row(values: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
+    """The k_c-th largest entry of each row c of ``values (K, M)``, for ``k (K,)`` in [1, M].
 
-    One ``kthvalue`` for all columns despite their different k: column c is padded with
+    One ``kthvalue`` for all rows despite their different k: row c is padded with
     k_max - k_c entries of +inf, which rank above everything, so the k_max-th largest of
-    the padded column is the k_c-th largest of the original one.
+    the padded row is the k_c-th largest of the original one.
     """
     k_min, k_max = (bound.item() for bound in torch.aminmax(k))
-    rows = torch.arange(k_max - k_min, device=values.device).unsqueeze(-1)
-    padding = torch.where(rows < (k_max - k).unsqueeze(0), float("inf"), float("-inf")).to(values.dtype)
-    padded = torch.cat([values, padding], dim=0)
-    return padded.kthvalue(padded.shape[0] - k_max + 1, dim=0).values
+    columns = torch.arange(k_max - k_min, device=values.device)
+    padding = torch.where(columns < (k_max - k).unsqueeze(-1), float("inf"), float("-inf")).to(values.dtype)
+    padded = torch.cat([values, padding], dim=1)
+    return padded.kthvalue(padded.shape[1] - k_max + 1, dim=1).values
 
 
 def ohem_keep_mask(scores: torch.Tensor, targets: torch.Tensor, valid: torch.Tensor, ratio: float) -> torch.Tensor:
-    """Online hard example mining per column.
+    """Online hard example mining per class.
 
-    ``scores`` and ``targets`` are ``(M, K)`` (probability and 0/1 target of each scored
-    class), ``valid`` is ``(M,)``. For each column keeps all valid positives and exactly
-    k = min(floor(ratio * #positives), #negatives) valid negatives with the highest score,
-    ties broken by position (the first k of a stable descending sort): every negative
-    above the k-th largest negative score t, then the first ones equal to t until k are
-    kept. Returns a bool ``(M, K)`` mask (no gradient flows through the selection).
+    ``scores`` and ``targets`` are ``(K, M)`` (probability and 0/1 target of each scored
+    class at each position), ``valid`` is ``(M,)``. For each class keeps all valid positives
+    and exactly k = min(floor(ratio * #positives), #negatives) valid negatives with the
+    highest score, ties broken by position (the first k of a stable descending sort): every
+    negative above the k-th largest negative score t, then the first ones equal to t until
+    k are kept. Returns a bool ``(K, M)`` mask (no gradient flows through the selection).
     """
-    positives = valid.unsqueeze(-1) & (targets > 0.5)
-    negatives = valid.unsqueeze(-1) & ~positives
+    positives = valid.unsqueeze(0) & (targets > 0.5)
+    negatives = valid.unsqueeze(0) & ~positives
     keep_count = torch.minimum(
-        torch.floor(positives.sum(0).to(torch.float64) * ratio).long(), negatives.sum(0)
+        torch.floor(positives.sum(1).to(torch.float64) * ratio).long(), negatives.sum(1)
     )
-    if scores.shape[0] == 0:
+    if scores.shape[1] == 0:
         return positives
     scores = scores.detach()
     hardness = torch.where(negatives, scores, float("-inf"))
-    threshold = kth_largest_per_column(hardness, keep_count.clamp(min=1))
-    threshold = torch.where(keep_count > 0, threshold, float("inf"))
+    threshold = kth_largest_per_row(hardness, keep_count.clamp(min=1))
+    threshold = torch.where(keep_count > 0, threshold, float("inf")).unsqueeze(-1)
     above = hardness > threshold
     tied = negatives & (scores == threshold)
-    tied_needed = keep_count - above.sum(0)
-    return positives | above | (tied & (tied.cumsum(0) <= tied_needed))
+    tied_needed = (keep_count - above.sum(1)).unsqueeze(-1)
+    return positives | above | (tied & (tied.cumsum(1) <= tied_needed))
 
 
 class DiceFamilyLoss(ImbalanceLoss):
@@ -116,29 +119,29 @@ class DiceFamilyLoss(ImbalanceLoss):
         return self.set_level is not False or self.ohem_ratio > 0
 
     def ratio_terms(
-        self, log_probs: torch.Tensor, targets: torch.Tensor, columns: slice
+        self, log_probs: torch.Tensor, targets: torch.Tensor, classes: slice
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Numerator A and denominator B, each ``(M, K)`` for the scored columns, from the
-        rows' log-probabilities ``(M, C)`` and the 0/1 targets ``(M, K)``."""
+        """Numerator A and denominator B, each ``(K, M)`` for the scored classes, from the
+        class-major log-probabilities ``(C, M)`` and the 0/1 targets ``(K, M)``."""
         raise NotImplementedError
 
     def forward(self, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
         flat = flatten_inputs(logits, labels)
         num_classes = flat.logits.shape[-1]
-        columns = scored_columns(num_classes)
+        classes = scored_classes(num_classes)
         targets = scored_targets(flat.labels, num_classes, flat.logits.dtype)
-        log_probs = log_softmax_rows(flat.logits)
-        numerator, denominator = self.ratio_terms(log_probs, targets, columns)
-        keep = flat.valid.unsqueeze(-1).expand_as(numerator) if flat.has_ignored else None
+        log_probs = log_softmax_columns(flat.logits)
+        numerator, denominator = self.ratio_terms(log_probs, targets, classes)
+        keep = flat.valid.unsqueeze(0).expand_as(numerator) if flat.has_ignored else None
         if self.ohem_ratio > 0:
-            probabilities = torch.exp(log_probs.detach()[:, columns])
+            probabilities = torch.exp(log_probs.detach()[classes])
             keep = ohem_keep_mask(probabilities, targets, flat.valid, self.ohem_ratio)
         set_level = self.set_level is True or (self.set_level == "auto" and num_classes == 2)
         if set_level:
             per_class = self.set_level_loss(numerator, denominator, keep)
         else:
             per_class = self.per_sample_loss(numerator, denominator, keep, flat)
-            if per_class.dim() == 2:  # reduction="none": (M, K) per-position values
+            if per_class.dim() == 2:  # reduction="none": (K, M) per-position values
                 return self.reduce_classes(per_class).reshape(flat.label_shape)
         return self.reduce_classes(per_class)
 
@@ -147,11 +150,11 @@ class DiceFamilyLoss(ImbalanceLoss):
     ) -> torch.Tensor:
         """Eq. 8: 1 - (sum_i A_ic + gamma) / (sum_i B_ic + gamma) per class, shape ``(K,)``.
 
-        ``keep`` (M, K) marks the positions that count; None means all of them.
+        ``keep`` (K, M) marks the positions that count; None means all of them.
         """
         if keep is not None:
             numerator, denominator = torch.where(keep, numerator, 0.0), torch.where(keep, denominator, 0.0)
-        return 1.0 - (numerator.sum(0) + self.gamma) / (denominator.sum(0) + self.gamma)
+        return 1.0 - (numerator.sum(1) + self.gamma) / (denominator.sum(1) + self.gamma)
 
     def per_sample_loss(
         self, numerator: torch.Tensor, denominator: torch.Tensor, keep: torch.Tensor | None, flat: FlatInputs
@@ -162,15 +165,16 @@ class DiceFamilyLoss(ImbalanceLoss):
             ratio = torch.where(keep, ratio, 0.0)
         if self.reduction == "none":
             return ratio
-        total = ratio.sum(0)
+        total = ratio.sum(1)
         if self.reduction == "sum":
             return total
         if keep is None:
-            return total / max(ratio.shape[0], 1)
-        return safe_divide(total, keep.sum(0).to(ratio.dtype))
+            return total / max(ratio.shape[1], 1)
+        return safe_divide(total, keep.sum(1).to(ratio.dtype))
 
     def reduce_classes(self, per_class: torch.Tensor) -> torch.Tensor:
-        return per_class.mean(-1) if self.class_reduction == "mean" else per_class.sum(-1)
+        """Mean or sum over the class axis (dim 0) of ``(K,)`` or ``(K, M)`` values."""
+        return per_class.mean(0) if self.class_reduction == "mean" else per_class.sum(0)
 
     def extra_repr(self) -> str:
         return (
@@ -208,9 +212,9 @@ class DiceLoss(DiceFamilyLoss):
         self.square = square
 
     def ratio_terms(
-        self, log_probs: torch.Tensor, targets: torch.Tensor, columns: slice
+        self, log_probs: torch.Tensor, targets: torch.Tensor, classes: slice
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        return dice_terms(torch.exp(log_probs[:, columns]), targets, self.square)
+        return dice_terms(torch.exp(log_probs[classes]), targets, self.square)
 
 
 class TverskyLoss(DiceFamilyLoss):
@@ -237,14 +241,14 @@ class TverskyLoss(DiceFamilyLoss):
         self.beta = check_range("beta", beta, 0.0)
 
     def ratio_terms(
-        self, log_probs: torch.Tensor, targets: torch.Tensor, columns: slice
+        self, log_probs: torch.Tensor, targets: torch.Tensor, classes: slice
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        probabilities = torch.exp(log_probs[:, columns])
+        probabilities = torch.exp(log_probs[classes])
         true_positive = probabilities * targets
-        # With 0/1 targets, p (1 - y) = p - p y and (1 - p) y = y - p y exactly.
-        false_positive = probabilities - true_positive
-        false_negative = targets - true_positive
-        return true_positive, true_positive + self.alpha * false_positive + self.beta * false_negative
+        # With 0/1 targets the false-positive mass p (1 - y) = p - p y and the false-negative
+        # mass (1 - p) y = y - p y, so B = (1 - alpha - beta) p y + alpha p + beta y.
+        denominator = (1.0 - self.alpha - self.beta) * true_positive + self.alpha * probabilities + self.beta * targets
+        return true_positive, denominator
 
 
 DSC_DEFAULTS = {"alpha": 1.0, "gamma": 1.0, "square": False, "set_level": False, "class_reduction": "mean"}
@@ -295,9 +299,9 @@ class SelfAdjustingDiceLoss(DiceFamilyLoss):
         self.preset = preset
 
     def ratio_terms(
-        self, log_probs: torch.Tensor, targets: torch.Tensor, columns: slice
+        self, log_probs: torch.Tensor, targets: torch.Tensor, classes: slice
     ) -> tuple[torch.Tensor, torch.Tensor]:
         # log_softmax of log-probabilities is themselves, so they serve as the logits too.
-        log_one_minus_p = log_one_minus_softmax_all(log_probs, log_probs)[:, columns]
-        factor = torch.exp(self.alpha * log_one_minus_p + log_probs[:, columns])
+        log_one_minus_p = log_one_minus_softmax_all(log_probs, log_probs, dim=0)[classes]
+        factor = torch.exp(self.alpha * log_one_minus_p + log_probs[classes])
         return dice_terms(factor, targets, self.square)
