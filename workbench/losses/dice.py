@@ -10,11 +10,16 @@ Every member is 1 - (A_ic + gamma) / (B_ic + gamma) for a numerator A and denomi
 * per sample (eq. 7, 10, 12): the ratio is taken per position, then averaged over positions;
 * set level (eq. 8): A and B are summed over the batch first, one ratio per class.
 
+A and B are linear in three per-position quantities of a member's score s (p, or f for
+``dsc``) and the 0/1 target y: the overlap s y, the mass (s or s^2) and y itself. The set
+level therefore sums those three over the kept positions and combines the ``(K,)`` sums,
+instead of forming A and B at every position.
+
 Optional OHEM (``ohem_ratio`` r > 0) keeps, per scored class, every positive and the
 floor(r * #positives) negatives with the highest p_ic (the hardest); the rest are left out.
 
 Everything is computed class-major, ``(K, M)`` for K scored classes and M positions (see
-``log_softmax_columns``): per-class sums run over the long innermost axis.
+``log_softmax_columns`` in ``_base``): per-class sums run over the long innermost axis.
 """
 
 from __future__ import annotations
@@ -28,7 +33,6 @@ from workbench.losses._base import (
     check_range,
     flatten_inputs,
     log_one_minus_softmax_all,
-    log_softmax_columns,
     safe_divide,
 )
 
@@ -118,11 +122,20 @@ class DiceFamilyLoss(ImbalanceLoss):
     def is_batch_level(self) -> bool:
         return self.set_level is not False or self.ohem_ratio > 0
 
+    def scores(self, class_logits: torch.Tensor, classes: slice) -> torch.Tensor:
+        """The member's score s ``(K, M)`` of the scored classes, from the class-major
+        logits ``(C, M)``."""
+        raise NotImplementedError
+
+    def mass(self, scores: torch.Tensor) -> torch.Tensor:
+        """The score mass entering the denominator: s (default) or s^2."""
+        return scores
+
     def ratio_terms(
-        self, log_probs: torch.Tensor, targets: torch.Tensor, classes: slice
+        self, overlap: torch.Tensor, mass: torch.Tensor, targets: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Numerator A and denominator B, each ``(K, M)`` for the scored classes, from the
-        class-major log-probabilities ``(C, M)`` and the 0/1 targets ``(K, M)``."""
+        """Numerator A and denominator B from the overlap s y, the mass and the 0/1 targets
+        y; linear, so it applies to per-position ``(K, M)`` values and to their ``(K,)`` sums."""
         raise NotImplementedError
 
     def forward(self, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
@@ -130,31 +143,35 @@ class DiceFamilyLoss(ImbalanceLoss):
         num_classes = flat.logits.shape[-1]
         classes = scored_classes(num_classes)
         targets = scored_targets(flat.labels, num_classes, flat.logits.dtype)
-        log_probs = log_softmax_columns(flat.logits)
-        numerator, denominator = self.ratio_terms(log_probs, targets, classes)
-        keep = flat.valid.unsqueeze(0).expand_as(numerator) if flat.has_ignored else None
+        class_logits = flat.logits.t().contiguous()
+        scores = self.scores(class_logits, classes)
+        overlap, mass = scores * targets, self.mass(scores)
+        keep = flat.valid.unsqueeze(0).expand_as(overlap) if flat.has_ignored else None
         if self.ohem_ratio > 0:
-            probabilities = torch.exp(log_probs.detach()[classes])
+            probabilities = torch.softmax(class_logits.detach(), dim=0)[classes]
             keep = ohem_keep_mask(probabilities, targets, flat.valid, self.ohem_ratio)
         set_level = self.set_level is True or (self.set_level == "auto" and num_classes == 2)
         if set_level:
-            per_class = self.set_level_loss(numerator, denominator, keep)
+            per_class = self.set_level_loss(overlap, mass, targets, keep)
         else:
+            numerator, denominator = self.ratio_terms(overlap, mass, targets)
             per_class = self.per_sample_loss(numerator, denominator, keep, flat)
             if per_class.dim() == 2:  # reduction="none": (K, M) per-position values
                 return self.reduce_classes(per_class).reshape(flat.label_shape)
         return self.reduce_classes(per_class)
 
     def set_level_loss(
-        self, numerator: torch.Tensor, denominator: torch.Tensor, keep: torch.Tensor | None
+        self, overlap: torch.Tensor, mass: torch.Tensor, targets: torch.Tensor, keep: torch.Tensor | None
     ) -> torch.Tensor:
-        """Eq. 8: 1 - (sum_i A_ic + gamma) / (sum_i B_ic + gamma) per class, shape ``(K,)``.
+        """Eq. 8: 1 - (sum_i A_ic + gamma) / (sum_i B_ic + gamma) per class, shape ``(K,)``,
+        with sum_i A_ic and sum_i B_ic formed from the sums of overlap, mass and targets.
 
         ``keep`` (K, M) marks the positions that count; None means all of them.
         """
         if keep is not None:
-            numerator, denominator = torch.where(keep, numerator, 0.0), torch.where(keep, denominator, 0.0)
-        return 1.0 - (numerator.sum(1) + self.gamma) / (denominator.sum(1) + self.gamma)
+            overlap, mass, targets = (torch.where(keep, values, 0.0) for values in (overlap, mass, targets))
+        numerator, denominator = self.ratio_terms(overlap.sum(1), mass.sum(1), targets.sum(1))
+        return 1.0 - (numerator + self.gamma) / (denominator + self.gamma)
 
     def per_sample_loss(
         self, numerator: torch.Tensor, denominator: torch.Tensor, keep: torch.Tensor | None, flat: FlatInputs
@@ -183,13 +200,26 @@ class DiceFamilyLoss(ImbalanceLoss):
         )
 
 
-def dice_terms(scores: torch.Tensor, targets: torch.Tensor, square: bool) -> tuple[torch.Tensor, torch.Tensor]:
-    """A = 2 s y and B = s^2 + y^2 (``square``) or s + y."""
-    denominator = scores * scores + targets * targets if square else scores + targets
-    return 2.0 * scores * targets, denominator
+def dice_terms(overlap: torch.Tensor, mass: torch.Tensor, targets: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """A = 2 s y and B = s^2 + y^2 (mass s^2, ``square``) or s + y (mass s); y^2 = y for 0/1 y."""
+    return 2.0 * overlap, mass + targets
 
 
-class DiceLoss(DiceFamilyLoss):
+class DiceRatioLoss(DiceFamilyLoss):
+    """Members with the dice ratio A = 2 s y, B = s^2 + y^2 (``square``) or s + y."""
+
+    square: bool
+
+    def mass(self, scores: torch.Tensor) -> torch.Tensor:
+        return scores * scores if self.square else scores
+
+    def ratio_terms(
+        self, overlap: torch.Tensor, mass: torch.Tensor, targets: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        return dice_terms(overlap, mass, targets)
+
+
+class DiceLoss(DiceRatioLoss):
     """Dice loss. Per sample (Dice paper eq. 7, ``square=True``):
     DL_i = 1 - (2 p_i1 y_i1 + gamma) / (p_i1^2 + y_i1^2 + gamma);
     ``square=False`` uses p + y in the denominator; ``set_level=True`` is eq. 8:
@@ -211,10 +241,8 @@ class DiceLoss(DiceFamilyLoss):
         super().__init__(gamma, set_level, class_reduction, ohem_ratio, reduction)
         self.square = square
 
-    def ratio_terms(
-        self, log_probs: torch.Tensor, targets: torch.Tensor, classes: slice
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        return dice_terms(torch.exp(log_probs[classes]), targets, self.square)
+    def scores(self, class_logits: torch.Tensor, classes: slice) -> torch.Tensor:
+        return torch.softmax(class_logits, dim=0)[classes]
 
 
 class TverskyLoss(DiceFamilyLoss):
@@ -240,15 +268,16 @@ class TverskyLoss(DiceFamilyLoss):
         self.alpha = check_range("alpha", alpha, 0.0)
         self.beta = check_range("beta", beta, 0.0)
 
+    def scores(self, class_logits: torch.Tensor, classes: slice) -> torch.Tensor:
+        return torch.softmax(class_logits, dim=0)[classes]
+
     def ratio_terms(
-        self, log_probs: torch.Tensor, targets: torch.Tensor, classes: slice
+        self, overlap: torch.Tensor, mass: torch.Tensor, targets: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        probabilities = torch.exp(log_probs[classes])
-        true_positive = probabilities * targets
         # With 0/1 targets the false-positive mass p (1 - y) = p - p y and the false-negative
         # mass (1 - p) y = y - p y, so B = (1 - alpha - beta) p y + alpha p + beta y.
-        denominator = (1.0 - self.alpha - self.beta) * true_positive + self.alpha * probabilities + self.beta * targets
-        return true_positive, denominator
+        denominator = (1.0 - self.alpha - self.beta) * overlap + self.alpha * mass + self.beta * targets
+        return overlap, denominator
 
 
 DSC_DEFAULTS = {"alpha": 1.0, "gamma": 1.0, "square": False, "set_level": False, "class_reduction": "mean"}
@@ -261,7 +290,7 @@ DSC_PRESETS: dict[str, dict[str, object]] = {
 }
 
 
-class SelfAdjustingDiceLoss(DiceFamilyLoss):
+class SelfAdjustingDiceLoss(DiceRatioLoss):
     """Self-adjusting dice loss (Dice paper eq. 12, generalised as in the authors' code):
     DSC_i = 1 - (2 f_i1 y_i1 + gamma) / (f_i1 + y_i1 + gamma),  f = (1 - p)^alpha p,
     with ``square=True`` using f^2 + y^2 in the denominator and ``set_level`` summing first.
@@ -298,10 +327,8 @@ class SelfAdjustingDiceLoss(DiceFamilyLoss):
         self.alpha = check_range("alpha", chosen["alpha"], 0.0)
         self.preset = preset
 
-    def ratio_terms(
-        self, log_probs: torch.Tensor, targets: torch.Tensor, classes: slice
-    ) -> tuple[torch.Tensor, torch.Tensor]:
+    def scores(self, class_logits: torch.Tensor, classes: slice) -> torch.Tensor:
+        log_probs = torch.log_softmax(class_logits, dim=0)
         # log_softmax of log-probabilities is themselves, so they serve as the logits too.
         log_one_minus_p = log_one_minus_softmax_all(log_probs, log_probs, dim=0)[classes]
-        factor = torch.exp(self.alpha * log_one_minus_p + log_probs[classes])
-        return dice_terms(factor, targets, self.square)
+        return torch.exp(self.alpha * log_one_minus_p + log_probs[classes])
