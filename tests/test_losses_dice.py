@@ -230,3 +230,11 @@ def test_log_one_minus_softmax_class_major_equals_row_major():
     logits = torch.randn(40, 4, generator=generator, dtype=torch.float64) * 3
     logits[0] = torch.tensor([0.0, 45.0, -3.0, 1.0], dtype=torch.float64)
     torch.testing.assert_close(log_one_minus_softmax_all(logits.t(), dim=0).t(), log_one_minus_softmax_all(logits))
+
+
+def test_ohem_without_valid_mask_equals_all_valid():
+    generator = torch.Generator().manual_seed(13)
+    scores = torch.randint(0, 3, (3, 40), generator=generator).double() / 3  # ties
+    targets = (torch.rand(3, 40, generator=generator) < 0.3).double()
+    all_valid = torch.ones(40, dtype=torch.bool)
+    assert torch.equal(ohem_keep_mask(scores, targets, None, 1.5), ohem_keep_mask(scores, targets, all_valid, 1.5))

@@ -24,6 +24,8 @@ Everything is computed class-major, ``(K, M)`` for K scored classes and M positi
 
 from __future__ import annotations
 
+import math
+
 import torch
 
 from workbench.losses._base import (
@@ -53,45 +55,52 @@ def scored_targets(labels: torch.Tensor, num_classes: int, dtype: torch.dtype) -
     return (torch.arange(num_classes, device=labels.device).unsqueeze(-1) == labels.unsqueeze(0)).to(dtype)
 
 
-def kth_largest_per_row(values: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
-    """The k_c-th largest entry of each row c of ``values (K, M)``, for ``k (K,)`` in [1, M].
+def kth_largest_per_row(values: torch.Tensor, k: list[int]) -> torch.Tensor:
+    """The k_c-th largest entry of each row c of ``values (K, M)``, for ``k`` (K ints) in [1, M].
 
     One ``kthvalue`` for all rows despite their different k: row c is padded with
     k_max - k_c entries of +inf, which rank above everything, so the k_max-th largest of
     the padded row is the k_c-th largest of the original one.
     """
-    k_min, k_max = (bound.item() for bound in torch.aminmax(k))
-    columns = torch.arange(k_max - k_min, device=values.device)
-    padding = torch.where(columns < (k_max - k).unsqueeze(-1), float("inf"), float("-inf")).to(values.dtype)
-    padded = torch.cat([values, padding], dim=1)
-    return padded.kthvalue(padded.shape[1] - k_max + 1, dim=1).values
+    k_max = max(k)
+    if k_max != min(k):
+        padding = [[float("inf")] * (k_max - k_row) + [float("-inf")] * (k_row - min(k)) for k_row in k]
+        values = torch.cat([values, torch.tensor(padding, dtype=values.dtype, device=values.device)], dim=1)
+    return values.kthvalue(values.shape[1] - k_max + 1, dim=1).values
 
 
-def ohem_keep_mask(scores: torch.Tensor, targets: torch.Tensor, valid: torch.Tensor, ratio: float) -> torch.Tensor:
+def ohem_keep_mask(
+    scores: torch.Tensor, targets: torch.Tensor, valid: torch.Tensor | None, ratio: float
+) -> torch.Tensor:
     """Online hard example mining per class.
 
     ``scores`` and ``targets`` are ``(K, M)`` (probability and 0/1 target of each scored
-    class at each position), ``valid`` is ``(M,)``. For each class keeps all valid positives
+    class at each position), ``valid`` is ``(M,)`` or None (every position valid). For each class keeps all valid positives
     and exactly k = min(floor(ratio * #positives), #negatives) valid negatives with the
     highest score, ties broken by position (the first k of a stable descending sort): every
     negative above the k-th largest negative score t, then the first ones equal to t until
-    k are kept. Returns a bool ``(K, M)`` mask (no gradient flows through the selection).
+    k are kept (all of them, without the position ``cumsum``, when exactly k remain).
+    Returns a bool ``(K, M)`` mask (no gradient flows through the selection).
     """
-    positives = valid.unsqueeze(0) & (targets > 0.5)
-    negatives = valid.unsqueeze(0) & ~positives
-    keep_count = torch.minimum(
-        torch.floor(positives.sum(1).to(torch.float64) * ratio).long(), negatives.sum(1)
-    )
-    if scores.shape[1] == 0:
+    positives = targets > 0.5
+    negatives = ~positives
+    if valid is not None:
+        positives, negatives = positives & valid, negatives & valid
+    counts = zip(positives.sum(1).tolist(), negatives.sum(1).tolist())
+    keep_counts = [min(math.floor(positive * ratio), negative) for positive, negative in counts]
+    if scores.shape[1] == 0 or max(keep_counts) == 0:
         return positives
     scores = scores.detach()
-    hardness = torch.where(negatives, scores, float("-inf"))
-    threshold = kth_largest_per_row(hardness, keep_count.clamp(min=1))
+    hardness = scores.masked_fill(~negatives, float("-inf"))
+    threshold = kth_largest_per_row(hardness, [max(count, 1) for count in keep_counts])
+    keep_count = torch.tensor(keep_counts, device=scores.device)
     threshold = torch.where(keep_count > 0, threshold, float("inf")).unsqueeze(-1)
     above = hardness > threshold
     tied = negatives & (scores == threshold)
-    tied_needed = (keep_count - above.sum(1)).unsqueeze(-1)
-    return positives | above | (tied & (tied.cumsum(1) <= tied_needed))
+    tied_needed = keep_count - above.sum(1)
+    if torch.equal(tied.sum(1), tied_needed):
+        return positives | above | tied
+    return positives | above | (tied & (tied.cumsum(1) <= tied_needed.unsqueeze(-1)))
 
 
 class DiceFamilyLoss(ImbalanceLoss):
@@ -149,7 +158,8 @@ class DiceFamilyLoss(ImbalanceLoss):
         keep = flat.valid.unsqueeze(0).expand_as(overlap) if flat.has_ignored else None
         if self.ohem_ratio > 0:
             probabilities = torch.softmax(class_logits.detach(), dim=0)[classes]
-            keep = ohem_keep_mask(probabilities, targets, flat.valid, self.ohem_ratio)
+            valid = flat.valid if flat.has_ignored else None
+            keep = ohem_keep_mask(probabilities, targets, valid, self.ohem_ratio)
         set_level = self.set_level is True or (self.set_level == "auto" and num_classes == 2)
         if set_level:
             per_class = self.set_level_loss(overlap, mass, targets, keep)
