@@ -163,11 +163,12 @@ def log_softmax_rows(logits: torch.Tensor) -> torch.Tensor:
 def log_softmax_columns(logits: torch.Tensor) -> torch.Tensor:
     """log_softmax of ``(M, C)`` rows, returned class-major as a contiguous ``(C, M)`` tensor.
 
-    For losses that work per class (dice family, focal): with the long position axis
-    innermost, torch's CPU kernels for the class-axis softmax, reductions over positions
-    and the broadcasts of autograd's backward run in long vectorised loops; on ``(M, C)``
-    with a short innermost C they loop over C-element rows (forward+backward of set-level
-    Tversky at 4096 x 9: 0.43 ms row-major, 0.23 ms class-major including the copy).
+    For losses that work per class (focal here; the dice family uses the same class-major
+    layout): with the long position axis innermost, torch's CPU kernels for the class-axis
+    softmax, reductions over positions and the broadcasts of autograd's backward run in
+    long vectorised loops; on ``(M, C)`` with a short innermost C they loop over C-element
+    rows (forward+backward of set-level Tversky at 4096 x 9 went from 0.43 ms row-major to
+    0.26 ms class-major, including the copy).
     """
     return torch.log_softmax(logits.t().contiguous(), dim=0)
 
