@@ -30,7 +30,7 @@ def test_all_sample_text_is_in_the_shipped_vocab():
 
 def test_relevance_splits_sizes_columns_and_names():
     dsd = sample_relevance_splits(seed=0)
-    assert {k: len(v) for k, v in dsd.items()} == {"train": 2000, "validation": 400, "test": 400}
+    assert {k: len(v) for k, v in dsd.items()} == {"train": 8000, "validation": 400, "test": 400}
     assert dsd["train"].column_names == ["text", "text_pair", "label"]
     assert label_names(dsd["train"]) == list(RELEVANCE_LABEL_NAMES)
     assert max(len(t) for split in dsd.values() for col in ("text", "text_pair") for t in split[col]) <= 32

@@ -209,7 +209,7 @@ def sample_relevance_pairs(
 
 def sample_relevance_splits(
     seed: int = 0,
-    n_train: int = 2000,
+    n_train: int = 8000,
     n_validation: int = 400,
     n_test: int = 400,
     near_noise: float = 0.08,
