@@ -86,21 +86,29 @@ def ohem_keep_mask(
     negatives = ~positives
     if valid is not None:
         positives, negatives = positives & valid, negatives & valid
-    counts = zip(positives.sum(1).tolist(), negatives.sum(1).tolist())
+    positive_counts = positives.sum(1).tolist()
+    if valid is None:
+        negative_counts = [scores.shape[1] - count for count in positive_counts]
+    else:
+        negative_counts = negatives.sum(1).tolist()
+    counts = zip(positive_counts, negative_counts)
     keep_counts = [min(math.floor(positive * ratio), negative) for positive, negative in counts]
     if scores.shape[1] == 0 or max(keep_counts) == 0:
         return positives
-    scores = scores.detach()
-    hardness = scores.masked_fill(~negatives, float("-inf"))
+    hardness = scores.detach().masked_fill(positives if valid is None else ~negatives, float("-inf"))
     threshold = kth_largest_per_row(hardness, [max(count, 1) for count in keep_counts])
-    keep_count = torch.tensor(keep_counts, device=scores.device)
-    threshold = torch.where(keep_count > 0, threshold, float("inf")).unsqueeze(-1)
+    if min(keep_counts) == 0:
+        nothing_kept = torch.tensor([count == 0 for count in keep_counts], device=scores.device)
+        threshold = threshold.masked_fill(nothing_kept, float("inf"))
+    threshold = threshold.unsqueeze(-1)
     above = hardness > threshold
-    tied = negatives & (scores == threshold)
-    tied_needed = keep_count - above.sum(1)
-    if torch.equal(tied.sum(1), tied_needed):
-        return positives | above | tied
-    return positives | above | (tied & (tied.cumsum(1) <= tied_needed.unsqueeze(-1)))
+    at_threshold = hardness == threshold
+    kept = above | at_threshold
+    keep_count = torch.tensor(keep_counts, device=scores.device)
+    if torch.equal(kept.sum(1), keep_count):
+        return positives | kept
+    tied_needed = (keep_count - above.sum(1)).unsqueeze(-1)
+    return positives | above | (at_threshold & (at_threshold.cumsum(1) <= tied_needed))
 
 
 class DiceFamilyLoss(ImbalanceLoss):
