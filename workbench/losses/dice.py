@@ -75,11 +75,12 @@ def ohem_keep_mask(
     """Online hard example mining per class.
 
     ``scores`` and ``targets`` are ``(K, M)`` (probability and 0/1 target of each scored
-    class at each position), ``valid`` is ``(M,)`` or None (every position valid). For each class keeps all valid positives
-    and exactly k = min(floor(ratio * #positives), #negatives) valid negatives with the
-    highest score, ties broken by position (the first k of a stable descending sort): every
-    negative above the k-th largest negative score t, then the first ones equal to t until
-    k are kept (all of them, without the position ``cumsum``, when exactly k remain).
+    class at each position), ``valid`` is ``(M,)`` or None (every position valid). For each
+    class keeps all valid positives and exactly k = min(floor(ratio * #positives),
+    #negatives) valid negatives with the highest score, ties broken by position (the first
+    k of a stable descending sort): every negative above the k-th largest negative score t,
+    then the first ones equal to t until k are kept (all of them, without the position
+    ``cumsum``, when exactly k remain).
     Returns a bool ``(K, M)`` mask (no gradient flows through the selection).
     """
     positives = targets > 0.5
