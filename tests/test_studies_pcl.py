@@ -193,3 +193,93 @@ def test_relevance_splits_sample_and_file(tmp_path):
     path.write_text("\n".join(json.dumps(record, ensure_ascii=False) for record in records), encoding="utf-8")
     from_file = study.relevance_splits(str(path), seed=0)
     assert {name: len(split) for name, split in from_file.items()} == {"train": 48, "validation": 6, "test": 6}
+
+
+# ----------------------------------------------------------------------------- the transformer path
+
+CUE_CHARACTERS = ("冷", "温", "热")
+FILLER = list("的一是在不了有和人这中大为上个国我以要他时来用们生到作地于出就分对成会可主发年动同工也能下过子说产种")
+TINY_BERT = {"tiny": {"num_layers": 1, "hidden_size": 32, "num_heads": 2}}
+TINY_BERT_TRAINING = {"epochs": 4, "batch_size": 16, "eval_batch_size": 64, "lr": 5e-3, "warmup_ratio": 0.0}
+TRANSFORMER_SETTINGS = ["LS", "PCL reference", "PCL expected_cost (global)"]
+
+
+def _cue_pairs(size: int, rng: np.random.Generator):
+    """Pairs whose query ends in a label cue (the gold label's in 75% of cases, else a random one):
+    learnable by a 1-layer BERT in a few epochs, yet not perfectly, so predictions carry information."""
+    from datasets import ClassLabel, Dataset, Features, Value
+
+    labels = rng.choice(3, size=size, p=[0.3, 0.4, 0.3])
+    cues = np.where(rng.random(size) < 0.75, labels, rng.choice(3, size=size))
+    return Dataset.from_dict(
+        {"text": ["".join(rng.choice(FILLER, 6)) + CUE_CHARACTERS[cue] * 3 for cue in cues],
+         "text_pair": ["".join(rng.choice(FILLER, 8)) for _ in labels], "label": labels.tolist()},
+        features=Features({"text": Value("string"), "text_pair": Value("string"),
+                           "label": ClassLabel(names=["irrelevant", "related", "highly_relevant"])}),
+    )
+
+
+@pytest.fixture(scope="module")
+def cue_splits():
+    from datasets import DatasetDict
+
+    rng = np.random.default_rng(0)
+    return DatasetDict(train=_cue_pairs(128, rng), validation=_cue_pairs(64, rng), test=_cue_pairs(64, rng))
+
+
+@pytest.fixture(scope="module")
+def transformer_ablation(cue_splits):
+    return study.run_ablation(cue_splits, TRANSFORMER_SETTINGS, seeds=[0], epsilon=EPSILON, training=study.ProbeTraining(max_length=32),
+                              model=TINY_BERT, model_training=TINY_BERT_TRAINING)
+
+
+def test_transformer_ablation_pcl_reference_predicts_exactly_like_ls(transformer_ablation):
+    runs = transformer_ablation.runs.set_index("setting")
+    assert list(runs.index) == TRANSFORMER_SETTINGS
+    assert {"seed", *study.METRICS, "best_epoch", "validation_macro_f1", "identical_to_ls"} <= set(runs.columns)
+    ls = transformer_ablation.predictions[("LS", 0)]
+    assert len(np.unique(ls)) == 3  # the model learned something: equality below is not the trivial "all majority"
+    np.testing.assert_array_equal(transformer_ablation.predictions[("PCL reference", 0)], ls)
+    assert runs.loc["PCL reference", "identical_to_ls"]
+    assert runs.loc["PCL reference", "validation_macro_f1"] == runs.loc["LS", "validation_macro_f1"]
+    assert runs["best_epoch"].between(1, TINY_BERT_TRAINING["epochs"]).all()
+    assert study.ablation_table(transformer_ablation.runs).loc["PCL reference", "identical predictions to LS"] == "1/1"
+
+
+def test_fit_transformer_matches_the_ablation_and_reports_the_kept_epoch(cue_splits, transformer_ablation):
+    from workbench.metrics import classification_report
+    from workbench.studies.finetuning import fit_transformer
+
+    fit = fit_transformer(cue_splits, study.setting_loss("LS", EPSILON, cue_splits["train"]), 0, TINY_BERT, TINY_BERT_TRAINING, 32)
+    np.testing.assert_array_equal(fit.test_predictions, transformer_ablation.predictions[("LS", 0)])  # seeded
+    validation = classification_report(np.asarray(cue_splits["validation"]["label"]), fit.validation_predictions)
+    assert fit.validation_macro_f1 == pytest.approx(validation["macro_f1"])
+    ls = transformer_ablation.runs.set_index("setting").loc["LS"]
+    assert (fit.best_epoch, fit.validation_macro_f1) == (ls["best_epoch"], pytest.approx(ls["validation_macro_f1"]))
+
+
+def test_best_epoch_is_the_first_epoch_with_the_best_metric():
+    from transformers import TrainerState
+
+    from workbench.studies.finetuning import best_epoch
+
+    state = TrainerState(best_metric=0.7, log_history=[
+        {"loss": 1.0, "epoch": 0.5}, {"eval_macro_f1": 0.5, "epoch": 1.0}, {"eval_macro_f1": 0.7, "epoch": 2.0},
+        {"eval_macro_f1": 0.7, "epoch": 3.0},
+    ])
+    assert best_epoch(state) == 2
+    with pytest.raises(ValueError, match="state"):
+        best_epoch(TrainerState(best_metric=0.9, log_history=state.log_history))
+
+
+@pytest.mark.parametrize(
+    ("options", "parameter"),
+    [
+        ({"model_training": {"epochs": 1}}, "model_training"),
+        ({"model": "roberta"}, "model"),
+        ({"model": TINY_BERT, "tokenizer": load_tokenizer()}, "tokenizer"),
+    ],
+)
+def test_run_ablation_rejects_bad_model_options(splits, options, parameter):
+    with pytest.raises(ValueError, match=parameter):
+        study.run_ablation(splits, ["LS"], seeds=[0], training=TINY, **options)

@@ -162,3 +162,10 @@ def test_key_metrics_by_hand():
     assert metrics["pcl_reference_identical_share"] == pytest.approx(0.5)
     assert metrics["n_seeds"] == 2
     assert metrics["per_setting"]["PCL expected_cost (global)"]["macro_f1_std"] == pytest.approx(np.std([0.6, 0.9], ddof=1))
+
+
+def test_run_comparison_passes_the_model_options_through(splits):
+    with pytest.raises(ValueError, match="model_training"):
+        study.run_comparison(splits, ["LS"], seeds=[0], training=TINY, model_training={"epochs": 1})
+    with pytest.raises(ValueError, match="model"):
+        study.run_comparison(splits, ["LS"], seeds=[0], training=TINY, model="roberta")

@@ -15,12 +15,11 @@ mean of character embeddings, then a linear layer; ``workbench.probes.CharacterP
 trained by the seeded ``workbench.probes.fit_probe`` loop, fast enough for many seeds on
 a CPU; a mapping is a ``model`` section of the trainer config
 (``workbench.train``, e.g. ``{"model_name_or_path": "hfl/chinese-roberta-wwm-ext"}``) and
-runs the transformer trainer.
+runs the transformer trainer (``workbench.studies.finetuning.fit_transformer``).
 """
 
 from __future__ import annotations
 
-import tempfile
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -29,17 +28,14 @@ import pandas as pd
 import torch
 from datasets import Dataset, DatasetDict
 from torch import nn
-from transformers import set_seed
 
 from workbench.data import label_counts, label_names, load_chnsenticorp, rebalance, sample_sentence_splits, stratified_split
 from workbench.losses import build_loss
 from workbench.metrics import classification_report
-from workbench.models import build_sequence_classifier
 from workbench.probes import ProbeTraining, encode_split, fit_probe
+from workbench.studies.finetuning import fit_transformer
 from workbench.train import load_config
-from workbench.train.finetune import train_classifier
-from workbench.train.inputs import tokenize_splits
-from workbench.train.runs import model_source, progress_bars, tokenizer_from_config
+from workbench.train.runs import tokenizer_from_config
 
 LossSpec = tuple[str, dict[str, Any]]
 """(registry name for ``build_loss``, parameters)."""
@@ -151,23 +147,10 @@ def _fit_transformer(
     splits: DatasetDict, loss: nn.Module, seed: int, training: Mapping[str, Any], max_length: int, model: Mapping[str, Any]
 ) -> dict[str, dict[str, float]]:
     names = label_names(splits["train"])
-    with tempfile.TemporaryDirectory(prefix="dice_study_") as output_dir:
-        config = load_config({
-            "output_dir": output_dir,
-            "data": {"max_length": max_length},
-            "model": dict(model),
-            "training": {"quiet": True, **training, "seed": seed},
-        })
-        with progress_bars(False):
-            set_seed(seed)
-            tokenizer = tokenizer_from_config(config["model"])
-            encoded = tokenize_splits(splits, tokenizer, max_length)
-            classifier = build_sequence_classifier(len(names), **model_source(config["model"], tokenizer, max_length))
-            trainer, metrics = train_classifier(config, classifier, loss, encoded, names, output_dir, tokenizer)
-            validation = trainer.predict(encoded["validation"]).predictions.argmax(-1)
+    fit = fit_transformer(splits, loss, seed, model, training, max_length)
     return {
-        "validation": _scores(classification_report(np.asarray(splits["validation"]["label"]), validation, label_names=names), names),
-        "test": _scores(metrics, names),
+        split: _scores(classification_report(np.asarray(splits[split]["label"]), predicted, label_names=names), names)
+        for split, predicted in (("validation", fit.validation_predictions), ("test", fit.test_predictions))
     }
 
 

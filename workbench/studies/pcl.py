@@ -13,14 +13,17 @@ written add constants chosen from the argmax prediction, so their gradient is LS
   on one seeded batch of logits;
 * :func:`fit_pair_probe`: one seeded run of a fast pair classifier (``workbench.probes``), returning
   test predictions, so that "identical predictions with the same seed" can be checked exactly;
-* :func:`run_ablation` / :func:`ablation_table`: settings x seeds, then mean +- std per setting
-  with the column "identical predictions to LS".
+* :func:`run_ablation` / :func:`ablation_table`: settings x seeds (the probe, or a transformer
+  fine-tuned by the trainer), then mean +- std per setting with the column "identical predictions to LS".
 
 The probe is a siamese bag-of-characters matcher (mean character embeddings u, v of query
 and title; an MLP over [u, v, u * v, |u - v|], the InferSent feature set of Conneau et al.,
 2017; ``workbench.probes``, settings :class:`ProbeTraining`). It trains in about a second on
 CPU, so seven losses x three seeds fit in the notebook's two-minute budget; the tiny BERT of
-``workbench.models`` learns nothing on this task in that budget. ``workbench.train.finetune`` takes the same loss sections for a transformer run.
+``workbench.models`` learns nothing on this task in that budget. With a trainer ``model``
+section (e.g. ``{"model_name_or_path": "hfl/chinese-roberta-wwm-ext"}``) :func:`run_ablation`
+fine-tunes that transformer instead, per setting x seed, through the team's trainer
+(``workbench.studies.finetuning.fit_transformer``; query and title as a sentence pair).
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ from workbench.losses import QBQTC_LABEL_COUNTS, build_loss
 from workbench.metrics import classification_report
 from workbench.probes import PAIR_COLUMNS, EncodedSplit, ProbeTraining, encode_split, fit_probe
 from workbench.studies.dice import summarize
+from workbench.studies.finetuning import fit_transformer
 from workbench.train.finetune import loss_from_config
 from workbench.vocab import load_tokenizer
 
@@ -184,8 +188,18 @@ def run_ablation(
     tokenizer: Any = None,
     loss_for: Callable[[str, float, Dataset], nn.Module] = setting_loss,
     known_settings: Sequence[str] = tuple(PCL_SETTINGS),
+    model: Mapping[str, Any] | None = None,
+    model_training: Mapping[str, Any] | None = None,
 ) -> Ablation:
-    """Train one probe per setting x seed and score the held-out test split.
+    """Train one classifier per setting x seed and score the held-out test split.
+
+    ``model=None``: the pair probe (:func:`fit_pair_probe` with ``training`` and ``tokenizer``).
+    A trainer ``model`` section (``{"model_name_or_path": ...}`` or ``{"tiny": {...}}``):
+    that transformer is fine-tuned on query + title pairs by
+    ``workbench.studies.finetuning.fit_transformer`` with ``model_training`` (the trainer's
+    ``training`` section, e.g. ``epochs``, ``lr``, ``precision: bf16``; None: its defaults),
+    inputs truncated to ``training.max_length`` tokens (the only ``training`` field it reads) and
+    its own tokenizer (``tokenizer`` must then be None).
 
     ``settings`` are ``known_settings`` keys (default :data:`PCL_SETTINGS`) and must include
     ``"LS"`` (the baseline the "identical predictions" column compares against, run with the
@@ -202,15 +216,31 @@ def run_ablation(
     if not seeds:
         raise ValueError("seeds: must hold at least one seed")
     training = ProbeTraining() if training is None else training
-    tokenizer = load_tokenizer() if tokenizer is None else tokenizer
+    if model is None:
+        if model_training is not None:
+            raise ValueError("model_training: only with a trainer model section (model is None: the probe runs)")
+        tokenizer = load_tokenizer() if tokenizer is None else tokenizer
+        encoded = encode_pairs(splits, tokenizer, training.max_length)
+
+        def fit(loss: nn.Module, seed: int) -> dict[str, Any]:
+            return fit_pair_probe(encoded, loss, seed, training, len(tokenizer))
+    elif isinstance(model, Mapping):
+        if tokenizer is not None:
+            raise ValueError("tokenizer: must be None with a trainer model section (the model's own tokenizer is used)")
+
+        def fit(loss: nn.Module, seed: int) -> dict[str, Any]:
+            run = fit_transformer(splits, loss, seed, model, model_training or {}, training.max_length)
+            return {"test_predictions": run.test_predictions, "best_epoch": run.best_epoch,
+                    "validation_macro_f1": run.validation_macro_f1}
+    else:
+        raise ValueError(f"model: must be None (the probe) or a trainer model section (mapping), got {model!r}")
     names = label_names(splits["train"])
-    encoded = encode_pairs(splits, tokenizer, training.max_length)
-    gold = encoded["test"].labels.numpy()
+    gold = np.asarray(splits["test"]["label"], dtype=np.int64)
     rows, predictions, confusion = [], {}, {}
     for setting in [BASELINE, *(setting for setting in settings if setting != BASELINE)]:
         loss = loss_for(setting, epsilon, splits["train"])
         for seed in seeds:
-            run = fit_pair_probe(encoded, loss, seed, training, len(tokenizer))
+            run = fit(loss, seed)
             predicted = predictions[(setting, seed)] = run["test_predictions"]
             report = classification_report(gold, predicted, label_names=names)
             confusion[setting] = confusion.get(setting, 0) + np.asarray(report["confusion_matrix"])

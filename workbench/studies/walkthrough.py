@@ -8,8 +8,8 @@ class 1; CLUE QBQTC or the generated sample):
 * :func:`run_comparison`: CE, LS, DSC (Li et al. 2020, multi-class one-vs-rest, the released
   code's ``reference`` preset), PCL as released (``reference``) and the gradient-bearing PCL
   ``expected_cost`` form, each trained with the same seeds on the same splits by
-  ``workbench.studies.pcl``'s pair probe; held-out test scores, per-class recall and whether the
-  test predictions equal LS's with the same seed;
+  ``workbench.studies.pcl``'s pair probe (or a fine-tuned transformer); held-out test scores,
+  per-class recall and whether the test predictions equal LS's with the same seed;
 * :func:`recall_table`: per-class recall, mean ± std over seeds (``studies.pcl.ablation_table``
   gives the macro-F1 / accuracy / far-error view of the same runs);
 * :func:`key_metrics`: the numbers for ``metrics.json``.
@@ -91,14 +91,18 @@ def run_comparison(
     epsilon: float = 0.1,
     training: ProbeTraining | None = None,
     tokenizer: Any = None,
+    model: Mapping[str, Any] | None = None,
+    model_training: Mapping[str, Any] | None = None,
 ) -> Ablation:
     """``studies.pcl.run_ablation`` over the walkthrough's losses: :data:`OTHER_LOSSES` or
     ``PCL_SETTINGS`` keys (including ``"LS"``), built by :func:`comparison_loss`; the pair probe
-    (epoch chosen on validation macro-F1) once per setting x seed, scored on the test split,
-    with per-class recall and whether the predictions equal LS's with the same seed."""
+    (or, with a trainer ``model`` section and its ``model_training``, that transformer fine-tuned
+    by the trainer; epoch chosen on validation macro-F1) once per setting x seed, scored on the
+    test split, with per-class recall and whether the predictions equal LS's with the same seed."""
     return run_ablation(
         splits, settings, seeds, epsilon, training, tokenizer,
         loss_for=comparison_loss, known_settings=[*OTHER_LOSSES, *PCL_SETTINGS],
+        model=model, model_training=model_training,
     )
 
 
