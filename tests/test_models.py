@@ -4,6 +4,7 @@ import pytest
 import torch
 from transformers import BertForMaskedLM, BertForSequenceClassification, BertForTokenClassification
 
+from workbench.vocab import load_tokenizer
 from workbench.models import (
     FusionClassifier,
     build_aux_label_classifier,
@@ -12,10 +13,8 @@ from workbench.models import (
     build_sequence_classifier,
     build_token_classifier,
     freeze_encoder,
-    load_tokenizer,
     replace_head,
     tiny_bert_config,
-    tokenizer_for,
 )
 
 TINY = {"hidden_size": 16, "num_heads": 2, "num_layers": 1, "max_position": 32}
@@ -59,7 +58,7 @@ def test_builders_bad_parameters(tmp_path):
     with pytest.raises(ValueError, match="tiny"):
         build_sequence_classifier(3, model_name_or_path=tmp_path, tiny=TINY)
     with pytest.raises(ValueError, match="vocab_file"):
-        tokenizer_for(tmp_path, vocab_file=tmp_path / "vocab.txt")
+        load_tokenizer(tmp_path, vocab_file=tmp_path / "vocab.txt")
 
 
 def test_save_and_reload_gives_same_logits(tmp_path):
@@ -73,7 +72,7 @@ def test_save_and_reload_gives_same_logits(tmp_path):
     batch = _batch()
     with torch.no_grad():
         torch.testing.assert_close(loaded(**batch).logits, model(**batch).logits)
-    reloaded_tok = tokenizer_for(tmp_path)
+    reloaded_tok = load_tokenizer(tmp_path)
     assert reloaded_tok("小米手机")["input_ids"] == tok("小米手机")["input_ids"]
 
 

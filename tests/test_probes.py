@@ -1,28 +1,21 @@
-"""workbench.probes: encoding, the bag-of-characters probe (texts and pairs), the seeded loop."""
+"""workbench.train.probes: encoding, the bag-of-characters probe (texts and pairs), the seeded loop."""
 
 from __future__ import annotations
-
-import dataclasses
 
 import numpy as np
 import pytest
 import torch
 from datasets import Dataset
 
+from workbench.config import ProbeConfig, TrainingConfig
 from workbench.losses import build_loss
 from workbench.metrics import classification_report
-from workbench.probes import (
-    PAIR_COLUMNS,
-    CharacterProbe,
-    EncodedSplit,
-    ProbeTraining,
-    encode_split,
-    fit_probe,
-)
+from workbench.train.probes import PAIR_COLUMNS, CharacterProbe, EncodedSplit, encode_split, fit_probe
 from workbench.vocab import load_tokenizer
 
 VOCAB = 12
-QUICK = ProbeTraining(epochs=6, batch_size=8, lr=0.05, embedding_size=8, hidden_size=8, max_length=8)
+QUICK = TrainingConfig(epochs=6, batch_size=8, lr=0.05, weight_decay=0.0)
+PROBE = ProbeConfig(embedding_size=8, hidden_size=8)
 
 
 def _texts_toy(n: int, seed: int) -> EncodedSplit:
@@ -118,7 +111,7 @@ def test_batch_padding_does_not_change_a_row(tokenizer, columns):
 @pytest.mark.parametrize("make", [_texts_toy, _pairs_toy])
 def test_fit_probe_learns_a_separable_toy_set(make):
     encoded = _splits(make)
-    fit = fit_probe(encoded, build_loss("ce"), dataclasses.replace(QUICK, epochs=15), VOCAB, 2, seed=0)
+    fit = fit_probe(encoded, build_loss("ce"), QUICK.replace(epochs=15), PROBE, VOCAB, 2, seed=0)
     assert fit.test["accuracy"] == 1.0 and fit.validation["accuracy"] == 1.0
     assert fit.probabilities.shape == (24, 2)
     np.testing.assert_allclose(fit.probabilities.sum(1), 1.0, rtol=1e-6)
@@ -129,10 +122,10 @@ def test_fit_probe_learns_a_separable_toy_set(make):
 def test_fit_probe_is_seeded_and_leaves_global_rng_alone():
     encoded = _splits(_pairs_toy)
     state = torch.get_rng_state()
-    first = fit_probe(encoded, build_loss("ce"), QUICK, VOCAB, 2, seed=3)
+    first = fit_probe(encoded, build_loss("ce"), QUICK, PROBE, VOCAB, 2, seed=3)
     assert torch.equal(state, torch.get_rng_state())
-    again = fit_probe(encoded, build_loss("ce"), QUICK, VOCAB, 2, seed=3)
-    other = fit_probe(encoded, build_loss("ce"), QUICK, VOCAB, 2, seed=4)
+    again = fit_probe(encoded, build_loss("ce"), QUICK, PROBE, VOCAB, 2, seed=3)
+    other = fit_probe(encoded, build_loss("ce"), QUICK, PROBE, VOCAB, 2, seed=4)
     np.testing.assert_array_equal(first.probabilities, again.probabilities)
     assert (first.best_epoch, first.test) == (again.best_epoch, again.test)
     assert not np.array_equal(first.probabilities, other.probabilities)
@@ -140,11 +133,11 @@ def test_fit_probe_is_seeded_and_leaves_global_rng_alone():
 
 def test_fit_probe_keeps_the_first_best_validation_epoch():
     encoded = _splits(_texts_toy)
-    training = dataclasses.replace(QUICK, lr=0.01)
-    full = fit_probe(encoded, build_loss("ce"), training, VOCAB, 2, seed=1)
+    training = QUICK.replace(lr=0.01)
+    full = fit_probe(encoded, build_loss("ce"), training, PROBE, VOCAB, 2, seed=1)
     # a run of j epochs is the full run's prefix: its kept score is the running max over epochs 1..j,
     # so the first j whose running max reaches the overall max is the first best epoch
-    prefixes = [fit_probe(encoded, build_loss("ce"), dataclasses.replace(training, epochs=j), VOCAB, 2, seed=1)
+    prefixes = [fit_probe(encoded, build_loss("ce"), training.replace(epochs=j), PROBE, VOCAB, 2, seed=1)
                 for j in range(1, training.epochs + 1)]
     running_max = [prefix.validation["macro_f1"] for prefix in prefixes]
     assert running_max == sorted(running_max)
@@ -156,9 +149,9 @@ def test_fit_probe_keeps_the_first_best_validation_epoch():
 def test_fit_probe_never_selects_on_test():
     encoded = _splits(_texts_toy)
     flipped = {**encoded, "test": EncodedSplit(encoded["test"].ids, 1 - encoded["test"].labels)}
-    training = dataclasses.replace(QUICK, lr=0.01)
-    plain = fit_probe(encoded, build_loss("ce"), training, VOCAB, 2, seed=2)
-    other = fit_probe(flipped, build_loss("ce"), training, VOCAB, 2, seed=2)
+    training = QUICK.replace(lr=0.01)
+    plain = fit_probe(encoded, build_loss("ce"), training, PROBE, VOCAB, 2, seed=2)
+    other = fit_probe(flipped, build_loss("ce"), training, PROBE, VOCAB, 2, seed=2)
     assert plain.best_epoch == other.best_epoch
     np.testing.assert_array_equal(plain.probabilities, other.probabilities)
     assert other.test["accuracy"] == pytest.approx(1.0 - plain.test["accuracy"])
@@ -166,8 +159,8 @@ def test_fit_probe_never_selects_on_test():
 
 def test_weight_decay_changes_training():
     encoded = _splits(_texts_toy)
-    plain = fit_probe(encoded, build_loss("ce"), QUICK, VOCAB, 2, seed=0)
-    decayed = fit_probe(encoded, build_loss("ce"), dataclasses.replace(QUICK, weight_decay=5.0), VOCAB, 2, seed=0)
+    plain = fit_probe(encoded, build_loss("ce"), QUICK, PROBE, VOCAB, 2, seed=0)
+    decayed = fit_probe(encoded, build_loss("ce"), QUICK.replace(weight_decay=5.0), PROBE, VOCAB, 2, seed=0)
     assert not np.array_equal(plain.probabilities, decayed.probabilities)
 
 
@@ -175,13 +168,34 @@ def test_weight_decay_changes_training():
 
 
 @pytest.mark.parametrize(
-    ("field", "value"),
-    [("epochs", 0), ("batch_size", 2.5), ("embedding_size", True), ("hidden_size", 0), ("max_length", -1),
-     ("lr", 0.0), ("lr", True), ("weight_decay", -0.1)],
+    ("section", "field", "value"),
+    [(TrainingConfig, "epochs", 0), (TrainingConfig, "batch_size", 2.5), (ProbeConfig, "embedding_size", True),
+     (ProbeConfig, "hidden_size", 0), (TrainingConfig, "lr", 0.0), (TrainingConfig, "lr", True),
+     (TrainingConfig, "weight_decay", -0.1)],
 )
-def test_probe_training_rejects_bad_values(field, value):
-    with pytest.raises(ValueError, match=field):
-        ProbeTraining(**{field: value})
+def test_probe_settings_reject_bad_values(section, field, value):
+    with pytest.raises(ValueError, match=f"{section.prefix}.{field}"):
+        section(**{field: value})
+
+
+def test_fit_probe_needs_whole_epochs_and_reports_its_history():
+    encoded = _splits(_texts_toy)
+    with pytest.raises(ValueError, match="training.epochs: must be a whole number"):
+        fit_probe(encoded, build_loss("ce"), QUICK.replace(epochs=1.5), PROBE, VOCAB, 2)
+    fit = fit_probe(encoded, build_loss("ce"), QUICK, PROBE, VOCAB, 2, seed=0)
+    assert [entry["epoch"] for entry in fit.history] == list(range(1, 7))
+    assert fit.history[fit.best_epoch - 1]["validation_macro_f1"] == fit.validation["macro_f1"]
+    assert fit.validation == classification_report(encoded["validation"].labels.numpy(), fit.validation_predictions, num_labels=2)
+
+
+class _NanLoss(torch.nn.Module):
+    def forward(self, logits, labels):
+        return logits.sum() * float("nan")
+
+
+def test_fit_probe_stops_loudly_when_training_diverges():
+    with pytest.raises(FloatingPointError, match="diverged.*epoch 1"):
+        fit_probe(_splits(_texts_toy), _NanLoss(), QUICK, PROBE, VOCAB, 2)
 
 
 @pytest.mark.parametrize(
@@ -229,6 +243,6 @@ def test_encoded_split_and_encode_split_reject_bad_input(tokenizer):
     ],
 )
 def test_fit_probe_rejects_bad_input(change, match):
-    encoded, arguments = change(_splits(_texts_toy), {"training": QUICK, "vocab_size": VOCAB, "num_labels": 2})
+    encoded, arguments = change(_splits(_texts_toy), {"training": QUICK, "probe": PROBE, "vocab_size": VOCAB, "num_labels": 2})
     with pytest.raises(ValueError, match=match):
         fit_probe(encoded, build_loss("ce"), **arguments)

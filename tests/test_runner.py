@@ -12,17 +12,16 @@ import pytest
 from nbformat.v4 import new_code_cell, new_notebook
 
 from workbench.__main__ import main
-from workbench.results import numeric_metrics, read_metrics, write_metrics
-from workbench.runner import (
+from workbench.runs import run
+from workbench.runs.execute import ensure_kernel, new_run_dir
+from workbench.runs.metrics import metric_statistics, read_metrics, write_json, write_metrics
+from workbench.runs.plan import (
     cell_slug,
     check_notebook_clean,
-    ensure_kernel,
     load_params,
-    new_run_dir,
     parse_seeds,
     parse_sweep,
     plan_executions,
-    run,
     select_notebooks,
 )
 
@@ -66,18 +65,30 @@ def test_parse_sweep_rejects_repeated_key():
         parse_sweep(["x=1", "x=2"])
 
 
+def test_parse_sweep_reads_bracketed_lists_and_refuses_equal_values():
+    assert parse_sweep(["losses=[CE,DSC],[FL]", "lr=1e-3,2e-3"]) == {"losses": [["CE", "DSC"], ["FL"]], "lr": [1e-3, 2e-3]}
+    with pytest.raises(ValueError, match=r"--sweep epsilon: values '0.1' and '0.10' are equal after parsing"):
+        parse_sweep(["epsilon=0.1,0.10"])
+    with pytest.raises(ValueError, match=r"--sweep x:1: invalid YAML"):
+        parse_sweep(["x=[1,2"])
+
+
 def test_parse_seeds():
     assert parse_seeds("1,2,3") == [1, 2, 3]
     with pytest.raises(ValueError, match="--seeds 'a,b'"):
         parse_seeds("a,b")
     with pytest.raises(ValueError, match="once"):
         parse_seeds("1,1")
+    with pytest.raises(ValueError, match=">= 0"):
+        parse_seeds("-1")
 
 
-def test_cell_slug_puts_seed_first():
-    assert cell_slug({"epsilon": 0.1}, 1) == "seed=1,epsilon=0.1"
-    assert cell_slug({}, None) == ""
-    assert cell_slug({"path": "a/b c"}, None) == "path=a_b_c"
+def test_cell_slug_is_injective():
+    assert cell_slug({"epsilon": 0.1, "gamma": 2}) == "epsilon=0.1,gamma=2"
+    assert cell_slug({}) == ""
+    sanitised = cell_slug({"path": "a/b c"})
+    assert sanitised.startswith("path=a_b_c-") and sanitised != cell_slug({"path": "a_b_c"})
+    assert cell_slug({"path": "a/b"}) != cell_slug({"path": "a_b"})
 
 
 def test_select_notebooks_by_stem_and_prefix(tmp_path):
@@ -97,21 +108,19 @@ def test_missing_params_file_means_notebook_defaults(tmp_path):
     (tmp_path / "smoke" / "bad.yaml").write_text("- 1\n- 2\n")
     with pytest.raises(ValueError, match="expected a mapping"):
         load_params(tmp_path, "smoke", "bad")
+    (tmp_path / "smoke" / "broken.yaml").write_text("x: 1\ny: [2\n")
+    with pytest.raises(ValueError, match=r"broken.yaml:\d+: invalid YAML"):
+        load_params(tmp_path, "smoke", "broken")
     with pytest.raises(ValueError, match="params_set must be one of default, smoke, gpu"):
         load_params(tmp_path, "large", "01_dice_loss")
 
 
-def test_plan_is_the_cartesian_grid(tmp_path):
+def test_plan_is_the_sweep_grid_and_seeds_set_the_seeds_list(tmp_path):
     (tmp_path / "default").mkdir()
     (tmp_path / "default" / "ok_metrics.yaml").write_text("x: 5.0\n")
     plan = plan_executions([OK], tmp_path, "default", {"x": [1, 2]}, [7, 8])
-    assert [(e.seed, e.point, e.slug) for e in plan] == [
-        (7, {"x": 1}, "seed=7,x=1"),
-        (7, {"x": 2}, "seed=7,x=2"),
-        (8, {"x": 1}, "seed=8,x=1"),
-        (8, {"x": 2}, "seed=8,x=2"),
-    ]
-    assert plan[0].parameters == {"x": 1, "seed": 7}  # the sweep overrides the params file
+    assert [(e.point, e.slug) for e in plan] == [({"x": 1}, "x=1"), ({"x": 2}, "x=2")]
+    assert plan[0].parameters == {"x": 1, "seeds": [7, 8]}  # the sweep overrides the params file; one seed list
     single = plan_executions([OK], tmp_path, "default")
     assert [(e.parameters, e.slug) for e in single] == [({"x": 5.0}, "")]
 
@@ -119,10 +128,10 @@ def test_plan_is_the_cartesian_grid(tmp_path):
 @pytest.mark.parametrize(
     ("params_file", "sweep", "seeds", "message"),
     [
-        ("gamma: 1\n", {}, None, r"params file default/ok_metrics.yaml: unknown parameter 'gamma' for notebook ok_metrics.ipynb; allowed: seed, x, output_dir"),
+        ("gamma: 1\n", {}, None, r"params file default/ok_metrics.yaml: unknown parameter 'gamma' for notebook ok_metrics.ipynb; allowed: seeds, x, output_dir"),
         ("", {"epsilon": [0.1]}, None, r"--sweep: unknown parameter 'epsilon' for notebook ok_metrics.ipynb"),
         ("output_dir: /tmp\n", {}, None, r"'output_dir' is set by the runner"),
-        ("", {"seed": [1]}, [1, 2], r"either with --seeds or with --sweep seed"),
+        ("", {"seeds": [[1]]}, [1, 2], r"either with --seeds or with --sweep seeds"),
     ],
 )
 def test_plan_refuses_bad_parameter_names(tmp_path, params_file, sweep, seeds, message):
@@ -132,9 +141,9 @@ def test_plan_refuses_bad_parameter_names(tmp_path, params_file, sweep, seeds, m
         plan_executions([OK], tmp_path, "default", sweep, seeds)
 
 
-def test_seeds_refused_for_notebook_without_seed_parameter(tmp_path):
+def test_seeds_refused_for_notebook_without_seeds_parameter(tmp_path):
     notebook = _write_notebook(tmp_path / "no_seed.ipynb", "x = 1\noutput_dir = None")
-    with pytest.raises(ValueError, match="--seeds: unknown parameter 'seed' for notebook no_seed.ipynb; allowed: x, output_dir"):
+    with pytest.raises(ValueError, match="--seeds: unknown parameter 'seeds' for notebook no_seed.ipynb; allowed: x, output_dir"):
         plan_executions([notebook], tmp_path, "default", None, [1, 2])
 
 
@@ -175,19 +184,34 @@ def test_kernel_runs_this_interpreter():
 # ----------------------------------------------------------------------------- results helpers
 
 
-def test_write_metrics_converts_numpy_and_torch(tmp_path):
+def test_write_json_converts_numpy_and_torch(tmp_path):
     np = pytest.importorskip("numpy")
     torch = pytest.importorskip("torch")
-    path = write_metrics(tmp_path, {"f1": np.float32(0.5), "n": np.int64(3), "loss": torch.tensor(0.25),
-                                    "cm": np.eye(2, dtype=int), "bad": float("nan"), "ok": True, "name": "x"})
+    path = write_json(tmp_path / "metrics.json", {"f1": np.float32(0.5), "n": np.int64(3), "loss": torch.tensor(0.25),
+                                                  "cm": np.eye(2, dtype=int), "bad": float("nan"), "ok": True, "name": "x"})
     assert json.loads(path.read_text()) == {"f1": 0.5, "n": 3, "loss": 0.25, "cm": [[1, 0], [0, 1]],
                                             "bad": None, "ok": True, "name": "x"}
-    assert numeric_metrics(read_metrics(tmp_path)) == {"f1": 0.5, "n": 3.0, "loss": 0.25}
+    assert [p.name for p in tmp_path.iterdir()] == ["metrics.json"]  # no temporary file left behind
+    with pytest.raises(ValueError, match="metrics must be a dict"):
+        write_json(tmp_path / "x.json", [1, 2])
+    with pytest.raises(ValueError, match="not JSON-serialisable"):
+        write_json(tmp_path / "x.json", {"obj": object()})
+
+
+def test_write_metrics_separates_metrics_from_details(tmp_path):
+    path = write_metrics(tmp_path, {"f1": 0.5, "score": {"mean": 2.0, "std": 1.0, "n": 3}, "rate": None},
+                         parameters={"seeds": [1, 2, 3]}, table=[{"a": 1}])
+    recorded = json.loads(path.read_text())
+    assert recorded["parameters"] == {"seeds": [1, 2, 3]} and recorded["table"] == [{"a": 1}]
+    assert metric_statistics(read_metrics(tmp_path)) == {
+        "f1": {"mean": 0.5, "std": None, "n": 1}, "score": {"mean": 2.0, "std": 1.0, "n": 3}}
     assert write_metrics(None, {"f1": 1.0}) is None
     with pytest.raises(ValueError, match="metrics must be a dict"):
         write_metrics(tmp_path, [1, 2])
-    with pytest.raises(ValueError, match="not JSON-serialisable"):
-        write_metrics(tmp_path, {"obj": object()})
+    with pytest.raises(ValueError, match="entry 'name' must be a number"):
+        write_metrics(tmp_path, {"name": "x"})
+    with pytest.raises(ValueError, match="entry 'score' must be a number or a mapping with keys mean, std, n"):
+        write_metrics(tmp_path, {"score": {"mean": 1.0}})
 
 
 # ----------------------------------------------------------------------------- notebook hygiene
@@ -230,32 +254,35 @@ def mixed_run(tmp_path_factory):
 
 
 @pytest.mark.slow
-def test_sweep_writes_each_cell_and_aggregates_over_seeds(sweep_run):
+def test_sweep_writes_each_point_and_aggregates_over_the_seeds_list(sweep_run):
     run_dir = sweep_run.run_dir
     assert not sweep_run.failed
-    cell = run_dir / "ok_metrics" / "seed=2,x=1.0"
+    cell = run_dir / "ok_metrics" / "x=1.0"
     for name in ("ok_metrics.ipynb", "ok_metrics.html", "params.yaml", "metrics.json",
                  "figures/score_line.html", "figures/score_line.json", "figures/plotly.min.js"):
         assert (cell / name).is_file(), name
-    metrics = read_metrics(cell)
-    assert metrics["score"] == 10 * 1.0 + 2  # the fixture computes 10 * x + seed
-    assert metrics["python_prefix"] == sys.prefix  # the kernel runs this environment
+    recorded = read_metrics(cell)
+    assert recorded["metrics"]["score"]["mean"] == 10 * 1.0 + 1.5  # the fixture computes 10 * x + seed, seeds 1 and 2
+    assert recorded["parameters"]["seeds"] == [1, 2]  # one execution holds the whole seeds list
+    assert recorded["python_prefix"] == sys.prefix  # the kernel runs this environment
 
     summary = pd.read_csv(run_dir / "summary.csv")
-    assert len(summary) == 4 and set(summary["status"]) == {"ok"}
-    assert sorted(summary["metric.score"]) == [11.0, 12.0, 21.0, 22.0]
+    assert len(summary) == 2 and set(summary["status"]) == {"ok"}
+    assert sorted(summary["metric.score"]) == [11.5, 21.5]
     aggregated = pd.read_csv(run_dir / "summary_agg.csv").set_index(["point", "metric"])
+    assert set(aggregated.index.get_level_values("metric")) == {"score", "x_squared"}  # parameters are not metrics
     for x in (1.0, 2.0):
         scores = [10 * x + 1, 10 * x + 2]
         row = aggregated.loc[(f"x={x}", "score")]
         assert row["mean"] == pytest.approx(sum(scores) / 2)
         assert row["std"] == pytest.approx(abs(scores[1] - scores[0]) / 2**0.5)  # sample std of two values
         assert row["n"] == 2
-        assert aggregated.loc[(f"x={x}", "x_squared")]["std"] == 0.0
+        single = aggregated.loc[(f"x={x}", "x_squared")]
+        assert single["n"] == 1 and pd.isna(single["std"])  # no spread shown for a single value
 
     index = (run_dir / "index.html").read_text()
-    assert 'src="ok_metrics/seed=1,x=2.0/figures/score_line.html"' in index
-    assert 'href="ok_metrics/seed=1,x=2.0/ok_metrics.html"' in index
+    assert 'src="ok_metrics/x=2.0/figures/score_line.html"' in index
+    assert 'href="ok_metrics/x=2.0/ok_metrics.html"' in index
 
 
 @pytest.mark.slow
@@ -265,7 +292,7 @@ def test_failing_notebook_is_reported_and_others_complete(mixed_run):
     failed, ok = by_name["fails_in_cell2"], by_name["ok_metrics"]
     assert failed.status == "failed" and failed.failed_cell == 2
     assert failed.error == "ValueError: boom at x=1.0"
-    assert ok.ok and ok.metrics["score"] == 10.0
+    assert ok.ok and ok.metrics["metrics"]["score"]["mean"] == 10.0
     assert lines[0] == "[1/2] fails_in_cell2 ..." and lines[1].startswith("FAILED at cell 2: ValueError: boom")
     assert lines[2] == "[2/2] ok_metrics ..." and lines[3].startswith("ok (")
 

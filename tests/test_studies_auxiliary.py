@@ -21,19 +21,21 @@ from workbench.studies.auxiliary import (
     run_study,
     select_num_aux,
     stage_one_entropy,
-    study_config,
     summarize,
-    sweep_figure,
 )
+from workbench.train import load_config
+from workbench.viz import aux_sweep_figure
 from workbench.vocab import load_tokenizer
 
 K = 3  # sample_relevance labels
 
 
-def tiny_config(**overrides):
-    knobs = {"source": "sample_relevance", "max_train_samples": 32, "max_eval_samples": 16, "max_length": 24,
-             "tiny_layers": 1, "tiny_hidden": 16, "epochs": 1, "batch_size": 16, "lr": 1e-3}
-    return study_config(**{**knobs, **overrides})
+def tiny_config():
+    return load_config({
+        "data": {"source": "sample_relevance", "max_train_samples": 32, "max_eval_samples": 16, "max_length": 24},
+        "model": {"tiny": {"num_layers": 1, "hidden_size": 16, "num_heads": 2}},
+        "training": {"epochs": 1, "batch_size": 16, "lr": 1e-3, "quiet": True},
+    })
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -49,17 +51,6 @@ def one_torch_thread():
 def grid(tmp_path_factory, one_torch_thread):
     root = tmp_path_factory.mktemp("aux_grid")
     return root, run_study(tiny_config(), num_aux_values=[0, 2], seeds=[0, 1], output_root=root)
-
-
-def test_study_config_is_a_full_validated_config():
-    config = tiny_config()
-    assert config["model"]["tiny"] == {"num_layers": 1, "hidden_size": 16, "num_heads": 2}
-    assert config["training"]["quiet"] is True and config["loss"] == {"name": "ce", "params": {}}
-    assert config["data"]["max_train_samples"] == 32
-    with pytest.raises(ValueError, match="data.max_length: must be an int in \\[8, 512\\]"):
-        study_config(max_length=4)
-    with pytest.raises(ValueError, match="data.source: must be one of"):
-        study_config(source="imdb")
 
 
 def test_grid_has_baseline_and_every_n_for_every_seed(grid):
@@ -139,12 +130,12 @@ def test_summarize_gives_mean_sample_std_and_count_in_method_order():
     })
     table = summarize(runs)
     assert list(table["method"]) == [BASELINE, TWO_STAGE, FUSION]
-    assert list(table.columns) == ["method", "num_aux", "macro_f1_mean", "macro_f1_std", "accuracy_mean", "accuracy_std", "seeds"]
+    assert list(table.columns) == ["method", "num_aux", "macro_f1_mean", "macro_f1_std", "accuracy_mean", "accuracy_std", "n"]
     values = np.array([0.5, 0.6, 0.8])
     row = table[table["method"] == TWO_STAGE].iloc[0]
     assert row["macro_f1_mean"] == pytest.approx(values.mean())
     assert row["macro_f1_std"] == pytest.approx(math.sqrt(((values - values.mean()) ** 2).sum() / 2))
-    assert row["seeds"] == 3
+    assert row["n"] == 3
     baseline = table[table["method"] == BASELINE].iloc[0]
     assert baseline["accuracy_mean"] == pytest.approx(0.9) and baseline["accuracy_std"] == pytest.approx(math.sqrt(0.02))
     assert math.isnan(table[table["method"] == FUSION].iloc[0]["macro_f1_std"])  # one seed: no spread
@@ -159,13 +150,13 @@ def test_sweep_figure_plots_the_two_stage_curve_variants_and_baseline_band():
         "accuracy_mean": [0.8, 0.7, 0.75, 0.77],
         "accuracy_std": [0.02, 0.01, np.nan, 0.03],
     })
-    fig = sweep_figure(summary, "accuracy")
+    fig = aux_sweep_figure(summary, "accuracy")
     assert [trace.name for trace in fig.data] == ["two-stage (stage 2, frozen encoder)", TWO_STAGE_FGM]
     assert list(fig.data[0].x) == [0, 3] and list(fig.data[0].error_y.array) == [0.01, 0.0]
     band = [shape for shape in fig.layout.shapes if shape.type == "rect"][0]
     assert (band.y0, band.y1) == pytest.approx((0.78, 0.82))
     with pytest.raises(ValueError, match="metric: must be one of \\['accuracy'\\], got 'f1'"):
-        sweep_figure(summary, "f1")
+        aux_sweep_figure(summary, "f1")
 
 
 @pytest.mark.parametrize(
@@ -175,7 +166,7 @@ def test_sweep_figure_plots_the_two_stage_curve_variants_and_baseline_band():
         ({"num_aux_values": [-1], "seeds": [0]}, "num_aux_values: must be a non-empty list of ints >= 0"),
         ({"num_aux_values": [2, 2], "seeds": [0]}, "num_aux_values: must not repeat a value"),
         ({"num_aux_values": [2], "seeds": []}, "seeds: must be a non-empty list of distinct ints"),
-        ({"num_aux_values": [2], "seeds": [0, 0]}, "seeds: must be a non-empty list of distinct ints"),
+        ({"num_aux_values": [2], "seeds": [0, 0]}, "seeds: must be a list of distinct seeds"),
         ({"num_aux_values": [2], "seeds": [0], "fgm_epsilon": -0.1}, "fgm_epsilon: must be a number >= 0"),
     ],
 )
@@ -196,8 +187,7 @@ def test_key_metrics_compare_baseline_with_two_stage_at_the_chosen_n():
     })
     metrics = key_metrics(runs)
     assert metrics["chosen_num_aux"] == 4
-    assert metrics["baseline_macro_f1"] == pytest.approx(0.7) and metrics["two_stage_macro_f1"] == pytest.approx(0.8)
-    assert metrics["two_stage_accuracy"] == pytest.approx(0.9)
-    assert metrics["baseline_macro_f1_std"] == pytest.approx(math.sqrt(0.02))
+    assert metrics["baseline_macro_f1"]["mean"] == pytest.approx(0.7) and metrics["two_stage_macro_f1"]["mean"] == pytest.approx(0.8)
+    assert metrics["two_stage_accuracy"]["mean"] == pytest.approx(0.9)
+    assert metrics["baseline_macro_f1"]["std"] == pytest.approx(math.sqrt(0.02)) and metrics["baseline_macro_f1"]["n"] == 2
     assert metrics["delta_macro_f1"] == pytest.approx(0.1)
-    assert len(metrics["summary"]) == 3 and metrics["summary"][0]["method"] == BASELINE

@@ -11,9 +11,18 @@ from datasets import DatasetDict
 
 from workbench.data import label_counts
 from workbench.data.features import build_dataset
+from workbench.losses import LossSpec
+from workbench.stats import mean_std_table, summarize
 from workbench.studies import dice
+from workbench.train import ProbeFitter, TransformerFitter, build_fitter
 
-TINY_TRAINING = {"epochs": 1, "batch_size": 32, "lr": 0.02}
+TINY_TRAINING = {"epochs": 1, "batch_size": 32, "lr": 0.02, "weight_decay": 0.0}
+BOW = {"kind": "probe", "probe": {"embedding_size": 32, "hidden_size": None}}
+
+
+@pytest.fixture(scope="module")
+def fitter() -> ProbeFitter:
+    return build_fitter(BOW, TINY_TRAINING, max_length=64)
 
 
 def binary_dataset(n_negative: int, n_positive: int):
@@ -56,60 +65,60 @@ def test_study_splits_positive_share_downsamples_training_positives_only():
         dice.study_splits(seed=0, n_train=100, n_eval=20, positive_share=0.7)
 
 
-def test_fit_and_score_is_seeded_and_scores_in_range(tiny_splits):
-    first = dice.fit_and_score(tiny_splits, dice.LOSS_ZOO["CE"], seed=1, training=TINY_TRAINING)
-    again = dice.fit_and_score(tiny_splits, dice.LOSS_ZOO["CE"], seed=1, training=TINY_TRAINING)
+def test_fit_and_score_is_seeded_and_scores_in_range(tiny_splits, fitter):
+    first = dice.fit_and_score(tiny_splits, dice.LOSS_ZOO["CE"], 1, fitter)
+    again = dice.fit_and_score(tiny_splits, dice.LOSS_ZOO["CE"], 1, fitter)
     assert first == again
     assert set(first) == {"f1_positive", "macro_f1", "accuracy", "validation_f1_positive"}
     assert all(0.0 <= value <= 1.0 for value in first.values())
 
 
-def test_tversky_half_half_trains_exactly_like_plain_dice_with_double_smoothing(tiny_splits):
+def test_tversky_half_half_trains_exactly_like_plain_dice_with_double_smoothing(tiny_splits, fitter):
     # TL(alpha = beta = 1/2, gamma) = 1 - (2py + 2 gamma)/(p + y + 2 gamma): DL without squares, smoothing 2 gamma.
-    tversky = dice.fit_and_score(tiny_splits, ("tversky", {"alpha": 0.5, "beta": 0.5, "gamma": 0.5}), seed=2, training=TINY_TRAINING)
-    plain_dice = dice.fit_and_score(tiny_splits, ("dice", {"gamma": 1.0, "square": False}), seed=2, training=TINY_TRAINING)
+    tversky = dice.fit_and_score(tiny_splits, LossSpec("tversky", {"alpha": 0.5, "beta": 0.5, "gamma": 0.5}), 2, fitter)
+    plain_dice = dice.fit_and_score(tiny_splits, LossSpec("dice", {"gamma": 1.0, "square": False}), 2, fitter)
     assert tversky == pytest.approx(plain_dice)
 
 
-def test_wce_gets_training_label_counts(tiny_splits):
-    scores = dice.fit_and_score(tiny_splits, dice.LOSS_ZOO["WCE"], seed=0, training=TINY_TRAINING)
+def test_wce_gets_training_label_counts(tiny_splits, fitter):
+    scores = dice.fit_and_score(tiny_splits, dice.LOSS_ZOO["WCE"], 0, fitter)
     assert 0.0 <= scores["f1_positive"] <= 1.0
 
 
 @pytest.mark.parametrize(
-    ("kwargs", "parameter"),
+    ("model", "training", "parameter"),
     [
-        ({"model": "cnn"}, "model"),
-        ({"training": {"epochs": 0}}, "training.epochs"),
-        ({"training": {"batch_size": 2.5}}, "training.batch_size"),
+        ({"kind": "cnn"}, TINY_TRAINING, "model.kind"),
+        (BOW, {"epochs": 0}, "training.epochs"),
+        (BOW, {"batch_size": 2.5}, "training.batch_size"),
     ],
 )
-def test_fit_and_score_rejects_bad_options(tiny_splits, kwargs, parameter):
+def test_fitters_reject_bad_options(model, training, parameter):
     with pytest.raises(ValueError, match=parameter):
-        dice.fit_and_score(tiny_splits, dice.LOSS_ZOO["CE"], **kwargs)
+        build_fitter(model, training, max_length=64)
 
 
 def test_fit_and_score_runs_the_transformer_trainer(tiny_splits):
     small = DatasetDict({name: split.select(range(32)) for name, split in tiny_splits.items()})
-    scores = dice.fit_and_score(
-        small, dice.LOSS_ZOO["DSC"], seed=0, model={"tiny": {"num_layers": 1, "hidden_size": 32, "num_heads": 2}},
-        training={"epochs": 1, "batch_size": 16, "eval_batch_size": 32, "lr": 1e-3}, max_length=32,
-    )
+    transformer = build_fitter({"tiny": {"num_layers": 1, "hidden_size": 32, "num_heads": 2}},
+                               {"epochs": 1, "batch_size": 16, "eval_batch_size": 32, "lr": 1e-3}, max_length=32)
+    assert isinstance(transformer, TransformerFitter)
+    scores = dice.fit_and_score(small, dice.LOSS_ZOO["DSC"], 0, transformer)
     assert set(scores) == {"f1_positive", "macro_f1", "accuracy", "validation_f1_positive"}
     assert all(0.0 <= value <= 1.0 for value in scores.values())
 
 
-def test_imbalance_study_and_sweep_tables(tiny_splits):
-    table = dice.imbalance_study(tiny_splits, {"CE": dice.LOSS_ZOO["CE"]}, seeds=[0, 1], training=TINY_TRAINING)
+def test_imbalance_study_and_sweep_tables(tiny_splits, fitter):
+    table = dice.imbalance_study(tiny_splits, {"CE": dice.LOSS_ZOO["CE"]}, [0, 1], fitter)
     assert len(table) == 4 * 1 * 2
     assert list(table["setting"].unique()) == list(dice.TABLE8_SETTINGS)
     assert {"setting", "loss", "seed", *dice.METRICS, "validation_f1_positive"} <= set(table.columns)
-    sweep = dice.tversky_sweep(tiny_splits, [0.2, 0.8], seeds=[0], training=TINY_TRAINING)
+    sweep = dice.tversky_sweep(tiny_splits, [0.2, 0.8], [0], fitter)
     assert sweep["alpha"].tolist() == [0.2, 0.8] and set(sweep["loss"]) == {"TL"}
     with pytest.raises(ValueError, match="alphas"):
-        dice.tversky_sweep(tiny_splits, [1.5], seeds=[0])
+        dice.tversky_sweep(tiny_splits, [1.5], [0], fitter)
     with pytest.raises(ValueError, match="seeds"):
-        dice.run_grid({"x": tiny_splits}, {"CE": dice.LOSS_ZOO["CE"]}, seeds=[])
+        dice.run_grid({"x": tiny_splits}, {"CE": dice.LOSS_ZOO["CE"]}, [], fitter)
 
 
 def hand_table() -> pd.DataFrame:
@@ -126,7 +135,7 @@ def hand_table() -> pd.DataFrame:
 
 
 def test_summarize_mean_sample_std_and_n_by_hand():
-    summary = dice.summarize(hand_table(), ["setting", "loss"])
+    summary = summarize(hand_table(), ["setting", "loss"], dice.METRICS)
     a = summary[summary["setting"] == "a"].iloc[0]
     assert a["f1_positive_mean"] == pytest.approx(0.7)
     assert a["f1_positive_std"] == pytest.approx(math.sqrt((0.04 + 0 + 0.04) / 2))
@@ -134,11 +143,11 @@ def test_summarize_mean_sample_std_and_n_by_hand():
     b = summary[summary["setting"] == "b"].iloc[0]
     assert np.isnan(b["f1_positive_std"]) and b["n"] == 1
     with pytest.raises(ValueError, match="by/metrics"):
-        dice.summarize(hand_table(), ["model"])
+        summarize(hand_table(), ["model"], dice.METRICS)
 
 
 def test_mean_std_table_formats_percent_with_spread():
-    table = dice.mean_std_table(dice.summarize(hand_table(), ["setting", "loss"]), rows="loss", columns="setting")
+    table = mean_std_table(summarize(hand_table(), ["setting", "loss"], dice.METRICS), rows="loss", columns="setting", metric="f1_positive")
     assert table.loc["CE", "a"] == "70.0 ± 20.0"
     assert table.loc["CE", "b"] == "40.0"
 
@@ -157,10 +166,13 @@ def test_best_alpha_selects_on_validation_not_test():
 
 
 def test_headline_metrics_keys_per_loss():
-    summary = dice.summarize(hand_table().assign(setting="original"), ["setting", "loss"])
-    assert dice.headline_metrics(summary) == {"f1_positive_ce_original": pytest.approx(0.625)}
+    summary = summarize(hand_table().assign(setting="original"), ["setting", "loss"], dice.METRICS)
+    metrics = dice.headline_metrics(summary)
+    assert list(metrics) == ["f1_positive_ce_original"]
+    assert metrics["f1_positive_ce_original"]["mean"] == pytest.approx(0.625)
+    assert metrics["f1_positive_ce_original"]["n"] == 4
     with pytest.raises(ValueError, match="original"):
-        dice.headline_metrics(dice.summarize(hand_table(), ["setting", "loss"]).query("setting == 'b'"))
+        dice.headline_metrics(summarize(hand_table(), ["setting", "loss"], dice.METRICS).query("setting == 'b'"))
 
 
 def test_saturation_check_released_code_nan_workbench_finite():

@@ -1,4 +1,4 @@
-"""workbench.studies.pcl: gradient check, the pair probe, the ablation grid and its tables."""
+"""workbench.studies.pcl: gradient check, the ablation grid through both fitters, and its tables."""
 
 from __future__ import annotations
 
@@ -9,12 +9,19 @@ import pandas as pd
 import pytest
 import torch
 
-from workbench.losses import QBQTC_LABEL_COUNTS, pcl_constants, pcl_weight_matrix
+from workbench.losses import QBQTC_LABEL_COUNTS, pcl_constants, pcl_weight_matrix, resolve
 from workbench.studies import pcl as study
-from workbench.vocab import load_tokenizer
+from workbench.train import ProbeFitter, TransformerFitter, build_fitter
+from workbench.train.evaluation import best_epoch
 
 EPSILON = 0.1
-TINY = study.ProbeTraining(epochs=8, batch_size=16, lr=0.02, embedding_size=16, hidden_size=16, max_length=16)
+PROBE = {"kind": "probe", "probe": {"embedding_size": 16, "hidden_size": 16}}
+TINY_TRAINING = {"epochs": 8, "batch_size": 16, "lr": 0.02, "weight_decay": 0.0}
+
+
+@pytest.fixture(scope="module")
+def fitter() -> ProbeFitter:
+    return build_fitter(PROBE, TINY_TRAINING, max_length=16)
 
 
 @pytest.fixture(scope="module")
@@ -23,9 +30,9 @@ def splits():
 
 
 @pytest.fixture(scope="module")
-def ablation(splits):
-    return study.run_ablation(splits, ["LS", "PCL reference", "PCL paper", "PCL weighted (global)"], seeds=[0, 1],
-                              epsilon=EPSILON, training=TINY)
+def ablation(splits, fitter):
+    specs = study.setting_specs(["LS", "PCL reference", "PCL paper", "PCL weighted (global)"], EPSILON)
+    return study.run_ablation(splits, specs, [0, 1], fitter)
 
 
 def _comparison_batch(seed: int = 0, batch_size: int = 64):
@@ -80,24 +87,26 @@ def test_gradient_comparison_rejects_bad_input(kwargs, match):
 
 
 @pytest.mark.parametrize(
-    ("field", "value"), [("epochs", 0), ("batch_size", -1), ("embedding_size", 1.5), ("max_length", True), ("lr", 0.0)]
+    ("model", "training", "max_length", "match"),
+    [(PROBE, {"epochs": 0}, 16, "training.epochs"), (PROBE, {"batch_size": -1}, 16, "training.batch_size"),
+     ({"kind": "probe", "probe": {"embedding_size": 1.5}}, {}, 16, "model.probe.embedding_size"),
+     (PROBE, {}, True, "max_length"), (PROBE, {"lr": 0.0}, 16, "training.lr")],
 )
-def test_probe_training_rejects_bad_values(field, value):
-    with pytest.raises(ValueError, match=field):
-        study.ProbeTraining(**{field: value})
+def test_fitter_rejects_bad_values(model, training, max_length, match):
+    with pytest.raises(ValueError, match=match):
+        build_fitter(model, training, max_length)
 
 
-def test_fit_pair_probe_is_seeded_and_leaves_global_rng_alone(splits):
-    tokenizer = load_tokenizer()
-    encoded = study.encode_pairs(splits, tokenizer, TINY.max_length)
-    loss = study.setting_loss("LS", EPSILON, splits["train"])
+def test_pair_probe_fit_is_seeded_and_leaves_global_rng_alone(splits, fitter):
+    loss = resolve(study.setting_specs(["LS"], EPSILON)["LS"], splits["train"])
     state = torch.get_rng_state()
-    first = study.fit_pair_probe(encoded, loss, 3, TINY, len(tokenizer))
+    first = fitter.fit(splits, loss, 3)
     assert torch.equal(state, torch.get_rng_state())
-    second = study.fit_pair_probe(encoded, loss, 3, TINY, len(tokenizer))
-    np.testing.assert_array_equal(first["test_predictions"], second["test_predictions"])
-    assert first["test_predictions"].shape == (60,)
-    assert 1 <= first["best_epoch"] <= TINY.epochs
+    second = fitter.fit(splits, loss, 3)
+    np.testing.assert_array_equal(first.test_predictions, second.test_predictions)
+    assert first.test_predictions.shape == (60,) and first.validation_predictions.shape == (60,)
+    assert 1 <= first.best_epoch <= TINY_TRAINING["epochs"]
+    assert first.history[first.best_epoch - 1]["validation_macro_f1"] == first.validation_score
 
 
 # ----------------------------------------------------------------------------- ablation
@@ -130,27 +139,26 @@ def test_run_ablation_confusion_is_sum_over_seeds(ablation, splits):
 
 
 @pytest.mark.parametrize(
-    ("kwargs", "match"),
-    [
-        ({"settings": ["PCL paper"]}, "baseline"),
-        ({"settings": ["LS", "PCL magic"]}, "unknown"),
-        ({"seeds": []}, "seeds"),
-    ],
+    ("settings", "seeds", "match"),
+    [(["PCL paper"], [0], "baseline"), (["LS"], [], "seeds")],
 )
-def test_run_ablation_rejects_bad_input(splits, kwargs, match):
+def test_run_ablation_rejects_bad_input(splits, fitter, settings, seeds, match):
     with pytest.raises(ValueError, match=match):
-        study.run_ablation(splits, **{"settings": ["LS"], "seeds": [0], "training": TINY, **kwargs})
+        study.run_ablation(splits, study.setting_specs(settings, EPSILON), seeds, fitter)
 
 
-def test_setting_loss_rejects_unknown_setting(splits):
-    with pytest.raises(ValueError, match="setting"):
-        study.setting_loss("PCL nope", EPSILON, splits["train"])
+def test_setting_specs_rejects_unknown_setting():
+    with pytest.raises(ValueError, match="settings: must be among.*unknown \\['PCL nope'\\]"):
+        study.setting_specs(["LS", "PCL nope"], EPSILON)
 
 
-def test_setting_loss_global_counts_come_from_the_training_split(splits):
-    loss = study.setting_loss("PCL weighted (global)", EPSILON, splits["train"])
+def test_setting_specs_carry_epsilon_and_global_counts_come_from_the_training_split(splits):
+    spec = study.setting_specs(["PCL weighted (global)"], EPSILON)["PCL weighted (global)"]
+    assert spec.params == {"variant": "weighted", "counts": "global", "epsilon": EPSILON}
+    loss = resolve(spec, splits["train"])
     counts = np.bincount(np.asarray(splits["train"]["label"]), minlength=3)
     np.testing.assert_array_equal(loss.label_counts.numpy(), counts)
+    assert loss.epsilon == EPSILON
 
 
 # ----------------------------------------------------------------------------- tables
@@ -178,11 +186,11 @@ def test_ablation_table_mean_std_by_hand():
 
 def test_headline_metrics_pick_best_gradient_bearing_setting():
     metrics = study.headline_metrics(_synthetic_runs())
-    assert metrics["ls_macro_f1"] == pytest.approx(0.6)
-    assert metrics["best_pcl_setting"] == "PCL weighted (batch)"
-    assert metrics["best_pcl_macro_f1"] == pytest.approx(0.85)
+    assert metrics["ls_macro_f1"]["mean"] == pytest.approx(0.6)
+    assert metrics["ls_macro_f1"]["std"] == pytest.approx(np.std([0.5, 0.7], ddof=1)) and metrics["ls_macro_f1"]["n"] == 2
+    assert study.best_gradient_bearing(_synthetic_runs()) == "PCL weighted (batch)"
+    assert metrics["best_pcl_macro_f1"]["mean"] == pytest.approx(0.85)
     assert metrics["gradient_free_identical_share"] == pytest.approx(0.5)
-    assert metrics["per_setting"]["LS"]["macro_f1_std"] == pytest.approx(np.std([0.5, 0.7], ddof=1))
 
 
 def test_relevance_splits_sample_and_file(tmp_path):
@@ -228,9 +236,13 @@ def cue_splits():
 
 
 @pytest.fixture(scope="module")
-def transformer_ablation(cue_splits):
-    return study.run_ablation(cue_splits, TRANSFORMER_SETTINGS, seeds=[0], epsilon=EPSILON, training=study.ProbeTraining(max_length=32),
-                              model=TINY_BERT, model_training=TINY_BERT_TRAINING)
+def transformer_fitter() -> TransformerFitter:
+    return build_fitter(TINY_BERT, TINY_BERT_TRAINING, max_length=32)
+
+
+@pytest.fixture(scope="module")
+def transformer_ablation(cue_splits, transformer_fitter):
+    return study.run_ablation(cue_splits, study.setting_specs(TRANSFORMER_SETTINGS, EPSILON), [0], transformer_fitter)
 
 
 def test_transformer_ablation_pcl_reference_predicts_exactly_like_ls(transformer_ablation):
@@ -246,40 +258,27 @@ def test_transformer_ablation_pcl_reference_predicts_exactly_like_ls(transformer
     assert study.ablation_table(transformer_ablation.runs).loc["PCL reference", "identical predictions to LS"] == "1/1"
 
 
-def test_fit_transformer_matches_the_ablation_and_reports_the_kept_epoch(cue_splits, transformer_ablation):
+def test_transformer_fit_matches_the_ablation_and_reports_the_kept_epoch(cue_splits, transformer_ablation, transformer_fitter):
     from workbench.metrics import classification_report
-    from workbench.studies.finetuning import fit_transformer
 
-    fit = fit_transformer(cue_splits, study.setting_loss("LS", EPSILON, cue_splits["train"]), 0, TINY_BERT, TINY_BERT_TRAINING, 32)
+    loss = resolve(study.setting_specs(["LS"], EPSILON)["LS"], cue_splits["train"])
+    fit = transformer_fitter.fit(cue_splits, loss, 0)
     np.testing.assert_array_equal(fit.test_predictions, transformer_ablation.predictions[("LS", 0)])  # seeded
     validation = classification_report(np.asarray(cue_splits["validation"]["label"]), fit.validation_predictions)
-    assert fit.validation_macro_f1 == pytest.approx(validation["macro_f1"])
+    assert fit.validation_score == pytest.approx(validation["macro_f1"])
     ls = transformer_ablation.runs.set_index("setting").loc["LS"]
-    assert (fit.best_epoch, fit.validation_macro_f1) == (ls["best_epoch"], pytest.approx(ls["validation_macro_f1"]))
+    assert (fit.best_epoch, fit.validation_score) == (ls["best_epoch"], pytest.approx(ls["validation_macro_f1"]))
+    assert [entry["epoch"] for entry in fit.history] == list(range(1, TINY_BERT_TRAINING["epochs"] + 1))
 
 
-def test_best_epoch_is_the_first_epoch_with_the_best_metric():
+def test_best_epoch_is_the_epoch_of_the_kept_checkpoint():
     from transformers import TrainerState
 
-    from workbench.studies.finetuning import best_epoch
-
-    state = TrainerState(best_metric=0.7, log_history=[
-        {"loss": 1.0, "epoch": 0.5}, {"eval_macro_f1": 0.5, "epoch": 1.0}, {"eval_macro_f1": 0.7, "epoch": 2.0},
-        {"eval_macro_f1": 0.7, "epoch": 3.0},
-    ])
+    history = [{"loss": 1.0, "epoch": 0.5, "step": 4}, {"eval_macro_f1": 0.5, "epoch": 1.0, "step": 8},
+               {"eval_macro_f1": 0.7, "epoch": 2.0, "step": 16}, {"eval_macro_f1": 0.7, "epoch": 3.0, "step": 24}]
+    state = TrainerState(best_metric=0.7, best_model_checkpoint="/tmp/run/checkpoint-16", log_history=history)
     assert best_epoch(state) == 2
     with pytest.raises(ValueError, match="state"):
-        best_epoch(TrainerState(best_metric=0.9, log_history=state.log_history))
-
-
-@pytest.mark.parametrize(
-    ("options", "parameter"),
-    [
-        ({"model_training": {"epochs": 1}}, "model_training"),
-        ({"model": "roberta"}, "model"),
-        ({"model": TINY_BERT, "tokenizer": load_tokenizer()}, "tokenizer"),
-    ],
-)
-def test_run_ablation_rejects_bad_model_options(splits, options, parameter):
-    with pytest.raises(ValueError, match=parameter):
-        study.run_ablation(splits, ["LS"], seeds=[0], training=TINY, **options)
+        best_epoch(TrainerState(best_metric=0.9, best_model_checkpoint="/tmp/run/checkpoint-5", log_history=history))
+    with pytest.raises(ValueError, match="state"):
+        best_epoch(TrainerState(best_metric=0.9, log_history=history))

@@ -14,6 +14,7 @@ from workbench.data import sample_corpus
 from workbench.lexicon import SynonymTable
 from workbench.masking import JiebaSegmenter, encode_words
 from workbench.studies import true_negatives as study
+from workbench.viz import downstream_figure, masking_heatmap, pretraining_loss_figure
 from workbench.vocab import load_tokenizer
 
 TEXT = "张伟昨天在北京参观了清华大学，那里的风景非常美丽。"
@@ -57,10 +58,10 @@ def word_positions(tokenizer, text: str, word: str) -> list[int]:
 
 def test_transformers_wwm_is_all_or_nothing_and_ours_hits_the_budget(tokenizer):
     texts = sample_corpus(n_sentences=6, seed=1)
-    chosen, maskable = study.mask_draws(texts, study.TRANSFORMERS_WWM, tokenizer, draws=60, seed=0)
+    chosen, maskable = study.mask_draws(texts, study.TRANSFORMERS_WWM, tokenizer=tokenizer, draws=60, seed=0)
     share = (chosen & maskable).sum(axis=2) / maskable.sum(axis=1)
     assert set(np.unique(share)) <= {0.0, 1.0} and (share == 1.0).any()
-    chosen, maskable = study.mask_draws(texts, "random", tokenizer, draws=5, seed=0)
+    chosen, maskable = study.mask_draws(texts, "random", tokenizer=tokenizer, draws=5, seed=0)
     budget = np.rint(0.15 * maskable.sum(axis=1))
     assert ((chosen & maskable).sum(axis=2) == budget).all() and not (chosen & ~maskable).any()
 
@@ -71,7 +72,7 @@ def test_summary_matches_the_draws(tokenizer):
     transformers = summary.loc[study.TRANSFORMERS_WWM]
     assert transformers["share_nothing_masked"] + transformers["share_fully_masked"] == pytest.approx(1.0)
     assert transformers["mean_masked_share"] == pytest.approx(transformers["share_fully_masked"])
-    chosen, maskable = study.mask_draws(texts, "wwm", tokenizer, draws=40, seed=3)
+    chosen, maskable = study.mask_draws(texts, "wwm", tokenizer=tokenizer, draws=40, seed=3)
     expected = ((chosen & maskable).sum(axis=2) / maskable.sum(axis=1)).mean()
     assert summary.loc["wwm", "mean_masked_share"] == pytest.approx(expected)
     assert summary.loc["wwm", "share_fully_masked"] == 0.0
@@ -87,7 +88,7 @@ def test_illustration_masks_whole_words_together(tokenizer):
     # KDM masks entities first: 张伟 (nr), 北京 (ns), 清华大学 (nt) more often than the function word 了
     by_word = table.groupby("word")["kdm"].first()
     assert min(by_word[["张伟", "北京", "清华大学"]]) > by_word["了"]
-    fig = study.masking_figure(table)
+    fig = masking_heatmap(table, ["random", "wwm", "kdm"])
     assert np.asarray(fig.data[0].z).shape == (3, len(TEXT))
 
 
@@ -105,8 +106,8 @@ def test_synonym_predictions_are_all_corrected(tokenizer):
     rows = 24
     texts = [TEXT] * rows
     model = answer_model(tokenizer, TEXT.replace("美丽", "漂亮"), rows)
-    stats = study.correction_statistics(model, texts, SynonymTable.default(), "wwm", tokenizer, mlm_probability=0.3, seed=5)
-    chosen, _ = study.mask_draws(texts, "wwm", tokenizer, draws=1, mlm_probability=0.3, seed=5)
+    stats = study.correction_statistics(model, texts, SynonymTable.default(), {"strategy": "wwm", "mlm_probability": 0.3}, tokenizer, seed=5)
+    chosen, _ = study.mask_draws(texts, "wwm", {"mlm_probability": 0.3}, tokenizer, draws=1, seed=5)
     positions = word_positions(tokenizer, TEXT, "美丽")
     with_word = int(chosen[0][:, positions].all(axis=1).sum())
     assert 0 < with_word < rows
@@ -116,7 +117,7 @@ def test_synonym_predictions_are_all_corrected(tokenizer):
     assert stats["masked"] == int(chosen[0].sum())
     assert stats["synonym_accuracy"] == 1.0
     assert stats["accuracy"] == pytest.approx(1 - 2 * with_word / stats["masked"])
-    examples = study.corrected_examples(model, texts, SynonymTable.default(), "wwm", tokenizer, limit=3, mlm_probability=0.3, seed=5)
+    examples = study.corrected_examples(model, texts, SynonymTable.default(), {"strategy": "wwm", "mlm_probability": 0.3}, tokenizer, limit=3, seed=5)
     assert len(examples) == 3
     assert (examples["gold"] == "美丽").all() and (examples["predicted"] == "漂亮").all()
     assert (examples["text"] == TEXT).all() and "漂亮" in examples["gold_synonyms"].iloc[0].split()
@@ -127,10 +128,10 @@ def test_synonym_predictions_are_all_corrected(tokenizer):
 def test_non_synonym_predictions_are_not_corrected(tokenizer):
     rows = 12
     model = answer_model(tokenizer, TEXT.replace("美丽", "难过"), rows)
-    stats = study.correction_statistics(model, [TEXT] * rows, SynonymTable.default(), "kdm", tokenizer, mlm_probability=0.5, seed=0)
+    stats = study.correction_statistics(model, [TEXT] * rows, SynonymTable.default(), {"strategy": "kdm", "mlm_probability": 0.5}, tokenizer, seed=0)
     assert stats["corrected"] == 0 and stats["prediction_rate"] == 0.0
     assert stats["synonym_accuracy"] == pytest.approx(stats["accuracy"])
-    examples = study.corrected_examples(model, [TEXT] * rows, SynonymTable.default(), "kdm", tokenizer, mlm_probability=0.5)
+    examples = study.corrected_examples(model, [TEXT] * rows, SynonymTable.default(), {"strategy": "kdm", "mlm_probability": 0.5}, tokenizer)
     assert examples.empty and list(examples.columns) == ["text", "masked_input", "gold", "predicted", "gold_synonyms"]
 
 
@@ -175,7 +176,7 @@ def test_pretraining_and_downstream_grids_run_end_to_end(tmp_path):
     assert np.isnan(plain["train_prediction_rate"]) and 0.0 <= hc["train_prediction_rate"] <= 1.0
     history = study.loss_history(runs)
     assert len(history) == 4 and set(history["step"]) == {1, 2}  # 32 texts / 16 = 2 steps, logged every step
-    assert len(study.pretraining_loss_figure(history).data) == 2
+    assert len(pretraining_loss_figure(history).data) == 2
     texts = study.heldout_texts(base["data"], 16)
     corrections = study.correction_table(runs, texts, SynonymTable.default(), max_length=32)
     assert corrections.shape == (2, 8) and corrections["prediction_rate"].between(0, 1).all()
@@ -189,14 +190,14 @@ def test_pretraining_and_downstream_grids_run_end_to_end(tmp_path):
     assert downstream["macro_f1"].between(0, 1).all()
 
 
-def test_summarize_gives_mean_and_sample_std():
-    table = pd.DataFrame({"encoder": ["a", "a", "a", "b"], "macro_f1": [0.2, 0.4, 0.9, 0.5]})
-    summary = study.summarize(table, "encoder", ["macro_f1"]).set_index("encoder")
+def test_downstream_summary_gives_mean_and_sample_std():
+    table = pd.DataFrame({"encoder": ["a", "a", "a", "b"], "macro_f1": [0.2, 0.4, 0.9, 0.5], "accuracy": [0.5] * 4})
+    summary = study.downstream_summary(table).set_index("encoder")
     assert summary.loc["a", "macro_f1_mean"] == pytest.approx(0.5)
     assert summary.loc["a", "macro_f1_std"] == pytest.approx(math.sqrt(((0.3**2) + (0.1**2) + (0.4**2)) / 2))
-    assert summary.loc["a", "macro_f1_count"] == 3 and summary.loc["a", "macro_f1"] == "0.500 ± 0.361"
+    assert summary.loc["a", "n"] == 3 and summary.loc["a", "macro_f1"] == "0.500 ± 0.361"
     assert np.isnan(summary.loc["b", "macro_f1_std"]) and summary.loc["b", "macro_f1"] == "0.500"
-    fig = study.downstream_figure(summary.reset_index())
+    fig = downstream_figure(summary.reset_index())
     assert list(fig.data[0].y) == pytest.approx([0.5, 0.5])
 
 
@@ -205,17 +206,20 @@ def test_summarize_gives_mean_and_sample_std():
 
 def test_bad_inputs_raise_value_errors_naming_the_parameter(tokenizer, tmp_path):
     with pytest.raises(ValueError, match="strategies"):
-        study.mask_draws([TEXT], "bert", tokenizer)
+        study.mask_draws([TEXT], "bert", tokenizer=tokenizer)
     with pytest.raises(ValueError, match="draws"):
-        study.mask_draws([TEXT], "wwm", tokenizer, draws=0)
+        study.mask_draws([TEXT], "wwm", tokenizer=tokenizer, draws=0)
     with pytest.raises(ValueError, match="texts"):
-        study.mask_draws([], "wwm", tokenizer)
+        study.mask_draws([], "wwm", tokenizer=tokenizer)
+    with pytest.raises(ValueError, match="masking.mlm_probability"):
+        study.mask_draws([TEXT], "wwm", {"mlm_probability": 1.5}, tokenizer)
     with pytest.raises(ValueError, match="strategies"):
         study.masking_illustration(TEXT, strategies=[])
     with pytest.raises(ValueError, match="objectives"):
         study.pretraining_grid({}, tmp_path, objectives=["dice"])
-    with pytest.raises(ValueError, match="strategies"):
-        study.correction_statistics(answer_model(tokenizer, TEXT, 1), [TEXT], SynonymTable.default(), study.TRANSFORMERS_WWM, tokenizer)
+    with pytest.raises(ValueError, match="masking.strategy"):
+        study.correction_statistics(answer_model(tokenizer, TEXT, 1), [TEXT], SynonymTable.default(),
+                                    {"strategy": study.TRANSFORMERS_WWM}, tokenizer)
     with pytest.raises(ValueError, match="tokenizer"):
         study.worked_example(answer_model(tokenizer, TEXT, 1), TEXT, "美丽", SynonymTable.default())
     with pytest.raises(ValueError, match="word"):
@@ -225,7 +229,7 @@ def test_bad_inputs_raise_value_errors_naming_the_parameter(tokenizer, tmp_path)
     with pytest.raises(ValueError, match="encoders"):
         study.downstream_grid({}, {}, tmp_path)
     with pytest.raises(ValueError, match="by/metrics"):
-        study.summarize(pd.DataFrame({"a": [1]}), "encoder", ["a"])
+        study.downstream_summary(pd.DataFrame({"a": [1]}))
 
 
 def test_results_table_joins_pretraining_corrections_and_downstream():
@@ -235,16 +239,15 @@ def test_results_table_joins_pretraining_corrections_and_downstream():
                                 "prediction_rate": [0.1, 0.3], "iteration_rate": [0.4, 0.5]})
     downstream = pd.DataFrame({"encoder": ["no_pretraining", "no_pretraining", "wwm-plain", "wwm-plain", "wwm-hc", "wwm-hc"],
                                "macro_f1": [0.3, 0.5, 0.6, 0.6, 0.2, 0.4], "accuracy": [0.5] * 6})
-    results = study.results_table(runs, corrections, study.summarize(downstream, "encoder", ["macro_f1", "accuracy"]))
+    results = study.results_table(runs, corrections, study.downstream_summary(downstream))
     assert list(results["encoder"]) == ["no_pretraining", "wwm-plain", "wwm-hc"]
     row = results.set_index("encoder").loc["wwm-hc"]
     assert row["heldout_prediction_rate"] == 0.3 and row["train_prediction_rate"] == 0.2 and row["macro_f1_mean"] == pytest.approx(0.3)
     assert results.set_index("encoder").loc["no_pretraining"][["masking", "heldout_prediction_rate"]].isna().all()
     metrics = study.headline_metrics(results)
-    assert metrics["best_encoder"] == "wwm-plain" and metrics["macro_f1_best"] == pytest.approx(0.6)
-    assert metrics["macro_f1_no_pretraining"] == pytest.approx(0.4)
+    assert study.best_encoder(results) == "wwm-plain" and metrics["macro_f1_best"]["mean"] == pytest.approx(0.6)
+    assert metrics["macro_f1_no_pretraining"] == {"mean": pytest.approx(0.4), "std": pytest.approx(math.sqrt(0.02)), "n": 2}
     assert metrics["heldout_prediction_rate_mean"] == pytest.approx(0.2)
     assert metrics["train_prediction_rate_hc_mean"] == pytest.approx(0.2)
-    assert len(metrics["encoders"]) == 3
     with pytest.raises(ValueError, match="baseline"):
         study.headline_metrics(results, baseline="bert")

@@ -8,11 +8,18 @@ import pytest
 import torch
 from datasets import DatasetDict
 
+from workbench.losses import resolve
 from workbench.studies import pcl
 from workbench.studies import walkthrough as study
+from workbench.train import build_fitter
 
-TINY = pcl.ProbeTraining(epochs=3, batch_size=16, lr=0.02, embedding_size=8, hidden_size=8, max_length=16)
 SEEDS = [0, 1]
+
+
+@pytest.fixture(scope="module")
+def fitter():
+    return build_fitter({"kind": "probe", "probe": {"embedding_size": 8, "hidden_size": 8}},
+                        {"epochs": 3, "batch_size": 16, "lr": 0.02, "weight_decay": 0.0}, max_length=16)
 
 
 @pytest.fixture(scope="module")
@@ -20,9 +27,13 @@ def splits() -> DatasetDict:
     return pcl.relevance_splits(seed=0, n_train=200, n_eval=50)
 
 
+def run_comparison(splits, fitter, settings=tuple(study.COMPARISON), seeds=SEEDS):
+    return pcl.run_ablation(splits, study.comparison_specs(settings, 0.1), seeds, fitter)
+
+
 @pytest.fixture(scope="module")
-def comparison(splits):
-    return study.run_comparison(splits, seeds=SEEDS, training=TINY)
+def comparison(splits, fitter):
+    return run_comparison(splits, fitter)
 
 
 # ----------------------------------------------------------------------------- imbalance
@@ -58,12 +69,13 @@ def test_comparison_losses_match_torch(splits):
     generator = torch.Generator().manual_seed(0)
     logits = torch.randn(12, 3, generator=generator, dtype=torch.float64)
     labels = torch.randint(0, 3, (12,), generator=generator)
-    ce = study.comparison_loss("CE", 0.1, splits["train"])(logits, labels)
-    ls = study.comparison_loss("LS", 0.1, splits["train"])(logits, labels)
+    specs = study.comparison_specs(list(study.COMPARISON), 0.1)
+    ce = resolve(specs["CE"], splits["train"])(logits, labels)
+    ls = resolve(specs["LS"], splits["train"])(logits, labels)
     torch.testing.assert_close(ce, torch.nn.functional.cross_entropy(logits, labels))
     torch.testing.assert_close(ls, torch.nn.functional.cross_entropy(logits, labels, label_smoothing=0.1))
-    dsc = study.comparison_loss("DSC", 0.1, splits["train"])
-    assert dsc.preset == "reference"
+    assert resolve(specs["DSC"], splits["train"]).preset == "reference"
+    assert specs["CE"].params == {} and specs["PCL reference"].params["epsilon"] == 0.1
 
 
 # ----------------------------------------------------------------------------- the comparison
@@ -103,9 +115,9 @@ def test_recalls_and_confusion_agree_with_predictions(comparison, splits):
         np.testing.assert_array_equal(comparison.confusion[setting], total)
 
 
-def test_run_comparison_is_deterministic(splits):
-    first = study.run_comparison(splits, ["LS", "CE"], seeds=[3], training=TINY)
-    second = study.run_comparison(splits, ["LS", "CE"], seeds=[3], training=TINY)
+def test_run_comparison_is_deterministic(splits, fitter):
+    first = run_comparison(splits, fitter, ["LS", "CE"], [3])
+    second = run_comparison(splits, fitter, ["LS", "CE"], [3])
     pd.testing.assert_frame_equal(first.runs, second.runs)
 
 
@@ -113,13 +125,13 @@ def test_run_comparison_is_deterministic(splits):
     ("settings", "seeds", "message"),
     [
         (["LS", "focal"], [0], "settings: must be among"),
-        (["CE", "DSC"], [0], "must include 'LS'"),
-        (["LS"], [], "seeds: must hold at least one seed"),
+        (["CE", "DSC"], [0], "must include the baseline 'LS'"),
+        (["LS"], [], "seeds: must be a non-empty list"),
     ],
 )
-def test_run_comparison_rejects_bad_input(splits, settings, seeds, message):
+def test_run_comparison_rejects_bad_input(splits, fitter, settings, seeds, message):
     with pytest.raises(ValueError, match=message):
-        study.run_comparison(splits, settings, seeds=seeds, training=TINY)
+        run_comparison(splits, fitter, settings, seeds)
 
 
 # ----------------------------------------------------------------------------- tables
@@ -155,17 +167,10 @@ def test_recall_table_needs_recall_columns():
 
 def test_key_metrics_by_hand():
     metrics = study.key_metrics(_hand_runs(), {"macro_f1": 0.27, "accuracy": 0.69})
-    assert metrics["ls_macro_f1"] == pytest.approx(0.6)
-    assert metrics["pcl_reference_macro_f1"] == pytest.approx(0.6)
-    assert metrics["pcl_expected_cost_macro_f1"] == pytest.approx(0.75)
+    assert metrics["ls_macro_f1"]["mean"] == pytest.approx(0.6)
+    assert metrics["pcl_reference_macro_f1"]["mean"] == pytest.approx(0.6)
+    assert metrics["pcl_expected_cost_macro_f1"]["mean"] == pytest.approx(0.75)
     assert metrics["majority_macro_f1"] == 0.27 and metrics["majority_accuracy"] == 0.69
     assert metrics["pcl_reference_identical_share"] == pytest.approx(0.5)
-    assert metrics["n_seeds"] == 2
-    assert metrics["per_setting"]["PCL expected_cost (global)"]["macro_f1_std"] == pytest.approx(np.std([0.6, 0.9], ddof=1))
-
-
-def test_run_comparison_passes_the_model_options_through(splits):
-    with pytest.raises(ValueError, match="model_training"):
-        study.run_comparison(splits, ["LS"], seeds=[0], training=TINY, model_training={"epochs": 1})
-    with pytest.raises(ValueError, match="model"):
-        study.run_comparison(splits, ["LS"], seeds=[0], training=TINY, model="roberta")
+    assert metrics["ls_macro_f1"]["n"] == 2  # the number of seeds travels with each metric
+    assert metrics["pcl_expected_cost_macro_f1"]["std"] == pytest.approx(np.std([0.6, 0.9], ddof=1))

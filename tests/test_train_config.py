@@ -2,23 +2,27 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 import yaml
 
-from workbench.train.config import DEFAULTS, load_config, parse_override
+from workbench.config import Config, LossSpec, TrainingConfig, load_config, parse_override
 
 
 def test_defaults_are_complete_and_valid():
     config = load_config()
-    assert config == DEFAULTS
-    assert config is not DEFAULTS and config["training"] is not DEFAULTS["training"]
+    assert config == Config()
+    assert {field.name for field in dataclasses.fields(Config)} == {
+        "task", "output_dir", "data", "model", "loss", "masking", "objective", "aux", "training"}
+    assert load_config(config.to_dict()) == config  # the plain dict round-trips
 
 
 def test_partial_mapping_is_merged_over_defaults():
     config = load_config({"training": {"lr": 1e-3}, "loss": {"name": "pcl", "params": {"variant": "reference"}}})
-    assert config["training"]["lr"] == 1e-3
-    assert config["training"]["batch_size"] == DEFAULTS["training"]["batch_size"]
-    assert config["loss"] == {"name": "pcl", "params": {"variant": "reference"}}
+    assert config.training.lr == 1e-3
+    assert config.training.batch_size == TrainingConfig().batch_size
+    assert config.loss == LossSpec("pcl", {"variant": "reference"})
 
 
 def test_yaml_file_and_typed_overrides(tmp_path):
@@ -26,12 +30,21 @@ def test_yaml_file_and_typed_overrides(tmp_path):
     path.write_text(yaml.safe_dump({"task": "pretrain_mlm", "masking": {"strategy": "kdm"}}), encoding="utf-8")
     config = load_config(path, overrides=["training.lr=1e-4", "training.quiet=true", "data.split=[0.6, 0.2, 0.2]",
                                           "loss.params.gamma=2", "model.model_name_or_path=out/pre"])
-    assert config["task"] == "pretrain_mlm" and config["masking"]["strategy"] == "kdm"
-    assert config["training"]["lr"] == 1e-4 and isinstance(config["training"]["lr"], float)
-    assert config["training"]["quiet"] is True
-    assert config["data"]["split"] == [0.6, 0.2, 0.2]
-    assert config["loss"]["params"] == {"gamma": 2}
-    assert config["model"]["model_name_or_path"] == "out/pre"
+    assert config.task == "pretrain_mlm" and config.masking.strategy == "kdm"
+    assert config.training.lr == 1e-4 and isinstance(config.training.lr, float)
+    assert config.training.quiet is True
+    assert config.data.split == (0.6, 0.2, 0.2)
+    assert config.loss.params == {"gamma": 2}
+    assert config.model.model_name_or_path == "out/pre"
+
+
+def test_an_override_replaces_the_mapping_it_names():
+    base = {"loss": {"name": "pcl", "params": {"variant": "expected_cost", "epsilon": 0.1}}}
+    assert load_config(base, ["loss.name=wce", "loss.params={}"]).loss == LossSpec("wce", {})
+    assert load_config(base, ["loss.params=null"]).loss.params == {}
+    assert load_config(base, ["loss.params.epsilon=0.2"]).loss.params == {"variant": "expected_cost", "epsilon": 0.2}
+    replaced = load_config({"training": {"lr": 1e-3, "epochs": 5}}, ["training={epochs: 2}"]).training
+    assert (replaced.epochs, replaced.lr) == (2, TrainingConfig().lr)
 
 
 def test_parse_override_types():
@@ -57,6 +70,10 @@ def test_parse_override_types():
         ({"training": {"precision": "fp8"}}, r"training.precision: must be one of auto, fp32, bf16, fp16"),
         ({"training": {"quiet": "yes"}}, r"training.quiet: must be true or false"),
         ({"training": {"warmup_ratio": 1.0}}, r"training.warmup_ratio: must be in \[0, 1\)"),
+        ({"training": {"lr": float("inf")}}, r"training.lr: must be a number > 0, got inf"),
+        ({"training": {"epochs": float("nan")}}, r"training.epochs: must be a number > 0, got nan"),
+        ({"data": {"seed": -1}}, r"data.seed: must be an int >= 0, got -1"),
+        ({"model": {"kind": "probe", "model_name_or_path": "x"}}, r"model.model_name_or_path: must be null with model.kind=probe"),
         ({"masking": {"strategy": "span"}}, r"masking.strategy: must be one of random, wwm, kdm"),
         ({"masking": {"mlm_probability": 1.5}}, r"masking.mlm_probability: must be in \(0, 1\)"),
         ({"objective": {"name": "hard"}}, r"objective.name: must be one of plain, hc, sr"),
@@ -79,6 +96,8 @@ def test_bad_config_raises_naming_the_key(config, match):
         ("training.lrate=1e-4", r"unknown config key 'training.lrate'"),
         ("training.lr=[1", r"overrides: cannot parse"),
         ("training.epochs=-1", r"training.epochs: must be a number > 0"),
+        ("training.lr=.inf", r"training.lr: must be a number > 0, got inf"),
+        ("training.lr.x=1", r"unknown config key 'training.lr.x'"),
     ],
 )
 def test_bad_override_raises(override, match):
@@ -93,3 +112,23 @@ def test_missing_file_and_non_mapping_file(tmp_path):
     path.write_text("- 1\n- 2\n", encoding="utf-8")
     with pytest.raises(ValueError, match="must hold a mapping"):
         load_config(path)
+
+
+def test_bad_yaml_names_the_file_and_line(tmp_path):
+    path = tmp_path / "broken.yaml"
+    path.write_text("task: finetune\ntraining:\n  lr: [1e-3\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=rf"{path}:\d+: invalid YAML"):
+        load_config(path)
+
+
+def test_task_is_filled_in_or_checked():
+    assert load_config({}, task="two_stage").task == "two_stage"
+    with pytest.raises(ValueError, match=r"task: finetune\(\) cannot run a config whose task is 'two_stage'"):
+        load_config({"task": "two_stage"}, task="finetune")
+
+
+def test_sections_take_mappings_and_refuse_unknown_keys():
+    assert TrainingConfig.from_mapping({"epochs": 2}).replace(seed=3) == TrainingConfig(epochs=2, seed=3)
+    with pytest.raises(ValueError, match="unknown config key 'training.epoch'"):
+        TrainingConfig.from_mapping({"epoch": 2})
+    assert Config().replace(training={"lr": 0.5}).training == TrainingConfig(lr=0.5)

@@ -8,20 +8,20 @@ import pytest
 import torch
 from torch import nn
 
-from workbench.data import label_counts, sample_relevance_splits
-from workbench.losses import pcl_constants
-from workbench.train.config import load_config
+from workbench.config import DataConfig, LossSpec, load_config
+from workbench.data import label_counts, load_splits, load_texts, sample_relevance_splits
+from workbench.data.features import build_dataset
+from workbench.losses import pcl_constants, resolve
+from workbench.train import tokenize_splits
+from workbench.train.checkpoints import checkpoint_to_resume, remove_checkpoints
 from workbench.train.fgm import FGM
-from workbench.train.finetune import loss_from_config
-from workbench.train.inputs import load_splits, load_texts, tokenize_splits
-from workbench.train.runs import checkpoint_to_resume
 from workbench.vocab import load_tokenizer
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "params" / "examples"
 
 
-def _data(**values) -> dict:
-    return {**load_config()["data"], **values}
+def _data(**values) -> DataConfig:
+    return DataConfig(**values)
 
 
 def _write_table(path: Path, rows: int) -> Path:
@@ -32,7 +32,7 @@ def _write_table(path: Path, rows: int) -> Path:
 
 def test_table_file_is_split_stratified_and_limited(tmp_path):
     path = _write_table(tmp_path / "t.csv", 60)
-    splits = load_splits(_data(source="table", path=str(path), text="sentence", label="tag", split=[0.5, 0.5, 0.0]))
+    splits = load_splits(_data(source="table", path=str(path), text="sentence", label="tag", split=(0.5, 0.5, 0.0)))
     assert set(splits) == {"train", "validation"}
     assert len(splits["train"]) == len(splits["validation"]) == 30
     assert label_counts(splits["train"]) == label_counts(splits["validation"])
@@ -86,13 +86,23 @@ def test_tokenize_splits_keeps_model_inputs_and_labels():
 def test_loss_label_counts_come_from_the_training_split():
     train = load_splits(_data(max_train_samples=200))["train"]
     counts = label_counts(train, 3)
-    pcl = loss_from_config({"name": "pcl", "params": {"variant": "weighted"}}, train, 3)
+    pcl = resolve(LossSpec("pcl", {"variant": "weighted"}), train)
     assert (pcl.pcl_plus, pcl.pcl_minus) == pytest.approx(pcl_constants(counts, "code"))
-    given = loss_from_config({"name": "pcl", "params": {"variant": "weighted", "label_counts": [1, 8, 1]}}, train, 3)
+    given = resolve({"name": "pcl", "params": {"variant": "weighted", "label_counts": [1, 8, 1]}}, train)
     assert given.pcl_plus == pytest.approx(pcl_constants([1, 8, 1], "code")[0])
-    batch = loss_from_config({"name": "pcl", "params": {"counts": "batch"}}, train, 3)
+    batch = resolve(LossSpec("pcl", {"counts": "batch"}), train)
     assert batch.is_batch_level
-    assert loss_from_config({"name": "wce", "params": {}}, train, 3).weight is not None
+    assert resolve(LossSpec("wce"), train).weight is not None
+
+
+def test_a_training_split_without_a_class_is_named_for_count_based_losses():
+    train = build_dataset({"text": ["a", "b", "c"], "label": [0, 0, 2]}, ("low", "mid", "high"))
+    with pytest.raises(ValueError, match=r"train split: must hold every class.*no example of \['mid'\]"):
+        resolve(LossSpec("wce"), train)
+    assert resolve(LossSpec("wce", {"label_counts": [2, 1, 1]}), train).weight is not None
+    assert resolve(LossSpec("pcl", {"counts": "batch"}), train).is_batch_level
+    with pytest.raises(ValueError, match="train_split: loss 'pcl' needs label counts"):
+        resolve(LossSpec("pcl"))
 
 
 def _embedding_model() -> nn.Module:
@@ -137,10 +147,20 @@ def test_checkpoint_to_resume(tmp_path):
         checkpoint_to_resume(tmp_path, resume=False)
 
 
+def test_removing_checkpoints_leaves_other_runs_nested_inside_alone(tmp_path):
+    (tmp_path / "checkpoint-3").mkdir()
+    nested = tmp_path / "old_run" / "checkpoint-250"
+    nested.mkdir(parents=True)
+    (nested / "optimizer.pt").write_text("state of an interrupted run")
+    remove_checkpoints(tmp_path)
+    assert not (tmp_path / "checkpoint-3").exists()
+    assert (nested / "optimizer.pt").read_text() == "state of an interrupted run"
+
+
 @pytest.mark.parametrize("name, task", [
     ("finetune_qbqtc_sample_pcl.yaml", "finetune"),
     ("pretrain_kdm_hc.yaml", "pretrain_mlm"),
     ("two_stage_aux.yaml", "two_stage"),
 ])
 def test_example_configs_load(name, task):
-    assert load_config(EXAMPLES / name)["task"] == task
+    assert load_config(EXAMPLES / name).task == task

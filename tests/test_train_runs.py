@@ -11,7 +11,8 @@ import yaml
 from safetensors.torch import load_file
 from transformers import TrainerCallback
 
-from workbench.models import build_sequence_classifier, tokenizer_for
+from workbench.models import build_sequence_classifier
+from workbench.vocab import load_tokenizer
 from workbench.train import Result, finetune, pretrain_mlm, two_stage
 from workbench.train.__main__ import main as cli_main
 
@@ -127,7 +128,7 @@ def test_pretrain_with_kdm_and_hc_logs_corrections_and_finetune_loads_it(tmp_pat
     encoder = build_sequence_classifier(3, model_name_or_path=tmp_path / "pre").bert
     saved = model_weights(tmp_path / "pre")
     torch.testing.assert_close(encoder.embeddings.word_embeddings.weight.detach(), saved["bert.embeddings.word_embeddings.weight"])
-    assert len(tokenizer_for(tmp_path / "pre")) == encoder.embeddings.word_embeddings.num_embeddings
+    assert len(load_tokenizer(tmp_path / "pre")) == encoder.embeddings.word_embeddings.num_embeddings
     tuned = finetune(tiny_config(tmp_path / "ft", model={"model_name_or_path": str(tmp_path / "pre")}))
     assert 0.0 <= tuned.metrics["macro_f1"] <= 1.0
 

@@ -8,7 +8,7 @@ from datasets import Dataset
 from transformers import BertConfig, BertForSequenceClassification, default_data_collator
 
 from workbench.losses import build_loss
-from workbench.train.config import load_config
+from workbench.config import TrainingConfig
 from workbench.train.trainer import LossTrainer, count_items, resolve_precision, scale_for_accumulation, training_arguments
 
 NUM_LABELS = 3
@@ -38,8 +38,8 @@ def _sgd_update(loss: torch.nn.Module, dataset: Dataset, batch_size: int, grad_a
     """Parameter change after ONE optimizer step of SGD with lr=1 (no clipping, no decay), sequential batches."""
     model = _model()
     before = {name: p.detach().clone() for name, p in model.named_parameters()}
-    training = {**load_config()["training"], "batch_size": batch_size, "grad_accumulation": grad_accumulation,
-                "lr": 1.0, "warmup_ratio": 0.0, "weight_decay": 0.0, "max_grad_norm": 0.0, "quiet": True}
+    training = TrainingConfig(batch_size=batch_size, grad_accumulation=grad_accumulation,
+                              lr=1.0, warmup_ratio=0.0, weight_decay=0.0, max_grad_norm=0.0, quiet=True)
     args = training_arguments(
         training, str(tmp_path), evaluate=False, optim="sgd", lr_scheduler_type="constant", max_steps=1,
         save_strategy="no", train_sampling_strategy="sequential",
@@ -98,7 +98,7 @@ def test_count_items_ignores_minus_100():
 def test_eval_loss_is_not_scaled(tmp_path):
     data = _dataset(16)
     model = _model()
-    args = training_arguments(load_config()["training"], str(tmp_path), evaluate=False, save_strategy="no")
+    args = training_arguments(TrainingConfig(), str(tmp_path), evaluate=False, save_strategy="no")
     trainer = LossTrainer(model=model, args=args, data_collator=default_data_collator, loss=build_loss("ce"))
     trainer.current_gradient_accumulation_steps = 4
     batch = default_data_collator([data[i] for i in range(16)])
@@ -121,7 +121,7 @@ def test_precision_resolution_on_this_machine():
 
 
 def test_training_arguments_follow_the_config(tmp_path):
-    training = {**load_config()["training"], "quiet": True, "grad_accumulation": 3, "warmup_ratio": 0.2}
+    training = TrainingConfig(quiet=True, grad_accumulation=3, warmup_ratio=0.2)
     args = training_arguments(training, str(tmp_path), evaluate=True)
     assert args.disable_tqdm and args.gradient_accumulation_steps == 3
     assert args.warmup_steps == pytest.approx(0.2)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from workbench.runner import PARAMS_SETS, parse_seeds, parse_sweep, run
+from workbench.runs import PARAMS_SETS, parse_seeds, parse_sweep, run
 
 
 def build_parser() -> argparse.ArgumentParser:

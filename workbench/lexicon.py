@@ -134,6 +134,13 @@ class SynonymTable:
         return cls(pairs)
 
     @classmethod
+    def from_path(cls, path: str | Path | None) -> SynonymTable:
+        """A lexicon file: WordNet TSV for a ``.tsv`` suffix, Cilin otherwise; None: :meth:`default`."""
+        if path is None:
+            return cls.default()
+        return cls.from_wordnet_tsv(path) if Path(path).suffix == ".tsv" else cls.from_cilin(path)
+
+    @classmethod
     def default(cls) -> SynonymTable:
         """The tiny Cilin-format lexicon shipped with the package (``resources/lexicon_tiny.txt``)."""
         return cls.from_cilin(Path(str(resources.files("workbench") / "resources" / "lexicon_tiny.txt")))

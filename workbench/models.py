@@ -27,17 +27,17 @@ from transformers import (
     AutoModelForMaskedLM,
     AutoModelForSequenceClassification,
     AutoModelForTokenClassification,
-    AutoTokenizer,
     BertConfig,
     BertForMaskedLM,
     BertForSequenceClassification,
     BertForTokenClassification,
     BertModel,
     PreTrainedModel,
-    PreTrainedTokenizerBase,
 )
 from transformers.modeling_outputs import SequenceClassifierOutput
 
+from workbench.checks import check_int
+from workbench.config import ModelConfig
 from workbench.vocab import load_tokenizer
 
 __all__ = [
@@ -48,16 +48,10 @@ __all__ = [
     "build_sequence_classifier",
     "build_token_classifier",
     "freeze_encoder",
-    "load_tokenizer",
     "replace_head",
     "tiny_bert_config",
-    "tokenizer_for",
+    "model_source",
 ]
-
-
-def _require_positive_int(name: str, value: Any) -> None:
-    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-        raise ValueError(f"{name}: must be an integer >= 1, got {value!r}")
 
 
 def tiny_bert_config(
@@ -86,7 +80,7 @@ def tiny_bert_config(
         ("intermediate_size", intermediate_size),
         ("max_position", max_position),
     ):
-        _require_positive_int(name, value)
+        check_int(name, value, 1)
     if hidden_size % num_heads:
         raise ValueError(f"hidden_size: must be divisible by num_heads={num_heads}, got {hidden_size}")
     return BertConfig(
@@ -100,16 +94,14 @@ def tiny_bert_config(
     )
 
 
-def tokenizer_for(
-    model_name_or_path: str | Path | None = None, vocab_file: str | Path | None = None
-) -> PreTrainedTokenizerBase:
-    """The checkpoint's own tokenizer (``AutoTokenizer.from_pretrained``) when a path or hub name
-    is given, else the WordPiece tokenizer over ``vocab_file`` (default: the shipped vocab)."""
-    if model_name_or_path is not None and vocab_file is not None:
-        raise ValueError("vocab_file: give either model_name_or_path or vocab_file, not both")
-    if model_name_or_path is not None:
-        return AutoTokenizer.from_pretrained(str(model_name_or_path))
-    return load_tokenizer(vocab_file)
+def model_source(model: ModelConfig, vocab_size: int, max_length: int) -> dict[str, Any]:
+    """Keyword arguments for the builders below from a config's ``model`` section: the checkpoint,
+    or the tiny config sized to the tokenizer (``vocab_size``) and to ``max_length`` positions."""
+    if model.kind != "transformer":
+        raise ValueError(f"model.kind: must be 'transformer' to build a transformer, got {model.kind!r}")
+    if model.model_name_or_path is not None:
+        return {"model_name_or_path": model.model_name_or_path}
+    return {"tiny": {**model.tiny.to_dict(), "vocab_size": vocab_size, "max_position": max(128, max_length)}}
 
 
 def _build(
@@ -138,7 +130,7 @@ def build_sequence_classifier(
     Sentence pairs need nothing special: the tokenizer builds ``[CLS] S1 [SEP] S2 [SEP]``
     with ``token_type_ids``.
     """
-    _require_positive_int("num_labels", num_labels)
+    check_int("num_labels", num_labels, 1)
     return _build(
         AutoModelForSequenceClassification, BertForSequenceClassification, model_name_or_path, tiny,
         num_labels=num_labels,
@@ -149,7 +141,7 @@ def build_token_classifier(
     num_labels: int, model_name_or_path: str | Path | None = None, tiny: Mapping[str, Any] | None = None
 ) -> PreTrainedModel:
     """A BertForTokenClassification with ``num_labels`` outputs per token."""
-    _require_positive_int("num_labels", num_labels)
+    check_int("num_labels", num_labels, 1)
     return _build(
         AutoModelForTokenClassification, BertForTokenClassification, model_name_or_path, tiny,
         num_labels=num_labels,
@@ -183,8 +175,8 @@ def build_aux_label_classifier(
     recorded on the config as ``num_task_labels`` and ``num_aux_labels`` (saved
     with ``save_pretrained``).
     """
-    _require_positive_int("num_labels", num_labels)
-    _require_positive_int("num_aux", num_aux)
+    check_int("num_labels", num_labels, 1)
+    check_int("num_aux", num_aux, 1)
     model = build_sequence_classifier(num_labels + num_aux, model_name_or_path, tiny)
     model.config.num_task_labels = num_labels
     model.config.num_aux_labels = num_aux
@@ -199,7 +191,7 @@ def replace_head(model: PreTrainedModel, num_labels: int, seed: int | None = Non
     ``seed`` (the global torch RNG when None). Modifies ``model`` in place and
     returns it; ``config.num_aux_labels`` becomes 0.
     """
-    _require_positive_int("num_labels", num_labels)
+    check_int("num_labels", num_labels, 1)
     old_head = getattr(model, "classifier", None)
     if not isinstance(old_head, nn.Linear):
         raise ValueError(f"model: expected a classifier head nn.Linear at model.classifier, got {type(old_head).__name__}")
@@ -249,7 +241,7 @@ class FusionClassifier(nn.Module):
         dropout: float = 0.1,
     ) -> None:
         super().__init__()
-        _require_positive_int("num_labels", num_labels)
+        check_int("num_labels", num_labels, 1)
         if representation not in self.REPRESENTATIONS:
             raise ValueError(f"representation: must be one of {self.REPRESENTATIONS}, got {representation!r}")
         if not 0.0 <= dropout < 1.0:

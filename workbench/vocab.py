@@ -1,11 +1,11 @@
-"""The tokenizer every part of the workbench shares.
+"""The one tokenizer entry point: :func:`load_tokenizer`.
 
 The package ships a small Chinese character vocabulary (``resources/vocab.txt``,
 4,500 tokens: the most frequent characters of a Chinese news corpus, ASCII and
 punctuation; rebuilt by ``scripts/build_vocab.py``) so that the default run and
 the tests need no download. Point ``vocab_file`` at the standard 21,128-token
-Chinese BERT vocabulary, or load a checkpoint's own tokenizer with
-``transformers.AutoTokenizer.from_pretrained``, for real experiments.
+Chinese BERT vocabulary, or ``model_name_or_path`` at a checkpoint (its own
+tokenizer, e.g. ``models/workbench-zh-mini``), for real experiments.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 
-from transformers import BertTokenizerFast
+from transformers import AutoTokenizer, BertTokenizerFast, PreTrainedTokenizerBase
 
 
 def default_vocab_file() -> Path:
@@ -27,12 +27,19 @@ def _cached_tokenizer(vocab_file: str, do_lower_case: bool) -> BertTokenizerFast
     return BertTokenizerFast(vocab=vocab_file, do_lower_case=do_lower_case, tokenize_chinese_chars=True)
 
 
-def load_tokenizer(vocab_file: str | Path | None = None, do_lower_case: bool = True) -> BertTokenizerFast:
-    """A BERT WordPiece fast tokenizer (Chinese characters split one per token).
+def load_tokenizer(
+    model_name_or_path: str | Path | None = None, vocab_file: str | Path | None = None, do_lower_case: bool = True
+) -> PreTrainedTokenizerBase:
+    """A checkpoint's own tokenizer (``AutoTokenizer.from_pretrained``) when ``model_name_or_path`` is
+    given, else a BERT WordPiece fast tokenizer over ``vocab_file`` (default: the shipped vocabulary;
+    Chinese characters split one per token).
 
-    ``vocab_file`` defaults to the shipped vocabulary. Raises ValueError naming
-    the file when it does not exist.
+    Raises ValueError when both are given, or naming the vocabulary file when it does not exist.
     """
+    if model_name_or_path is not None:
+        if vocab_file is not None:
+            raise ValueError(f"vocab_file: must be None when model_name_or_path is given, got {str(vocab_file)!r}")
+        return AutoTokenizer.from_pretrained(str(model_name_or_path))
     path = Path(vocab_file) if vocab_file is not None else default_vocab_file()
     if not path.is_file():
         raise ValueError(f"vocab_file: no such file {str(path)!r}; pass a WordPiece vocab (one token a line)")

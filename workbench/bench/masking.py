@@ -91,7 +91,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
 
     sentences, source = load_sentences(args.corpus, args.sentences)
-    tokenizer = load_tokenizer(args.vocab)
+    tokenizer = load_tokenizer(vocab_file=args.vocab)
     segmenter = JiebaSegmenter()
     segmenter.words("预热")  # load jieba's dictionary outside the timing
     features, cold = _timed(encode_words, tokenizer, sentences, segmenter, args.max_length)

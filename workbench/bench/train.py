@@ -28,13 +28,12 @@ from typing import Any
 import torch
 from transformers import DataCollatorWithPadding, PrinterCallback, Trainer, TrainerCallback, set_seed
 
-from workbench.data import label_names
-from workbench.models import build_sequence_classifier
-from workbench.train.config import load_config
-from workbench.train.finetune import loss_from_config
-from workbench.train.inputs import load_splits, tokenize_splits
-from workbench.train.runs import model_source, progress_bars, tokenizer_from_config
+from workbench.config import Config, load_config
+from workbench.losses import resolve
+from workbench.models import build_sequence_classifier, model_source
+from workbench.train.inputs import ClassificationData, classification_data
 from workbench.train.trainer import LossTrainer, training_arguments
+from workbench.train.verbosity import progress_bars
 
 BASELINE = "plain Trainer (built-in CE)"
 
@@ -56,7 +55,7 @@ VARIANTS: tuple[tuple[str, str, dict[str, Any]], ...] = (
 TARGETS = {"ce": 0.05, "dice": 0.10, "pcl": 0.10}
 
 
-def _config(arguments: argparse.Namespace) -> dict[str, Any]:
+def _config(arguments: argparse.Namespace) -> Config:
     data = {"max_train_samples": arguments.samples, "max_length": arguments.max_length}
     if arguments.qbqtc is not None:
         data.update(source="qbqtc", path=arguments.qbqtc)
@@ -79,25 +78,26 @@ class _CpuClock(TrainerCallback):
 
 
 def _runner(
-    config: dict[str, Any], loss: dict[str, Any] | None, setup: dict[str, Any], output_dir: str
+    config: Config, loss: dict[str, Any] | None, data: ClassificationData, output_dir: str
 ) -> Callable[[], tuple[float, float]]:
     """A function that trains once and returns (train_runtime, CPU seconds); ``loss=None`` is the baseline."""
 
     def run() -> tuple[float, float]:
         set_seed(0)
-        model = build_sequence_classifier(len(setup["names"]), **setup["source"])
+        source = model_source(config.model, len(data.tokenizer), config.data.max_length)
+        model = build_sequence_classifier(len(data.names), **source)
         common = {
             "model": model,
-            "args": training_arguments(config["training"], output_dir, evaluate=False, save_strategy="no"),
-            "train_dataset": setup["encoded"]["train"],
-            "data_collator": DataCollatorWithPadding(setup["tokenizer"]),
+            "args": training_arguments(config.training, output_dir, evaluate=False, save_strategy="no"),
+            "train_dataset": data.encoded["train"],
+            "data_collator": DataCollatorWithPadding(data.tokenizer),
             "callbacks": [clock := _CpuClock()],
         }
         if loss is None:
             trainer = Trainer(**common)
             trainer.remove_callback(PrinterCallback)  # quiet, as LossTrainer is
         else:
-            trainer = LossTrainer(**common, loss=loss_from_config(loss, setup["train"], len(setup["names"])))
+            trainer = LossTrainer(**common, loss=resolve(loss, data.splits["train"]))
         runtime = trainer.train().metrics["train_runtime"]
         return runtime, clock.seconds
 
@@ -116,17 +116,9 @@ def main(argv: list[str] | None = None) -> None:
     torch.set_num_threads(arguments.threads)
     config = _config(arguments)
     with progress_bars(False), tempfile.TemporaryDirectory() as output_dir:
-        tokenizer = tokenizer_from_config(config["model"])
-        splits = load_splits(config["data"])
-        setup = {
-            "tokenizer": tokenizer,
-            "train": splits["train"],
-            "names": label_names(splits["train"]),
-            "encoded": tokenize_splits(splits, tokenizer, config["data"]["max_length"]),
-            "source": model_source(config["model"], tokenizer, config["data"]["max_length"]),
-        }
+        data = classification_data(config)
         rows = [(BASELINE, None, None)] + [(label, family, loss) for label, family, loss in VARIANTS]
-        runners = {label: _runner(config, loss, setup, output_dir) for label, _, loss in rows}
+        runners = {label: _runner(config, loss, data, output_dir) for label, _, loss in rows}
         runners[BASELINE]()  # warm-up
         wall: dict[str, list[float]] = {label: [] for label, _, _ in rows}
         cpu: dict[str, list[float]] = {label: [] for label, _, _ in rows}
@@ -135,10 +127,10 @@ def main(argv: list[str] | None = None) -> None:
                 runtime, seconds = runners[label]()
                 wall[label].append(runtime)
                 cpu[label].append(seconds)
-    samples = len(setup["encoded"]["train"])
+    samples = len(data.encoded["train"])
     wall_baseline, cpu_baseline = statistics.median(wall[BASELINE]), statistics.median(cpu[BASELINE])
     print(f"{samples} samples, batch {arguments.batch_size}, max_length {arguments.max_length}, "
-          f"tiny BERT {config['model']['tiny']}, {arguments.threads} thread(s), median of {arguments.repeats}")
+          f"tiny BERT {config.model.tiny.to_dict()}, {arguments.threads} thread(s), median of {arguments.repeats}")
     print(f"| {'trainer / loss':<28} | samples/s | wall overhead | CPU overhead | target |")
     print(f"|{'-' * 30}|----------:|--------------:|-------------:|-------:|")
     for label, family, _ in rows:

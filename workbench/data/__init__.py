@@ -27,6 +27,7 @@ from workbench.data.samples import (
     sample_sentence_splits,
     sample_sentences,
 )
+from workbench.data.sources import load_splits, load_texts
 from workbench.data.splits import deduplicate_splits, stratified_split
 
 __all__ = [
@@ -41,7 +42,9 @@ __all__ = [
     "load_chnsenticorp",
     "load_lcqmc",
     "load_qbqtc",
+    "load_splits",
     "load_table",
+    "load_texts",
     "load_tnews",
     "rebalance",
     "sample_corpus",

@@ -1,18 +1,41 @@
-"""Losses for imbalanced classification: ``build_loss(name, **params)``, ``available_losses()``.
+"""Losses for imbalanced classification and MLM: ``build_loss(name, **params)``, ``available_losses()``,
+``resolve(LossSpec, train_split)``; every loss class is importable from here (as in MONAI).
 
 Every loss is an ``nn.Module`` with ``forward(logits, labels)``; see docs/losses.md.
 """
 
 from __future__ import annotations
 
-from workbench.losses.pcl import QBQTC_LABEL_COUNTS, pcl_constants, pcl_severity, pcl_weight_matrix
+from workbench.config import LossSpec
+from workbench.losses._base import IGNORE_INDEX
+from workbench.losses.classification import CrossEntropyLoss, FocalLoss, LabelSmoothingLoss, WeightedCrossEntropyLoss
+from workbench.losses.dice import DiceLoss, SelfAdjustingDiceLoss, TverskyLoss
+from workbench.losses.pcl import (
+    QBQTC_LABEL_COUNTS,
+    PropensityCorrectedLoss,
+    pcl_constants,
+    pcl_severity,
+    pcl_weight_matrix,
+)
 from workbench.losses.registry import available_losses, build_loss
+from workbench.losses.spec import resolve
 
 __all__ = [
+    "IGNORE_INDEX",
     "QBQTC_LABEL_COUNTS",
+    "CrossEntropyLoss",
+    "DiceLoss",
+    "FocalLoss",
+    "LabelSmoothingLoss",
+    "LossSpec",
+    "PropensityCorrectedLoss",
+    "SelfAdjustingDiceLoss",
+    "TverskyLoss",
+    "WeightedCrossEntropyLoss",
     "available_losses",
     "build_loss",
     "pcl_constants",
     "pcl_severity",
     "pcl_weight_matrix",
+    "resolve",
 ]

@@ -10,17 +10,15 @@ targets, so with logits z over K+n outputs and gold label y < K the loss is
 Stage 2 freezes the encoder and fits a fresh K-way head. The variants: "F"
 adds FGM adversarial training in stage 1; MRE fuses two encoders.
 
-The functions here run the grid the notebook 04_auxiliary_labels shows:
+The functions here run the grid the notebook 04_auxiliary_labels shows (its figure,
+the shape of the paper's Figure 3, is ``workbench.viz.aux_sweep_figure``):
 
-* :func:`study_config` -- one trainer config from flat knobs (validated);
 * :func:`run_study` -- baseline (``finetune``, CE) and ``two_stage`` for each n,
   over seeds; optional FGM / fusion variants at the n chosen on validation;
 * :func:`select_num_aux` -- that choice (best mean validation macro-F1, n > 0);
-* :func:`summarize` -- mean, sample std (ddof=1) and count per method and n;
+* :func:`summarize` -- mean, sample std (ddof=1) and n per method and n;
 * :func:`stage_one_entropy` -- the stage-1 model's mean output entropy over K
-  and over K+n outputs on the evaluation split (``workbench.information``);
-* :func:`sweep_figure` -- metric against n with error bars and the baseline
-  band (the shape of the paper's Figure 3).
+  and over K+n outputs on the evaluation split (``workbench.information``).
 """
 
 from __future__ import annotations
@@ -32,15 +30,15 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-import plotly.graph_objects as go
 import torch
 from transformers import AutoModelForSequenceClassification, DataCollatorWithPadding
 
+from workbench.checks import check_number, check_seeds
+from workbench.config import Config, load_config
 from workbench.information import softmax_entropy
-from workbench.train import finetune, load_config, two_stage
-from workbench.train.evaluation import evaluation_split
-from workbench.train.inputs import load_splits, tokenize_splits
-from workbench.train.runs import progress_bars, tokenizer_from_config
+from workbench.stats import row_statistics
+from workbench.stats import summarize as summarize_runs
+from workbench.train import classification_data, evaluation_split, finetune, two_stage
 
 BASELINE = "baseline"
 TWO_STAGE = "two_stage"
@@ -63,63 +61,16 @@ RUN_COLUMNS = (
 )
 
 
-def study_config(
-    source: str = "sample_sentences",
-    path: str | None = None,
-    labels_path: str | None = None,
-    data_seed: int = 0,
-    max_train_samples: int | None = None,
-    max_eval_samples: int | None = None,
-    max_length: int = 64,
-    model_name_or_path: str | None = None,
-    tiny_layers: int = 2,
-    tiny_hidden: int = 64,
-    epochs: float = 3,
-    batch_size: int = 32,
-    lr: float = 1e-3,
-    stage2_epochs: float | None = None,
-    stage2_lr: float | None = None,
-    precision: str = "auto",
-) -> dict[str, Any]:
-    """A complete, validated trainer config (``workbench.train.load_config``) from flat knobs.
-
-    ``tiny_layers`` / ``tiny_hidden`` size the tiny BERT (2 heads) used when
-    ``model_name_or_path`` is None; progress bars are off (``training.quiet``).
-    Out-of-range values raise the config's ValueError naming the key.
-    """
-    model: dict[str, Any] = {"model_name_or_path": model_name_or_path}
-    if model_name_or_path is None:
-        model["tiny"] = {"num_layers": tiny_layers, "hidden_size": tiny_hidden, "num_heads": 2}
-    return load_config(
-        {
-            "data": {
-                "source": source,
-                "path": path,
-                "labels_path": labels_path,
-                "seed": data_seed,
-                "max_train_samples": max_train_samples,
-                "max_eval_samples": max_eval_samples,
-                "max_length": max_length,
-            },
-            "model": model,
-            "loss": {"name": "ce", "params": {}},
-            "aux": {"stage2_epochs": stage2_epochs, "stage2_lr": stage2_lr},
-            "training": {"epochs": epochs, "batch_size": batch_size, "lr": lr, "precision": precision, "quiet": True},
-        }
-    )
-
-
 def _check_grid(num_aux_values: Sequence[int], seeds: Sequence[int]) -> None:
     if not num_aux_values or any(isinstance(n, bool) or not isinstance(n, int) or n < 0 for n in num_aux_values):
         raise ValueError(f"num_aux_values: must be a non-empty list of ints >= 0, got {num_aux_values!r}")
     if len(set(num_aux_values)) != len(num_aux_values):
         raise ValueError(f"num_aux_values: must not repeat a value, got {num_aux_values!r}")
-    if not seeds or any(isinstance(s, bool) or not isinstance(s, int) for s in seeds) or len(set(seeds)) != len(seeds):
-        raise ValueError(f"seeds: must be a non-empty list of distinct ints, got {seeds!r}")
+    check_seeds("seeds", seeds)
 
 
 @torch.no_grad()
-def stage_one_entropy(run_dir: str | Path, config: Mapping[str, Any], batch_size: int = 128) -> dict[str, float]:
+def stage_one_entropy(run_dir: str | Path, config: Config, batch_size: int = 128) -> dict[str, float]:
     """Mean entropies (nats) of the stage-1 model in ``run_dir/stage1`` over ``config``'s evaluation split.
 
     With z the K+n logits of one example (``workbench.information``, eq. 2):
@@ -127,13 +78,11 @@ def stage_one_entropy(run_dir: str | Path, config: Mapping[str, Any], batch_size
     ``aux_mass`` = mean sum_{a >= K} softmax(z)_a, the probability the model
     leaves on the auxiliary outputs.
     """
-    tokenizer = tokenizer_from_config(config["model"])
-    with progress_bars(False):
-        model = AutoModelForSequenceClassification.from_pretrained(str(Path(run_dir) / "stage1")).eval()
-        encoded = tokenize_splits(load_splits(config["data"]), tokenizer, config["data"]["max_length"])
+    model = AutoModelForSequenceClassification.from_pretrained(str(Path(run_dir) / "stage1")).eval()
+    data = classification_data(config)
     num_labels = int(model.config.num_task_labels)
-    dataset = encoded[evaluation_split(encoded)].remove_columns("labels")
-    collate = DataCollatorWithPadding(tokenizer)
+    dataset = data.encoded[evaluation_split(data.encoded)].remove_columns("labels")
+    collate = DataCollatorWithPadding(data.tokenizer)
     logits = np.concatenate(
         [
             model(**collate([dataset[i] for i in range(start, min(start + batch_size, len(dataset)))])).logits.double().numpy()
@@ -148,21 +97,18 @@ def stage_one_entropy(run_dir: str | Path, config: Mapping[str, Any], batch_size
     }
 
 
-def _run(
-    config: Mapping[str, Any], method: str, num_aux: int, seed: int, output_root: Path, fgm_epsilon: float = 0.0
-) -> dict[str, Any]:
+def _run(config: Config, method: str, num_aux: int, seed: int, output_root: Path, fgm_epsilon: float = 0.0) -> dict[str, Any]:
     """Train one (method, n, seed) cell into ``output_root`` and return its table row."""
     run_dir = output_root / f"{method}_n{num_aux}_seed{seed}"
-    aux = {**config["aux"], "num_aux": num_aux, "fgm_epsilon": fgm_epsilon if method == TWO_STAGE_FGM else 0.0,
-           "fusion": method == FUSION}
-    run_config = {**config, "output_dir": str(run_dir), "aux": aux, "training": {**config["training"], "seed": seed}}
+    aux = {"num_aux": num_aux, "fgm_epsilon": fgm_epsilon if method == TWO_STAGE_FGM else 0.0, "fusion": method == FUSION}
+    run_config = config.replace(output_dir=str(run_dir), aux=aux, training={"seed": seed})
     row: dict[str, Any] = dict.fromkeys(RUN_COLUMNS, np.nan)
     row.update(method=method, num_aux=num_aux, seed=seed)
     if method == BASELINE:
-        metrics = finetune({**run_config, "task": "finetune"}).metrics
+        metrics = finetune(run_config.replace(task="finetune")).metrics
         row["validation_macro_f1"] = metrics["best_validation_macro_f1"]
     else:
-        metrics = two_stage({**run_config, "task": "two_stage"}).metrics
+        metrics = two_stage(run_config.replace(task="two_stage")).metrics
         row["validation_macro_f1"] = metrics["stage2"]["best_validation_macro_f1"]
         row["stage1_macro_f1"] = metrics["stage1"]["macro_f1"]
         if method != FUSION and num_aux > 0:
@@ -186,7 +132,7 @@ def select_num_aux(runs: pd.DataFrame) -> int:
 
 
 def run_study(
-    config: Mapping[str, Any],
+    config: Config | Mapping[str, Any],
     num_aux_values: Sequence[int],
     seeds: Sequence[int],
     fgm_epsilon: float = 0.0,
@@ -199,14 +145,14 @@ def run_study(
     ``two_stage`` for each n in ``num_aux_values`` (n = 0 is two-stage training
     without auxiliary labels: it isolates the effect of the extra outputs).
     Then, at n* = :func:`select_num_aux` (validation), ``two_stage_fgm`` when
-    ``fgm_epsilon`` > 0 and ``fusion`` (two tiny encoders) when ``fusion``.
-    ``config`` is a :func:`study_config`; the seed goes to ``training.seed``
-    (the data split stays ``data.seed``). Run folders go under ``output_root``
-    (a temporary folder, deleted afterwards, when None).
+    ``fgm_epsilon`` > 0 and ``fusion`` (two encoders) when ``fusion``.
+    ``config`` is a trainer config (its ``data``, ``model``, ``loss``, ``aux`` stage-2 settings
+    and ``training`` are used); the seed goes to ``training.seed`` (the data split stays
+    ``data.seed``). Run folders go under ``output_root`` (a temporary folder, deleted
+    afterwards, when None).
     """
     _check_grid(list(num_aux_values), list(seeds))
-    if isinstance(fgm_epsilon, bool) or not isinstance(fgm_epsilon, (int, float)) or fgm_epsilon < 0:
-        raise ValueError(f"fgm_epsilon: must be a number >= 0 (0 disables FGM), got {fgm_epsilon!r}")
+    check_number("fgm_epsilon", fgm_epsilon, 0)
     config = load_config(config)
     if output_root is None:
         with tempfile.TemporaryDirectory(prefix="aux_study_") as folder:
@@ -222,63 +168,22 @@ def run_study(
 
 
 def summarize(runs: pd.DataFrame, metrics: Sequence[str] = METRICS) -> pd.DataFrame:
-    """Per (method, num_aux): ``<metric>_mean``, ``<metric>_std`` (sample std, ddof=1; NaN for one seed) and ``seeds``.
-
-    Rows keep the order of :data:`METHODS`, then n ascending.
-    """
+    """Per (method, num_aux): ``<metric>_mean``, ``<metric>_std`` (sample std, ddof=1; NaN for one seed)
+    and ``n`` (``workbench.stats.summarize``), rows in the order of :data:`METHODS`, then n ascending."""
     missing = [name for name in ("method", "num_aux", *metrics) if name not in runs.columns]
     if missing:
         raise ValueError(f"runs: missing columns {missing}; expected a run_study table")
-    grouped = runs.groupby(["method", "num_aux"], sort=False)
-    table = pd.concat(
-        [grouped[list(metrics)].mean().add_suffix("_mean"), grouped[list(metrics)].std(ddof=1).add_suffix("_std"),
-         grouped.size().rename("seeds")],
-        axis=1,
-    ).reset_index()
+    table = summarize_runs(runs, ["method", "num_aux"], metrics)
     order = {method: index for index, method in enumerate(METHODS)}
     table = table.sort_values(["method", "num_aux"], key=lambda column: column.map(order) if column.name == "method" else column)
-    columns = ["method", "num_aux"] + [f"{m}_{s}" for m in metrics for s in ("mean", "std")] + ["seeds"]
-    return table[columns].reset_index(drop=True)
-
-
-def sweep_figure(summary: pd.DataFrame, metric: str = "accuracy") -> go.Figure:
-    """``metric`` (mean +- std over seeds) of two-stage training against n, with the baseline as a band.
-
-    The shape of the paper's Figure 3 (accuracy vs the number of auxiliary labels).
-    Other methods in ``summary`` (FGM, fusion) appear as single markers at their n.
-    """
-    if f"{metric}_mean" not in summary.columns:
-        raise ValueError(f"metric: must be one of {sorted(c[:-5] for c in summary.columns if c.endswith('_mean'))}, got {metric!r}")
-    sweep = summary[summary["method"] == TWO_STAGE]
-    fig = go.Figure()
-    fig.add_trace(go.Scatter(
-        x=sweep["num_aux"], y=sweep[f"{metric}_mean"], error_y={"type": "data", "array": sweep[f"{metric}_std"].fillna(0)},
-        mode="lines+markers", name="two-stage (stage 2, frozen encoder)",
-    ))
-    for method in (TWO_STAGE_FGM, FUSION):
-        rows = summary[summary["method"] == method]
-        if not rows.empty:
-            fig.add_trace(go.Scatter(
-                x=rows["num_aux"], y=rows[f"{metric}_mean"], error_y={"type": "data", "array": rows[f"{metric}_std"].fillna(0)},
-                mode="markers", marker={"size": 11, "symbol": "diamond"}, name=method,
-            ))
-    baseline = summary[summary["method"] == BASELINE]
-    if not baseline.empty:
-        mean, std = float(baseline[f"{metric}_mean"].iloc[0]), float(np.nan_to_num(baseline[f"{metric}_std"].iloc[0]))
-        fig.add_hrect(y0=mean - std, y1=mean + std, fillcolor="grey", opacity=0.2, line_width=0)
-        fig.add_hline(y=mean, line_dash="dash", annotation_text="baseline fine-tuning (mean +- std)")
-    fig.update_layout(title=f"Test {metric} vs number of auxiliary labels n (mean +- std over seeds)",
-                      xaxis_title="auxiliary labels n", yaxis_title=metric)
-    return fig
+    return table.reset_index(drop=True)
 
 
 def key_metrics(runs: pd.DataFrame) -> dict[str, Any]:
-    """Headline numbers for ``metrics.json``: baseline vs two-stage at n* = :func:`select_num_aux`.
+    """metrics.json ``metrics``: baseline vs two-stage at n* = :func:`select_num_aux`.
 
-    Top level: ``chosen_num_aux``, ``<method>_<metric>`` and ``<method>_<metric>_std``
-    for the baseline and two-stage at n* (mean and sample std over seeds), and
-    ``delta_macro_f1`` = two-stage minus baseline mean macro-F1; ``summary``
-    holds every row of :func:`summarize`.
+    ``chosen_num_aux``, ``<method>_<metric>`` as ``{"mean", "std", "n"}`` over seeds for the
+    baseline and two-stage at n*, and ``delta_macro_f1`` = two-stage minus baseline mean macro-F1.
     """
     summary = summarize(runs)
     chosen = select_num_aux(runs)
@@ -286,8 +191,6 @@ def key_metrics(runs: pd.DataFrame) -> dict[str, Any]:
     for method, num_aux in ((BASELINE, 0), (TWO_STAGE, chosen)):
         row = summary[(summary["method"] == method) & (summary["num_aux"] == num_aux)].iloc[0]
         for metric in METRICS:
-            metrics[f"{method}_{metric}"] = float(row[f"{metric}_mean"])
-            metrics[f"{method}_{metric}_std"] = float(row[f"{metric}_std"])
-    metrics["delta_macro_f1"] = metrics[f"{TWO_STAGE}_macro_f1"] - metrics[f"{BASELINE}_macro_f1"]
-    metrics["summary"] = summary.to_dict(orient="records")
+            metrics[f"{method}_{metric}"] = row_statistics(row, metric)
+    metrics["delta_macro_f1"] = metrics[f"{TWO_STAGE}_macro_f1"]["mean"] - metrics[f"{BASELINE}_macro_f1"]["mean"]
     return metrics

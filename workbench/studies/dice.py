@@ -1,21 +1,16 @@
 """Experiments of the Dice-loss paper (Li et al., 2020, "Dice Loss for Data-imbalanced NLP Tasks", ACL).
 
-* the loss zoo (CE, WCE, FL, DL, TL, DSC) as ``LOSS_ZOO``;
+* the loss zoo (CE, WCE, FL, DL, TL, DSC) as ``LOSS_ZOO`` (:class:`~workbench.config.LossSpec` each);
 * Table 8: training on the original / +positive / +negative / -negative sets
   (:func:`resampled_training_sets`, :func:`imbalance_study`);
 * Table 9: an accuracy-oriented balanced task (:func:`balanced_splits`, :func:`run_grid`);
 * Table 10: the Tversky alpha sweep with beta = 1 - alpha (:func:`tversky_sweep`);
 * the released code's NaN at p = 1 against the workbench's finite DSC (:func:`saturation_check`).
 
-Every run trains one classifier with one loss and one seed (:func:`fit_and_score`) and
-scores the test split: F1 of the positive class (the paper's metric for these tasks),
-macro-F1 and accuracy, plus the validation F1 used for any selection. Two models:
-``model="bow"`` is a fastText-style bag-of-characters classifier (Joulin et al., 2017:
-mean of character embeddings, then a linear layer; ``workbench.probes.CharacterProbe``)
-trained by the seeded ``workbench.probes.fit_probe`` loop, fast enough for many seeds on
-a CPU; a mapping is a ``model`` section of the trainer config
-(``workbench.train``, e.g. ``{"model_name_or_path": "hfl/chinese-roberta-wwm-ext"}``) and
-runs the transformer trainer (``workbench.studies.finetuning.fit_transformer``).
+Every run trains one classifier with one loss and one seed through a
+:class:`workbench.train.Fitter` (the bag-of-characters probe, or a transformer) and scores the
+test split: F1 of the positive class (the paper's metric for these tasks), macro-F1 and
+accuracy, plus the validation F1 used for any selection.
 """
 
 from __future__ import annotations
@@ -27,33 +22,27 @@ import numpy as np
 import pandas as pd
 import torch
 from datasets import Dataset, DatasetDict
-from torch import nn
 
+from workbench.checks import check_seeds
 from workbench.data import label_counts, label_names, load_chnsenticorp, rebalance, sample_sentence_splits, stratified_split
-from workbench.losses import build_loss
+from workbench.losses import LossSpec, build_loss, resolve
 from workbench.metrics import classification_report
-from workbench.probes import ProbeTraining, encode_split, fit_probe
-from workbench.studies.finetuning import fit_transformer
-from workbench.train import load_config
-from workbench.train.runs import tokenizer_from_config
+from workbench.stats import row_statistics, summarize
+from workbench.train import Fitter
 
-LossSpec = tuple[str, dict[str, Any]]
-"""(registry name for ``build_loss``, parameters)."""
 
 LOSS_ZOO: dict[str, LossSpec] = {
-    "CE": ("ce", {}),
-    "WCE": ("wce", {}),  # alpha_t = lg((n - n_t)/n_t + K), counts from the training split
-    "FL": ("focal", {"gamma": 2.0}),
-    "DL": ("dice", {"gamma": 1.0}),
-    "TL": ("tversky", {"alpha": 0.3, "beta": 0.7, "gamma": 1.0}),
-    "DSC": ("dsc", {"preset": "paper"}),
+    "CE": LossSpec("ce"),
+    "WCE": LossSpec("wce"),  # alpha_t = lg((n - n_t)/n_t + K), counts from the training split
+    "FL": LossSpec("focal", {"gamma": 2.0}),
+    "DL": LossSpec("dice", {"gamma": 1.0}),
+    "TL": LossSpec("tversky", {"alpha": 0.3, "beta": 0.7, "gamma": 1.0}),
+    "DSC": LossSpec("dsc", {"preset": "paper"}),
 }
 """The paper's losses (sec. 3) with the settings used in this study."""
 
 TABLE8_SETTINGS = ("original", "+positive", "+negative", "-negative")
 METRICS = ("f1_positive", "macro_f1", "accuracy")
-DEFAULT_TRAINING: dict[str, Any] = {"epochs": 8, "batch_size": 64, "lr": 0.02}
-BOW_HIDDEN_SIZE = 32
 POSITIVE_LABEL = 1
 
 
@@ -111,11 +100,12 @@ def balanced_splits(splits: DatasetDict, seed: int = 0) -> DatasetDict:
     return DatasetDict({name: rebalance(split, 1.0, method="downsample", seed=seed) for name, split in splits.items()})
 
 
-# ----------------------------------------------------------------------------- models
+# ----------------------------------------------------------------------------- one run
 
 
-def _scores(report: Mapping[str, Any], names: Sequence[str]) -> dict[str, float]:
-    """The study's scores from a ``classification_report``."""
+def _scores(gold: np.ndarray, predicted: np.ndarray, names: Sequence[str]) -> dict[str, float]:
+    """The study's scores of ``predicted`` against ``gold``."""
+    report = classification_report(gold, predicted, label_names=list(names))
     return {
         "f1_positive": report["per_class"][names[POSITIVE_LABEL]]["f1"],
         "macro_f1": report["macro_f1"],
@@ -123,103 +113,51 @@ def _scores(report: Mapping[str, Any], names: Sequence[str]) -> dict[str, float]
     }
 
 
-def _bow_training(training: Mapping[str, Any], max_length: int) -> ProbeTraining:
-    """``training``'s ``epochs``, ``batch_size``, ``lr`` (and ``weight_decay``) for the bag of
-    characters: a linear head over ``BOW_HIDDEN_SIZE``-wide character embeddings."""
-    known = {key: training[key] for key in ("epochs", "batch_size", "lr", "weight_decay") if key in training}
-    try:
-        return ProbeTraining(**known, embedding_size=BOW_HIDDEN_SIZE, hidden_size=None, max_length=max_length)
-    except ValueError as error:
-        prefix = "" if str(error).startswith("max_length") else "training."
-        raise ValueError(f"{prefix}{error}") from None
-
-
-def _fit_bow(splits: DatasetDict, loss: nn.Module, seed: int, training: Mapping[str, Any], max_length: int) -> dict[str, dict[str, float]]:
-    settings = _bow_training(training, max_length)
+def fit_and_score(splits: DatasetDict, loss: LossSpec, seed: int, fitter: Fitter) -> dict[str, float]:
+    """Train one classifier on ``splits["train"]`` with ``loss`` (wce gets the training split's
+    label counts, ``workbench.losses.resolve``) and ``seed`` through ``fitter``; the epoch is kept
+    on validation macro-F1. Returns test ``f1_positive``, ``macro_f1``, ``accuracy`` and
+    ``validation_f1_positive``."""
     names = label_names(splits["train"])
-    tokenizer = tokenizer_from_config(load_config()["model"])
-    encoded = {name: encode_split(splits[name], tokenizer, max_length) for name in ("train", "validation", "test")}
-    fit = fit_probe(encoded, loss, settings, len(tokenizer), len(names), seed=seed, label_names=names)
-    return {"validation": _scores(fit.validation, names), "test": _scores(fit.test, names)}
-
-
-def _fit_transformer(
-    splits: DatasetDict, loss: nn.Module, seed: int, training: Mapping[str, Any], max_length: int, model: Mapping[str, Any]
-) -> dict[str, dict[str, float]]:
-    names = label_names(splits["train"])
-    fit = fit_transformer(splits, loss, seed, model, training, max_length)
-    return {
-        split: _scores(classification_report(np.asarray(splits[split]["label"]), predicted, label_names=names), names)
-        for split, predicted in (("validation", fit.validation_predictions), ("test", fit.test_predictions))
-    }
-
-
-def fit_and_score(
-    splits: DatasetDict,
-    loss: LossSpec,
-    seed: int = 0,
-    model: str | Mapping[str, Any] = "bow",
-    training: Mapping[str, Any] | None = None,
-    max_length: int = 64,
-) -> dict[str, float]:
-    """Train one classifier on ``splits["train"]`` with ``loss`` and ``seed``; score validation and test.
-
-    ``loss`` is ``(name, params)`` for ``build_loss``; ``wce`` gets the training split's label
-    counts. ``model`` is ``"bow"`` (a linear ``workbench.probes.CharacterProbe`` trained by
-    ``fit_probe`` with ``training``'s ``epochs``, ``batch_size``, ``lr`` and optional
-    ``weight_decay``; the epoch with the best validation macro-F1 is kept) or a trainer ``model`` config section (``training`` is
-    then the trainer's ``training`` section). Returns test ``f1_positive``, ``macro_f1``,
-    ``accuracy`` and ``validation_f1_positive``.
-    """
-    name, params = loss
-    if name == "wce" and "label_counts" not in params:
-        params = {**params, "label_counts": label_counts(splits["train"])}
-    module = build_loss(name, **params)
-    settings = {**DEFAULT_TRAINING, **(training or {})}
-    if model == "bow":
-        scores = _fit_bow(splits, module, seed, settings, max_length)
-    elif isinstance(model, Mapping):
-        scores = _fit_transformer(splits, module, seed, settings, max_length, model)
-    else:
-        raise ValueError(f"model: must be 'bow' or a trainer model section (mapping), got {model!r}")
-    return {**scores["test"], "validation_f1_positive": scores["validation"]["f1_positive"]}
+    fit = fitter.fit(splits, resolve(loss, splits["train"]), seed)
+    test = _scores(np.asarray(splits["test"]["label"]), fit.test_predictions, names)
+    validation = _scores(np.asarray(splits["validation"]["label"]), fit.validation_predictions, names)
+    return {**test, "validation_f1_positive": validation["f1_positive"]}
 
 
 # ----------------------------------------------------------------------------- grids
 
 
 def run_grid(
-    settings: Mapping[str, DatasetDict],
-    losses: Mapping[str, LossSpec],
-    seeds: Sequence[int],
-    **fit_options: Any,
+    settings: Mapping[str, DatasetDict], losses: Mapping[str, LossSpec], seeds: Sequence[int], fitter: Fitter
 ) -> pd.DataFrame:
     """One :func:`fit_and_score` per setting x loss x seed.
 
     Returns a long table: ``setting, loss, seed`` and the scores (``METRICS`` on test,
-    ``validation_f1_positive``). ``fit_options`` go to ``fit_and_score``.
+    ``validation_f1_positive``).
     """
-    if not settings or not losses or not seeds:
-        raise ValueError("settings, losses and seeds: each must hold at least one entry")
+    check_seeds("seeds", seeds)
+    if not settings or not losses:
+        raise ValueError(f"settings, losses: must each hold at least one entry, got {len(settings)} and {len(losses)}")
     rows = []
     for setting, splits in settings.items():
         for loss_label, spec in losses.items():
             for seed in seeds:
-                rows.append({"setting": setting, "loss": loss_label, "seed": seed, **fit_and_score(splits, spec, seed, **fit_options)})
+                rows.append({"setting": setting, "loss": loss_label, "seed": seed, **fit_and_score(splits, spec, seed, fitter)})
     return pd.DataFrame(rows)
 
 
 def imbalance_study(
-    splits: DatasetDict, losses: Mapping[str, LossSpec], seeds: Sequence[int], resample_seed: int = 0, **fit_options: Any
+    splits: DatasetDict, losses: Mapping[str, LossSpec], seeds: Sequence[int], fitter: Fitter, resample_seed: int = 0
 ) -> pd.DataFrame:
     """Table 8: :func:`run_grid` over the :func:`resampled_training_sets` (same validation and test)."""
     training_sets = resampled_training_sets(splits["train"], seed=resample_seed)
     settings = {name: DatasetDict({**splits, "train": train}) for name, train in training_sets.items()}
-    return run_grid(settings, losses, seeds, **fit_options)
+    return run_grid(settings, losses, seeds, fitter)
 
 
 def tversky_sweep(
-    splits: DatasetDict, alphas: Sequence[float], seeds: Sequence[int], gamma: float = 1.0, **fit_options: Any
+    splits: DatasetDict, alphas: Sequence[float], seeds: Sequence[int], fitter: Fitter, gamma: float = 1.0
 ) -> pd.DataFrame:
     """Table 10: Tversky loss with alpha (false-positive weight) over ``alphas`` and beta = 1 - alpha.
 
@@ -228,39 +166,9 @@ def tversky_sweep(
     for alpha in alphas:
         if not 0.0 <= alpha <= 1.0:
             raise ValueError(f"alphas: every alpha must be in [0, 1], got {alpha!r}")
-    losses = {f"{alpha:g}": ("tversky", {"alpha": alpha, "beta": 1.0 - alpha, "gamma": gamma}) for alpha in alphas}
-    table = run_grid({"TL": splits}, losses, seeds, **fit_options)
+    losses = {f"{alpha:g}": LossSpec("tversky", {"alpha": alpha, "beta": 1.0 - alpha, "gamma": gamma}) for alpha in alphas}
+    table = run_grid({"TL": splits}, losses, seeds, fitter)
     return table.assign(alpha=table["loss"].astype(float), loss="TL")
-
-
-def summarize(table: pd.DataFrame, by: Sequence[str], metrics: Sequence[str] = METRICS) -> pd.DataFrame:
-    """Mean, sample std (ddof = 1; NaN for one seed) and n of ``metrics`` over seeds, per ``by`` group.
-
-    Columns ``<metric>_mean``, ``<metric>_std`` and ``n``; groups in order of first appearance.
-    """
-    missing = [column for column in (*by, *metrics) if column not in table.columns]
-    if missing:
-        raise ValueError(f"by/metrics: columns {missing} are not in the table (columns: {list(table.columns)})")
-    grouped = table.groupby(list(by), sort=False)
-    summary = pd.concat(
-        {f"{metric}_{statistic}": grouped[metric].agg(statistic) for metric in metrics for statistic in ("mean", "std")},
-        axis=1,
-    )
-    summary["n"] = grouped.size()
-    return summary.reset_index()
-
-
-def mean_std_table(summary: pd.DataFrame, rows: str, columns: str, metric: str = "f1_positive", scale: float = 100.0) -> pd.DataFrame:
-    """A ``rows`` x ``columns`` table of "mean ± std" strings (times ``scale``) from :func:`summarize`."""
-    def cell(row: pd.Series) -> str:
-        std = row[f"{metric}_std"]
-        spread = "" if pd.isna(std) else f" ± {scale * std:.1f}"
-        return f"{scale * row[f'{metric}_mean']:.1f}{spread}"
-
-    text = summary.assign(cell=summary.apply(cell, axis=1))
-    return text.pivot(index=rows, columns=columns, values="cell").reindex(
-        index=list(dict.fromkeys(summary[rows])), columns=list(dict.fromkeys(summary[columns]))
-    )
 
 
 def best_alpha(sweep: pd.DataFrame) -> dict[str, float]:
@@ -270,12 +178,12 @@ def best_alpha(sweep: pd.DataFrame) -> dict[str, float]:
     return {"alpha": float(best["alpha"]), **{f"test_{metric}": float(best[f"{metric}_mean"]) for metric in METRICS}}
 
 
-def headline_metrics(table8_summary: pd.DataFrame, metric: str = "f1_positive") -> dict[str, float]:
-    """``{"<metric>_<loss>_original": mean}`` for every loss of the Table 8 ``original`` setting."""
+def headline_metrics(table8_summary: pd.DataFrame, metric: str = "f1_positive") -> dict[str, dict[str, Any]]:
+    """``{"<metric>_<loss>_original": {"mean", "std", "n"}}`` for every loss of the Table 8 ``original`` setting."""
     original = table8_summary[table8_summary["setting"] == "original"]
     if original.empty:
         raise ValueError("table8_summary: has no rows for the 'original' setting")
-    return {f"{metric}_{loss.lower()}_original": float(value) for loss, value in zip(original["loss"], original[f"{metric}_mean"])}
+    return {f"{metric}_{row['loss'].lower()}_original": row_statistics(row, metric) for _, row in original.iterrows()}
 
 
 # ----------------------------------------------------------------------------- saturation

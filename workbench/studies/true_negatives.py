@@ -6,24 +6,22 @@ the gold word; soft regularization (SR, eq. 3) adds 1 - cos(e_gold, e_pred).
 Masking strategies: random tokens, whole words (WWM) and knowledge-based
 dynamic masking (KDM, from the PCL/QBQTC solution).
 
-The functions here run the notebook's experiments and return tables:
+The functions here run the notebook's experiments and return tables (the figures are
+in ``workbench.viz``):
 
-* masking: :func:`mask_draws`, :func:`masking_illustration`,
-  :func:`single_draw_masks`, :func:`masked_share_summary` (including the
-  transformers ``whole_word_mask`` all-or-nothing pitfall on unspaced Chinese);
+* masking: :func:`mask_draws`, :func:`masking_illustration`, :func:`single_draw_masks`,
+  :func:`masked_share_summary` (including the transformers ``whole_word_mask``
+  all-or-nothing pitfall on unspaced Chinese);
 * pre-training: :func:`pretraining_grid` (masking x objective), :func:`loss_history`;
 * correction statistics in the shape of the paper's Table 2 on held-out text:
   :func:`heldout_texts`, :func:`correction_statistics`, :func:`correction_table`,
   :func:`corrected_examples`, and :func:`worked_example` (the paper's Figure 3);
-* downstream: :func:`downstream_grid` and :func:`summarize` (mean +- std over seeds);
-* results: :func:`results_table` and :func:`headline_metrics` (metrics.json);
-* figures: :func:`masking_figure`, :func:`pretraining_loss_figure`,
-  :func:`correction_figure`, :func:`downstream_figure`.
+* downstream: :func:`downstream_grid` and :func:`downstream_summary` (mean ± std over seeds);
+* results: :func:`results_table` and :func:`headline_metrics` (metrics.json).
 """
 
 from __future__ import annotations
 
-import copy
 import json
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
@@ -32,18 +30,19 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-import plotly.express as px
-import plotly.graph_objects as go
 import torch
 from transformers import DataCollatorForLanguageModeling, PreTrainedModel
 
+from workbench.checks import check_int, check_seeds
+from workbench.config import Config, DataConfig, MaskingSpec, load_config
+from workbench.data import load_texts
 from workbench.lexicon import SynonymTable
-from workbench.losses.mlm import IGNORE_INDEX, CorrectionStats, token_text, hard_correction
-from workbench.masking import JiebaSegmenter, encode_words
-from workbench.models import build_masked_lm, tokenizer_for
-from workbench.train import finetune, load_config, pretrain_mlm
-from workbench.train.inputs import load_texts
-from workbench.train.pretrain import masking_collator
+from workbench.losses import IGNORE_INDEX
+from workbench.losses.mlm import CorrectionStats, hard_correction, token_text
+from workbench.masking import JiebaSegmenter, build_collator, encode_words
+from workbench.models import build_masked_lm
+from workbench.stats import formatted, row_statistics, summarize
+from workbench.train import finetune, pretrain_mlm
 from workbench.vocab import load_tokenizer
 
 STRATEGIES = ("random", "wwm", "kdm")
@@ -52,6 +51,7 @@ TRANSFORMERS_WWM = "transformers_wwm"
 """transformers' ``DataCollatorForLanguageModeling(whole_word_mask=True)``, for the pitfall illustration."""
 ILLUSTRATION_STRATEGIES = (*STRATEGIES, TRANSFORMERS_WWM)
 BLANK = "＿"
+DOWNSTREAM_METRICS = ("macro_f1", "accuracy")
 
 
 # --------------------------------------------------------------------------
@@ -63,11 +63,6 @@ def _check_strategies(strategies: Sequence[str], allowed: Sequence[str]) -> None
     unknown = [strategy for strategy in strategies if strategy not in allowed]
     if unknown or not strategies:
         raise ValueError(f"strategies: must be a non-empty list from {', '.join(allowed)}, got {list(strategies)!r}")
-
-
-def _check_positive(name: str, value: Any) -> None:
-    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-        raise ValueError(f"{name}: must be an int >= 1, got {value!r}")
 
 
 def _transformers_draws(tokenizer: Any, texts: Sequence[str], draws: int, mlm_probability: float, seed: int):
@@ -86,31 +81,31 @@ def _transformers_draws(tokenizer: Any, texts: Sequence[str], draws: int, mlm_pr
 def mask_draws(
     texts: Sequence[str],
     strategy: str,
+    masking: MaskingSpec | Mapping[str, Any] | None = None,
     tokenizer: Any = None,
     draws: int = 100,
-    mlm_probability: float = 0.15,
     seed: int = 0,
-    max_ngram: int = 3,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Which tokens ``strategy`` chooses for prediction in ``draws`` successive batches of ``texts``.
 
     ``strategy`` is ``random``, ``wwm``, ``kdm`` (the workbench collators, as
-    :func:`~workbench.train.pretrain.pretrain_mlm` builds them; KDM's IDF from
-    ``texts``) or ``transformers_wwm``. Returns ``(chosen, maskable)``: chosen is
-    a bool array (draws, n_texts, width), True where the label is kept (the
-    80/10/10 replacement does not matter here); maskable (n_texts, width) marks
-    the non-special tokens.
+    :func:`~workbench.train.pretrain_mlm` builds them from ``masking``'s probability and
+    n-gram setting; KDM's IDF from ``texts``) or ``transformers_wwm``. Returns
+    ``(chosen, maskable)``: chosen is a bool array (draws, n_texts, width), True where the
+    label is kept (the 80/10/10 replacement does not matter here); maskable (n_texts, width)
+    marks the non-special tokens.
     """
     _check_strategies([strategy], ILLUSTRATION_STRATEGIES)
-    _check_positive("draws", draws)
+    check_int("draws", draws, 1)
     if not texts:
-        raise ValueError("texts: must hold at least one text")
+        raise ValueError("texts: must hold at least one text, got none")
+    masking = MaskingSpec.from_mapping(masking)
     tokenizer = tokenizer if tokenizer is not None else load_tokenizer()
     if strategy == TRANSFORMERS_WWM:
-        return _transformers_draws(tokenizer, texts, draws, mlm_probability, seed)
+        return _transformers_draws(tokenizer, texts, draws, masking.mlm_probability, seed)
     features = encode_words(tokenizer, texts, JiebaSegmenter())
-    masking = {"strategy": strategy, "mlm_probability": mlm_probability, "max_ngram": max_ngram}
-    collator = masking_collator(masking, tokenizer, features, seed, word_ids=True)
+    collator = build_collator(masking.replace(strategy=strategy), tokenizer, seed, return_word_ids=True,
+                              segmented_texts=[feature["words"] for feature in features])
     batches = [collator(features) for _ in range(draws)]
     chosen = np.stack([(batch["labels"] != IGNORE_INDEX).numpy() for batch in batches])
     return chosen, batches[0]["word_ids"].numpy() >= 0
@@ -128,9 +123,8 @@ def masking_illustration(
     text: str,
     strategies: Sequence[str] = ILLUSTRATION_STRATEGIES,
     draws: int = 200,
-    mlm_probability: float = 0.15,
+    masking: MaskingSpec | Mapping[str, Any] | None = None,
     seed: int = 0,
-    max_ngram: int = 3,
 ) -> pd.DataFrame:
     """Per token of ``text``: its jieba word and POS tag, and for each strategy the share of
     ``draws`` masks that chose it (shipped tokenizer; the sentence masked alone)."""
@@ -138,14 +132,14 @@ def masking_illustration(
     tokenizer = load_tokenizer()
     table = _token_words(text, tokenizer)
     for strategy in strategies:
-        chosen, maskable = mask_draws([text], strategy, tokenizer, draws, mlm_probability, seed, max_ngram)
+        chosen, maskable = mask_draws([text], strategy, masking, tokenizer, draws, seed)
         table[strategy] = chosen[:, 0, maskable[0]].mean(axis=0)
     return table
 
 
 def single_draw_masks(
-    text: str, strategies: Sequence[str] = ILLUSTRATION_STRATEGIES, mlm_probability: float = 0.15, seed: int = 0,
-    max_ngram: int = 3,
+    text: str, strategies: Sequence[str] = ILLUSTRATION_STRATEGIES, masking: MaskingSpec | Mapping[str, Any] | None = None,
+    seed: int = 0,
 ) -> pd.DataFrame:
     """One mask per strategy: ``text`` with every chosen token shown as ＿ (columns strategy, masked)."""
     _check_strategies(strategies, ILLUSTRATION_STRATEGIES)
@@ -153,7 +147,7 @@ def single_draw_masks(
     tokens = _token_words(text, tokenizer)["token"].tolist()
     rows = []
     for strategy in strategies:
-        chosen, maskable = mask_draws([text], strategy, tokenizer, 1, mlm_probability, seed, max_ngram)
+        chosen, maskable = mask_draws([text], strategy, masking, tokenizer, 1, seed)
         picked = chosen[0, 0, maskable[0]]
         rows.append({"strategy": strategy, "masked": "".join(BLANK if hit else token for token, hit in zip(tokens, picked))})
     return pd.DataFrame(rows)
@@ -163,9 +157,8 @@ def masked_share_summary(
     texts: Sequence[str],
     strategies: Sequence[str] = ILLUSTRATION_STRATEGIES,
     draws: int = 100,
-    mlm_probability: float = 0.15,
+    masking: MaskingSpec | Mapping[str, Any] | None = None,
     seed: int = 0,
-    max_ngram: int = 3,
 ) -> pd.DataFrame:
     """Per strategy, over ``draws`` x ``texts`` (sentence, draw) pairs: the mean share of a
     sentence's tokens chosen, and the share of pairs with nothing / everything chosen.
@@ -178,7 +171,7 @@ def masked_share_summary(
     tokenizer = load_tokenizer()
     rows = []
     for strategy in strategies:
-        chosen, maskable = mask_draws(texts, strategy, tokenizer, draws, mlm_probability, seed, max_ngram)
+        chosen, maskable = mask_draws(texts, strategy, masking, tokenizer, draws, seed)
         share = (chosen & maskable).sum(axis=2) / maskable.sum(axis=1)
         rows.append(
             {
@@ -191,42 +184,13 @@ def masked_share_summary(
     return pd.DataFrame(rows)
 
 
-def masking_figure(table: pd.DataFrame) -> go.Figure:
-    """Heatmap of :func:`masking_illustration`: strategies x tokens, colour = share of draws masked."""
-    strategies = [column for column in table.columns if column in ILLUSTRATION_STRATEGIES]
-    labels = [f"{token}<br>{pos}" for token, pos in zip(table["token"], table["pos"])]
-    fig = go.Figure(
-        go.Heatmap(
-            z=table[strategies].to_numpy().T,
-            x=list(range(len(table))),
-            y=strategies,
-            zmin=0,
-            zmax=1,
-            colorscale="Blues",
-            colorbar={"title": "share masked"},
-            customdata=np.array([table["word"].tolist()] * len(strategies)),
-            hovertemplate="word %{customdata}: %{z:.2f}<extra>%{y}</extra>",
-        )
-    )
-    fig.update_xaxes(tickvals=list(range(len(table))), ticktext=labels)
-    fig.update_layout(title="Share of draws in which each token is masked", height=320)
-    return fig
-
-
 # --------------------------------------------------------------------------
 # Pre-training grid
 # --------------------------------------------------------------------------
 
 
-def _merged(base: Mapping[str, Any], **sections: Mapping[str, Any]) -> dict[str, Any]:
-    config = copy.deepcopy(dict(base))
-    for name, values in sections.items():
-        config[name] = {**config.get(name, {}), **values}
-    return config
-
-
 def pretraining_grid(
-    base_config: Mapping[str, Any],
+    base_config: Config | Mapping[str, Any],
     output_root: str | Path,
     strategies: Sequence[str] = STRATEGIES,
     objectives: Sequence[str] = OBJECTIVES,
@@ -234,8 +198,8 @@ def pretraining_grid(
 ) -> pd.DataFrame:
     """Run :func:`~workbench.train.pretrain_mlm` for every (masking strategy, objective).
 
-    ``base_config`` is a pretrain_mlm config (docs/training.md) without
-    ``output_dir``; each run gets ``masking.strategy``, ``objective.name``,
+    ``base_config`` is a pretrain_mlm config (docs/training.md; its ``output_dir`` is
+    replaced); each run gets ``masking.strategy``, ``objective.name``,
     ``training.seed = seed`` and the folder ``output_root/<strategy>-<objective>``.
     Returns one row per run: masking, objective, seed, train_loss, time,
     the training-time HC rates (``train_prediction_rate``, ``train_iteration_rate``;
@@ -244,14 +208,14 @@ def pretraining_grid(
     _check_strategies(strategies, STRATEGIES)
     if not objectives or any(objective not in OBJECTIVES for objective in objectives):
         raise ValueError(f"objectives: must be a non-empty list from {', '.join(OBJECTIVES)}, got {list(objectives)!r}")
+    base = load_config(base_config, task="pretrain_mlm")
     rows = []
     for strategy in strategies:
         for objective in objectives:
             output_dir = Path(output_root) / f"{strategy}-{objective}"
-            config = _merged(
-                base_config, masking={"strategy": strategy}, objective={"name": objective}, training={"seed": seed}
-            )
-            result = pretrain_mlm({**config, "output_dir": str(output_dir)})
+            config = base.replace(output_dir=str(output_dir), masking={"strategy": strategy},
+                                  objective={"name": objective}, training={"seed": seed})
+            result = pretrain_mlm(config)
             correction = result.metrics.get("correction", {})
             rows.append(
                 {
@@ -282,34 +246,24 @@ def loss_history(runs: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["masking", "objective", "step", "loss"])
 
 
-def pretraining_loss_figure(history: pd.DataFrame) -> go.Figure:
-    """Training loss against step, one panel per masking strategy, one line per objective.
-
-    The HC curve averages over the kept positions only and the SR curve adds the
-    regulariser, so the three are different quantities: compare shapes, not levels."""
-    fig = px.line(history, x="step", y="loss", color="objective", facet_col="masking", markers=True)
-    fig.update_layout(title="MLM pre-training loss", height=360)
-    return fig
-
-
 # --------------------------------------------------------------------------
 # Correction statistics on held-out text (Table 2) and examples (Figure 3)
 # --------------------------------------------------------------------------
 
 
-def heldout_texts(data: Mapping[str, Any], n_texts: int) -> list[str]:
+def heldout_texts(data: DataConfig | Mapping[str, Any], n_texts: int) -> list[str]:
     """``n_texts`` texts of ``data`` that pre-training did not see.
 
     ``data`` is a config ``data`` section with ``max_train_samples`` = m set:
     pre-training reads the first m texts (``load_texts``); these are the next
     ``n_texts``. Raises ValueError when m is unset or the source has too few texts.
     """
-    _check_positive("n_texts", n_texts)
-    resolved = load_config({"task": "pretrain_mlm", "data": dict(data)})["data"]
-    limit = resolved["max_train_samples"]
+    check_int("n_texts", n_texts, 1)
+    data = DataConfig.from_mapping(data)
+    limit = data.max_train_samples
     if limit is None:
-        raise ValueError("data.max_train_samples: must be set so that the texts after it are held out")
-    texts, _ = load_texts({**resolved, "max_train_samples": None})
+        raise ValueError("data.max_train_samples: must be set so that the texts after it are held out, got None")
+    texts, _ = load_texts(data.replace(max_train_samples=None))
     if len(texts) < limit + n_texts:
         raise ValueError(
             f"n_texts: the source has {len(texts)} texts, fewer than max_train_samples + n_texts = {limit + n_texts}"
@@ -319,25 +273,23 @@ def heldout_texts(data: Mapping[str, Any], n_texts: int) -> list[str]:
 
 def _model_and_tokenizer(model: str | Path | PreTrainedModel, tokenizer: Any) -> tuple[Any, Any]:
     if isinstance(model, (str, Path)):
-        return build_masked_lm(model_name_or_path=model), tokenizer if tokenizer is not None else tokenizer_for(model)
+        return build_masked_lm(model_name_or_path=model), tokenizer if tokenizer is not None else load_tokenizer(model)
     if tokenizer is None:
         raise ValueError("tokenizer: required when model is a module rather than a checkpoint path")
     return model, tokenizer
 
 
 def _masked_batches(
-    model: Any, tokenizer: Any, texts: Sequence[str], strategy: str, mlm_probability: float, seed: int,
-    batch_size: int, max_length: int, max_ngram: int,
+    model: Any, tokenizer: Any, texts: Sequence[str], masking: MaskingSpec, seed: int, batch_size: int, max_length: int
 ) -> Iterator[tuple[dict[str, torch.Tensor], torch.Tensor, list[str], list[dict]]]:
-    """(batch, logits, texts, features) per chunk of ``texts`` masked by ``strategy``'s collator, model in
+    """(batch, logits, texts, features) per chunk of ``texts`` masked by ``masking``'s collator, model in
     eval mode on the GPU when there is one (logits come back as float32 on the CPU)."""
-    _check_strategies([strategy], STRATEGIES)
-    _check_positive("batch_size", batch_size)
+    check_int("batch_size", batch_size, 1)
     if not texts:
-        raise ValueError("texts: must hold at least one text")
+        raise ValueError("texts: must hold at least one text, got none")
     features = encode_words(tokenizer, texts, JiebaSegmenter(), max_length=max_length)
-    masking = {"strategy": strategy, "mlm_probability": mlm_probability, "max_ngram": max_ngram}
-    collator = masking_collator(masking, tokenizer, features, seed, word_ids=True)
+    collator = build_collator(masking, tokenizer, seed, return_word_ids=True,
+                              segmented_texts=[feature["words"] for feature in features])
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     model.to(device).eval()
     with torch.no_grad():
@@ -353,17 +305,15 @@ def correction_statistics(
     model: str | Path | PreTrainedModel,
     texts: Sequence[str],
     table: SynonymTable,
-    strategy: str = "wwm",
+    masking: MaskingSpec | Mapping[str, Any] | None = None,
     tokenizer: Any = None,
-    mlm_probability: float = 0.15,
     seed: int = 0,
     batch_size: int = 64,
     max_length: int = 128,
-    max_ngram: int = 3,
 ) -> dict[str, float]:
     """Hard-correction counts of a masked LM on ``texts`` (no training), as the paper's Table 2.
 
-    Masks ``texts`` with ``strategy`` (seeded), predicts, and runs
+    Masks ``texts`` with ``masking`` (seeded; default WWM), predicts, and runs
     :func:`~workbench.losses.mlm.hard_correction` with word spans. Returns
     :meth:`CorrectionStats.as_dict` (prediction_rate = corrected / wrong,
     iteration_rate = sequences with a correction / sequences) plus
@@ -372,7 +322,7 @@ def correction_statistics(
     """
     model, tokenizer = _model_and_tokenizer(model, tokenizer)
     stats = CorrectionStats()
-    for batch, logits, _, _ in _masked_batches(model, tokenizer, texts, strategy, mlm_probability, seed, batch_size, max_length, max_ngram):
+    for batch, logits, _, _ in _masked_batches(model, tokenizer, texts, MaskingSpec.from_mapping(masking), seed, batch_size, max_length):
         _, counts = hard_correction(logits, batch["labels"], batch["input_ids"], table, tokenizer, word_ids=batch["word_ids"])
         stats.update(counts)
     result = stats.as_dict()
@@ -383,28 +333,19 @@ def correction_statistics(
 
 
 def correction_table(
-    runs: pd.DataFrame, texts: Sequence[str], table: SynonymTable, strategy: str = "wwm", seed: int = 0,
-    **options: Any,
+    runs: pd.DataFrame, texts: Sequence[str], table: SynonymTable, masking: MaskingSpec | Mapping[str, Any] | None = None,
+    seed: int = 0, **options: Any,
 ) -> pd.DataFrame:
     """:func:`correction_statistics` of every pre-trained model in ``runs`` (:func:`pretraining_grid`)
-    on the same held-out ``texts`` with the same masks (``strategy``, ``seed``): one row per run with
+    on the same held-out ``texts`` with the same masks (``masking``, ``seed``): one row per run with
     masking, objective, prediction_rate, iteration_rate, accuracy, synonym_accuracy, wrong, corrected.
     ``options`` go to :func:`correction_statistics`."""
     rows = []
     for run in runs.itertuples():
-        stats = correction_statistics(run.output_dir, texts, table, strategy=strategy, seed=seed, **options)
+        stats = correction_statistics(run.output_dir, texts, table, masking, seed=seed, **options)
         rows.append({"masking": run.masking, "objective": run.objective, **stats})
     columns = ["masking", "objective", "prediction_rate", "iteration_rate", "accuracy", "synonym_accuracy", "wrong", "corrected"]
     return pd.DataFrame(rows)[columns]
-
-
-def correction_figure(corrections: pd.DataFrame) -> go.Figure:
-    """Grouped bars of the held-out prediction-level correction rate per masking and objective."""
-    fig = px.bar(corrections, x="masking", y="prediction_rate", color="objective", barmode="group",
-                 hover_data=["iteration_rate", "accuracy", "synonym_accuracy"])
-    fig.update_layout(title="Share of wrong predictions that are synonyms of the gold word (held out)",
-                      yaxis_title="prediction-level correction rate", height=360)
-    return fig
 
 
 def _unit_text(tokenizer: Any, ids: Sequence[int]) -> str:
@@ -422,22 +363,21 @@ def corrected_examples(
     model: str | Path | PreTrainedModel,
     texts: Sequence[str],
     table: SynonymTable,
-    strategy: str = "wwm",
+    masking: MaskingSpec | Mapping[str, Any] | None = None,
     tokenizer: Any = None,
     limit: int = 10,
-    mlm_probability: float = 0.15,
     seed: int = 0,
     batch_size: int = 64,
     max_length: int = 128,
-    max_ngram: int = 3,
 ) -> pd.DataFrame:
     """Up to ``limit`` masked words that hard correction removes on ``texts``: columns text,
     masked_input (chosen tokens shown as ＿), gold, predicted, gold_synonyms. Empty when the
     model predicts no synonym (e.g. untrained). Same masks as :func:`correction_statistics`."""
-    _check_positive("limit", limit)
+    check_int("limit", limit, 1)
     model, tokenizer = _model_and_tokenizer(model, tokenizer)
     rows: list[dict[str, str]] = []
-    for batch, logits, chunk_texts, chunk in _masked_batches(model, tokenizer, texts, strategy, mlm_probability, seed, batch_size, max_length, max_ngram):
+    batches = _masked_batches(model, tokenizer, texts, MaskingSpec.from_mapping(masking), seed, batch_size, max_length)
+    for batch, logits, chunk_texts, chunk in batches:
         labels, word_ids = batch["labels"], batch["word_ids"]
         _, counts = hard_correction(logits, labels, batch["input_ids"], table, tokenizer, word_ids=word_ids)
         predictions = logits.argmax(dim=-1)
@@ -480,7 +420,7 @@ def worked_example(
     the word's tokens), loss_hc (HC's loss: 0 when corrected) and candidates, a DataFrame of the
     ``top_k`` predictions per masked position (position, rank, token, probability).
     """
-    _check_positive("top_k", top_k)
+    check_int("top_k", top_k, 1)
     model, tokenizer = _model_and_tokenizer(model, tokenizer)
     feature = encode_words(tokenizer, [text], JiebaSegmenter())[0]
     if word not in feature["words"]:
@@ -533,7 +473,7 @@ def worked_example(
 
 
 def downstream_grid(
-    base_config: Mapping[str, Any],
+    base_config: Config | Mapping[str, Any],
     encoders: Mapping[str, str | Path | None],
     output_root: str | Path,
     seeds: Sequence[int] = (0,),
@@ -542,23 +482,24 @@ def downstream_grid(
 
     ``encoders`` maps a name to a pre-trained checkpoint folder, or to None for a
     randomly initialised tiny BERT (``base_config``'s ``model.tiny``: the
-    no-pre-training baseline). The data split is the same for every run
+    no-pre-training baseline); ``base_config`` is a finetune config whose ``output_dir``,
+    ``model.model_name_or_path`` and ``training.seed`` are replaced per run. The data split is the same for every run
     (``data.seed``); the seed changes the head's initialisation, the batch order
     and dropout. Model selection is on validation macro-F1; reported numbers are
     on the test split. Returns one row per run: encoder, seed, macro_f1,
     accuracy, best_validation_macro_f1.
     """
     if not encoders:
-        raise ValueError("encoders: must name at least one encoder")
-    if not seeds:
-        raise ValueError("seeds: must hold at least one seed")
+        raise ValueError("encoders: must name at least one encoder, got none")
+    seeds = check_seeds("seeds", seeds)
+    base = load_config(base_config, task="finetune")
     rows = []
     for name, checkpoint in encoders.items():
         for seed in seeds:
-            model = {} if checkpoint is None else {"model_name_or_path": str(checkpoint)}
-            config = _merged(base_config, model=model, training={"seed": int(seed)})
             output_dir = Path(output_root) / f"{name}-seed{seed}"
-            result = finetune({**config, "output_dir": str(output_dir)})
+            config = base.replace(output_dir=str(output_dir), training={"seed": int(seed)},
+                                  model={"model_name_or_path": None if checkpoint is None else str(checkpoint)})
+            result = finetune(config)
             rows.append(
                 {
                     "encoder": name,
@@ -571,27 +512,9 @@ def downstream_grid(
     return pd.DataFrame(rows)
 
 
-def summarize(table: pd.DataFrame, by: str | Sequence[str], metrics: Sequence[str]) -> pd.DataFrame:
-    """Mean, sample standard deviation (ddof=1; NaN for one run) and count of each metric per group,
-    plus a ``<metric>`` column formatted "mean ± std" (or "mean" for one run)."""
-    by = [by] if isinstance(by, str) else list(by)
-    missing = [name for name in [*by, *metrics] if name not in table.columns]
-    if missing:
-        raise ValueError(f"by/metrics: columns {missing} are not in the table ({list(table.columns)})")
-    grouped = table.groupby(by, sort=False)[list(metrics)]
-    summary = grouped.agg(["mean", "std", "count"])
-    summary.columns = [f"{metric}_{stat}" for metric, stat in summary.columns]
-    for metric in metrics:
-        mean, std = summary[f"{metric}_mean"], summary[f"{metric}_std"]
-        summary[metric] = [f"{m:.3f}" if np.isnan(s) else f"{m:.3f} ± {s:.3f}" for m, s in zip(mean, std)]
-    return summary.reset_index()
-
-
-def downstream_figure(summary: pd.DataFrame, metric: str = "macro_f1") -> go.Figure:
-    """Bars of ``metric`` mean per encoder with ± std error bars (a :func:`summarize` table)."""
-    fig = px.bar(summary, x="encoder", y=f"{metric}_mean", error_y=summary[f"{metric}_std"].fillna(0.0))
-    fig.update_layout(title=f"Downstream test {metric} (mean ± std over seeds)", yaxis_title=metric, height=380)
-    return fig
+def downstream_summary(downstream: pd.DataFrame) -> pd.DataFrame:
+    """Per encoder: mean, std (ddof = 1), n and a "mean ± std" text column of test macro-F1 and accuracy."""
+    return formatted(summarize(downstream, "encoder", DOWNSTREAM_METRICS), DOWNSTREAM_METRICS)
 
 
 # --------------------------------------------------------------------------
@@ -605,34 +528,37 @@ def run_names(runs: pd.DataFrame) -> pd.Series:
 
 
 def results_table(runs: pd.DataFrame, corrections: pd.DataFrame, summary: pd.DataFrame) -> pd.DataFrame:
-    """One row per encoder of ``summary`` (:func:`summarize` of :func:`downstream_grid` by encoder):
+    """One row per encoder of ``summary`` (:func:`downstream_summary`):
     its pre-training (masking, objective, train_loss, train_prediction_rate), held-out correction
     rates (:func:`correction_table`) and downstream macro-F1 / accuracy (mean, std, "mean ± std").
     Encoders without pre-training have empty pre-training columns."""
     pretraining = runs.assign(encoder=run_names(runs))[["encoder", "masking", "objective", "train_loss", "train_prediction_rate"]]
     heldout = corrections.assign(encoder=run_names(corrections))[["encoder", "prediction_rate", "iteration_rate"]]
     heldout = heldout.rename(columns={"prediction_rate": "heldout_prediction_rate", "iteration_rate": "heldout_iteration_rate"})
-    downstream = summary[["encoder", "macro_f1_mean", "macro_f1_std", "macro_f1", "accuracy_mean", "accuracy_std"]]
+    downstream = summary[["encoder", "macro_f1_mean", "macro_f1_std", "macro_f1", "accuracy_mean", "accuracy_std", "n"]]
     return downstream.merge(pretraining, on="encoder", how="left").merge(heldout, on="encoder", how="left")[
         ["encoder", "masking", "objective", "train_loss", "train_prediction_rate", "heldout_prediction_rate",
-         "heldout_iteration_rate", "macro_f1", "macro_f1_mean", "macro_f1_std", "accuracy_mean", "accuracy_std"]
+         "heldout_iteration_rate", "macro_f1", "macro_f1_mean", "macro_f1_std", "accuracy_mean", "accuracy_std", "n"]
     ]
 
 
+def best_encoder(results: pd.DataFrame) -> str:
+    """The encoder of :func:`results_table` with the best mean test macro-F1."""
+    return str(results.set_index("encoder")["macro_f1_mean"].idxmax())
+
+
 def headline_metrics(results: pd.DataFrame, baseline: str = "no_pretraining") -> dict[str, Any]:
-    """metrics.json content from :func:`results_table`: top-level numbers ``macro_f1_best`` (the best
-    mean test macro-F1) and its ``best_encoder``, ``macro_f1_<baseline>``, ``heldout_prediction_rate_mean``
-    (over pre-trained encoders) and ``train_prediction_rate_hc_mean`` (over HC runs; NaN without
-    any), plus ``encoders``: every row as a record."""
+    """metrics.json ``metrics`` from :func:`results_table`: ``macro_f1_best`` (the best encoder's test
+    macro-F1) and ``macro_f1_<baseline>`` as ``{"mean", "std", "n"}`` over fine-tuning seeds, the mean
+    held-out prediction-level correction rate over pre-trained encoders and the mean training-time
+    rate over HC runs (None without any)."""
     if baseline not in set(results["encoder"]):
-        raise ValueError(f"baseline: {baseline!r} is not an encoder of the table ({list(results['encoder'])})")
+        raise ValueError(f"baseline: must be an encoder of the table {list(results['encoder'])}, got {baseline!r}")
     by_encoder = results.set_index("encoder")
-    best = by_encoder["macro_f1_mean"].idxmax()
+    hc_rates = results.loc[results["objective"] == "hc", "train_prediction_rate"]
     return {
-        "macro_f1_best": float(by_encoder.loc[best, "macro_f1_mean"]),
-        "best_encoder": best,
-        f"macro_f1_{baseline}": float(by_encoder.loc[baseline, "macro_f1_mean"]),
+        "macro_f1_best": row_statistics(by_encoder.loc[best_encoder(results)], "macro_f1"),
+        f"macro_f1_{baseline}": row_statistics(by_encoder.loc[baseline], "macro_f1"),
         "heldout_prediction_rate_mean": float(results["heldout_prediction_rate"].mean()),
-        "train_prediction_rate_hc_mean": float(results.loc[results["objective"] == "hc", "train_prediction_rate"].mean()),
-        "encoders": results.to_dict(orient="records"),
+        "train_prediction_rate_hc_mean": float(hc_rates.mean()) if len(hc_rates) else None,
     }

@@ -10,20 +10,32 @@ import argparse
 import json
 import sys
 
-from workbench.train import TASK_RUNNERS, load_config
-from workbench.train.runs import is_main_process
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m workbench.train",
+        description="Run a trainer config: finetune, pretrain_mlm or two_stage (docs/training.md).",
+        epilog="example: python -m workbench.train params/examples/finetune_qbqtc_sample_pcl.yaml "
+        "training.epochs=3 loss.params.epsilon=0.2",
+    )
+    parser.add_argument("config", help="YAML config file (docs/training.md lists every key)")
+    parser.add_argument("overrides", nargs="*", help="section.key=value overrides; values are parsed as YAML")
+    return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m workbench.train", description=__doc__.splitlines()[0])
-    parser.add_argument("config", help="YAML config file (see docs/training.md)")
-    parser.add_argument("overrides", nargs="*", help="section.key=value overrides; values are parsed as YAML")
+    parser = build_parser()
     arguments = parser.parse_args(argv)
+    from workbench.config import load_config  # after parsing: --help stays fast
+
     try:
         config = load_config(arguments.config, arguments.overrides)
     except ValueError as error:
         parser.error(str(error))
-    result = TASK_RUNNERS[config["task"]](config)
+    from workbench.train import TASK_RUNNERS
+    from workbench.train.result import is_main_process
+
+    result = TASK_RUNNERS[config.task](config)
     if is_main_process():
         scalars = {key: value for key, value in result.metrics.items() if isinstance(value, (int, float, str))}
         print(json.dumps({"output_dir": str(result.output_dir), **scalars}, indent=2, default=str))

@@ -1,4 +1,4 @@
-"""Evaluation of classifiers during and after training: per-epoch metrics, the final report, predictions.
+"""Evaluation of classifiers during and after training: per-epoch metrics, predictions, the kept epoch.
 
 Predictions take the argmax over the first ``num_labels`` logits only, so a
 stage-1 auxiliary-label model (K+n outputs) is scored on its K task labels.
@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 import torch
 from datasets import Dataset
-from transformers import EvalPrediction, Trainer
+from transformers import EvalPrediction, Trainer, TrainerState
 
 from workbench.metrics import classification_report
 
@@ -45,20 +45,31 @@ def evaluation_split(splits: Any) -> str:
     return "test" if "test" in splits else "validation"
 
 
-def predict_and_report(
-    trainer: Trainer, dataset: Dataset, label_names: Sequence[str], output_dir: str | Path
-) -> dict[str, Any]:
-    """Predict ``dataset``, write ``predictions.csv`` (gold, pred, one probability column per
-    label) into ``output_dir`` (main process only) and return ``classification_report`` of the predictions."""
+def predict_probabilities(trainer: Trainer, dataset: Dataset, num_labels: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(probabilities (n, num_labels), gold labels (n,))`` of ``dataset`` under the trainer's model."""
     output = trainer.predict(dataset)
     logits = output.predictions[0] if isinstance(output.predictions, tuple) else output.predictions
-    probabilities = task_probabilities(logits, len(label_names))
-    predicted = probabilities.argmax(axis=-1)
-    gold = np.asarray(output.label_ids)
-    table = pd.DataFrame({"gold": gold, "pred": predicted})
+    return task_probabilities(logits, num_labels), np.asarray(output.label_ids)
+
+
+def write_predictions(output_dir: str | Path, gold: np.ndarray, probabilities: np.ndarray, label_names: Sequence[str]) -> Path:
+    """``predictions.csv``: gold, pred (the argmax) and one ``p_<label>`` column per label."""
+    table = pd.DataFrame({"gold": gold, "pred": probabilities.argmax(axis=-1)})
     for index, name in enumerate(label_names):
         table[f"p_{name}"] = probabilities[:, index]
-    if trainer.is_world_process_zero():
-        Path(output_dir).mkdir(parents=True, exist_ok=True)
-        table.to_csv(Path(output_dir) / PREDICTIONS_FILE, index=False)
-    return classification_report(gold, predicted, label_names=list(label_names))
+    path = Path(output_dir) / PREDICTIONS_FILE
+    path.parent.mkdir(parents=True, exist_ok=True)
+    table.to_csv(path, index=False)
+    return path
+
+
+def best_epoch(state: TrainerState) -> int:
+    """The 1-based epoch whose checkpoint the Trainer kept as best (``best_model_checkpoint`` is
+    ``.../checkpoint-<global step>``; the epoch is that of the evaluation logged at that step)."""
+    if state.best_model_checkpoint is None:
+        raise ValueError("state: has no best_model_checkpoint (evaluation and saving must run every epoch)")
+    step = int(Path(state.best_model_checkpoint).name.rsplit("-", 1)[1])
+    for entry in state.log_history:
+        if entry.get("step") == step and "eval_macro_f1" in entry:
+            return int(round(entry["epoch"]))
+    raise ValueError(f"state: no evaluation was logged at step {step}, the best checkpoint's step")

@@ -4,85 +4,82 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from datasets import Dataset, DatasetDict
+import numpy as np
 from torch import nn
 from transformers import DataCollatorWithPadding, TrainerCallback, set_seed
 
-from workbench.data import label_counts, label_names
-from workbench.losses import build_loss
-from workbench.models import build_sequence_classifier
-from workbench.train.evaluation import epoch_metrics, evaluation_split, predict_and_report
-from workbench.train.inputs import load_splits, tokenize_splits
-from workbench.train.runs import (
-    Result,
-    checkpoint_to_resume,
-    config_for_task,
-    count_parameters,
-    model_source,
-    progress_bars,
-    tokenizer_from_config,
-    write_result,
+from workbench.config import Config, load_config
+from workbench.losses import resolve
+from workbench.metrics import classification_report
+from workbench.models import build_sequence_classifier, model_source
+from workbench.train.checkpoints import checkpoint_to_resume, remove_checkpoints
+from workbench.train.evaluation import (
+    best_epoch,
+    epoch_metrics,
+    evaluation_split,
+    predict_probabilities,
+    write_predictions,
 )
+from workbench.train.inputs import ClassificationData, classification_data
+from workbench.train.result import Result, count_parameters, is_main_process, write_result
 from workbench.train.trainer import LossTrainer, training_arguments
-
-def takes_dataset_label_counts(loss: Mapping[str, Any]) -> bool:
-    """True for wce, and for pcl with global counts (``counts="batch"`` takes none)."""
-    params = loss["params"]
-    return "label_counts" not in params and (
-        loss["name"] == "wce" or (loss["name"] == "pcl" and params.get("counts", "global") == "global")
-    )
+from workbench.train.verbosity import progress_bars
 
 
-def loss_from_config(loss: Mapping[str, Any], train: Dataset, num_labels: int) -> nn.Module:
-    """``build_loss(loss.name, **loss.params)``; wce and global-count pcl get ``label_counts``
-    from the training split unless the params give them."""
-    params = dict(loss["params"])
-    if takes_dataset_label_counts(loss):
-        params["label_counts"] = [int(count) for count in label_counts(train, num_labels)]
-    return build_loss(loss["name"], **params)
+@dataclass
+class TrainedClassifier:
+    """What :func:`train_classifier` returns: the trainer (its model is the kept epoch's), the
+    report on the evaluation split with run statistics (``metrics``), that split's name, its
+    probabilities and gold labels, and the kept 1-based epoch."""
+
+    trainer: LossTrainer
+    metrics: dict[str, Any]
+    split: str
+    probabilities: np.ndarray
+    gold: np.ndarray
+    best_epoch: int
 
 
 def train_classifier(
-    config: dict[str, Any],
+    config: Config,
     model: nn.Module,
     loss: nn.Module,
-    encoded: DatasetDict,
-    names: Sequence[str],
+    data: ClassificationData,
     output_dir: Path,
-    tokenizer: Any,
     callbacks: Sequence[TrainerCallback] = (),
     trainer_class: type[LossTrainer] = LossTrainer,
     trainer_kwargs: Mapping[str, Any] | None = None,
     **argument_overrides: Any,
-) -> tuple[LossTrainer, dict[str, Any]]:
-    """Train ``model`` with ``loss`` (per-epoch validation, best by macro-F1), save it into
-    ``output_dir``, predict the evaluation split and return (trainer, metrics).
+) -> TrainedClassifier:
+    """Train ``model`` with ``loss`` (validation after every epoch, the best epoch by macro-F1 kept),
+    save it and the tokenizer into ``output_dir`` and predict the evaluation split (test, else validation).
 
     ``trainer_kwargs`` go to ``trainer_class``; ``argument_overrides`` to
     :func:`~workbench.train.trainer.training_arguments` (e.g. ``epochs``, ``lr``)."""
     start = time.perf_counter()
-    resume_from = checkpoint_to_resume(output_dir, config["training"]["resume"])
+    resume_from = checkpoint_to_resume(output_dir, config.training.resume)
     trainer = trainer_class(
         model=model,
-        args=training_arguments(config["training"], str(output_dir), evaluate=True, **argument_overrides),
-        train_dataset=encoded["train"],
-        eval_dataset=encoded["validation"],
-        data_collator=DataCollatorWithPadding(tokenizer),
-        processing_class=tokenizer,
-        compute_metrics=epoch_metrics(names),
+        args=training_arguments(config.training, str(output_dir), evaluate=True, **argument_overrides),
+        train_dataset=data.encoded["train"],
+        eval_dataset=data.encoded["validation"],
+        data_collator=DataCollatorWithPadding(data.tokenizer),
+        processing_class=data.tokenizer,
+        compute_metrics=epoch_metrics(data.names),
         callbacks=list(callbacks),
         loss=loss,
         **dict(trainer_kwargs or {}),
     )
     train_output = trainer.train(resume_from_checkpoint=resume_from)
     trainer.save_model(str(output_dir))
-    split = evaluation_split(encoded)
-    report = predict_and_report(trainer, encoded[split], names, output_dir)
+    split = evaluation_split(data.encoded)
+    probabilities, gold = predict_probabilities(trainer, data.encoded[split], len(data.names))
     metrics = {
-        **report,
+        **classification_report(gold, probabilities.argmax(axis=-1), label_names=data.names),
         "evaluated_split": split,
         "best_validation_macro_f1": trainer.state.best_metric,
         "train_runtime": train_output.metrics["train_runtime"],
@@ -90,38 +87,40 @@ def train_classifier(
         "time": time.perf_counter() - start,
         "num_parameters": count_parameters(model),
     }
-    return trainer, metrics
+    return TrainedClassifier(trainer, metrics, split, probabilities, gold, best_epoch(trainer.state))
 
 
-def finetune(config: str | Path | Mapping[str, Any], callbacks: Sequence[TrainerCallback] = ()) -> Result:
+def finished_checkpoint(trained: TrainedClassifier, folder: Path, keep_checkpoints: bool) -> str | None:
+    """Where the kept model of a finished run lives: its checkpoint when ``keep_checkpoints``,
+    else ``folder`` (the checkpoints there are removed; the best model was saved into it)."""
+    if keep_checkpoints:
+        return trained.trainer.state.best_model_checkpoint
+    remove_checkpoints(folder)
+    return str(folder)
+
+
+def finetune(config: str | Path | Mapping[str, Any] | Config, callbacks: Sequence[TrainerCallback] = ()) -> Result:
     """Fine-tune a classifier on ``config`` (see docs/training.md) and write its run folder.
 
-    Builds the model (tiny BERT or ``model.model_name_or_path``), the loss
-    ``build_loss(loss.name, **loss.params)`` (label counts for wce/pcl from the
-    training split), trains with :class:`~workbench.train.trainer.LossTrainer`
-    (evaluation and a checkpoint per epoch, best by validation macro-F1,
-    ``training.resume`` continues from the latest checkpoint), saves the best
-    model and tokenizer into ``output_dir`` and writes ``metrics.json`` and
-    ``predictions.csv`` for the test split (validation when there is none).
-    ``callbacks`` are extra ``TrainerCallback`` objects.
+    Builds the model (tiny BERT or ``model.model_name_or_path``) and the loss
+    (``workbench.losses.resolve``: label counts for wce/pcl from the training split),
+    trains with :class:`~workbench.train.trainer.LossTrainer` (evaluation and a checkpoint
+    per epoch, best by validation macro-F1, ``training.resume`` continues from the latest
+    checkpoint), saves the best model and tokenizer into ``output_dir`` and writes
+    ``metrics.json`` and ``predictions.csv`` for the test split (validation when there is
+    none). ``callbacks`` are extra ``TrainerCallback`` objects.
     """
-    config = config_for_task(config, "finetune")
-    with progress_bars(not config["training"]["quiet"]):
-        return _finetune(config, callbacks)
+    config = load_config(config, task="finetune")
+    with progress_bars(not config.training.quiet):
+        set_seed(config.training.seed)
+        output_dir = Path(config.output_dir)
+        data = classification_data(config)
+        source = model_source(config.model, len(data.tokenizer), config.data.max_length)
+        model = build_sequence_classifier(len(data.names), **source)
+        trained = train_classifier(config, model, resolve(config.loss, data.splits["train"]), data, output_dir, callbacks)
+        if is_main_process():
+            write_predictions(output_dir, trained.gold, trained.probabilities, data.names)
+        best = finished_checkpoint(trained, output_dir, config.training.keep_checkpoints)
+        metrics = {"task": "finetune", "loss": config.loss.to_dict(), **trained.metrics, "parameters": config.to_dict()}
+        return write_result(output_dir, metrics, best, trained.trainer.state.log_history)
 
-
-def _finetune(config: dict[str, Any], callbacks: Sequence[TrainerCallback]) -> Result:
-    set_seed(config["training"]["seed"])
-    output_dir = Path(config["output_dir"])
-    tokenizer = tokenizer_from_config(config["model"])
-    splits = load_splits(config["data"])
-    names = label_names(splits["train"])
-    encoded = tokenize_splits(splits, tokenizer, config["data"]["max_length"])
-    model = build_sequence_classifier(len(names), **model_source(config["model"], tokenizer, config["data"]["max_length"]))
-    loss = loss_from_config(config["loss"], splits["train"], len(names))
-    trainer, metrics = train_classifier(config, model, loss, encoded, names, output_dir, tokenizer, callbacks)
-    metrics = {"task": "finetune", "loss": config["loss"], **metrics, "parameters": config}
-    return write_result(
-        output_dir, metrics, trainer.state.best_model_checkpoint, trainer.state.log_history,
-        keep_checkpoints=config["training"]["keep_checkpoints"],
-    )

@@ -1,125 +1,15 @@
-"""Turn the config's ``data`` section into datasets the trainers consume.
-
-* :func:`load_splits` -- labelled train/validation(/test) splits for fine-tuning;
-* :func:`load_texts` -- raw texts (and optional pairs) for MLM pre-training;
-* :func:`tokenize_splits` -- ``input_ids``/``attention_mask``/``token_type_ids``/``labels``.
-"""
+"""Model inputs for the classification trainers: the splits of a config, tokenized."""
 
 from __future__ import annotations
 
-import gzip
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Any
 
-from datasets import Dataset, DatasetDict
+from datasets import DatasetDict
 
-from workbench.data import (
-    load_chnsenticorp,
-    load_lcqmc,
-    load_qbqtc,
-    load_table,
-    load_tnews,
-    sample_corpus,
-    sample_relevance_splits,
-    sample_sentence_splits,
-    stratified_split,
-)
-
-SPLIT_NAMES = ("train", "validation", "test")
-LABELLED_FILE_SOURCES = ("qbqtc", "tnews", "chnsenticorp", "lcqmc", "table")
-
-
-def _require_path(data: dict[str, Any], key: str = "path") -> Path:
-    if data[key] is None:
-        raise ValueError(f"data.{key}: source {data['source']!r} needs a file path")
-    path = Path(data[key])
-    if not path.is_file():
-        raise ValueError(f"data.{key}: no such file {str(path)!r}")
-    return path
-
-
-def _read_labelled_file(data: dict[str, Any], key: str) -> Dataset:
-    path = _require_path(data, key)
-    source = data["source"]
-    if source == "qbqtc":
-        return load_qbqtc(path)
-    if source == "tnews":
-        return load_tnews(path, labels_path=data["labels_path"])
-    if source == "chnsenticorp":
-        return load_chnsenticorp(path)
-    if source == "lcqmc":
-        return load_lcqmc(path)
-    if data["label"] is None or data["text"] is None:
-        raise ValueError("data.text / data.label: source 'table' needs the text and label column names")
-    return load_table(path, text=data["text"], text_pair=data["text_pair"], label=data["label"])
-
-
-def _limit(dataset: Dataset, limit: int | None) -> Dataset:
-    return dataset if limit is None or limit >= len(dataset) else dataset.select(range(limit))
-
-
-def load_splits(data: dict[str, Any]) -> DatasetDict:
-    """Labelled splits ``train``, ``validation`` and (when there is one) ``test``.
-
-    Sample sources come split. A file source reads ``data.path``; with
-    ``validation_path`` (and optionally ``test_path``) those files are the other
-    splits, otherwise ``path`` is cut by ``stratified_split`` into ``data.split``
-    fractions with ``data.seed`` (a zero test fraction gives no test split).
-    ``max_train_samples`` / ``max_eval_samples`` keep the first N examples.
-    """
-    source = data["source"]
-    if source == "sample_relevance":
-        splits = sample_relevance_splits(seed=data["seed"])
-    elif source == "sample_sentences":
-        splits = sample_sentence_splits(seed=data["seed"])
-    elif source in LABELLED_FILE_SOURCES:
-        if data["validation_path"] is not None:
-            splits = DatasetDict({"train": _read_labelled_file(data, "path"), "validation": _read_labelled_file(data, "validation_path")})
-            if data["test_path"] is not None:
-                splits["test"] = _read_labelled_file(data, "test_path")
-        else:
-            fractions = {name: fraction for name, fraction in zip(SPLIT_NAMES, data["split"]) if fraction > 0}
-            if "validation" not in fractions:
-                raise ValueError(f"data.split: the validation fraction must be > 0, got {data['split']!r}")
-            splits = stratified_split(_read_labelled_file(data, "path"), fractions, seed=data["seed"])
-    else:
-        raise ValueError(f"data.source: {source!r} has no labels; use one of sample_relevance, sample_sentences, {', '.join(LABELLED_FILE_SOURCES)}")
-    return DatasetDict(
-        {
-            name: _limit(split, data["max_train_samples"] if name == "train" else data["max_eval_samples"])
-            for name, split in splits.items()
-        }
-    )
-
-
-def _read_lines(path: Path) -> list[str]:
-    opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rt", encoding="utf-8") as handle:
-        return [line.strip() for line in handle if line.strip()]
-
-
-def load_texts(data: dict[str, Any]) -> tuple[list[str], list[str] | None]:
-    """Texts (and second segments, or None) for MLM pre-training.
-
-    ``sample_corpus`` generates ``n_sentences`` sentences; ``corpus`` reads one
-    text a line from ``data.path`` (``.gz`` allowed); a labelled source gives
-    its training split's ``text`` (and ``text_pair``). ``max_train_samples``
-    keeps the first N.
-    """
-    source = data["source"]
-    if source == "sample_corpus":
-        texts, pairs = sample_corpus(n_sentences=data["n_sentences"], seed=data["seed"]), None
-    elif source == "corpus":
-        texts, pairs = _read_lines(_require_path(data)), None
-    else:
-        train = load_splits(data)["train"]
-        texts = list(train["text"])
-        pairs = list(train["text_pair"]) if "text_pair" in train.column_names else None
-    limit = data["max_train_samples"]
-    if limit is not None:
-        texts = texts[:limit]
-        pairs = pairs[:limit] if pairs is not None else None
-    return texts, pairs
+from workbench.config import Config
+from workbench.data import label_names, load_splits
+from workbench.vocab import load_tokenizer
 
 
 def tokenize_splits(splits: DatasetDict, tokenizer: Any, max_length: int) -> DatasetDict:
@@ -140,3 +30,21 @@ def tokenize_splits(splits: DatasetDict, tokenizer: Any, max_length: int) -> Dat
             for name, split in splits.items()
         }
     )
+
+
+@dataclass
+class ClassificationData:
+    """A config's labelled splits, their label names, the model's tokenizer and the tokenized splits."""
+
+    splits: DatasetDict
+    names: list[str]
+    tokenizer: Any
+    encoded: DatasetDict
+
+
+def classification_data(config: Config, splits: DatasetDict | None = None) -> ClassificationData:
+    """Load ``config.data``'s splits (or take ``splits``) and tokenize them with ``config.model``'s tokenizer."""
+    splits = load_splits(config.data) if splits is None else splits
+    tokenizer = load_tokenizer(config.model.model_name_or_path, config.model.vocab_file)
+    encoded = tokenize_splits(splits, tokenizer, config.data.max_length)
+    return ClassificationData(splits, label_names(splits["train"]), tokenizer, encoded)

@@ -11,30 +11,18 @@ import torch
 from torch import nn
 from transformers import TrainerCallback, set_seed
 
+from workbench.config import Config, ObjectiveConfig, load_config
+from workbench.data import load_texts
 from workbench.lexicon import SynonymTable
 from workbench.losses import build_loss
 from workbench.losses.mlm import CorrectionStats, hard_correction, soft_regularization
-from workbench.masking import (
-    JiebaSegmenter,
-    KnowledgeMaskCollator,
-    RandomMaskCollator,
-    WholeWordMaskCollator,
-    compute_idf,
-    encode_words,
-)
-from workbench.models import build_masked_lm
-from workbench.train.inputs import load_texts
-from workbench.train.runs import (
-    Result,
-    checkpoint_to_resume,
-    config_for_task,
-    count_parameters,
-    model_source,
-    progress_bars,
-    tokenizer_from_config,
-    write_result,
-)
+from workbench.masking import JiebaSegmenter, build_collator, encode_words
+from workbench.models import build_masked_lm, model_source
+from workbench.train.checkpoints import checkpoint_to_resume, remove_checkpoints
+from workbench.train.result import Result, count_parameters, write_result
 from workbench.train.trainer import LossTrainer, count_items, training_arguments
+from workbench.train.verbosity import progress_bars
+from workbench.vocab import load_tokenizer
 
 
 class MaskedLMTrainer(LossTrainer):
@@ -56,7 +44,7 @@ class MaskedLMTrainer(LossTrainer):
     ``correction_totals`` accumulates them over the run.
     """
 
-    def __init__(self, *args: Any, objective: Mapping[str, Any], table: SynonymTable | None, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, objective: ObjectiveConfig, table: SynonymTable | None, **kwargs: Any) -> None:
         super().__init__(*args, side_inputs=("word_ids",), **kwargs)
         self.objective = objective
         self.table = table
@@ -66,7 +54,7 @@ class MaskedLMTrainer(LossTrainer):
     def batch_loss(
         self, model: nn.Module, outputs: Any, labels: torch.Tensor, inputs: dict[str, Any], side: dict[str, Any]
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        name = self.objective["name"]
+        name = self.objective.name
         if name == "hc":
             loss, counts = hard_correction(
                 outputs.logits, labels, inputs["input_ids"], self.table, self.processing_class, word_ids=side.get("word_ids")
@@ -81,8 +69,8 @@ class MaskedLMTrainer(LossTrainer):
                 outputs.logits,
                 labels,
                 model.get_input_embeddings().weight,
-                weight=self.objective["weight"],
-                level=self.objective["level"],
+                weight=self.objective.weight,
+                level=self.objective.level,
                 model=model,
                 input_ids=inputs["input_ids"],
                 attention_mask=inputs["attention_mask"],
@@ -91,32 +79,13 @@ class MaskedLMTrainer(LossTrainer):
         return loss, count_items(labels)
 
     def log(self, logs: dict[str, float], start_time: float | None = None) -> None:
-        if self.objective["name"] == "hc" and "loss" in logs:
+        if self.objective.name == "hc" and "loss" in logs:
             logs = {**logs, **{f"hc_{key}": value for key, value in self.correction_since_log.as_dict().items()}}
             self.correction_since_log.reset()
         super().log(logs, start_time)
 
 
-def synonym_table(lexicon: str | None) -> SynonymTable:
-    """The HC lexicon: a WordNet TSV (``.tsv``), a Cilin file (other suffixes), or the shipped tiny table."""
-    if lexicon is None:
-        return SynonymTable.default()
-    if Path(lexicon).suffix == ".tsv":
-        return SynonymTable.from_wordnet_tsv(lexicon)
-    return SynonymTable.from_cilin(lexicon)
-
-
-def masking_collator(masking: Mapping[str, Any], tokenizer: Any, features: Sequence[dict], seed: int, word_ids: bool) -> Any:
-    """The collator of ``masking.strategy``; KDM ranks words by IDF computed on ``features``."""
-    common = {"mlm_probability": masking["mlm_probability"], "seed": seed, "return_word_ids": word_ids}
-    if masking["strategy"] == "random":
-        return RandomMaskCollator(tokenizer, **common)
-    if masking["strategy"] == "wwm":
-        return WholeWordMaskCollator(tokenizer, max_ngram=masking["max_ngram"], **common)
-    return KnowledgeMaskCollator(tokenizer, idf=compute_idf(feature["words"] for feature in features), **common)
-
-
-def pretrain_mlm(config: str | Path | Mapping[str, Any], callbacks: Sequence[TrainerCallback] = ()) -> Result:
+def pretrain_mlm(config: str | Path | Mapping[str, Any] | Config, callbacks: Sequence[TrainerCallback] = ()) -> Result:
     """MLM pre-training on ``config`` (see docs/training.md); writes a checkpoint ``finetune`` loads.
 
     Texts come from ``data`` (``load_texts``), are segmented with jieba and
@@ -128,47 +97,50 @@ def pretrain_mlm(config: str | Path | Mapping[str, Any], callbacks: Sequence[Tra
     with ``metrics.json`` holding the loss history (and HC correction rates per
     logging step and in total).
     """
-    config = config_for_task(config, "pretrain_mlm")
-    with progress_bars(not config["training"]["quiet"]):
+    config = load_config(config, task="pretrain_mlm")
+    with progress_bars(not config.training.quiet):
         return _pretrain_mlm(config, callbacks)
 
 
-def _pretrain_mlm(config: dict[str, Any], callbacks: Sequence[TrainerCallback]) -> Result:
+def _pretrain_mlm(config: Config, callbacks: Sequence[TrainerCallback]) -> Result:
     start = time.perf_counter()
-    training = config["training"]
-    set_seed(training["seed"])
-    output_dir = Path(config["output_dir"])
-    resume_from = checkpoint_to_resume(output_dir, training["resume"])
-    tokenizer = tokenizer_from_config(config["model"])
-    texts, pairs = load_texts(config["data"])
-    features = encode_words(tokenizer, texts, JiebaSegmenter(), max_length=config["data"]["max_length"], text_pairs=pairs)
-    objective = config["objective"]
-    model = build_masked_lm(**model_source(config["model"], tokenizer, config["data"]["max_length"]))
+    training, objective = config.training, config.objective
+    set_seed(training.seed)
+    output_dir = Path(config.output_dir)
+    resume_from = checkpoint_to_resume(output_dir, training.resume)
+    tokenizer = load_tokenizer(config.model.model_name_or_path, config.model.vocab_file)
+    texts, pairs = load_texts(config.data)
+    features = encode_words(tokenizer, texts, JiebaSegmenter(), max_length=config.data.max_length, text_pairs=pairs)
+    model = build_masked_lm(**model_source(config.model, len(tokenizer), config.data.max_length))
+    collator = build_collator(config.masking, tokenizer, training.seed, return_word_ids=objective.name == "hc",
+                              segmented_texts=[feature["words"] for feature in features])
     trainer = MaskedLMTrainer(
         model=model,
         args=training_arguments(training, str(output_dir), evaluate=False),
         train_dataset=features,
-        data_collator=masking_collator(config["masking"], tokenizer, features, training["seed"], objective["name"] == "hc"),
+        data_collator=collator,
         processing_class=tokenizer,
         callbacks=list(callbacks),
         loss=build_loss("ce"),
         objective=objective,
-        table=synonym_table(objective["lexicon"]) if objective["name"] == "hc" else None,
+        table=SynonymTable.from_path(objective.lexicon) if objective.name == "hc" else None,
     )
     train_output = trainer.train(resume_from_checkpoint=resume_from)
     trainer.save_model(str(output_dir))
     metrics: dict[str, Any] = {
         "task": "pretrain_mlm",
-        "masking": config["masking"]["strategy"],
-        "objective": objective["name"],
+        "masking": config.masking.strategy,
+        "objective": objective.name,
         "train_loss": train_output.training_loss,
         "train_runtime": train_output.metrics["train_runtime"],
         "train_samples_per_second": train_output.metrics["train_samples_per_second"],
         "num_texts": len(features),
         "time": time.perf_counter() - start,
         "num_parameters": count_parameters(model),
-        "parameters": config,
+        "parameters": config.to_dict(),
     }
-    if objective["name"] == "hc":
+    if objective.name == "hc":
         metrics["correction"] = trainer.correction_totals.as_dict()
-    return write_result(output_dir, metrics, None, trainer.state.log_history, keep_checkpoints=training["keep_checkpoints"])
+    if not training.keep_checkpoints:
+        remove_checkpoints(output_dir)
+    return write_result(output_dir, metrics, None, trainer.state.log_history)

@@ -16,7 +16,7 @@ the loss is:
   number of micro-batches in this accumulation step.
 
 The subclass therefore sets ``loss_is_scaled_for_ga = True`` and scales in
-``compute_loss`` (DESIGN.md: ``compute_loss_func`` alone would not divide by
+``compute_loss`` (``Trainer(compute_loss_func=...)`` alone would not divide by
 ``G``, scaling a batch-mean loss up ``G``-fold).
 """
 
@@ -28,9 +28,9 @@ import torch
 from torch import nn
 from transformers import PrinterCallback, Trainer, TrainingArguments
 
-from workbench.train.config import PRECISIONS
-
-IGNORE_INDEX = -100
+from workbench.checks import check_choice
+from workbench.config import PRECISIONS, TrainingConfig
+from workbench.losses import IGNORE_INDEX
 
 
 def scale_for_accumulation(
@@ -131,8 +131,7 @@ def resolve_precision(precision: str) -> str:
 
     Raises ValueError for fp16/bf16 without CUDA (they need a GPU here).
     """
-    if precision not in PRECISIONS:
-        raise ValueError(f"training.precision: must be one of {', '.join(PRECISIONS)}, got {precision!r}")
+    check_choice("training.precision", precision, PRECISIONS)
     cuda = torch.cuda.is_available()
     if precision == "auto":
         return "bf16" if cuda and torch.cuda.is_bf16_supported() else "fp32"
@@ -142,7 +141,7 @@ def resolve_precision(precision: str) -> str:
 
 
 def training_arguments(
-    training: dict[str, Any],
+    training: TrainingConfig,
     output_dir: str,
     *,
     evaluate: bool,
@@ -157,28 +156,28 @@ def training_arguments(
     bounds the checkpoints on disk. ``quiet`` disables tqdm bars and per-step
     log prints. ``extra`` overrides any argument (tests use it for SGD).
     """
-    precision = resolve_precision(training["precision"])
+    precision = resolve_precision(training.precision)
     arguments: dict[str, Any] = {
         "output_dir": output_dir,
-        "num_train_epochs": float(epochs if epochs is not None else training["epochs"]),
-        "per_device_train_batch_size": training["batch_size"],
-        "per_device_eval_batch_size": training["eval_batch_size"],
-        "gradient_accumulation_steps": training["grad_accumulation"],
-        "learning_rate": float(lr if lr is not None else training["lr"]),
-        "warmup_steps": float(training["warmup_ratio"]),  # a float in [0, 1) is a ratio of the total steps
-        "weight_decay": training["weight_decay"],
-        "max_grad_norm": training["max_grad_norm"],
-        "seed": training["seed"],
-        "data_seed": training["seed"],
+        "num_train_epochs": float(epochs if epochs is not None else training.epochs),
+        "per_device_train_batch_size": training.batch_size,
+        "per_device_eval_batch_size": training.eval_batch_size,
+        "gradient_accumulation_steps": training.grad_accumulation,
+        "learning_rate": float(lr if lr is not None else training.lr),
+        "warmup_steps": float(training.warmup_ratio),  # a float in [0, 1) is a ratio of the total steps
+        "weight_decay": training.weight_decay,
+        "max_grad_norm": training.max_grad_norm,
+        "seed": training.seed,
+        "data_seed": training.seed,
         "bf16": precision == "bf16",
         "fp16": precision == "fp16",
         "use_cpu": not torch.cuda.is_available(),
-        "logging_steps": training["logging_steps"],
+        "logging_steps": training.logging_steps,
         "logging_strategy": "steps",
-        "disable_tqdm": training["quiet"],
-        "log_level": "warning" if training["quiet"] else "passive",
+        "disable_tqdm": training.quiet,
+        "log_level": "warning" if training.quiet else "passive",
         "save_strategy": "epoch",
-        "save_total_limit": training["save_total_limit"],
+        "save_total_limit": training.save_total_limit,
         "eval_strategy": "epoch" if evaluate else "no",
         "load_best_model_at_end": evaluate,
         "metric_for_best_model": "macro_f1" if evaluate else None,

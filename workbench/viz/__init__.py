@@ -1,1 +1,49 @@
-"""Plots and widgets: plotly figures and ipywidgets panels over plain library functions."""
+"""Plots and widgets: plotly figures and ipywidgets panels over plain library functions.
+
+Notebooks import their figures from here; studies return tables and never draw.
+"""
+
+from __future__ import annotations
+
+from workbench.viz import figures
+from workbench.viz.confusion import confusion_figure, confusion_grid, matrix_grid
+from workbench.viz.curves import dice_paper_figure1, figure_loss_curves, loss_curves, pcl_vs_ls_figure
+from workbench.viz.entropy import entropy_figure
+from workbench.viz.experiments import (
+    aux_sweep_figure,
+    correction_figure,
+    downstream_figure,
+    grouped_bars,
+    label_count_bars,
+    masking_heatmap,
+    metric_lines,
+    pretraining_loss_figure,
+)
+from workbench.viz.figures import set_output_dir, show
+from workbench.viz.widgets import EntropyPanel, LinkedCurve, LossCurvePanel, PclWeightsPanel
+
+__all__ = [
+    "EntropyPanel",
+    "LinkedCurve",
+    "LossCurvePanel",
+    "PclWeightsPanel",
+    "aux_sweep_figure",
+    "confusion_figure",
+    "confusion_grid",
+    "correction_figure",
+    "dice_paper_figure1",
+    "downstream_figure",
+    "entropy_figure",
+    "figure_loss_curves",
+    "figures",
+    "grouped_bars",
+    "label_count_bars",
+    "loss_curves",
+    "masking_heatmap",
+    "matrix_grid",
+    "metric_lines",
+    "pcl_vs_ls_figure",
+    "pretraining_loss_figure",
+    "set_output_dir",
+    "show",
+]

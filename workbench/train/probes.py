@@ -9,13 +9,16 @@ many runs a notebook grid needs on a CPU. A probe trains in about a second:
   "Bag of Tricks for Efficient Text Classification", eq. 1: the mean of the character
   embeddings, then a linear layer); for a pair, a siamese matcher over the InferSent
   features [u, v, u * v, |u - v|] of the two means (Conneau et al., 2017, sec. 3.1);
-* :class:`ProbeTraining` and :func:`fit_probe`: one seeded run (AdamW, mini-batches, the
-  epoch with the best validation macro-F1 kept), scored on the test split.
+* :func:`fit_probe`: one seeded run (AdamW, mini-batches, the epoch with the best validation
+  macro-F1 kept), scored on the test split. Settings come from the config's ``training``
+  section (``epochs``, ``batch_size``, ``lr``, ``weight_decay``; the transformer-only settings
+  such as warmup are not used) and ``model.probe`` (``embedding_size``, ``hidden_size``).
 """
 
 from __future__ import annotations
 
 import copy
+import math
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -26,6 +29,8 @@ import torch
 from datasets import Dataset
 from torch import nn
 
+from workbench.checks import check_int
+from workbench.config import ProbeConfig, TrainingConfig
 from workbench.metrics import classification_report
 
 PAD_ID = 0
@@ -34,11 +39,6 @@ PAD_ID = 0
 SINGLE_COLUMNS = ("text",)
 PAIR_COLUMNS = ("text", "text_pair")
 SPLITS = ("train", "validation", "test")
-
-
-def _check_positive_int(name: str, value: Any) -> None:
-    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-        raise ValueError(f"{name}: must be an integer >= 1, got {value!r}")
 
 
 # ----------------------------------------------------------------------------- encoding
@@ -85,7 +85,7 @@ def _character_ids(texts: Sequence[str], tokenizer: Any, max_length: int) -> tor
 
 def encode_split(split: Dataset, tokenizer: Any, max_length: int, columns: Sequence[str] = SINGLE_COLUMNS) -> EncodedSplit:
     """``split``'s ``columns`` (``SINGLE_COLUMNS`` or ``PAIR_COLUMNS``) as character ids and its ``label`` column."""
-    _check_positive_int("max_length", max_length)
+    check_int("max_length", max_length, 1)
     if len(columns) not in (1, 2):
         raise ValueError(f"columns: must name 1 (texts) or 2 (pairs) text columns, got {list(columns)}")
     missing = [column for column in (*columns, "label") if column not in split.column_names]
@@ -112,12 +112,10 @@ class CharacterProbe(nn.Module):
         self, vocab_size: int, num_labels: int, embedding_size: int = 32, hidden_size: int | None = None, pair: bool = False
     ) -> None:
         super().__init__()
-        _check_positive_int("vocab_size", vocab_size)
-        if not isinstance(num_labels, int) or isinstance(num_labels, bool) or num_labels < 2:
-            raise ValueError(f"num_labels: must be an integer >= 2, got {num_labels!r}")
-        _check_positive_int("embedding_size", embedding_size)
-        if hidden_size is not None:
-            _check_positive_int("hidden_size", hidden_size)
+        check_int("vocab_size", vocab_size, 1)
+        check_int("num_labels", num_labels, 2)
+        check_int("embedding_size", embedding_size, 1)
+        check_int("hidden_size", hidden_size, 1, allow_none=True)
         self.pair = bool(pair)
         self.embedding = nn.EmbeddingBag(vocab_size, embedding_size, mode="mean", padding_idx=PAD_ID)
         features = 4 * embedding_size if self.pair else embedding_size
@@ -142,41 +140,19 @@ class CharacterProbe(nn.Module):
 
 
 @dataclass(frozen=True)
-class ProbeTraining:
-    """Settings of :func:`fit_probe`: epochs, mini-batch size, AdamW learning rate and
-    (decoupled) weight decay, embedding size, hidden size (None: linear head) and the
-    characters kept per text (used by :func:`encode_split`'s callers)."""
-
-    epochs: int = 10
-    batch_size: int = 64
-    lr: float = 0.01
-    weight_decay: float = 0.0
-    embedding_size: int = 32
-    hidden_size: int | None = 64
-    max_length: int = 32
-
-    def __post_init__(self) -> None:
-        for name in ("epochs", "batch_size", "embedding_size", "max_length"):
-            _check_positive_int(name, getattr(self, name))
-        if self.hidden_size is not None:
-            _check_positive_int("hidden_size", self.hidden_size)
-        if isinstance(self.lr, bool) or not (isinstance(self.lr, (int, float)) and self.lr > 0):
-            raise ValueError(f"lr: must be a number > 0, got {self.lr!r}")
-        if isinstance(self.weight_decay, bool) or not (isinstance(self.weight_decay, (int, float)) and self.weight_decay >= 0):
-            raise ValueError(f"weight_decay: must be a number >= 0, got {self.weight_decay!r}")
-
-
-@dataclass(frozen=True)
 class ProbeFit:
     """What :func:`fit_probe` returns: the kept (1-based) ``best_epoch``; ``validation`` and
     ``test`` reports of ``workbench.metrics.classification_report`` for that epoch's model;
-    its test ``predictions`` (n,) and softmax ``probabilities`` (n, num_labels)."""
+    its ``validation_predictions``, test ``predictions`` (n,) and test softmax ``probabilities``
+    (n, num_labels); ``history``: per epoch the mean training loss and validation macro-F1."""
 
     best_epoch: int
     validation: dict[str, Any]
     test: dict[str, Any]
+    validation_predictions: np.ndarray
     predictions: np.ndarray
     probabilities: np.ndarray
+    history: list[dict[str, float]]
 
 
 @contextmanager
@@ -216,7 +192,8 @@ def _check_encoded(encoded: Mapping[str, EncodedSplit], vocab_size: int, num_lab
 def fit_probe(
     encoded: Mapping[str, EncodedSplit],
     loss: nn.Module,
-    training: ProbeTraining,
+    training: TrainingConfig,
+    probe: ProbeConfig,
     vocab_size: int,
     num_labels: int,
     seed: int = 0,
@@ -226,7 +203,8 @@ def fit_probe(
 
     ``encoded`` maps ``train``, ``validation`` and ``test`` to :class:`EncodedSplit` (all texts
     or all pairs; the probe follows). Each epoch visits the training examples in a seeded
-    random order in mini-batches of ``training.batch_size`` and takes one AdamW step
+    random order in mini-batches of ``training.batch_size`` and takes one AdamW step (``training.lr``,
+    ``training.weight_decay``)
     (Loshchilov & Hutter, 2019) per batch on ``loss(logits, labels)`` (any workbench loss,
     e.g. from ``build_loss``). After each epoch the model is scored on validation; the epoch
     with the highest validation macro-F1 (the first on ties) is kept and predicts test.
@@ -236,17 +214,20 @@ def fit_probe(
     one is left untouched), on one intra-op thread: the same inputs and seed give bitwise equal
     results, and two losses with equal gradients give equal predictions.
     """
-    if not isinstance(training, ProbeTraining):
-        raise ValueError(f"training: must be a ProbeTraining, got {type(training).__name__}")
-    if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
-        raise ValueError(f"seed: must be an integer >= 0, got {seed!r}")
+    if not isinstance(training, TrainingConfig):
+        raise ValueError(f"training: must be a TrainingConfig, got {type(training).__name__}")
+    if not isinstance(probe, ProbeConfig):
+        raise ValueError(f"probe: must be a ProbeConfig, got {type(probe).__name__}")
+    check_int("seed", seed, 0)
+    if training.epochs != int(training.epochs):
+        raise ValueError(f"training.epochs: must be a whole number of epochs for the probe, got {training.epochs!r}")
     if label_names is not None and len(label_names) != num_labels:
         raise ValueError(f"label_names: must have num_labels={num_labels} names, got {len(label_names)}")
     train = encoded.get("train")
     model_pair = bool(train is not None and train.is_pair)
     with _single_thread(), torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
-        model = CharacterProbe(vocab_size, num_labels, training.embedding_size, training.hidden_size, pair=model_pair)
+        model = CharacterProbe(vocab_size, num_labels, probe.embedding_size, probe.hidden_size, pair=model_pair)
         _check_encoded(encoded, vocab_size, num_labels)
         optimizer = torch.optim.AdamW(model.parameters(), lr=training.lr, weight_decay=training.weight_decay)
         order = torch.Generator().manual_seed(seed)
@@ -255,18 +236,27 @@ def fit_probe(
             return classification_report(encoded[name].labels.numpy(), probabilities.argmax(-1).numpy(),
                                          label_names=label_names, num_labels=num_labels)
 
-        best_score, best_epoch, best_state, best_validation = -1.0, 0, None, None
-        for epoch in range(1, training.epochs + 1):
+        best_score, best_epoch, best_state, best_validation, history = -1.0, 0, None, None, []
+        for epoch in range(1, int(training.epochs) + 1):
+            losses = []
             for rows in torch.randperm(len(train), generator=order).split(training.batch_size):
                 batch = train.select(rows)
                 optimizer.zero_grad()
-                loss(model(*batch.ids), batch.labels).backward()
+                value = loss(model(*batch.ids), batch.labels)
+                value.backward()
                 optimizer.step()
-            validation = report("validation", _probabilities(model, encoded["validation"]))
+                losses.append(value.detach())
+            train_loss = float(torch.stack(losses).mean())
+            if not math.isfinite(train_loss):
+                raise FloatingPointError(f"training diverged: the mean training loss of epoch {epoch} is {train_loss}")
+            validation_probabilities = _probabilities(model, encoded["validation"])
+            validation = report("validation", validation_probabilities)
+            history.append({"epoch": epoch, "train_loss": train_loss, "validation_macro_f1": validation["macro_f1"]})
             if validation["macro_f1"] > best_score:
                 best_score, best_epoch, best_validation = validation["macro_f1"], epoch, validation
+                best_validation_predictions = validation_probabilities.argmax(-1).numpy()
                 best_state = copy.deepcopy(model.state_dict())
         model.load_state_dict(best_state)
         probabilities = _probabilities(model, encoded["test"])
-    return ProbeFit(best_epoch, best_validation, report("test", probabilities),
-                    probabilities.argmax(-1).numpy(), probabilities.numpy())
+    return ProbeFit(best_epoch, best_validation, report("test", probabilities), best_validation_predictions,
+                    probabilities.argmax(-1).numpy(), probabilities.numpy(), history)

@@ -1,57 +1,72 @@
 """The report of a finished run: ``summary.csv``, ``summary_agg.csv`` and ``index.html``.
 
-``summary.csv`` has one row per notebook x sweep point x seed, with every
-numeric top-level metric from metrics.json as a ``metric.<name>`` column.
-``summary_agg.csv`` aggregates each metric over the seeds of a sweep point
-(successful executions only): mean, sample standard deviation (ddof = 1, empty
-for a single seed) and n.
+``summary.csv`` has one row per notebook x sweep point: its parameters of the sweep, status,
+and every metric's mean as ``metric.<name>``. ``summary_agg.csv`` has one row per notebook x
+sweep point x metric with the mean, the sample standard deviation over the notebook's seeds
+(empty where n = 1) and n. Only the ``metrics`` a notebook recorded are reported, never its
+parameters or detail tables.
 """
 
 from __future__ import annotations
 
 import html
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import pandas as pd
 
+from workbench.runs.execute import Outcome
+from workbench.runs.metrics import metric_statistics
+
 METRIC_PREFIX = "metric."
-GROUP_COLUMNS = ["notebook", "point"]
 
 
-def aggregate_over_seeds(summary: pd.DataFrame, sweep_keys: Sequence[str] = ()) -> pd.DataFrame:
-    """Long table: one row per notebook x sweep point x metric with mean, std (ddof=1) and n over seeds."""
-    columns = [*GROUP_COLUMNS, *sweep_keys, "metric", "mean", "std", "n"]
-    metric_columns = [column for column in summary.columns if column.startswith(METRIC_PREFIX)]
-    succeeded = summary[summary["status"] == "ok"] if len(summary) else summary
+def summary_row(outcome: Outcome, run_dir: Path) -> dict[str, Any]:
+    """One summary.csv row: identity, sweep values, status and every metric's mean."""
+    execution = outcome.execution
+    return {
+        "notebook": execution.name,
+        "point": execution.slug,
+        **execution.point,
+        "status": outcome.status,
+        "failed_cell": outcome.failed_cell,
+        "error": outcome.error,
+        "duration_s": round(outcome.duration_s, 2),
+        "folder": outcome.output_dir.relative_to(run_dir).as_posix(),
+        **{f"{METRIC_PREFIX}{name}": stats["mean"] for name, stats in metric_statistics(outcome.metrics).items()},
+    }
+
+
+def metric_rows(outcomes: Sequence[Outcome], sweep_keys: Sequence[str] = ()) -> pd.DataFrame:
+    """Long table: one row per successful notebook x sweep point x metric: mean, std (over the
+    notebook's seeds; empty for one run) and n."""
     records = []
-    for (notebook, point), group in succeeded.groupby(GROUP_COLUMNS, sort=False):
-        for column in metric_columns:
-            values = group[column].dropna().astype(float)
-            if values.empty:
-                continue
-            records.append(
-                {
-                    "notebook": notebook,
-                    "point": point,
-                    **{key: group[key].iloc[0] for key in sweep_keys},
-                    "metric": column.removeprefix(METRIC_PREFIX),
-                    "mean": values.mean(),
-                    "std": values.std(ddof=1) if len(values) > 1 else float("nan"),
-                    "n": len(values),
-                }
-            )
-    return pd.DataFrame.from_records(records, columns=columns)
+    for outcome in outcomes:
+        if not outcome.ok:
+            continue
+        execution = outcome.execution
+        for name, stats in metric_statistics(outcome.metrics).items():
+            std = stats["std"] if (stats["n"] or 0) > 1 else None
+            records.append({
+                "notebook": execution.name,
+                "point": execution.slug,
+                **{key: execution.point[key] for key in sweep_keys},
+                "metric": name,
+                "mean": stats["mean"],
+                "std": std,
+                "n": stats["n"],
+            })
+    return pd.DataFrame.from_records(records, columns=["notebook", "point", *sweep_keys, "metric", "mean", "std", "n"])
 
 
-def write_summaries(
-    run_dir: str | Path, rows: list[dict[str, Any]], sweep_keys: Sequence[str] = ()
-) -> tuple[pd.DataFrame, pd.DataFrame]:
+def write_summaries(run_dir: str | Path, outcomes: Sequence[Outcome], sweep_keys: Sequence[str] = ()) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Write ``summary.csv`` and ``summary_agg.csv`` into ``run_dir``; return both tables."""
-    summary = pd.DataFrame.from_records(rows)
-    aggregated = aggregate_over_seeds(summary, sweep_keys)
-    summary.to_csv(Path(run_dir) / "summary.csv", index=False)
-    aggregated.to_csv(Path(run_dir) / "summary_agg.csv", index=False)
+    run_dir = Path(run_dir)
+    summary = pd.DataFrame.from_records([summary_row(outcome, run_dir) for outcome in outcomes])
+    aggregated = metric_rows(outcomes, sweep_keys)
+    summary.to_csv(run_dir / "summary.csv", index=False)
+    aggregated.to_csv(run_dir / "summary_agg.csv", index=False)
     return summary, aggregated
 
 
@@ -69,7 +84,7 @@ def _status_cell(row: pd.Series) -> str:
 
 
 def _runs_table(summary: pd.DataFrame, run_dir: Path) -> str:
-    lines = ["<table><tr><th>notebook</th><th>cell</th><th>status</th><th>time (s)</th><th>files</th></tr>"]
+    lines = ["<table><tr><th>notebook</th><th>point</th><th>status</th><th>time (s)</th><th>files</th></tr>"]
     for _, row in summary.iterrows():
         folder = row["folder"]
         links = " ".join(
@@ -82,8 +97,9 @@ def _runs_table(summary: pd.DataFrame, run_dir: Path) -> str:
             )
             if link
         )
+        point = row["point"] if isinstance(row["point"], str) else ""
         lines.append(
-            f"<tr><td>{html.escape(row['notebook'])}</td><td>{html.escape(str(row['cell'] or ''))}</td>"
+            f"<tr><td>{html.escape(row['notebook'])}</td><td>{html.escape(point)}</td>"
             f"<td>{_status_cell(row)}</td><td>{row['duration_s']:.1f}</td><td>{links}</td></tr>"
         )
     lines.append("</table>")
@@ -129,7 +145,7 @@ def write_index(run_dir: str | Path, summary: pd.DataFrame, aggregated: pd.DataF
         f"<p>{len(summary)} executions, {failed} failed.</p>",
         "<h2>Executions</h2>",
         _runs_table(summary, run_dir) if len(summary) else "<p>Nothing ran.</p>",
-        '<h2>Aggregated over seeds (<a href="summary_agg.csv">summary_agg.csv</a>)</h2>',
+        '<h2>Metrics: mean ± std over each notebook\'s seeds (<a href="summary_agg.csv">summary_agg.csv</a>)</h2>',
         _html_table(aggregated),
         '<h2>All executions (<a href="summary.csv">summary.csv</a>)</h2>',
         _html_table(summary),

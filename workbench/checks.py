@@ -1,0 +1,120 @@
+"""Argument checks shared by the whole package, with one message format.
+
+Every check raises ``ValueError("<name>: must be <what is allowed>, got <value>")`` so a
+message always names the parameter (or config key, e.g. ``training.lr``) and the allowed
+values. Each returns the value (converted where it says so), so a constructor can write
+``self.lr = check_number("lr", lr, low=0, low_inclusive=False)``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+
+def _fail(name: str, allowed: str, value: Any) -> ValueError:
+    return ValueError(f"{name}: must be {allowed}, got {value!r}")
+
+
+def is_number(value: Any) -> bool:
+    """True for ints and floats (bools excluded)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def is_int(value: Any) -> bool:
+    """True for ints (bools excluded)."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _interval(low: float | None, high: float | None, low_inclusive: bool, high_inclusive: bool) -> str:
+    left, right = ("[" if low_inclusive else "("), ("]" if high_inclusive else ")")
+    return f"{left}{'-inf' if low is None else low}, {'inf' if high is None else high}{right}"
+
+
+def check_number(
+    name: str,
+    value: Any,
+    low: float | None = None,
+    high: float | None = None,
+    *,
+    low_inclusive: bool = True,
+    high_inclusive: bool = True,
+    allow_none: bool = False,
+) -> float | None:
+    """``float(value)`` for a finite number within the bounds (None passes when ``allow_none``).
+
+    Messages: "must be a number > 0", "must be in [0, 1)", "must be null or a number > 0".
+    NaN and +-inf are always rejected.
+    """
+    if value is None and allow_none:
+        return None
+    too_low = is_number(value) and low is not None and (value < low if low_inclusive else value <= low)
+    too_high = is_number(value) and high is not None and (value > high if high_inclusive else value >= high)
+    if not is_number(value) or not math.isfinite(value) or too_low or too_high:
+        if low is not None and high is not None:
+            allowed = f"in {_interval(low, high, low_inclusive, high_inclusive)}"
+        elif low is not None:
+            allowed = f"a number {'>=' if low_inclusive else '>'} {low:g}"
+        elif high is not None:
+            allowed = f"a number {'<=' if high_inclusive else '<'} {high:g}"
+        else:
+            allowed = "a finite number"
+        raise _fail(name, ("null or " if allow_none else "") + allowed, value)
+    return float(value)
+
+
+def check_int(
+    name: str, value: Any, low: int | None = None, high: int | None = None, *, allow_none: bool = False
+) -> int | None:
+    """``value`` when it is an int within ``[low, high]`` (None passes when ``allow_none``).
+
+    Messages: "must be an int >= 1", "must be an int in [8, 512]", "must be null or an int >= 1".
+    """
+    if value is None and allow_none:
+        return None
+    if not is_int(value) or (low is not None and value < low) or (high is not None and value > high):
+        if low is not None and high is not None:
+            allowed = f"an int in [{low}, {high}]"
+        elif low is not None:
+            allowed = f"an int >= {low}"
+        elif high is not None:
+            allowed = f"an int <= {high}"
+        else:
+            allowed = "an int"
+        raise _fail(name, ("null or " if allow_none else "") + allowed, value)
+    return value
+
+
+def check_choice(name: str, value: Any, allowed: Sequence[Any]) -> Any:
+    """``value`` when it is one of ``allowed``: "must be one of a, b, c"."""
+    if value not in allowed:
+        raise _fail(name, "one of " + ", ".join(str(choice) for choice in allowed), value)
+    return value
+
+
+def check_bool(name: str, value: Any) -> bool:
+    """``value`` when it is True or False: "must be true or false"."""
+    if not isinstance(value, bool):
+        raise _fail(name, "true or false", value)
+    return value
+
+
+def check_text(name: str, value: Any, *, allow_none: bool = False) -> str | None:
+    """A non-empty string (a path or a name); None passes when ``allow_none``."""
+    if value is None and allow_none:
+        return None
+    if not isinstance(value, str) or not value:
+        raise _fail(name, ("null or " if allow_none else "") + "a non-empty string", value)
+    return value
+
+
+def check_seeds(name: str, seeds: Any) -> list[int]:
+    """A non-empty list of distinct ints >= 0 (the seeds a study repeats over)."""
+    if isinstance(seeds, (str, bytes)) or not isinstance(seeds, Sequence) or not seeds:
+        raise _fail(name, "a non-empty list of distinct ints >= 0", seeds)
+    for seed in seeds:
+        check_int(f"{name} entry", seed, 0)
+    if len(set(seeds)) != len(seeds):
+        raise _fail(name, "a list of distinct seeds", list(seeds))
+    return list(seeds)

@@ -1,0 +1,543 @@
+"""The one configuration system: section dataclasses, YAML reading and ``key.path=value`` overrides.
+
+A :class:`Config` has one section per concern, each a frozen dataclass in the style of
+``transformers.TrainingArguments`` (every field carries help text and is checked in
+``__post_init__``, so a bad value raises ``ValueError`` naming its key, e.g.
+``training.lr: must be a number > 0, got 0``):
+
+* :class:`DataConfig` (``data``), :class:`ModelConfig` (``model``, with ``model.tiny`` and
+  ``model.probe``), :class:`LossSpec` (``loss``), :class:`MaskingSpec` (``masking``),
+  :class:`ObjectiveConfig` (``objective``), :class:`AuxConfig` (``aux``) and
+  :class:`TrainingConfig` (``training``).
+
+The trainer CLI, the trainers, the notebook runner and the notebooks all use them: a
+notebook's ``model`` / ``training`` parameters are these sections' mappings. YAML (config
+files, params files, overrides and ``--sweep`` values) is read by :func:`read_yaml` only.
+This module imports no torch, so command-line help and the runner start fast.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+import typing
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, fields
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, ClassVar, TypeVar
+
+import yaml
+
+from workbench.checks import check_bool, check_choice, check_int, check_number, check_text, is_number
+
+TASKS = ("finetune", "pretrain_mlm", "two_stage")
+DATA_SOURCES = (
+    "sample_relevance",
+    "sample_sentences",
+    "sample_corpus",
+    "qbqtc",
+    "tnews",
+    "chnsenticorp",
+    "lcqmc",
+    "table",
+    "corpus",
+)
+MODEL_KINDS = ("transformer", "probe")
+MASKING_STRATEGIES = ("random", "wwm", "kdm")
+OBJECTIVES = ("plain", "hc", "sr")
+SR_LEVELS = ("token", "sentence")
+PRECISIONS = ("auto", "fp32", "bf16", "fp16")
+
+SectionT = TypeVar("SectionT", bound="Section")
+
+
+def option(default: Any = None, help: str = "", factory: Any = None) -> Any:
+    """A dataclass field with help text (``metadata["help"]``), as ``TrainingArguments`` has."""
+    if factory is not None:
+        return field(default_factory=factory, metadata={"help": help})
+    return field(default=default, metadata={"help": help})
+
+
+# ----------------------------------------------------------------------------- YAML
+
+
+class _YamlLoader(yaml.SafeLoader):
+    """SafeLoader that also reads exponent floats without a dot (``1e-4``), which YAML 1.1 leaves as strings."""
+
+
+_YamlLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"^[-+]?(?:[0-9][0-9_]*)(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"),
+    list("-+0123456789"),
+)
+
+
+def read_yaml(text: str, source: str) -> Any:
+    """Parse YAML ``text`` (``5e-5`` is a float); ``source`` (a file name or an argument) names it in
+    errors: ``ValueError("<source>:<line>: invalid YAML (<problem>)")``."""
+    try:
+        return yaml.load(text, Loader=_YamlLoader)  # noqa: S506 - a SafeLoader subclass
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        where = f"{source}:{mark.line + 1}" if mark is not None else source
+        problem = getattr(error, "problem", None) or str(error).splitlines()[0]
+        raise ValueError(f"{where}: invalid YAML ({problem})") from None
+
+
+def read_yaml_file(path: str | Path, what: str) -> dict[str, Any]:
+    """A YAML file holding a mapping (an empty file is ``{}``); ``what`` names the file's role in errors."""
+    path = Path(path)
+    if not path.is_file():
+        raise ValueError(f"{what}: no such file {str(path)!r}")
+    loaded = read_yaml(path.read_text(encoding="utf-8"), str(path))
+    if loaded is None:
+        return {}
+    if not isinstance(loaded, Mapping):
+        raise ValueError(f"{what}: {str(path)!r} must hold a mapping at top level, got {type(loaded).__name__}")
+    return dict(loaded)
+
+
+def parse_override(override: str) -> tuple[list[str], Any]:
+    """Split ``"a.b.c=value"`` into (["a", "b", "c"], YAML-parsed value)."""
+    key, sep, raw = override.partition("=")
+    if not sep or not key.strip():
+        raise ValueError(f"overrides: expected 'section.key=value', got {override!r}")
+    try:
+        value = read_yaml(raw, f"override {override!r}")
+    except ValueError as error:
+        raise ValueError(f"overrides: cannot parse the value of {override!r} as YAML: {error}") from None
+    return key.strip().split("."), value
+
+
+# ----------------------------------------------------------------------------- sections
+
+
+def _path_text(value: Any) -> Any:
+    return os.fspath(value) if isinstance(value, os.PathLike) else value
+
+
+@lru_cache(maxsize=None)
+def _section_fields(cls: type) -> dict[str, type | None]:
+    """Field name -> the Section subclass of a nested section (None for plain fields)."""
+    hints = typing.get_type_hints(cls)
+    nested = {}
+    for item in fields(cls):
+        hint = hints[item.name]
+        nested[item.name] = hint if isinstance(hint, type) and issubclass(hint, Section) else None
+    return nested
+
+
+@dataclass(frozen=True)
+class Section:
+    """Base of every config section: built from a mapping with unknown keys refused, checked on creation.
+
+    ``prefix`` is the section's key path (``training``, ``model.tiny``), used in messages.
+    ``free_mappings`` names fields whose value is a free-form mapping (``loss.params``).
+    """
+
+    prefix: ClassVar[str] = ""
+    free_mappings: ClassVar[tuple[str, ...]] = ()
+
+    def key(self, name: str) -> str:
+        """The full key of field ``name`` (``training.lr``)."""
+        return f"{self.prefix}.{name}" if self.prefix else name
+
+    @classmethod
+    def from_mapping(cls: type[SectionT], values: Mapping[str, Any] | SectionT | None) -> SectionT:
+        """The section from a mapping (missing keys take their defaults), an instance, or None (all defaults)."""
+        if values is None:
+            return cls()
+        if isinstance(values, cls):
+            return values
+        allowed = sorted(item.name for item in fields(cls))
+        if not isinstance(values, Mapping):
+            raise ValueError(f"{cls.prefix}: must be a mapping with keys {', '.join(allowed)}, got {values!r}")
+        unknown = [key for key in values if key not in allowed]
+        if unknown:
+            where = f" in {cls.prefix}" if cls.prefix else ""
+            full = f"{cls.prefix}.{unknown[0]}" if cls.prefix else unknown[0]
+            raise ValueError(f"unknown config key {full!r}; allowed keys{where}: {', '.join(allowed)}")
+        nested = _section_fields(cls)
+        kwargs = {
+            key: nested[key].from_mapping(value) if nested[key] is not None else value for key, value in values.items()
+        }
+        return cls(**kwargs)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain nested dict (tuples as lists), ready for YAML or JSON."""
+        return _plain(dataclasses.asdict(self))
+
+    def replace(self: SectionT, **changes: Any) -> SectionT:
+        """A copy with ``changes``; nested sections may be given as mappings (merged over the current ones)."""
+        nested = _section_fields(type(self))
+        merged = {
+            key: getattr(self, key).merged(value) if nested.get(key) is not None and isinstance(value, Mapping) else value
+            for key, value in changes.items()
+        }
+        return dataclasses.replace(self, **merged)
+
+    def merged(self: SectionT, values: Mapping[str, Any] | None) -> SectionT:
+        """This section with ``values`` merged in key by key (nested sections merged too)."""
+        if not values:
+            return self
+        return type(self).from_mapping(_merge(self.to_dict(), values))
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, Section):
+        return value.to_dict()
+    if isinstance(value, Mapping):
+        return {key: _plain(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(item) for item in value]
+    return value
+
+
+def _merge(base: Mapping[str, Any], update: Mapping[str, Any]) -> dict[str, Any]:
+    merged = dict(base)
+    for key, value in update.items():
+        if isinstance(merged.get(key), Mapping) and isinstance(value, Mapping):
+            merged[key] = _merge(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
+
+
+@dataclass(frozen=True)
+class DataConfig(Section):
+    """Where the examples come from and how they are cut."""
+
+    prefix: ClassVar[str] = "data"
+
+    source: str = option("sample_relevance", "sample_relevance, sample_sentences, sample_corpus (MLM only), qbqtc, tnews, "
+                         "chnsenticorp, lcqmc, table, corpus (MLM only: one text a line, .gz allowed)")
+    path: str | None = option(None, "the file of a file source (train file, or the only file, which is then split)")
+    validation_path: str | None = option(None, "a separate validation file (without it, path is cut by stratified_split)")
+    test_path: str | None = option(None, "a separate test file (with validation_path)")
+    labels_path: str | None = option(None, "TNEWS labels.json")
+    text: str | None = option(None, "table source: the text column")
+    text_pair: str | None = option(None, "table source: the second text column (optional)")
+    label: str | None = option(None, "table source: the label column")
+    split: tuple[float, float, float] = option((0.8, 0.1, 0.1), "train/validation/test fractions when one file is split "
+                                                "(a 0 test fraction: no test split)")
+    seed: int = option(0, "seed of the sample generators and of the split")
+    max_length: int = option(128, "tokens per example (truncation), 8-512")
+    max_train_samples: int | None = option(None, "keep the first N training examples")
+    max_eval_samples: int | None = option(None, "keep the first N validation and test examples")
+    n_sentences: int = option(2000, "size of sample_corpus")
+
+    def __post_init__(self) -> None:
+        check_choice(self.key("source"), self.source, DATA_SOURCES)
+        for name in ("path", "validation_path", "test_path", "labels_path", "text", "text_pair", "label"):
+            object.__setattr__(self, name, check_text(self.key(name), _path_text(getattr(self, name)), allow_none=True))
+        split = self.split
+        if not (
+            isinstance(split, (list, tuple)) and len(split) == 3 and all(is_number(f) and 0 <= f <= 1 for f in split)
+            and abs(sum(split) - 1.0) < 1e-6 and split[0] > 0
+        ):
+            raise ValueError(f"{self.key('split')}: must be three fractions in [0, 1] (train > 0) summing to 1, got {split!r}")
+        object.__setattr__(self, "split", tuple(float(f) for f in split))
+        check_int(self.key("seed"), self.seed, 0)
+        check_int(self.key("max_length"), self.max_length, 8, 512)
+        check_int(self.key("max_train_samples"), self.max_train_samples, 1, allow_none=True)
+        check_int(self.key("max_eval_samples"), self.max_eval_samples, 1, allow_none=True)
+        check_int(self.key("n_sentences"), self.n_sentences, 1)
+
+
+@dataclass(frozen=True)
+class TinyConfig(Section):
+    """A randomly initialised tiny BERT, sized for a CPU."""
+
+    prefix: ClassVar[str] = "model.tiny"
+
+    num_layers: int = option(2, "transformer layers")
+    hidden_size: int = option(64, "hidden size (a multiple of num_heads)")
+    num_heads: int = option(2, "attention heads")
+
+    def __post_init__(self) -> None:
+        for name in ("num_layers", "hidden_size", "num_heads"):
+            check_int(self.key(name), getattr(self, name), 1)
+        if self.hidden_size % self.num_heads:
+            raise ValueError(
+                f"{self.key('hidden_size')}: must be a multiple of {self.key('num_heads')} ({self.num_heads}), got {self.hidden_size}"
+            )
+
+
+@dataclass(frozen=True)
+class ProbeConfig(Section):
+    """The bag-of-characters probe (``model.kind: probe``): fast enough for many seeds on a CPU."""
+
+    prefix: ClassVar[str] = "model.probe"
+
+    embedding_size: int = option(32, "character embedding size")
+    hidden_size: int | None = option(64, "hidden layer of the head; null: a linear head (fastText)")
+
+    def __post_init__(self) -> None:
+        check_int(self.key("embedding_size"), self.embedding_size, 1)
+        check_int(self.key("hidden_size"), self.hidden_size, 1, allow_none=True)
+
+
+@dataclass(frozen=True)
+class ModelConfig(Section):
+    """Which model is trained: a transformer (tiny, or a checkpoint) or the character probe."""
+
+    prefix: ClassVar[str] = "model"
+
+    kind: str = option("transformer", "transformer (a tiny BERT or model_name_or_path) or probe (bag of characters)")
+    model_name_or_path: str | None = option(None, "a checkpoint folder (e.g. ../models/workbench-zh-mini or a pretrain_mlm "
+                                            "output_dir) or hub name; its tokenizer is used")
+    vocab_file: str | None = option(None, "WordPiece vocab when no checkpoint is given (null: the shipped 4,500-token vocab)")
+    tiny: TinyConfig = option(help="the tiny BERT built when no checkpoint is given", factory=TinyConfig)
+    probe: ProbeConfig = option(help="the probe's sizes (kind: probe)", factory=ProbeConfig)
+
+    def __post_init__(self) -> None:
+        check_choice(self.key("kind"), self.kind, MODEL_KINDS)
+        object.__setattr__(self, "model_name_or_path", check_text(
+            self.key("model_name_or_path"), _path_text(self.model_name_or_path), allow_none=True))
+        object.__setattr__(self, "vocab_file", check_text(self.key("vocab_file"), _path_text(self.vocab_file), allow_none=True))
+        if self.kind == "probe" and self.model_name_or_path is not None:
+            raise ValueError(f"{self.key('model_name_or_path')}: must be null with model.kind=probe, got {self.model_name_or_path!r}")
+        if self.model_name_or_path is not None and self.vocab_file is not None:
+            raise ValueError(f"{self.key('vocab_file')}: must be null when model_name_or_path is set (the checkpoint's "
+                             f"tokenizer is used), got {self.vocab_file!r}")
+
+
+@dataclass(frozen=True)
+class LossSpec(Section):
+    """A loss: a ``workbench.losses.build_loss`` name and its parameters (``workbench.losses.resolve``
+    builds it, giving wce and global-count pcl the training split's label counts)."""
+
+    prefix: ClassVar[str] = "loss"
+    free_mappings: ClassVar[tuple[str, ...]] = ("params",)
+
+    name: str = option("ce", "any build_loss name: ce, wce, ls, focal, dice, tversky, dsc, pcl")
+    params: dict[str, Any] = option(help="keyword arguments of that loss; wce and pcl with counts: global get label_counts "
+                                    "from the training split unless given. An override loss.params={...} (or null) "
+                                    "replaces the whole mapping", factory=dict)
+
+    def __post_init__(self) -> None:
+        check_text(self.key("name"), self.name)
+        params = {} if self.params is None else self.params
+        if not isinstance(params, Mapping):
+            raise ValueError(f"{self.key('params')}: must be a mapping of parameters, got {self.params!r}")
+        object.__setattr__(self, "params", dict(params))
+
+
+@dataclass(frozen=True)
+class MaskingSpec(Section):
+    """How MLM pre-training chooses the tokens to predict (``workbench.masking.build_collator``)."""
+
+    prefix: ClassVar[str] = "masking"
+
+    strategy: str = option("wwm", "random (BERT tokens), wwm (jieba whole words), kdm (knowledge-based dynamic masking: "
+                           "entities and events first)")
+    mlm_probability: float = option(0.15, "share of tokens masked")
+    max_ngram: int = option(1, "WWM n-gram spans of up to this many words (1: plain whole-word masking; "
+                            ">1: the ALBERT/MacBERT-style n-gram option)")
+
+    def __post_init__(self) -> None:
+        check_choice(self.key("strategy"), self.strategy, MASKING_STRATEGIES)
+        check_number(self.key("mlm_probability"), self.mlm_probability, 0, 1, low_inclusive=False, high_inclusive=False)
+        check_int(self.key("max_ngram"), self.max_ngram, 1)
+
+
+@dataclass(frozen=True)
+class ObjectiveConfig(Section):
+    """The MLM objective: plain, hard correction (HC) or soft regularization (SR)."""
+
+    prefix: ClassVar[str] = "objective"
+
+    name: str = option("plain", "plain MLM, hc (hard correction) or sr (soft regularization)")
+    weight: float = option(1.0, "SR weight (loss = MLM CE + weight x SR)")
+    level: str = option("token", "SR level: token (1 - cos of embeddings) or sentence (KL of hidden states)")
+    lexicon: str | None = option(None, "HC synonym lexicon: a Cilin file, or a WordNet .tsv; null: the shipped tiny lexicon")
+
+    def __post_init__(self) -> None:
+        check_choice(self.key("name"), self.name, OBJECTIVES)
+        check_number(self.key("weight"), self.weight, 0)
+        check_choice(self.key("level"), self.level, SR_LEVELS)
+        object.__setattr__(self, "lexicon", check_text(self.key("lexicon"), _path_text(self.lexicon), allow_none=True))
+
+
+@dataclass(frozen=True)
+class AuxConfig(Section):
+    """Two-stage training with auxiliary labels."""
+
+    prefix: ClassVar[str] = "aux"
+
+    num_aux: int = option(2, "n auxiliary labels of the stage-1 head (K + n outputs)")
+    stage2_epochs: float | None = option(None, "stage 2's epochs (null: training.epochs)")
+    stage2_lr: float | None = option(None, "stage 2's learning rate (null: training.lr)")
+    fgm_epsilon: float = option(0.0, "FGM adversarial training in stage 1 when > 0 (the F variant)")
+    fusion: bool = option(False, "a two-encoder FusionClassifier (MRE) instead of one encoder")
+    fusion_model: str | None = option(None, "the second encoder's checkpoint (null: another tiny BERT / the same checkpoint)")
+
+    def __post_init__(self) -> None:
+        check_int(self.key("num_aux"), self.num_aux, 0)
+        check_number(self.key("stage2_epochs"), self.stage2_epochs, 0, low_inclusive=False, allow_none=True)
+        check_number(self.key("stage2_lr"), self.stage2_lr, 0, low_inclusive=False, allow_none=True)
+        check_number(self.key("fgm_epsilon"), self.fgm_epsilon, 0)
+        check_bool(self.key("fusion"), self.fusion)
+        object.__setattr__(self, "fusion_model", check_text(self.key("fusion_model"), _path_text(self.fusion_model), allow_none=True))
+
+
+@dataclass(frozen=True)
+class TrainingConfig(Section):
+    """Optimisation, precision, logging and checkpoints (the probe reads epochs, batch_size, lr, weight_decay)."""
+
+    prefix: ClassVar[str] = "training"
+
+    epochs: float = option(3, "epochs (evaluation and a checkpoint after each)")
+    batch_size: int = option(16, "per-device training batch size")
+    eval_batch_size: int = option(64, "per-device evaluation batch size")
+    lr: float = option(5e-5, "AdamW learning rate (linear warmup and decay)")
+    warmup_ratio: float = option(0.1, "share of the steps spent warming up")
+    weight_decay: float = option(0.01, "AdamW decoupled weight decay")
+    max_grad_norm: float = option(1.0, "gradient clipping (0 disables)")
+    seed: int = option(0, "model init, shuffling, dropout, masking")
+    grad_accumulation: int = option(1, "micro-batches per optimizer step (docs/training.md)")
+    precision: str = option("auto", "auto (bf16 on a CUDA device that supports it, else fp32), fp32, bf16, fp16 "
+                            "(these two need CUDA)")
+    logging_steps: int = option(10, "log the loss (and HC correction rates) every N steps")
+    quiet: bool = option(False, "no progress bars, no per-step log prints (headless / papermill)")
+    resume: bool = option(False, "continue from the latest checkpoint-N in output_dir")
+    save_total_limit: int = option(1, "checkpoints kept during the run (the best one is kept as well)")
+    keep_checkpoints: bool = option(False, "keep the checkpoint-N folders after the run finishes")
+
+    def __post_init__(self) -> None:
+        check_number(self.key("epochs"), self.epochs, 0, low_inclusive=False)
+        for name in ("batch_size", "eval_batch_size", "grad_accumulation", "logging_steps", "save_total_limit"):
+            check_int(self.key(name), getattr(self, name), 1)
+        check_number(self.key("lr"), self.lr, 0, low_inclusive=False)
+        check_number(self.key("warmup_ratio"), self.warmup_ratio, 0, 1, high_inclusive=False)
+        check_number(self.key("weight_decay"), self.weight_decay, 0)
+        check_number(self.key("max_grad_norm"), self.max_grad_norm, 0)
+        check_int(self.key("seed"), self.seed, 0)
+        check_choice(self.key("precision"), self.precision, PRECISIONS)
+        for name in ("quiet", "resume", "keep_checkpoints"):
+            check_bool(self.key(name), getattr(self, name))
+
+
+@dataclass(frozen=True)
+class Config(Section):
+    """A whole trainer config: the task, its run folder and every section."""
+
+    task: str = option("finetune", "finetune, pretrain_mlm or two_stage (the CLI runs this one)")
+    output_dir: str = option("outputs/train", "run folder; holding checkpoints already is an error unless training.resume")
+    data: DataConfig = option(help="", factory=DataConfig)
+    model: ModelConfig = option(help="", factory=ModelConfig)
+    loss: LossSpec = option(help="finetune; two_stage's stage 2", factory=LossSpec)
+    masking: MaskingSpec = option(help="pretrain_mlm", factory=MaskingSpec)
+    objective: ObjectiveConfig = option(help="pretrain_mlm", factory=ObjectiveConfig)
+    aux: AuxConfig = option(help="two_stage", factory=AuxConfig)
+    training: TrainingConfig = option(help="", factory=TrainingConfig)
+
+    def __post_init__(self) -> None:
+        check_choice("task", self.task, TASKS)
+        output_dir = _path_text(self.output_dir)
+        object.__setattr__(self, "output_dir", check_text("output_dir", output_dir))
+
+
+# ----------------------------------------------------------------------------- loading
+
+
+def _set_path(tree: dict[str, Any], section: type[Section], path: list[str], value: Any) -> None:
+    """Set ``tree[path] = value`` (the override replaces the node it names), refusing unknown keys."""
+    node, cls = tree, section
+    for depth, key in enumerate(path):
+        full = ".".join(path[: depth + 1])
+        allowed = sorted(item.name for item in fields(cls))
+        if key not in allowed:
+            where = f" in {cls.prefix}" if cls.prefix else ""
+            raise ValueError(f"unknown config key {full!r}; allowed keys{where}: {', '.join(allowed)}")
+        if depth == len(path) - 1:
+            node[key] = value
+            return
+        if key in cls.free_mappings:
+            free = node.get(key) if isinstance(node.get(key), Mapping) else {}
+            node[key] = {**free}
+            _set_free(node[key], path[depth + 1 :], value)
+            return
+        nested = _section_fields(cls)[key]
+        if nested is None:
+            raise ValueError(f"unknown config key {'.'.join(path)!r}; {full} is not a section")
+        node = node.setdefault(key, {})
+        cls = nested
+
+
+def _set_free(node: dict[str, Any], path: list[str], value: Any) -> None:
+    for key in path[:-1]:
+        node = node.setdefault(key, {})
+    node[path[-1]] = value
+
+
+def load_config(
+    config: str | Path | Mapping[str, Any] | Config | None = None,
+    overrides: Iterable[str] = (),
+    task: str | None = None,
+) -> Config:
+    """Read a config (YAML path, mapping or :class:`Config`), fill defaults, apply overrides, validate.
+
+    ``overrides`` are ``"section.key=value"`` strings, values parsed as YAML (``training.lr=1e-4`` is
+    a float). An override replaces the node it names: ``loss.params={}`` (or ``null``) clears the
+    loss parameters, ``loss.params.gamma=2`` sets one. Raises ValueError naming the key for an
+    unknown key, a malformed override or a bad value, and naming the file and line for bad YAML.
+    With ``task`` (a trainer loading its config), a config without a task gets it and one with
+    another task is refused.
+    """
+    if config is None:
+        tree: dict[str, Any] = {}
+    elif isinstance(config, Config):
+        tree = config.to_dict()
+    elif isinstance(config, Mapping):
+        tree = _plain(dict(config))
+    else:
+        tree = read_yaml_file(config, "config")
+    for override in overrides:
+        path, value = parse_override(override)
+        _set_path(tree, Config, path, value)
+    if task is not None:
+        check_choice("task", task, TASKS)
+        given = tree.setdefault("task", task)
+        if given != task:
+            raise ValueError(f"task: {task}() cannot run a config whose task is {given!r}")
+    return Config.from_mapping(tree)
+
+
+# ----------------------------------------------------------------------------- docs
+
+
+def _default_text(item: dataclasses.Field) -> str:
+    if item.default_factory is not dataclasses.MISSING:  # type: ignore[misc]
+        value = item.default_factory()  # type: ignore[misc]
+        return "" if isinstance(value, Section) else f"`{_plain(value)}`"
+    value = item.default
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return f"`{str(value).lower()}`"
+    return f"`{list(value) if isinstance(value, tuple) else value}`"
+
+
+def markdown_table() -> str:
+    """The docs/training.md table of every config key: key, default, meaning (from the fields' help)."""
+    rows = ["| key | default | meaning |", "|---|---|---|"]
+
+    def walk(cls: type[Section]) -> None:
+        for item in fields(cls):
+            nested = _section_fields(cls)[item.name]
+            key = f"{cls.prefix}.{item.name}" if cls.prefix else item.name
+            if nested is not None and nested is not TinyConfig and nested is not ProbeConfig:
+                help_text = item.metadata.get("help", "")
+                rows.append(f"| **{key}** | | {help_text} |")
+                walk(nested)
+            elif nested is not None:
+                defaults = ", ".join(f"{sub.name}: {_default_text(sub).strip('`')}" for sub in fields(nested))
+                rows.append(f"| `{key}` | `{{{defaults}}}` | {item.metadata.get('help', '')} |")
+            else:
+                rows.append(f"| `{key}` | {_default_text(item)} | {item.metadata.get('help', '')} |")
+
+    walk(Config)
+    return "\n".join(rows)

@@ -1,0 +1,54 @@
+"""Build a loss from its :class:`~workbench.config.LossSpec`, with the training split's label counts.
+
+The one place that owns the label-count rule: ``wce`` (class weights alpha_t from the counts,
+Dice paper sec. 3.2) and ``pcl`` with ``counts="global"`` (PCL+ and PCL- from the counts,
+PCL paper eq. 2-3) take ``label_counts``; when the spec's params do not give them,
+:func:`resolve` counts the labels of the training split.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+from torch import nn
+
+from workbench.config import LossSpec
+from workbench.losses.registry import build_loss
+
+
+def needs_label_counts(spec: LossSpec) -> bool:
+    """True for wce, and for pcl with global counts (``counts="batch"`` takes none), unless the
+    params already give ``label_counts``."""
+    params = spec.params
+    if "label_counts" in params:
+        return False
+    return spec.name == "wce" or (spec.name == "pcl" and params.get("counts", "global") == "global")
+
+
+def split_label_counts(train_split: Any) -> list[int]:
+    """Per-class counts ``[n_0, ..., n_{K-1}]`` of a split with an integer ``label`` column whose
+    ClassLabel feature names the K classes. Raises ValueError naming a class with no example."""
+    names = list(train_split.features["label"].names)
+    labels = np.asarray(train_split["label"], dtype=np.int64)
+    counts = np.bincount(labels, minlength=len(names)).tolist() if labels.size else [0] * len(names)
+    empty = [name for name, count in zip(names, counts) if count == 0]
+    if empty:
+        raise ValueError(
+            f"train split: must hold every class to derive label_counts, got no example of {empty} "
+            f"(counts {dict(zip(names, counts))}); give loss.params.label_counts or use another split"
+        )
+    return counts
+
+
+def resolve(spec: LossSpec | Mapping[str, Any], train_split: Any = None) -> nn.Module:
+    """``build_loss(spec.name, **spec.params)``; wce and global-count pcl get ``label_counts``
+    from ``train_split`` (any dataset with a ClassLabel ``label`` column) unless the params give them."""
+    spec = LossSpec.from_mapping(spec)
+    params = dict(spec.params)
+    if needs_label_counts(spec):
+        if train_split is None:
+            raise ValueError(f"train_split: loss {spec.name!r} needs label counts; pass the training split or give label_counts")
+        params["label_counts"] = split_label_counts(train_split)
+    return build_loss(spec.name, **params)

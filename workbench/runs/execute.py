@@ -1,0 +1,168 @@
+"""Executing one planned notebook through papermill into its folder, and exporting it to HTML."""
+
+from __future__ import annotations
+
+import os
+import secrets
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import nbformat
+import yaml
+
+from workbench.runs.metrics import read_metrics
+from workbench.runs.plan import _SLUG_UNSAFE, INJECTED_PARAMETERS_TAG, OUTPUT_DIR_PARAMETER, Execution
+
+WORKBENCH_KERNEL = "workbench"
+
+
+@dataclass
+class Outcome:
+    """What one execution produced; ``failed_cell`` indexes the source notebook's cells."""
+
+    execution: Execution
+    output_dir: Path
+    status: str
+    duration_s: float
+    failed_cell: int | None = None
+    error: str | None = None
+    metrics: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+    def status_text(self) -> str:
+        if self.ok:
+            return "ok"
+        where = f" at cell {self.failed_cell}" if self.failed_cell is not None else ""
+        return f"FAILED{where}: {self.error}"
+
+
+# ----------------------------------------------------------------------------- kernel
+
+
+def _kernel_runs_current_python(kernel_name: str) -> bool:
+    from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
+
+    try:
+        spec = KernelSpecManager().get_kernel_spec(kernel_name)
+    except NoSuchKernel:
+        return False
+    executable = spec.argv[0]
+    # jupyter_client launches a bare "python"/"python3"/"python3.X" as sys.executable.
+    bare_names = {"python", f"python{sys.version_info[0]}", "python{}.{}".format(*sys.version_info[:2])}
+    return executable in bare_names or os.path.abspath(executable) == os.path.abspath(sys.executable)
+
+
+def ensure_kernel() -> str:
+    """Name of a kernelspec that runs this interpreter (the project .venv).
+
+    Uses ``python3`` when it already does; otherwise installs a ``workbench``
+    kernelspec into ``sys.prefix`` pointing at ``sys.executable``.
+    """
+    if _kernel_runs_current_python("python3"):
+        return "python3"
+    if not _kernel_runs_current_python(WORKBENCH_KERNEL):
+        from ipykernel.kernelspec import install
+
+        install(kernel_name=WORKBENCH_KERNEL, display_name="Python (workbench)", prefix=sys.prefix)
+        if not _kernel_runs_current_python(WORKBENCH_KERNEL):
+            raise RuntimeError(
+                f"installed kernelspec {WORKBENCH_KERNEL!r} into {sys.prefix} but another one shadows it; "
+                "pass --kernel NAME of a kernel that runs this environment"
+            )
+    return WORKBENCH_KERNEL
+
+
+def _local_kernel_transport() -> dict[str, Any]:
+    """On POSIX, talk to the kernel over IPC (Unix sockets) instead of unencrypted loopback TCP,
+    which ipykernel warns about on every start."""
+    if os.name != "posix":
+        return {}
+    from jupyter_client.manager import AsyncKernelManager
+    from traitlets import default
+
+    class IpcKernelManager(AsyncKernelManager):
+        @default("transport")
+        def _default_transport(self) -> str:
+            return "ipc"
+
+    return {"kernel_manager_class": IpcKernelManager}
+
+
+# ----------------------------------------------------------------------------- execution
+
+
+def new_run_dir(outputs_dir: str | Path, run_id: str | None = None) -> Path:
+    """Create ``outputs/<run-id>`` (timestamp + short random suffix by default); never reuse a folder."""
+    if run_id is not None and (not run_id or _SLUG_UNSAFE.search(run_id) or run_id in {".", ".."}):
+        raise ValueError(f"run_id {run_id!r}: use letters, digits and ._=+,- only")
+    run_id = run_id or f"{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(3)}"
+    run_dir = Path(outputs_dir) / run_id
+    if run_dir.exists():
+        raise ValueError(f"run_id {run_id!r}: {run_dir} already exists; runs are never overwritten")
+    run_dir.mkdir(parents=True)
+    return run_dir
+
+
+def _source_cell_index(executed_notebook: Path, executed_index: int) -> int:
+    """Map a cell index of the executed notebook to the source notebook (skipping injected cells)."""
+    cells = nbformat.read(executed_notebook, as_version=4).cells[:executed_index]
+    return executed_index - sum(INJECTED_PARAMETERS_TAG in cell.metadata.get("tags", []) for cell in cells)
+
+
+def export_html(notebook: Path) -> Path:
+    """nbconvert HTML export next to the executed notebook."""
+    from nbconvert import HTMLExporter
+
+    body, _ = HTMLExporter().from_filename(str(notebook))
+    target = notebook.with_suffix(".html")
+    target.write_text(body, encoding="utf-8")
+    return target
+
+
+def execute(execution: Execution, output_dir: Path, kernel_name: str) -> Outcome:
+    """Run one notebook into ``output_dir``; a failure is recorded, never raised."""
+    import papermill
+    from papermill.exceptions import PapermillExecutionError
+
+    output_dir.mkdir(parents=True, exist_ok=True)
+    parameters = {**execution.parameters, OUTPUT_DIR_PARAMETER: str(output_dir.resolve())}
+    (output_dir / "params.yaml").write_text(yaml.safe_dump(parameters, sort_keys=False), encoding="utf-8")
+    executed = output_dir / execution.notebook.name
+    failed_cell, error = None, None
+    start = time.perf_counter()
+    try:
+        papermill.execute_notebook(
+            str(execution.notebook),
+            str(executed),
+            parameters=parameters,
+            kernel_name=kernel_name,
+            cwd=str(execution.notebook.parent),
+            progress_bar=False,
+            **_local_kernel_transport(),
+        )
+    except PapermillExecutionError as exc:
+        failed_cell = _source_cell_index(executed, exc.cell_index)
+        error = f"{exc.ename}: {exc.evalue}"
+    except Exception as exc:  # kernel died, notebook unreadable, ...: report it, keep running the others
+        error = f"{type(exc).__name__}: {exc}"
+    duration = time.perf_counter() - start
+    if executed.is_file():
+        try:
+            export_html(executed)
+        except Exception as exc:  # the run's own status is what matters; note the export problem
+            error = error or f"HTML export failed: {type(exc).__name__}: {exc}"
+    return Outcome(
+        execution=execution,
+        output_dir=output_dir,
+        status="failed" if error else "ok",
+        duration_s=duration,
+        failed_cell=failed_cell,
+        error=error,
+        metrics=read_metrics(output_dir),
+    )

@@ -1,0 +1,109 @@
+"""The ``metrics.json`` of a run folder: writing it (JSON-safe, atomic) and reading it back.
+
+A notebook run records ``{"metrics": {...}, <details>...}`` with :func:`write_metrics`: each
+metric is a number, or ``{"mean", "std", "n"}`` over the notebook's seeds
+(``workbench.stats.describe``); the runner aggregates only this ``metrics`` mapping, never the
+parameters or detail tables. Trainer runs write their flat result with :func:`write_json`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import numbers
+import os
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+METRICS_FILE = "metrics.json"
+STAT_KEYS = ("mean", "std", "n")
+
+
+def to_jsonable(value: Any) -> Any:
+    """Convert numpy / torch scalars and arrays, paths and tuples to plain JSON types.
+
+    Non-finite floats (NaN, +-inf) become ``None`` so the file stays strict JSON.
+    Raises ValueError for a value of a type JSON cannot hold.
+    """
+    if isinstance(value, Mapping):
+        return {str(key): to_jsonable(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [to_jsonable(item) for item in value]
+    if value is None or isinstance(value, (bool, str)):
+        return value
+    if isinstance(value, Path):
+        return str(value)
+    if hasattr(value, "tolist"):  # numpy scalars/arrays, torch tensors
+        return to_jsonable(value.tolist())
+    if isinstance(value, numbers.Integral):
+        return int(value)
+    if isinstance(value, numbers.Real):
+        number = float(value)
+        return number if math.isfinite(number) else None
+    raise ValueError(
+        f"metrics: value {value!r} of type {type(value).__name__} is not JSON-serialisable; "
+        "allowed: numbers, strings, bools, None, lists, dicts, numpy/torch scalars or arrays"
+    )
+
+
+def write_json(path: str | Path, data: Mapping[str, Any]) -> Path:
+    """Write ``data`` as indented JSON to ``path`` atomically (a temporary file, then a rename)."""
+    if not isinstance(data, Mapping):
+        raise ValueError(f"metrics must be a dict of name -> value, got {type(data).__name__}")
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = json.dumps(to_jsonable(data), indent=2, sort_keys=True) + "\n"
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    with os.fdopen(handle, "w", encoding="utf-8") as stream:
+        stream.write(text)
+    os.replace(temporary, path)
+    return path
+
+
+def _check_metric(name: str, value: Any) -> None:
+    if value is None:  # not measured in this run (e.g. a rate with no run to average over)
+        return
+    if isinstance(value, Mapping):
+        if set(value) != set(STAT_KEYS):
+            raise ValueError(f"metrics: entry {name!r} must be a number or a mapping with keys mean, std, n, got {dict(value)!r}")
+        return
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) and not hasattr(value, "item"):
+        raise ValueError(f"metrics: entry {name!r} must be a number or {{mean, std, n}}, got {value!r}")
+
+
+def write_metrics(output_dir: str | Path | None, metrics: Mapping[str, Any], **details: Any) -> Path | None:
+    """Write a notebook run's ``<output_dir>/metrics.json``: ``{"metrics": metrics, **details}``.
+
+    ``metrics`` maps names to numbers, ``{"mean", "std", "n"}`` or None (not measured); ``details`` (parameters,
+    tables, ...) are kept but never aggregated. ``output_dir=None`` (a notebook run by hand)
+    writes nothing and returns None.
+    """
+    if not isinstance(metrics, Mapping):
+        raise ValueError(f"metrics must be a dict of name -> value, got {type(metrics).__name__}")
+    for name, value in metrics.items():
+        _check_metric(name, value)
+    if output_dir is None:
+        return None
+    return write_json(Path(output_dir) / METRICS_FILE, {"metrics": dict(metrics), **details})
+
+
+def read_metrics(output_dir: str | Path) -> dict[str, Any]:
+    """The ``metrics.json`` in ``output_dir`` as a dict; an empty dict when there is none."""
+    path = Path(output_dir) / METRICS_FILE
+    if not path.is_file():
+        return {}
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def metric_statistics(recorded: Mapping[str, Any]) -> dict[str, dict[str, float | int | None]]:
+    """``{name: {"mean", "std", "n"}}`` of the ``metrics`` mapping of a :func:`read_metrics` result;
+    a plain number counts as one run (std None)."""
+    statistics = {}
+    for name, value in (recorded.get("metrics") or {}).items():
+        if isinstance(value, Mapping):
+            statistics[name] = {key: value.get(key) for key in STAT_KEYS}
+        elif isinstance(value, numbers.Real) and not isinstance(value, bool):
+            statistics[name] = {"mean": float(value), "std": None, "n": 1}
+    return statistics
