@@ -23,6 +23,7 @@ run: $(STAMP)
 	$(PY) -m workbench run --params-set default
 
 test: $(STAMP)
+	$(VENV)/bin/ruff check workbench tests scripts
 	$(PY) -m pytest -q
 
 bench: $(STAMP)

@@ -66,7 +66,7 @@ def test_same_config_and_seed_give_the_same_run_and_ls_equals_pcl_reference(tmp_
     ls_again = finetune(tiny_config(tmp_path / "ls2", loss={"name": "ls", "params": {"epsilon": 0.1}}))
     pd.testing.assert_frame_equal(predictions(ls), predictions(ls_again))
     assert ls.metrics["macro_f1"] == ls_again.metrics["macro_f1"]
-    # PCL "reference" adds a float with no gradient to LS: training is identical (DESIGN.md)
+    # PCL "reference" adds a float with no gradient to LS: training is identical (the released code, docs/losses.md)
     reference = finetune(tiny_config(tmp_path / "ref", loss={"name": "pcl", "params": {"variant": "reference", "epsilon": 0.1}}))
     pd.testing.assert_frame_equal(predictions(ls), predictions(reference), rtol=1e-5)
     # expected_cost puts the correction on the probabilities: training changes

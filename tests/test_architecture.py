@@ -1,0 +1,99 @@
+"""The import rules of docs/architecture.md: dependencies flow one way, studies stand alone.
+
+Every ``import workbench.X`` / ``from workbench.X import ...`` in the package (module level or
+inside a function) is read with ``ast`` and checked against the layer map below.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "workbench"
+
+FOUNDATION = {"checks", "config", "stats", "vocab", "metrics", "information", "lexicon"}
+ALLOWED: dict[str, set[str]] = {
+    "checks": set(),
+    "stats": set(),
+    "config": {"checks"},
+    "vocab": set(),
+    "metrics": {"checks"},
+    "information": {"checks"},
+    "lexicon": {"checks"},
+    "losses": {"checks", "config", "lexicon"},
+    "masking": {"checks", "config", "losses", "lexicon"},
+    "data": {"checks", "config", "lexicon", "masking"},
+    "models": {"checks", "config", "vocab"},
+    "runs": {"checks", "config", "stats"},
+    "train": FOUNDATION | {"losses", "masking", "data", "models", "runs"},
+    "viz": {"checks", "config", "losses", "information"},
+    "studies": FOUNDATION | {"losses", "masking", "data", "models", "train"},
+    "bench": FOUNDATION | {"losses", "masking", "data", "models", "train"},
+    "__main__": {"runs"},
+}
+
+
+def _imports(path: Path) -> set[str]:
+    """Top-level workbench packages/modules imported by ``path`` (``workbench.losses.pcl`` -> ``losses``)."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        names = []
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names = [node.module]
+        for name in names:
+            parts = name.split(".")
+            if parts[0] == "workbench" and len(parts) > 1:
+                found.add(parts[1])
+    return found
+
+
+def _unit(path: Path) -> str:
+    relative = path.relative_to(PACKAGE)
+    return relative.parts[0].removesuffix(".py") if len(relative.parts) > 1 else relative.stem
+
+
+MODULES = sorted(path for path in PACKAGE.rglob("*.py") if path.name != "__init__.py" or path.parent != PACKAGE)
+
+
+@pytest.mark.parametrize("path", MODULES, ids=lambda path: str(path.relative_to(PACKAGE)))
+def test_module_imports_only_lower_layers(path):
+    unit = _unit(path)
+    assert unit in ALLOWED, f"{unit}: add it to the layer map (and to docs/architecture.md)"
+    foreign = _imports(path) - {unit} - ALLOWED[unit]
+    assert not foreign, f"{path.relative_to(PACKAGE)} ({unit}) imports {sorted(foreign)}; allowed: {sorted(ALLOWED[unit])}"
+
+
+def test_losses_import_nothing_from_data_train_viz_or_studies():
+    for path in (PACKAGE / "losses").glob("*.py"):
+        assert not _imports(path) & {"data", "train", "viz", "studies"}, path.name
+
+
+def test_studies_import_nothing_from_each_other():
+    for path in (PACKAGE / "studies").glob("*.py"):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        modules = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module}
+        modules |= {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
+        siblings = {name for name in modules if name.startswith("workbench.studies")}
+        assert not siblings, f"{path.name} imports {sorted(siblings)}"
+
+
+def test_notebooks_import_only_public_packages():
+    import json
+
+    public = {"workbench.losses", "workbench.masking", "workbench.train", "workbench.viz", "workbench.data",
+              "workbench.runs", "workbench.stats", "workbench.lexicon", "workbench.information"}
+    for notebook in sorted((PACKAGE.parent / "notebooks").glob("*.ipynb")):
+        cells = json.loads(notebook.read_text(encoding="utf-8"))["cells"]
+        source = "\n".join("".join(cell["source"]) for cell in cells if cell["cell_type"] == "code")
+        for node in ast.walk(ast.parse(source)):
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("workbench"):
+                assert node.module in public or node.module == "workbench.studies", f"{notebook.name} imports from {node.module}"
+            assert not (isinstance(node, (ast.FunctionDef, ast.ClassDef))), f"{notebook.name} defines {node.name} in a cell"
+            if isinstance(node, ast.Import):
+                assert not any(alias.name.startswith(("plotly", "matplotlib")) for alias in node.names), notebook.name
+            if isinstance(node, ast.ImportFrom) and node.module:
+                assert not node.module.startswith("plotly"), f"{notebook.name}: plotly belongs in workbench.viz"
