@@ -234,9 +234,9 @@ class KnowledgeMaskCollator(_WordMaskCollator):
 
     type_weight = ``entity_weight`` (default 10) for named entities (jieba POS
     nr*, ns, nt, nz, or listed in ``entities``), ``event_weight`` (5) for
-    events (POS v, vn), ``other_weight`` (1) for the rest; idf from ``idf`` (word -> idf, see
-    :func:`workbench.masking.compute_idf`; missing words count as the rarest,
-    every idf is 1 without a table). The draw is weighted sampling without
+    events (POS v, vn), ``other_weight`` (1) for the rest; idf from ``idf``
+    (word -> idf, see :func:`workbench.masking.compute_idf`; missing words
+    count as the rarest, every idf is 1 without a table). The draw is weighted sampling without
     replacement by exponential keys (Efraimidis & Spirakis 2006): key =
     E / w with E ~ Exp(1), i.e. -log(U) / w, ascending, so P(a word comes
     first) = w / sum(w). Whole words are taken in key order until the
@@ -260,11 +260,12 @@ class KnowledgeMaskCollator(_WordMaskCollator):
         super().__init__(tokenizer, mlm_probability, seed, return_word_ids)
         weights = {"entity_weight": entity_weight, "event_weight": event_weight, "other_weight": other_weight}
         for name, value in weights.items():
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not (math.isfinite(value) and value >= 0):
+            numeric = isinstance(value, (int, float)) and not isinstance(value, bool)
+            if not (numeric and math.isfinite(value) and value >= 0):
                 raise ValueError(f"{name}: must be a finite number >= 0, got {value!r}")
         if entity_weight == event_weight == other_weight == 0:
             raise ValueError("entity_weight, event_weight, other_weight: must not all be 0")
-        self.entity_weight, self.event_weight, self.other_weight = float(entity_weight), float(event_weight), float(other_weight)
+        self.entity_weight, self.event_weight, self.other_weight = map(float, weights.values())
         self._type_weights = np.array([self.entity_weight, self.event_weight, self.other_weight], dtype=np.float64)
         self.entities = frozenset(entities or ())
         self.idf = dict(idf or {})

@@ -26,10 +26,10 @@ import ipywidgets as widgets
 import numpy as np
 import plotly.graph_objects as go
 
+from workbench.information import paper_entropy
 from workbench.viz import figures
 from workbench.viz.confusion import matrix_grid
 from workbench.viz.curves import figure_loss_curves
-from workbench.information import paper_entropy
 from workbench.viz.entropy import entropy_figure, undefined_entropy_figure
 
 SLIDERS: dict[str, dict[str, Any]] = {
@@ -165,7 +165,8 @@ class LossCurvePanel(Panel):
 
 def _check_epsilon(epsilon: float) -> float:
     """The PCL epsilon as a float in [0, 1) (the domain of ``pcl_weight_matrix``)."""
-    if isinstance(epsilon, bool) or not isinstance(epsilon, (int, float, np.integer, np.floating)) or not 0.0 <= epsilon < 1.0:
+    numeric = isinstance(epsilon, (int, float, np.integer, np.floating)) and not isinstance(epsilon, bool)
+    if not (numeric and 0.0 <= epsilon < 1.0):
         raise ValueError(f"epsilon: must be a number in [0, 1), got {epsilon!r}")
     return float(epsilon)
 
