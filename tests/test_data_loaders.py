@@ -1,6 +1,8 @@
 from __future__ import annotations
 
+import csv
 import json
+import re
 
 import pytest
 
@@ -141,3 +143,86 @@ def test_table_errors(tmp_path):
         load_table(path, format="parquet")
     with pytest.raises(ValueError, match="label_names: must be distinct"):
         load_table(path, label_names=["a", "a"])
+
+
+# --- robustness (issue 8) -------------------------------------------------------------------
+
+
+def _loaders_and_suffixes():
+    return [(load_qbqtc, "dev.json"), (load_tnews, "train.json"), (load_chnsenticorp, "train.txt"),
+            (load_lcqmc, "dev.txt"), (load_table, "d.tsv"), (load_table, "d.jsonl")]
+
+
+@pytest.mark.parametrize("loader, name", _loaders_and_suffixes())
+def test_empty_file_has_no_records(tmp_path, loader, name):
+    for content in ("", "\n\n  \n"):
+        path = tmp_path / name
+        path.write_text(content, encoding="utf-8")
+        with pytest.raises(ValueError, match=re.escape(f"{path}: no records")):
+            loader(path)
+
+
+def test_header_without_rows_has_no_records(tmp_path):
+    for path in (_write(tmp_path / "d.csv", ["text,label"]), _write(tmp_path / "dev.tsv", ["label\ttext_a"])):
+        with pytest.raises(ValueError, match=re.escape(f"{path}: no records")):
+            load_table(path)
+    with pytest.raises(ValueError, match=re.escape(f"{tmp_path / 'dev.tsv'}: no records")):
+        load_chnsenticorp(tmp_path / "dev.tsv")
+    labels = tmp_path / "labels.json"
+    labels.write_text("", encoding="utf-8")
+    data = _jsonl(tmp_path / "train.json", [{"label": "100", "label_desc": "news_story", "sentence": "s"}])
+    with pytest.raises(ValueError, match=re.escape(f"{labels}: no records")):
+        load_tnews(data, labels_path=labels)
+
+
+def test_gbk_file_names_file_line_and_the_iconv_fix(tmp_path):
+    path = tmp_path / "train.txt"
+    path.write_bytes("好\t1\n差\t0\n".encode("utf-8") + "很好的酒店\t1\n".encode("gbk"))
+    with pytest.raises(ValueError, match=re.escape(f"{path}:3: not UTF-8 text (")) as caught:
+        load_chnsenticorp(path)
+    assert str(caught.value).endswith("; convert it with iconv -f GBK -t UTF-8")
+    jsonl = tmp_path / "dev.json"
+    jsonl.write_bytes(json.dumps({"query": "小孩", "title": "咳嗽", "label": "1"}, ensure_ascii=False).encode("gbk") + b"\n")
+    with pytest.raises(ValueError, match=re.escape(f"{jsonl}:1: not UTF-8 text (") + ".*iconv -f GBK -t UTF-8"):
+        load_qbqtc(jsonl)
+    latin = tmp_path / "d.tsv"  # 0xff is neither UTF-8 nor GBK
+    latin.write_bytes(b"text\tlabel\n\xff\xff\ta\n")
+    with pytest.raises(ValueError, match=re.escape(f"{latin}:2: not UTF-8 text (") + r".*iconv -f <its encoding> -t UTF-8"):
+        load_table(latin)
+
+
+def test_utf8_bom_before_a_header_is_dropped(tmp_path):
+    path = tmp_path / "dev.tsv"
+    path.write_bytes("\ufefflabel\ttext_a\n1\t很好\n0\t太差\n".encode("utf-8"))
+    assert load_chnsenticorp(path).to_dict() == {"text": ["很好", "太差"], "label": [1, 0]}
+    table = tmp_path / "d.csv"
+    table.write_bytes("\ufefftext,label\n甲,a\n".encode("utf-8"))
+    assert load_table(table).to_dict() == {"text": ["甲"], "label": [0]}
+    jsonl = tmp_path / "dev.json"
+    jsonl.write_bytes(("\ufeff" + json.dumps({"query": "q", "title": "t", "label": "2"})).encode("utf-8"))
+    assert load_qbqtc(jsonl)["label"] == [2]
+
+
+def test_fields_longer_than_the_csv_default_limit_load(tmp_path):
+    long_text = "长" * (csv.field_size_limit() + 10)
+    limit_before = csv.field_size_limit()
+    path = _write(tmp_path / "train.txt", ["好\t1", f"{long_text}\t0"])
+    assert load_chnsenticorp(path)["text"] == ["好", long_text]
+    table = _write(tmp_path / "d.csv", ["text,label", f'"{long_text}",a'])
+    assert load_table(table)["text"] == [long_text]
+    assert csv.field_size_limit() == limit_before  # the module-wide limit is restored
+
+
+def test_csv_errors_name_file_and_line(tmp_path, monkeypatch):
+    import workbench.data.loaders as loaders
+
+    # a limit below the file size stands in for a field beyond any sensible limit (over 2 GiB)
+    monkeypatch.setattr(loaders, "_CSV_FIELD_LIMIT_CAP", 8)
+    path = _write(tmp_path / "train.txt", ["好\t1", "很长很长很长很长很长\t0"])
+    original = csv.field_size_limit(8)
+    try:
+        with pytest.raises(ValueError, match=re.escape(f"{path}:2: field larger than field limit")):
+            load_chnsenticorp(path)
+        assert csv.field_size_limit() == 8
+    finally:
+        csv.field_size_limit(original)

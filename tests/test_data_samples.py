@@ -1,9 +1,11 @@
 from __future__ import annotations
 
+import re
 from collections import Counter
 
 import jieba
 import jieba.posseg
+import numpy as np
 import pytest
 
 from workbench.data import (
@@ -217,3 +219,21 @@ def test_label_names_requires_classlabel():
 
     with pytest.raises(ValueError, match="ds"):
         label_names(Dataset.from_dict({"text": ["a"], "label": [0]}))
+
+
+@pytest.mark.parametrize("seed", [-1, 1.5, True, "0", None])
+@pytest.mark.parametrize("generator", [
+    lambda seed: sample_relevance_pairs(n=5, seed=seed),
+    lambda seed: sample_relevance_splits(seed=seed, n_train=5, n_validation=2, n_test=2),
+    lambda seed: sample_sentences(n=5, seed=seed),
+    lambda seed: sample_sentence_splits(seed=seed, n_train=5, n_validation=2, n_test=2),
+    lambda seed: sample_corpus(5, seed=seed),
+])
+def test_seed_must_be_a_non_negative_integer(generator, seed):
+    # before: random.Random(-1) silently replayed seed 1
+    with pytest.raises(ValueError, match=re.escape(f"seed: must be an integer >= 0, got {seed!r}")):
+        generator(seed)
+
+
+def test_numpy_integer_seeds_are_accepted():
+    assert sample_sentences(n=5, seed=np.int64(3)).to_dict() == sample_sentences(n=5, seed=3).to_dict()

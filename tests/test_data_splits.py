@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import re
+
 import pytest
 from datasets import DatasetDict
 
@@ -42,6 +44,23 @@ def test_stratified_split_is_seeded():
 def test_stratified_split_bad_fractions(fractions):
     with pytest.raises(ValueError, match="fractions"):
         stratified_split(sample_sentences(n=20), fractions)
+
+
+def test_stratified_split_too_small_for_the_fractions():
+    ds = sample_sentences(n=5, seed=0)
+    with pytest.raises(ValueError, match=r"fractions: split 'validation' would be empty \(0\.1 of 5 examples"):
+        stratified_split(ds)
+    with pytest.raises(ValueError, match="ds: must hold at least one example to split, got an empty dataset"):
+        stratified_split(ds.select([]))
+    # just enough: every split gets at least one example
+    parts = stratified_split(sample_sentences(n=40, seed=0), {"train": 0.5, "test": 0.5})
+    assert all(len(split) > 0 for split in parts.values())
+
+
+@pytest.mark.parametrize("seed", [-1, 2.0, None])
+def test_stratified_split_seed_must_be_a_non_negative_integer(seed):
+    with pytest.raises(ValueError, match=re.escape(f"seed: must be an integer >= 0, got {seed!r}")):
+        stratified_split(sample_sentences(n=50), seed=seed)
 
 
 def _pairs(rows):

@@ -329,10 +329,17 @@ def knowledge_word_rate(collator, features, draws=100):
     return hit / total
 
 
+# weights far apart: the weighted draw approaches the former fixed ranking entity > event > other (by idf within)
+RANKING_WEIGHTS = {"entity_weight": 1e9, "event_weight": 1e4, "other_weight": 1.0}
+
+
 def test_kdm_masks_entities_and_events_more_often_than_wwm(tokenizer, features):
-    kdm = knowledge_word_rate(KnowledgeMaskCollator(tokenizer, return_word_ids=True), features)
+    kdm = knowledge_word_rate(KnowledgeMaskCollator(tokenizer, return_word_ids=True, **RANKING_WEIGHTS), features)
     wwm = knowledge_word_rate(WholeWordMaskCollator(tokenizer, return_word_ids=True), features)
     assert kdm > 2 * wwm
+    # the default weights (10 : 5 : 1) keep a clear preference while the draw stays random
+    default = knowledge_word_rate(KnowledgeMaskCollator(tokenizer, return_word_ids=True), features)
+    assert default > 1.5 * wwm
 
 
 def test_kdm_entity_lexicon_and_idf_order(tokenizer, segmenter):
@@ -340,12 +347,140 @@ def test_kdm_entity_lexicon_and_idf_order(tokenizer, segmenter):
     feature = encode_words(tokenizer, [text], segmenter)[0]
     # budget round(0.15 * 18) = 3: the listed entity "公园" (2 tokens) comes first, then the highest-IDF word
     idf = {"很": 9.0, "散步": 5.0}
-    collator = KnowledgeMaskCollator(tokenizer, entities={"公园"}, idf=idf, return_word_ids=True)
+    collator = KnowledgeMaskCollator(tokenizer, entities={"公园"}, idf=idf, return_word_ids=True, **RANKING_WEIGHTS)
     for _ in range(5):
         batch = collate(collator, [feature])
         masked_words = {feature["words"][w] for w in set(batch["word_ids"][0][batch["labels"][0] != -100].tolist())}
         # events (去, 散步) outrank other words; 散步 does not fit the remaining budget of 1, so 去 does
         assert masked_words == {"公园", "去"}
+
+
+def hand_feature(tokenizer, words, tags):
+    """A word-aligned feature (as encode_words builds it) with one token per character of each word."""
+    ids = [tokenizer.convert_tokens_to_ids(list(word)) for word in words]
+    word_ids = [index for index, word in enumerate(words) for _ in word]
+    n = len(word_ids)
+    return {
+        "input_ids": [tokenizer.cls_token_id, *(i for word in ids for i in word), tokenizer.sep_token_id],
+        "attention_mask": [1] * (n + 2),
+        "token_type_ids": [0] * (n + 2),
+        "word_ids": [-1, *word_ids, -1],
+        "word_pos": ["", *(tags[w] for w in word_ids), ""],
+        "words": list(words),
+        "word_tags": list(tags),
+    }
+
+
+def first_pick_frequencies(collator, feature, copies=4000, calls=5):
+    """Share of rows in which each word is the masked one (the budget must be one single-token word)."""
+    hits = np.zeros(len(feature["words"]))
+    for _ in range(calls):
+        labels = collate(collator, [feature] * copies)["labels"][:, 1:-1] != -100
+        assert (labels.sum(axis=1) == 1).all()
+        hits += labels.sum(axis=0)
+    return hits / (copies * calls)
+
+
+def test_kdm_draws_words_with_probability_proportional_to_their_weight(tokenizer):
+    # 5 one-token words, budget round(0.15 * 5) = 1: the masked word is the first of the weighted draw,
+    # P(i) = w_i / sum_j w_j with w = type weight * idf
+    feature = hand_feature(tokenizer, "京去的了走", ["ns", "v", "uj", "ul", "v"])
+    frequencies = first_pick_frequencies(KnowledgeMaskCollator(tokenizer, seed=11), feature)
+    weights = np.array([10.0, 5.0, 1.0, 1.0, 5.0])  # defaults entity 10, event 5, other 1
+    expected = weights / weights.sum()
+    np.testing.assert_allclose(frequencies, expected, atol=4.5 * np.sqrt(expected * (1 - expected) / 20000).max())
+    # with idf (missing words count as the rarest: the largest idf, 3.0) and chosen type weights
+    idf = {"京": 1.0, "去": 3.0, "的": 2.0}
+    collator = KnowledgeMaskCollator(tokenizer, seed=12, idf=idf, entity_weight=6.0, event_weight=2.0, other_weight=0.5)
+    weights = np.array([6.0 * 1.0, 2.0 * 3.0, 0.5 * 2.0, 0.5 * 3.0, 2.0 * 3.0])
+    expected = weights / weights.sum()
+    np.testing.assert_allclose(first_pick_frequencies(collator, feature), expected,
+                               atol=4.5 * np.sqrt(expected * (1 - expected) / 20000).max())
+
+
+def test_kdm_same_seed_same_masks_and_fresh_masks_every_batch(tokenizer, segmenter, features):
+    # with an idf table every word has its own priority: a fixed ranking would mask the same words every epoch
+    idf = compute_idf(segmenter.words(text) for text in SENTENCES)
+    first, second = (KnowledgeMaskCollator(tokenizer, seed=5, idf=idf) for _ in range(2))
+    runs = [[collate(collator, features)["labels"] for _ in range(20)] for collator in (first, second)]
+    assert all((a == b).all() for a, b in zip(*runs))
+    for row in range(len(features)):
+        masks = [tuple(np.flatnonzero(labels[row] != -100)) for labels in runs[0]]
+        assert len(set(masks)) >= 5, row
+        assert sum(a != b for a, b in zip(masks, masks[1:])) >= 12, row
+
+
+def test_kdm_masks_entities_and_events_more_often_than_other_words(tokenizer, features):
+    collator = KnowledgeMaskCollator(tokenizer, return_word_ids=True, seed=2)
+    masked = {0: [0, 0], 1: [0, 0], 2: [0, 0]}  # type -> [masked, seen]
+    for _ in range(200):
+        for (row, word), fraction in masked_word_fractions(collate(collator, features)).items():
+            tag = features[row]["word_tags"][word]
+            kind = 0 if (tag.startswith("nr") or tag in {"ns", "nt", "nz"}) else 1 if tag in {"v", "vn"} else 2
+            masked[kind][0] += fraction == 1.0
+            masked[kind][1] += 1
+    entity, event, other = (hit / seen for hit, seen in masked.values())
+    # (entities here are long words, 3-5 tokens, that often do not fit a budget of 3-4: they need not beat events)
+    assert entity > 1.5 * other and event > 1.5 * other
+    assert other > 0  # the draw is random: other words are masked now and then
+
+
+def test_kdm_zero_weight_words_only_fill_what_the_others_cannot(tokenizer):
+    collator = KnowledgeMaskCollator(tokenizer, mlm_probability=0.4, other_weight=0.0, return_word_ids=True)
+    # 11 tokens, budget round(0.4 * 11) = 4: the five one-token candidates (entities 京, 沪; events 去, 走, 说)
+    # fill it in any order
+    feature = hand_feature(tokenizer, ["京", "的", "去", "了", "沪", "很", "走", "说", "我们", "吧"],
+                           ["ns", "uj", "v", "ul", "ns", "d", "v", "v", "r", "y"])
+    candidates = {0, 2, 4, 6, 7}
+    seen = set()
+    for _ in range(200):
+        batch = collate(collator, [feature])
+        masked_words = set(batch["word_ids"][0][batch["labels"][0] != -100].tolist())
+        assert masked_words <= candidates and (batch["labels"][0] != -100).sum() == 4
+        seen.add(frozenset(masked_words))
+    assert len(seen) == 5  # which four of the five: still at random
+    # words of "other" type only: the budget is still filled, from the zero-weight words at random
+    only_others = hand_feature(tokenizer, "的了很说", ["uj", "ul", "d", "x"])
+    picks = {tuple(collate(collator, [only_others])["labels"][0] != -100) for _ in range(50)}
+    assert all(sum(pick) == 2 for pick in picks) and len(picks) > 1  # budget round(0.4 * 4) = 2
+
+
+@pytest.mark.parametrize("weights", [
+    {}, {"other_weight": 0.0}, {"entity_weight": 0.0, "event_weight": 0.0}, RANKING_WEIGHTS,
+])
+def test_kdm_never_exceeds_budget(tokenizer, segmenter, features, pair_features, weights):
+    idf = compute_idf(segmenter.words(text) for text in SENTENCES)
+    collator = KnowledgeMaskCollator(tokenizer, mlm_probability=0.3, idf=idf, seed=3, **weights)
+    for feats in (features, pair_features):
+        budgets = np.array([round(0.3 * sum(w >= 0 for w in f["word_ids"])) for f in feats])
+        for _ in range(50):
+            counts = (collate(collator, feats)["labels"] != -100).sum(axis=1)
+            assert (counts <= budgets).all()
+
+
+@pytest.mark.parametrize(("weights", "message"), [
+    ({"entity_weight": -1.0}, "entity_weight: must be a finite number >= 0, got -1.0"),
+    ({"event_weight": float("nan")}, "event_weight: must be a finite number >= 0, got nan"),
+    ({"other_weight": "1"}, "other_weight: must be a finite number >= 0, got '1'"),
+    ({"entity_weight": 0, "event_weight": 0, "other_weight": 0}, "entity_weight, event_weight, other_weight: must not all be 0"),
+])
+def test_kdm_rejects_bad_weights(tokenizer, weights, message):
+    with pytest.raises(ValueError, match=message):
+        KnowledgeMaskCollator(tokenizer, **weights)
+
+
+# --- empty texts ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("collator_class", ALL_COLLATORS)
+def test_empty_texts_get_no_mask(collator_class, tokenizer, segmenter):
+    all_empty = encode_words(tokenizer, ["", "   ", ""], segmenter)
+    batch = collate(collator_class(tokenizer, mlm_probability=0.5), all_empty)
+    assert (batch["labels"] == -100).all()
+    assert (batch["input_ids"] == np.array([f["input_ids"] for f in all_empty])).all()
+    mixed = encode_words(tokenizer, ["", SENTENCES[0]], segmenter)
+    batch = collate(collator_class(tokenizer, mlm_probability=0.5), mixed)
+    assert (batch["labels"][0] == -100).all() and (batch["labels"][1] != -100).any()
 
 
 def test_compute_idf_by_hand():

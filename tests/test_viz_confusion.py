@@ -70,8 +70,14 @@ def test_entropy_figure_traces():
     fig = entropy_figure(2, 4, logits=[1.0, 0.0], highlight_n=3)
     names = [trace.name for trace in fig.data]
     assert len(names) == 4
-    assert list(fig.data[1].y) == pytest.approx([math.log(2 + n) for n in range(5)])
+    # the paper's eq. 3 at the default gamma = 0.1: H_{2+n} = -(1+n) 0.1 ln 0.1 - (1 - (1+n) 0.1) ln(1 - (1+n) 0.1)
+    assert list(fig.data[1].y) == pytest.approx(
+        [-(1 + n) * 0.1 * math.log(0.1) - (1 - (1 + n) * 0.1) * math.log(1 - (1 + n) * 0.1) for n in range(5)], rel=1e-14
+    )
+    aside = entropy_figure(2, 4, uniform=True)
+    assert aside.data[3].name == "uniform (aside, not the paper's eq. 3): log(k+n)"
+    assert list(aside.data[3].y) == pytest.approx([math.log(2 + n) for n in range(5)])
     assert fig.layout.shapes[0].x0 == 3
     assert len(entropy_figure(3, 2).data) == 2
-    with pytest.raises(ValueError, match=r"highlight_n must be in \[0, n_max = 2\]"):
+    with pytest.raises(ValueError, match=r"highlight_n: must be in \[0, n_max = 2\]"):
         entropy_figure(3, 2, highlight_n=5)

@@ -9,8 +9,10 @@ import numpy as np
 import plotly.graph_objects as go
 import pytest
 
+from workbench.information import paper_entropy
 from workbench.losses.pcl import pcl_weight_matrix
 from workbench.viz import figures
+from workbench.viz.entropy import entropy_figure
 from workbench.viz.widgets import (
     EntropyPanel,
     LinkedCurve,
@@ -81,16 +83,58 @@ def test_pcl_panel_matches_weight_matrix():
         np.testing.assert_allclose(np.asarray(trace.z), pcl_weight_matrix(variant, 0.3).numpy())
 
 
+def test_pcl_panel_starts_at_the_given_epsilon():
+    # a notebook sweep over epsilon passes epsilon=...: the figure is drawn at that value
+    for epsilon in (0.0, 0.25, 0.95):
+        panel = PclWeightsPanel(variants=("weighted",), interactive=False, epsilon=epsilon)
+        assert panel.sliders["epsilon"].value == epsilon
+        assert panel.sliders["epsilon"].max >= epsilon  # 0.95 is above the default slider range: widened, not clamped
+        np.testing.assert_allclose(np.asarray(panel.figure.data[0].z), pcl_weight_matrix("weighted", epsilon).numpy())
+    low, high = (PclWeightsPanel(variants=("weighted",), interactive=False, epsilon=e).figure for e in (0.05, 0.6))
+    assert not np.array_equal(np.asarray(low.data[0].z), np.asarray(high.data[0].z))
+
+
+def test_pcl_panel_names_follow_label_counts():
+    panel = PclWeightsPanel(variants=("weighted",), label_counts=[1, 2], interactive=False)
+    assert panel.label_names == ["0", "1"]
+    np.testing.assert_allclose(np.asarray(panel.figure.data[0].z), pcl_weight_matrix("weighted", 0.1, label_counts=[1, 2]).numpy())
+    assert PclWeightsPanel(interactive=False).label_names == ["0", "1", "2"]  # QBQTC's default counts
+
+
 def test_entropy_panel():
-    panel = EntropyPanel(n_max=6)
+    panel = EntropyPanel(n_max=6, uniform=True)
     panel.sliders["k"].value = 3
     panel.sliders["n_auxiliary"].value = 5
     _assert_same_data(panel.figure, panel.figure_for(k=3, n_auxiliary=5))
-    assert list(panel.figure.data[1].y) == pytest.approx([math.log(3 + n) for n in range(7)])
+    uniform = [trace for trace in panel.figure.data if trace.name.startswith("uniform (aside, not the paper's eq. 3)")]
+    assert list(uniform[0].y) == pytest.approx([math.log(3 + n) for n in range(7)])
     assert panel.figure.layout.shapes[0].x0 == 5
     with_logits = EntropyPanel(n_max=2, logits=[1.0, 0.0, 0.0])
-    assert set(with_logits.sliders) == {"n_auxiliary"}  # k is fixed by the logits
+    assert set(with_logits.sliders) == {"n_auxiliary", "gamma_entropy"}  # k is fixed by the logits
     assert len(with_logits.figure.data) == 4
+
+
+def test_entropy_panel_gamma_slider_matches_the_plain_function():
+    panel = EntropyPanel(n_max=6)
+    assert panel.sliders["gamma_entropy"].value == 0.1
+    panel.sliders["k"].value = 3
+    panel.sliders["gamma_entropy"].value = 0.12
+    _assert_same_data(panel.figure, entropy_figure(3, 6, highlight_n=3, gamma=0.12))
+    _assert_same_data(panel.figure, panel.figure_for(k=3, gamma_entropy=0.12, n_auxiliary=3))
+    # the paper's eq. 3 per n; (3 + n - 1) * 0.12 >= 1 from n = 7 on, so all 7 points are defined here
+    expected = [paper_entropy(3 + n, 0.12) for n in range(7)]
+    assert list(panel.figure.data[1].y) == expected
+    assert list(panel.figure.data[0].y) == [paper_entropy(3, 0.12)] * 7
+
+
+def test_entropy_panel_shows_where_the_papers_entropy_is_undefined():
+    panel = EntropyPanel(n_max=20, interactive=False, gamma=0.2)
+    ys = np.asarray(panel.figure.data[1].y, dtype=float)  # k = 2: (1 + n) * 0.2 < 1 for n <= 3
+    assert np.isfinite(ys[:4]).all() and np.isnan(ys[4:]).all()
+    assert "eq. 3 undefined for n >= 4" in panel.figure.layout.title.text
+    panel.sliders["k"].value = 7  # (7 - 1) * 0.2 >= 1: eq. 2 itself is undefined; no exception in the callback
+    assert len(panel.figure.data) == 0
+    assert "H_k (eq. 2) undefined for k = 7, gamma = 0.2" in panel.figure.layout.title.text
 
 
 def test_headless_display_saves_the_current_figure(tmp_path):
@@ -111,7 +155,22 @@ def test_headless_display_saves_the_current_figure(tmp_path):
         (lambda: make_slider("gamma", width=3), "slider overrides must be among value, min, max, step"),
         (lambda: LossCurvePanel([]), "at least one LinkedCurve"),
         (lambda: LossCurvePanel([LinkedCurve("focal", ("epsilon",))]), r"links slider\(s\) \['epsilon'\]"),
-        (lambda: EntropyPanel(n_max=3).figure_for(gamma=1.0), r"unknown slider\(s\) \['gamma'\]; allowed: \['k', 'n_auxiliary'\]"),
+        (lambda: EntropyPanel(n_max=3).figure_for(gamma=1.0),
+         r"unknown slider\(s\) \['gamma'\]; allowed: \['gamma_entropy', 'k', 'n_auxiliary'\]"),
+        (lambda: EntropyPanel(n_max=-3), "n_max: must be an integer >= 0, got -3"),
+        (lambda: EntropyPanel(n_max=2.5), "n_max: must be an integer >= 0, got 2.5"),
+        (lambda: EntropyPanel(gamma=1.0), r"gamma: must satisfy \(k-1\)\*gamma < 1"),
+        (lambda: EntropyPanel(logits=[0.0, 0.0, 0.0], gamma=0.5), r"gamma: must satisfy \(k-1\)\*gamma < 1 .* k = 3"),
+        (lambda: EntropyPanel(gamma=-0.1), "gamma: must be a finite number > 0"),
+        (lambda: PclWeightsPanel(label_counts=[1, 2], label_names=("a", "b", "c")),
+         r"label_counts: must have one count per entry of label_names \(3"),
+        (lambda: PclWeightsPanel(label_counts="123"), "label_counts: must be a sequence of at least 2 finite positive counts"),
+        (lambda: PclWeightsPanel(label_counts=[5]), "label_counts: must be a sequence of at least 2"),
+        (lambda: PclWeightsPanel(label_counts=[5, 0, 2]), r"label_counts: .*got \[5, 0, 2\]"),
+        (lambda: PclWeightsPanel(label_counts=[[1, 2], [3, 4]]), "label_counts: must be a sequence"),
+        (lambda: PclWeightsPanel(epsilon=1.0), r"epsilon: must be a number in \[0, 1\), got 1.0"),
+        (lambda: PclWeightsPanel(epsilon=-0.1), r"epsilon: must be a number in \[0, 1\), got -0.1"),
+        (lambda: PclWeightsPanel(epsilon="0.1"), r"epsilon: must be a number in \[0, 1\), got '0.1'"),
     ],
 )
 def test_bad_input(call, message):

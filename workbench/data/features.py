@@ -60,3 +60,11 @@ def label_counts(ds: Dataset, num_labels: int | None = None) -> list[int]:
     if labels.size and (labels.min() < 0 or labels.max() >= num_labels):
         raise ValueError(f"num_labels: labels must lie in [0, {num_labels - 1}], got range [{labels.min()}, {labels.max()}]")
     return np.bincount(labels, minlength=num_labels).tolist()
+
+
+def check_seed(seed: int) -> int:
+    """``seed`` as an int; ValueError "seed: must be an integer >= 0, got ..." otherwise
+    (numpy's generators reject negative seeds, ``random.Random`` would hash them)."""
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise ValueError(f"seed: must be an integer >= 0, got {seed!r}")
+    return int(seed)

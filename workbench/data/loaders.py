@@ -3,7 +3,12 @@
 Each loader returns a ``datasets.Dataset`` with ``text`` (and ``text_pair``)
 strings and an integer ``label`` whose ClassLabel feature holds the class names.
 A missing file, a missing column, a malformed line or an unknown label value
-raises ValueError naming the file and the 1-based line number.
+raises ValueError naming the file and the 1-based line number; so does a line
+that is not UTF-8 (e.g. a GBK download: the message gives the iconv command
+that converts it). A file without any record raises ``<path>: no records``.
+A UTF-8 byte-order mark before the first line is dropped (``utf-8-sig``), so
+a header after it is recognised. CSV/TSV fields may be as long as the file:
+the csv module's field-size limit is raised to the file size while it is read.
 """
 
 from __future__ import annotations
@@ -39,18 +44,56 @@ def _existing_file(path: str | Path, parameter: str = "path") -> Path:
     return path
 
 
-def _jsonl_records(path: Path) -> Iterator[Record]:
-    with path.open(encoding="utf-8") as handle:
-        for line_no, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
+_CSV_FIELD_LIMIT_CAP = 2**31 - 1  # csv.field_size_limit takes a C long (32-bit on Windows)
+
+
+def _undecodable_lines(path: Path) -> Iterator[tuple[int, bytes, UnicodeDecodeError]]:
+    """(1-based line number, raw bytes, error) of every line of ``path`` that is not UTF-8."""
+    with path.open("rb") as handle:
+        for line_no, raw in enumerate(handle, start=1):
             try:
-                record = json.loads(line)
-            except json.JSONDecodeError as error:
-                raise ValueError(f"{path}:{line_no}: not a JSON object ({error.msg})") from None
-            if not isinstance(record, dict):
-                raise ValueError(f"{path}:{line_no}: not a JSON object")
-            yield line_no, {key: "" if value is None else str(value) for key, value in record.items()}
+                raw.decode("utf-8-sig" if line_no == 1 else "utf-8")
+            except UnicodeDecodeError as error:
+                yield line_no, raw, error
+
+
+def _not_utf8(path: Path) -> ValueError:
+    """The error for a file that is not UTF-8, naming its first undecodable line and the iconv
+    command that converts it (GBK when that line decodes as GBK)."""
+    line_no, raw, error = next(_undecodable_lines(path))
+    try:
+        raw.decode("gbk")
+        source = "GBK"
+    except UnicodeDecodeError:
+        source = "<its encoding>"
+    return ValueError(
+        f"{path}:{line_no}: not UTF-8 text ({error.reason} at byte {error.start} of the line); "
+        f"convert it with iconv -f {source} -t UTF-8"
+    )
+
+
+def _text_lines(path: Path, newline: str | None) -> Iterator[str]:
+    """The lines of ``path`` read as UTF-8 (``open(newline=newline)``); a byte-order mark
+    before the first line is dropped. A file that is not UTF-8 raises ValueError naming
+    path:line of its first undecodable line."""
+    try:
+        with path.open(encoding="utf-8-sig", newline=newline) as handle:
+            yield from handle
+    except UnicodeDecodeError:
+        raise _not_utf8(path) from None
+
+
+def _jsonl_records(path: Path) -> Iterator[Record]:
+    for line_no, line in enumerate(_text_lines(path, None), start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as error:
+            raise ValueError(f"{path}:{line_no}: not a JSON object ({error.msg})") from None
+        if not isinstance(record, dict):
+            raise ValueError(f"{path}:{line_no}: not a JSON object")
+        yield line_no, {key: "" if value is None else str(value) for key, value in record.items()}
 
 
 def _delimited_records(path: Path, delimiter: str, fieldnames: Sequence[str] | None) -> Iterator[Record]:
@@ -61,10 +104,12 @@ def _delimited_records(path: Path, delimiter: str, fieldnames: Sequence[str] | N
     the label and the remaining columns, in order, fill the other fieldnames.
     """
     quoting = csv.QUOTE_MINIMAL if delimiter == "," else csv.QUOTE_NONE
-    with path.open(encoding="utf-8", newline="") as handle:
-        reader = csv.reader(handle, delimiter=delimiter, quoting=quoting)
+    previous_limit = csv.field_size_limit()
+    csv.field_size_limit(max(previous_limit, min(path.stat().st_size + 1, _CSV_FIELD_LIMIT_CAP)))
+    try:
+        reader = csv.reader(_text_lines(path, ""), delimiter=delimiter, quoting=quoting)
         columns = list(fieldnames) if fieldnames is not None else None
-        for row in reader:
+        for row in _csv_rows(reader, path):
             line_no = reader.line_num
             if not any(field.strip() for field in row):
                 continue
@@ -77,6 +122,16 @@ def _delimited_records(path: Path, delimiter: str, fieldnames: Sequence[str] | N
             if len(row) != len(columns):
                 raise ValueError(f"{path}:{line_no}: expected {len(columns)} fields {columns}, got {len(row)}")
             yield line_no, dict(zip(columns, row))
+    finally:
+        csv.field_size_limit(previous_limit)
+
+
+def _csv_rows(reader, path: Path) -> Iterator[list[str]]:
+    """The rows of a csv reader; a csv.Error becomes a ValueError naming path:line."""
+    try:
+        yield from reader
+    except csv.Error as error:
+        raise ValueError(f"{path}:{reader.line_num}: {error}") from None
 
 
 def _columns_from_header(header: Sequence[str], fieldnames: Sequence[str]) -> list[str]:
@@ -119,6 +174,8 @@ def _build(
         if text_pair is not None:
             columns["text_pair"].append(record[text_pair])
         columns["label"].append(label_index[raw_label])
+    if not columns["label"]:
+        raise ValueError(f"{path}: no records")
     return build_dataset(columns, names)
 
 
@@ -141,6 +198,8 @@ def _tnews_label_table(labels_path: str | Path | None) -> tuple[tuple[str, str],
         if "label" not in record or "label_desc" not in record:
             raise ValueError(f"{path}:{line_no}: missing column 'label' or 'label_desc'")
         table.append((record["label"], record["label_desc"]))
+    if not table:
+        raise ValueError(f"{path}: no records")
     return tuple(sorted(table, key=lambda pair: int(pair[0]) if pair[0].isdigit() else pair[0]))
 
 
@@ -214,5 +273,7 @@ def load_table(
         label_index = {**_index_labels([str(k) for k in range(len(names))]), **_index_labels(names)}
     else:
         values = [record.get(label, "").strip() for _, record in _records(path, format)]
+        if not values:
+            raise ValueError(f"{path}: no records")
         label_index, names = _infer_label_index(values)
     return _build(_records(path, format), path, text, text_pair, label, label_index, names)

@@ -1,6 +1,6 @@
 """Small Chinese datasets the workbench generates itself (no download needed).
 
-Three generators, all pure and seeded (``random.Random(seed)``), built from the
+Three generators, all pure and seeded (``random.Random(seed)``, seed an integer >= 0), built from the
 word lists below with template slot fillers; every character is in the shipped
 vocabulary (``workbench/resources/vocab.txt``):
 
@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 
 from datasets import Dataset, DatasetDict
 
-from workbench.data.features import RELEVANCE_LABEL_NAMES, build_dataset
+from workbench.data.features import RELEVANCE_LABEL_NAMES, build_dataset, check_seed
 
 # --------------------------------------------------------------------------
 # Relevance pairs
@@ -203,7 +203,7 @@ def sample_relevance_pairs(
     """
     _validate_count("n", n)
     _validate_noise(near_noise, far_noise)
-    columns = _relevance_columns(random.Random(seed), n, near_noise, far_noise)
+    columns = _relevance_columns(random.Random(check_seed(seed)), n, near_noise, far_noise)
     return build_dataset(columns, RELEVANCE_LABEL_NAMES)
 
 
@@ -223,7 +223,7 @@ def sample_relevance_splits(
     and the label proportions are unchanged. Pairs may repeat within a split.
     """
     _validate_noise(near_noise, far_noise)
-    rng = random.Random(seed)
+    rng = random.Random(check_seed(seed))
     return _disjoint_splits(
         _split_sizes(n_train, n_validation, n_test),
         lambda n, exclude, size_name: _relevance_columns(rng, n, near_noise, far_noise, exclude, size_name),
@@ -266,7 +266,7 @@ def sample_sentences(n: int = 2800, seed: int = 0, positive_share: float = 0.18,
     """
     _validate_count("n", n)
     _validate_sentence_args(positive_share, noise)
-    return build_dataset(_sentence_columns(random.Random(seed), n, positive_share, noise), SENTIMENT_LABEL_NAMES)
+    return build_dataset(_sentence_columns(random.Random(check_seed(seed)), n, positive_share, noise), SENTIMENT_LABEL_NAMES)
 
 
 def _validate_sentence_args(positive_share: float, noise: float) -> None:
@@ -313,7 +313,7 @@ def sample_sentence_splits(
     held-out splits share no sentence with training.
     """
     _validate_sentence_args(positive_share, noise)
-    rng = random.Random(seed)
+    rng = random.Random(check_seed(seed))
     return _disjoint_splits(
         _split_sizes(n_train, n_validation, n_test),
         lambda n, exclude, size_name: _sentence_columns(rng, n, positive_share, noise, exclude, size_name),
@@ -371,7 +371,7 @@ def sample_corpus(n_sentences: int = 2000, seed: int = 0) -> list[str]:
     (``nt``), carry verbs (``v``) and use words from ``SYNONYM_GROUPS``.
     """
     _validate_count("n_sentences", n_sentences)
-    rng = random.Random(seed)
+    rng = random.Random(check_seed(seed))
     return [rng.choice(_CORPUS_TEMPLATES)(rng) for _ in range(n_sentences)]
 
 

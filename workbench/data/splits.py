@@ -7,6 +7,8 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 from datasets import Dataset, DatasetDict
 
+from workbench.data.features import check_seed
+
 DEFAULT_FRACTIONS: dict[str, float] = {"train": 0.8, "validation": 0.1, "test": 0.1}
 
 
@@ -19,13 +21,17 @@ def stratified_split(
     and cut at ``round(n_c * cumsum(fractions))``, so split sizes per class differ
     from ``n_c * f`` by less than one. Each split keeps the original order.
     ``fractions`` (default ``DEFAULT_FRACTIONS``) must be positive and sum to 1.
+    Raises ValueError when ``ds`` is empty or a split would get no example
+    (too few examples for the fractions), and for a bad ``seed``.
     """
     fractions = dict(DEFAULT_FRACTIONS if fractions is None else fractions)
     if not fractions or any(not 0.0 < f <= 1.0 for f in fractions.values()):
         raise ValueError(f"fractions: each must be in (0, 1], got {fractions}")
     if abs(sum(fractions.values()) - 1.0) > 1e-6:
         raise ValueError(f"fractions: must sum to 1, got {sum(fractions.values())!r}")
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(check_seed(seed))
+    if len(ds) == 0:
+        raise ValueError("ds: must hold at least one example to split, got an empty dataset")
     labels = np.asarray(ds["label"], dtype=np.int64)
     bounds = np.cumsum([0.0, *fractions.values()])
     parts: dict[str, list[np.ndarray]] = {name: [] for name in fractions}
@@ -34,6 +40,12 @@ def stratified_split(
         cuts = np.round(bounds * members.size).astype(int)
         for name, start, stop in zip(fractions, cuts[:-1], cuts[1:]):
             parts[name].append(members[start:stop])
+    for name, chunks in parts.items():
+        if sum(chunk.size for chunk in chunks) == 0:
+            raise ValueError(
+                f"fractions: split {name!r} would be empty ({fractions[name]:g} of {len(ds)} examples, "
+                f"rounded per class); use more data or a larger fraction, got {fractions}"
+            )
     return DatasetDict({name: ds.select(np.sort(np.concatenate(chunks))) for name, chunks in parts.items()})
 
 

@@ -1,4 +1,4 @@
-"""Word knowledge for knowledge-based dynamic masking: entity/event ranks and corpus IDF."""
+"""Word knowledge for knowledge-based dynamic masking: entity/event types, their sampling weights and corpus IDF."""
 
 from __future__ import annotations
 
@@ -12,43 +12,51 @@ import numpy as np
 ENTITY_TAGS = frozenset({"ns", "nt", "nz"})
 ENTITY_TAG_PREFIX = "nr"  # nr, nrfg, nrt: person names
 EVENT_TAGS = frozenset({"v", "vn"})
-ENTITY_RANK, EVENT_RANK, OTHER_RANK = 0, 1, 2
+ENTITY, EVENT, OTHER = 0, 1, 2
+"""Word types, the indices of the ``type_weights`` given to :func:`word_weights`."""
 
 
-def tag_rank(tag: str) -> int:
-    """0 for a named-entity POS tag (nr*, ns, nt, nz), 1 for an event tag (v, vn), else 2."""
+def word_type(tag: str) -> int:
+    """ENTITY (0) for a named-entity POS tag (nr*, ns, nt, nz), EVENT (1) for an event tag (v, vn), else OTHER (2)."""
     if tag in ENTITY_TAGS or tag.startswith(ENTITY_TAG_PREFIX):
-        return ENTITY_RANK
-    return EVENT_RANK if tag in EVENT_TAGS else OTHER_RANK
+        return ENTITY
+    return EVENT if tag in EVENT_TAGS else OTHER
 
 
-class _TagRanks(dict):
-    """tag -> :func:`tag_rank`, filled on first sight so look-ups stay at C speed."""
+class _TagTypes(dict):
+    """tag -> :func:`word_type`, filled on first sight so look-ups stay at C speed."""
 
     def __missing__(self, tag: str) -> int:
-        self[tag] = rank = tag_rank(tag)
-        return rank
+        self[tag] = kind = word_type(tag)
+        return kind
 
 
-_TAG_RANKS = _TagRanks()
+_TAG_TYPES = _TagTypes()
 
 
-def word_priority(
-    tags: Sequence[str], words: Sequence[str], entities: frozenset[str], idf: Mapping[str, float], unseen_idf: float
+def word_weights(
+    tags: Sequence[str],
+    words: Sequence[str],
+    entities: frozenset[str],
+    idf: Mapping[str, float],
+    unseen_idf: float,
+    type_weights: np.ndarray,
 ) -> np.ndarray:
-    """One sort key per word, smaller = masked first: rank * (M + 1) - idf(word).
+    """One sampling weight per word: w = type_weights[type] * idf(word).
 
-    rank is 0 for entities (by tag or listed in ``entities``), 1 for events, 2
-    otherwise; idf comes from ``idf`` (``unseen_idf`` = M, the largest idf, for
-    missing words), so 0 <= idf <= M and ranks never overlap. ``words`` is only
-    read when ``entities`` or ``idf`` is given.
+    type is ENTITY for an entity tag or a word listed in ``entities``, EVENT
+    for an event tag, else OTHER; idf(word) comes from ``idf`` (``unseen_idf``,
+    the largest idf, for missing words: they count as the rarest) and is 1 for
+    every word when ``idf`` is empty. ``words`` is only read when ``entities``
+    or ``idf`` is given.
     """
-    ranks = np.array(list(map(_TAG_RANKS.__getitem__, tags)), dtype=np.float64)
+    types = np.fromiter(map(_TAG_TYPES.__getitem__, tags), dtype=np.int64, count=len(tags))
     if entities:
-        ranks[np.array(list(map(entities.__contains__, words)), dtype=bool)] = ENTITY_RANK
-    if not idf:
-        return ranks
-    return ranks * (unseen_idf + 1.0) - np.array(list(map(idf.get, words, repeat(unseen_idf))), dtype=np.float64)
+        types[np.fromiter(map(entities.__contains__, words), dtype=bool, count=len(words))] = ENTITY
+    weights = type_weights[types]
+    if idf:
+        weights = weights * np.fromiter(map(idf.get, words, repeat(unseen_idf)), dtype=np.float64, count=len(words))
+    return weights
 
 
 def compute_idf(segmented_texts: Iterable[Iterable[str]]) -> dict[str, float]:

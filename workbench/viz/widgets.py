@@ -23,12 +23,14 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
 import ipywidgets as widgets
+import numpy as np
 import plotly.graph_objects as go
 
+from workbench.information import paper_entropy
 from workbench.viz import figures
 from workbench.viz.confusion import matrix_grid
 from workbench.viz.curves import figure_loss_curves
-from workbench.viz.entropy import entropy_figure
+from workbench.viz.entropy import entropy_figure, undefined_entropy_figure
 
 SLIDERS: dict[str, dict[str, Any]] = {
     "epsilon": {"value": 0.1, "min": 0.0, "max": 0.9, "step": 0.01},
@@ -37,6 +39,8 @@ SLIDERS: dict[str, dict[str, Any]] = {
     "beta": {"value": 0.5, "min": 0.0, "max": 1.0, "step": 0.05},
     "n_auxiliary": {"value": 3, "min": 0, "max": 20, "step": 1},
     "k": {"value": 2, "min": 1, "max": 10, "step": 1},
+    # the auxiliary-label paper's gamma (eq. 2-3): each false label's probability; not focal's "gamma"
+    "gamma_entropy": {"value": 0.1, "min": 0.01, "max": 0.5, "step": 0.01},
 }
 INTEGER_SLIDERS = ("n_auxiliary", "k")
 
@@ -159,23 +163,67 @@ class LossCurvePanel(Panel):
 # ----------------------------------------------------------------------------- PCL weights
 
 
+def _check_epsilon(epsilon: float) -> float:
+    """The PCL epsilon as a float in [0, 1) (the domain of ``pcl_weight_matrix``)."""
+    numeric = isinstance(epsilon, (int, float, np.integer, np.floating)) and not isinstance(epsilon, bool)
+    if not (numeric and 0.0 <= epsilon < 1.0):
+        raise ValueError(f"epsilon: must be a number in [0, 1), got {epsilon!r}")
+    return float(epsilon)
+
+
+def _slider_with_start(name: str, value: float) -> widgets.widget.Widget:
+    """``make_slider(name)`` starting at ``value``; its range is widened to hold ``value``
+    (an ipywidgets slider would clamp it silently)."""
+    settings = SLIDERS[name]
+    return make_slider(name, value=value, min=min(settings["min"], value), max=max(settings["max"], value))
+
+
+def _check_label_counts(label_counts: Sequence[float]) -> tuple[float, ...]:
+    """Per-class counts: a 1-d, non-string sequence of at least 2 finite positive numbers."""
+    message = f"label_counts: must be a sequence of at least 2 finite positive counts, one per class, got {label_counts!r}"
+    if isinstance(label_counts, (str, bytes, Mapping)):
+        raise ValueError(message)
+    try:
+        counts = np.asarray(label_counts, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(message) from None
+    if counts.ndim != 1 or counts.size < 2 or not (np.isfinite(counts).all() and (counts > 0).all()):
+        raise ValueError(message)
+    return tuple(counts.tolist())
+
+
 class PclWeightsPanel(Panel):
-    """The PCL per-(gold, predicted) matrices of several variants against epsilon."""
+    """The PCL per-(gold, predicted) matrices of several variants against epsilon.
+
+    ``epsilon`` (in [0, 1), the domain of ``pcl_weight_matrix``) is the
+    slider's starting value, so a notebook parameter sweep changes the figure.
+    ``label_counts`` (default QBQTC's) sets K; ``label_names`` defaults to
+    "0".."K-1" and must have one name per count.
+    """
 
     def __init__(
         self,
         variants: Sequence[str] = ("weighted", "expected_cost"),
         label_counts: Sequence[float] | None = None,
-        label_names: Sequence[str] = ("0", "1", "2"),
+        label_names: Sequence[str] | None = None,
         interactive: bool = True,
         name: str = "pcl_weights",
+        epsilon: float = 0.1,
     ) -> None:
         from workbench.losses.pcl import QBQTC_LABEL_COUNTS
 
+        self.label_counts = QBQTC_LABEL_COUNTS if label_counts is None else _check_label_counts(label_counts)
+        num_labels = len(self.label_counts)
+        if label_names is None:
+            label_names = [str(index) for index in range(num_labels)]
+        elif len(label_names) != num_labels:
+            raise ValueError(
+                f"label_counts: must have one count per entry of label_names ({len(label_names)}: "
+                f"{list(label_names)}), got {num_labels} counts {list(self.label_counts)}"
+            )
         self.variants = list(variants)
-        self.label_counts = QBQTC_LABEL_COUNTS if label_counts is None else tuple(label_counts)
         self.label_names = list(label_names)
-        super().__init__({"epsilon": make_slider("epsilon")}, name, interactive)
+        super().__init__({"epsilon": _slider_with_start("epsilon", _check_epsilon(epsilon))}, name, interactive)
 
     def draw(self, epsilon: float) -> go.Figure:
         from workbench.losses.pcl import pcl_weight_matrix
@@ -192,7 +240,15 @@ class PclWeightsPanel(Panel):
 
 
 class EntropyPanel(Panel):
-    """H_k vs H_{k+n} over the auxiliary-label count; with ``logits`` also the model's entropies."""
+    """The auxiliary-label paper's H_k (eq. 2) vs H_{k+n} (eq. 3) over the auxiliary-label count.
+
+    Sliders: ``n_auxiliary`` (the marked n, 0..``n_max``), ``k`` (unless
+    ``logits`` fix it) and ``gamma_entropy``, the paper's gamma: every false
+    label's probability (starting at ``gamma``). ``uniform=True`` adds the aside
+    curves log k and log(k+n) (not the paper's quantity); ``logits`` add the
+    model's entropies. Where (k-1) gamma >= 1 eq. 2 is undefined and the figure
+    is empty with a title saying so (widget callbacks must not raise).
+    """
 
     def __init__(
         self,
@@ -201,15 +257,26 @@ class EntropyPanel(Panel):
         auxiliary_logit: float = 0.0,
         interactive: bool = True,
         name: str = "entropy",
+        gamma: float = 0.1,
+        uniform: bool = False,
     ) -> None:
+        if isinstance(n_max, bool) or not isinstance(n_max, int) or n_max < 0:
+            raise ValueError(f"n_max: must be an integer >= 0, got {n_max!r}")
         self.n_max = n_max
         self.logits = None if logits is None else list(logits)
         self.auxiliary_logit = auxiliary_logit
+        self.uniform = uniform
+        initial_k = len(self.logits) if self.logits is not None else SLIDERS["k"]["value"]
+        paper_entropy(initial_k, gamma)  # ValueError naming gamma unless gamma > 0 and (k-1)*gamma < 1
         sliders = {"n_auxiliary": make_slider("n_auxiliary", max=n_max, value=min(3, n_max))}
         if logits is None:
             sliders["k"] = make_slider("k")
+        sliders["gamma_entropy"] = _slider_with_start("gamma_entropy", float(gamma))
         super().__init__(sliders, name, interactive)
 
-    def draw(self, n_auxiliary: int, k: int | None = None) -> go.Figure:
+    def draw(self, n_auxiliary: int, gamma_entropy: float, k: int | None = None) -> go.Figure:
         k = len(self.logits) if self.logits is not None else k
-        return entropy_figure(k, self.n_max, self.logits, self.auxiliary_logit, highlight_n=n_auxiliary)
+        if (k - 1) * gamma_entropy >= 1.0:
+            return undefined_entropy_figure(k, gamma_entropy)
+        return entropy_figure(k, self.n_max, self.logits, self.auxiliary_logit, highlight_n=n_auxiliary,
+                              gamma=gamma_entropy, uniform=self.uniform)
