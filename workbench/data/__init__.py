@@ -9,7 +9,16 @@ Every dataset has a ``text`` column (and ``text_pair`` for pairs) and an integer
 from __future__ import annotations
 
 from workbench.data.features import RELEVANCE_LABEL_NAMES, label_counts, label_names
-from workbench.data.imbalance import downsample, rebalance, upsample
+from workbench.data.imbalance import (
+    TABLE8_SETTINGS,
+    SynonymAugmenter,
+    downsample,
+    rebalance,
+    synonym_replace,
+    table8_class_counts,
+    table8_training_sets,
+    upsample,
+)
 from workbench.data.loaders import (
     TNEWS_LABELS,
     load_chnsenticorp,
@@ -34,6 +43,8 @@ __all__ = [
     "RELEVANCE_LABEL_NAMES",
     "SENTIMENT_LABEL_NAMES",
     "SYNONYM_GROUPS",
+    "SynonymAugmenter",
+    "TABLE8_SETTINGS",
     "TNEWS_LABELS",
     "deduplicate_splits",
     "downsample",
@@ -53,5 +64,8 @@ __all__ = [
     "sample_sentence_splits",
     "sample_sentences",
     "stratified_split",
+    "synonym_replace",
+    "table8_class_counts",
+    "table8_training_sets",
     "upsample",
 ]
