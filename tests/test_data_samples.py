@@ -19,13 +19,23 @@ from workbench.data import (
     sample_sentence_splits,
     sample_sentences,
 )
-from workbench.data.samples import QBQTC_LABEL_PROPORTIONS, all_sample_texts
+from workbench.data.samples import QBQTC_LABEL_PROPORTIONS
 from workbench.vocab import load_tokenizer
+
+
+def all_sample_texts(seed: int = 0) -> list[str]:
+    """Every text of the default sample data."""
+    texts: list[str] = []
+    for split in sample_relevance_splits(seed=seed).values():
+        texts += list(split["text"]) + list(split["text_pair"])
+    for split in sample_sentence_splits(seed=seed).values():
+        texts += list(split["text"])
+    return texts + sample_corpus(seed=seed)
 
 
 def test_all_sample_text_is_in_the_shipped_vocab():
     tok = load_tokenizer()
-    ids = tok(list(all_sample_texts()), add_special_tokens=False)["input_ids"]
+    ids = tok(all_sample_texts(), add_special_tokens=False)["input_ids"]
     assert tok.unk_token_id == 1
     assert sum(seq.count(1) for seq in ids) == 0
 

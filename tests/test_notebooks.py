@@ -13,7 +13,8 @@ import pytest
 import yaml
 
 from workbench.runs import PARAMS_SETS, run
-from workbench.runs.plan import check_notebook_clean, plan_executions
+from notebook_hygiene import check_notebook_clean
+from workbench.runs.plan import plan_executions
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))

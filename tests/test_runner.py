@@ -11,13 +11,13 @@ import pandas as pd
 import pytest
 from nbformat.v4 import new_code_cell, new_notebook
 
+from notebook_hygiene import check_notebook_clean
 from workbench.__main__ import main
 from workbench.runs import run
 from workbench.runs.execute import ensure_kernel, new_run_dir
 from workbench.runs.metrics import metric_statistics, read_metrics, write_json, write_metrics
 from workbench.runs.plan import (
     cell_slug,
-    check_notebook_clean,
     load_params,
     parse_seeds,
     parse_sweep,

@@ -373,15 +373,3 @@ def sample_corpus(n_sentences: int = 2000, seed: int = 0) -> list[str]:
     _validate_count("n_sentences", n_sentences)
     rng = random.Random(check_seed(seed))
     return [rng.choice(_CORPUS_TEMPLATES)(rng) for _ in range(n_sentences)]
-
-
-def all_sample_texts(seed: int = 0) -> Sequence[str]:
-    """Every text of the default sample data (for vocabulary checks)."""
-    relevance = sample_relevance_splits(seed=seed)
-    sentences = sample_sentence_splits(seed=seed)
-    texts: list[str] = []
-    for split in relevance.values():
-        texts += list(split["text"]) + list(split["text_pair"])
-    for split in sentences.values():
-        texts += list(split["text"])
-    return texts + sample_corpus(seed=seed)

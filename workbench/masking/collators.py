@@ -29,11 +29,11 @@ from itertools import chain
 import numpy as np
 import torch
 
-from .knowledge import word_weights
+from workbench.losses import IGNORE_INDEX
+from workbench.masking.knowledge import word_weights
 
 MASK_TOKEN_SHARE = 0.8
 RANDOM_TOKEN_SHARE = 0.1
-IGNORE_INDEX = -100
 DEFAULT_ENTITY_WEIGHT, DEFAULT_EVENT_WEIGHT, DEFAULT_OTHER_WEIGHT = 10.0, 5.0, 1.0
 """KnowledgeMaskCollator's type weights (the workbench's choice; the paper gives none)."""
 _BRACKETED_TOKEN = re.compile(r"^\[[^\]]+\]$")
