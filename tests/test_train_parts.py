@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -135,16 +136,38 @@ def test_fgm_bad_inputs():
         FGM(nn.Linear(2, 2), epsilon=1.0)
 
 
+def _checkpoint(folder: Path, step: int, state: str = "{}", weights: bool = True) -> Path:
+    path = folder / f"checkpoint-{step}"
+    path.mkdir()
+    (path / "trainer_state.json").write_text(state)
+    if weights:
+        (path / "model.safetensors").write_bytes(b"weights")
+    return path
+
+
 def test_checkpoint_to_resume(tmp_path):
     assert checkpoint_to_resume(tmp_path / "absent", resume=False) is None
     assert checkpoint_to_resume(tmp_path, resume=True) is None
-    (tmp_path / "checkpoint-4").mkdir()
-    (tmp_path / "checkpoint-12").mkdir()
-    (tmp_path / "checkpoint-12" / "trainer_state.json").write_text("{}")
-    (tmp_path / "checkpoint-4" / "trainer_state.json").write_text("{}")
+    _checkpoint(tmp_path, 4)
+    _checkpoint(tmp_path, 12)
+    _checkpoint(tmp_path, 9)
     assert checkpoint_to_resume(tmp_path, resume=True).endswith("checkpoint-12")
     with pytest.raises(ValueError, match="training.resume=true"):
         checkpoint_to_resume(tmp_path, resume=False)
+
+
+def test_resume_skips_an_incomplete_checkpoint_with_a_warning_naming_it(tmp_path):
+    _checkpoint(tmp_path, 4)
+    _checkpoint(tmp_path, 8, state='{"global_st')  # killed while writing the trainer state
+    _checkpoint(tmp_path, 12, weights=False)  # killed before the weights
+    (tmp_path / ".staging" / "checkpoint-16").mkdir(parents=True)  # an interrupted atomic save
+    with pytest.warns(UserWarning, match="incomplete checkpoint .*checkpoint-12"):
+        assert checkpoint_to_resume(tmp_path, resume=True).endswith("checkpoint-4")
+    assert not (tmp_path / ".staging").exists()
+    for path in (tmp_path / "checkpoint-4", tmp_path / "checkpoint-8"):
+        shutil.rmtree(path)
+    with pytest.raises(ValueError, match="holds only incomplete checkpoints \\['checkpoint-12'\\]"), pytest.warns(UserWarning):
+        checkpoint_to_resume(tmp_path, resume=True)
 
 
 def test_removing_checkpoints_leaves_other_runs_nested_inside_alone(tmp_path):

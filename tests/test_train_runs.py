@@ -109,6 +109,36 @@ def test_resume_after_interruption_equals_uninterrupted_run(tmp_path):
     assert resumed.metrics["macro_f1"] == uninterrupted.metrics["macro_f1"]
 
 
+def test_a_kill_during_a_save_leaves_no_half_checkpoint_and_resume_continues(tmp_path, monkeypatch):
+    from workbench.train.trainer import LossTrainer
+
+    two_epochs = {"epochs": 2, "save_total_limit": 2}
+    uninterrupted = finetune(tiny_config(tmp_path / "full", training=two_epochs))
+    original, saves = LossTrainer._save_rng_state, []
+
+    def killed_on_the_second_save(self, output_dir):
+        saves.append(output_dir)
+        if len(saves) == 2:
+            raise KeyboardInterrupt("simulated kill in the middle of the second checkpoint")
+        original(self, output_dir)
+
+    monkeypatch.setattr(LossTrainer, "_save_rng_state", killed_on_the_second_save)
+    with pytest.raises(KeyboardInterrupt):
+        finetune(tiny_config(tmp_path / "cut", training=two_epochs))
+    monkeypatch.setattr(LossTrainer, "_save_rng_state", original)
+    assert [path.name for path in (tmp_path / "cut").glob("checkpoint-*")] == ["checkpoint-4"]  # epoch 1 only
+    assert (tmp_path / "cut" / ".staging" / "checkpoint-8").is_dir()  # the half-written one never got its name
+    resumed = finetune(tiny_config(tmp_path / "cut", training={**two_epochs, "resume": True}))
+    pd.testing.assert_frame_equal(predictions(uninterrupted), predictions(resumed))
+    assert not (tmp_path / "cut" / ".staging").exists()
+
+
+def test_a_diverging_run_stops_naming_the_step_and_writes_no_result(tmp_path):
+    with pytest.raises(FloatingPointError, match="training diverged at step 2"):
+        finetune(tiny_config(tmp_path / "run", training={"lr": 1e30, "max_grad_norm": 0.0, "warmup_ratio": 0.0}))
+    assert not (tmp_path / "run" / "metrics.json").exists()
+
+
 def test_pretrain_with_kdm_and_hc_logs_corrections_and_finetune_loads_it(tmp_path):
     pretrained = pretrain_mlm(
         tiny_config(

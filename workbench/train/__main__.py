@@ -35,7 +35,11 @@ def main(argv: list[str] | None = None) -> int:
     from workbench.train import TASK_RUNNERS
     from workbench.train.result import is_main_process
 
-    result = TASK_RUNNERS[config.task](config)
+    try:
+        result = TASK_RUNNERS[config.task](config)
+    except (ValueError, FloatingPointError) as error:  # bad data or a diverged run: one line, no traceback
+        print(f"error: {error}", file=sys.stderr)
+        return 1
     if is_main_process():
         scalars = {key: value for key, value in result.metrics.items() if isinstance(value, (int, float, str))}
         print(json.dumps({"output_dir": str(result.output_dir), **scalars}, indent=2, default=str))

@@ -22,15 +22,20 @@ The subclass therefore sets ``loss_is_scaled_for_ga = True`` and scales in
 
 from __future__ import annotations
 
+import os
+import shutil
 from typing import Any
 
 import torch
 from torch import nn
 from transformers import PrinterCallback, Trainer, TrainingArguments
+from transformers.trainer import TRAINER_STATE_NAME
+from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR, rotate_checkpoints
 
 from workbench.checks import check_choice
 from workbench.config import PRECISIONS, TrainingConfig
 from workbench.losses import IGNORE_INDEX
+from workbench.train.checkpoints import STAGING_DIR
 
 
 def scale_for_accumulation(
@@ -119,6 +124,47 @@ class LossTrainer(Trainer):
             )
         return (loss, outputs) if return_outputs else loss
 
+    def training_step(
+        self, model: nn.Module, inputs: dict[str, Any], num_items_in_batch: torch.Tensor | int | None = None
+    ) -> torch.Tensor:
+        """One optimisation micro-step; a non-finite loss stops the run with ``FloatingPointError``
+        naming the step (the checkpoints saved so far are kept, so the run can be inspected or resumed)."""
+        loss = super().training_step(model, inputs, num_items_in_batch)
+        if not torch.isfinite(loss):
+            raise FloatingPointError(
+                f"training diverged at step {self.state.global_step + 1} (epoch {self.state.epoch or 0:.2f}): the loss is "
+                f"{loss.item()}; lower training.lr or check the loss parameters. Checkpoints saved before are kept in "
+                f"{self.args.output_dir}"
+            )
+        return loss
+
+    def _get_output_dir(self, trial: Any) -> str:
+        run_dir = super()._get_output_dir(trial)
+        return os.path.join(run_dir, STAGING_DIR) if getattr(self, "_staging_checkpoint", False) else run_dir
+
+    def _save_checkpoint(self, model: nn.Module, trial: Any) -> None:
+        """Write ``checkpoint-N`` atomically: the Trainer saves it under ``<output_dir>/.staging/``, then
+        it is renamed into place, so a run killed mid-save never leaves a half-written ``checkpoint-N``."""
+        run_dir = self._get_output_dir(trial)
+        name = f"{PREFIX_CHECKPOINT_DIR}-{self.state.global_step}"
+        self._staging_checkpoint = True
+        try:
+            super()._save_checkpoint(model, trial)
+        finally:
+            self._staging_checkpoint = False
+        if not self.args.should_save:
+            return
+        staged, final = os.path.join(run_dir, STAGING_DIR, name), os.path.join(run_dir, name)
+        if self.state.best_model_checkpoint == staged:  # the state must name the checkpoint's final place
+            self.state.best_model_checkpoint = final
+            self.state.save_to_json(os.path.join(staged, TRAINER_STATE_NAME))
+        if os.path.isdir(final):
+            shutil.rmtree(final)
+        os.replace(staged, final)
+        shutil.rmtree(os.path.join(run_dir, STAGING_DIR), ignore_errors=True)
+        rotate_checkpoints(output_dir=run_dir, save_total_limit=self.args.save_total_limit,
+                           best_model_checkpoint=self.state.best_model_checkpoint, use_mtime=False)
+
     def _gradient_averaging_processes(self) -> int:
         """Processes whose gradients DDP averages when ``num_items_in_batch`` is a global count."""
         if self.args.average_tokens_across_devices and self.args.world_size > 1:
@@ -183,6 +229,7 @@ def training_arguments(
         "metric_for_best_model": "macro_f1" if evaluate else None,
         "greater_is_better": True if evaluate else None,
         "report_to": "none",
+        "logging_nan_inf_filter": False,  # LossTrainer.training_step stops a run at a non-finite loss
         "dataloader_num_workers": 0,
         "remove_unused_columns": False,
     }
