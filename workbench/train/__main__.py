@@ -24,6 +24,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run the config's task; 0 on success, 2 for bad input (config, data, output_dir), 1 when training diverged."""
     parser = build_parser()
     arguments = parser.parse_args(argv)
     from workbench.config import load_config  # after parsing: --help stays fast
@@ -37,7 +38,10 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         result = TASK_RUNNERS[config.task](config)
-    except (ValueError, FloatingPointError) as error:  # bad data or a diverged run: one line, no traceback
+    except ValueError as error:  # bad input found while running (data, an occupied output_dir): one line
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    except FloatingPointError as error:  # a diverged run
         print(f"error: {error}", file=sys.stderr)
         return 1
     if is_main_process():
