@@ -13,10 +13,11 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "workbench"
 
-FOUNDATION = {"checks", "config", "stats", "vocab", "metrics", "information", "lexicon"}
+FOUNDATION = {"checks", "config", "stats", "threads", "vocab", "metrics", "information", "lexicon"}
 ALLOWED: dict[str, set[str]] = {
     "checks": set(),
     "stats": set(),
+    "threads": set(),
     "config": {"checks"},
     "vocab": set(),
     "metrics": {"checks"},
@@ -26,7 +27,7 @@ ALLOWED: dict[str, set[str]] = {
     "masking": {"checks", "config", "losses", "lexicon"},
     "data": {"checks", "config", "lexicon", "masking"},
     "models": {"checks", "config", "vocab"},
-    "runs": {"checks", "config", "stats"},
+    "runs": {"checks", "config", "stats", "threads"},
     "train": FOUNDATION | {"losses", "masking", "data", "models", "runs"},
     "viz": {"checks", "config", "losses", "information"},
     "studies": FOUNDATION | {"losses", "masking", "data", "models", "train"},

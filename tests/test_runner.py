@@ -324,3 +324,47 @@ def test_cli_exit_code_is_nonzero_when_a_notebook_fails(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "[1/1] fails_in_cell2 ... FAILED at cell 2: ValueError: boom at x=1.0" in out
     assert "0/1 ok" in out
+
+
+# ----------------------------------------------------------------------------- progress
+
+
+def test_progress_in_a_log_adds_a_line_per_interval_naming_the_cell():
+    import io
+    import time
+
+    from workbench.runs.progress import Progress
+
+    stream = io.StringIO()
+    with Progress("[1/1] nb", total_cells=9, stream=stream, interactive=False, interval=0.05) as progress:
+        progress.cell_started(cell_index=2)
+        time.sleep(0.18)
+    lines = stream.getvalue().splitlines()
+    assert 2 <= len(lines) <= 4
+    assert all(line.startswith("    [1/1] nb: still running, cell 3/9, ") and line.endswith(" s") for line in lines)
+
+
+def test_progress_on_a_terminal_redraws_one_line_and_clears_it():
+    import io
+    import time
+
+    from workbench.runs.progress import Progress
+
+    stream = io.StringIO()
+    with Progress("[2/5] nb", total_cells=4, stream=stream, interactive=True, interval=0.05) as progress:
+        progress.cell_started(cell_index=0)
+        time.sleep(0.12)
+    text = stream.getvalue()
+    assert "\n" not in text and text.count("\r[2/5] nb ... cell 1/4, ") >= 1
+    assert text.endswith("\r[2/5] nb ...\033[K")  # the runner appends "ok (n s)" to this line
+
+
+def test_kernels_get_the_thread_count_in_their_environment(tmp_path):
+    notebook = _write_notebook(
+        tmp_path / "threads.ipynb", "output_dir = None",
+        "import os\nfrom workbench.runs import write_metrics\n"
+        "write_metrics(output_dir, {'omp_threads': int(os.environ['OMP_NUM_THREADS'])})",
+    )
+    report = run(notebooks_dir=tmp_path, params_dir=tmp_path, outputs_dir=tmp_path / "out", threads=3, log=_quiet)
+    assert not report.failed and read_metrics(report.outcomes[0].output_dir)["metrics"]["omp_threads"] == 3
+    assert notebook.is_file()

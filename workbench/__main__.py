@@ -9,13 +9,24 @@ from workbench.runs import PARAMS_SETS, parse_seeds, parse_sweep, run
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m workbench")
+    parser = argparse.ArgumentParser(prog="python -m workbench", description="The Imbalance Workbench's notebook runner.")
     commands = parser.add_subparsers(dest="command", required=True)
-    run_parser = commands.add_parser("run", help="execute notebooks headless through papermill into outputs/<run-id>/")
-    run_parser.add_argument("--params-set", default="default", choices=PARAMS_SETS)
+    run_parser = commands.add_parser(
+        "run", help="execute notebooks headless through papermill into outputs/<run-id>/",
+        description="Execute notebooks headless into a new outputs/<run-id>/ folder with summaries and index.html "
+        "(docs/runner.md).",
+    )
+    run_parser.add_argument("--params-set", default="default", choices=PARAMS_SETS,
+                            help="parameter files params/<set>/<notebook>.yaml: default (CPU, sample data, minutes), "
+                                 "smoke (seconds, used by the tests) or gpu (real data, the workbench's encoder, bf16); "
+                                 "default: %(default)s")
     run_parser.add_argument("--only", nargs="+", metavar="NAME", help="notebook stems or prefixes, e.g. 01 or 01_dice_loss")
-    run_parser.add_argument("--sweep", nargs="+", default=[], metavar="KEY=V1,V2", help="grid over parameter values")
-    run_parser.add_argument("--seeds", metavar="1,2,3", help="run every grid point once per seed")
+    run_parser.add_argument("--sweep", nargs="+", default=[], metavar="KEY=V1,V2",
+                            help="one execution per value (several keys: their grid); values are YAML, lists in brackets: "
+                                 "table8_losses=[CE,DSC],[FL]")
+    run_parser.add_argument("--seeds", metavar="1,2,3", help="the seeds list every notebook repeats over (mean and spread)")
+    run_parser.add_argument("--threads", type=int, metavar="N",
+                            help="CPU threads per kernel (default: half the cores, at least 1)")
     run_parser.add_argument("--notebooks-dir", default="notebooks")
     run_parser.add_argument("--params-dir", default="params")
     run_parser.add_argument("--outputs-dir", default="outputs")
@@ -38,6 +49,7 @@ def main(argv: list[str] | None = None) -> int:
             outputs_dir=args.outputs_dir,
             run_id=args.run_id,
             kernel_name=args.kernel,
+            threads=args.threads,
         )
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -397,6 +397,8 @@ class TrainingConfig(Section):
     weight_decay: float = option(0.01, "AdamW decoupled weight decay")
     max_grad_norm: float = option(1.0, "gradient clipping (0 disables)")
     seed: int = option(0, "model init, shuffling, dropout, masking")
+    threads: int | None = option(None, "torch CPU threads; null: OMP_NUM_THREADS when set (the runner sets it per kernel), "
+                                 "else half the cores, at least 1 (a busy core elsewhere does not stall training)")
     grad_accumulation: int = option(1, "micro-batches per optimizer step (docs/training.md)")
     precision: str = option("auto", "auto (bf16 on a CUDA device that supports it, else fp32), fp32, bf16, fp16 "
                             "(these two need CUDA)")
@@ -415,6 +417,7 @@ class TrainingConfig(Section):
         check_number(self.key("weight_decay"), self.weight_decay, 0)
         check_number(self.key("max_grad_norm"), self.max_grad_norm, 0)
         check_int(self.key("seed"), self.seed, 0)
+        check_int(self.key("threads"), self.threads, 1, allow_none=True)
         check_choice(self.key("precision"), self.precision, PRECISIONS)
         for name in ("quiet", "resume", "keep_checkpoints"):
             check_bool(self.key(name), getattr(self, name))

@@ -17,6 +17,7 @@ runs one, :mod:`~workbench.runs.report` writes the summaries and the index page,
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,7 +26,8 @@ from typing import Any
 from workbench.runs.execute import Outcome, ensure_kernel, execute, new_run_dir
 from workbench.runs.metrics import read_metrics, write_metrics
 from workbench.runs.plan import PARAMS_SETS, parse_seeds, parse_sweep, plan_executions, select_notebooks
-from workbench.runs.report import write_index, write_summaries
+from workbench.runs.progress import Progress
+from workbench.threads import default_threads
 
 __all__ = ["PARAMS_SETS", "RunReport", "parse_seeds", "parse_sweep", "read_metrics", "run", "write_metrics"]
 
@@ -50,15 +52,23 @@ def run(
     outputs_dir: str | Path = "outputs",
     run_id: str | None = None,
     kernel_name: str | None = None,
+    threads: int | None = None,
     log: Callable[..., None] = print,
+    progress: bool = True,
 ) -> RunReport:
     """Execute the selected notebooks over the sweep grid; write summaries and index.html.
 
-    ``seeds`` sets every notebook's ``seeds`` parameter. Validation errors (unknown parameter,
-    bad run id, existing run folder) raise ValueError before any folder is created or notebook runs.
+    ``seeds`` sets every notebook's ``seeds`` parameter; ``threads`` the CPU threads of every
+    kernel (None: ``workbench.threads.default_threads``). ``progress`` shows the current cell
+    and the elapsed time while a notebook runs (``runs.progress``). Validation errors (unknown
+    parameter, bad run id, existing run folder) raise ValueError before any folder is created or
+    notebook runs.
     """
     notebooks = select_notebooks(notebooks_dir, only)
     executions = plan_executions(notebooks, params_dir, params_set, sweep, seeds)
+    threads = default_threads() if threads is None else threads
+    if threads < 1:
+        raise ValueError(f"threads: must be an int >= 1, got {threads!r}")
     kernel_name = kernel_name or ensure_kernel()
     run_dir = new_run_dir(outputs_dir, run_id)
     outcomes = []
@@ -66,9 +76,16 @@ def run(
         label = f"[{number}/{len(executions)}] {execution.name}" + (f" {execution.slug}" if execution.slug else "")
         log(f"{label} ...", end=" ", flush=True)
         output_dir = run_dir / execution.name / execution.slug if execution.slug else run_dir / execution.name
-        outcome = execute(execution, output_dir, kernel_name)
+        if progress:
+            cells = len(json.loads(execution.notebook.read_text(encoding="utf-8"))["cells"]) + 1  # + the injected cell
+            with Progress(f"[{number}/{len(executions)}] {execution.name}", cells) as ticker:
+                outcome = execute(execution, output_dir, kernel_name, threads, ticker)
+        else:
+            outcome = execute(execution, output_dir, kernel_name, threads)
         log(f"{outcome.status_text()} ({outcome.duration_s:.1f} s)", flush=True)
         outcomes.append(outcome)
+    from workbench.runs.report import write_index, write_summaries  # pandas: imported when a run ends
+
     summary, aggregated = write_summaries(run_dir, outcomes, list(sweep or {}))
     write_index(run_dir, summary, aggregated)
     return RunReport(run_dir, outcomes)

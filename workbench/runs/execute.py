@@ -6,15 +6,18 @@ import os
 import secrets
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import nbformat
 import yaml
 
 from workbench.runs.metrics import read_metrics
 from workbench.runs.plan import _SLUG_UNSAFE, INJECTED_PARAMETERS_TAG, OUTPUT_DIR_PARAMETER, Execution
+from workbench.runs.progress import Progress
+from workbench.threads import kernel_environment
 
 WORKBENCH_KERNEL = "workbench"
 
@@ -111,6 +114,8 @@ def new_run_dir(outputs_dir: str | Path, run_id: str | None = None) -> Path:
 
 def _source_cell_index(executed_notebook: Path, executed_index: int) -> int:
     """Map a cell index of the executed notebook to the source notebook (skipping injected cells)."""
+    import nbformat
+
     cells = nbformat.read(executed_notebook, as_version=4).cells[:executed_index]
     return executed_index - sum(INJECTED_PARAMETERS_TAG in cell.metadata.get("tags", []) for cell in cells)
 
@@ -125,8 +130,29 @@ def export_html(notebook: Path) -> Path:
     return target
 
 
-def execute(execution: Execution, output_dir: Path, kernel_name: str) -> Outcome:
-    """Run one notebook into ``output_dir``; a failure is recorded, never raised."""
+@contextmanager
+def _environment(variables: dict[str, str]) -> Iterator[None]:
+    """``os.environ`` with ``variables`` set inside the block (kernels started there inherit them)."""
+    saved = {name: os.environ.get(name) for name in variables}
+    os.environ.update(variables)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+def execute(
+    execution: Execution, output_dir: Path, kernel_name: str, threads: int = 1, progress: Progress | None = None
+) -> Outcome:
+    """Run one notebook into ``output_dir``; a failure is recorded, never raised.
+
+    The kernel gets ``threads`` CPU threads (``workbench.threads.kernel_environment``); ``progress``
+    is told when each cell starts.
+    """
     import papermill
     from papermill.exceptions import PapermillExecutionError
 
@@ -136,16 +162,19 @@ def execute(execution: Execution, output_dir: Path, kernel_name: str) -> Outcome
     executed = output_dir / execution.notebook.name
     failed_cell, error = None, None
     start = time.perf_counter()
+    hooks = {"on_cell_start": progress.cell_started} if progress is not None else {}
     try:
-        papermill.execute_notebook(
-            str(execution.notebook),
-            str(executed),
-            parameters=parameters,
-            kernel_name=kernel_name,
-            cwd=str(execution.notebook.parent),
-            progress_bar=False,
-            **_local_kernel_transport(),
-        )
+        with _environment(kernel_environment(threads)):
+            papermill.execute_notebook(
+                str(execution.notebook),
+                str(executed),
+                parameters=parameters,
+                kernel_name=kernel_name,
+                cwd=str(execution.notebook.parent),
+                progress_bar=False,
+                **_local_kernel_transport(),
+                **hooks,
+            )
     except PapermillExecutionError as exc:
         failed_cell = _source_cell_index(executed, exc.cell_index)
         error = f"{exc.ename}: {exc.evalue}"

@@ -7,36 +7,40 @@
   also under ``torchrun`` / ``accelerate launch``.
 * :class:`Fitter` (``build_fitter``): the one way a study fits a classifier with a loss and a
   seed, with the character probe or a transformer.
+
+Names are imported on first use (PEP 562), so ``python -m workbench.train --help`` does not
+load torch and transformers.
 """
 
 from __future__ import annotations
 
+import importlib
+from typing import Any
+
 from workbench.config import Config, load_config
-from workbench.train.finetune import finetune
-from workbench.train.fit import Fit, Fitter, ProbeFitter, TransformerFitter, build_fitter
-from workbench.train.evaluation import evaluation_split
-from workbench.train.inputs import ClassificationData, classification_data, tokenize_splits
-from workbench.train.pretrain import pretrain_mlm
-from workbench.train.result import Result
-from workbench.train.two_stage import two_stage
 
-TASK_RUNNERS = {"finetune": finetune, "pretrain_mlm": pretrain_mlm, "two_stage": two_stage}
+_EXPORTS = {
+    "finetune": "workbench.train.finetune",
+    "pretrain_mlm": "workbench.train.pretrain",
+    "two_stage": "workbench.train.two_stage",
+    "Result": "workbench.train.result",
+    "Fit": "workbench.train.fit",
+    "Fitter": "workbench.train.fit",
+    "ProbeFitter": "workbench.train.fit",
+    "TransformerFitter": "workbench.train.fit",
+    "build_fitter": "workbench.train.fit",
+    "ClassificationData": "workbench.train.inputs",
+    "classification_data": "workbench.train.inputs",
+    "tokenize_splits": "workbench.train.inputs",
+    "evaluation_split": "workbench.train.evaluation",
+}
 
-__all__ = [
-    "TASK_RUNNERS",
-    "ClassificationData",
-    "Config",
-    "Fit",
-    "Fitter",
-    "ProbeFitter",
-    "Result",
-    "TransformerFitter",
-    "build_fitter",
-    "classification_data",
-    "evaluation_split",
-    "finetune",
-    "load_config",
-    "pretrain_mlm",
-    "tokenize_splits",
-    "two_stage",
-]
+__all__ = ["TASK_RUNNERS", "Config", "load_config", *_EXPORTS]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "TASK_RUNNERS":
+        return {task: __getattr__(task) for task in ("finetune", "pretrain_mlm", "two_stage")}
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'workbench.train' has no attribute {name!r}")
+    return getattr(importlib.import_module(_EXPORTS[name]), name)

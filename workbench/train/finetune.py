@@ -27,6 +27,7 @@ from workbench.train.evaluation import (
 from workbench.train.inputs import ClassificationData, classification_data
 from workbench.train.result import Result, count_parameters, is_main_process, write_result
 from workbench.train.trainer import LossTrainer, training_arguments
+from workbench.threads import torch_threads
 from workbench.train.verbosity import progress_bars
 
 
@@ -111,7 +112,7 @@ def finetune(config: str | Path | Mapping[str, Any] | Config, callbacks: Sequenc
     none). ``callbacks`` are extra ``TrainerCallback`` objects.
     """
     config = load_config(config, task="finetune")
-    with progress_bars(not config.training.quiet):
+    with progress_bars(not config.training.quiet), torch_threads(config.training.threads):
         set_seed(config.training.seed)
         output_dir = Path(config.output_dir)
         data = classification_data(config)

@@ -34,6 +34,7 @@ from workbench.train.evaluation import predict_probabilities
 from workbench.train.finetune import train_classifier
 from workbench.train.inputs import classification_data
 from workbench.train.probes import PAIR_COLUMNS, SINGLE_COLUMNS, encode_split, fit_probe
+from workbench.threads import torch_threads
 from workbench.train.verbosity import progress_bars
 from workbench.vocab import load_tokenizer
 
@@ -110,7 +111,7 @@ class TransformerFitter(Fitter):
 
     def fit(self, splits: DatasetDict, loss: nn.Module, seed: int) -> Fit:
         _check_splits(splits)
-        with tempfile.TemporaryDirectory(prefix="workbench_fit_") as folder, progress_bars(False):
+        with tempfile.TemporaryDirectory(prefix="workbench_fit_") as folder, progress_bars(False), torch_threads(self.training.threads):
             config = Config(
                 output_dir=folder,
                 data=DataConfig(max_length=self.max_length),

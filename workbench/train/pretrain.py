@@ -21,6 +21,7 @@ from workbench.models import build_masked_lm, model_source
 from workbench.train.checkpoints import checkpoint_to_resume, remove_checkpoints
 from workbench.train.result import Result, count_parameters, write_result
 from workbench.train.trainer import LossTrainer, count_items, training_arguments
+from workbench.threads import torch_threads
 from workbench.train.verbosity import progress_bars
 from workbench.vocab import load_tokenizer
 
@@ -98,7 +99,7 @@ def pretrain_mlm(config: str | Path | Mapping[str, Any] | Config, callbacks: Seq
     logging step and in total).
     """
     config = load_config(config, task="pretrain_mlm")
-    with progress_bars(not config.training.quiet):
+    with progress_bars(not config.training.quiet), torch_threads(config.training.threads):
         return _pretrain_mlm(config, callbacks)
 
 

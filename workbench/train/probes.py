@@ -19,8 +19,7 @@ from __future__ import annotations
 
 import copy
 import math
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,6 +31,7 @@ from torch import nn
 from workbench.checks import check_int
 from workbench.config import ProbeConfig, TrainingConfig
 from workbench.metrics import classification_report
+from workbench.threads import torch_threads
 
 PAD_ID = 0
 """Padding id of the workbench tokenizers ([PAD] = 0); the embedding ignores it."""
@@ -155,18 +155,6 @@ class ProbeFit:
     history: list[dict[str, float]]
 
 
-@contextmanager
-def _single_thread() -> Iterator[None]:
-    """One intra-op thread inside the block: a model this small gains nothing from
-    intra-op threads, and on a loaded machine they cost an order of magnitude."""
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(previous)
-
-
 def _probabilities(model: CharacterProbe, split: EncodedSplit) -> torch.Tensor:
     with torch.no_grad():
         return torch.softmax(model(*split.ids), dim=-1)
@@ -225,7 +213,7 @@ def fit_probe(
         raise ValueError(f"label_names: must have num_labels={num_labels} names, got {len(label_names)}")
     train = encoded.get("train")
     model_pair = bool(train is not None and train.is_pair)
-    with _single_thread(), torch.random.fork_rng(devices=[]):
+    with torch_threads(1), torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         model = CharacterProbe(vocab_size, num_labels, probe.embedding_size, probe.hidden_size, pair=model_pair)
         _check_encoded(encoded, vocab_size, num_labels)

@@ -28,7 +28,7 @@ from typing import Any
 
 import torch
 from torch import nn
-from transformers import PrinterCallback, Trainer, TrainingArguments
+from transformers import PrinterCallback, ProgressCallback, Trainer, TrainingArguments
 from transformers.trainer import TRAINER_STATE_NAME
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR, rotate_checkpoints
 
@@ -36,6 +36,24 @@ from workbench.checks import check_choice
 from workbench.config import PRECISIONS, TrainingConfig
 from workbench.losses import IGNORE_INDEX
 from workbench.train.checkpoints import STAGING_DIR
+
+
+class BarProgressCallback(ProgressCallback):
+    """The Trainer's progress bar without a printed line per logging step: the latest training
+    loss sits in the bar's postfix, and only evaluations (once per epoch) get a line."""
+
+    def on_log(self, args: Any, state: Any, control: Any, logs: dict[str, Any] | None = None, **kwargs: Any) -> None:
+        if not state.is_world_process_zero or self.training_bar is None or not logs:
+            return
+        if "loss" in logs:
+            self.training_bar.set_postfix(loss=f"{logs['loss']:.4g}", refresh=False)
+        evaluation = {
+            key.removeprefix("eval_"): f"{value:.4g}"
+            for key, value in logs.items()
+            if key.startswith("eval_") and isinstance(value, float) and not key.endswith(("runtime", "_per_second"))
+        }
+        if evaluation:
+            self.training_bar.write(f"epoch {state.epoch:.0f} validation: " + ", ".join(f"{k} {v}" for k, v in evaluation.items()))
 
 
 def scale_for_accumulation(
@@ -93,6 +111,8 @@ class LossTrainer(Trainer):
         self.model_accepts_loss_kwargs = True
         if self.args.disable_tqdm:  # quiet: no bars and no per-step log prints
             self.remove_callback(PrinterCallback)
+        elif self.pop_callback(ProgressCallback) is not None:  # a bar, not a line per logging step
+            self.add_callback(BarProgressCallback)
 
     def batch_loss(
         self, model: nn.Module, outputs: Any, labels: torch.Tensor, inputs: dict[str, Any], side: dict[str, Any]

@@ -32,6 +32,7 @@ from workbench.train.fgm import FGMTrainer
 from workbench.train.finetune import finished_checkpoint, train_classifier
 from workbench.train.inputs import classification_data
 from workbench.train.result import Result, write_result
+from workbench.threads import torch_threads
 from workbench.train.verbosity import progress_bars
 
 
@@ -70,7 +71,7 @@ def two_stage(config: str | Path | Mapping[str, Any] | Config, callbacks: Sequen
     stage 2's report at the top level.
     """
     config = load_config(config, task="two_stage")
-    with progress_bars(not config.training.quiet):
+    with progress_bars(not config.training.quiet), torch_threads(config.training.threads):
         set_seed(config.training.seed)
         output_dir = Path(config.output_dir)
         data = classification_data(config)
