@@ -18,3 +18,52 @@ def _script(name: str):
 def test_training_docs_key_table_is_current():
     docs = (ROOT / "docs" / "training.md").read_text(encoding="utf-8")
     assert _script("update_config_docs").updated(docs) == docs, "run: python scripts/update_config_docs.py"
+
+
+COMMAND_STARTS = ("python", "make", "papermill", ".venv/bin/", "torchrun", "accelerate", "conda", "bash", "jupyter")
+PATH_SUFFIXES = (".yaml", ".yml", ".ipynb", ".py", ".md", ".json", ".txt", ".gz", ".tsv", ".toml")
+
+
+def _commands() -> list[tuple[str, str]]:
+    """(file, command line) for every command in a code block of README.md, params/README.md and docs/*.md."""
+    found = []
+    for path in [ROOT / "README.md", ROOT / "params" / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
+        fenced = False
+        for line in path.read_text(encoding="utf-8").splitlines():
+            if line.strip().startswith("```"):
+                fenced = not fenced
+                continue
+            if not (fenced or line.startswith("    ")):
+                continue
+            command = line.strip()
+            if command.startswith(COMMAND_STARTS):
+                found.append((path.name, command.split("#")[0].strip()))
+    return found
+
+
+def _named_paths(command: str) -> list[str]:
+    paths = []
+    for token in command.replace("=", " ").replace('"', " ").split():
+        token = token.rstrip(",;)")
+        if "<" in token or "*" in token or token.startswith(("-", "$", "http")) or token.split(".")[0].isupper():
+            continue
+        if token.startswith(("outputs/", "out/", "/tmp")) or token in ("out.ipynb",):
+            continue
+        if "/" in token or token.endswith(PATH_SUFFIXES):
+            if token.endswith(PATH_SUFFIXES) or (ROOT / token).suffix == "" and "/" in token:
+                paths.append(token)
+    return paths
+
+
+def test_every_path_a_documented_command_names_exists():
+    commands = _commands()
+    assert len(commands) >= 10, "the README and docs show the commands a user runs"
+    shared = (ROOT.parent / "shared").is_dir()
+    missing = []
+    for source, command in commands:
+        for token in _named_paths(command):
+            if token.startswith("../shared") and not shared:
+                continue
+            if not (ROOT / token).exists() and not (ROOT / "notebooks" / token).exists():
+                missing.append(f"{source}: {token} in `{command}`")
+    assert not missing, "\n".join(missing)
