@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pickle
+
 import numpy as np
 import pytest
 import torch
@@ -128,6 +130,8 @@ def test_id_index_spans_spell_table_words(cilin_file):
     table = SynonymTable.from_cilin(cilin_file)
     index = table.id_index(tokenizer)
     assert table.id_index(tokenizer) is index  # built once per tokenizer
+    copy = pickle.loads(pickle.dumps(table))
+    assert copy.are_synonyms("美丽", "漂亮") and copy.id_index(tokenizer).num_pairs == index.num_pairs
     assert (index.num_words, index.num_pairs, index.max_chars) == (7, 6 + 6 + 2, 2)
     text = "美丽人物好看中看人"
     token_ids = torch.tensor(tokenizer.convert_tokens_to_ids(list(text)))

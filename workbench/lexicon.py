@@ -60,6 +60,14 @@ class SynonymTable:
                 self._groups_of.setdefault(word, []).append(index)
         self._id_indexes: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
+    def __getstate__(self) -> dict:
+        """Pickled without the id indexes (weak references to tokenizers); they are rebuilt on use."""
+        return {key: value for key, value in self.__dict__.items() if key != "_id_indexes"}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._id_indexes = weakref.WeakKeyDictionary()
+
     def __len__(self) -> int:
         """Number of synonym groups."""
         return len(self._groups)
