@@ -51,7 +51,10 @@ def test_split_holds_out_a_fraction_at_least_one_block(blocks):
     assert len(held) == 1 and len(train) == total - 1
     train, held = split_heldout(blocks, 0.5, seed=1)
     assert len(held) == round(total / 2)
-    ids = lambda part: [tuple(row) for row in part["input_ids"]]  # noqa: E731
+
+    def ids(part):
+        return [tuple(row) for row in part["input_ids"]]
+
     assert sorted(ids(train) + ids(held)) == sorted(ids(blocks)) and not set(ids(train)) & set(ids(held))
     order = {row: index for index, row in enumerate(ids(blocks))}
     assert [order[row] for row in ids(held)] == sorted(order[row] for row in ids(held))  # order kept

@@ -8,7 +8,13 @@ import numpy as np
 import pytest
 import torch
 
-from workbench.lexicon import HASH_BASES, HASH_MODULI, SynonymTable, text_hashes, text_key
+from workbench.lexicon import (
+    HASH_BASES,
+    HASH_MODULI,
+    SynonymTable,
+    text_hashes,
+    text_key,
+)
 from workbench.vocab import load_tokenizer
 
 

@@ -374,7 +374,10 @@ def random_hc_batch(tokenizer, table, seed, rows=6, words_per_row=12):
         gold.append(sep), predicted.append(sep), words.append(-1), masked.append(False)
         gold_rows.append(gold), predicted_rows.append(predicted), word_rows.append(words), masked_rows.append(masked)
     width = max(map(len, gold_rows))
-    pad_to = lambda rows_, value: torch.tensor([r + [value] * (width - len(r)) for r in rows_])  # noqa: E731
+
+    def pad_to(rows_, value):
+        return torch.tensor([r + [value] * (width - len(r)) for r in rows_])
+
     gold, predicted = pad_to(gold_rows, pad), pad_to(predicted_rows, pad)
     word_ids, masked = pad_to(word_rows, -1), pad_to(masked_rows, False)
     labels = torch.where(masked, gold, -100)

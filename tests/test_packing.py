@@ -9,7 +9,12 @@ import pytest
 
 from workbench.data import sample_corpus
 from workbench.lexicon import token_text
-from workbench.masking import JiebaSegmenter, KnowledgeMaskCollator, WholeWordMaskCollator, encode_words
+from workbench.masking import (
+    JiebaSegmenter,
+    KnowledgeMaskCollator,
+    WholeWordMaskCollator,
+    encode_words,
+)
 from workbench.masking.packing import pack_documents, split_sentences
 from workbench.vocab import load_tokenizer
 

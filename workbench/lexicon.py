@@ -207,7 +207,7 @@ def text_key(text: str) -> int:
 
 def token_text(tokens: Sequence[str]) -> str:
     """Join WordPiece tokens into the text they spell (``##`` continuation marks removed)."""
-    return "".join(token[2:] if token.startswith("##") else token for token in tokens)
+    return "".join(token.removeprefix("##") for token in tokens)
 
 
 class SynonymIdIndex:

@@ -46,7 +46,13 @@ from workbench.data import sample_corpus
 from workbench.lexicon import SynonymTable
 from workbench.losses import build_loss
 from workbench.losses.mlm import CorrectionStats
-from workbench.masking import JiebaSegmenter, WholeWordMaskCollator, encode_corpus, encode_words, prepare_corpus
+from workbench.masking import (
+    JiebaSegmenter,
+    WholeWordMaskCollator,
+    encode_corpus,
+    encode_words,
+    prepare_corpus,
+)
 from workbench.models import build_masked_lm
 from workbench.vocab import load_tokenizer
 

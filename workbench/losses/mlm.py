@@ -45,12 +45,12 @@ from workbench.lexicon import SynonymIdIndex, SynonymTable, token_text
 from workbench.losses._base import IGNORE_INDEX, check_choice, check_range
 
 __all__ = [
+    "CONTEXT_KEYS",
     "HC_LEVELS",
     "IGNORE_INDEX",
     "KL_DIRECTIONS",
     "SR_LEVELS",
     "SR_PREDICTIONS",
-    "CONTEXT_KEYS",
     "CorrectionCounts",
     "CorrectionStats",
     "HardCorrectionLoss",

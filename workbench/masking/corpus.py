@@ -27,7 +27,12 @@ import datasets
 import pyarrow as pa
 from tqdm.auto import tqdm
 
-from .packing import BLOCK_BOUNDARIES, check_block_boundary, check_max_length, pack_documents
+from .packing import (
+    BLOCK_BOUNDARIES,
+    check_block_boundary,
+    check_max_length,
+    pack_documents,
+)
 from .segment import JiebaSegmenter
 
 CHUNK_CHARACTERS = 1 << 14
