@@ -269,7 +269,7 @@ def correct_labels(
             masked.sum(),
             wrong.sum(),
             (wrong & corrected).sum(),
-            torch.tensor(batch_size, device=labels.device),
+            torch.full((), batch_size, dtype=torch.int64, device=labels.device),  # a fill, not a host copy
             corrected.any(dim=1).sum(),
         ]
     )
