@@ -17,6 +17,7 @@ from workbench.masking import (
     JiebaSegmenter,
     RandomMaskCollator,
     WholeWordMaskCollator,
+    count_tokens,
     evaluate_masked_lm,
     fixed_mask_batches,
     pack_documents,
@@ -60,6 +61,8 @@ def test_split_holds_out_a_fraction_at_least_one_block(blocks):
     assert [order[row] for row in ids(held)] == sorted(order[row] for row in ids(held))  # order kept
     assert ids(split_heldout(blocks, 0.5, seed=1)[1]) == ids(held)
     assert ids(split_heldout(blocks, 0.5, seed=2)[1]) != ids(held)
+    assert count_tokens(train) + count_tokens(held) == count_tokens(blocks) == sum(map(len, blocks["input_ids"]))
+    assert count_tokens(held) == sum(map(len, held["input_ids"]))
 
 
 def test_split_rejects_bad_fractions_and_too_few_blocks(blocks):

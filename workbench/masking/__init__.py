@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from .cache import PreparedCorpus, default_cache_dir, prepare_corpus
 from .collators import KnowledgeMaskCollator, RandomMaskCollator, WholeWordMaskCollator
-from .corpus import encode_corpus
+from .corpus import count_tokens, encode_corpus
 from .encode import encode_words
 from .heldout import evaluate_masked_lm, fixed_mask_batches, split_heldout
 from .knowledge import compute_idf
@@ -19,6 +19,7 @@ __all__ = [
     "RandomMaskCollator",
     "WholeWordMaskCollator",
     "compute_idf",
+    "count_tokens",
     "default_cache_dir",
     "encode_corpus",
     "encode_words",

@@ -35,10 +35,9 @@ from pathlib import Path
 
 import datasets
 import jieba
-import pyarrow.compute as pc
 
 from . import corpus
-from .corpus import encode_corpus
+from .corpus import count_tokens, encode_corpus
 from .packing import check_block_boundary, check_max_length
 from .segment import JiebaSegmenter
 
@@ -190,7 +189,7 @@ def prepare_corpus(
         encoded = encode_corpus(
             documents, tokenizer, max_length=max_length, segmenter=segmenter, block_boundary=block_boundary, num_proc=num_proc
         )
-        tokens = int(pc.sum(pc.list_value_length(encoded.data.column("input_ids"))).as_py())
+        tokens = count_tokens(encoded)
         manifest = {"key": key, "parts": parts, "blocks": len(encoded), "tokens": tokens, "created": time.strftime("%Y-%m-%dT%H:%M:%S")}
         folder = _write_entry(root, key, encoded, manifest)
     dataset = datasets.load_from_disk(str(folder / BLOCKS))

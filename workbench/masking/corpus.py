@@ -25,6 +25,7 @@ from collections.abc import Sequence
 
 import datasets
 import pyarrow as pa
+import pyarrow.compute as pc
 from tqdm.auto import tqdm
 
 from .packing import (
@@ -48,7 +49,15 @@ BLOCK_FEATURES = datasets.Features(
     }
 )
 
-__all__ = ["BLOCK_BOUNDARIES", "BLOCK_FEATURES", "CHUNK_CHARACTERS", "chunk_documents", "encode_corpus", "resolve_num_proc"]
+__all__ = [
+    "BLOCK_BOUNDARIES",
+    "BLOCK_FEATURES",
+    "CHUNK_CHARACTERS",
+    "chunk_documents",
+    "count_tokens",
+    "encode_corpus",
+    "resolve_num_proc",
+]
 
 
 def resolve_num_proc(num_proc: int | None) -> int:
@@ -147,3 +156,10 @@ def encode_corpus(
     if table.num_rows == 0:
         raise ValueError("documents: the corpus is empty (its documents hold no token)")
     return datasets.Dataset(table, info=datasets.DatasetInfo(features=BLOCK_FEATURES))
+
+
+def count_tokens(blocks: datasets.Dataset) -> int:
+    """Tokens in all ``input_ids`` of ``blocks`` (special tokens included), counted in Arrow;
+    respects a selection (``select``, :func:`~workbench.masking.split_heldout`)."""
+    table = blocks.with_format("arrow")[:]
+    return int(pc.sum(pc.list_value_length(table.column("input_ids"))).as_py() or 0)
