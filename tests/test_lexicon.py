@@ -2,10 +2,19 @@
 
 from __future__ import annotations
 
+import pickle
+
 import numpy as np
 import pytest
+import torch
 
-from workbench.lexicon import SynonymTable
+from workbench.lexicon import (
+    HASH_BASES,
+    HASH_MODULI,
+    SynonymTable,
+    text_hashes,
+    text_key,
+)
 from workbench.vocab import load_tokenizer
 
 
@@ -102,3 +111,54 @@ def test_default_lexicon_has_words_and_characters_in_vocab():
     vocab = load_tokenizer().get_vocab()
     words = set().union(*(table.synonyms(w) | {w} for w in ["美丽", "看", "大", "高兴"]))
     assert all(character in vocab for word in words for character in word)
+
+
+def test_from_path_picks_the_format_by_suffix(cilin_file, tmp_path):
+    tsv = tmp_path / "synsets.tsv"
+    tsv.write_text("00001-n\tn\tcar\tauto\n", encoding="utf-8")
+    assert SynonymTable.from_path(tsv).are_synonyms("car", "auto")
+    assert SynonymTable.from_path(str(cilin_file)).are_synonyms("美丽", "漂亮")
+    assert len(SynonymTable.from_path(None)) == len(SynonymTable.default())
+    with pytest.raises(ValueError, match="path"):
+        SynonymTable.from_path(tmp_path / "missing.tsv")
+
+
+def test_text_key_is_a_62_bit_polynomial_hash():
+    first, second = text_hashes("美丽")
+    for value, base, modulus in zip((first, second), HASH_BASES, HASH_MODULI):
+        assert value == ((ord("美") + 1) * base + ord("丽") + 1) % modulus
+    assert text_key("美丽") == (first << 31) | second < 2**62
+    assert text_key("") == 0 and text_key("ab") != text_key("ba")
+
+
+def test_id_index_spans_spell_table_words(cilin_file):
+    tokenizer = load_tokenizer()
+    table = SynonymTable.from_cilin(cilin_file)
+    index = table.id_index(tokenizer)
+    assert table.id_index(tokenizer) is index  # built once per tokenizer
+    copy = pickle.loads(pickle.dumps(table))
+    assert copy.are_synonyms("美丽", "漂亮") and copy.id_index(tokenizer).num_pairs == index.num_pairs
+    assert (index.num_words, index.num_pairs, index.max_chars) == (7, 6 + 6 + 2, 2)
+    text = "美丽人物好看中看人"
+    token_ids = torch.tensor(tokenizer.convert_tokens_to_ids(list(text)))
+    spans = torch.tensor([0, 0, 1, 1, 2, 2, 3, 3, 4])
+    words = index.span_words(token_ids, spans, num_spans=7)
+    assert (words[5:] == -1).all() and (words[:5] >= 0).all()
+    pairs = [(0, 2), (1, 4), (2, 3), (0, 0), (0, 3), (0, 5)]  # 美丽~中看 only through 好看: not synonyms
+    first = words[torch.tensor([a for a, _ in pairs])]
+    second = words[torch.tensor([b for _, b in pairs])]
+    spelled = ["美丽", "人物", "好看", "中看", "人"]
+    expected = [table.are_synonyms(spelled[a], spelled[b]) if b < 5 else False for a, b in pairs]
+    assert index.are_synonyms(first, second).tolist() == expected == [True, True, True, False, False, False]
+
+
+def test_id_index_ignores_unknown_and_out_of_vocabulary_ids():
+    tokenizer = load_tokenizer()
+    index = SynonymTable.default().id_index(tokenizer)
+    beyond = torch.tensor([*tokenizer.convert_tokens_to_ids(["美"]), len(tokenizer) + 3])
+    assert index.span_words(beyond, torch.tensor([0, 0]), 1).tolist() == [-1]  # "美" + an id beyond the vocabulary
+    continuation = torch.tensor(tokenizer.convert_tokens_to_ids(["大"]))
+    assert index.span_words(continuation, torch.tensor([0]), 1) >= 0
+    empty = SynonymTable([]).id_index(tokenizer)
+    assert empty.span_words(continuation, torch.tensor([0]), 1).tolist() == [-1]
+    assert not empty.are_synonyms(torch.tensor([0]), torch.tensor([1])).any()

@@ -1,4 +1,6 @@
-"""Hard correction, soft regularization and correction statistics against hand computations."""
+"""Hard correction, soft regularization and correction statistics: hand computations, the
+paper's rules, the loss modules, and the vectorised code against the earlier loop versions
+(kept below as oracles)."""
 
 from __future__ import annotations
 
@@ -8,7 +10,17 @@ import torch
 import torch.nn.functional as F
 
 from workbench.lexicon import SynonymTable
-from workbench.losses.mlm import CorrectionCounts, CorrectionStats, hard_correction, soft_regularization
+from workbench.losses import build_loss
+from workbench.losses.mlm import (
+    CorrectionCounts,
+    CorrectionStats,
+    HardCorrectionLoss,
+    MaskedLMLoss,
+    SoftRegularizationLoss,
+    hard_correction,
+    soft_regularization,
+    token_text,
+)
 from workbench.vocab import load_tokenizer
 
 
@@ -146,7 +158,7 @@ def cosine(a, b):
 
 def test_sr_token_expected_embedding_by_hand():
     logits, labels, embeddings = sr_case()
-    value = soft_regularization(logits, labels, embeddings, weight=0.5)
+    value = soft_regularization(logits, labels, embeddings, weight=0.5, prediction="expected")
     E, L = embeddings.detach().numpy(), logits.detach().numpy()
     terms = []
     for b, i in [(0, 0), (0, 2), (1, 1)]:
@@ -169,9 +181,11 @@ def test_sr_token_argmax_by_hand_and_zero_when_prediction_is_gold():
 
 def test_sr_token_gradcheck_and_empty_mask():
     logits, labels, embeddings = sr_case()
-    assert torch.autograd.gradcheck(lambda lg, e: soft_regularization(lg, labels, e), (logits, embeddings))
-    empty = soft_regularization(logits, torch.full_like(labels, -100), embeddings)
-    assert empty.item() == 0.0 and empty.requires_grad
+    assert torch.autograd.gradcheck(lambda lg, e: soft_regularization(lg, labels, e, prediction="expected"), (logits, embeddings))
+    assert torch.autograd.gradcheck(lambda e: soft_regularization(logits.detach(), labels, e), (embeddings,))
+    for prediction in ("argmax", "expected"):
+        empty = soft_regularization(logits, torch.full_like(labels, -100), embeddings, prediction=prediction)
+        assert empty.item() == 0.0 and empty.requires_grad
 
 
 def test_sr_rejects_bad_level_prediction_and_embeddings():
@@ -203,7 +217,7 @@ def test_sr_sentence_level_by_hand(tiny_bert):
     labels = torch.tensor([[-100, -100, 6, -100, -100, -100], [-100, 8, -100, -100, -100, -100]])
     logits = torch.randn(2, 6, 30, generator=generator, dtype=torch.float64)
     value = soft_regularization(logits, labels, weight=2.0, level="sentence", model=tiny_bert,
-                                input_ids=input_ids, attention_mask=attention_mask)
+                                input_ids=input_ids, attention_mask=attention_mask, kl_direction="original||filled")
     original = torch.where(labels != -100, labels, input_ids)
     filled = torch.where(labels != -100, logits.argmax(-1), original)
     with torch.no_grad():
@@ -229,7 +243,7 @@ def test_sr_sentence_level_by_hand(tiny_bert):
 
 
 def counts(masked, wrong, corrected, sequences, with_correction):
-    return CorrectionCounts(masked, wrong, corrected, sequences, with_correction, torch.empty(0))
+    return CorrectionCounts(torch.tensor([masked, wrong, corrected, sequences, with_correction]), torch.empty(0))
 
 
 def test_correction_stats_rates_by_hand():
@@ -243,3 +257,289 @@ def test_correction_stats_rates_by_hand():
     assert (result["masked"], result["wrong"], result["corrected"]) == (50, 20, 5)
     stats.reset()
     assert stats.as_dict()["sequences"] == 0 and stats.prediction_rate == 0.0
+
+
+def test_sr_sentence_level_follows_the_papers_kl_direction(tiny_bert):
+    # paper Sec. 5: L_kl = KL(H_p || H_s), H_p from the prediction-filled sentence, H_s from the original
+    generator = torch.Generator().manual_seed(2)
+    input_ids = torch.tensor([[2, 5, 4, 7, 3], [2, 4, 9, 11, 3]])
+    attention_mask = torch.ones_like(input_ids)
+    labels = torch.tensor([[-100, 6, -100, -100, -100], [-100, -100, 8, 13, -100]])
+    logits = torch.randn(2, 5, 30, generator=generator, dtype=torch.float64)
+    kwargs = {"level": "sentence", "model": tiny_bert, "input_ids": input_ids, "attention_mask": attention_mask}
+    paper = soft_regularization(logits, labels, **kwargs)
+    reverse = soft_regularization(logits, labels, kl_direction="original||filled", **kwargs)
+    original = torch.where(labels != -100, labels, input_ids)
+    filled = torch.where(labels != -100, logits.argmax(-1), original)
+    with torch.no_grad():
+        log_p = tiny_bert.bert(input_ids=filled, attention_mask=attention_mask).last_hidden_state.log_softmax(-1)
+        log_q = tiny_bert.bert(input_ids=original, attention_mask=attention_mask).last_hidden_state.log_softmax(-1)
+    assert paper.item() == pytest.approx(F.kl_div(log_q, log_p, log_target=True, reduction="none").sum(-1).mean().item(), rel=1e-9)
+    assert reverse.item() == pytest.approx(F.kl_div(log_p, log_q, log_target=True, reduction="none").sum(-1).mean().item(), rel=1e-9)
+    assert paper.item() != pytest.approx(reverse.item())
+    with pytest.raises(ValueError, match="kl_direction"):
+        soft_regularization(logits, labels, kl_direction="p||q", **kwargs)
+
+
+# --- the loop implementations the vectorised code replaced (oracles) ---------------------------
+
+
+def oracle_hard_correction(logits, labels, table, tokenizer, word_ids=None, level="word"):
+    """The earlier per-unit loop: units of wrong positions (token level: one position, and with
+    word ids only single-token words; word level: fully masked words), judged by text."""
+    predictions = logits.detach().argmax(dim=-1)
+    masked = labels != -100
+    wrong = masked & (predictions != labels)
+    units = []
+    seen = set()
+    for row, column in zip(*(index.tolist() for index in torch.nonzero(wrong, as_tuple=True))):
+        word = -1 if word_ids is None else int(word_ids[row, column])
+        if word < 0:
+            units.append([(row, column)])
+            continue
+        span = torch.nonzero(word_ids[row] == word).flatten().tolist()
+        if level == "token":
+            if len(span) == 1:
+                units.append([(row, column)])
+            continue
+        if (row, word) in seen:
+            continue
+        seen.add((row, word))
+        if bool(masked[row, span].all()):
+            units.append([(row, c) for c in span])
+    corrected_labels = labels.clone()
+    corrected, rows_with = 0, set()
+    for unit in units:
+        gold = token_text(tokenizer.convert_ids_to_tokens([int(labels[r, c]) for r, c in unit]))
+        predicted = token_text(tokenizer.convert_ids_to_tokens([int(predictions[r, c]) for r, c in unit]))
+        if table.are_synonyms(gold, predicted):
+            for r, c in unit:
+                corrected_labels[r, c] = -100
+            corrected += sum(int(predictions[r, c] != labels[r, c]) for r, c in unit)
+            rows_with.add(unit[0][0])
+    kept = corrected_labels != -100
+    values = F.cross_entropy(logits[kept], corrected_labels[kept], reduction="none")
+    loss = values.mean() if values.numel() else logits.sum() * 0.0
+    summary = (int(masked.sum()), int(wrong.sum()), corrected, labels.shape[0], len(rows_with))
+    return loss, corrected_labels, summary
+
+
+def oracle_token_sr(logits, labels, embeddings, prediction):
+    masked = labels != -100
+    masked_logits = logits[masked]
+    gold = embeddings[labels[masked]]
+    if prediction == "expected":
+        predicted = masked_logits.softmax(dim=-1) @ embeddings
+    else:
+        predicted = embeddings[masked_logits.argmax(dim=-1)]
+    distance = 1.0 - F.cosine_similarity(gold, predicted, dim=-1)
+    return distance.mean() if distance.numel() else logits.sum() * 0.0
+
+
+def random_hc_batch(tokenizer, table, seed, rows=6, words_per_row=12):
+    """Rows of table words and random characters with word ids, WWM-like masks (some words partly
+    masked), and logits whose argmax is a synonym of the gold word, a same-length synonym of one
+    character, the gold itself, a '##' twin of the gold or a random token."""
+    rng = np.random.default_rng(seed)
+    vocab = tokenizer.get_vocab()
+    groups = [sorted(group) for group in table.groups]
+    characters = [token for token in vocab if len(token) == 1 and "\u4e00" <= token <= "\u9fff"]
+    cls, sep, pad = tokenizer.cls_token_id, tokenizer.sep_token_id, tokenizer.pad_token_id
+    gold_rows, predicted_rows, word_rows, masked_rows = [], [], [], []
+    for _ in range(rows):
+        gold, predicted, words, masked = [cls], [cls], [-1], [False]
+        for word in range(int(rng.integers(1, words_per_row))):
+            if rng.random() < 0.6:
+                group = groups[rng.integers(len(groups))]
+                text = group[rng.integers(len(group))]
+            else:
+                text = "".join(rng.choice(characters, size=int(rng.integers(1, 3))))
+            ids = tokenizer.convert_tokens_to_ids(list(text))
+            choice = rng.random()
+            if choice < 0.35 and table.synonyms(text):
+                options = sorted(table.synonyms(text))
+                guess = tokenizer.convert_tokens_to_ids(list(options[rng.integers(len(options))]))
+                guess = (guess + ids)[: len(ids)] if len(guess) < len(ids) else guess[: len(ids)]
+            elif choice < 0.5:
+                guess = list(ids)
+            elif choice < 0.6:
+                guess = [vocab.get("##" + tokenizer.convert_ids_to_tokens(i), i) for i in ids]
+            else:
+                guess = rng.integers(0, len(tokenizer), size=len(ids)).tolist()
+            fully = rng.random() < 0.7
+            gold += ids
+            predicted += guess
+            words += [word] * len(ids)
+            masked += [True] * len(ids) if fully else (rng.random(len(ids)) < 0.5).tolist()
+        gold.append(sep), predicted.append(sep), words.append(-1), masked.append(False)
+        gold_rows.append(gold), predicted_rows.append(predicted), word_rows.append(words), masked_rows.append(masked)
+    width = max(map(len, gold_rows))
+
+    def pad_to(rows_, value):
+        return torch.tensor([r + [value] * (width - len(r)) for r in rows_])
+
+    gold, predicted = pad_to(gold_rows, pad), pad_to(predicted_rows, pad)
+    word_ids, masked = pad_to(word_rows, -1), pad_to(masked_rows, False)
+    labels = torch.where(masked, gold, -100)
+    logits = confident_logits(predicted, len(tokenizer), seed=seed)
+    return logits, labels, word_ids
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize(("level", "with_word_ids"), [("word", True), ("token", True), ("token", False)])
+def test_vectorised_hc_equals_the_loop_oracle(tokenizer, table, seed, level, with_word_ids):
+    logits, labels, word_ids = random_hc_batch(tokenizer, table, seed)
+    word_ids = word_ids if with_word_ids else None
+    loss, counts = hard_correction(logits, labels, labels.clamp_min(0), table, tokenizer, word_ids, level=level)
+    oracle_loss, oracle_labels, summary = oracle_hard_correction(logits, labels, table, tokenizer, word_ids, level)
+    assert torch.equal(counts.labels, oracle_labels)
+    assert tuple(counts.counts.tolist()) == summary
+    assert loss.item() == pytest.approx(oracle_loss.item(), rel=1e-12)
+
+
+def test_random_batches_exercise_corrections(tokenizer, table):
+    corrected = {"word": 0, "token": 0}
+    for seed in range(6):
+        logits, labels, word_ids = random_hc_batch(tokenizer, table, seed)
+        for level in corrected:
+            corrected[level] += hard_correction(logits, labels, labels, table, tokenizer, word_ids, level=level)[1].corrected
+    assert corrected["word"] > corrected["token"] > 0
+
+
+def test_hc_with_a_padded_output_layer(tokenizer, table):
+    # the model's output layer may be wider than the tokenizer's vocabulary: those ids spell no word
+    cls, sep = tokenizer.cls_token_id, tokenizer.sep_token_id
+    gold = torch.tensor([[cls, *ids(tokenizer, "大大"), sep]])
+    word_ids = torch.tensor([[-1, 0, 1, -1]])
+    labels = torch.tensor([[-100, gold[0, 1], gold[0, 2], -100]])
+    predicted = torch.tensor([[cls, ids(tokenizer, "巨")[0], len(tokenizer) + 5, sep]])
+    _, counts = hard_correction(confident_logits(predicted, len(tokenizer) + 64), labels, gold, table, tokenizer, word_ids)
+    assert counts.labels.tolist() == [[-100, -100, labels[0, 2].item(), -100]]
+
+
+def test_hc_token_level_skips_multi_token_words(tokenizer, table):
+    # paper footnote 5: a word tokenized into several pieces is not corrected
+    cls, sep = tokenizer.cls_token_id, tokenizer.sep_token_id
+    gold = torch.tensor([[cls, *ids(tokenizer, "大看很"), sep]])
+    word_ids = torch.tensor([[-1, 0, 0, 1, -1]])  # 大看 is one (made-up) two-token word, 很 another
+    labels = torch.tensor([[-100, gold[0, 1], gold[0, 2], gold[0, 3], -100]])
+    predicted = gold.clone()
+    predicted[0, 1] = ids(tokenizer, "巨")[0]  # 大 -> 巨: synonyms as single characters
+    logits = confident_logits(predicted, len(tokenizer))
+    token_level = HardCorrectionLoss(tokenizer, table, level="token")
+    assert torch.equal(token_level.correction_counts(logits, labels, word_ids).labels, labels)
+    assert token_level.correction_counts(logits, labels).labels[0, 1] == -100  # without word ids every token is a word
+    single = torch.tensor([[-1, 0, 1, 2, -1]])
+    assert token_level.correction_counts(logits, labels, single).labels[0, 1] == -100
+    with pytest.raises(ValueError, match="word_ids"):
+        HardCorrectionLoss(tokenizer, table, level="word").correction_counts(logits, labels)
+
+
+# --- loss modules --------------------------------------------------------------------------------
+
+
+def test_modules_are_registered_and_validate_their_arguments(tokenizer, table):
+    assert isinstance(build_loss("mlm"), MaskedLMLoss)
+    hc = build_loss("mlm_hc", tokenizer=tokenizer, table=table, level="word")
+    assert isinstance(hc, HardCorrectionLoss) and hc.level == "word"
+    assert build_loss("mlm_hc", tokenizer=tokenizer).table.are_synonyms("美丽", "漂亮")  # None: the shipped table
+    sr = build_loss("mlm_sr", weight=0.5)
+    assert (sr.prediction, sr.level, sr.kl_direction) == ("argmax", "token", "filled||original")
+    assert build_loss("mlm_hc", tokenizer=tokenizer).level == "token"
+    for name, params, parameter in [
+        ("mlm_hc", {}, "tokenizer"),
+        ("mlm_hc", {"tokenizer": tokenizer, "level": "span"}, "level"),
+        ("mlm_hc", {"tokenizer": tokenizer, "table": "/no/such/lexicon.txt"}, "path"),
+        ("mlm_sr", {"weight": -1.0}, "weight"),
+        ("mlm_sr", {"level": "word"}, "level"),
+        ("mlm_sr", {"prediction": "sample"}, "prediction"),
+        ("mlm_sr", {"kl_direction": "forward"}, "kl_direction"),
+        ("mlm_sr", {"lexicon": None}, "lexicon"),
+    ]:
+        with pytest.raises(ValueError, match=parameter):
+            build_loss(name, **params)
+    logits, labels, _ = sr_case()
+    with pytest.raises(ValueError, match="context"):
+        build_loss("mlm")(logits, labels, word_id=None)
+    with pytest.raises(ValueError, match="logits"):
+        build_loss("mlm")(logits[0], labels[0])
+
+
+def test_plain_module_is_masked_cross_entropy_with_item_count():
+    logits, labels, _ = sr_case()
+    loss, items = MaskedLMLoss().loss_and_items(logits, labels)
+    assert items.item() == 3
+    reference = F.cross_entropy(logits.reshape(-1, 5), labels.reshape(-1), ignore_index=-100)
+    assert loss.item() == pytest.approx(reference.item(), rel=1e-12)
+    empty = MaskedLMLoss()(logits, torch.full_like(labels, -100))
+    empty.backward()
+    assert empty.item() == 0.0 and (logits.grad == 0).all()
+
+
+def test_hc_module_equals_function_counts_kept_items_and_accumulates_stats(tokenizer, table):
+    hc = HardCorrectionLoss(tokenizer, table, level="word")
+    stats = CorrectionStats()
+    totals = np.zeros(5, dtype=np.int64)
+    for seed in range(3):
+        logits, labels, word_ids = random_hc_batch(tokenizer, table, seed)
+        loss, items = hc.loss_and_items(logits, labels, word_ids=word_ids, stats=stats, input_ids=labels)
+        reference, counts = hard_correction(logits, labels, labels, table, tokenizer, word_ids, level="word")
+        assert loss.item() == pytest.approx(reference.item(), rel=1e-12)
+        assert items.item() == int((counts.labels != -100).sum())
+        totals += counts.counts.numpy()
+    result = stats.as_dict()
+    assert [result[key] for key in ("masked", "wrong", "corrected", "sequences", "sequences_with_correction")] == totals.tolist()
+    assert result["prediction_rate"] == pytest.approx(totals[2] / totals[1])
+    assert result["iteration_rate"] == pytest.approx(totals[4] / totals[3])
+
+
+@pytest.mark.parametrize("prediction", ["argmax", "expected"])
+@pytest.mark.parametrize("seed", range(3))
+def test_vectorised_token_sr_equals_the_reference(prediction, seed):
+    generator = torch.Generator().manual_seed(seed)
+    logits = torch.randn(3, 7, 11, generator=generator, dtype=torch.float64, requires_grad=True)
+    embeddings = torch.randn(11, 6, generator=generator, dtype=torch.float64, requires_grad=True)
+    labels = torch.where(torch.rand(3, 7, generator=generator) < 0.4, torch.randint(0, 11, (3, 7), generator=generator), -100)
+    value = soft_regularization(logits, labels, embeddings, prediction=prediction)
+    reference = oracle_token_sr(logits, labels, embeddings, prediction)
+    assert value.item() == pytest.approx(reference.item(), rel=1e-12)
+    grads = torch.autograd.grad(value, (logits, embeddings), allow_unused=True, materialize_grads=True)
+    reference_grads = torch.autograd.grad(reference, (logits, embeddings), allow_unused=True, materialize_grads=True)
+    for grad, reference_grad in zip(grads, reference_grads):
+        torch.testing.assert_close(grad, reference_grad)
+
+
+def test_argmax_sr_module_by_hand_trains_only_the_embeddings(tiny_bert):
+    # issue 10: argmax SR = 1 - cos(e_gold, e_argmax), its gradient goes to the embedding matrix
+    generator = torch.Generator().manual_seed(3)
+    logits = torch.randn(2, 6, 30, generator=generator, dtype=torch.float64, requires_grad=True)
+    labels = torch.tensor([[-100, 4, -100, 9, -100, -100], [-100, -100, 17, -100, -100, -100]])
+    sr = SoftRegularizationLoss(weight=0.7)
+    value, items = sr.loss_and_items(logits, labels, model=tiny_bert)
+    E = tiny_bert.get_input_embeddings().weight.detach().numpy()
+    argmax = logits.detach().argmax(-1).numpy()
+    positions = [(0, 1), (0, 3), (1, 2)]
+    by_hand = np.mean([1 - cosine(E[labels[b, i]], E[argmax[b, i]]) for b, i in positions])
+    ce = F.cross_entropy(logits.detach().reshape(-1, 30), labels.reshape(-1), ignore_index=-100).item()
+    assert items.item() == 3 and value.item() == pytest.approx(ce + 0.7 * by_hand, rel=1e-9)
+    tiny_bert.zero_grad()
+    value.backward()
+    ce_only = logits.detach().clone().requires_grad_()
+    F.cross_entropy(ce_only.reshape(-1, 30), labels.reshape(-1), ignore_index=-100).backward()
+    torch.testing.assert_close(logits.grad, ce_only.grad)  # the argmax carries no gradient to the logits
+    embedding_grad = tiny_bert.get_input_embeddings().weight.grad
+    touched = {int(labels[b, i]) for b, i in positions} | {int(argmax[b, i]) for b, i in positions}
+    assert all(embedding_grad[row].abs().sum() > 0 for row in touched)
+    assert embedding_grad[sorted(set(range(30)) - touched)].abs().sum() == 0
+    tiny_bert.zero_grad()
+
+
+def test_sentence_sr_module_uses_the_model(tiny_bert):
+    input_ids = torch.tensor([[2, 5, 4, 7, 3], [2, 4, 9, 11, 3]])
+    labels = torch.tensor([[-100, 6, -100, -100, -100], [-100, -100, 8, -100, -100]])
+    logits = torch.randn(2, 5, 30, dtype=torch.float64)
+    context = {"model": tiny_bert, "input_ids": input_ids, "attention_mask": torch.ones_like(input_ids)}
+    value = SoftRegularizationLoss(weight=2.0, level="sentence")(logits, labels, **context)
+    ce = F.cross_entropy(logits.reshape(-1, 30), labels.reshape(-1), ignore_index=-100)
+    penalty = soft_regularization(logits, labels, weight=2.0, level="sentence", **context)
+    assert value.item() == pytest.approx((ce + penalty).item(), rel=1e-12)

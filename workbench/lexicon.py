@@ -13,15 +13,23 @@ synonyms when some group holds both. Three sources:
 
 ``SynonymTable.default()`` loads a tiny Cilin-format lexicon shipped with the
 package (``resources/lexicon_tiny.txt``, about 100 common groups) for tests and
-the default run; pass real lexicons by path.
+the default run; pass real lexicons by path (``SynonymTable.from_path``).
+
+Hard correction compares token ids, not strings, at training time:
+:class:`SynonymIdIndex` (built once per table and tokenizer, ``table.id_index``)
+hashes the text of every vocabulary token and every table word, so the text a
+span of token ids spells is looked up with a few tensor operations on the
+device (see :meth:`SynonymIdIndex.span_words`).
 """
 
 from __future__ import annotations
 
 import re
+import weakref
 from collections.abc import Iterable, Sequence
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -50,6 +58,15 @@ class SynonymTable:
             self._groups.append(members)
             for word in members:
                 self._groups_of.setdefault(word, []).append(index)
+        self._id_indexes: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+    def __getstate__(self) -> dict:
+        """Pickled without the id indexes (weak references to tokenizers); they are rebuilt on use."""
+        return {key: value for key, value in self.__dict__.items() if key != "_id_indexes"}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._id_indexes = weakref.WeakKeyDictionary()
 
     def __len__(self) -> int:
         """Number of synonym groups."""
@@ -65,6 +82,11 @@ class SynonymTable:
             found |= self._groups[index]
         found.discard(word)
         return found
+
+    @property
+    def groups(self) -> list[frozenset[str]]:
+        """The synonym groups (each with at least two words)."""
+        return list(self._groups)
 
     def are_synonyms(self, a: str, b: str) -> bool:
         """True when ``a != b`` and some group holds both (symmetric)."""
@@ -135,12 +157,159 @@ class SynonymTable:
 
     @classmethod
     def from_path(cls, path: str | Path | None) -> SynonymTable:
-        """A lexicon file: WordNet TSV for a ``.tsv`` suffix, Cilin otherwise; None: :meth:`default`."""
+        """The lexicon at ``path``: WordNet TSV when it ends in ``.tsv``, Cilin otherwise;
+        ``None`` gives the shipped tiny table (:meth:`default`)."""
         if path is None:
             return cls.default()
-        return cls.from_wordnet_tsv(path) if Path(path).suffix == ".tsv" else cls.from_cilin(path)
+        if Path(path).suffix == ".tsv":
+            return cls.from_wordnet_tsv(path)
+        return cls.from_cilin(path)
+
+    def id_index(self, tokenizer: Any) -> SynonymIdIndex:
+        """The :class:`SynonymIdIndex` of this table for ``tokenizer``, built on first use and kept
+        (per tokenizer object) for later calls."""
+        index = self._id_indexes.get(tokenizer)
+        if index is None:
+            index = SynonymIdIndex(self, tokenizer)
+            self._id_indexes[tokenizer] = index
+        return index
 
     @classmethod
     def default(cls) -> SynonymTable:
         """The tiny Cilin-format lexicon shipped with the package (``resources/lexicon_tiny.txt``)."""
         return cls.from_cilin(Path(str(resources.files("workbench") / "resources" / "lexicon_tiny.txt")))
+
+
+# Two polynomial string hashes mod primes below 2**31, combined into one 62-bit key: a product
+# of a hash and a power stays below 2**62, so int64 tensor arithmetic never overflows.
+HASH_MODULI = (2_147_483_647, 2_147_483_629)
+HASH_BASES = (911_382_323, 972_663_749)
+_KEY_SHIFT = 31
+
+
+def text_hashes(text: str) -> tuple[int, int]:
+    """``(h_0, h_1)``: ``h_m = sum_i (ord(c_i) + 1) * B_m**(n - 1 - i) mod P_m`` over the ``n``
+    characters ``c_i`` of ``text`` (``HASH_BASES``, ``HASH_MODULI``)."""
+    hashes = []
+    for base, modulus in zip(HASH_BASES, HASH_MODULI):
+        value = 0
+        for character in text:
+            value = (value * base + ord(character) + 1) % modulus
+        hashes.append(value)
+    return hashes[0], hashes[1]
+
+
+def text_key(text: str) -> int:
+    """The 62-bit key ``h_0 * 2**31 + h_1`` of ``text`` (:func:`text_hashes`)."""
+    first, second = text_hashes(text)
+    return (first << _KEY_SHIFT) | second
+
+
+def token_text(tokens: Sequence[str]) -> str:
+    """Join WordPiece tokens into the text they spell (``##`` continuation marks removed)."""
+    return "".join(token.removeprefix("##") for token in tokens)
+
+
+class SynonymIdIndex:
+    """A :class:`SynonymTable` as tensors over a tokenizer's ids, for look-ups on the device.
+
+    Built once (the paper's "lookup table built offline ... from the model vocabulary"):
+
+    * per vocabulary id ``v``: the text it spells (:func:`token_text`), its length ``len_v`` in characters and its
+      hashes ``h_m(v)`` (see :func:`text_key`);
+    * the table's words, numbered by the rank of their key (``word_keys`` sorted);
+    * every ordered pair ``(a, b)`` of different words sharing a group, as the sorted codes
+      ``a * W + b`` (``W`` words).
+
+    The text of a span of tokens ``v_1 .. v_k`` is the concatenation of theirs, and its
+    hash is ``h_m(span) = sum_j h_m(v_j) * B_m**(chars after v_j in the span) mod P_m``,
+    a segment sum; :meth:`span_words` turns it into a word number with one
+    ``searchsorted``, :meth:`are_synonyms` checks pairs with another. Two different texts
+    share a key with probability about ``2**-62`` per comparison; equal texts always do,
+    so a prediction spelling the gold text is never a "synonym".
+    Ids at or beyond the vocabulary size (a padded output layer) spell no word.
+    """
+
+    def __init__(self, table: SynonymTable, tokenizer: Any):
+        vocab_size = len(tokenizer)
+        texts = [token_text([token]) for token in tokenizer.convert_ids_to_tokens(list(range(vocab_size)))]
+        words = sorted(set().union(*table.groups))
+        keys = [text_key(word) for word in words]
+        order = sorted(range(len(words)), key=keys.__getitem__)
+        sorted_keys = [keys[i] for i in order]
+        if len(set(sorted_keys)) != len(sorted_keys):
+            raise RuntimeError("two lexicon words share a 62-bit text key; change HASH_BASES")
+        rank = {words[i]: position for position, i in enumerate(order)}
+        self.num_words = len(words)
+        self.max_chars = max((len(word) for word in words), default=0)
+        too_long = self.max_chars + 1  # marks ids beyond the vocabulary: no span holding one is a word
+        token_hashes = [text_hashes(text) for text in texts] + [(0, 0)]
+        self.vocab_size = vocab_size
+        self._cpu = {
+            "token_hash": torch.tensor(token_hashes, dtype=torch.int64).T.contiguous(),
+            "token_chars": torch.tensor([len(text) for text in texts] + [too_long], dtype=torch.int64),
+            "powers": torch.tensor(
+                [[pow(base, e, modulus) for e in range(self.max_chars + 1)] for base, modulus in zip(HASH_BASES, HASH_MODULI)],
+                dtype=torch.int64,
+            ),
+            "word_keys": torch.tensor(sorted_keys, dtype=torch.int64),
+            "pair_codes": torch.from_numpy(_pair_codes(table, rank, self.num_words)),
+        }
+        self._on_device: dict[torch.device, dict[str, torch.Tensor]] = {torch.device("cpu"): self._cpu}
+
+    @property
+    def num_pairs(self) -> int:
+        """Ordered synonym pairs (a, b), a != b."""
+        return int(self._cpu["pair_codes"].numel())
+
+    def _tensors(self, device: torch.device) -> dict[str, torch.Tensor]:
+        if device not in self._on_device:
+            self._on_device[device] = {name: tensor.to(device) for name, tensor in self._cpu.items()}
+        return self._on_device[device]
+
+    def span_words(self, token_ids: torch.Tensor, spans: torch.Tensor, num_spans: int) -> torch.Tensor:
+        """The table word (its number, or -1) that each span of tokens spells.
+
+        ``token_ids`` (N,) and ``spans`` (N,): position n belongs to span ``spans[n]``; spans
+        are contiguous runs numbered 0, 1, ... in position order (``spans`` non-decreasing).
+        Returns (``num_spans``,) int64 on the tokens' device, without host synchronisation.
+        """
+        tensors = self._tensors(token_ids.device)
+        if self.num_words == 0:
+            return torch.full((num_spans,), -1, dtype=torch.int64, device=token_ids.device)
+        ids = token_ids.clamp(0, self.vocab_size)  # ids >= vocab_size -> the "too long" marker row
+        chars = tensors["token_chars"][ids]
+        span_chars = torch.zeros(num_spans, dtype=torch.int64, device=ids.device).scatter_add_(0, spans, chars)
+        through = chars.cumsum(0)  # characters up to and including each token, over all spans
+        span_start = span_chars.cumsum(0) - span_chars  # characters before each span
+        after = (span_chars[spans] - (through - span_start[spans])).clamp(0, self.max_chars)
+        key = torch.zeros(num_spans, dtype=torch.int64, device=ids.device)
+        for m, modulus in enumerate(HASH_MODULI):
+            terms = tensors["token_hash"][m][ids] * tensors["powers"][m][after] % modulus
+            hashed = torch.zeros(num_spans, dtype=torch.int64, device=ids.device).scatter_add_(0, spans, terms) % modulus
+            key = (key << _KEY_SHIFT) | hashed
+        word_keys = tensors["word_keys"]
+        position = torch.searchsorted(word_keys, key).clamp(max=self.num_words - 1)
+        found = (word_keys[position] == key) & (span_chars <= self.max_chars)
+        return torch.where(found, position, -1)
+
+    def are_synonyms(self, first: torch.Tensor, second: torch.Tensor) -> torch.Tensor:
+        """Elementwise: word numbers ``first`` and ``second`` (from :meth:`span_words`) are
+        different words sharing a group; False where either is -1."""
+        codes = self._tensors(first.device)["pair_codes"]
+        if codes.numel() == 0:
+            return torch.zeros_like(first, dtype=torch.bool)
+        valid = (first >= 0) & (second >= 0)
+        query = torch.where(valid, first * self.num_words + second, -1)
+        position = torch.searchsorted(codes, query).clamp(max=codes.numel() - 1)
+        return valid & (codes[position] == query)
+
+
+def _pair_codes(table: SynonymTable, rank: dict[str, int], num_words: int) -> np.ndarray:
+    """Sorted unique codes ``a * W + b`` of the ordered pairs of different words sharing a group."""
+    chunks = [np.zeros(0, dtype=np.int64)]
+    for group in table.groups:
+        members = np.array(sorted(rank[word] for word in group), dtype=np.int64)
+        codes = members[:, None] * num_words + members[None, :]
+        chunks.append(codes[~np.eye(len(members), dtype=bool)])
+    return np.unique(np.concatenate(chunks))

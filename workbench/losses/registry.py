@@ -13,6 +13,7 @@ from workbench.losses.classification import (
     WeightedCrossEntropyLoss,
 )
 from workbench.losses.dice import DiceLoss, SelfAdjustingDiceLoss, TverskyLoss
+from workbench.losses.mlm import HardCorrectionLoss, MaskedLMLoss, SoftRegularizationLoss
 from workbench.losses.pcl import PropensityCorrectedLoss
 
 LOSSES: dict[str, type[nn.Module]] = {
@@ -24,6 +25,9 @@ LOSSES: dict[str, type[nn.Module]] = {
     "tversky": TverskyLoss,
     "dsc": SelfAdjustingDiceLoss,
     "pcl": PropensityCorrectedLoss,
+    "mlm": MaskedLMLoss,
+    "mlm_hc": HardCorrectionLoss,
+    "mlm_sr": SoftRegularizationLoss,
 }
 
 

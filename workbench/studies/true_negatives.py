@@ -478,7 +478,7 @@ def downstream_grid(
     output_root: str | Path,
     seeds: Sequence[int] = (0,),
 ) -> pd.DataFrame:
-    """Fine-tune (:func:`~workbench.train.finetune`) each encoder with each training seed.
+    """Fine-tune (:func:`~workbench.train.finetuning`) each encoder with each training seed.
 
     ``encoders`` maps a name to a pre-trained checkpoint folder, or to None for a
     randomly initialised tiny BERT (``base_config``'s ``model.tiny``: the

@@ -20,9 +20,9 @@ from typing import Any
 from workbench.config import Config, load_config
 
 _EXPORTS = {
-    "finetune": "workbench.train.finetune",
-    "pretrain_mlm": "workbench.train.pretrain",
-    "two_stage": "workbench.train.two_stage",
+    "finetune": "workbench.train.finetuning",
+    "pretrain_mlm": "workbench.train.pretraining",
+    "two_stage": "workbench.train.two_stage_training",
     "Result": "workbench.train.result",
     "Fit": "workbench.train.fit",
     "Fitter": "workbench.train.fit",

@@ -5,7 +5,7 @@ Two fitters share the interface, so a study runs the same grid with either:
 * :class:`ProbeFitter` (``model.kind: probe``): the bag-of-characters probe of
   :mod:`workbench.train.probes`, about a second per run on a CPU;
 * :class:`TransformerFitter` (``model.kind: transformer``): a tiny BERT or a checkpoint
-  fine-tuned by the team's trainer (:func:`workbench.train.finetune.train_classifier`) in a
+  fine-tuned by the team's trainer (:func:`workbench.train.finetuning.train_classifier`) in a
   temporary folder, quietly.
 
 Both evaluate on validation after every epoch, keep the epoch with the best validation
@@ -31,7 +31,7 @@ from workbench.config import Config, DataConfig, ModelConfig, TrainingConfig
 from workbench.data import label_names
 from workbench.models import build_sequence_classifier, model_source
 from workbench.train.evaluation import predict_probabilities
-from workbench.train.finetune import train_classifier
+from workbench.train.finetuning import train_classifier
 from workbench.train.inputs import classification_data
 from workbench.train.probes import PAIR_COLUMNS, SINGLE_COLUMNS, encode_split, fit_probe
 from workbench.threads import torch_threads

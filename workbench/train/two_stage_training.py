@@ -29,7 +29,7 @@ from workbench.models import (
     replace_head,
 )
 from workbench.train.fgm import FGMTrainer
-from workbench.train.finetune import finished_checkpoint, train_classifier
+from workbench.train.finetuning import finished_checkpoint, train_classifier
 from workbench.train.inputs import classification_data
 from workbench.train.result import Result, write_result
 from workbench.threads import torch_threads
