@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 
 import pandas as pd
 import pytest
@@ -143,17 +144,23 @@ def test_pretrain_with_kdm_and_hc_logs_corrections_and_finetune_loads_it(tmp_pat
     pretrained = pretrain_mlm(
         tiny_config(
             tmp_path / "pre",
-            data={"source": "sample_corpus", "n_sentences": 64},
+            data={"source": "sample_corpus", "n_sentences": 64, "cache_dir": str(tmp_path / "cache")},
             masking={"strategy": "kdm"},
             objective={"name": "hc"},
         )
     )
+    train_blocks = pretrained.metrics["blocks"]["train"]
+    steps = -(-train_blocks // 16)  # the packed blocks in batches of 16
     logged = [entry for entry in pretrained.history if "loss" in entry]
-    assert len(logged) == 2  # 4 steps, logging every 2
+    assert len(logged) == steps // 2  # logging every 2 steps
     for entry in logged:
-        assert 0.0 <= entry["hc_prediction_rate"] <= 1.0 and entry["hc_sequences"] == 32
-    assert pretrained.metrics["correction"]["sequences"] == 64
-    assert json.loads((tmp_path / "pre" / "metrics.json").read_text())["objective"] == "hc"
+        assert 0.0 <= entry["hc_prediction_rate"] <= 1.0 and entry["hc_sequences"] <= 32  # two batches of 16 blocks
+    assert sum(entry["hc_sequences"] for entry in logged) == min(train_blocks, 32 * len(logged))
+    assert pretrained.metrics["correction"]["sequences"] == train_blocks
+    recorded = json.loads((tmp_path / "pre" / "metrics.json").read_text())
+    assert recorded["objective"] == "hc"
+    assert recorded["epochs"][0]["train_hc_sequences"] == train_blocks  # Table 2 per epoch
+    assert recorded["perplexity"] == pytest.approx(math.exp(recorded["eval_loss"]))
     # the saved checkpoint loads through from_pretrained with its tokenizer
     encoder = build_sequence_classifier(3, model_name_or_path=tmp_path / "pre").bert
     saved = model_weights(tmp_path / "pre")

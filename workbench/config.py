@@ -48,6 +48,10 @@ MODEL_KINDS = ("transformer", "probe")
 MASKING_STRATEGIES = ("random", "wwm", "kdm")
 OBJECTIVES = ("plain", "hc", "sr")
 SR_LEVELS = ("token", "sentence")
+SR_PREDICTIONS = ("argmax", "expected")
+HC_LEVELS = ("token", "word")
+KL_DIRECTIONS = ("filled||original", "original||filled")
+BLOCK_BOUNDARIES = ("sentence", "word")
 PRECISIONS = ("auto", "fp32", "bf16", "fp16")
 
 SectionT = TypeVar("SectionT", bound="Section")
@@ -213,7 +217,8 @@ class DataConfig(Section):
 
     source: str = option("sample_relevance", "sample_relevance, sample_sentences, sample_corpus (MLM only), qbqtc, tnews, "
                          "chnsenticorp, lcqmc, table, corpus (MLM only: one text a line, .gz allowed)")
-    path: str | None = option(None, "the file of a file source (train file, or the only file, which is then split)")
+    path: str | list[str] | None = option(None, "the file of a file source (train file, or the only file, which is then "
+                                          "split); source corpus: one file or a list of files, read in order")
     validation_path: str | None = option(None, "a separate validation file (without it, path is cut by stratified_split)")
     test_path: str | None = option(None, "a separate test file (with validation_path)")
     labels_path: str | None = option(None, "TNEWS labels.json")
@@ -227,11 +232,24 @@ class DataConfig(Section):
     max_train_samples: int | None = option(None, "keep the first N training examples")
     max_eval_samples: int | None = option(None, "keep the first N validation and test examples")
     n_sentences: int = option(2000, "size of sample_corpus")
+    num_proc: int | None = option(None, "pretrain_mlm: processes that segment and encode the corpus; null: every core")
+    cache_dir: str | None = option(None, "pretrain_mlm: cache of encoded corpora; null: $WORKBENCH_CACHE or ~/.cache/workbench")
+    eval_fraction: float = option(0.01, "pretrain_mlm: share of the packed blocks held out for the eval loss, (0, 0.5]")
+    block_boundary: str = option("sentence", "pretrain_mlm: blocks end at a sentence end (sentence) or at any word (word)")
 
     def __post_init__(self) -> None:
         check_choice(self.key("source"), self.source, DATA_SOURCES)
-        for name in ("path", "validation_path", "test_path", "labels_path", "text", "text_pair", "label"):
+        if isinstance(self.path, (list, tuple)):
+            if self.source != "corpus" or not self.path:
+                raise ValueError(f"{self.key('path')}: must be one file (a list only for source corpus), got {self.path!r}")
+            object.__setattr__(self, "path", [check_text(self.key("path"), _path_text(item)) for item in self.path])
+        else:
+            object.__setattr__(self, "path", check_text(self.key("path"), _path_text(self.path), allow_none=True))
+        for name in ("validation_path", "test_path", "labels_path", "text", "text_pair", "label", "cache_dir"):
             object.__setattr__(self, name, check_text(self.key(name), _path_text(getattr(self, name)), allow_none=True))
+        check_int(self.key("num_proc"), self.num_proc, 1, allow_none=True)
+        check_number(self.key("eval_fraction"), self.eval_fraction, 0, 0.5, low_inclusive=False)
+        check_choice(self.key("block_boundary"), self.block_boundary, BLOCK_BOUNDARIES)
         split = self.split
         if not (
             isinstance(split, (list, tuple)) and len(split) == 3 and all(is_number(f) and 0 <= f <= 1 for f in split)
@@ -351,14 +369,25 @@ class ObjectiveConfig(Section):
 
     name: str = option("plain", "plain MLM, hc (hard correction) or sr (soft regularization)")
     weight: float = option(1.0, "SR weight (loss = MLM CE + weight x SR)")
-    level: str = option("token", "SR level: token (1 - cos of embeddings) or sentence (KL of hidden states)")
+    level: str = option("token", "SR level: token (1 - cos of embeddings, eq. 3) or sentence (KL of hidden states)")
+    prediction: str = option("argmax", "SR's predicted embedding: argmax (the paper's E[r_k]) or expected (the workbench's "
+                             "softmax(z) E, which also reaches the logits)")
+    kl_direction: str = option("filled||original", "sentence-level SR: KL(prediction-filled || original) (the paper) or "
+                               "original||filled")
+    hc_level: str = option("token", "HC: token (the paper, footnote 5: words of several tokens are not corrected) or word "
+                           "(the workbench's whole-word extension for Chinese)")
     lexicon: str | None = option(None, "HC synonym lexicon: a Cilin file, or a WordNet .tsv; null: the shipped tiny lexicon")
+    sop: bool = option(False, "add sentence-order prediction: each block's halves swapped with p = 0.5 (Erlangshen, ALBERT)")
 
     def __post_init__(self) -> None:
         check_choice(self.key("name"), self.name, OBJECTIVES)
         check_number(self.key("weight"), self.weight, 0)
         check_choice(self.key("level"), self.level, SR_LEVELS)
+        check_choice(self.key("prediction"), self.prediction, SR_PREDICTIONS)
+        check_choice(self.key("kl_direction"), self.kl_direction, KL_DIRECTIONS)
+        check_choice(self.key("hc_level"), self.hc_level, HC_LEVELS)
         object.__setattr__(self, "lexicon", check_text(self.key("lexicon"), _path_text(self.lexicon), allow_none=True))
+        check_bool(self.key("sop"), self.sop)
 
 
 @dataclass(frozen=True)
@@ -407,6 +436,8 @@ class TrainingConfig(Section):
     resume: bool = option(False, "continue from the latest checkpoint-N in output_dir")
     save_total_limit: int = option(1, "checkpoints kept during the run (the best one is kept as well)")
     keep_checkpoints: bool = option(False, "keep the checkpoint-N folders after the run finishes")
+    dataloader_workers: int | None = option(None, "pretrain_mlm: DataLoader processes drawing the masks (persistent, seeded "
+                                            "per worker); null: min(4, cores); 0: in the training process")
 
     def __post_init__(self) -> None:
         check_number(self.key("epochs"), self.epochs, 0, low_inclusive=False)
@@ -421,6 +452,7 @@ class TrainingConfig(Section):
         check_choice(self.key("precision"), self.precision, PRECISIONS)
         for name in ("quiet", "resume", "keep_checkpoints"):
             check_bool(self.key(name), getattr(self, name))
+        check_int(self.key("dataloader_workers"), self.dataloader_workers, 0, allow_none=True)
 
 
 @dataclass(frozen=True)

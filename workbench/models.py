@@ -25,10 +25,12 @@ from torch import nn
 from transformers import (
     AutoModel,
     AutoModelForMaskedLM,
+    AutoModelForPreTraining,
     AutoModelForSequenceClassification,
     AutoModelForTokenClassification,
     BertConfig,
     BertForMaskedLM,
+    BertForPreTraining,
     BertForSequenceClassification,
     BertForTokenClassification,
     BertModel,
@@ -149,9 +151,13 @@ def build_token_classifier(
 
 
 def build_masked_lm(
-    model_name_or_path: str | Path | None = None, tiny: Mapping[str, Any] | None = None
+    model_name_or_path: str | Path | None = None, tiny: Mapping[str, Any] | None = None, sentence_order: bool = False
 ) -> PreTrainedModel:
-    """A BertForMaskedLM (tiny, or from a checkpoint)."""
+    """A BertForMaskedLM (tiny, or from a checkpoint); with ``sentence_order`` a BertForPreTraining,
+    whose two-way ``seq_relationship`` head on the pooled [CLS] serves sentence-order prediction
+    (its logits are ``prediction_logits`` and ``seq_relationship_logits``)."""
+    if sentence_order:
+        return _build(AutoModelForPreTraining, BertForPreTraining, model_name_or_path, tiny)
     return _build(AutoModelForMaskedLM, BertForMaskedLM, model_name_or_path, tiny)
 
 

@@ -23,14 +23,19 @@ LABELLED_FILE_SOURCES = ("qbqtc", "tnews", "chnsenticorp", "lcqmc", "table")
 LABELLED_SOURCES = ("sample_relevance", "sample_sentences", *LABELLED_FILE_SOURCES)
 
 
-def _require_path(data: DataConfig, key: str = "path") -> Path:
+def _require_paths(data: DataConfig, key: str = "path") -> list[Path]:
     value = getattr(data, key)
     if value is None:
         raise ValueError(f"data.{key}: source {data.source!r} needs a file path")
-    path = Path(value)
-    if not path.is_file():
-        raise ValueError(f"data.{key}: no such file {str(path)!r}")
-    return path
+    paths = [Path(item) for item in (value if isinstance(value, list) else [value])]
+    for path in paths:
+        if not path.is_file():
+            raise ValueError(f"data.{key}: no such file {str(path)!r}")
+    return paths
+
+
+def _require_path(data: DataConfig, key: str = "path") -> Path:
+    return _require_paths(data, key)[0]
 
 
 def _read_labelled_file(data: DataConfig, key: str) -> Dataset:
@@ -93,7 +98,7 @@ def load_texts(data: DataConfig | Mapping[str, Any]) -> tuple[list[str], list[st
     """Texts (and second segments, or None) for MLM pre-training.
 
     ``sample_corpus`` generates ``n_sentences`` sentences; ``corpus`` reads one
-    text a line from ``data.path`` (``.gz`` allowed); a labelled source gives
+    text a line from ``data.path`` (one file or a list, in order; ``.gz`` allowed); a labelled source gives
     its training split's ``text`` (and ``text_pair``). ``max_train_samples``
     keeps the first N.
     """
@@ -101,7 +106,7 @@ def load_texts(data: DataConfig | Mapping[str, Any]) -> tuple[list[str], list[st
     if data.source == "sample_corpus":
         texts, pairs = sample_corpus(n_sentences=data.n_sentences, seed=data.seed), None
     elif data.source == "corpus":
-        texts, pairs = _read_lines(_require_path(data)), None
+        texts, pairs = [line for path in _require_paths(data) for line in _read_lines(path)], None
     else:
         train = load_splits(data)["train"]
         texts = list(train["text"])

@@ -16,14 +16,17 @@ def build_collator(
     seed: int = 0,
     return_word_ids: bool = False,
     segmented_texts: Iterable[Sequence[str]] | None = None,
+    sentence_order: bool = False,
 ) -> RandomMaskCollator | WholeWordMaskCollator | KnowledgeMaskCollator:
     """The collator of ``spec.strategy`` (random tokens, whole words, or knowledge-based dynamic
     masking) with ``spec.mlm_probability``; WWM takes ``spec.max_ngram``; KDM weighs words by the
     IDF of ``segmented_texts`` (each a list of jieba words, e.g. ``feature["words"]``; none: no IDF).
     ``seed`` seeds the collator's own generator; ``return_word_ids`` keeps the word spans in the
-    batch (hard correction needs them)."""
+    batch (hard correction needs them); ``sentence_order`` adds sentence-order prediction (halves swapped
+    with p = 0.5, ``sop_labels`` in the batch)."""
     spec = MaskingSpec.from_mapping(spec)
-    common = {"mlm_probability": spec.mlm_probability, "seed": seed, "return_word_ids": return_word_ids}
+    common = {"mlm_probability": spec.mlm_probability, "seed": seed, "return_word_ids": return_word_ids,
+              "sentence_order": sentence_order}
     if spec.strategy == "random":
         return RandomMaskCollator(tokenizer, **common)
     if spec.strategy == "wwm":

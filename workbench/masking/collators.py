@@ -4,7 +4,9 @@ Every collator takes features from :func:`workbench.masking.encode_words`, pads
 them to the longest sequence in the batch and returns tensors for
 ``BertForMaskedLM``: ``input_ids``, ``attention_mask``, ``token_type_ids`` and
 ``labels`` (-100 where nothing is predicted), plus ``word_ids`` when built with
-``return_word_ids=True`` (the hard-correction objective needs word spans).
+``return_word_ids=True`` (the hard-correction objective needs word spans) and ``sop_labels``
+when built with ``sentence_order=True`` (each block cut into two halves, swapped with
+probability 0.5 before masking: :mod:`workbench.masking.sentence_order`).
 
 Masking budget (BERT, Devlin et al. 2019, Sec. 3.1 and its
 ``create_pretraining_data.py``): per sequence ``round(p * n)`` tokens, n = the
@@ -31,6 +33,7 @@ import torch
 
 from workbench.losses import IGNORE_INDEX
 from workbench.masking.knowledge import word_weights
+from workbench.masking.sentence_order import sentence_order_batch
 
 MASK_TOKEN_SHARE = 0.8
 RANDOM_TOKEN_SHARE = 0.1
@@ -50,7 +53,8 @@ def _pad(features: Sequence[Mapping], key: str, pad_value: int, width: int) -> n
 class _MaskingCollator:
     """Shared padding, budget, 80/10/10 replacement and seeding; subclasses choose the masked tokens."""
 
-    def __init__(self, tokenizer, mlm_probability: float = 0.15, seed: int = 0, return_word_ids: bool = False):
+    def __init__(self, tokenizer, mlm_probability: float = 0.15, seed: int = 0, return_word_ids: bool = False,
+                 sentence_order: bool = False):
         if not 0.0 < mlm_probability < 1.0:
             raise ValueError(f"mlm_probability must be in the open interval (0, 1), got {mlm_probability}")
         if tokenizer.mask_token_id is None or tokenizer.pad_token_id is None:
@@ -59,6 +63,7 @@ class _MaskingCollator:
         self.mlm_probability = float(mlm_probability)
         self.seed = int(seed)
         self.return_word_ids = return_word_ids
+        self.sentence_order = bool(sentence_order)
         self._worker_id: int | None = None
         self._rng = np.random.default_rng(self.seed)
         vocab = tokenizer.get_vocab()
@@ -81,6 +86,11 @@ class _MaskingCollator:
         if len(features) == 0:
             raise ValueError("features must hold at least one example")
         rng = self._generator()
+        sop_labels = None
+        if self.sentence_order:
+            features, sop_labels = sentence_order_batch(
+                list(features), rng, self.tokenizer.cls_token_id, self.tokenizer.sep_token_id
+            )
         width = max(len(feature["input_ids"]) for feature in features)
         input_ids = _pad(features, "input_ids", self.tokenizer.pad_token_id, width)
         batch = {
@@ -103,6 +113,8 @@ class _MaskingCollator:
             if word_ids is None:
                 raise ValueError("return_word_ids=True needs features with 'word_ids' (use encode_words)")
             batch["word_ids"] = word_ids
+        if sop_labels is not None:
+            batch["sop_labels"] = sop_labels
         return {key: torch.from_numpy(value) for key, value in batch.items()}
 
     def _replace(self, input_ids: np.ndarray, masked: np.ndarray, rng: np.random.Generator):
@@ -206,10 +218,10 @@ class WholeWordMaskCollator(_WordMaskCollator):
     """
 
     def __init__(self, tokenizer, mlm_probability: float = 0.15, seed: int = 0, max_ngram: int = 1,
-                 return_word_ids: bool = False):
+                 return_word_ids: bool = False, sentence_order: bool = False):
         if not isinstance(max_ngram, int) or max_ngram < 1:
             raise ValueError(f"max_ngram must be an integer >= 1, got {max_ngram!r}")
-        super().__init__(tokenizer, mlm_probability, seed, return_word_ids)
+        super().__init__(tokenizer, mlm_probability, seed, return_word_ids, sentence_order)
         self.max_ngram = max_ngram
         weights = 1.0 / np.arange(1, max_ngram + 1)
         self._ngram_probabilities = weights / weights.sum()
@@ -256,8 +268,9 @@ class KnowledgeMaskCollator(_WordMaskCollator):
     def __init__(self, tokenizer, mlm_probability: float = 0.15, seed: int = 0,
                  entities: Sequence[str] | set[str] | None = None, idf: Mapping[str, float] | None = None,
                  return_word_ids: bool = False, entity_weight: float = DEFAULT_ENTITY_WEIGHT,
-                 event_weight: float = DEFAULT_EVENT_WEIGHT, other_weight: float = DEFAULT_OTHER_WEIGHT):
-        super().__init__(tokenizer, mlm_probability, seed, return_word_ids)
+                 event_weight: float = DEFAULT_EVENT_WEIGHT, other_weight: float = DEFAULT_OTHER_WEIGHT,
+                 sentence_order: bool = False):
+        super().__init__(tokenizer, mlm_probability, seed, return_word_ids, sentence_order)
         weights = {"entity_weight": entity_weight, "event_weight": event_weight, "other_weight": other_weight}
         for name, value in weights.items():
             numeric = isinstance(value, (int, float)) and not isinstance(value, bool)

@@ -23,7 +23,13 @@ from workbench.losses.mlm import IGNORE_INDEX, CorrectionStats, HardCorrectionLo
 
 MODEL_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 
-__all__ = ["evaluate_masked_lm", "fixed_mask_batches", "split_heldout"]
+__all__ = ["evaluate_masked_lm", "fixed_mask_batches", "mlm_logits", "split_heldout"]
+
+
+def mlm_logits(output: Any) -> torch.Tensor:
+    """The masked-LM logits of a model output: ``logits`` (BertForMaskedLM) or ``prediction_logits``
+    (BertForPreTraining, used with sentence-order prediction)."""
+    return output["logits"] if "logits" in output else output["prediction_logits"]
 
 
 def split_heldout(blocks: datasets.Dataset, eval_fraction: float = 0.01, seed: int = 0) -> tuple[datasets.Dataset, datasets.Dataset]:
@@ -93,7 +99,7 @@ def evaluate_masked_lm(
     stats = CorrectionStats()
     try:
         for batch in batches:
-            logits = model(**{key: batch[key].to(device) for key in MODEL_INPUTS if key in batch}).logits
+            logits = mlm_logits(model(**{key: batch[key].to(device) for key in MODEL_INPUTS if key in batch}))
             labels = batch["labels"].to(device)
             losses = F.cross_entropy(logits.flatten(0, 1).float(), labels.flatten(), ignore_index=IGNORE_INDEX, reduction="sum")
             total += losses.double()
