@@ -209,3 +209,12 @@ def test_cli_runs_a_yaml_config_with_overrides(tmp_path, capsys):
     with pytest.raises(SystemExit):
         cli_main([str(path), "training.lrate=1"])
     assert "unknown config key 'training.lrate'" in capsys.readouterr().err
+
+
+def test_a_time_budget_stops_pretraining_and_evaluates_where_it_stopped(tmp_path):
+    result = pretrain_mlm(tiny_config(tmp_path / "pre", data={"source": "sample_corpus", "n_sentences": 400},
+                                      training={"epochs": 200, "time_budget_s": 1.0, "dataloader_workers": 0}))
+    last = result.metrics["epochs"][-1]
+    assert last["epoch"] < 200 and last["step"] == result.history[-1]["step"]
+    assert result.metrics["train_runtime"] < 30
+    assert result.metrics["perplexity"] == pytest.approx(math.exp(result.metrics["eval_loss"]))

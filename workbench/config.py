@@ -419,6 +419,8 @@ class TrainingConfig(Section):
     prefix: ClassVar[str] = "training"
 
     epochs: float = option(3, "epochs (evaluation and a checkpoint after each)")
+    time_budget_s: float | None = option(None, "stop training after this many seconds (the step in progress finishes; "
+                                         "pretrain_mlm then evaluates once more); null: no limit")
     batch_size: int = option(16, "per-device training batch size")
     eval_batch_size: int = option(64, "per-device evaluation batch size")
     lr: float = option(5e-5, "AdamW learning rate (linear warmup and decay)")
@@ -441,6 +443,7 @@ class TrainingConfig(Section):
 
     def __post_init__(self) -> None:
         check_number(self.key("epochs"), self.epochs, 0, low_inclusive=False)
+        check_number(self.key("time_budget_s"), self.time_budget_s, 0, low_inclusive=False, allow_none=True)
         for name in ("batch_size", "eval_batch_size", "grad_accumulation", "logging_steps", "save_total_limit"):
             check_int(self.key(name), getattr(self, name), 1)
         check_number(self.key("lr"), self.lr, 0, low_inclusive=False)

@@ -2,7 +2,8 @@
 
 Every constructor builds either a tiny randomly initialised BERT (from
 ``tiny_bert_config(**tiny)``, the default; sized for CPU) or loads a checkpoint
-through the ``transformers`` Auto classes when ``model_name_or_path`` is given.
+through the ``transformers`` Auto classes when ``model_name_or_path`` is given,
+always with float32 weights (mixed precision is the trainer's business).
 Classifiers' ``forward`` returns an output with ``.logits``; the workbench
 trainers compute the loss themselves with the workbench losses.
 
@@ -117,7 +118,9 @@ def _build(
     if model_name_or_path is not None:
         if tiny is not None:
             raise ValueError("tiny: give either model_name_or_path or tiny config kwargs, not both")
-        return auto_class.from_pretrained(str(model_name_or_path), **head_kw)
+        # float32 master weights whatever the checkpoint's dtype (a bf16 checkpoint such as
+        # models/workbench-zh-mini is upcast): training precision comes from training.precision.
+        return auto_class.from_pretrained(str(model_name_or_path), dtype=torch.float32, **head_kw)
     config = tiny_bert_config(**dict(tiny or {}))
     for key, value in head_kw.items():
         setattr(config, key, value)

@@ -73,6 +73,7 @@ def train_classifier(
         compute_metrics=epoch_metrics(data.names),
         callbacks=list(callbacks),
         loss=loss,
+        time_budget_s=config.training.time_budget_s,
         **dict(trainer_kwargs or {}),
     )
     train_output = trainer.train(resume_from_checkpoint=resume_from)

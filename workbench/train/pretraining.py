@@ -184,12 +184,15 @@ def _pretrain_mlm(config: Config, callbacks: Sequence[TrainerCallback]) -> Resul
         callbacks=[first_step, *callbacks],
         loss=objective_loss(objective, tokenizer),
         sentence_order=objective.sop,
+        time_budget_s=training.time_budget_s,
     )
     evaluation = EpochEvaluation(trainer, eval_batches, HardCorrectionLoss(tokenizer, objective.lexicon, objective.hc_level))
     trainer.add_callback(evaluation)
     train_output = trainer.train(resume_from_checkpoint=resume_from)
     trainer.save_model(str(output_dir))
-    final = evaluation.epochs[-1] if evaluation.epochs else evaluate_masked_lm(trainer.model, eval_batches)
+    if not evaluation.epochs or evaluation.epochs[-1]["step"] != trainer.state.global_step:  # stopped mid-epoch
+        evaluation.on_epoch_end(trainer.args, trainer.state, trainer.control)
+    final = evaluation.epochs[-1]
     wall = time.perf_counter() - start
     before_first_step = (first_step.at - start) if first_step.at is not None else wall
     metrics: dict[str, Any] = {

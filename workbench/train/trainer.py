@@ -24,11 +24,12 @@ from __future__ import annotations
 
 import os
 import shutil
+import time
 from typing import Any
 
 import torch
 from torch import nn
-from transformers import PrinterCallback, ProgressCallback, Trainer, TrainingArguments
+from transformers import PrinterCallback, ProgressCallback, Trainer, TrainerCallback, TrainingArguments
 from transformers.trainer import TRAINER_STATE_NAME
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR, rotate_checkpoints
 
@@ -54,6 +55,21 @@ class BarProgressCallback(ProgressCallback):
         }
         if evaluation:
             self.training_bar.write(f"epoch {state.epoch:.0f} validation: " + ", ".join(f"{k} {v}" for k, v in evaluation.items()))
+
+
+class TimeBudget(TrainerCallback):
+    """Stops training once ``seconds`` have passed since it began (checked after every step)."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.start = time.perf_counter()
+
+    def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        self.start = time.perf_counter()
+
+    def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        if time.perf_counter() - self.start >= self.seconds:
+            control.should_training_stop = True
 
 
 def scale_for_accumulation(
@@ -93,7 +109,8 @@ class LossTrainer(Trainer):
     """A ``transformers.Trainer`` whose training loss is ``loss(outputs.logits, labels)``.
 
     ``loss`` is any module with ``forward(logits, labels)`` and a bool
-    ``is_batch_level`` (every ``workbench.losses.build_loss`` loss). Batch keys
+    ``is_batch_level`` (every ``workbench.losses.build_loss`` loss); ``time_budget_s`` stops the
+    run after that many seconds (:class:`TimeBudget`). Batch keys
     listed in ``side_inputs`` (e.g. ``word_ids``) are taken out of the batch
     before the forward pass and handed to :meth:`batch_loss`. Subclasses with
     another objective override :meth:`batch_loss`; the gradient-accumulation
@@ -102,10 +119,14 @@ class LossTrainer(Trainer):
 
     loss_is_scaled_for_ga = True
 
-    def __init__(self, *args: Any, loss: nn.Module, side_inputs: tuple[str, ...] = (), **kwargs: Any) -> None:
+    def __init__(
+        self, *args: Any, loss: nn.Module, side_inputs: tuple[str, ...] = (), time_budget_s: float | None = None, **kwargs: Any
+    ) -> None:
         super().__init__(*args, **kwargs)
         self.loss = loss
         self.side_inputs = side_inputs
+        if time_budget_s is not None:
+            self.add_callback(TimeBudget(time_budget_s))
         # Make the Trainer count the labels of each accumulation step (num_items_in_batch);
         # compute_loss below consumes the count, it is never passed to the model.
         self.model_accepts_loss_kwargs = True
