@@ -6,7 +6,13 @@ import numpy as np
 import pytest
 
 from workbench.losses import QBQTC_LABEL_COUNTS
-from workbench.viz.curves import dice_paper_figure1, figure_loss_curves, loss_curves, pcl_vs_ls_figure
+from workbench.viz.curves import (
+    default_probabilities,
+    dice_paper_figure1,
+    figure_loss_curves,
+    loss_curves,
+    pcl_vs_ls_figure,
+)
 
 FINE_GRID = np.linspace(0.05, 0.95, 181)
 
@@ -85,3 +91,44 @@ def test_figures_have_one_loss_and_one_derivative_trace_per_spec():
 def test_bad_arguments_raise(call, match):
     with pytest.raises(ValueError, match=match):
         call()
+
+
+@pytest.mark.parametrize(
+    "figure",
+    [
+        dice_paper_figure1(p=np.linspace(0.1, 0.9, 5)),
+        pcl_vs_ls_figure(p=np.linspace(0.1, 0.9, 5)),
+        figure_loss_curves([("DSC paper", "dsc", {"preset": "paper"}), ("CE", "ce", {})]),
+    ],
+    ids=["figure1", "pcl_vs_ls", "dsc_presets"],
+)
+def test_each_loss_has_one_colour_and_one_legend_entry_across_both_panels(figure):
+    by_group: dict[str, list] = {}
+    for trace in figure.data:
+        by_group.setdefault(trace.legendgroup, []).append(trace)
+    assert len(by_group) == len(figure.data) // 2
+    colours = []
+    for group, traces in by_group.items():
+        assert [trace.xaxis for trace in traces] == ["x", "x2"]  # loss panel, derivative panel
+        assert {trace.name for trace in traces} == {group}
+        assert len({trace.line.color for trace in traces}) == 1 and traces[0].line.color is not None
+        assert [trace.showlegend is not False for trace in traces] == [True, False]  # one legend entry per loss
+        colours.append(traces[0].line.color)
+    assert len(set(colours)) == len(colours)  # different losses, different colours
+    ce = by_group.get("CE")
+    if ce:  # the example: CE's derivative was drawn red while the legend said blue
+        assert ce[1].line.color == ce[0].line.color
+
+
+def test_auto_derivative_range_keeps_the_dlogit_autorange_and_clips_dldp():
+    p = default_probabilities()
+    figure = figure_loss_curves([("CE", "ce", {}), ("FL", "focal", {"gamma": 2.0})], p=p)
+    low, high = figure.layout.yaxis2.range
+    assert min(figure.data[1].y) == pytest.approx(-1 / 0.01)  # CE's data still reach -100 at p = 0.01 ...
+    shown = np.concatenate([trace.y[p >= 0.2] for trace in figure.data[1::2]])
+    assert low < shown.min() and shown.max() < high  # ... the axis holds every curve from p = 0.2 on
+    assert low > -10  # ... and not CE's -1/p at p = 0.1
+    assert figure_loss_curves([("CE", "ce", {})], derivative_range=None, p=p).layout.yaxis2.range is None
+    assert figure_loss_curves([("CE", "ce", {})], derivative="dloss_dlogit", p=p).layout.yaxis2.range is None
+    with pytest.raises(ValueError, match="derivative_range"):
+        figure_loss_curves([("CE", "ce", {})], derivative_range="log")

@@ -61,3 +61,14 @@ def test_save_needs_a_folder_and_a_figure(tmp_path):
         figures.save(go.Figure(), "x")
     with pytest.raises(ValueError, match="fig must be a plotly figure"):
         figures.save({"data": []}, "x", directory=tmp_path)
+
+
+def test_headless_renderer_outputs_carry_no_plotly_js_and_no_cdn_script():
+    assert figures.HEADLESS_RENDERER.split("+") == ["plotly_mimetype", "workbench_html"]
+    fig = go.Figure(go.Scatter(x=[0, 1], y=[1, 0]))
+    bundle = pio.renderers["workbench_html"].to_mimebundle(fig.to_dict())
+    html = bundle["text/html"]
+    assert list(bundle) == ["text/html"] and "Plotly.newPlot" in html
+    assert "<script src" not in html and "http" not in html  # the page loads plotly.js; no CDN MathJax
+    assert len(html) < 20_000  # the notebook renderer put 4.7 MB of plotly.js into each notebook
+    assert "application/vnd.plotly.v1+json" in pio.renderers["plotly_mimetype"].to_mimebundle(fig.to_dict())

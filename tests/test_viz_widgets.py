@@ -75,6 +75,23 @@ def test_loss_panel_headless_replaces_a_static_figure():
     assert panel.widget.children[0].children == (panel.sliders["gamma"],)
 
 
+def test_loss_panel_derivative_axis_is_clipped_so_a_slider_change_shows():
+    curves = [LinkedCurve("ce", label="CE"), LinkedCurve("focal", ("gamma",), label="FL")]
+    panel = LossCurvePanel(curves, slider_names=("gamma",), interactive=False)
+    for gamma in (0.5, 4.0):
+        panel.sliders["gamma"].value = gamma
+        low, high = panel.figure.layout.yaxis2.range
+        assert min(panel.figure.data[1].y) < -90  # CE's -1/p at p = 0.01 ...
+        assert low > -10  # ... is off the axis, which spans the curves from p = 0.2 on
+        focal = [trace for trace in panel.figure.data if trace.name == "FL" and trace.xaxis == "x2"][0]
+        shown = np.asarray(focal.y)[np.asarray(focal.x) >= 0.2]
+        assert low < shown.min() and shown.max() < high
+        assert {trace.line.color for trace in panel.figure.data if trace.name == "FL"} == {panel.figure.data[2].line.color}
+    fixed = LossCurvePanel(curves, slider_names=("gamma",), interactive=False, derivative_range=(-3.0, 1.0))
+    fixed.sliders["gamma"].value = 2.0
+    assert list(fixed.figure.layout.yaxis2.range) == [-3.0, 1.0]
+
+
 def test_pcl_panel_matches_weight_matrix():
     panel = PclWeightsPanel(variants=("weighted", "expected_cost"))
     panel.sliders["epsilon"].value = 0.3

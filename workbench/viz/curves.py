@@ -13,6 +13,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
+import plotly.io as pio
 import torch
 from plotly.subplots import make_subplots
 
@@ -21,6 +22,10 @@ from workbench.losses import QBQTC_LABEL_COUNTS, build_loss
 EXAMPLES = {"positive": 1, "negative": 0}
 DERIVATIVES = ("dloss_dp", "dloss_dlogit")
 CurveSpec = tuple[str, str, dict]
+# one colour per loss, shared by its loss and derivative traces (plotly's default colourway)
+CURVE_COLOURS = tuple(pio.templates["plotly"].layout.colorway)
+# "auto" derivative ranges span the dL/dp curves from this p on (see figure_loss_curves)
+AUTO_RANGE_FROM_P = 0.2
 
 
 def default_probabilities() -> np.ndarray:
@@ -61,31 +66,63 @@ def figure_loss_curves(
     p: Sequence[float] | np.ndarray | None = None,
     num_classes: int = 2,
     title: str | None = None,
-    derivative_range: tuple[float, float] | None = None,
+    derivative_range: tuple[float, float] | str | None = "auto",
 ) -> go.Figure:
     """Two panels, loss and ``derivative`` against p, one trace per ``(label, name, params)`` spec.
 
-    ``derivative_range`` fixes the derivative panel's y axis (CE's -1/p would otherwise
-    squash the other curves near p = 0)."""
+    Each spec keeps one colour (plotly's default colourway, in order) in both panels and
+    one legend group with one legend entry, so the single legend names the derivative
+    curves too (clicking it hides both traces of a loss).
+
+    ``derivative_range`` fixes the derivative panel's y axis: a ``(low, high)`` pair, None
+    for plotly's autorange, or ``"auto"`` (default): for dL/dp, the span the curves take
+    for p >= ``AUTO_RANGE_FROM_P`` (CE's -1/p reaches -100 at p = 0.01 and would
+    otherwise squash every other curve, so a slider's change would be invisible); for
+    dL/dz, which stays bounded, autorange."""
     if example not in EXAMPLES:
         raise ValueError(f"example must be one of {list(EXAMPLES)}, got {example!r}")
     if derivative not in DERIVATIVES:
         raise ValueError(f"derivative must be one of {list(DERIVATIVES)}, got {derivative!r}")
+    if isinstance(derivative_range, str) and derivative_range != "auto":
+        raise ValueError(f"derivative_range must be 'auto', None or a (low, high) pair, got {derivative_range!r}")
     derivative_title = "dL/dp" if derivative == "dloss_dp" else "dL/dz (gold logit)"
     figure = make_subplots(rows=1, cols=2, subplot_titles=("loss", derivative_title))
-    for label, name, params in specs:
+    frames = []
+    for index, (label, name, params) in enumerate(specs):
         frame = loss_curves(name, p=p, num_classes=num_classes, **params)
         frame = frame[frame["example"] == example]
-        figure.add_trace(go.Scatter(x=frame["p"], y=frame["loss"], name=label, legendgroup=label, mode="lines"), row=1, col=1)
+        frames.append(frame)
+        line = {"color": CURVE_COLOURS[index % len(CURVE_COLOURS)]}
         figure.add_trace(
-            go.Scatter(x=frame["p"], y=frame[derivative], name=label, legendgroup=label, mode="lines", showlegend=False),
+            go.Scatter(x=frame["p"], y=frame["loss"], name=label, legendgroup=label, mode="lines", line=line),
+            row=1, col=1,
+        )
+        figure.add_trace(
+            go.Scatter(x=frame["p"], y=frame[derivative], name=label, legendgroup=label, mode="lines", line=line,
+                       showlegend=False),
             row=1, col=2,
         )
+    if derivative_range == "auto":
+        derivative_range = _auto_range(frames, derivative) if derivative == "dloss_dp" else None
     figure.update_xaxes(title_text="p (probability of the gold class)")
     if derivative_range is not None:
         figure.update_yaxes(range=list(derivative_range), row=1, col=2)
     figure.update_layout(title=title)
     return figure
+
+
+def _auto_range(frames: Sequence[pd.DataFrame], column: str) -> tuple[float, float] | None:
+    """The span of ``column`` over every frame's rows with p >= AUTO_RANGE_FROM_P, padded by 5 %;
+    None (autorange) when no row qualifies."""
+    if not frames:
+        return None
+    values = np.concatenate([frame.loc[frame["p"] >= AUTO_RANGE_FROM_P, column].to_numpy() for frame in frames])
+    values = values[np.isfinite(values)]
+    if values.size == 0:
+        return None
+    low, high = float(values.min()), float(values.max())
+    pad = 0.05 * max(high - low, 1e-6)
+    return (low - pad, high + pad)
 
 
 def dice_paper_figure1(p: Sequence[float] | np.ndarray | None = None) -> go.Figure:

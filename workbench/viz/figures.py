@@ -3,14 +3,17 @@
 A notebook calls ``set_output_dir(output_dir)`` once with its ``output_dir``
 parameter (None when run by hand). From then on ``show(fig, name)``:
 
-* displays the figure; the renderer ``plotly_mimetype+notebook`` gives each
-  output both the plotly MIME bundle (JupyterLab draws it) and a ``text/html``
-  version that nbconvert's HTML export shows without a network. The
-  ``notebook`` part embeds plotly.js once per notebook (about 4.7 MB), not
-  once per figure;
+* displays the figure; the headless renderer ``plotly_mimetype+workbench_html``
+  gives each output the plotly MIME bundle (JupyterLab draws it with its plotly
+  extension) and a ``text/html`` version, a div and a ``Plotly.newPlot`` call,
+  that nbconvert's HTML export shows. Neither carries plotly.js nor a CDN
+  script: the page around the output loads plotly.js (the runner's HTML export
+  loads the run folder's shared copy, workbench.runs.assets), so the executed
+  .ipynb stays small;
 * writes ``figures/<name>.html`` (standalone; ``include_plotlyjs="directory"``
-  puts one plotly.min.js beside it for the whole folder) and
-  ``figures/<name>.json`` (``fig.to_json()``, for tests and re-plotting).
+  puts one plotly.min.js beside it for the whole folder, which the runner then
+  swaps for the run's shared copy) and ``figures/<name>.json``
+  (``fig.to_json()``, for tests and re-plotting).
 """
 
 from __future__ import annotations
@@ -20,8 +23,22 @@ from pathlib import Path
 
 import plotly.io as pio
 from plotly.basedatatypes import BaseFigure
+from plotly.io.base_renderers import MimetypeRenderer
 
-HEADLESS_RENDERER = "plotly_mimetype+notebook"
+
+class PageLoadsPlotlyRenderer(MimetypeRenderer):
+    """``text/html``: the figure's div and ``Plotly.newPlot`` call, for a page that loads
+    plotly.js itself (a global ``Plotly``). No plotly.js and no MathJax tag in the output,
+    unlike plotly's ``notebook`` renderer (4.7 MB per notebook, a CDN MathJax per figure)."""
+
+    def to_mimebundle(self, fig_dict: dict) -> dict[str, str]:
+        html = pio.to_html(fig_dict, include_plotlyjs=False, include_mathjax=False, full_html=False,
+                           default_width="100%", default_height=525, validate=False)
+        return {"text/html": html}
+
+
+pio.renderers["workbench_html"] = PageLoadsPlotlyRenderer()
+HEADLESS_RENDERER = "plotly_mimetype+workbench_html"
 FIGURES_SUBDIR = "figures"
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
@@ -42,7 +59,7 @@ def set_output_dir(output_dir: str | Path | None, renderer: str | None = HEADLES
     _figures_dir = Path(output_dir) / FIGURES_SUBDIR
     _figures_dir.mkdir(parents=True, exist_ok=True)
     if renderer is not None and pio.renderers.default != renderer:
-        pio.renderers.default = renderer  # re-assigning would embed plotly.js again
+        pio.renderers.default = renderer  # re-assigning would re-run the renderers' activation
 
 
 def figures_dir() -> Path | None:

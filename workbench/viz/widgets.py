@@ -127,7 +127,12 @@ class LinkedCurve:
 
 
 class LossCurvePanel(Panel):
-    """Loss and gradient curves (``workbench.viz.curves.figure_loss_curves``) redrawn from sliders."""
+    """Loss and gradient curves (``workbench.viz.curves.figure_loss_curves``) redrawn from sliders.
+
+    ``derivative_range`` goes to ``figure_loss_curves``: the default ``"auto"`` clips a
+    dL/dp panel to the curves' span from p = 0.2 on, so a slider's effect stays visible
+    next to CE's -1/p; a ``(low, high)`` pair fixes the axis across redraws.
+    """
 
     def __init__(
         self,
@@ -138,6 +143,7 @@ class LossCurvePanel(Panel):
         derivative: str = "dloss_dp",
         interactive: bool = True,
         name: str = "loss_curves",
+        derivative_range: tuple[float, float] | str | None = "auto",
     ) -> None:
         if not curves:
             raise ValueError("curves must hold at least one LinkedCurve")
@@ -149,6 +155,7 @@ class LossCurvePanel(Panel):
         self.num_classes = num_classes
         self.example = example
         self.derivative = derivative
+        self.derivative_range = derivative_range
         sliders = {slider: make_slider(slider, continuous_update=False) for slider in slider_names}
         super().__init__(sliders, name, interactive)
 
@@ -156,7 +163,8 @@ class LossCurvePanel(Panel):
         specs = [(curve.name, curve.loss, curve.parameters(values)) for curve in self.curves]
         settings = ", ".join(f"{name} = {value:g}" for name, value in values.items())
         return figure_loss_curves(
-            specs, example=self.example, derivative=self.derivative, num_classes=self.num_classes, title=settings
+            specs, example=self.example, derivative=self.derivative, num_classes=self.num_classes, title=settings,
+            derivative_range=self.derivative_range,
         )
 
 
