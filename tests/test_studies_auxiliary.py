@@ -238,6 +238,8 @@ def test_sweep_figure_plots_the_two_stage_curve_variants_and_baseline_band():
     assert (band.y0, band.y1) == pytest.approx((0.78, 0.82))
     with pytest.raises(ValueError, match="metric: must be one of \\['accuracy'\\], got 'f1'"):
         aux_sweep_figure(summary, "f1")
+    labelled = aux_sweep_figure(summary, "accuracy", method_labels=PAPER_NAMES)
+    assert [trace.name for trace in labelled.data] == ["two-stage (stage 2, frozen encoder)", "RE-BERT + FGM in stage 1"]
 
 
 @pytest.mark.parametrize(
