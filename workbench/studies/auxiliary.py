@@ -80,7 +80,7 @@ PAPER_NAMES = {
     FUSION: "MRE-BERT (fusion, two stages)",
     FUSION_FGM: "MRE-BERT-F (fusion, FGM in stage 1)",
 }
-"""The paper's name of each method (sec. 4.2 and Table 4)."""
+"""The paper's name of each method (sec. 4.2, Tables 2-4; the workbench's labels for the FGM-only variant)."""
 FGM_METHODS = (TWO_STAGE_FGM, FUSION_FGM)
 FUSION_METHODS = (FUSION_FINETUNE, FUSION, FUSION_FGM)
 METRICS = ("macro_f1", "accuracy")
