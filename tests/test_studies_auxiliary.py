@@ -2,28 +2,37 @@
 
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
 import pandas as pd
 import pytest
 import torch
+from safetensors.torch import load_file
 from transformers import AutoModelForSequenceClassification
 
 from workbench.data import sample_relevance_splits
 from workbench.studies.auxiliary import (
     BASELINE,
     FUSION,
+    FUSION_FGM,
+    FUSION_FINETUNE,
+    METHODS,
+    PAPER_NAMES,
     RUN_COLUMNS,
     TWO_STAGE,
     TWO_STAGE_FGM,
+    describe_fusion,
     key_metrics,
     run_study,
     select_num_aux,
     stage_one_entropy,
     summarize,
 )
-from workbench.train import load_config
+from workbench.train import classification_data, load_config
+from workbench.train.fgm import FGM
+from workbench.train.two_stage_training import fusion_encoders, stage_one_model
 from workbench.viz import aux_sweep_figure
 from workbench.vocab import load_tokenizer
 
@@ -107,6 +116,78 @@ def test_fgm_and_fusion_variants_run_at_the_n_chosen_on_validation(tmp_path):
     assert variants["stage1_macro_f1"].notna().all()
     assert variants.loc[variants["method"] == FUSION, "stage1_entropy_k"].isna().all()
     assert (tmp_path / f"two_stage_fgm_n{chosen}_seed0" / "stage2").is_dir()
+    # the paper's M-BERT (fusion, one stage, no auxiliary labels) and MRE-BERT-F (fusion + FGM in stage 1)
+    assert list(runs["method"])[-4:] == [TWO_STAGE_FGM, FUSION_FINETUNE, FUSION, FUSION_FGM]
+    rows = runs.set_index("method")
+    assert rows.loc[FUSION_FINETUNE, "num_aux"] == 0 and np.isnan(rows.loc[FUSION_FINETUNE, "stage1_macro_f1"])
+    assert rows.loc[FUSION_FGM, "num_aux"] == chosen and not np.isnan(rows.loc[FUSION_FGM, "stage1_macro_f1"])
+    m_bert = load_file(str(tmp_path / "fusion_finetune_n0_seed0" / "model.safetensors"))
+    assert m_bert["classifier.weight"].shape == (K, 2 * 16)  # K outputs only, over both encoders' [CLS]
+    assert any(name.startswith("encoder_a.") for name in m_bert) and any(name.startswith("encoder_b.") for name in m_bert)
+    mre_f = json.loads((tmp_path / f"fusion_fgm_n{chosen}_seed0" / "metrics.json").read_text())["parameters"]["aux"]
+    assert (mre_f["fusion"], mre_f["fgm_epsilon"], mre_f["num_aux"]) == (True, 0.5, chosen)
+    assert load_file(str(tmp_path / f"fusion_fgm_n{chosen}_seed0" / "stage1" / "model.safetensors"))["classifier.weight"].shape[0] == K + chosen
+
+
+def test_fusion_without_fgm_runs_m_bert_and_mre_but_no_mre_f(tmp_path):
+    runs = run_study(tiny_config(), num_aux_values=[1], seeds=[0], fusion=True, output_root=tmp_path / "a")
+    assert list(runs["method"]) == [BASELINE, TWO_STAGE, FUSION_FINETUNE, FUSION]
+
+
+def test_mre_f_runs_fgm_on_both_encoders():
+    config = tiny_config().replace(aux={"fusion": True, "num_aux": 2, "fgm_epsilon": 0.5})
+    data = classification_data(config)
+    torch.manual_seed(0)
+    model = stage_one_model(config, len(data.tokenizer), K, data.tokenizer)
+    fgm = FGM(model, 0.5)
+    embeddings = [model.encoder_a.embeddings.word_embeddings.weight, model.encoder_b.embeddings.word_embeddings.weight]
+    assert len(fgm.parameters) == 2 and all(any(p is e for p in fgm.parameters) for e in embeddings)
+    batch = {key: torch.nn.utils.rnn.pad_sequence([torch.tensor(v) for v in data.encoded["train"][:8][key]], batch_first=True)
+             for key in ("input_ids", "attention_mask", "token_type_ids")}
+    labels = torch.tensor(data.encoded["train"][:8]["labels"])
+    torch.nn.functional.cross_entropy(model(**batch).logits, labels).backward()
+    before = [e.detach().clone() for e in embeddings]
+    fgm.attack()
+    for weight, saved in zip(embeddings, before):  # each encoder moved by epsilon along its own gradient
+        assert torch.linalg.vector_norm(weight.detach() - saved).item() == pytest.approx(0.5, rel=1e-4)
+    fgm.restore()
+    for weight, saved in zip(embeddings, before):
+        assert torch.equal(weight.detach(), saved)
+
+
+def _checkpoint(folder, vocab_file=None):
+    from transformers import BertModel
+
+    from workbench.models import tiny_bert_config
+
+    tokenizer = load_tokenizer(vocab_file=vocab_file)
+    BertModel(tiny_bert_config(vocab_size=len(tokenizer), num_layers=1, hidden_size=16, num_heads=2)).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
+def test_fusion_model_is_the_second_encoder_and_must_share_the_tokenizer(tmp_path):
+    second = _checkpoint(tmp_path / "second")
+    config = tiny_config().replace(aux={"fusion": True, "fusion_model": str(second)})
+    tokenizer = load_tokenizer()
+    encoder_a, encoder_b = fusion_encoders(config, tokenizer)
+    saved = load_file(str(second / "model.safetensors"))
+    key = next(name for name in saved if name.endswith("word_embeddings.weight"))
+    torch.testing.assert_close(encoder_b.embeddings.word_embeddings.weight.detach(), saved[key])
+    assert not torch.equal(encoder_a.embeddings.word_embeddings.weight.detach(), saved[key])
+    vocab = tmp_path / "vocab.txt"
+    vocab.write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "的", "是"]), encoding="utf-8")
+    other = _checkpoint(tmp_path / "other", vocab_file=vocab)
+    with pytest.raises(ValueError, match="aux.fusion_model: must share the tokenizer of model"):
+        fusion_encoders(tiny_config().replace(aux={"fusion": True, "fusion_model": str(other)}), tokenizer)
+
+
+def test_describe_fusion_names_the_fallback(tmp_path):
+    assert "a second tiny BERT of the same size" in describe_fusion(tiny_config())
+    checkpoint = tiny_config().replace(model={"model_name_or_path": "ckpt"})
+    assert describe_fusion(checkpoint) == "ckpt + the same checkpoint again (aux.fusion_model is null: identical weights at the start)"
+    assert describe_fusion(checkpoint.replace(aux={"fusion_model": "other"})) == "ckpt + other"
+    assert list(PAPER_NAMES) == list(METHODS) and PAPER_NAMES[FUSION_FINETUNE].startswith("M-BERT")
 
 
 def test_select_num_aux_uses_mean_validation_score_and_breaks_ties_low():
@@ -157,6 +238,8 @@ def test_sweep_figure_plots_the_two_stage_curve_variants_and_baseline_band():
     assert (band.y0, band.y1) == pytest.approx((0.78, 0.82))
     with pytest.raises(ValueError, match="metric: must be one of \\['accuracy'\\], got 'f1'"):
         aux_sweep_figure(summary, "f1")
+    labelled = aux_sweep_figure(summary, "accuracy", method_labels=PAPER_NAMES)
+    assert [trace.name for trace in labelled.data] == ["two-stage (stage 2, frozen encoder)", "RE-BERT + FGM in stage 1"]
 
 
 @pytest.mark.parametrize(
@@ -191,3 +274,10 @@ def test_key_metrics_compare_baseline_with_two_stage_at_the_chosen_n():
     assert metrics["two_stage_accuracy"]["mean"] == pytest.approx(0.9)
     assert metrics["baseline_macro_f1"]["std"] == pytest.approx(math.sqrt(0.02)) and metrics["baseline_macro_f1"]["n"] == 2
     assert metrics["delta_macro_f1"] == pytest.approx(0.1)
+    assert not any(key.startswith(("fusion", "two_stage_fgm")) for key in metrics)  # variants only when they ran
+    with_variants = pd.concat([runs, pd.DataFrame({
+        "method": [FUSION_FINETUNE, FUSION_FINETUNE, FUSION_FGM], "num_aux": [0, 0, 4], "seed": [0, 1, 0],
+        "macro_f1": [0.5, 0.7, 0.9], "accuracy": [0.6, 0.8, 0.9], "validation_macro_f1": [0.1, 0.1, 0.1]})])
+    metrics = key_metrics(with_variants)
+    assert metrics["fusion_finetune_macro_f1"]["mean"] == pytest.approx(0.6) and metrics["fusion_finetune_macro_f1"]["n"] == 2
+    assert metrics["fusion_fgm_accuracy"]["mean"] == pytest.approx(0.9) and metrics["chosen_num_aux"] == 4

@@ -36,16 +36,51 @@ def tiny_splits() -> DatasetDict:
     return dice.study_splits(seed=0, n_train=160, n_eval=60)
 
 
-def test_resampled_training_sets_follow_table8():
-    sets = dice.resampled_training_sets(binary_dataset(40, 10), seed=3)
-    counts = {name: label_counts(ds) for name, ds in sets.items()}
-    assert list(sets) == list(dice.TABLE8_SETTINGS)
-    assert counts == {"original": [40, 10], "+positive": [40, 40], "+negative": [80, 10], "-negative": [10, 10]}
+def test_table8_sets_have_the_five_settings_and_their_class_counts():
+    # 40 negatives, 10 positives: +positive adds 30 positives, +negative 30 negatives (the size of
+    # +positive), -negative drops 30 negatives, +positive & +negative keeps the 20% share at the size
+    # of +positive: round(2 * 40 * 10 / 50) = 16 positives and 64 negatives.
+    for augmentation in dice.AUGMENTATIONS:
+        table8 = dice.table8_sets(binary_dataset(40, 10), seed=3, augmentation=augmentation)
+        counts = {name: label_counts(ds) for name, ds in table8.sets.items()}
+        assert list(table8.sets) == list(dice.TABLE8_SETTINGS) == [
+            "original", "+positive", "+negative", "-negative", "+positive & +negative"]
+        assert counts == {"original": [40, 10], "+positive": [40, 40], "+negative": [70, 10], "-negative": [10, 10],
+                          "+positive & +negative": [64, 16]}
+        assert table8.augmentation == augmentation
 
 
-def test_resampled_training_sets_refuse_a_single_class():
+def test_table8_synonyms_make_new_sentences_where_the_lexicon_allows_and_count_the_rest():
+    # The tiny lexicon has 非常 (Ed01A18) and 好 (Ed01A03) but neither 房间 nor 太差: every added
+    # positive is a new sentence, every added negative an unchanged copy.
+    table8 = dice.table8_sets(binary_dataset(40, 10), seed=0, augmentation="synonyms")
+    added_positives = table8.sets["+positive"].select(range(50, 80))["text"]
+    assert all(text != "房间非常好" and text.startswith("房间") for text in added_positives)
+    assert set(table8.sets["+negative"].select(range(50, 80))["text"]) == {"房间太差了"}
+    assert (table8.calls, table8.unchanged) == (30 + 30 + 6 + 24, 30 + 24)
+    counts = dice.table8_counts(table8)
+    assert counts["added"].tolist() == [0, 30, 30, 0, 30]
+    assert counts["added, same text as an original example"].tolist() == [0, 0, 30, 0, 24]
+    assert counts.loc["+positive & +negative", "positive share"] == pytest.approx(0.2)
+    copies = dice.table8_sets(binary_dataset(40, 10), seed=0, augmentation="copies")
+    assert (copies.calls, copies.unchanged) == (0, 0)
+    assert dice.table8_counts(copies)["added, same text as an original example"].tolist() == [0, 30, 30, 0, 30]
+
+
+def test_table8_lexicon_path_replaces_the_shipped_lexicon(tmp_path):
+    lexicon = tmp_path / "cilin.txt"
+    lexicon.write_text("Zz01A01= 太差 很差 极差\n", encoding="utf-8")
+    table8 = dice.table8_sets(binary_dataset(40, 10), seed=0, lexicon=str(lexicon))
+    assert set(table8.sets["+negative"].select(range(50, 80))["text"]) <= {"房间很差了", "房间极差了"}
+    assert set(table8.sets["+positive"].select(range(50, 80))["text"]) == {"房间非常好"}  # 非常, 好 are not in this lexicon
+    assert table8.unchanged == 30 + 6
+
+
+def test_table8_sets_refuse_a_single_class_and_unknown_augmentation():
     with pytest.raises(ValueError, match="train"):
-        dice.resampled_training_sets(binary_dataset(10, 0))
+        dice.table8_sets(binary_dataset(10, 0))
+    with pytest.raises(ValueError, match="augmentation: must be one of"):
+        dice.table8_sets(binary_dataset(10, 2), augmentation="backtranslation")
 
 
 def test_balanced_splits_equalise_every_split():
@@ -110,8 +145,12 @@ def test_fit_and_score_runs_the_transformer_trainer(tiny_splits):
 
 def test_imbalance_study_and_sweep_tables(tiny_splits, fitter):
     table = dice.imbalance_study(tiny_splits, {"CE": dice.LOSS_ZOO["CE"]}, [0, 1], fitter)
-    assert len(table) == 4 * 1 * 2
+    assert len(table) == 5 * 1 * 2
     assert list(table["setting"].unique()) == list(dice.TABLE8_SETTINGS)
+    given = dice.table8_sets(tiny_splits["train"], seed=0, augmentation="copies")
+    again = dice.imbalance_study(tiny_splits, {"CE": dice.LOSS_ZOO["CE"]}, [0], fitter, training_sets=given)
+    by_hand = dice.fit_and_score(DatasetDict({**tiny_splits, "train": given.sets["+negative"]}), dice.LOSS_ZOO["CE"], 0, fitter)
+    assert again.set_index("setting").loc["+negative", list(by_hand)].to_dict() == pytest.approx(by_hand)
     assert {"setting", "loss", "seed", *dice.METRICS, "validation_f1_positive"} <= set(table.columns)
     sweep = dice.tversky_sweep(tiny_splits, [0.2, 0.8], [0], fitter)
     assert sweep["alpha"].tolist() == [0.2, 0.8] and set(sweep["loss"]) == {"TL"}

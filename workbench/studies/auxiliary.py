@@ -1,24 +1,48 @@
 """Auxiliary-label study: plain fine-tuning vs two-stage training with n auxiliary labels.
 
-Zhang et al., "Complicate Then Simplify: A Novel Way to Explore Pre-trained
-Models for Text Classification" (COLING 2022). Stage 1 trains encoder + a
-(K+n)-way head with cross-entropy; the n auxiliary labels never occur as
-targets, so with logits z over K+n outputs and gold label y < K the loss is
+Xu Zhang et al., "Complicate Then Simplify: A Novel Way to Explore Pre-trained
+Models for Text Classification" (COLING 2022). Stage 1 (the paper's "pre-training
+stage") trains encoder + a (K+n)-way head with cross-entropy; the n auxiliary
+labels never occur as targets ("expanding the target labels by complementary
+zeros"), so with logits z over K+n outputs and gold label y < K the loss is
 
     L_1 = -log softmax(z)_y = -z_y + log( sum_{j<K} e^{z_j} + sum_{a=K}^{K+n-1} e^{z_a} )
 
-Stage 2 freezes the encoder and fits a fresh K-way head. The variants: "F"
-adds FGM adversarial training in stage 1; MRE fuses two encoders.
+Stage 2 (the "fine-tuning stage") freezes the encoder and fits a fresh K-way head.
+
+Methods (:data:`METHODS`; the paper's names in :data:`PAPER_NAMES`):
+
+* ``baseline`` (BERT): plain fine-tuning of ``model`` with a K-way head;
+* ``two_stage`` (RE-BERT): the two stages on ``model`` for each n;
+* ``two_stage_fgm`` (RE-BERT with FGM): FGM adversarial training in stage 1, at n*;
+* ``fusion_finetune`` (M-BERT): the fusion of ``model`` and ``aux.fusion_model``
+  fine-tuned in one stage, no auxiliary labels ("M-BERT unites the textual
+  semantic representations of two pre-trained models");
+* ``fusion`` (MRE-BERT): the two stages on that fusion, at n* ("MRE-BERT fuses the
+  textual representations of the BERT-wwm and the BERT-wwm-ext models and then
+  introduces our approach");
+* ``fusion_fgm`` (MRE-BERT-F, "MRE-BERT with adversarial perturbation"): MRE with
+  FGM in stage 1 on both encoders' word embeddings, at n*.
+
+n is the number of auxiliary labels; the paper's Table 1 gives Na, "the whole
+number of auxiliary and target labels", so n = Na - Nt. n* is chosen on
+validation among the single-encoder two-stage runs and reused by every variant
+(the paper tunes Na per model: ChnSentiCorp Na = 4 for RE-BERT, 16 for MRE-BERT).
+The fusion's second encoder is ``aux.fusion_model``; when it is null the fallback
+is a second tiny BERT of the same size with its own initialisation, or the same
+checkpoint loaded twice (``workbench.train.two_stage_training.fusion_description``):
+not the paper's two different encoders.
 
 The functions here run the grid the notebook 04_auxiliary_labels shows (its figure,
-the shape of the paper's Figure 3, is ``workbench.viz.aux_sweep_figure``):
+in the spirit of the paper's Figure 3, is ``workbench.viz.aux_sweep_figure``):
 
 * :func:`run_study` -- baseline (``finetune``, CE) and ``two_stage`` for each n,
   over seeds; optional FGM / fusion variants at the n chosen on validation;
 * :func:`select_num_aux` -- that choice (best mean validation macro-F1, n > 0);
 * :func:`summarize` -- mean, sample std (ddof=1) and n per method and n;
 * :func:`stage_one_entropy` -- the stage-1 model's mean output entropy over K
-  and over K+n outputs on the evaluation split (``workbench.information``).
+  and over K+n outputs on the evaluation split (a measurement of the workbench,
+  not the paper's eq. 2-3, which assume every false label has probability gamma).
 """
 
 from __future__ import annotations
@@ -39,12 +63,26 @@ from workbench.information import softmax_entropy
 from workbench.stats import row_statistics
 from workbench.stats import summarize as summarize_runs
 from workbench.train import classification_data, evaluation_split, finetune, two_stage
+from workbench.train.two_stage_training import fusion_description, fusion_finetune
 
 BASELINE = "baseline"
 TWO_STAGE = "two_stage"
 TWO_STAGE_FGM = "two_stage_fgm"
+FUSION_FINETUNE = "fusion_finetune"
 FUSION = "fusion"
-METHODS = (BASELINE, TWO_STAGE, TWO_STAGE_FGM, FUSION)
+FUSION_FGM = "fusion_fgm"
+METHODS = (BASELINE, TWO_STAGE, TWO_STAGE_FGM, FUSION_FINETUNE, FUSION, FUSION_FGM)
+PAPER_NAMES = {
+    BASELINE: "BERT (fine-tuning)",
+    TWO_STAGE: "RE-BERT (two stages)",
+    TWO_STAGE_FGM: "RE-BERT + FGM in stage 1",
+    FUSION_FINETUNE: "M-BERT (fusion, fine-tuning)",
+    FUSION: "MRE-BERT (fusion, two stages)",
+    FUSION_FGM: "MRE-BERT-F (fusion, FGM in stage 1)",
+}
+"""The paper's name of each method (sec. 4.2, Tables 2-4; the workbench's labels for the FGM-only variant)."""
+FGM_METHODS = (TWO_STAGE_FGM, FUSION_FGM)
+FUSION_METHODS = (FUSION_FINETUNE, FUSION, FUSION_FGM)
 METRICS = ("macro_f1", "accuracy")
 RUN_COLUMNS = (
     "method",
@@ -100,18 +138,19 @@ def stage_one_entropy(run_dir: str | Path, config: Config, batch_size: int = 128
 def _run(config: Config, method: str, num_aux: int, seed: int, output_root: Path, fgm_epsilon: float = 0.0) -> dict[str, Any]:
     """Train one (method, n, seed) cell into ``output_root`` and return its table row."""
     run_dir = output_root / f"{method}_n{num_aux}_seed{seed}"
-    aux = {"num_aux": num_aux, "fgm_epsilon": fgm_epsilon if method == TWO_STAGE_FGM else 0.0, "fusion": method == FUSION}
+    aux = {"num_aux": num_aux, "fgm_epsilon": fgm_epsilon if method in FGM_METHODS else 0.0, "fusion": method in FUSION_METHODS}
     run_config = config.replace(output_dir=str(run_dir), aux=aux, training={"seed": seed})
     row: dict[str, Any] = dict.fromkeys(RUN_COLUMNS, np.nan)
     row.update(method=method, num_aux=num_aux, seed=seed)
-    if method == BASELINE:
-        metrics = finetune(run_config.replace(task="finetune")).metrics
+    if method in (BASELINE, FUSION_FINETUNE):
+        train = finetune if method == BASELINE else fusion_finetune
+        metrics = train(run_config.replace(task="finetune")).metrics
         row["validation_macro_f1"] = metrics["best_validation_macro_f1"]
     else:
         metrics = two_stage(run_config.replace(task="two_stage")).metrics
         row["validation_macro_f1"] = metrics["stage2"]["best_validation_macro_f1"]
         row["stage1_macro_f1"] = metrics["stage1"]["macro_f1"]
-        if method != FUSION and num_aux > 0:
+        if method not in FUSION_METHODS and num_aux > 0:
             entropy = stage_one_entropy(run_dir, run_config)
             row.update(stage1_entropy_k=entropy["entropy_k"], stage1_entropy_k_plus_n=entropy["entropy_k_plus_n"],
                        stage1_aux_mass=entropy["aux_mass"])
@@ -144,8 +183,10 @@ def run_study(
     For every seed: the baseline (``finetune`` with CE, ``num_aux`` = 0) and
     ``two_stage`` for each n in ``num_aux_values`` (n = 0 is two-stage training
     without auxiliary labels: it isolates the effect of the extra outputs).
-    Then, at n* = :func:`select_num_aux` (validation), ``two_stage_fgm`` when
-    ``fgm_epsilon`` > 0 and ``fusion`` (two encoders) when ``fusion``.
+    Then, at n* = :func:`select_num_aux` (validation): ``two_stage_fgm`` when
+    ``fgm_epsilon`` > 0; with ``fusion``, ``fusion_finetune`` (M-BERT, n = 0),
+    ``fusion`` (MRE-BERT) and, when ``fgm_epsilon`` > 0 too, ``fusion_fgm``
+    (MRE-BERT-F). The fusion's second encoder is ``config.aux.fusion_model``.
     ``config`` is a trainer config (its ``data``, ``model``, ``loss``, ``aux`` stage-2 settings
     and ``training`` are used); the seed goes to ``training.seed`` (the data split stays
     ``data.seed``). Run folders go under ``output_root`` (a temporary folder, deleted
@@ -160,10 +201,12 @@ def run_study(
     root = Path(output_root)
     grid = [(BASELINE, 0)] + [(TWO_STAGE, n) for n in num_aux_values]
     rows = [_run(config, method, n, seed, root) for seed in seeds for method, n in grid]
-    variants = ([TWO_STAGE_FGM] if fgm_epsilon > 0 else []) + ([FUSION] if fusion else [])
+    variants = ([TWO_STAGE_FGM] if fgm_epsilon > 0 else []) + ([FUSION_FINETUNE, FUSION] if fusion else [])
+    variants += [FUSION_FGM] if fusion and fgm_epsilon > 0 else []
     if variants:
         chosen = select_num_aux(pd.DataFrame(rows))
-        rows += [_run(config, method, chosen, seed, root, float(fgm_epsilon)) for seed in seeds for method in variants]
+        rows += [_run(config, method, 0 if method == FUSION_FINETUNE else chosen, seed, root, float(fgm_epsilon))
+                 for seed in seeds for method in variants]
     return pd.DataFrame(rows, columns=list(RUN_COLUMNS))
 
 
@@ -183,7 +226,8 @@ def key_metrics(runs: pd.DataFrame) -> dict[str, Any]:
     """metrics.json ``metrics``: baseline vs two-stage at n* = :func:`select_num_aux`.
 
     ``chosen_num_aux``, ``<method>_<metric>`` as ``{"mean", "std", "n"}`` over seeds for the
-    baseline and two-stage at n*, and ``delta_macro_f1`` = two-stage minus baseline mean macro-F1.
+    baseline and two-stage at n*, and ``delta_macro_f1`` = two-stage minus baseline mean macro-F1;
+    then the same ``<method>_<metric>`` for each variant that ran (FGM, M-BERT, MRE, MRE-F).
     """
     summary = summarize(runs)
     chosen = select_num_aux(runs)
@@ -193,4 +237,15 @@ def key_metrics(runs: pd.DataFrame) -> dict[str, Any]:
         for metric in METRICS:
             metrics[f"{method}_{metric}"] = row_statistics(row, metric)
     metrics["delta_macro_f1"] = metrics[f"{TWO_STAGE}_macro_f1"]["mean"] - metrics[f"{BASELINE}_macro_f1"]["mean"]
+    for method in (TWO_STAGE_FGM, *FUSION_METHODS):
+        rows = summary[summary["method"] == method]
+        if len(rows) == 1:
+            metrics.update({f"{method}_{metric}": row_statistics(rows.iloc[0], metric) for metric in METRICS})
     return metrics
+
+
+def describe_fusion(config: Config | Mapping[str, Any]) -> str:
+    """Which two encoders the fusion methods of ``config`` combine, in words: ``model`` and
+    ``aux.fusion_model``, or the fallback when that is null (a second tiny BERT of the same size,
+    or the same checkpoint loaded twice), named as such."""
+    return fusion_description(load_config(config))

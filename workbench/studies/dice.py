@@ -1,8 +1,10 @@
 """Experiments of the Dice-loss paper (Li et al., 2020, "Dice Loss for Data-imbalanced NLP Tasks", ACL).
 
 * the loss zoo (CE, WCE, FL, DL, TL, DSC) as ``LOSS_ZOO`` (:class:`~workbench.config.LossSpec` each);
-* Table 8: training on the original / +positive / +negative / -negative sets
-  (:func:`resampled_training_sets`, :func:`imbalance_study`);
+* Table 8: training on the paper's five training sets, original / +positive / +negative /
+  -negative / +positive & +negative (:func:`table8_sets`, :func:`table8_counts`,
+  :func:`imbalance_study`), the added examples made by synonym replacement (the paper's
+  reading: new sentences) or, as a labelled option, by copying;
 * Table 9: an accuracy-oriented balanced task (:func:`balanced_splits`, :func:`run_grid`);
 * Table 10: the Tversky alpha sweep with beta = 1 - alpha (:func:`tversky_sweep`);
 * the released code's NaN at p = 1 against the workbench's finite DSC (:func:`saturation_check`).
@@ -15,7 +17,9 @@ accuracy, plus the validation F1 used for any selection.
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -24,12 +28,22 @@ import torch
 from datasets import Dataset, DatasetDict
 
 from workbench.checks import check_seeds
-from workbench.data import label_counts, label_names, load_chnsenticorp, rebalance, sample_sentence_splits, stratified_split
+from workbench.data import (
+    TABLE8_SETTINGS,  # noqa: F401 - re-exported: the five Table 8 settings, in the paper's order
+    SynonymAugmenter,
+    label_counts,
+    label_names,
+    load_chnsenticorp,
+    rebalance,
+    sample_sentence_splits,
+    stratified_split,
+    table8_training_sets,
+)
+from workbench.lexicon import SynonymTable
 from workbench.losses import LossSpec, build_loss, resolve
 from workbench.metrics import classification_report
 from workbench.stats import row_statistics, summarize
 from workbench.train import Fitter
-
 
 LOSS_ZOO: dict[str, LossSpec] = {
     "CE": LossSpec("ce"),
@@ -41,7 +55,9 @@ LOSS_ZOO: dict[str, LossSpec] = {
 }
 """The paper's losses (sec. 3) with the settings used in this study."""
 
-TABLE8_SETTINGS = ("original", "+positive", "+negative", "-negative")
+AUGMENTATIONS = ("synonyms", "copies")
+"""How Table 8's added examples are made: ``synonyms`` (the default, the paper's reading: new
+sentences) or ``copies`` (exact duplicates, the workbench's labelled option)."""
 METRICS = ("f1_positive", "macro_f1", "accuracy")
 POSITIVE_LABEL = 1
 
@@ -74,24 +90,63 @@ def study_splits(
     return DatasetDict({**splits, "train": train})
 
 
-def resampled_training_sets(train: Dataset, seed: int = 0) -> dict[str, Dataset]:
-    """The training sets of Table 8 (positives: label 1; ratio r = n_pos / n_neg).
+@dataclass
+class Table8Sets:
+    """The Table 8 training sets (:func:`table8_sets`): ``sets`` (setting -> training split, in
+    :data:`TABLE8_SETTINGS` order), the ``augmentation`` used, ``calls`` (texts given to the
+    synonym augmenter; 0 for copies) and ``unchanged`` (of those, the texts it could not change
+    because no word had a synonym in the lexicon: added as exact copies;
+    ``SynonymAugmenter.unchanged``)."""
 
-    * ``original``: unchanged;
-    * ``+positive``: positives up-sampled (copied) to r = 1;
-    * ``+negative``: negatives up-sampled to twice their number (r halves, more imbalance);
-    * ``-negative``: negatives down-sampled to r = 1.
+    sets: OrderedDict[str, Dataset]
+    augmentation: str
+    calls: int
+    unchanged: int
+
+
+def table8_sets(
+    train: Dataset, seed: int = 0, augmentation: str = "synonyms", lexicon: str | None = None, n_words: int = 1
+) -> Table8Sets:
+    """The five training sets of the paper's Table 8 (``workbench.data.table8_training_sets``,
+    whose docstring quotes the paper's definitions and says where its text is inconsistent).
+
+    ``augmentation="synonyms"`` (default; the paper's reading: "we first randomly chose positive
+    training examples in the original training set as templates. Then we used Spacy to retrieve
+    entity mentions and replace them with new ones", i.e. new sentences): every added example is
+    its template with ``n_words`` jieba words replaced by a synonym
+    (:class:`~workbench.data.SynonymAugmenter`, seeded with ``seed``) from ``lexicon`` (a Cilin
+    file or WordNet .tsv path; None: the tiny lexicon shipped with the package). A template with
+    no word in the lexicon is added unchanged and counted in ``unchanged``.
+    ``augmentation="copies"``: added examples are exact copies (the workbench's option, not the
+    paper's method). Labels: 1 is the positive class.
     """
-    counts = label_counts(train)
-    if len(counts) != 2 or min(counts) == 0:
-        raise ValueError(f"train: must be binary with both classes present, got label counts {counts}")
-    ratio = counts[POSITIVE_LABEL] / counts[1 - POSITIVE_LABEL]
-    return {
-        "original": train,
-        "+positive": rebalance(train, 1.0, method="upsample", seed=seed),
-        "+negative": rebalance(train, ratio / 2.0, method="upsample", seed=seed),
-        "-negative": rebalance(train, 1.0, method="downsample", seed=seed),
-    }
+    if augmentation not in AUGMENTATIONS:
+        raise ValueError(f"augmentation: must be one of {list(AUGMENTATIONS)}, got {augmentation!r}")
+    augmenter = None
+    if augmentation == "synonyms":
+        augmenter = SynonymAugmenter(SynonymTable.from_path(lexicon), seed=seed, n_words=n_words)
+    sets = table8_training_sets(train, seed, augmenter, positive_label=POSITIVE_LABEL)
+    if augmenter is None:
+        return Table8Sets(sets, augmentation, 0, 0)
+    return Table8Sets(sets, augmentation, augmenter.calls, augmenter.unchanged)
+
+
+def table8_counts(table8: Table8Sets) -> pd.DataFrame:
+    """One row per Table 8 setting: ``negative``, ``positive``, ``total``, ``positive share``,
+    ``added`` (rows appended to the original training set) and ``added, same text as an
+    original example`` (added rows whose text equals some original training text: every copy,
+    and every synonym replacement that found no synonym or happened to produce an existing
+    sentence)."""
+    original = table8.sets["original"]
+    seen = set(original["text"])
+    rows = []
+    for setting, train in table8.sets.items():
+        negative, positive = label_counts(train, 2)
+        added = train.select(range(len(original), len(train)))["text"] if len(train) > len(original) else []
+        rows.append({"setting": setting, "negative": negative, "positive": positive, "total": len(train),
+                     "positive share": positive / len(train), "added": len(added),
+                     "added, same text as an original example": sum(text in seen for text in added)})
+    return pd.DataFrame(rows).set_index("setting")
 
 
 def balanced_splits(splits: DatasetDict, seed: int = 0) -> DatasetDict:
@@ -148,10 +203,26 @@ def run_grid(
 
 
 def imbalance_study(
-    splits: DatasetDict, losses: Mapping[str, LossSpec], seeds: Sequence[int], fitter: Fitter, resample_seed: int = 0
+    splits: DatasetDict,
+    losses: Mapping[str, LossSpec],
+    seeds: Sequence[int],
+    fitter: Fitter,
+    resample_seed: int = 0,
+    *,
+    training_sets: Table8Sets | Mapping[str, Dataset] | None = None,
+    augmentation: str = "synonyms",
+    lexicon: str | None = None,
 ) -> pd.DataFrame:
-    """Table 8: :func:`run_grid` over the :func:`resampled_training_sets` (same validation and test)."""
-    training_sets = resampled_training_sets(splits["train"], seed=resample_seed)
+    """Table 8: :func:`run_grid` over the five training sets (same validation and test).
+
+    ``training_sets`` (a :func:`table8_sets` result or setting -> training split) is used as
+    given; without it :func:`table8_sets` builds them from ``splits["train"]`` with
+    ``resample_seed``, ``augmentation`` and ``lexicon``.
+    """
+    if training_sets is None:
+        training_sets = table8_sets(splits["train"], seed=resample_seed, augmentation=augmentation, lexicon=lexicon)
+    if isinstance(training_sets, Table8Sets):
+        training_sets = training_sets.sets
     settings = {name: DatasetDict({**splits, "train": train}) for name, train in training_sets.items()}
     return run_grid(settings, losses, seeds, fitter)
 
