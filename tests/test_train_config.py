@@ -14,7 +14,7 @@ def test_defaults_are_complete_and_valid():
     config = load_config()
     assert config == Config()
     assert {field.name for field in dataclasses.fields(Config)} == {
-        "task", "output_dir", "data", "model", "loss", "masking", "objective", "aux", "training"}
+        "task", "output_dir", "data", "model", "loss", "masking", "objective", "electra", "aux", "training"}
     assert load_config(config.to_dict()) == config  # the plain dict round-trips
 
 

@@ -7,8 +7,8 @@ A :class:`Config` has one section per concern, each a frozen dataclass in the st
 
 * :class:`DataConfig` (``data``), :class:`ModelConfig` (``model``, with ``model.tiny`` and
   ``model.probe``), :class:`LossSpec` (``loss``), :class:`MaskingSpec` (``masking``),
-  :class:`ObjectiveConfig` (``objective``), :class:`AuxConfig` (``aux``) and
-  :class:`TrainingConfig` (``training``).
+  :class:`ObjectiveConfig` (``objective``), :class:`ElectraSpec` (``electra``), :class:`AuxConfig`
+  (``aux``) and :class:`TrainingConfig` (``training``).
 
 The trainer CLI, the trainers, the notebook runner and the notebooks all use them: a
 notebook's ``model`` / ``training`` parameters are these sections' mappings. YAML (config
@@ -32,7 +32,7 @@ import yaml
 
 from workbench.checks import check_bool, check_choice, check_int, check_number, check_text, is_number
 
-TASKS = ("finetune", "pretrain_mlm", "two_stage")
+TASKS = ("finetune", "pretrain_mlm", "two_stage", "pretrain_electra")
 DATA_SOURCES = (
     "sample_relevance",
     "sample_sentences",
@@ -232,10 +232,10 @@ class DataConfig(Section):
     max_train_samples: int | None = option(None, "keep the first N training examples")
     max_eval_samples: int | None = option(None, "keep the first N validation and test examples")
     n_sentences: int = option(2000, "size of sample_corpus")
-    num_proc: int | None = option(None, "pretrain_mlm: processes that segment and encode the corpus; null: every core")
-    cache_dir: str | None = option(None, "pretrain_mlm: cache of encoded corpora; null: $WORKBENCH_CACHE or ~/.cache/workbench")
-    eval_fraction: float = option(0.01, "pretrain_mlm: share of the packed blocks held out for the eval loss, (0, 0.5]")
-    block_boundary: str = option("sentence", "pretrain_mlm: blocks end at a sentence end (sentence) or at any word (word)")
+    num_proc: int | None = option(None, "pretrain_*: processes that segment and encode the corpus; null: every core")
+    cache_dir: str | None = option(None, "pretrain_*: cache of encoded corpora; null: $WORKBENCH_CACHE or ~/.cache/workbench")
+    eval_fraction: float = option(0.01, "pretrain_*: share of the packed blocks held out for the eval loss, (0, 0.5]")
+    block_boundary: str = option("sentence", "pretrain_*: blocks end at a sentence end (sentence) or at any word (word)")
 
     def __post_init__(self) -> None:
         check_choice(self.key("source"), self.source, DATA_SOURCES)
@@ -304,10 +304,11 @@ class ModelConfig(Section):
     prefix: ClassVar[str] = "model"
 
     kind: str = option("transformer", "transformer (a tiny BERT or model_name_or_path) or probe (bag of characters)")
-    model_name_or_path: str | None = option(None, "a checkpoint folder (e.g. ../models/workbench-zh-mini or a pretrain_mlm "
-                                            "output_dir) or hub name; its tokenizer is used")
+    model_name_or_path: str | None = option(None, "a checkpoint folder (e.g. ../models/workbench-zh-mini, a pretrain_mlm "
+                                            "or pretrain_electra output_dir) or hub name; its tokenizer is used")
     vocab_file: str | None = option(None, "WordPiece vocab when no checkpoint is given (null: the shipped 4,500-token vocab)")
-    tiny: TinyConfig = option(help="the tiny BERT built when no checkpoint is given", factory=TinyConfig)
+    tiny: TinyConfig = option(help="the tiny BERT built when no checkpoint is given (pretrain_electra: the tiny "
+                              "ELECTRA discriminator)", factory=TinyConfig)
     probe: ProbeConfig = option(help="the probe's sizes (kind: probe)", factory=ProbeConfig)
 
     def __post_init__(self) -> None:
@@ -391,6 +392,22 @@ class ObjectiveConfig(Section):
 
 
 @dataclass(frozen=True)
+class ElectraSpec(Section):
+    """ELECTRA pre-training (``pretrain_electra``; Clark et al., ICLR 2020): the generator's size and
+    the weight of the discriminator's loss, L = L_MLM(generator) + discriminator_weight x L_disc."""
+
+    prefix: ClassVar[str] = "electra"
+
+    generator_size: float = option(0.25, "generator hidden size as a share of the discriminator's, (0, 1] (ELECTRA: 1/4 "
+                                   "small, 1/3 base); same layers, max(1, hidden // 64) heads, embeddings shared")
+    discriminator_weight: float = option(50.0, "lambda of the discriminator's replaced-token loss, > 0 (ELECTRA: 50)")
+
+    def __post_init__(self) -> None:
+        check_number(self.key("generator_size"), self.generator_size, 0, 1, low_inclusive=False)
+        check_number(self.key("discriminator_weight"), self.discriminator_weight, 0, low_inclusive=False)
+
+
+@dataclass(frozen=True)
 class AuxConfig(Section):
     """Two-stage training with auxiliary labels."""
 
@@ -420,7 +437,7 @@ class TrainingConfig(Section):
 
     epochs: float = option(3, "epochs (evaluation and a checkpoint after each)")
     time_budget_s: float | None = option(None, "stop training after this many seconds (the step in progress finishes; "
-                                         "pretrain_mlm then evaluates once more); null: no limit")
+                                         "pretrain_* then evaluate once more); null: no limit")
     batch_size: int = option(16, "per-device training batch size")
     eval_batch_size: int = option(64, "per-device evaluation batch size")
     lr: float = option(5e-5, "AdamW learning rate (linear warmup and decay)")
@@ -438,7 +455,7 @@ class TrainingConfig(Section):
     resume: bool = option(False, "continue from the latest checkpoint-N in output_dir")
     save_total_limit: int = option(1, "checkpoints kept during the run (the best one is kept as well)")
     keep_checkpoints: bool = option(False, "keep the checkpoint-N folders after the run finishes")
-    dataloader_workers: int | None = option(None, "pretrain_mlm: DataLoader processes drawing the masks (persistent, seeded "
+    dataloader_workers: int | None = option(None, "pretrain_*: DataLoader processes drawing the masks (persistent, seeded "
                                             "per worker); null: min(4, cores); 0: in the training process")
 
     def __post_init__(self) -> None:
@@ -462,13 +479,15 @@ class TrainingConfig(Section):
 class Config(Section):
     """A whole trainer config: the task, its run folder and every section."""
 
-    task: str = option("finetune", "finetune, pretrain_mlm or two_stage (the CLI runs this one)")
+    task: str = option("finetune", "finetune, pretrain_mlm, two_stage or pretrain_electra (the CLI runs this one)")
     output_dir: str = option("outputs/train", "run folder; holding checkpoints already is an error unless training.resume")
     data: DataConfig = option(help="", factory=DataConfig)
     model: ModelConfig = option(help="", factory=ModelConfig)
     loss: LossSpec = option(help="finetune; two_stage's stage 2", factory=LossSpec)
-    masking: MaskingSpec = option(help="pretrain_mlm", factory=MaskingSpec)
-    objective: ObjectiveConfig = option(help="pretrain_mlm", factory=ObjectiveConfig)
+    masking: MaskingSpec = option(help="pretrain_mlm, pretrain_electra", factory=MaskingSpec)
+    objective: ObjectiveConfig = option(help="pretrain_mlm, pretrain_electra (its generator's MLM; HC also relabels the "
+                                        "discriminator's targets)", factory=ObjectiveConfig)
+    electra: ElectraSpec = option(help="pretrain_electra", factory=ElectraSpec)
     aux: AuxConfig = option(help="two_stage", factory=AuxConfig)
     training: TrainingConfig = option(help="", factory=TrainingConfig)
 

@@ -7,6 +7,10 @@ always with float32 weights (mixed precision is the trainer's business).
 Classifiers' ``forward`` returns an output with ``.logits``; the workbench
 trainers compute the loss themselves with the workbench losses.
 
+ELECTRA (Clark et al., ICLR 2020) pre-training gets its pair from :func:`build_electra`: a
+small ``ElectraForMaskedLM`` generator and an ``ElectraForPreTraining`` discriminator sharing
+their embeddings (:func:`tiny_electra_config`, :func:`electra_generator_config`).
+
 The auxiliary-label helpers implement the two-stage recipe: stage 1 trains the
 encoder with a head of K+n outputs (n auxiliary labels that never occur,
 ``build_aux_label_classifier``); stage 2 freezes the encoder (``freeze_encoder``)
@@ -24,6 +28,7 @@ from typing import Any
 import torch
 from torch import nn
 from transformers import (
+    AutoConfig,
     AutoModel,
     AutoModelForMaskedLM,
     AutoModelForPreTraining,
@@ -35,26 +40,37 @@ from transformers import (
     BertForSequenceClassification,
     BertForTokenClassification,
     BertModel,
+    ElectraConfig,
+    ElectraForMaskedLM,
+    ElectraForPreTraining,
     PreTrainedModel,
 )
 from transformers.modeling_outputs import SequenceClassifierOutput
 
-from workbench.checks import check_int
+from workbench.checks import check_int, check_number
 from workbench.config import ModelConfig
 from workbench.vocab import load_tokenizer
 
 __all__ = [
     "FusionClassifier",
+    "GENERATOR_DIR",
     "build_aux_label_classifier",
+    "build_electra",
     "build_encoder",
     "build_masked_lm",
     "build_sequence_classifier",
     "build_token_classifier",
     "freeze_encoder",
     "replace_head",
+    "electra_generator_config",
     "tiny_bert_config",
+    "tiny_electra_config",
     "model_source",
 ]
+
+GENERATOR_DIR = "generator"
+"""Where a pretrain_electra run keeps its generator: ``<output_dir>/generator`` (the discriminator is
+``<output_dir>`` itself, so ``finetune`` loads it as ``model.model_name_or_path``)."""
 
 
 def tiny_bert_config(
@@ -97,6 +113,97 @@ def tiny_bert_config(
     )
 
 
+def tiny_electra_config(
+    vocab_size: int | None = None,
+    num_layers: int = 2,
+    hidden_size: int = 64,
+    num_heads: int = 2,
+    intermediate_size: int | None = None,
+    max_position: int = 128,
+    **kw: Any,
+) -> ElectraConfig:
+    """A small ElectraConfig for CPU experiments (the discriminator of ``pretrain_electra``), sized and
+    checked as :func:`tiny_bert_config`; its embedding size equals the hidden size (ELECTRA-Base's
+    choice; ELECTRA-Small uses 128 for a hidden size of 256). Extra keyword arguments go to ElectraConfig."""
+    bert = tiny_bert_config(vocab_size, num_layers, hidden_size, num_heads, intermediate_size, max_position)
+    return ElectraConfig(
+        vocab_size=bert.vocab_size,
+        embedding_size=bert.hidden_size,
+        hidden_size=bert.hidden_size,
+        num_hidden_layers=bert.num_hidden_layers,
+        num_attention_heads=bert.num_attention_heads,
+        intermediate_size=bert.intermediate_size,
+        max_position_embeddings=bert.max_position_embeddings,
+        **kw,
+    )
+
+
+def electra_generator_config(discriminator: ElectraConfig, generator_size: float) -> ElectraConfig:
+    """The generator's config for ``discriminator``, as ELECTRA's ``get_generator_config``
+    (google-research/electra, ``configure_pretraining.py`` / ``run_pretraining.py``; Clark et al. 2020,
+    Sec. 3.2 and App. A): hidden size h = round(``generator_size`` x H), intermediate size 4h,
+    max(1, h // 64) attention heads, the discriminator's layers, embedding size and everything else.
+
+    When h is not a multiple of that head count (tiny sizes; ELECTRA's are multiples of 64) the
+    count is lowered to the largest one that divides h (the workbench's rule). Raises ValueError
+    (``electra.generator_size: ...``) when h would be 0.
+    """
+    check_number("electra.generator_size", generator_size, 0, 1, low_inclusive=False)
+    hidden = round(discriminator.hidden_size * generator_size)
+    if hidden < 1:
+        raise ValueError(f"electra.generator_size: must give a generator hidden size >= 1 (round(size x "
+                         f"{discriminator.hidden_size})), got {generator_size!r}")
+    heads = max(1, hidden // 64)
+    while hidden % heads:
+        heads -= 1
+    values = {**discriminator.to_dict(), "hidden_size": hidden, "intermediate_size": 4 * hidden, "num_attention_heads": heads}
+    return ElectraConfig.from_dict(values)
+
+
+def build_electra(
+    generator_size: float, model_name_or_path: str | Path | None = None, tiny: Mapping[str, Any] | None = None
+) -> tuple[ElectraForMaskedLM, ElectraForPreTraining]:
+    """ELECTRA's ``(generator, discriminator)`` with shared embeddings, float32 weights.
+
+    The discriminator is a tiny ELECTRA (:func:`tiny_electra_config` from ``tiny``) or the checkpoint
+    ``model_name_or_path`` (an ELECTRA one: a pretrain_electra output_dir or a hub
+    ``*-discriminator``; ValueError otherwise). The generator is ``<model_name_or_path>/generator``
+    when that folder exists (:data:`GENERATOR_DIR`, a pretrain_electra output_dir), else a new one
+    from :func:`electra_generator_config` (``generator_size`` sizes new generators only).
+
+    Sharing (Clark et al. 2020, Sec. 3.2: "we only share the embeddings (both the token and
+    positional embeddings)"; the official code reuses the whole ``electra/embeddings`` variable
+    scope): the generator's ``electra.embeddings`` module *is* the discriminator's (word, position
+    and token-type embeddings and their LayerNorm), and the generator's output layer stays tied to
+    the shared word embeddings (``tie_weights``), as BERT's and ELECTRA's MLM heads are. The
+    generator's ``embeddings_project`` (embedding size -> its hidden size) and everything above it
+    are its own. transformers has no ELECTRA pre-training model; assigning the module is how
+    PyTorch re-implementations share them.
+    """
+    if model_name_or_path is None:
+        discriminator = ElectraForPreTraining(tiny_electra_config(**dict(tiny or {})))
+        generator = ElectraForMaskedLM(electra_generator_config(discriminator.config, generator_size))
+    else:
+        if tiny is not None:
+            raise ValueError("tiny: give either model_name_or_path or tiny config kwargs, not both")
+        model_type = AutoConfig.from_pretrained(str(model_name_or_path)).model_type
+        if model_type != "electra":
+            raise ValueError(f"model.model_name_or_path: must be an ELECTRA checkpoint (model_type electra) for "
+                             f"pretrain_electra, got model_type {model_type!r} in {str(model_name_or_path)!r}")
+        discriminator = ElectraForPreTraining.from_pretrained(str(model_name_or_path), dtype=torch.float32)
+        saved_generator = Path(model_name_or_path) / GENERATOR_DIR
+        if saved_generator.is_dir():
+            generator = ElectraForMaskedLM.from_pretrained(str(saved_generator), dtype=torch.float32)
+        else:
+            generator = ElectraForMaskedLM(electra_generator_config(discriminator.config, generator_size))
+    if generator.config.embedding_size != discriminator.config.embedding_size:
+        raise ValueError(f"model.model_name_or_path: the generator's embedding size {generator.config.embedding_size} "
+                         f"must equal the discriminator's {discriminator.config.embedding_size} to share embeddings")
+    generator.electra.embeddings = discriminator.electra.embeddings
+    generator.tie_weights()
+    return generator, discriminator
+
+
 def model_source(model: ModelConfig, vocab_size: int, max_length: int) -> dict[str, Any]:
     """Keyword arguments for the builders below from a config's ``model`` section: the checkpoint,
     or the tiny config sized to the tokenizer (``vocab_size``) and to ``max_length`` positions."""
@@ -130,7 +237,9 @@ def _build(
 def build_sequence_classifier(
     num_labels: int, model_name_or_path: str | Path | None = None, tiny: Mapping[str, Any] | None = None
 ) -> PreTrainedModel:
-    """A BertForSequenceClassification with ``num_labels`` outputs (tiny, or from a checkpoint).
+    """A BertForSequenceClassification with ``num_labels`` outputs (tiny), or the checkpoint's own
+    classifier through ``AutoModelForSequenceClassification`` (a pretrain_electra output_dir gives an
+    ElectraForSequenceClassification on its discriminator, with a new head).
 
     Sentence pairs need nothing special: the tokenizer builds ``[CLS] S1 [SEP] S2 [SEP]``
     with ``token_type_ids``.

@@ -57,6 +57,7 @@ __all__ = [
     "MaskedLMLoss",
     "SoftRegularizationLoss",
     "correct_labels",
+    "correct_predictions",
     "hard_correction",
     "masked_cross_entropy",
     "soft_regularization",
@@ -225,11 +226,26 @@ def correct_labels(
     level: str,
     word_ids: torch.Tensor | None = None,
 ) -> CorrectionCounts:
-    """The hard-correction decision (paper eq. 2): which masked positions leave the loss.
+    """The hard-correction decision (paper eq. 2) on the argmax predictions r_i = argmax_v
+    logits[i, v]: :func:`correct_predictions` with ``argmax_predictions(logits)``."""
+    return correct_predictions(argmax_predictions(logits), labels, index, level, word_ids)
 
-    r_i = argmax_v logits[i, v]. A *unit* of masked positions is corrected (all its labels
-    become -100) when the text its predictions spell is a synonym of the text its gold
-    tokens spell (``index``, from a :class:`SynonymTable`):
+
+def correct_predictions(
+    predictions: torch.Tensor,
+    labels: torch.Tensor,
+    index: SynonymIdIndex,
+    level: str,
+    word_ids: torch.Tensor | None = None,
+) -> CorrectionCounts:
+    """The hard-correction decision (paper eq. 2) for predicted token ids r (``predictions``, the
+    shape of ``labels``): which masked positions leave the loss. :func:`correct_labels` passes the
+    argmax of an MLM head; ELECTRA (paper App. A) passes the generator's sampled replacements to
+    relabel the discriminator's targets.
+
+    A *unit* of masked positions is corrected (all its labels become -100) when the text its
+    predictions spell is a synonym of the text its gold tokens spell (``index``, from a
+    :class:`SynonymTable`):
 
     * ``level="token"`` (the paper): a unit is one position whose gold token is a whole
       word. With ``word_ids`` that means a jieba word of exactly one token; positions of
@@ -250,7 +266,6 @@ def correct_labels(
     if level == "word" and word_ids is None:
         raise ValueError("word_ids: level='word' needs the word ids of the batch (a collator with return_word_ids=True)")
     batch_size = labels.shape[0]
-    predictions = argmax_predictions(logits)
     masked = labels != IGNORE_INDEX
     wrong = masked & (predictions != labels)
     spans = _spans(labels, word_ids)
@@ -463,8 +478,16 @@ class HardCorrectionLoss(MaskedLMLoss):
     ) -> CorrectionCounts:
         """The corrected labels and counts of one batch (:func:`correct_labels`), no loss."""
         _check_token_inputs(logits, labels)
-        _check_same_shape(labels, word_ids=word_ids)
-        return correct_labels(logits, labels, self.index, self.level, word_ids)
+        return self.prediction_counts(argmax_predictions(logits), labels, word_ids)
+
+    def prediction_counts(
+        self, predictions: torch.Tensor, labels: torch.Tensor, word_ids: torch.Tensor | None = None
+    ) -> CorrectionCounts:
+        """The same decision for given predicted ids (:func:`correct_predictions`; ELECTRA's sampled
+        replacements): ``wrong`` counts the masked positions where ``predictions`` differ from the gold
+        token, ``corrected`` those of them whose unit is a synonym, and ``labels`` is -100 there."""
+        _check_same_shape(labels, predictions=predictions, word_ids=word_ids)
+        return correct_predictions(predictions, labels, self.index, self.level, word_ids)
 
     def _loss_and_items(self, logits, labels, *, word_ids=None, stats=None, **unused):
         counts = self.correction_counts(logits, labels, word_ids)

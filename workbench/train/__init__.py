@@ -1,7 +1,7 @@
 """Trainers and fitters.
 
-* ``finetune`` (any workbench loss), ``pretrain_mlm`` (WWM/KDM + HC/SR) and ``two_stage``
-  (auxiliary labels) read one config (:func:`load_config`, :class:`workbench.config.Config`;
+* ``finetune`` (any workbench loss), ``pretrain_mlm`` (WWM/KDM + HC/SR), ``two_stage``
+  (auxiliary labels) and ``pretrain_electra`` (generator + discriminator, HC/SR) read one config (:func:`load_config`, :class:`workbench.config.Config`;
   docs/training.md), run on ``transformers.Trainer`` through ``LossTrainer`` and return a
   :class:`Result`. ``python -m workbench.train CONFIG.yaml [key=value ...]`` runs any of them,
   also under ``torchrun`` / ``accelerate launch``.
@@ -17,12 +17,13 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from workbench.config import Config, load_config
+from workbench.config import TASKS, Config, load_config
 
 _EXPORTS = {
     "finetune": "workbench.train.finetuning",
     "pretrain_mlm": "workbench.train.pretraining",
     "two_stage": "workbench.train.two_stage_training",
+    "pretrain_electra": "workbench.train.electra",
     "Result": "workbench.train.result",
     "Fit": "workbench.train.fit",
     "Fitter": "workbench.train.fit",
@@ -40,7 +41,7 @@ __all__ = ["TASK_RUNNERS", "Config", "load_config", *_EXPORTS]
 
 def __getattr__(name: str) -> Any:
     if name == "TASK_RUNNERS":
-        return {task: __getattr__(task) for task in ("finetune", "pretrain_mlm", "two_stage")}
+        return {task: __getattr__(task) for task in TASKS}
     if name not in _EXPORTS:
         raise AttributeError(f"module 'workbench.train' has no attribute {name!r}")
     return getattr(importlib.import_module(_EXPORTS[name]), name)

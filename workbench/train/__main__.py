@@ -14,7 +14,7 @@ import sys
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m workbench.train",
-        description="Run a trainer config: finetune, pretrain_mlm or two_stage (docs/training.md).",
+        description="Run a trainer config: finetune, pretrain_mlm, two_stage or pretrain_electra (docs/training.md).",
         epilog="example: python -m workbench.train params/examples/finetune_qbqtc_sample_pcl.yaml "
         "training.epochs=3 loss.params.epsilon=0.2",
     )

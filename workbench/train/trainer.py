@@ -155,15 +155,24 @@ class LossTrainer(Trainer):
         outputs = model(**inputs)
         loss, items = self.batch_loss(model, outputs, labels, inputs, side)
         if model.training:
-            loss = scale_for_accumulation(
-                loss,
-                is_batch_level=bool(getattr(self.loss, "is_batch_level", False)),
-                items_in_micro_batch=items,
-                num_items_in_batch=num_items_in_batch,
-                micro_batches=self.current_gradient_accumulation_steps,
-                num_processes=self._gradient_averaging_processes(),
+            loss = self.scale_for_accumulation(
+                loss, items, num_items_in_batch, is_batch_level=bool(getattr(self.loss, "is_batch_level", False))
             )
         return (loss, outputs) if return_outputs else loss
+
+    def scale_for_accumulation(
+        self, loss: torch.Tensor, items: int | torch.Tensor, num_items_in_batch: int | torch.Tensor | None, *, is_batch_level: bool
+    ) -> torch.Tensor:
+        """One training micro-batch's ``loss`` (a mean over ``items``, or batch-level) scaled by
+        :func:`scale_for_accumulation` for this accumulation step and these processes."""
+        return scale_for_accumulation(
+            loss,
+            is_batch_level=is_batch_level,
+            items_in_micro_batch=items,
+            num_items_in_batch=num_items_in_batch,
+            micro_batches=self.current_gradient_accumulation_steps,
+            num_processes=self._gradient_averaging_processes(),
+        )
 
     def training_step(
         self, model: nn.Module, inputs: dict[str, Any], num_items_in_batch: torch.Tensor | int | None = None
