@@ -82,11 +82,11 @@ def test_finite_value_and_gradient_at_extreme_logits(name, params):
 def test_bad_inputs_raise(name, params):
     loss = build_loss(name, **params)
     logits = torch.randn(4, 3)
-    with pytest.raises(ValueError, match=r"labels must lie in \[0, 3\)"):
+    with pytest.raises(ValueError, match=r"labels: must lie in \[0, 3\)"):
         loss(logits, torch.tensor([0, 1, 3, -100]))
-    with pytest.raises(ValueError, match=r"labels must lie in \[0, 3\)"):
+    with pytest.raises(ValueError, match=r"labels: must lie in \[0, 3\)"):
         loss(logits, torch.tensor([0, -1, 2, 1]))
-    with pytest.raises(ValueError, match="labels shape"):
+    with pytest.raises(ValueError, match="labels: must have the logits. shape"):
         loss(logits, torch.tensor([0, 1, 2]))
     with pytest.raises(ValueError, match="integer"):
         loss(logits, torch.tensor([0.0, 1.0, 2.0, 1.0]))

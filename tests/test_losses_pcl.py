@@ -103,7 +103,8 @@ def test_severity_reproduces_the_three_class_distance_rule():
 def test_paper_and_weighted_matrices():
     plus, minus = pcl_constants(COUNTS, "paper")
     paper = pcl_weight_matrix("paper", 0.1, COUNTS)
-    expected = torch.tensor([[0, -minus, plus], [plus, 0, -minus], [plus, -minus, 0]], dtype=torch.float64)
+    # eq. 2-3 carry the scaling ratio eps: PCL+ = eps * plus, PCL- = eps * minus.
+    expected = 0.1 * torch.tensor([[0, -minus, plus], [plus, 0, -minus], [plus, -minus, 0]], dtype=torch.float64)
     torch.testing.assert_close(paper, expected)
     plus_code, _ = pcl_constants(COUNTS, "code")
     weighted = pcl_weight_matrix("weighted", 0.2, COUNTS)
@@ -115,11 +116,11 @@ def test_paper_and_weighted_matrices():
 
 def test_weight_matrices_keep_float64_constants():
     # QBQTC counts n = (48997, 125429, 25574), n = 200000, by hand in float64:
-    # PCL- = 74571 / 125429, PCL+(paper) = 48997 / 151003, PCL+(code) = 151003 / 48997.
+    # PCL- = eps 74571 / 125429, PCL+(paper) = eps 48997 / 151003, PCL+(code) = eps 151003 / 48997.
     paper = pcl_weight_matrix("paper", 0.1)
     assert paper.dtype == torch.float64
-    assert paper[0, 1].item() == pytest.approx(-74571 / 125429, rel=1e-12)
-    assert paper[0, 2].item() == pytest.approx(48997 / 151003, rel=1e-12)
+    assert paper[0, 1].item() == pytest.approx(-0.1 * 74571 / 125429, rel=1e-12)
+    assert paper[0, 2].item() == pytest.approx(0.1 * 48997 / 151003, rel=1e-12)
     weighted = pcl_weight_matrix("weighted", 0.1)
     assert weighted[0, 2].item() == pytest.approx(1 + 0.1 * 151003 / 48997, rel=1e-12)
     assert weighted[0, 1].item() == pytest.approx(1 / (1 + 0.1 * 74571 / 125429), rel=1e-12)
@@ -160,7 +161,7 @@ def test_explicit_cost_matrix_is_used():
 @pytest.mark.parametrize(
     ("params", "match"),
     [
-        ({}, "label_counts is required"),
+        ({}, "label_counts: must be given"),
         ({"label_counts": COUNTS, "epsilon": 1.0}, "epsilon"),
         ({"label_counts": COUNTS, "counts": "dataset"}, "counts"),
         ({"label_counts": COUNTS, "variant": "soft"}, "variant"),
