@@ -271,24 +271,26 @@ def nll_reduce(
     weight: torch.Tensor | None = None,
     *,
     mean_over_positions: bool = False,
+    targets: torch.Tensor | None = None,
 ) -> torch.Tensor:
-    """The reduction of the per-position terms -w_{y_i} log_probs[i, y_i] (0 at ignored rows),
-    in one ``nll_loss`` kernel that also masks the -100 rows.
+    """The reduction of the per-position terms -w_{t_i} log_probs[i, t_i] (0 at -100 rows), in
+    one ``nll_loss`` kernel that also masks the -100 rows; ``targets`` default to ``flat.targets``.
 
-    ``mean`` is torch's: divided by sum_i w_{y_i} over the valid rows (the count without a
+    ``mean`` is torch's: divided by sum_i w_{t_i} over the valid rows (their count without a
     weight), or by the count of valid rows when ``mean_over_positions`` (the weight is then
-    divided by the count first: still one kernel). A batch whose denominator is 0 (every
-    position ignored) gives 0, not 0/0: its gradient is already 0 (``nll_loss``'s backward
-    only writes valid rows), so only the forward value is set, on a detached alias.
+    divided by the count first: still one kernel; a count of 0 gives an infinite weight that
+    no row reads). A batch whose denominator is 0 (every position ignored) gives 0, not
+    0/0: its gradient is already 0 (``nll_loss``'s backward only writes valid rows), so
+    only the forward value is set, on a detached alias.
     """
+    targets = flat.targets if targets is None else targets
     if reduction == "none":
-        terms = F.nll_loss(log_probs, flat.targets, weight, ignore_index=IGNORE_INDEX, reduction="none")
+        terms = F.nll_loss(log_probs, targets, weight, ignore_index=IGNORE_INDEX, reduction="none")
         return terms if terms.shape == flat.label_shape else terms.reshape(flat.label_shape)
     if reduction == "mean" and weight is not None and mean_over_positions:
-        count = flat.count
-        weight = weight / (max(count, 1) if isinstance(count, int) else count.clamp_min(1))
+        weight = weight / flat.count
         reduction = "sum"
-    total, total_weight = nll_loss_forward(log_probs, flat.targets, weight, NLL_REDUCTION[reduction], IGNORE_INDEX)
+    total, total_weight = nll_loss_forward(log_probs, targets, weight, NLL_REDUCTION[reduction], IGNORE_INDEX)
     if reduction == "mean":
         total.detach().masked_fill_(total_weight == 0, 0.0)
     return total

@@ -50,11 +50,12 @@ Variants (``variant``):
 ``counts="batch"`` recomputes the counts inside each batch (add-one smoothed so absent
 classes stay finite): the paper's future work (section 3.3), batch-level by construction.
 
-Computation: every variant is one ``nll_loss`` on a matrix derived from log p, whose
-entry at the gold class is minus the position's term: the smoothed log-probabilities
-(``smoothed_log_probs``), minus M[y, argmax] (paper), times it (weighted) or minus
-E[i, y] = sum_k eps S[y, k] p_ik (expected cost); the matrices live on the logits'
-device (batch counts included), so nothing synchronises.
+Computation: one ``nll_loss`` (which masks the -100 rows) reads at the gold class a
+matrix whose entry [i, y] is minus row i's term if y were its gold class: the smoothed
+log-probabilities log p @ Q (``smoothed_log_probs``), times M[y, argmax_i] (weighted) or
+minus p @ M^T (expected cost); the paper's offsets and the reference correction are
+read by a second ``nll_loss`` from the rows of M^T picked by the argmax. The matrices
+live on the logits' device (batch counts included), so nothing synchronises.
 """
 
 from __future__ import annotations
@@ -276,21 +277,23 @@ class PropensityCorrectedLoss(ImbalanceLoss):
         log_probs = log_softmax_rows(flat.logits)
         smoothed = smoothed_log_probs(log_probs, self.epsilon)  # LS_i = -smoothed[i, y_i]
         if self.variant == "expected_cost":
-            # (p @ M^T)[i, y] = sum_k M[y, k] p_ik: LS_i + eps sum_k S[y_i, k] p_ik.
-            return nll_reduce(smoothed - torch.exp(log_probs) @ matrix.t(), flat, self.reduction)
-        # by_prediction[i, y] = M[y, argmax_i]: the entry each gold class would pick at row i.
-        by_prediction = matrix.t().index_select(0, flat.logits.detach().argmax(dim=-1))
-        if self.variant == "paper":
-            return nll_reduce(smoothed - by_prediction, flat, self.reduction)
+            # (smoothed - p @ M^T)[i, y] = -LS_i - sum_k M[y, k] p_ik, M = eps S; one addmm.
+            return nll_reduce(torch.addmm(smoothed, torch.exp(log_probs), matrix.t(), alpha=-1), flat, self.reduction)
+        # picked[i, y] = M[y, argmax_i]: rows of a contiguous M^T (index_select from a transposed
+        # view is ~20x slower on CPU; max(-1).indices, the first maximum as argmax, is 1.4x faster).
+        predicted = flat.logits.detach().max(dim=-1).indices
+        picked = matrix.t().contiguous().index_select(0, predicted)
         if self.variant == "weighted":
-            return nll_reduce(smoothed * by_prediction, flat, self.reduction)
-        # reference: LS plus the correction summed over the first C valid positions only.
-        first = torch.where(flat.valid.cumsum(0) <= flat.num_classes, flat.targets, IGNORE_INDEX)
-        minus_correction, _ = nll_loss_forward(by_prediction, first, None, NLL_REDUCTION["sum"], IGNORE_INDEX)
+            return nll_reduce(smoothed * picked, flat, self.reduction)
         loss = nll_reduce(smoothed, flat, self.reduction)
+        if self.variant == "paper":  # + M[y_i, argmax_i], reduced alike (an nll_loss of -picked)
+            return loss + nll_reduce(picked.neg_(), flat, self.reduction)
+        # reference: the correction summed over the first C valid positions only, added after the mean.
+        first = torch.where(flat.valid.cumsum(0) <= flat.num_classes, flat.targets, IGNORE_INDEX)
+        correction, _ = nll_loss_forward(picked.neg_(), first, None, NLL_REDUCTION["sum"], IGNORE_INDEX)
         if self.reduction == "none":
-            return torch.where(flat.valid.reshape(flat.label_shape), loss - minus_correction, 0.0)
-        return loss - minus_correction
+            return torch.where(flat.valid.reshape(flat.label_shape), loss + correction, 0.0)
+        return loss + correction
 
     def extra_repr(self) -> str:
         return (
