@@ -118,7 +118,9 @@ class FlatInputs:
     and ``maybe_ignored``: False only when it is known that no position is -100 (checked
     on the host, CPU tensors); then ``valid`` is never needed. ``valid``, ``labels`` (the
     targets with -100 replaced by 0, for indexing) and ``count`` (number of valid
-    positions: an int when known, else a 0-d int64 tensor) are computed on first use.
+    positions: an int when known, else a 0-d int64 tensor) are computed on first use
+    (plain memoised properties: ``functools.cached_property`` takes a lock that
+    ``torch.compile`` cannot trace).
     """
 
     def __init__(
@@ -133,24 +135,31 @@ class FlatInputs:
         self.targets = targets
         self.label_shape = label_shape
         self.maybe_ignored = maybe_ignored
-        if valid is not None:
-            self.__dict__["valid"] = valid
+        self._valid = valid
+        self._labels: torch.Tensor | None = None
+        self._count: torch.Tensor | int | None = None
 
     @property
     def num_classes(self) -> int:
         return self.logits.shape[-1]
 
-    @functools.cached_property
+    @property
     def valid(self) -> torch.Tensor:
-        return self.targets != IGNORE_INDEX
+        if self._valid is None:
+            self._valid = self.targets != IGNORE_INDEX
+        return self._valid
 
-    @functools.cached_property
+    @property
     def labels(self) -> torch.Tensor:
-        return self.targets.clamp_min(0) if self.maybe_ignored else self.targets
+        if self._labels is None:
+            self._labels = self.targets.clamp_min(0) if self.maybe_ignored else self.targets
+        return self._labels
 
-    @functools.cached_property
+    @property
     def count(self) -> torch.Tensor | int:
-        return self.valid.sum() if self.maybe_ignored else self.targets.numel()
+        if self._count is None:
+            self._count = self.valid.sum() if self.maybe_ignored else self.targets.numel()
+        return self._count
 
 
 def check_labels_on_host(targets: torch.Tensor, num_classes: int) -> tuple[bool, torch.Tensor | None]:

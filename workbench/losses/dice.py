@@ -125,9 +125,14 @@ def ohem_keep_mask(
 
 
 def masked_sum(values: torch.Tensor, keep: torch.Tensor | None) -> torch.Tensor:
-    """Per-class sums over positions (dim 1) of ``values (K, M)`` where ``keep`` ((M,) or
-    (K, M) bool; None: everywhere) holds."""
-    return (values if keep is None else torch.where(keep, values, 0.0)).sum(1)
+    """Per-class sums over positions (dim 1) of ``values (K, M)`` where ``keep`` holds: None
+    (everywhere), ``(M,)`` (one matrix-vector product with the 0/1 mask, a single kernel
+    forward and backward) or ``(K, M)`` (OHEM)."""
+    if keep is None:
+        return values.sum(1)
+    if keep.dim() == 1:
+        return torch.mv(values, keep.to(values.dtype))
+    return torch.where(keep, values, 0.0).sum(1)
 
 
 class DiceFamilyLoss(ImbalanceLoss):
