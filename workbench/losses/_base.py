@@ -3,8 +3,8 @@
 Every loss takes ``logits`` of shape ``(N, C)`` or ``(N, T, C)`` and integer ``labels``
 of shape ``(N,)`` or ``(N, T)``; positions labelled ``IGNORE_INDEX`` (-100) carry no
 loss and no gradient. Inputs are flattened to ``(M, C)`` rows; ignored rows are kept
-(no data-dependent indexing) and masked out: by ``nll_loss``'s ``ignore_index``, by
-``torch.where`` or by a 0/1 target that is 0 there.
+(no data-dependent indexing) and masked out: by ``nll_loss``'s ``ignore_index``, by a
+product with the 0/1 valid mask, by ``torch.where`` or by a 0/1 target that is 0 there.
 
 Devices. Nothing in a forward or backward synchronises the host with the device: no
 ``.item()``, ``.tolist()``, ``nonzero``, boolean-mask indexing or Python ``if`` on tensor
@@ -114,13 +114,13 @@ class FlatInputs:
     """Inputs flattened to rows.
 
     ``logits (M, C)`` (float32 for half-precision inputs), ``targets (M,)`` int64 with -100
-    kept (for ``nll_loss``'s ``ignore_index``), ``label_shape`` (for ``reduction="none"``)
-    and ``maybe_ignored``: False only when it is known that no position is -100 (checked
-    on the host, CPU tensors); then ``valid`` is never needed. ``valid``, ``labels`` (the
-    targets with -100 replaced by 0, for indexing) and ``count`` (number of valid
-    positions: an int when known, else a 0-d int64 tensor) are computed on first use
-    (plain memoised properties: ``functools.cached_property`` takes a lock that
-    ``torch.compile`` cannot trace).
+    kept (for ``nll_loss``'s ``ignore_index``; ``targets.clamp_min(0)`` where a label must
+    index), ``label_shape`` (for ``reduction="none"``) and ``maybe_ignored``: False only
+    when it is known that no position is -100 (checked on the host, CPU tensors); then
+    ``valid`` is never needed. ``valid`` and ``count`` (number of valid positions: an int
+    when known, else a 0-d int64 tensor) are computed on first use (plain memoised
+    properties: ``functools.cached_property`` takes a lock that ``torch.compile`` cannot
+    trace).
     """
 
     def __init__(
@@ -136,7 +136,6 @@ class FlatInputs:
         self.label_shape = label_shape
         self.maybe_ignored = maybe_ignored
         self._valid = valid
-        self._labels: torch.Tensor | None = None
         self._count: torch.Tensor | int | None = None
 
     @property
@@ -148,12 +147,6 @@ class FlatInputs:
         if self._valid is None:
             self._valid = self.targets != IGNORE_INDEX
         return self._valid
-
-    @property
-    def labels(self) -> torch.Tensor:
-        if self._labels is None:
-            self._labels = self.targets.clamp_min(0) if self.maybe_ignored else self.targets
-        return self._labels
 
     @property
     def count(self) -> torch.Tensor | int:
@@ -280,41 +273,34 @@ def nll_reduce(
     weight: torch.Tensor | None = None,
     *,
     mean_over_positions: bool = False,
-    targets: torch.Tensor | None = None,
 ) -> torch.Tensor:
-    """The reduction of the per-position terms -w_{t_i} log_probs[i, t_i] (0 at -100 rows), in
-    one ``nll_loss`` kernel that also masks the -100 rows; ``targets`` default to ``flat.targets``.
+    """The reduction of the per-position terms -w_{y_i} log_probs[i, y_i] (0 at -100 rows), in
+    one ``nll_loss`` kernel that also masks the -100 rows.
 
-    ``mean`` is torch's: divided by sum_i w_{t_i} over the valid rows (their count without a
+    ``mean`` is torch's: divided by sum_i w_{y_i} over the valid rows (their count without a
     weight), or by the count of valid rows when ``mean_over_positions`` (the weight is then
     divided by the count first: still one kernel; a count of 0 gives an infinite weight that
     no row reads). A batch whose denominator is 0 (every position ignored) gives 0, not
     0/0: its gradient is already 0 (``nll_loss``'s backward only writes valid rows), so
     only the forward value is set, on a detached alias.
     """
-    targets = flat.targets if targets is None else targets
     if reduction == "none":
-        terms = F.nll_loss(log_probs, targets, weight, ignore_index=IGNORE_INDEX, reduction="none")
+        terms = F.nll_loss(log_probs, flat.targets, weight, ignore_index=IGNORE_INDEX, reduction="none")
         return terms if terms.shape == flat.label_shape else terms.reshape(flat.label_shape)
     if reduction == "mean" and weight is not None and mean_over_positions:
         weight = weight / flat.count
         reduction = "sum"
-    total, total_weight = nll_loss_forward(log_probs, targets, weight, NLL_REDUCTION[reduction], IGNORE_INDEX)
+    total, total_weight = nll_loss_forward(log_probs, flat.targets, weight, NLL_REDUCTION[reduction], IGNORE_INDEX)
     if reduction == "mean":
         total.detach().masked_fill_(total_weight == 0, 0.0)
     return total
 
 
-def reduce_terms(terms: torch.Tensor, flat: FlatInputs, reduction: str) -> torch.Tensor:
-    """Apply ``reduction`` to per-position ``terms (M,)`` that are already 0 at ignored rows;
-    ``mean`` divides by the number of valid positions (0 for an all-ignored batch)."""
-    if reduction == "none":
-        return terms if terms.shape == flat.label_shape else terms.reshape(flat.label_shape)
-    total = terms.sum()
-    if reduction == "sum":
-        return total
+def positive_count(flat: FlatInputs) -> torch.Tensor | int:
+    """The number of valid positions, at least 1: the denominator of a mean that is 0 for an
+    all-ignored batch."""
     count = flat.count
-    return total / (max(count, 1) if isinstance(count, int) else count.clamp_min(1))
+    return max(count, 1) if isinstance(count, int) else count.clamp_min(1)
 
 
 class ImbalanceLoss(nn.Module):

@@ -23,6 +23,7 @@ from workbench.losses._base import (
     check_range,
     log_softmax_rows,
     nll_reduce,
+    positive_count,
 )
 
 
@@ -164,22 +165,44 @@ def focal_parts(
     return terms, scale
 
 
+def focal_reduce(
+    log_probs: torch.Tensor,
+    targets: torch.Tensor,
+    gamma: float,
+    class_weight: torch.Tensor | None,
+    reduction: str,
+    count: torch.Tensor | int = 1,
+) -> torch.Tensor:
+    """Focal terms of the rows' ``log_probs`` reduced by ``reduction`` ("none": per row, 0 at
+    -100 rows; "mean": divided by ``count``, the number of valid rows), with the closed-form
+    gradient of ``focal_parts``: the terms are computed without autograd and the gradient
+    flows through the cross-entropy n, as L + S (n - n.detach()) (per row) or
+    sum L + S . (n - n.detach()) (one dot product), whose values are exactly L and sum L.
+    Two cheap autograd nodes on top of cross-entropy's, instead of a dozen (or a Python
+    autograd.Function, whose call costs more than the kernels at these sizes)."""
+    nll = torch.nn.functional.nll_loss(log_probs, targets, reduction="none")  # 0 at -100 rows
+    terms, scale = focal_parts(nll.detach(), targets, gamma, class_weight)
+    if reduction == "none":
+        return terms + scale * (nll - nll.detach())
+    total = terms.sum()
+    if reduction == "mean":
+        total, scale = total / count, scale / count
+    return total + torch.dot(scale, nll - nll.detach())
+
+
 def focal_terms(
     logits: torch.Tensor, targets: torch.Tensor, gamma: float, class_weight: torch.Tensor | None = None
 ) -> torch.Tensor:
-    """Per-row focal terms of ``(M, C)`` logits (0 at -100 rows) with the closed-form gradient of
-    ``focal_parts``: L + S (n - n.detach()), whose value is exactly L."""
-    nll = torch.nn.functional.nll_loss(log_softmax_rows(logits), targets, reduction="none")
-    terms, scale = focal_parts(nll.detach(), targets, gamma, class_weight)
-    return terms + scale * (nll - nll.detach())
+    """Per-row focal terms of ``(M, C)`` logits (0 at -100 rows), with the closed-form gradient."""
+    return focal_reduce(log_softmax_rows(logits), targets, gamma, class_weight, "none")
 
 
 class FocalLoss(ImbalanceLoss):
     """Focal loss (Lin et al. 2017, eq. 5; Dice paper section 3.2):
     L_i = -alpha_{y_i} (1 - p_t)^gamma log p_t, the mean over valid positions.
 
-    ``focal_log_probs`` computes it from one log_softmax with a closed-form gradient that
-    stays finite for gamma < 1 and extreme logits (p_t rounding to 1). ``gamma`` >= 0 (gamma = 0
+    Computed from one log_softmax with a closed-form gradient (``focal_parts``) that stays
+    finite for gamma < 1 and extreme logits (p_t rounding to 1). ``gamma`` >= 0 (gamma = 0
     is cross-entropy, computed as such); optional per-class ``alpha`` >= 0.
     """
 
@@ -202,13 +225,5 @@ class FocalLoss(ImbalanceLoss):
         log_probs = log_softmax_rows(flat.logits)
         if self.gamma == 0.0:
             return nll_reduce(log_probs, flat, self.reduction, alpha, mean_over_positions=True)
-        if self.reduction == "none":
-            return focal_terms(flat.logits, flat.targets, self.gamma, alpha).reshape(flat.label_shape)
-        nll = torch.nn.functional.nll_loss(log_probs, flat.targets, reduction="none")  # 0 at -100 rows
-        terms, scale = focal_parts(nll.detach(), flat.targets, self.gamma, alpha)
-        total = terms.sum()
-        if self.reduction == "mean":
-            count = flat.count if isinstance(flat.count, int) else flat.count.clamp_min(1)
-            total, scale = total / count, scale / count
-        # value: sum_i L_i (/ count); gradient: sum_i S_i dn_i (/ count) through a dot product.
-        return total + torch.dot(scale, nll - nll.detach())
+        loss = focal_reduce(log_probs, flat.targets, self.gamma, alpha, self.reduction, positive_count(flat))
+        return loss.reshape(flat.label_shape) if self.reduction == "none" else loss
