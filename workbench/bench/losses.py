@@ -181,7 +181,13 @@ def hardware(device: str) -> str:
 
 
 def prepare(loss: torch.nn.Module, compiled: bool) -> Callable:
-    return torch.compile(loss, fullgraph=True) if compiled else loss
+    """The loss itself, or ``torch.compile(loss, fullgraph=True)``. Dynamo's cache is reset
+    first: every loss shares ``ImbalanceLoss.forward``, whose compiled entries are keyed by
+    the instance, and a code object keeps at most ``recompile_limit`` (8) of them."""
+    if not compiled:
+        return loss
+    torch._dynamo.reset()
+    return torch.compile(loss, fullgraph=True)
 
 
 def target_cell(label: str, ratio: float, device: str) -> str:

@@ -44,9 +44,11 @@ CLASS_REDUCTIONS = ("mean", "sum")
 SET_LEVEL_CHOICES = (False, True, "auto")
 
 
-def scored_classes(num_classes: int) -> slice:
-    """Binary tasks score class 1 only; multi-class tasks score every class."""
-    return slice(1, 2) if num_classes == 2 else slice(0, num_classes)
+def scored(values: torch.Tensor) -> torch.Tensor:
+    """The scored classes of class-major ``(C, M)`` values: class 1 only for binary tasks,
+    every class otherwise (returned as is: a full slice would still cost an autograd node,
+    and a zero-fill and a copy in its backward)."""
+    return values[1:2] if values.shape[0] == 2 else values
 
 
 def scored_targets(targets: torch.Tensor, num_classes: int, dtype: torch.dtype) -> torch.Tensor:
@@ -164,7 +166,7 @@ class DiceFamilyLoss(ImbalanceLoss):
     def is_batch_level(self) -> bool:
         return self.set_level is not False or self.ohem_ratio > 0
 
-    def scores(self, logits: torch.Tensor, classes: slice) -> torch.Tensor:
+    def scores(self, logits: torch.Tensor) -> torch.Tensor:
         """The member's score s ``(K, M)`` of the scored classes, from the ``(M, C)`` logits."""
         raise NotImplementedError
 
@@ -175,18 +177,19 @@ class DiceFamilyLoss(ImbalanceLoss):
     def ratio_terms(
         self, overlap: torch.Tensor, mass: torch.Tensor, targets: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Numerator A and denominator B from the overlap s y, the mass and the 0/1 targets
-        y; linear, so it applies to per-position ``(K, M)`` values and to their ``(K,)`` sums."""
+        """B - A and B, for the numerator A and denominator B, from the overlap s y, the mass
+        and the 0/1 targets y; linear, so it applies to per-position ``(K, M)`` values and to
+        their ``(K,)`` sums. The member's loss is 1 - (A + gamma) / (B + gamma) =
+        (B - A) / (B + gamma): two kernels fewer than forming A and both ratios."""
         raise NotImplementedError
 
     def compute(self, flat: FlatInputs) -> torch.Tensor:
         num_classes = flat.num_classes
-        classes = scored_classes(num_classes)
         targets = scored_targets(flat.targets, num_classes, flat.logits.dtype)
-        scores = self.scores(flat.logits, classes)
+        scores = self.scores(flat.logits)
         keep = flat.valid if flat.maybe_ignored else None
         if self.ohem_ratio > 0:
-            probabilities = class_major(torch.softmax, flat.logits.detach())[classes]
+            probabilities = scored(class_major(torch.softmax, flat.logits.detach()))
             keep = ohem_keep_mask(probabilities, targets, keep, self.ohem_ratio)
         if self.set_level is True or (self.set_level == "auto" and num_classes == 2):
             return self.reduce_classes(self.set_level_loss(scores, targets, keep))
@@ -197,23 +200,24 @@ class DiceFamilyLoss(ImbalanceLoss):
 
     def set_level_loss(self, scores: torch.Tensor, targets: torch.Tensor, keep: torch.Tensor | None) -> torch.Tensor:
         """Eq. 8: 1 - (sum_i A_ic + gamma) / (sum_i B_ic + gamma) per class, shape ``(K,)``,
-        with sum_i A_ic and sum_i B_ic formed from the sums of overlap, mass and targets.
+        with sum_i A_ic and sum_i B_ic formed from the sums of overlap, mass and targets
+        (``ratio_terms``).
 
         ``keep`` ((M,) or (K, M)) marks the positions that count; None means all of them. It
         holds at every valid positive (OHEM keeps them all), where alone overlap and
         targets are non-zero, so only the mass needs it.
         """
         overlap, mass, target_sum = (scores * targets).sum(1), masked_sum(self.mass(scores), keep), targets.sum(1)
-        numerator, denominator = self.ratio_terms(overlap, mass, target_sum)
-        return (denominator - numerator) / (denominator + self.gamma)
+        gap, denominator = self.ratio_terms(overlap, mass, target_sum)
+        return gap / (denominator + self.gamma)
 
     def per_sample_loss(
         self, scores: torch.Tensor, targets: torch.Tensor, keep: torch.Tensor | None, flat: FlatInputs
     ) -> torch.Tensor:
         """Per position 1 - (A_ic + gamma) / (B_ic + gamma) = (B - A) / (B + gamma), reduced over
         the kept positions per class: ``(K,)``, or ``(K, M)`` (0 where not kept) for "none"."""
-        numerator, denominator = self.ratio_terms(scores * targets, self.mass(scores), targets)
-        ratio = (denominator - numerator) / (denominator + self.gamma)
+        gap, denominator = self.ratio_terms(scores * targets, self.mass(scores), targets)
+        ratio = gap / (denominator + self.gamma)
         if self.reduction == "none":
             return ratio if keep is None else torch.where(keep, ratio, 0.0)
         total = masked_sum(ratio, keep)
@@ -236,8 +240,10 @@ class DiceFamilyLoss(ImbalanceLoss):
 
 
 def dice_terms(overlap: torch.Tensor, mass: torch.Tensor, targets: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """A = 2 s y and B = s^2 + y^2 (mass s^2, ``square``) or s + y (mass s); y^2 = y for 0/1 y."""
-    return 2.0 * overlap, mass + targets
+    """B - A and B for A = 2 s y and B = s^2 + y^2 (mass s^2, ``square``) or s + y (mass s);
+    y^2 = y for 0/1 y."""
+    denominator = mass + targets
+    return torch.add(denominator, overlap, alpha=-2.0), denominator
 
 
 class DiceRatioLoss(DiceFamilyLoss):
@@ -254,9 +260,9 @@ class DiceRatioLoss(DiceFamilyLoss):
         return dice_terms(overlap, mass, targets)
 
 
-def probability_scores(logits: torch.Tensor, classes: slice) -> torch.Tensor:
+def probability_scores(logits: torch.Tensor) -> torch.Tensor:
     """p ``(K, M)`` of the scored classes, class-major."""
-    return class_major(torch.softmax, logits)[classes]
+    return scored(class_major(torch.softmax, logits))
 
 
 class DiceLoss(DiceRatioLoss):
@@ -282,8 +288,8 @@ class DiceLoss(DiceRatioLoss):
         super().__init__(gamma, set_level, class_reduction, ohem_ratio, reduction, validate)
         self.square = square
 
-    def scores(self, logits: torch.Tensor, classes: slice) -> torch.Tensor:
-        return probability_scores(logits, classes)
+    def scores(self, logits: torch.Tensor) -> torch.Tensor:
+        return probability_scores(logits)
 
 
 class TverskyLoss(DiceFamilyLoss):
@@ -310,16 +316,16 @@ class TverskyLoss(DiceFamilyLoss):
         self.alpha = check_range("alpha", alpha, 0.0)
         self.beta = check_range("beta", beta, 0.0)
 
-    def scores(self, logits: torch.Tensor, classes: slice) -> torch.Tensor:
-        return probability_scores(logits, classes)
+    def scores(self, logits: torch.Tensor) -> torch.Tensor:
+        return probability_scores(logits)
 
     def ratio_terms(
         self, overlap: torch.Tensor, mass: torch.Tensor, targets: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        # With 0/1 targets the false-positive mass p (1 - y) = p - p y and the false-negative
-        # mass (1 - p) y = y - p y, so B = (1 - alpha - beta) p y + alpha p + beta y.
-        denominator = (1.0 - self.alpha - self.beta) * overlap + self.alpha * mass + self.beta * targets
-        return overlap, denominator
+        # A = p y. With 0/1 targets the false-positive mass p (1 - y) = p - p y and the false-
+        # negative mass (1 - p) y = y - p y, so B - A = alpha p + beta y - (alpha + beta) p y.
+        gap = torch.add(self.alpha * mass + self.beta * targets, overlap, alpha=-(self.alpha + self.beta))
+        return gap, gap + overlap
 
 
 DSC_DEFAULTS = {"alpha": 1.0, "gamma": 1.0, "square": False, "set_level": False, "class_reduction": "mean"}
@@ -373,10 +379,10 @@ class SelfAdjustingDiceLoss(DiceRatioLoss):
         self.alpha = check_range("alpha", chosen["alpha"], 0.0)
         self.preset = preset
 
-    def scores(self, logits: torch.Tensor, classes: slice) -> torch.Tensor:
+    def scores(self, logits: torch.Tensor) -> torch.Tensor:
         log_probs = class_major(torch.log_softmax, logits)
-        if logits.shape[-1] == 2:  # 1 - p_1 = p_0 exactly
-            log_one_minus_p = log_probs[0:1]
-        else:  # log_softmax of log-probabilities is themselves, so they serve as the logits too
-            log_one_minus_p = log_one_minus_softmax_all(log_probs, log_probs, dim=0)
-        return torch.exp(torch.add(log_probs[classes], log_one_minus_p, alpha=self.alpha))
+        if logits.shape[-1] == 2:  # class 1 only, and 1 - p_1 = p_0 exactly
+            return torch.exp(torch.add(log_probs[1:2], log_probs[0:1], alpha=self.alpha))
+        # log_softmax of log-probabilities is themselves, so they serve as the logits too
+        log_one_minus_p = log_one_minus_softmax_all(log_probs, log_probs, dim=0)
+        return torch.exp(torch.add(log_probs, log_one_minus_p, alpha=self.alpha))
