@@ -243,7 +243,7 @@ def test_ohem_without_valid_mask_equals_all_valid():
 @pytest.mark.parametrize("seed", range(12))
 def test_ohem_on_the_accelerator_path_equals_the_stable_sort_oracle(seed, monkeypatch):
     # Off the CPU the selection uses device-side counts and a stable argsort (no host sync).
-    import workbench.losses.dice as dice
+    from workbench.losses import dice
 
     monkeypatch.setattr(dice, "runs_on_host", lambda tensor: False)
     generator = torch.Generator().manual_seed(100 + seed)

@@ -119,7 +119,7 @@ def check_cost_matrix(cost_matrix: Sequence[Sequence[float]] | torch.Tensor) -> 
 
 
 @functools.lru_cache(maxsize=32)
-def class_grid(num_classes: int, device: torch.device = torch.device("cpu")) -> tuple[torch.Tensor, ...]:
+def class_grid(num_classes: int, device: torch.device) -> tuple[torch.Tensor, ...]:
     """Cached K x K constants on ``device``: label distance |y - k| (float64), y != k, y == k
     and y + k >= 2 (the released code's "punish" condition)."""
     classes = torch.arange(num_classes, device=device)
