@@ -188,3 +188,16 @@ def test_per_class_constants_are_converted_once_and_follow_in_place_changes():
         loss(logits, labels), torch.nn.functional.cross_entropy(logits, labels, weight=loss.weight.float())
     )
     assert not torch.equal(loss(logits, labels), before)
+
+
+@pytest.mark.parametrize(("name", "params"), CASES, ids=CASE_IDS)
+def test_autocast_does_not_lower_the_losses_precision(name, params):
+    # Under autocast the matrix products (label smoothing, masked sums) would run in bf16.
+    logits, labels = _token_inputs(2)
+    logits = logits.detach().float()
+    loss = build_loss(name, **params)
+    expected = loss(logits, labels)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        value = loss(logits, labels)
+    assert value.dtype == torch.float32
+    torch.testing.assert_close(value, expected)

@@ -18,7 +18,9 @@ helpers (``log_softmax_rows``, ``class_major``) also branch on the device, for s
 only (the values are the same). Every such branch asks ``runs_on_host``.
 
 Half precision: fp16 / bf16 logits are computed in float32 (every reduction then
-accumulates in float32) and the loss is returned in the logits' dtype.
+accumulates in float32) and the loss is returned in the logits' dtype; inside a
+``torch.autocast`` region the loss runs with autocast disabled, so its matrix products
+(label smoothing, masked sums) stay in float32 too.
 """
 
 from __future__ import annotations
@@ -308,7 +310,7 @@ class ImbalanceLoss(nn.Module):
     template and the per-device cache of constants.
 
     ``forward(logits, labels)`` flattens and checks the inputs (``flatten_inputs``), calls
-    ``compute(flat)`` and returns the loss in the logits' dtype. ``validate`` only matters
+    ``compute(flat)`` (with autocast disabled) and returns the loss in the logits' dtype. ``validate`` only matters
     off the CPU (see the module doc): True adds a ``torch._assert_async`` label check.
 
     ``is_batch_level`` is False when the value is a mean of per-sample terms with a
@@ -334,7 +336,12 @@ class ImbalanceLoss(nn.Module):
 
     def forward(self, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
         flat = flatten_inputs(logits, labels, self.validate)
-        loss = self.compute(flat)
+        device_type = flat.logits.device.type
+        if torch.is_autocast_enabled(device_type):  # the matrix products would run in half precision
+            with torch.autocast(device_type, enabled=False):
+                loss = self.compute(flat)
+        else:
+            loss = self.compute(flat)
         return loss if loss.dtype == logits.dtype else loss.to(logits.dtype)
 
     def compute(self, flat: FlatInputs) -> torch.Tensor:
