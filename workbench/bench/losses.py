@@ -70,7 +70,10 @@ def loss_configs(num_classes: int) -> list[tuple[str, str, dict]]:
 
 def parse_size(text: str) -> tuple[int, int | None, int]:
     """"NxC" -> (N, None, C); "NxTxC" -> (N, T, C)."""
-    parts = [int(part) for part in text.lower().split("x")]
+    try:
+        parts = [int(part) for part in text.lower().split("x")]
+    except ValueError:
+        parts = []
     if len(parts) == 2 and min(parts) >= 1 and parts[1] >= 2:
         return parts[0], None, parts[1]
     if len(parts) == 3 and min(parts) >= 1 and parts[2] >= 2:

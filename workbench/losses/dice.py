@@ -179,8 +179,8 @@ class DiceFamilyLoss(ImbalanceLoss):
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """B - A and B, for the numerator A and denominator B, from the overlap s y, the mass
         and the 0/1 targets y; linear, so it applies to per-position ``(K, M)`` values and to
-        their ``(K,)`` sums. The member's loss is 1 - (A + gamma) / (B + gamma) =
-        (B - A) / (B + gamma): two kernels fewer than forming A and both ratios."""
+        their ``(K,)`` sums. The member's loss 1 - (A + gamma) / (B + gamma) is formed as
+        (B - A) / (B + gamma), in fewer kernels than A, the ratio and 1 - ratio."""
         raise NotImplementedError
 
     def compute(self, flat: FlatInputs) -> torch.Tensor:
@@ -193,7 +193,7 @@ class DiceFamilyLoss(ImbalanceLoss):
             keep = ohem_keep_mask(probabilities, targets, keep, self.ohem_ratio)
         if self.set_level is True or (self.set_level == "auto" and num_classes == 2):
             return self.reduce_classes(self.set_level_loss(scores, targets, keep))
-        per_class = self.per_sample_loss(scores, targets, keep, flat)
+        per_class = self.per_sample_loss(scores, targets, keep)
         if per_class.dim() == 2:  # reduction="none": (K, M) per-position values
             return self.reduce_classes(per_class).reshape(flat.label_shape)
         return self.reduce_classes(per_class)
@@ -211,9 +211,7 @@ class DiceFamilyLoss(ImbalanceLoss):
         gap, denominator = self.ratio_terms(overlap, mass, target_sum)
         return gap / (denominator + self.gamma)
 
-    def per_sample_loss(
-        self, scores: torch.Tensor, targets: torch.Tensor, keep: torch.Tensor | None, flat: FlatInputs
-    ) -> torch.Tensor:
+    def per_sample_loss(self, scores: torch.Tensor, targets: torch.Tensor, keep: torch.Tensor | None) -> torch.Tensor:
         """Per position 1 - (A_ic + gamma) / (B_ic + gamma) = (B - A) / (B + gamma), reduced over
         the kept positions per class: ``(K,)``, or ``(K, M)`` (0 where not kept) for "none"."""
         gap, denominator = self.ratio_terms(scores * targets, self.mass(scores), targets)
