@@ -11,10 +11,10 @@ in the released code):
     L_i  = LS_i - PCL- (condition 1: encouraged mistake), LS_i + PCL+ (condition 2:
            punished mistake), LS_i (condition 3: no correction)          (eq. 4)
 
-The released code (Fengshenbang-LM fengshen/examples/clue_sim/loss.py) uses the
-reciprocal count ratio for PCL+: eps (n - n_0) / n_0 (3.08 eps for QBQTC, against the
-paper's 0.32 eps). ``pcl_plus_form`` picks the ratio ("paper": n_0 / (n - n_0), "code":
-(n - n_0) / n_0); ``pcl_constants`` returns the ratios, PCL+ / eps and PCL- / eps.
+Below PCL+- = eps r+-, with the count ratios r- = (n - n_1) / n_1 and r+ = n_0 / (n - n_0)
+(``pcl_plus_form="paper"``, eq. 2: 0.32 for QBQTC) or its reciprocal (n - n_0) / n_0
+(``"code"``: 3.08, what the released code, Fengshenbang-LM
+fengshen/examples/clue_sim/loss.py, uses). ``pcl_constants`` returns (r+, r-).
 
 Which mistakes are which. The paper's text (section 3.2): for gold 0, predicting 2 is
 penalised more than predicting 1, and predicting 1 gets the "loss bonus"; for gold 1,
@@ -35,15 +35,15 @@ Variants (``variant``):
 * ``reference``: the value of the authors' LabelSmoothingCorrectionCrossEntropy, quirks
   kept: the correction is a float built from argmax predictions (no gradient, so
   training equals LS); only the first C (non-ignored) positions of the batch are
-  inspected and the sum is divided by C; it adds eps * PCL+(code) whenever gold +
+  inspected and the sum is divided by C; it adds eps r+(code) whenever gold +
   prediction >= 2 (correct 1s and 2s included); its "encourage" branch (gold +
   prediction = 1 with |gold - prediction| != 1) can never fire for integer labels. The
   LS part masks -100 positions (the released code's smoothing term does not).
-* ``paper``: eq. 4 with eq. 2-3 as printed: LS_i + eps PCL+/eps for a far mistake,
-  LS_i - eps PCL-/eps for a near one, LS_i when correct. Constants per case, so the
-  gradient is LS's too.
-* ``weighted``: w_i LS_i with w = 1 + eps PCL+ (far), 1 / (1 + eps PCL-) (near), 1
-  (correct), chosen from the detached argmax: gradient-bearing (the workbench's).
+* ``paper``: eq. 4 with eq. 2-3 as printed: LS_i + eps r+ for a far mistake, LS_i - eps r-
+  for a near one, LS_i when correct (the offsets carry eps: 0.0324 and 0.0595 for QBQTC at
+  eps = 0.1). Constants per case, so the gradient is LS's too.
+* ``weighted``: w_i LS_i with w = 1 + eps r+ (far), 1 / (1 + eps r-) (near), 1 (correct),
+  chosen from the detached argmax: gradient-bearing (the workbench's).
 * ``expected_cost``: LS_i + eps sum_k S[y_i, k] p_ik: smooth and gradient-bearing; mass
   on far labels costs more than on near ones (the workbench's).
 
@@ -88,8 +88,8 @@ DEFAULT_PCL_PLUS_FORM = {"reference": "code", "paper": "paper", "weighted": "cod
 
 
 def pcl_constants(label_counts: Sequence[float] | torch.Tensor, pcl_plus_form: str = "code") -> tuple[float, float]:
-    """(PCL+ / eps, PCL- / eps): the count ratios of eq. 2-3 without the scaling ratio eps
-    (classes 0 and 1 as in the paper): PCL- / eps = (n - n_1) / n_1; PCL+ / eps = n_0 / (n - n_0)
+    """(r+, r-) = (PCL+ / eps, PCL- / eps): the count ratios of eq. 2-3 without the scaling
+    ratio eps (classes 0 and 1 as in the paper): r- = (n - n_1) / n_1; r+ = n_0 / (n - n_0)
     (``"paper"``, eq. 2) or (n - n_0) / n_0 (``"code"``, the released code)."""
     check_choice("pcl_plus_form", pcl_plus_form, PCL_PLUS_FORMS)
     counts = check_class_vector("label_counts", label_counts, positive=True)
@@ -98,7 +98,7 @@ def pcl_constants(label_counts: Sequence[float] | torch.Tensor, pcl_plus_form: s
 
 
 def count_ratios(counts: torch.Tensor, pcl_plus_form: str) -> tuple[torch.Tensor, torch.Tensor]:
-    """(PCL+ / eps, PCL- / eps) as 0-d tensors on ``counts``' device and dtype (no host sync)."""
+    """(r+, r-) as 0-d tensors on ``counts``' device and dtype (no host sync)."""
     total = counts.sum()
     plus = (total - counts[0]) / counts[0]
     minus = (total - counts[1]) / counts[1]
