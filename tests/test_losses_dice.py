@@ -238,3 +238,21 @@ def test_ohem_without_valid_mask_equals_all_valid():
     targets = (torch.rand(3, 40, generator=generator) < 0.3).double()
     all_valid = torch.ones(40, dtype=torch.bool)
     assert torch.equal(ohem_keep_mask(scores, targets, None, 1.5), ohem_keep_mask(scores, targets, all_valid, 1.5))
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_ohem_on_the_accelerator_path_equals_the_stable_sort_oracle(seed, monkeypatch):
+    # Off the CPU the selection uses device-side counts and a stable argsort (no host sync).
+    from workbench.losses import dice
+
+    monkeypatch.setattr(dice, "runs_on_host", lambda tensor: False)
+    generator = torch.Generator().manual_seed(100 + seed)
+    rows, columns = int(torch.randint(1, 60, (1,), generator=generator)), int(torch.randint(1, 5, (1,), generator=generator))
+    levels = int(torch.randint(1, 5, (1,), generator=generator))
+    scores = torch.randint(0, levels, (rows, columns), generator=generator).double() / levels
+    targets = (torch.rand(rows, columns, generator=generator) < 0.3).double()
+    valid = torch.rand(rows, generator=generator) < 0.85
+    ratio = [0.5, 1.0, 1.5, 3.0, 100.0, 0.7][seed % 6]
+    expected = stable_sort_selection(scores, targets, valid, ratio)
+    assert torch.equal(ohem_keep_mask_by_position(scores, targets, valid, ratio), expected)
+    assert torch.equal(ohem_keep_mask(scores.t(), targets.t(), None, ratio), stable_sort_selection(scores, targets, torch.ones(rows, dtype=torch.bool), ratio).t())

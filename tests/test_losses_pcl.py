@@ -103,7 +103,8 @@ def test_severity_reproduces_the_three_class_distance_rule():
 def test_paper_and_weighted_matrices():
     plus, minus = pcl_constants(COUNTS, "paper")
     paper = pcl_weight_matrix("paper", 0.1, COUNTS)
-    expected = torch.tensor([[0, -minus, plus], [plus, 0, -minus], [plus, -minus, 0]], dtype=torch.float64)
+    # eq. 2-3 carry the scaling ratio eps: PCL+ = eps * plus, PCL- = eps * minus.
+    expected = 0.1 * torch.tensor([[0, -minus, plus], [plus, 0, -minus], [plus, -minus, 0]], dtype=torch.float64)
     torch.testing.assert_close(paper, expected)
     plus_code, _ = pcl_constants(COUNTS, "code")
     weighted = pcl_weight_matrix("weighted", 0.2, COUNTS)
@@ -115,11 +116,11 @@ def test_paper_and_weighted_matrices():
 
 def test_weight_matrices_keep_float64_constants():
     # QBQTC counts n = (48997, 125429, 25574), n = 200000, by hand in float64:
-    # PCL- = 74571 / 125429, PCL+(paper) = 48997 / 151003, PCL+(code) = 151003 / 48997.
+    # PCL- = eps 74571 / 125429, PCL+(paper) = eps 48997 / 151003, PCL+(code) = eps 151003 / 48997.
     paper = pcl_weight_matrix("paper", 0.1)
     assert paper.dtype == torch.float64
-    assert paper[0, 1].item() == pytest.approx(-74571 / 125429, rel=1e-12)
-    assert paper[0, 2].item() == pytest.approx(48997 / 151003, rel=1e-12)
+    assert paper[0, 1].item() == pytest.approx(-0.1 * 74571 / 125429, rel=1e-12)
+    assert paper[0, 2].item() == pytest.approx(0.1 * 48997 / 151003, rel=1e-12)
     weighted = pcl_weight_matrix("weighted", 0.1)
     assert weighted[0, 2].item() == pytest.approx(1 + 0.1 * 151003 / 48997, rel=1e-12)
     assert weighted[0, 1].item() == pytest.approx(1 / (1 + 0.1 * 74571 / 125429), rel=1e-12)
@@ -160,7 +161,7 @@ def test_explicit_cost_matrix_is_used():
 @pytest.mark.parametrize(
     ("params", "match"),
     [
-        ({}, "label_counts is required"),
+        ({}, "label_counts: must be given"),
         ({"label_counts": COUNTS, "epsilon": 1.0}, "epsilon"),
         ({"label_counts": COUNTS, "counts": "dataset"}, "counts"),
         ({"label_counts": COUNTS, "variant": "soft"}, "variant"),
@@ -182,3 +183,59 @@ def test_label_counts_of_wrong_length_raise_at_forward():
     logits, labels = _inputs(10)
     with pytest.raises(ValueError, match="C=3"):
         build_loss("pcl", label_counts=[5, 6, 7, 8])(logits, labels)
+
+
+# Paper eq. 2-3: PCL+ = eps n0 / (n1 + n2), PCL- = eps (n0 + n2) / n1 (QBQTC counts below).
+N0, N1, N2 = COUNTS
+EPSILON = 0.1
+PAPER_PCL_PLUS = EPSILON * N0 / (N1 + N2)
+PAPER_PCL_MINUS = EPSILON * (N0 + N2) / N1
+# Section 3.2's cases: condition 1 (encourage, LS - PCL-) for the near mistakes 0->1, 1->2
+# (its example) and 2->1; condition 2 (punish, LS + PCL+) for 0->2, 1->0 and 2->0 (its example).
+PAPER_CASES = [
+    (0, 1, -PAPER_PCL_MINUS), (0, 2, PAPER_PCL_PLUS),
+    (1, 0, PAPER_PCL_PLUS), (1, 2, -PAPER_PCL_MINUS),
+    (2, 0, PAPER_PCL_PLUS), (2, 1, -PAPER_PCL_MINUS),
+    (0, 0, 0.0), (1, 1, 0.0), (2, 2, 0.0),
+]  # fmt: skip
+
+
+def _row_predicting(predicted: int) -> torch.Tensor:
+    logits = torch.tensor([[0.3, -0.2, 0.1]], dtype=torch.float64)
+    logits[0, predicted] = 2.5
+    return logits
+
+
+def test_paper_adds_eps_pcl_plus_when_2_is_predicted_as_0_by_hand():
+    logits, labels = _row_predicting(0), torch.tensor([2])
+    offset = build_loss("pcl", variant="paper", label_counts=COUNTS)(logits, labels) - build_loss("ls")(logits, labels)
+    assert offset.item() == pytest.approx(0.1 * 48997 / (125429 + 25574), rel=1e-12)  # 0.0324, not 0.324
+
+
+def test_paper_subtracts_eps_pcl_minus_when_1_is_predicted_as_2_by_hand():
+    logits, labels = _row_predicting(2), torch.tensor([1])
+    offset = build_loss("pcl", variant="paper", label_counts=COUNTS)(logits, labels) - build_loss("ls")(logits, labels)
+    assert offset.item() == pytest.approx(-0.1 * (48997 + 25574) / 125429, rel=1e-12)  # -0.0595, not -0.5945
+
+
+@pytest.mark.parametrize(("gold", "predicted", "offset"), PAPER_CASES)
+def test_paper_offsets_follow_the_papers_cases(gold, predicted, offset):
+    logits, labels = _row_predicting(predicted), torch.tensor([gold])
+    loss = build_loss("pcl", variant="paper", epsilon=EPSILON, label_counts=COUNTS)
+    difference = loss(logits, labels) - build_loss("ls", epsilon=EPSILON)(logits, labels)
+    assert difference.item() == pytest.approx(offset, rel=1e-12, abs=1e-15)
+    # the severity rule's near/far reading gives the same cases
+    kind = 0 if gold == predicted else (-1 if offset < 0 else 1)
+    severity = pcl_severity(COUNTS)[gold]
+    wrong = [k for k in range(3) if k != gold]
+    if kind:
+        assert (severity[predicted] == min(severity[k] for k in wrong)) == (kind == -1)
+
+
+def test_paper_matrix_is_eps_times_the_count_ratios():
+    plus, minus = pcl_constants(COUNTS, "paper")
+    for epsilon in (0.0, 0.1, 0.5):
+        matrix = pcl_weight_matrix("paper", epsilon, COUNTS)
+        assert matrix[2, 0].item() == pytest.approx(epsilon * plus, rel=1e-12, abs=0.0)
+        assert matrix[1, 2].item() == pytest.approx(-epsilon * minus, rel=1e-12, abs=0.0)
+    torch.testing.assert_close(pcl_weight_matrix("paper", 0.0, COUNTS), torch.zeros(3, 3, dtype=torch.float64))

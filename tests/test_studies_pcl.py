@@ -61,12 +61,10 @@ def test_gradient_comparison_offsets_match_hand_computation():
     logits, labels = _comparison_batch()
     predicted = logits.argmax(axis=1)
     table = study.gradient_comparison(epsilon=EPSILON).set_index("setting")
-    # eq. 4 as written: mean over the batch of +PCL+ (far), -PCL- (near), 0 (correct), PCL+ by eq. 2.
-    pcl_plus, pcl_minus = pcl_constants(QBQTC_LABEL_COUNTS, "paper")
-    # Eq. 2-3 carry the scaling ratio eps (PCL+ = eps n0 / (n1 + n2), PCL- = eps (n0 + n2) / n1); the losses
-    # branch that adds it to variant="paper" may not be merged yet, so accept both, each computed by hand.
-    if pcl_weight_matrix("paper", EPSILON)[0, 2].item() == pytest.approx(EPSILON * pcl_plus, rel=1e-12):
-        pcl_plus, pcl_minus = EPSILON * pcl_plus, EPSILON * pcl_minus
+    # eq. 4 as written: mean over the batch of +PCL+ (far), -PCL- (near), 0 (correct), with eq. 2-3's
+    # scaling ratio eps: PCL+ = eps n0 / (n1 + n2), PCL- = eps (n0 + n2) / n1.
+    ratio_plus, ratio_minus = pcl_constants(QBQTC_LABEL_COUNTS, "paper")
+    pcl_plus, pcl_minus = EPSILON * ratio_plus, EPSILON * ratio_minus
     far = ((labels == 0) & (predicted == 2)) | ((labels == 2) & (predicted == 0)) | ((labels == 1) & (predicted == 0))
     near = (labels != predicted) & ~far
     expected_paper = (pcl_plus * far - pcl_minus * near).mean()

@@ -12,14 +12,15 @@ Every member is 1 - (A_ic + gamma) / (B_ic + gamma) for a numerator A and denomi
 
 A and B are linear in three per-position quantities of a member's score s (p, or f for
 ``dsc``) and the 0/1 target y: the overlap s y, the mass (s or s^2) and y itself. The set
-level therefore sums those three over the kept positions and combines the ``(K,)`` sums,
-instead of forming A and B at every position.
+level therefore forms three ``(K,)`` sums over positions (the overlap and y need no mask:
+y is 0 at -100 positions) and combines them, instead of forming A and B at every position.
 
 Optional OHEM (``ohem_ratio`` r > 0) keeps, per scored class, every positive and the
 floor(r * #positives) negatives with the highest p_ic (the hardest); the rest are left out.
 
-Everything is computed class-major, ``(K, M)`` for K scored classes and M positions (see
-``log_softmax_columns`` in ``_base``): per-class sums run over the long innermost axis.
+Everything is class-major, ``(K, M)`` for K scored classes and M positions (``class_major``
+in ``_base``: a contiguous copy on CPU, a transposed view elsewhere): per-class sums run
+over the long axis.
 """
 
 from __future__ import annotations
@@ -33,26 +34,29 @@ from workbench.losses._base import (
     ImbalanceLoss,
     check_choice,
     check_range,
-    flatten_inputs,
+    class_indices,
+    class_major,
     log_one_minus_softmax_all,
-    safe_divide,
+    runs_on_host,
 )
 
 CLASS_REDUCTIONS = ("mean", "sum")
 SET_LEVEL_CHOICES = (False, True, "auto")
 
 
-def scored_classes(num_classes: int) -> slice:
-    """Binary tasks score class 1 only; multi-class tasks score every class."""
-    return slice(1, 2) if num_classes == 2 else slice(0, num_classes)
+def scored(values: torch.Tensor) -> torch.Tensor:
+    """The scored classes of class-major ``(C, M)`` values: class 1 only for binary tasks,
+    every class otherwise (returned as is: a full slice would still cost an autograd node,
+    and a zero-fill and a copy in its backward)."""
+    return values[1:2] if values.shape[0] == 2 else values
 
 
-def scored_targets(labels: torch.Tensor, num_classes: int, dtype: torch.dtype) -> torch.Tensor:
-    """0/1 targets ``(K, M)`` of the scored classes: the label itself for binary tasks
-    (class 1 only), one-hot ``c == labels`` for multi-class ones."""
+def scored_targets(targets: torch.Tensor, num_classes: int, dtype: torch.dtype) -> torch.Tensor:
+    """0/1 targets ``(K, M)`` of the scored classes (0 at -100 positions): ``targets == 1``
+    for binary tasks (class 1 only), one-hot ``c == targets`` for multi-class ones."""
     if num_classes == 2:
-        return labels.unsqueeze(0).to(dtype)
-    return (torch.arange(num_classes, device=labels.device).unsqueeze(-1) == labels.unsqueeze(0)).to(dtype)
+        return targets.eq(1).unsqueeze(0).to(dtype)
+    return (class_indices(num_classes, targets.device) == targets).to(dtype)
 
 
 def kth_largest_per_row(values: torch.Tensor, k: list[int]) -> torch.Tensor:
@@ -77,26 +81,36 @@ def ohem_keep_mask(
     ``scores`` and ``targets`` are ``(K, M)`` (probability and 0/1 target of each scored
     class at each position), ``valid`` is ``(M,)`` or None (every position valid). For each
     class keeps all valid positives and exactly k = min(floor(ratio * #positives),
-    #negatives) valid negatives with the highest score, ties broken by position (the first
-    k of a stable descending sort): every negative above the k-th largest negative score t,
-    then the first ones equal to t until k are kept (all of them, without the position
-    ``cumsum``, when exactly k remain).
-    Returns a bool ``(K, M)`` mask (no gradient flows through the selection).
+    #negatives) valid negatives with the highest score, ties broken by position: the first
+    k of a stable descending sort. Returns a bool ``(K, M)`` mask (no gradient flows
+    through the selection).
+
+    Two implementations of that one selection, by device (both tested against a
+    stable-sort oracle): on CPU the counts are read on the host and one ``kthvalue`` finds
+    the k-th largest negative score t (every negative above t is kept, then the first ones
+    equal to t until k; a stable sort costs 4x more on CPU); elsewhere the counts stay on
+    the device and each negative's rank in a stable descending ``argsort`` is compared
+    with k (no host synchronisation).
     """
     positives = targets > 0.5
     negatives = ~positives
     if valid is not None:
         positives, negatives = positives & valid, negatives & valid
+    hardness = scores.detach().masked_fill(~negatives, float("-inf"))
+    if not runs_on_host(scores):
+        keep_counts = torch.minimum(
+            positives.sum(1).to(torch.float64).mul_(ratio).floor_(), negatives.sum(1).to(torch.float64)
+        )
+        order = hardness.argsort(dim=1, descending=True, stable=True)
+        positions = torch.arange(scores.shape[1], device=scores.device).expand_as(order)
+        rank = torch.empty_like(order).scatter_(1, order, positions)
+        return positives | (rank < keep_counts.unsqueeze(1))
     positive_counts = positives.sum(1).tolist()
-    if valid is None:
-        negative_counts = [scores.shape[1] - count for count in positive_counts]
-    else:
-        negative_counts = negatives.sum(1).tolist()
+    negative_counts = negatives.sum(1).tolist()
     counts = zip(positive_counts, negative_counts)
     keep_counts = [min(math.floor(positive * ratio), negative) for positive, negative in counts]
     if scores.shape[1] == 0 or max(keep_counts) == 0:
         return positives
-    hardness = scores.detach().masked_fill(positives if valid is None else ~negatives, float("-inf"))
     threshold = kth_largest_per_row(hardness, [max(count, 1) for count in keep_counts])
     if min(keep_counts) == 0:
         nothing_kept = torch.tensor([count == 0 for count in keep_counts], device=scores.device)
@@ -112,8 +126,19 @@ def ohem_keep_mask(
     return positives | above | (at_threshold & (at_threshold.cumsum(1) <= tied_needed))
 
 
+def masked_sum(values: torch.Tensor, keep: torch.Tensor | None) -> torch.Tensor:
+    """Per-class sums over positions (dim 1) of ``values (K, M)`` where ``keep`` holds: None
+    (everywhere), ``(M,)`` (one matrix-vector product with the 0/1 mask, a single kernel
+    forward and backward) or ``(K, M)`` (OHEM)."""
+    if keep is None:
+        return values.sum(1)
+    if keep.dim() == 1:
+        return torch.mv(values, keep.to(values.dtype))
+    return torch.where(keep, values, 0.0).sum(1)
+
+
 class DiceFamilyLoss(ImbalanceLoss):
-    """Shared reduction logic; subclasses give the numerator and denominator terms."""
+    """Shared reduction logic; subclasses give the score and the numerator and denominator terms."""
 
     def __init__(
         self,
@@ -122,8 +147,9 @@ class DiceFamilyLoss(ImbalanceLoss):
         class_reduction: str,
         ohem_ratio: float,
         reduction: str,
+        validate: bool,
     ) -> None:
-        super().__init__(reduction)
+        super().__init__(reduction, validate)
         self.gamma = check_range("gamma", gamma, 0.0)
         check_choice("set_level", set_level, SET_LEVEL_CHOICES)
         check_choice("class_reduction", class_reduction, CLASS_REDUCTIONS)
@@ -132,17 +158,16 @@ class DiceFamilyLoss(ImbalanceLoss):
         self.ohem_ratio = check_range("ohem_ratio", ohem_ratio, 0.0)
         if reduction == "none" and self.is_batch_level:
             raise ValueError(
-                "reduction='none' is not meaningful for a set-level or OHEM dice loss "
-                "(one value per batch); use 'mean' or 'sum'"
+                "reduction: must be 'mean' or 'sum' for a set-level or OHEM dice loss (one value per batch), "
+                "got 'none'"
             )
 
     @property
     def is_batch_level(self) -> bool:
         return self.set_level is not False or self.ohem_ratio > 0
 
-    def scores(self, class_logits: torch.Tensor, classes: slice) -> torch.Tensor:
-        """The member's score s ``(K, M)`` of the scored classes, from the class-major
-        logits ``(C, M)``."""
+    def scores(self, logits: torch.Tensor) -> torch.Tensor:
+        """The member's score s ``(K, M)`` of the scored classes, from the ``(M, C)`` logits."""
         raise NotImplementedError
 
     def mass(self, scores: torch.Tensor) -> torch.Tensor:
@@ -152,61 +177,54 @@ class DiceFamilyLoss(ImbalanceLoss):
     def ratio_terms(
         self, overlap: torch.Tensor, mass: torch.Tensor, targets: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Numerator A and denominator B from the overlap s y, the mass and the 0/1 targets
-        y; linear, so it applies to per-position ``(K, M)`` values and to their ``(K,)`` sums."""
+        """B - A and B, for the numerator A and denominator B, from the overlap s y, the mass
+        and the 0/1 targets y; linear, so it applies to per-position ``(K, M)`` values and to
+        their ``(K,)`` sums. The member's loss 1 - (A + gamma) / (B + gamma) is formed as
+        (B - A) / (B + gamma), in fewer kernels than A, the ratio and 1 - ratio."""
         raise NotImplementedError
 
-    def forward(self, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
-        flat = flatten_inputs(logits, labels)
-        num_classes = flat.logits.shape[-1]
-        classes = scored_classes(num_classes)
-        targets = scored_targets(flat.labels, num_classes, flat.logits.dtype)
-        class_logits = flat.logits.t().contiguous()
-        scores = self.scores(class_logits, classes)
-        overlap, mass = scores * targets, self.mass(scores)
-        keep = flat.valid.unsqueeze(0).expand_as(overlap) if flat.has_ignored else None
+    def compute(self, flat: FlatInputs) -> torch.Tensor:
+        num_classes = flat.num_classes
+        targets = scored_targets(flat.targets, num_classes, flat.logits.dtype)
+        scores = self.scores(flat.logits)
+        keep = flat.valid if flat.maybe_ignored else None
         if self.ohem_ratio > 0:
-            probabilities = torch.softmax(class_logits.detach(), dim=0)[classes]
-            valid = flat.valid if flat.has_ignored else None
-            keep = ohem_keep_mask(probabilities, targets, valid, self.ohem_ratio)
-        set_level = self.set_level is True or (self.set_level == "auto" and num_classes == 2)
-        if set_level:
-            per_class = self.set_level_loss(overlap, mass, targets, keep)
-        else:
-            numerator, denominator = self.ratio_terms(overlap, mass, targets)
-            per_class = self.per_sample_loss(numerator, denominator, keep, flat)
-            if per_class.dim() == 2:  # reduction="none": (K, M) per-position values
-                return self.reduce_classes(per_class).reshape(flat.label_shape)
+            probabilities = scored(class_major(torch.softmax, flat.logits.detach()))
+            keep = ohem_keep_mask(probabilities, targets, keep, self.ohem_ratio)
+        if self.set_level is True or (self.set_level == "auto" and num_classes == 2):
+            return self.reduce_classes(self.set_level_loss(scores, targets, keep))
+        per_class = self.per_sample_loss(scores, targets, keep)
+        if per_class.dim() == 2:  # reduction="none": (K, M) per-position values
+            return self.reduce_classes(per_class).reshape(flat.label_shape)
         return self.reduce_classes(per_class)
 
-    def set_level_loss(
-        self, overlap: torch.Tensor, mass: torch.Tensor, targets: torch.Tensor, keep: torch.Tensor | None
-    ) -> torch.Tensor:
+    def set_level_loss(self, scores: torch.Tensor, targets: torch.Tensor, keep: torch.Tensor | None) -> torch.Tensor:
         """Eq. 8: 1 - (sum_i A_ic + gamma) / (sum_i B_ic + gamma) per class, shape ``(K,)``,
-        with sum_i A_ic and sum_i B_ic formed from the sums of overlap, mass and targets.
+        with sum_i A_ic and sum_i B_ic formed from the sums of overlap, mass and targets
+        (``ratio_terms``).
 
-        ``keep`` (K, M) marks the positions that count; None means all of them.
+        ``keep`` ((M,) or (K, M)) marks the positions that count; None means all of them. It
+        holds at every valid positive (OHEM keeps them all), where alone overlap and
+        targets are non-zero, so only the mass needs it.
         """
-        if keep is not None:
-            overlap, mass, targets = (torch.where(keep, values, 0.0) for values in (overlap, mass, targets))
-        numerator, denominator = self.ratio_terms(overlap.sum(1), mass.sum(1), targets.sum(1))
-        return 1.0 - (numerator + self.gamma) / (denominator + self.gamma)
+        overlap, mass, target_sum = (scores * targets).sum(1), masked_sum(self.mass(scores), keep), targets.sum(1)
+        gap, denominator = self.ratio_terms(overlap, mass, target_sum)
+        return gap / (denominator + self.gamma)
 
-    def per_sample_loss(
-        self, numerator: torch.Tensor, denominator: torch.Tensor, keep: torch.Tensor | None, flat: FlatInputs
-    ) -> torch.Tensor:
-        """Per position 1 - (A_ic + gamma) / (B_ic + gamma), reduced over kept positions per class."""
-        ratio = 1.0 - (numerator + self.gamma) / (denominator + self.gamma)
-        if keep is not None:
-            ratio = torch.where(keep, ratio, 0.0)
+    def per_sample_loss(self, scores: torch.Tensor, targets: torch.Tensor, keep: torch.Tensor | None) -> torch.Tensor:
+        """Per position 1 - (A_ic + gamma) / (B_ic + gamma) = (B - A) / (B + gamma), reduced over
+        the kept positions per class: ``(K,)``, or ``(K, M)`` (0 where not kept) for "none"."""
+        gap, denominator = self.ratio_terms(scores * targets, self.mass(scores), targets)
+        ratio = gap / (denominator + self.gamma)
         if self.reduction == "none":
-            return ratio
-        total = ratio.sum(1)
+            return ratio if keep is None else torch.where(keep, ratio, 0.0)
+        total = masked_sum(ratio, keep)
         if self.reduction == "sum":
             return total
         if keep is None:
             return total / max(ratio.shape[1], 1)
-        return safe_divide(total, keep.sum(1).to(ratio.dtype))
+        kept = keep.sum(-1)  # (K,) under OHEM, else the 0-d count of valid positions
+        return total / kept.clamp_min(1)
 
     def reduce_classes(self, per_class: torch.Tensor) -> torch.Tensor:
         """Mean or sum over the class axis (dim 0) of ``(K,)`` or ``(K, M)`` values."""
@@ -220,8 +238,10 @@ class DiceFamilyLoss(ImbalanceLoss):
 
 
 def dice_terms(overlap: torch.Tensor, mass: torch.Tensor, targets: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """A = 2 s y and B = s^2 + y^2 (mass s^2, ``square``) or s + y (mass s); y^2 = y for 0/1 y."""
-    return 2.0 * overlap, mass + targets
+    """B - A and B for A = 2 s y and B = s^2 + y^2 (mass s^2, ``square``) or s + y (mass s);
+    y^2 = y for 0/1 y."""
+    denominator = mass + targets
+    return torch.add(denominator, overlap, alpha=-2.0), denominator
 
 
 class DiceRatioLoss(DiceFamilyLoss):
@@ -236,6 +256,11 @@ class DiceRatioLoss(DiceFamilyLoss):
         self, overlap: torch.Tensor, mass: torch.Tensor, targets: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor]:
         return dice_terms(overlap, mass, targets)
+
+
+def probability_scores(logits: torch.Tensor) -> torch.Tensor:
+    """p ``(K, M)`` of the scored classes, class-major."""
+    return scored(class_major(torch.softmax, logits))
 
 
 class DiceLoss(DiceRatioLoss):
@@ -254,14 +279,15 @@ class DiceLoss(DiceRatioLoss):
         class_reduction: str = "mean",
         ohem_ratio: float = 0.0,
         reduction: str = "mean",
+        validate: bool = False,
     ) -> None:
         check_choice("square", square, (True, False))
         check_choice("set_level", set_level, (True, False))
-        super().__init__(gamma, set_level, class_reduction, ohem_ratio, reduction)
+        super().__init__(gamma, set_level, class_reduction, ohem_ratio, reduction, validate)
         self.square = square
 
-    def scores(self, class_logits: torch.Tensor, classes: slice) -> torch.Tensor:
-        return torch.softmax(class_logits, dim=0)[classes]
+    def scores(self, logits: torch.Tensor) -> torch.Tensor:
+        return probability_scores(logits)
 
 
 class TverskyLoss(DiceFamilyLoss):
@@ -281,22 +307,23 @@ class TverskyLoss(DiceFamilyLoss):
         class_reduction: str = "mean",
         ohem_ratio: float = 0.0,
         reduction: str = "mean",
+        validate: bool = False,
     ) -> None:
         check_choice("set_level", set_level, (True, False))
-        super().__init__(gamma, set_level, class_reduction, ohem_ratio, reduction)
+        super().__init__(gamma, set_level, class_reduction, ohem_ratio, reduction, validate)
         self.alpha = check_range("alpha", alpha, 0.0)
         self.beta = check_range("beta", beta, 0.0)
 
-    def scores(self, class_logits: torch.Tensor, classes: slice) -> torch.Tensor:
-        return torch.softmax(class_logits, dim=0)[classes]
+    def scores(self, logits: torch.Tensor) -> torch.Tensor:
+        return probability_scores(logits)
 
     def ratio_terms(
         self, overlap: torch.Tensor, mass: torch.Tensor, targets: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        # With 0/1 targets the false-positive mass p (1 - y) = p - p y and the false-negative
-        # mass (1 - p) y = y - p y, so B = (1 - alpha - beta) p y + alpha p + beta y.
-        denominator = (1.0 - self.alpha - self.beta) * overlap + self.alpha * mass + self.beta * targets
-        return overlap, denominator
+        # A = p y. With 0/1 targets the false-positive mass p (1 - y) = p - p y and the false-
+        # negative mass (1 - p) y = y - p y, so B - A = alpha p + beta y - (alpha + beta) p y.
+        gap = torch.add(self.alpha * mass + self.beta * targets, overlap, alpha=-(self.alpha + self.beta))
+        return gap, gap + overlap
 
 
 DSC_DEFAULTS = {"alpha": 1.0, "gamma": 1.0, "square": False, "set_level": False, "class_reduction": "mean"}
@@ -314,9 +341,10 @@ class SelfAdjustingDiceLoss(DiceRatioLoss):
     DSC_i = 1 - (2 f_i1 y_i1 + gamma) / (f_i1 + y_i1 + gamma),  f = (1 - p)^alpha p,
     with ``square=True`` using f^2 + y^2 in the denominator and ``set_level`` summing first.
 
-    f is computed in log space, f = exp(alpha log(1 - p) + log p) with log(1 - p) from a
-    logsumexp over the other logits, so value and gradient stay finite when p rounds to 1
-    (the released code returns NaN there: d/dp (1 - p)^alpha is infinite at p = 1).
+    f is computed in log space, f = exp(alpha log(1 - p) + log p), with log(1 - p_1) = log p_0
+    for binary tasks and ``log_one_minus_softmax_all`` (a logsumexp over the other classes
+    for the argmax) otherwise, so value and gradient stay finite when p rounds to 1 (the
+    released code returns NaN there: d/dp (1 - p)^alpha is infinite at p = 1).
 
     ``preset``: None (eq. 12 defaults: alpha 1, gamma 1, non-squared, per sample),
     ``"paper"`` (the same, explicitly) or ``"reference"`` (alpha 0.01, gamma 1, squared,
@@ -335,19 +363,24 @@ class SelfAdjustingDiceLoss(DiceRatioLoss):
         preset: str | None = None,
         ohem_ratio: float = 0.0,
         reduction: str = "mean",
+        validate: bool = False,
     ) -> None:
         check_choice("preset", preset, (None, *DSC_PRESETS))
         chosen = dict(DSC_DEFAULTS if preset is None else DSC_PRESETS[preset])
         given = {"alpha": alpha, "gamma": gamma, "square": square, "set_level": set_level, "class_reduction": class_reduction}
         chosen.update({key: value for key, value in given.items() if value is not None})
         check_choice("square", chosen["square"], (True, False))
-        super().__init__(chosen["gamma"], chosen["set_level"], chosen["class_reduction"], ohem_ratio, reduction)
+        super().__init__(
+            chosen["gamma"], chosen["set_level"], chosen["class_reduction"], ohem_ratio, reduction, validate
+        )
         self.square = chosen["square"]
         self.alpha = check_range("alpha", chosen["alpha"], 0.0)
         self.preset = preset
 
-    def scores(self, class_logits: torch.Tensor, classes: slice) -> torch.Tensor:
-        log_probs = torch.log_softmax(class_logits, dim=0)
-        # log_softmax of log-probabilities is themselves, so they serve as the logits too.
-        log_one_minus_p = log_one_minus_softmax_all(log_probs, log_probs, dim=0)[classes]
-        return torch.exp(self.alpha * log_one_minus_p + log_probs[classes])
+    def scores(self, logits: torch.Tensor) -> torch.Tensor:
+        log_probs = class_major(torch.log_softmax, logits)
+        if logits.shape[-1] == 2:  # class 1 only, and 1 - p_1 = p_0 exactly
+            return torch.exp(torch.add(log_probs[1:2], log_probs[0:1], alpha=self.alpha))
+        # log_softmax of log-probabilities is themselves, so they serve as the logits too
+        log_one_minus_p = log_one_minus_softmax_all(log_probs, log_probs, dim=0)
+        return torch.exp(torch.add(log_probs, log_one_minus_p, alpha=self.alpha))

@@ -1,41 +1,61 @@
 """Propensity-Corrected Loss (PCL) on top of label smoothing, for ordinal labels (CLUE QBQTC).
 
-LS_i is label-smoothed cross-entropy (see ``classification.label_smoothing_loss``).
-With class counts n_k (n = sum_k n_k) the propensity constants are
+Paper: "Towards No.1 in CLUE Semantic Matching Challenge: Pre-trained Language Model
+Erlangshen with Propensity-Corrected Loss" (arXiv 2208.02959, section 3.2). LS_i is
+label-smoothed cross-entropy (``classification.label_smoothing_loss``). With class
+counts n_k (n = sum_k n_k) the paper defines, with eps the scaling ratio (the LS epsilon
+in the released code):
 
-    PCL- = (n - n_1) / n_1                                   (paper and code agree)
-    PCL+ = (n - n_0) / n_0      (``pcl_plus_form="code"``:  3.08 for QBQTC)
-    PCL+ = n_0 / (n - n_0)      (``pcl_plus_form="paper"``, eq. 2: 0.32, the reciprocal)
+    PCL+ = eps n_0 / (n_1 + n_2)                       (eq. 2)
+    PCL- = eps (n_0 + n_2) / n_1 = eps (n - n_1) / n_1   (eq. 3)
+    L_i  = LS_i - PCL- (condition 1: encouraged mistake), LS_i + PCL+ (condition 2:
+           punished mistake), LS_i (condition 3: no correction)          (eq. 4)
 
-Label distance. The 3-class rule (gold 0: predicting 2 is worse than 1; gold 1: 0 is
-worse than 2; gold 2: 0 is worse than 1) is reproduced for K ordinal classes by the
-severity matrix S[y, k] = |y - k| + pi_k [y != k], pi_k = n_k / n: the integer distance
-orders mistakes, and since 0 < pi_k < 1 the propensity of the predicted class only
-breaks ties (gold 1: predicting the more frequent class 0 costs more than 2). An
-explicit ``cost_matrix`` (K x K, zero diagonal, non-negative) replaces S. For each gold
-y the cheapest wrong predictions are "near" mistakes (encouraged), the others "far"
-(punished).
+Below PCL+- = eps r+-, with the count ratios r- = (n - n_1) / n_1 and r+ = n_0 / (n - n_0)
+(``pcl_plus_form="paper"``, eq. 2: 0.32 for QBQTC) or its reciprocal (n - n_0) / n_0
+(``"code"``: 3.08, what the released code, Fengshenbang-LM
+fengshen/examples/clue_sim/loss.py, uses). ``pcl_constants`` returns (r+, r-).
+
+Which mistakes are which. The paper's text (section 3.2): for gold 0, predicting 2 is
+penalised more than predicting 1, and predicting 1 gets the "loss bonus"; for gold 1,
+predicting 0 is penalised more than predicting 2; its examples are 1 -> 2 for condition
+1 (encourage) and 2 -> 0 for condition 2 (punish). That fixes five of the six 3-class
+mistakes (0->1, 1->2 encouraged; 0->2, 1->0, 2->0 punished); the sixth, 2 -> 1, is left
+implicit and follows from the paper's "distance" argument (1 is closer to 2 than 0 is):
+encouraged. The workbench's severity rule gives exactly these six cases and extends them
+to K ordinal classes: S[y, k] = |y - k| + pi_k [y != k], pi_k = n_k / n; the integer
+distance orders mistakes and the propensity share (< 1) of the predicted class only
+breaks ties (gold 1: predicting the more frequent class 0 costs more than 2). For each
+gold y the cheapest wrong predictions are "near" mistakes (condition 1, encouraged), the
+others "far" (condition 2, punished). An explicit ``cost_matrix`` (K x K, zero diagonal,
+non-negative) replaces S.
 
 Variants (``variant``):
 
-* ``reference``: the value of the authors' LabelSmoothingCorrectionCrossEntropy
-  (Fengshenbang-LM fengshen/examples/clue_sim/loss.py), quirks kept: the correction is a
-  float built from argmax predictions (no gradient, so training equals LS); only the
-  first C (non-ignored) positions of the batch are inspected and the sum is divided by
-  C; it adds eps * PCL+ whenever gold + prediction >= 2 (correct 1s and 2s included);
-  its "encourage" branch (gold + prediction = 1 with |gold - prediction| != 1) can never
-  fire for integer labels. The LS part masks -100 positions (the released code's
-  smoothing term does not).
-* ``paper``: eq. 4 as written: LS_i + PCL+ for a far mistake, LS_i - PCL- for a near
-  one, LS_i when correct (eq. 2-3 give the constants). Constants per case, so the
-  gradient is LS's too.
-* ``weighted``: w_i LS_i with w = 1 + eps PCL+ (far), 1 / (1 + eps PCL-) (near), 1
-  (correct), chosen from the detached argmax: gradient-bearing.
+* ``reference``: the value of the authors' LabelSmoothingCorrectionCrossEntropy, quirks
+  kept: the correction is a float built from argmax predictions (no gradient, so
+  training equals LS); only the first C (non-ignored) positions of the batch are
+  inspected and the sum is divided by C; it adds eps r+(code) whenever gold +
+  prediction >= 2 (correct 1s and 2s included); its "encourage" branch (gold +
+  prediction = 1 with |gold - prediction| != 1) can never fire for integer labels. The
+  LS part masks -100 positions (the released code's smoothing term does not).
+* ``paper``: eq. 4 with eq. 2-3 as printed: LS_i + eps r+ for a far mistake, LS_i - eps r-
+  for a near one, LS_i when correct (the offsets carry eps: 0.0324 and 0.0595 for QBQTC at
+  eps = 0.1). Constants per case, so the gradient is LS's too.
+* ``weighted``: w_i LS_i with w = 1 + eps r+ (far), 1 / (1 + eps r-) (near), 1 (correct),
+  chosen from the detached argmax: gradient-bearing (the workbench's).
 * ``expected_cost``: LS_i + eps sum_k S[y_i, k] p_ik: smooth and gradient-bearing; mass
-  on far labels costs more than on near ones.
+  on far labels costs more than on near ones (the workbench's).
 
 ``counts="batch"`` recomputes the counts inside each batch (add-one smoothed so absent
-classes stay finite): the paper's future work, batch-level by construction.
+classes stay finite): the paper's future work (section 3.3), batch-level by construction.
+
+Computation: one ``nll_loss`` (which masks the -100 rows) reads at the gold class a
+matrix whose entry [i, y] is minus row i's term if y were its gold class: the smoothed
+log-probabilities log p @ Q (``smoothed_log_probs``), times M[y, argmax_i] (weighted) or
+minus p @ M^T (expected cost); the paper's offsets and the reference correction are
+read by a second ``nll_loss`` from the rows of M^T picked by the argmax. The matrices
+live on the logits' device (batch counts included), so nothing synchronises.
 """
 
 from __future__ import annotations
@@ -46,18 +66,19 @@ from collections.abc import Sequence
 import torch
 
 from workbench.losses._base import (
+    IGNORE_INDEX,
+    NLL_REDUCTION,
     FlatInputs,
     ImbalanceLoss,
     check_choice,
     check_class_vector,
     check_range,
-    flatten_inputs,
+    class_indices,
     log_softmax_rows,
-    mask_ignored,
-    reduce_terms,
-    valid_count,
+    nll_loss_forward,
+    nll_reduce,
 )
-from workbench.losses.classification import label_smoothing_loss
+from workbench.losses.classification import smoothed_log_probs
 
 QBQTC_LABEL_COUNTS = (48997, 125429, 25574)
 PCL_VARIANTS = ("reference", "paper", "weighted", "expected_cost")
@@ -67,41 +88,49 @@ DEFAULT_PCL_PLUS_FORM = {"reference": "code", "paper": "paper", "weighted": "cod
 
 
 def pcl_constants(label_counts: Sequence[float] | torch.Tensor, pcl_plus_form: str = "code") -> tuple[float, float]:
-    """Return (PCL+, PCL-) from class counts (classes 0 and 1 as in the paper, eq. 2-3)."""
+    """(r+, r-) = (PCL+ / eps, PCL- / eps): the count ratios of eq. 2-3 without the scaling
+    ratio eps (classes 0 and 1 as in the paper): r- = (n - n_1) / n_1; r+ = n_0 / (n - n_0)
+    (``"paper"``, eq. 2) or (n - n_0) / n_0 (``"code"``, the released code)."""
     check_choice("pcl_plus_form", pcl_plus_form, PCL_PLUS_FORMS)
     counts = check_class_vector("label_counts", label_counts, positive=True)
-    return constants_from_counts(counts.tolist(), pcl_plus_form)
+    plus, minus = count_ratios(counts, pcl_plus_form)
+    return plus.item(), minus.item()
 
 
-def constants_from_counts(counts: list[float], pcl_plus_form: str) -> tuple[float, float]:
-    """(PCL+, PCL-) from already validated counts, in float64 Python arithmetic."""
-    total = sum(counts)
-    pcl_plus = (total - counts[0]) / counts[0]
-    pcl_minus = (total - counts[1]) / counts[1]
-    return (pcl_plus if pcl_plus_form == "code" else 1.0 / pcl_plus), pcl_minus
+def count_ratios(counts: torch.Tensor, pcl_plus_form: str) -> tuple[torch.Tensor, torch.Tensor]:
+    """(r+, r-) as 0-d tensors on ``counts``' device and dtype (no host sync)."""
+    total = counts.sum()
+    plus = (total - counts[0]) / counts[0]
+    minus = (total - counts[1]) / counts[1]
+    return (plus if pcl_plus_form == "code" else plus.reciprocal()), minus
 
 
 def check_cost_matrix(cost_matrix: Sequence[Sequence[float]] | torch.Tensor) -> torch.Tensor:
-    """Validate a K x K cost matrix: zero diagonal, non-negative, finite."""
-    matrix = torch.as_tensor(cost_matrix, dtype=torch.float64)
+    """Validate a K x K cost matrix: zero diagonal, non-negative, finite; returns float64 on the CPU."""
+    try:
+        matrix = torch.as_tensor(cost_matrix, dtype=torch.float64, device="cpu").clone()
+    except (TypeError, ValueError, RuntimeError):
+        raise ValueError(f"cost_matrix: must be a K x K matrix of numbers, got {cost_matrix!r}") from None
     if matrix.dim() != 2 or matrix.shape[0] != matrix.shape[1] or matrix.shape[0] < 2:
-        raise ValueError(f"cost_matrix must be a square K x K matrix with K >= 2, got shape {tuple(matrix.shape)}")
+        raise ValueError(f"cost_matrix: must be a square K x K matrix with K >= 2, got shape {tuple(matrix.shape)}")
     if (matrix < 0).any() or not torch.isfinite(matrix).all() or (matrix.diagonal() != 0).any():
-        raise ValueError("cost_matrix must be finite and non-negative with a zero diagonal")
+        raise ValueError(f"cost_matrix: must be finite and non-negative with a zero diagonal, got {matrix.tolist()}")
     return matrix
 
 
 @functools.lru_cache(maxsize=32)
-def class_grid(num_classes: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Cached K x K constants: label distance |y - k| (float64), y != k, and y + k >= 2."""
-    classes = torch.arange(num_classes)
+def class_grid(num_classes: int, device: torch.device) -> tuple[torch.Tensor, ...]:
+    """Cached K x K constants on ``device``: label distance |y - k| (float64), y != k, y == k
+    and y + k >= 2 (the released code's "punish" condition)."""
+    classes = torch.arange(num_classes, device=device)
     difference = classes.unsqueeze(1) - classes.unsqueeze(0)
-    return difference.abs().to(torch.float64), difference != 0, (classes.unsqueeze(1) + classes.unsqueeze(0)) >= 2
+    total = classes.unsqueeze(1) + classes.unsqueeze(0)
+    return difference.abs().to(torch.float64), difference != 0, difference == 0, total >= 2
 
 
 def severity_from_counts(counts: torch.Tensor) -> torch.Tensor:
-    """S[y, k] = |y - k| + (n_k / n) [y != k] from validated float64 ``counts``."""
-    distance, off_diagonal, _ = class_grid(counts.numel())
+    """S[y, k] = |y - k| + (n_k / n) [y != k] from validated float64 ``counts`` (any device)."""
+    distance, off_diagonal, _, _ = class_grid(counts.numel(), counts.device)
     return distance + off_diagonal * (counts / counts.sum())
 
 
@@ -114,12 +143,12 @@ def pcl_severity(
     return severity_from_counts(check_class_vector("label_counts", label_counts, positive=True))
 
 
-def pcl_mistake_kinds(severity: torch.Tensor) -> torch.Tensor:
-    """Per (gold, predicted): 0 correct, -1 near mistake (cheapest wrong), +1 far mistake."""
-    _, off_diagonal, _ = class_grid(severity.shape[0])
-    cheapest = severity.masked_fill(~off_diagonal, float("inf")).amin(dim=1, keepdim=True)
-    near = off_diagonal & (severity <= cheapest)
-    return torch.where(near, -1, torch.where(off_diagonal, 1, 0))
+def near_mistakes(severity: torch.Tensor) -> torch.Tensor:
+    """Bool K x K: (gold, predicted) is a near mistake, a cheapest wrong prediction for that gold
+    (condition 1 of eq. 4); the other off-diagonal entries are far mistakes (condition 2)."""
+    _, off_diagonal, diagonal, _ = class_grid(severity.shape[0], severity.device)
+    cheapest = severity.masked_fill(diagonal, float("inf")).amin(dim=1, keepdim=True)
+    return off_diagonal & (severity <= cheapest)
 
 
 def pcl_weight_matrix(
@@ -129,12 +158,14 @@ def pcl_weight_matrix(
     pcl_plus_form: str | None = None,
     cost_matrix: Sequence[Sequence[float]] | torch.Tensor | None = None,
 ) -> torch.Tensor:
-    """The K x K matrix M[gold, predicted] each variant applies (float64):
+    """The K x K matrix M[gold, predicted] each variant applies (float64), with the
+    constants PCL+ = eps r+ and PCL- = eps r- of eq. 2-3 (r = ``pcl_constants``):
 
-    * ``reference``: additive correction per inspected position, eps PCL+ / K when
+    * ``reference``: additive correction per inspected position, eps r+(code) / K when
       gold + predicted >= 2, else 0 (the encourage branch never fires);
-    * ``paper``: additive offsets +PCL+ (far), -PCL- (near), 0 (correct);
-    * ``weighted``: multiplicative weights 1 + eps PCL+ (far), 1 / (1 + eps PCL-) (near), 1;
+    * ``paper``: additive offsets of eq. 4, +PCL+ = +eps r+ (far), -PCL- = -eps r- (near),
+      0 (correct);
+    * ``weighted``: multiplicative weights 1 + eps r+ (far), 1 / (1 + eps r-) (near), 1;
     * ``expected_cost``: eps S, the coefficients of sum_k S[y, k] p_k.
     """
     check_choice("variant", variant, PCL_VARIANTS)
@@ -144,40 +175,42 @@ def pcl_weight_matrix(
     counts = check_class_vector("label_counts", label_counts, positive=True)
     matrix = None if cost_matrix is None else check_cost_matrix(cost_matrix)
     if matrix is not None and counts.numel() != matrix.shape[0]:
-        raise ValueError(f"label_counts has {counts.numel()} entries but cost_matrix is {matrix.shape[0]} x {matrix.shape[0]}")
+        raise ValueError(
+            f"label_counts: must have one count per row of cost_matrix ({matrix.shape[0]}), got {counts.numel()}"
+        )
     return weight_matrix_from_counts(variant, epsilon, counts, form, matrix)
 
 
 def weight_matrix_from_counts(
     variant: str, epsilon: float, counts: torch.Tensor, pcl_plus_form: str, cost_matrix: torch.Tensor | None
 ) -> torch.Tensor:
-    """``pcl_weight_matrix`` for validated arguments (float64 ``counts``, checked ``cost_matrix``)."""
-    pcl_plus, pcl_minus = constants_from_counts(counts.tolist(), pcl_plus_form)
+    """``pcl_weight_matrix`` for validated arguments: float64 ``counts`` and ``cost_matrix``
+    (checked) on one device; tensor arithmetic only, so batch counts on a GPU stay there."""
     num_classes = counts.numel()
+    _, off_diagonal, _, punished = class_grid(num_classes, counts.device)
+    plus, minus = count_ratios(counts, pcl_plus_form)
     if variant == "reference":
-        _, _, punished = class_grid(num_classes)
-        return punished.to(torch.float64) * epsilon * pcl_plus / num_classes
+        return punished * (plus * (epsilon / num_classes))
     severity = severity_from_counts(counts) if cost_matrix is None else cost_matrix
     if variant == "expected_cost":
         return epsilon * severity
-    kinds = pcl_mistake_kinds(severity)
     if variant == "paper":
-        far, near, correct = pcl_plus, -pcl_minus, 0.0
+        far, near, correct = epsilon * plus, -epsilon * minus, 0.0
     else:
-        far, near, correct = 1.0 + epsilon * pcl_plus, 1.0 / (1.0 + epsilon * pcl_minus), 1.0
-    # Index a float64 value table by kind (-1, 0, +1): no float32 rounding of the constants.
-    return torch.tensor([near, correct, far], dtype=torch.float64)[kinds + 1]
+        far, near, correct = 1.0 + epsilon * plus, (1.0 + epsilon * minus).reciprocal(), 1.0
+    return torch.where(near_mistakes(severity), near, torch.where(off_diagonal, far, correct))
 
 
 class PropensityCorrectedLoss(ImbalanceLoss):
     """PCL on label smoothing; see the module docstring for the formulas and variants.
 
-    ``epsilon`` in [0, 1); ``label_counts`` (one positive count per class) is required
-    when ``counts="global"``; ``counts`` in {"global", "batch"}; ``variant`` in
-    {"reference", "paper", "weighted", "expected_cost"}; ``pcl_plus_form`` in
-    {"paper", "code"} (default: "code" except for ``variant="paper"``); optional
-    ``cost_matrix``. With global counts the attributes ``pcl_plus``, ``pcl_minus`` and
-    ``weight_matrix`` hold the constants in use.
+    ``epsilon`` in [0, 1) (the LS epsilon and the eps of eq. 2-3); ``label_counts`` (one
+    positive count per class) is required when ``counts="global"``; ``counts`` in
+    {"global", "batch"}; ``variant`` in {"reference", "paper", "weighted",
+    "expected_cost"}; ``pcl_plus_form`` in {"paper", "code"} (default: "code" except for
+    ``variant="paper"``); optional ``cost_matrix``. With global counts the attributes
+    ``pcl_plus`` and ``pcl_minus`` hold the count ratios (PCL+ / eps and PCL- / eps) and
+    ``weight_matrix`` the matrix in use (``pcl_weight_matrix``).
     """
 
     def __init__(
@@ -189,8 +222,9 @@ class PropensityCorrectedLoss(ImbalanceLoss):
         pcl_plus_form: str | None = None,
         cost_matrix: Sequence[Sequence[float]] | torch.Tensor | None = None,
         reduction: str = "mean",
+        validate: bool = False,
     ) -> None:
-        super().__init__(reduction)
+        super().__init__(reduction, validate)
         check_choice("counts", counts, COUNT_MODES)
         check_choice("variant", variant, PCL_VARIANTS)
         check_choice("pcl_plus_form", pcl_plus_form, (None, *PCL_PLUS_FORMS))
@@ -198,20 +232,24 @@ class PropensityCorrectedLoss(ImbalanceLoss):
         self.counts = counts
         self.variant = variant
         self.pcl_plus_form = DEFAULT_PCL_PLUS_FORM[variant] if pcl_plus_form is None else pcl_plus_form
-        self.cost_matrix = None if cost_matrix is None else check_cost_matrix(cost_matrix)
+        self.register_buffer("cost_matrix", None if cost_matrix is None else check_cost_matrix(cost_matrix))
         self.pcl_plus: float | None = None
         self.pcl_minus: float | None = None
         self.register_buffer("weight_matrix", None)
         if counts == "global":
             if label_counts is None:
-                raise ValueError("label_counts is required when counts='global' (one positive count per class)")
+                raise ValueError(
+                    "label_counts: must be given when counts='global' (one positive count per class), got None"
+                )
             self.label_counts = check_class_vector("label_counts", label_counts, positive=True)
             self.pcl_plus, self.pcl_minus = pcl_constants(self.label_counts, self.pcl_plus_form)
             self.weight_matrix = pcl_weight_matrix(
                 variant, self.epsilon, self.label_counts, self.pcl_plus_form, self.cost_matrix
             )
         elif label_counts is not None:
-            raise ValueError("label_counts must be None when counts='batch' (counts come from each batch)")
+            raise ValueError(
+                f"label_counts: must be None when counts='batch' (counts come from each batch), got {label_counts!r}"
+            )
 
     @property
     def is_batch_level(self) -> bool:
@@ -219,51 +257,43 @@ class PropensityCorrectedLoss(ImbalanceLoss):
         gradient-free constant, so its training signal decomposes like LS's."""
         return self.counts == "batch"
 
-    def matrix_for(self, label_counts: torch.Tensor) -> torch.Tensor:
-        return weight_matrix_from_counts(self.variant, self.epsilon, label_counts, self.pcl_plus_form, self.cost_matrix)
-
     def current_matrix(self, flat: FlatInputs) -> torch.Tensor:
-        num_classes = flat.logits.shape[-1]
+        """M[gold, predicted] on the logits' device and dtype: the cached global matrix, or
+        one from this batch's add-one smoothed counts (ignored positions match no class)."""
+        num_classes, device, dtype = flat.num_classes, flat.logits.device, flat.logits.dtype
+        defined = self.weight_matrix if self.counts == "global" else self.cost_matrix
+        if defined is not None and defined.shape[0] != num_classes:
+            source = "cost_matrix" if self.cost_matrix is not None else "label_counts"
+            raise ValueError(f"{source}: must define C={num_classes} classes (those of the logits), got {defined.shape[0]}")
         if self.counts == "global":
-            matrix = self.weight_matrix
-        else:
-            # Ignored positions are counted in an extra bin num_classes, then dropped.
-            labels = torch.where(flat.valid, flat.labels, num_classes) if flat.has_ignored else flat.labels
-            batch_counts = torch.bincount(labels, minlength=num_classes + 1)[:num_classes] + 1
-            matrix = self.matrix_for(batch_counts.to(device="cpu", dtype=torch.float64))
-        if matrix.shape[0] != num_classes:
-            raise ValueError(
-                f"label_counts / cost_matrix define {matrix.shape[0]} classes but the logits have C={num_classes}"
-            )
-        return matrix.to(device=flat.logits.device, dtype=flat.logits.dtype)
+            return self.constant("weight_matrix", device, dtype)
+        batch_counts = (flat.targets == class_indices(num_classes, device)).sum(1).add_(1).to(torch.float64)
+        cost_matrix = None if self.cost_matrix is None else self.constant("cost_matrix", device, torch.float64)
+        matrix = weight_matrix_from_counts(self.variant, self.epsilon, batch_counts, self.pcl_plus_form, cost_matrix)
+        return matrix.to(dtype)
 
-    def forward(self, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
-        flat = flatten_inputs(logits, labels)
+    def compute(self, flat: FlatInputs) -> torch.Tensor:
         matrix = self.current_matrix(flat)
         log_probs = log_softmax_rows(flat.logits)
-        terms = label_smoothing_loss(log_probs, flat.labels, self.epsilon)
-        correction = None
+        smoothed = smoothed_log_probs(log_probs, self.epsilon)  # LS_i = -smoothed[i, y_i]
         if self.variant == "expected_cost":
-            # sum_k S[y, k] p_k for every gold y at once, then pick the row's gold.
-            expected = torch.exp(log_probs) @ matrix.T
-            terms = terms + expected.gather(-1, flat.labels.unsqueeze(-1)).squeeze(-1)
-        else:
-            predicted = flat.logits.detach().argmax(dim=-1)
-            picked = matrix.flatten()
-            if self.variant == "reference":
-                inspected = flat.valid.nonzero().squeeze(-1)[: flat.logits.shape[-1]] if flat.has_ignored else slice(0, flat.logits.shape[-1])
-                correction = picked[flat.labels[inspected] * matrix.shape[1] + predicted[inspected]].sum()
-            elif self.variant == "paper":
-                terms = terms + picked[flat.labels * matrix.shape[1] + predicted]
-            else:
-                terms = picked[flat.labels * matrix.shape[1] + predicted] * terms
-        terms = mask_ignored(terms, flat)
-        if correction is not None and self.reduction == "none":
-            terms = mask_ignored(terms + correction, flat)
-        loss = reduce_terms(terms, flat, self.reduction, valid_count(flat, terms.dtype))
-        if correction is not None and self.reduction != "none":
-            loss = loss + correction
-        return loss
+            # (smoothed - p @ M^T)[i, y] = -LS_i - sum_k M[y, k] p_ik, M = eps S; one addmm.
+            return nll_reduce(torch.addmm(smoothed, torch.exp(log_probs), matrix.t(), alpha=-1), flat, self.reduction)
+        # picked[i, y] = M[y, argmax_i]: rows of a contiguous M^T (index_select from a transposed
+        # view is ~20x slower on CPU; max(-1).indices, the first maximum as argmax, is 1.4x faster).
+        predicted = flat.logits.detach().max(dim=-1).indices
+        picked = matrix.t().contiguous().index_select(0, predicted)
+        if self.variant == "weighted":
+            return nll_reduce(smoothed * picked, flat, self.reduction)
+        loss = nll_reduce(smoothed, flat, self.reduction)
+        if self.variant == "paper":  # + M[y_i, argmax_i], reduced alike (an nll_loss of -picked)
+            return loss + nll_reduce(picked.neg_(), flat, self.reduction)
+        # reference: the correction summed over the first C valid positions only, added after the mean.
+        first = torch.where(flat.valid.cumsum(0) <= flat.num_classes, flat.targets, IGNORE_INDEX)
+        correction, _ = nll_loss_forward(picked.neg_(), first, None, NLL_REDUCTION["sum"], IGNORE_INDEX)
+        if self.reduction == "none":
+            return torch.where(flat.valid.reshape(flat.label_shape), loss + correction, 0.0)
+        return loss + correction
 
     def extra_repr(self) -> str:
         return (
