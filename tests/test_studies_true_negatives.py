@@ -191,7 +191,10 @@ def test_pretraining_and_downstream_grids_run_end_to_end(tmp_path):
     assert len(pretraining_loss_figure(history).data) == 2
     texts = study.heldout_texts(base["data"], 16)
     corrections = study.correction_table(runs, texts, SynonymTable.default(), max_length=32)
-    assert corrections.shape == (2, 8) and corrections["prediction_rate"].between(0, 1).all()
+    # one row per run and HC level (token: the paper's rule, word: whole words), was one row per run
+    assert corrections.shape == (4, 10) and corrections["prediction_rate"].between(0, 1).all()
+    assert list(corrections["level"]) == ["token", "word", "token", "word"]
+    assert (corrections.groupby("encoder")["wrong"].nunique() == 1).all()  # same masks and predictions at both levels
     finetune_base = {
         "data": {"source": "sample_relevance", "max_train_samples": 32, "max_eval_samples": 16, "max_length": 32},
         "model": {"tiny": TINY},

@@ -771,12 +771,13 @@ def embedding_lookup(
 def write_lexicon_tsv(table: SynonymTable, path: str | Path, prefix: str = "emb") -> Path:
     """Write ``table`` as a WordNet-style TSV (``<prefix>NNNNNN<TAB>x<TAB>member<TAB>member...``), the
     format ``objective.lexicon`` reads for a ``.tsv`` path (:meth:`SynonymTable.from_path`), so that
-    pre-training can use it. Groups and words are written sorted; words must hold no white space
-    and no underscore (WordNet's multi-word separator)."""
+    pre-training can use it. Groups and words are written sorted, a group listed twice once (embedding
+    look-up lists a pair from both sides); words must hold no white space and no underscore (WordNet's
+    multi-word separator)."""
     path = Path(path)
     if path.suffix != ".tsv":
         raise ValueError(f"path: must end in .tsv (the suffix from_path reads as WordNet TSV), got {str(path)!r}")
-    groups = sorted(sorted(group) for group in table.groups)
+    groups = sorted({tuple(sorted(group)) for group in table.groups})
     bad = sorted({word for group in groups for word in group if _NOT_IN_A_LEXICON_FILE.search(word)})
     if bad:
         raise ValueError(f"table: words with white space or underscores cannot be written to a lexicon file, got {bad[:5]}")
