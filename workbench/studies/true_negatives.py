@@ -25,8 +25,8 @@ in ``workbench.viz``):
 * correction statistics on held-out text at the token and word levels:
   :func:`heldout_texts`, :func:`correction_statistics`, :func:`correction_table`,
   :func:`corrected_examples`, and :func:`worked_example` (the paper's Figure 3);
-* synonym sources (Table 6, second block): :func:`corpus_word_vectors`, :func:`model_word_vectors`,
-  :func:`embedding_lookup`, :func:`write_lexicon_tsv`, :func:`lexicon_coverage`, :func:`neighbours`;
+* synonym sources (Table 6, second block): :func:`word_vectors` (:func:`corpus_word_vectors`,
+  :func:`model_word_vectors`), :func:`embedding_lookup`, :func:`write_lexicon_tsv`, :func:`lexicon_coverage`, :func:`neighbours`;
 * downstream: :func:`downstream_grid` and :func:`downstream_summary` (mean ± std over seeds);
 * results: :func:`results_table`, :func:`synonym_source_table` and :func:`sr_level_table`
   (Table 6's two comparisons), :func:`headline_metrics` (metrics.json).
@@ -39,6 +39,7 @@ import re
 import warnings
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +47,7 @@ import numpy as np
 import pandas as pd
 import torch
 from transformers import DataCollatorForLanguageModeling, PreTrainedModel
+from transformers.utils import logging as transformers_logging
 
 from workbench.checks import check_choice, check_int, check_number, check_seeds
 from workbench.config import Config, DataConfig, MaskingSpec, load_config
@@ -450,9 +452,23 @@ def heldout_texts(data: DataConfig | Mapping[str, Any], n_texts: int) -> list[st
     return texts[limit : limit + n_texts]
 
 
+@contextmanager
+def _no_loading_bar() -> Iterator[None]:
+    """transformers' "Loading weights" progress bar off while a checkpoint loads (restored after)."""
+    was_on = transformers_logging.is_progress_bar_enabled()
+    transformers_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if was_on:
+            transformers_logging.enable_progress_bar()
+
+
 def _model_and_tokenizer(model: str | Path | PreTrainedModel, tokenizer: Any) -> tuple[Any, Any]:
     if isinstance(model, (str, Path)):
-        return build_masked_lm(model_name_or_path=model), tokenizer if tokenizer is not None else load_tokenizer(model)
+        with _no_loading_bar():
+            loaded = build_masked_lm(model_name_or_path=model)
+        return loaded, tokenizer if tokenizer is not None else load_tokenizer(model)
     if tokenizer is None:
         raise ValueError("tokenizer: required when model is a module rather than a checkpoint path")
     return model, tokenizer
@@ -756,6 +772,23 @@ def model_word_vectors(
     return torch.stack(vectors).numpy(), kept
 
 
+def word_vectors(
+    texts: Sequence[str], source: str = "corpus", model: str | Path | PreTrainedModel | None = None, dim: int = 50,
+    window: int = 2, min_count: int = 2,
+) -> tuple[np.ndarray, list[str]]:
+    """The word vectors of embedding look-up, ``(vectors, words)``, over the jieba words of ``texts``
+    seen at least ``min_count`` times: ``source="corpus"``: :func:`corpus_word_vectors` (learnt from
+    ``texts``); ``source="model"``: :func:`model_word_vectors` of ``model`` (a checkpoint folder or a
+    masked LM) for the same words."""
+    check_choice("source", source, EMBEDDING_SOURCES)
+    vectors, words = corpus_word_vectors(texts, dim=dim, window=window, min_count=min_count)
+    if source == "corpus":
+        return vectors, words
+    if model is None:
+        raise ValueError("model: source='model' needs a checkpoint (or a masked LM) whose input embeddings to read")
+    return model_word_vectors(model, words)
+
+
 def embedding_lookup(
     vectors: np.ndarray | torch.Tensor, words: Sequence[str], k: int = 10, threshold: float | None = 0.5
 ) -> SynonymTable:
@@ -804,12 +837,13 @@ def lexicon_coverage(
     with a synonym, the measure of the paper's footnote 5: "62.51% tokens in the model vocabulary
     that have synonyms found in WordNet") and, with ``reference`` (a name of ``tables``),
     in_reference: the share of the source's corpus pairs that the reference also calls synonyms.
+    ``tokenizer``: a tokenizer, a checkpoint folder holding one, or None (the shipped vocabulary).
     """
     if not tables:
         raise ValueError("tables: must name at least one synonym table, got none")
     if reference is not None and reference not in tables:
         raise ValueError(f"reference: must be one of {list(tables)}, got {reference!r}")
-    tokenizer = tokenizer if tokenizer is not None else load_tokenizer()
+    tokenizer = load_tokenizer(tokenizer) if tokenizer is None or isinstance(tokenizer, (str, Path)) else tokenizer
     occurrences = Counter(word for document in _corpus_words(texts) for word in document)
     special = set(tokenizer.all_special_tokens)
     vocabulary = [token_text([token]) for token in tokenizer.convert_ids_to_tokens(list(range(len(tokenizer))))
