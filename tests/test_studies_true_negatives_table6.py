@@ -144,6 +144,16 @@ def test_epoch_table_equals_the_metrics_json_numbers(pretrained):
         eval_loss_figure(epochs, "accuracy")
 
 
+def test_downstream_takes_the_checkpoint_tokenizer_over_a_vocab_file(pretrained, tmp_path):
+    _, runs, _ = pretrained
+    vocab = Path(study.__file__).parents[1] / "resources" / "vocab.txt"
+    base = {"data": {"source": "sample_sentences", "max_train_samples": 32, "max_eval_samples": 16, "max_length": 32},
+            "model": {"tiny": TINY, "vocab_file": str(vocab)},
+            "training": {"epochs": 1, "batch_size": 16, "lr": 1e-3, "quiet": True}}
+    downstream = study.downstream_grid(base, {"scratch": None, "wwm-plain": runs["output_dir"].iloc[0]}, tmp_path, seeds=[0])
+    assert list(downstream["encoder"]) == ["scratch", "wwm-plain"] and downstream["macro_f1"].between(0, 1).all()
+
+
 def test_heldout_corrections_at_both_levels_and_results(pretrained):
     base, runs, _ = pretrained
     texts = study.heldout_texts(base["data"], 12)
@@ -218,7 +228,7 @@ def test_lexicon_coverage_by_hand(tokenizer, tmp_path):
                                                              tmp_path / "wordnet.tsv"))
     tables = {"lexicon": SynonymTable.default(), "embedding": planted_table(), "wordnet": english}
     coverage = study.lexicon_coverage(tables, [BEIJING, SHANGHAI], tokenizer, reference="lexicon").set_index("source")
-    assert list(coverage.columns) == ["groups", "words", "pairs", "corpus_word_types", "corpus_word_tokens", "corpus_pairs",
+    assert list(coverage.columns) == ["words", "pairs", "corpus_word_types", "corpus_word_tokens", "corpus_pairs",
                                       "vocabulary_tokens", "in_reference"]
     # words: 北京 的 风景 非常 美丽 / 上海 的 风景 非常 漂亮 -> 7 types, 10 occurrences
     assert coverage.loc["lexicon", "corpus_word_types"] == pytest.approx(3 / 7)  # 非常 美丽 漂亮

@@ -830,7 +830,7 @@ def lexicon_coverage(
 ) -> pd.DataFrame:
     """How much of a corpus each synonym source can correct: one row per ``name -> table``.
 
-    Columns: source, groups, words (with at least one synonym), pairs (unordered synonym pairs),
+    Columns: source, words (with at least one synonym), pairs (unordered synonym pairs),
     corpus_word_types (share of the distinct jieba words of ``texts`` that have a synonym),
     corpus_word_tokens (the same share over word occurrences), corpus_pairs (pairs whose two words
     both occur in ``texts``), vocabulary_tokens (share of the tokenizer's non-special vocabulary
@@ -855,7 +855,6 @@ def lexicon_coverage(
         covered = [word for word in occurrences if word in table]
         row = {
             "source": name,
-            "groups": len(table),
             "words": len(set().union(*table.groups)),
             "pairs": len(pairs),
             "corpus_word_types": len(covered) / max(len(occurrences), 1),
@@ -893,7 +892,8 @@ def downstream_grid(
     ``encoders`` maps a name to a pre-trained checkpoint folder, or to None for a
     randomly initialised tiny BERT (``base_config``'s ``model.tiny``: the
     no-pre-training baseline); ``base_config`` is a finetune config whose ``output_dir``,
-    ``model.model_name_or_path`` and ``training.seed`` are replaced per run. The data split is the same for every run
+    ``model.model_name_or_path`` and ``training.seed`` are replaced per run (a checkpoint brings its
+    own tokenizer, so ``model.vocab_file`` is cleared for it). The data split is the same for every run
     (``data.seed``); the seed changes the head's initialisation, the batch order
     and dropout. Model selection is on validation macro-F1; reported numbers are
     on the test split. Returns one row per run: encoder, seed, macro_f1,
@@ -907,8 +907,8 @@ def downstream_grid(
     for name, checkpoint in encoders.items():
         for seed in seeds:
             output_dir = Path(output_root) / f"{name}-seed{seed}"
-            config = base.replace(output_dir=str(output_dir), training={"seed": int(seed)},
-                                  model={"model_name_or_path": None if checkpoint is None else str(checkpoint)})
+            model = {"model_name_or_path": None} if checkpoint is None else {"model_name_or_path": str(checkpoint), "vocab_file": None}
+            config = base.replace(output_dir=str(output_dir), training={"seed": int(seed)}, model=model)
             result = finetune(config)
             rows.append(
                 {
