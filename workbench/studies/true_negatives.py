@@ -40,6 +40,7 @@ import warnings
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -690,10 +691,16 @@ _HAS_WORD_CHARACTER = re.compile(r"\w")
 _NOT_IN_A_LEXICON_FILE = re.compile(r"[\s_]")
 
 
+@lru_cache(maxsize=1)
+def _segmenter() -> JiebaSegmenter:
+    """One segmenter for the corpus-word functions, so its per-text cache serves them all."""
+    return JiebaSegmenter()
+
+
 def _corpus_words(texts: Sequence[str]) -> list[list[str]]:
     """The jieba words of each text (the segmentation pre-training uses), without punctuation and
     without words a lexicon file cannot hold (white space, underscores)."""
-    segmenter = JiebaSegmenter()
+    segmenter = _segmenter()
     return [[word for word in segmenter.words(text) if _HAS_WORD_CHARACTER.search(word) and not _NOT_IN_A_LEXICON_FILE.search(word)]
             for text in texts]
 
