@@ -106,7 +106,8 @@ def test_synonym_predictions_are_all_corrected(tokenizer):
     rows = 24
     texts = [TEXT] * rows
     model = answer_model(tokenizer, TEXT.replace("美丽", "漂亮"), rows)
-    stats = study.correction_statistics(model, texts, SynonymTable.default(), {"strategy": "wwm", "mlm_probability": 0.3}, tokenizer, seed=5)
+    stats = study.correction_statistics(model, texts, SynonymTable.default(), {"strategy": "wwm", "mlm_probability": 0.3}, tokenizer,
+                                        seed=5, level="word")
     chosen, _ = study.mask_draws(texts, "wwm", {"mlm_probability": 0.3}, tokenizer, draws=1, seed=5)
     positions = word_positions(tokenizer, TEXT, "美丽")
     with_word = int(chosen[0][:, positions].all(axis=1).sum())
@@ -117,12 +118,20 @@ def test_synonym_predictions_are_all_corrected(tokenizer):
     assert stats["masked"] == int(chosen[0].sum())
     assert stats["synonym_accuracy"] == 1.0
     assert stats["accuracy"] == pytest.approx(1 - 2 * with_word / stats["masked"])
-    examples = study.corrected_examples(model, texts, SynonymTable.default(), {"strategy": "wwm", "mlm_probability": 0.3}, tokenizer, limit=3, seed=5)
+    # the paper's token rule (footnote 5): 美丽 is two character tokens, so nothing is corrected
+    token = study.correction_statistics(model, texts, SynonymTable.default(), {"strategy": "wwm", "mlm_probability": 0.3}, tokenizer,
+                                        seed=5)
+    assert token["wrong"] == stats["wrong"] and token["masked"] == stats["masked"]
+    assert token["corrected"] == 0 and token["prediction_rate"] == 0.0 and token["synonym_accuracy"] == token["accuracy"]
+    examples = study.corrected_examples(model, texts, SynonymTable.default(), {"strategy": "wwm", "mlm_probability": 0.3}, tokenizer,
+                                        limit=3, seed=5, level="word")
     assert len(examples) == 3
     assert (examples["gold"] == "美丽").all() and (examples["predicted"] == "漂亮").all()
     assert (examples["text"] == TEXT).all() and "漂亮" in examples["gold_synonyms"].iloc[0].split()
     for masked_input in examples["masked_input"]:  # positions shift by one for [CLS]
         assert len(masked_input) == len(TEXT) and {masked_input[p - 1] for p in positions} == {study.BLANK}
+    assert study.corrected_examples(model, texts, SynonymTable.default(), {"strategy": "wwm", "mlm_probability": 0.3}, tokenizer,
+                                    seed=5).empty
 
 
 def test_non_synonym_predictions_are_not_corrected(tokenizer):
@@ -137,7 +146,7 @@ def test_non_synonym_predictions_are_not_corrected(tokenizer):
 
 def test_worked_example_drops_the_synonym_and_reports_the_plain_loss(tokenizer):
     model = answer_model(tokenizer, TEXT.replace("美丽", "漂亮"), 1)
-    example = study.worked_example(model, TEXT, "美丽", SynonymTable.default(), tokenizer, top_k=2)
+    example = study.worked_example(model, TEXT, "美丽", SynonymTable.default(), tokenizer, top_k=2, level="word")
     assert example["predicted"] == "漂亮" and example["corrected"] and "漂亮" in example["synonyms"]
     assert example["masked_input"] == TEXT.replace("美丽", "[MASK][MASK]")
     vocab = len(tokenizer)
@@ -148,8 +157,11 @@ def test_worked_example_drops_the_synonym_and_reports_the_plain_loss(tokenizer):
     assert len(top) == 4 and list(top[top["rank"] == 1]["token"]) == ["漂", "亮"]
     assert top[top["rank"] == 1]["probability"].iloc[0] == pytest.approx(math.exp(LOGIT) / (math.exp(LOGIT) + vocab - 1))
     unrelated = study.worked_example(answer_model(tokenizer, TEXT.replace("美丽", "难过"), 1), TEXT, "美丽",
-                                     SynonymTable.default(), tokenizer)
+                                     SynonymTable.default(), tokenizer, level="word")
     assert not unrelated["corrected"] and unrelated["loss_hc"] == pytest.approx(unrelated["loss_plain"])
+    token = study.worked_example(model, TEXT, "美丽", SynonymTable.default(), tokenizer, top_k=2)  # footnote 5
+    assert token["level"] == "token" and token["predicted"] == "漂亮" and not token["corrected"]
+    assert token["loss_hc"] == pytest.approx(token["loss_plain"]) == pytest.approx(expected, rel=1e-5)
 
 
 def test_heldout_texts_follow_the_training_texts():
@@ -179,7 +191,10 @@ def test_pretraining_and_downstream_grids_run_end_to_end(tmp_path):
     assert len(pretraining_loss_figure(history).data) == 2
     texts = study.heldout_texts(base["data"], 16)
     corrections = study.correction_table(runs, texts, SynonymTable.default(), max_length=32)
-    assert corrections.shape == (2, 8) and corrections["prediction_rate"].between(0, 1).all()
+    # one row per run and HC level (token: the paper's rule, word: whole words), was one row per run
+    assert corrections.shape == (4, 10) and corrections["prediction_rate"].between(0, 1).all()
+    assert list(corrections["level"]) == ["token", "word", "token", "word"]
+    assert (corrections.groupby("encoder")["wrong"].nunique() == 1).all()  # same masks and predictions at both levels
     finetune_base = {
         "data": {"source": "sample_relevance", "max_train_samples": 32, "max_eval_samples": 16, "max_length": 32},
         "model": {"tiny": TINY},

@@ -20,6 +20,7 @@ from workbench.viz.experiments import (
     pretraining_loss_figure,
 )
 from workbench.viz.figures import set_output_dir, show
+from workbench.viz.pretraining import checkpoint_rates_figure, comparison_figure, eval_loss_figure, level_rates_figure
 from workbench.viz.widgets import EntropyPanel, LinkedCurve, LossCurvePanel, PclWeightsPanel
 
 __all__ = [
@@ -28,16 +29,20 @@ __all__ = [
     "LossCurvePanel",
     "PclWeightsPanel",
     "aux_sweep_figure",
+    "checkpoint_rates_figure",
+    "comparison_figure",
     "confusion_figure",
     "confusion_grid",
     "correction_figure",
     "dice_paper_figure1",
     "downstream_figure",
     "entropy_figure",
+    "eval_loss_figure",
     "figure_loss_curves",
     "figures",
     "grouped_bars",
     "label_count_bars",
+    "level_rates_figure",
     "loss_curves",
     "masking_heatmap",
     "matrix_grid",
