@@ -177,7 +177,7 @@ def test_header_without_rows_has_no_records(tmp_path):
 
 def test_gbk_file_names_file_line_and_the_iconv_fix(tmp_path):
     path = tmp_path / "train.txt"
-    path.write_bytes("好\t1\n差\t0\n".encode("utf-8") + "很好的酒店\t1\n".encode("gbk"))
+    path.write_bytes("好\t1\n差\t0\n".encode() + "很好的酒店\t1\n".encode("gbk"))
     with pytest.raises(ValueError, match=re.escape(f"{path}:3: not UTF-8 text (")) as caught:
         load_chnsenticorp(path)
     assert str(caught.value).endswith("; convert it with iconv -f GBK -t UTF-8")

@@ -4,7 +4,6 @@ import pytest
 import torch
 from transformers import BertForMaskedLM, BertForSequenceClassification, BertForTokenClassification
 
-from workbench.vocab import load_tokenizer
 from workbench.models import (
     FusionClassifier,
     build_aux_label_classifier,
@@ -16,6 +15,7 @@ from workbench.models import (
     replace_head,
     tiny_bert_config,
 )
+from workbench.vocab import load_tokenizer
 
 TINY = {"hidden_size": 16, "num_heads": 2, "num_layers": 1, "max_position": 32}
 

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 import yaml
+from notebook_hygiene import check_notebook_clean
 
 from workbench.runs import PARAMS_SETS, run
-from notebook_hygiene import check_notebook_clean
 from workbench.runs.plan import plan_executions
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -10,8 +10,8 @@ import nbformat
 import pandas as pd
 import pytest
 from nbformat.v4 import new_code_cell, new_notebook
-
 from notebook_hygiene import check_notebook_clean
+
 from workbench.__main__ import main
 from workbench.runs import run
 from workbench.runs.execute import ensure_kernel, new_run_dir

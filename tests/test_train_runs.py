@@ -13,9 +13,9 @@ from safetensors.torch import load_file
 from transformers import TrainerCallback
 
 from workbench.models import build_sequence_classifier
-from workbench.vocab import load_tokenizer
 from workbench.train import Result, finetune, pretrain_mlm, two_stage
 from workbench.train.__main__ import main as cli_main
+from workbench.vocab import load_tokenizer
 
 pytestmark = pytest.mark.slow  # end-to-end training runs, seconds each
 

@@ -7,8 +7,8 @@ import torch
 from datasets import Dataset
 from transformers import BertConfig, BertForSequenceClassification, default_data_collator
 
-from workbench.losses import build_loss
 from workbench.config import TrainingConfig
+from workbench.losses import build_loss
 from workbench.train.trainer import LossTrainer, count_items, resolve_precision, scale_for_accumulation, training_arguments
 
 NUM_LABELS = 3

@@ -24,7 +24,7 @@ import re
 import typing
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
@@ -122,7 +122,7 @@ def _path_text(value: Any) -> Any:
     return os.fspath(value) if isinstance(value, os.PathLike) else value
 
 
-@lru_cache(maxsize=None)
+@cache
 def _section_fields(cls: type) -> dict[str, type | None]:
     """Field name -> the Section subclass of a nested section (None for plain fields)."""
     hints = typing.get_type_hints(cls)

@@ -46,7 +46,7 @@ All entropies are in nats unless ``base`` is given (``base=2``: bits).
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd

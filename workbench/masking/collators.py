@@ -175,7 +175,7 @@ class _WordMaskCollator(_MaskingCollator):
         order = np.lexsort((*keys, rows)).tolist()
         chosen = bytearray(total)
         lengths, segments, spans = word_lengths.tolist(), word_segment.tolist(), spans.tolist()
-        for row, (start, count, budget) in enumerate(zip(first_word.tolist(), word_counts.tolist(), budgets.tolist())):
+        for start, count, budget in zip(first_word.tolist(), word_counts.tolist(), budgets.tolist()):
             _fill_budget(order[start : start + count], start + count, budget, lengths, segments, spans, chosen)
         chosen_words = np.frombuffer(bytes(chosen), dtype=np.uint8).astype(bool)
         return maskable & chosen_words[np.maximum(batch_words, 0)]

@@ -9,7 +9,7 @@ the text, so a corpus is segmented once rather than once per epoch.
 from __future__ import annotations
 
 import logging
-from functools import lru_cache
+from functools import cache, lru_cache
 from pathlib import Path
 
 import jieba
@@ -19,7 +19,7 @@ jieba.setLogLevel(logging.WARNING)
 DEFAULT_CACHE_SIZE = 200_000
 
 
-@lru_cache(maxsize=None)
+@cache
 def _jieba_tokenizers(user_dict: str | None):
     """The (jieba.Tokenizer, jieba.posseg.POSTokenizer) pair for one user dictionary, built once."""
     import jieba.posseg

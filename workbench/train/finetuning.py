@@ -16,6 +16,7 @@ from workbench.config import Config, load_config
 from workbench.losses import resolve
 from workbench.metrics import classification_report
 from workbench.models import build_sequence_classifier, model_source
+from workbench.threads import torch_threads
 from workbench.train.checkpoints import checkpoint_to_resume, remove_checkpoints
 from workbench.train.evaluation import (
     best_epoch,
@@ -27,7 +28,6 @@ from workbench.train.evaluation import (
 from workbench.train.inputs import ClassificationData, classification_data
 from workbench.train.result import Result, count_parameters, is_main_process, write_result
 from workbench.train.trainer import LossTrainer, training_arguments
-from workbench.threads import torch_threads
 from workbench.train.verbosity import progress_bars
 
 

@@ -30,11 +30,11 @@ from workbench.checks import check_int
 from workbench.config import Config, DataConfig, ModelConfig, TrainingConfig
 from workbench.data import label_names
 from workbench.models import build_sequence_classifier, model_source
+from workbench.threads import torch_threads
 from workbench.train.evaluation import predict_probabilities
 from workbench.train.finetuning import train_classifier
 from workbench.train.inputs import classification_data
 from workbench.train.probes import PAIR_COLUMNS, SINGLE_COLUMNS, encode_split, fit_probe
-from workbench.threads import torch_threads
 from workbench.train.verbosity import progress_bars
 from workbench.vocab import load_tokenizer
 

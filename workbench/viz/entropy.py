@@ -4,7 +4,7 @@ log k only as a labelled aside."""
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import plotly.graph_objects as go
 

@@ -19,8 +19,9 @@ Sliders whose figure is costly (loss curves need autograd over a grid) use
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import ipywidgets as widgets
 import numpy as np
