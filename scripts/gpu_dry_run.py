@@ -1,0 +1,110 @@
+"""Dry-run the ``gpu`` parameter sets on the CPU at micro scale, before spending GPU minutes on them.
+
+    python scripts/gpu_dry_run.py --encoder /tmp/micro-encoder --data-dir ../shared/data --work-dir /tmp/gpu-dry-run
+
+writes a micro copy of every ``params/gpu/*.yaml`` into ``WORK_DIR/params/gpu`` and runs all five notebooks
+through the runner into ``WORK_DIR/outputs``. The micro copy keeps every code path of the real set (its loss
+grids, masking strategies, objectives, lexicons, the published-encoder loading) and shrinks its size: one seed,
+one epoch, batch 16, fp32 (bf16 needs CUDA), a few hundred rows of each real data file (copied into
+``WORK_DIR/data``), and ``ENCODER`` (any pretrain_mlm run folder or published checkpoint, e.g. one made by
+``python -m workbench.train params/pretrain/workbench-zh-mini.yaml data.max_train_samples=600
+model.tiny.num_layers=2 model.tiny.hidden_size=64 training.epochs=1 training.precision=fp32 output_dir=...``)
+in place of models/workbench-zh-mini. It exits non-zero when a notebook fails.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import itertools
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from workbench.config import read_yaml_file
+from workbench.runs import run
+
+ROOT = Path(__file__).resolve().parents[1]
+TRAINING_SECTIONS = ("training", "pretrain_training", "finetune_training")
+MICRO_TRAINING = {"epochs": 1, "batch_size": 16, "precision": "fp32"}
+MICRO_ROWS = 400  # rows kept of each real data file
+MICRO_CORPUS_DOCUMENTS = 60
+
+
+def micro_copy(source: Path, target_dir: Path, data_dir: Path) -> Path:
+    """A copy of the first ``MICRO_ROWS`` rows (``MICRO_CORPUS_DOCUMENTS`` documents of a .gz corpus) of
+    ``source`` in ``target_dir``, made once."""
+    target = target_dir / source.relative_to(data_dir)
+    if not target.exists():
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if source.suffix == ".gz":
+            with gzip.open(source, "rt", encoding="utf-8") as lines, gzip.open(target, "wt", encoding="utf-8") as out:
+                out.writelines(itertools.islice(lines, MICRO_CORPUS_DOCUMENTS))
+        else:
+            with source.open(encoding="utf-8") as lines, target.open("w", encoding="utf-8") as out:
+                out.writelines(itertools.islice(lines, MICRO_ROWS))
+    return target
+
+
+def micro_parameters(parameters: dict[str, Any], encoder: Path, data_dir: Path, work_dir: Path) -> dict[str, Any]:
+    """The micro version of one notebook's gpu parameters (see the module docstring)."""
+    notebooks = ROOT / "notebooks"
+    real_data = {"qbqtc", "chnsenticorp", "tnews", "lcqmc", "corpus"}  # lexicons and the vocab stay whole
+
+    def shrink(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {key: shrink(item) for key, item in value.items()}
+        if isinstance(value, list):
+            return [shrink(item) for item in value]
+        if isinstance(value, str) and value.startswith("../"):
+            path = (notebooks / value).resolve()
+            if path == (ROOT / "models" / "workbench-zh-mini"):
+                return str(encoder)
+            if path.is_relative_to(data_dir) and path.relative_to(data_dir).parts[0] in real_data:
+                return str(micro_copy(path, work_dir / "data", data_dir))
+        return value
+
+    micro = shrink(parameters)
+    micro["seeds"] = [0]
+    for section in TRAINING_SECTIONS:
+        if section in micro:
+            micro[section] = {**micro[section], **MICRO_TRAINING}
+    for section, key, value in (("corpus", "max_train_samples", 30), ("finetune_data", "max_train_samples", 200),
+                                ("finetune_data", "max_eval_samples", 100), ("pretrain_training", "time_budget_s", 10)):
+        if section in micro:
+            micro[section] = {**micro[section], key: value}
+    for key, value in (("heldout_texts", 20), ("illustration_draws", 50)):
+        if key in micro:
+            micro[key] = value
+    if "encoders" in micro:  # the from-scratch twin at its smallest
+        micro["encoders"] = {name: {**spec, "tiny": {"num_layers": 1, "hidden_size": 32, "num_heads": 2}}
+                             if "tiny" in spec else spec for name, spec in micro["encoders"].items()}
+    return micro
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--encoder", type=Path, required=True, help="a checkpoint folder standing in for models/workbench-zh-mini")
+    parser.add_argument("--data-dir", type=Path, default=ROOT.parent / "shared" / "data", help="the real data sets")
+    parser.add_argument("--work-dir", type=Path, required=True, help="a new folder for the micro params, data and outputs")
+    arguments = parser.parse_args()
+    encoder, data_dir, work_dir = arguments.encoder.resolve(), arguments.data_dir.resolve(), arguments.work_dir.resolve()
+    for name, folder in (("--encoder", encoder), ("--data-dir", data_dir)):
+        if not folder.is_dir():
+            parser.error(f"{name}: must be an existing folder, got {folder}")
+    if work_dir.exists():
+        parser.error(f"--work-dir: must not exist yet (nothing is overwritten), got {work_dir}")
+    params = work_dir / "params" / "gpu"
+    params.mkdir(parents=True)
+    for file in sorted((ROOT / "params" / "gpu").glob("*.yaml")):
+        micro = micro_parameters(read_yaml_file(file, "params file"), encoder, data_dir, work_dir)
+        (params / file.name).write_text(yaml.safe_dump(micro, allow_unicode=True, sort_keys=False), encoding="utf-8")
+    report = run(params_set="gpu", notebooks_dir=ROOT / "notebooks", params_dir=work_dir / "params",
+                 outputs_dir=work_dir / "outputs", run_id="dry-run")
+    return 1 if report.failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
