@@ -1,0 +1,77 @@
+"""The public API a user can guess: studies use only the packages' top-level names, every
+registered loss is importable from ``workbench.losses``, choices are defined once, and the
+docs name only things that exist."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "workbench"
+PACKAGES = {"losses", "masking", "train", "data", "viz", "runs"}  # a study imports these from the package itself
+
+
+@pytest.mark.parametrize("path", sorted((PACKAGE / "studies").glob("*.py")), ids=lambda path: path.name)
+def test_studies_import_packages_through_their_public_api(path):
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        modules = [node.module] if isinstance(node, ast.ImportFrom) and node.module else []
+        modules += [alias.name for alias in node.names] if isinstance(node, ast.Import) else []
+        for module in modules:
+            parts = module.split(".")
+            if parts[0] == "workbench" and len(parts) > 2 and parts[1] in PACKAGES:
+                pytest.fail(f"{path.name} imports {module}; import from workbench.{parts[1]} (its public names)")
+
+
+def test_every_registered_loss_class_is_importable_from_workbench_losses():
+    import workbench.losses
+    from workbench.losses.registry import LOSSES
+
+    for name, loss_class in LOSSES.items():
+        assert getattr(workbench.losses, loss_class.__name__) is loss_class, name
+        assert loss_class.__name__ in workbench.losses.__all__, name
+
+
+def test_choices_are_defined_once_in_the_config():
+    from workbench import config
+    from workbench.losses import mlm
+    from workbench.masking import packing
+
+    for name in ("HC_LEVELS", "SR_LEVELS", "SR_PREDICTIONS", "KL_DIRECTIONS"):
+        assert getattr(mlm, name) is getattr(config, name), name
+    assert packing.BLOCK_BOUNDARIES is config.BLOCK_BOUNDARIES
+
+
+def _resolves(dotted: str) -> bool:
+    parts = dotted.split(".")
+    for end in range(len(parts), 0, -1):
+        try:
+            found = importlib.import_module(".".join(parts[:end]))
+        except ImportError:
+            continue
+        for part in parts[end:]:
+            if not hasattr(found, part):
+                return False
+            found = getattr(found, part)
+        return True
+    return False
+
+
+def _documents() -> list[Path]:
+    return [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), *sorted((ROOT / "notebooks").glob("*.ipynb"))]
+
+
+def test_docs_and_notebooks_name_only_modules_and_names_that_exist():
+    pattern = re.compile(r"workbench(?:\.[A-Za-z_][A-Za-z0-9_]*)+")
+    missing = []
+    for document in _documents():
+        text = document.read_text(encoding="utf-8")
+        if document.suffix == ".ipynb":
+            text = "\n".join("".join(cell["source"]) for cell in json.loads(text)["cells"])
+        missing += [f"{document.name}: {name}" for name in sorted(set(pattern.findall(text))) if not _resolves(name)]
+    assert not missing, "\n".join(missing)
