@@ -75,3 +75,32 @@ def test_docs_and_notebooks_name_only_modules_and_names_that_exist():
             text = "\n".join("".join(cell["source"]) for cell in json.loads(text)["cells"])
         missing += [f"{document.name}: {name}" for name in sorted(set(pattern.findall(text))) if not _resolves(name)]
     assert not missing, "\n".join(missing)
+
+
+ENTRY_POINTS = (
+    "workbench.config.load_config",
+    "workbench.losses.build_loss",
+    "workbench.losses.resolve",
+    "workbench.masking.build_collator",
+    "workbench.train.build_fitter",
+    "workbench.train.Fitter.fit",
+    "workbench.vocab.load_tokenizer",
+    "workbench.lexicon.SynonymTable.from_path",
+    "workbench.runs.plan_executions",
+)
+
+
+@pytest.mark.parametrize("dotted", ENTRY_POINTS)
+def test_entry_points_document_their_arguments_and_result(dotted):
+    found = None
+    parts = dotted.split(".")
+    for end in range(len(parts), 0, -1):  # the longest importable prefix, then attributes
+        try:
+            found = importlib.import_module(".".join(parts[:end]))
+        except ImportError:
+            continue
+        for part in parts[end:]:
+            found = getattr(found, part)
+        break
+    lines = [line.strip() for line in (found.__doc__ or "").splitlines()]
+    assert "Args:" in lines and "Returns:" in lines, f"{dotted}: document Args and Returns"
