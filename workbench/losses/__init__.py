@@ -19,7 +19,7 @@ from workbench.losses.pcl import (
     pcl_weight_matrix,
 )
 from workbench.losses.registry import available_losses, build_loss
-from workbench.losses.spec import resolve
+from workbench.losses.spec import needs_label_counts, resolve
 
 __all__ = [
     "IGNORE_INDEX",
@@ -39,6 +39,7 @@ __all__ = [
     "WeightedCrossEntropyLoss",
     "available_losses",
     "build_loss",
+    "needs_label_counts",
     "pcl_constants",
     "pcl_severity",
     "pcl_weight_matrix",
