@@ -47,7 +47,9 @@ def test_choices_are_defined_once_in_the_config():
     assert packing.BLOCK_BOUNDARIES is config.BLOCK_BOUNDARIES
 
 
-def _resolves(dotted: str) -> bool:
+def _lookup(dotted: str) -> object:
+    """The object a dotted name names: the longest importable module prefix, then attributes
+    (AttributeError or ImportError when there is none)."""
     parts = dotted.split(".")
     for end in range(len(parts), 0, -1):
         try:
@@ -55,11 +57,17 @@ def _resolves(dotted: str) -> bool:
         except ImportError:
             continue
         for part in parts[end:]:
-            if not hasattr(found, part):
-                return False
             found = getattr(found, part)
-        return True
-    return False
+        return found
+    raise ImportError(dotted)
+
+
+def _resolves(dotted: str) -> bool:
+    try:
+        _lookup(dotted)
+    except (AttributeError, ImportError):
+        return False
+    return True
 
 
 def _documents() -> list[Path]:
@@ -92,15 +100,15 @@ ENTRY_POINTS = (
 
 @pytest.mark.parametrize("dotted", ENTRY_POINTS)
 def test_entry_points_document_their_arguments_and_result(dotted):
-    found = None
-    parts = dotted.split(".")
-    for end in range(len(parts), 0, -1):  # the longest importable prefix, then attributes
-        try:
-            found = importlib.import_module(".".join(parts[:end]))
-        except ImportError:
-            continue
-        for part in parts[end:]:
-            found = getattr(found, part)
-        break
-    lines = [line.strip() for line in (found.__doc__ or "").splitlines()]
+    lines = [line.strip() for line in (_lookup(dotted).__doc__ or "").splitlines()]
     assert "Args:" in lines and "Returns:" in lines, f"{dotted}: document Args and Returns"
+
+
+def test_every_notebook_takes_one_seeds_list():
+    for notebook in sorted((ROOT / "notebooks").glob("*.ipynb")):
+        cells = json.loads(notebook.read_text(encoding="utf-8"))["cells"]
+        [parameters] = [cell for cell in cells if "parameters" in cell.get("metadata", {}).get("tags", [])]
+        assigned = {target.id: node.value for node in ast.parse("".join(parameters["source"])).body
+                    if isinstance(node, ast.Assign) for target in node.targets if isinstance(target, ast.Name)}
+        assert isinstance(assigned.get("seeds"), ast.List), f"{notebook.name}: needs a seeds list (the runner's --seeds sets it)"
+        assert not {"seed", "n_seeds"} & set(assigned), f"{notebook.name}: one seeds list, no second seed layer"
