@@ -537,12 +537,17 @@ def load_config(
 ) -> Config:
     """Read a config (YAML path, mapping or :class:`Config`), fill defaults, apply overrides, validate.
 
-    ``overrides`` are ``"section.key=value"`` strings, values parsed as YAML (``training.lr=1e-4`` is
-    a float). An override replaces the node it names: ``loss.params={}`` (or ``null``) clears the
-    loss parameters, ``loss.params.gamma=2`` sets one. Raises ValueError naming the key for an
-    unknown key, a malformed override or a bad value, and naming the file and line for bad YAML.
-    With ``task`` (a trainer loading its config), a config without a task gets it and one with
-    another task is refused.
+    Args:
+        config: a YAML file, a mapping of sections, a :class:`Config`, or None (all defaults).
+        overrides: ``"section.key=value"`` strings, values parsed as YAML (``training.lr=1e-4`` is a
+            float). An override replaces the node it names: ``loss.params={}`` (or ``null``) clears
+            the loss parameters, ``loss.params.gamma=2`` sets one.
+        task: for a trainer loading its config: a config without a task gets it, one with another
+            task is refused.
+
+    Returns:
+        The validated :class:`Config`. Raises ValueError naming the key for an unknown key, a
+        malformed override or a bad value, and naming the file and line for bad YAML.
     """
     if config is None:
         tree: dict[str, Any] = {}

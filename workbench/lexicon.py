@@ -157,8 +157,14 @@ class SynonymTable:
 
     @classmethod
     def from_path(cls, path: str | Path | None) -> SynonymTable:
-        """The lexicon at ``path``: WordNet TSV when it ends in ``.tsv``, Cilin otherwise;
-        ``None`` gives the shipped tiny table (:meth:`default`)."""
+        """The lexicon at ``path``.
+
+        Args:
+            path: a WordNet-style TSV (``.tsv``), a Cilin file (anything else), or None.
+
+        Returns:
+            The :class:`SynonymTable`; None gives the shipped tiny table (:meth:`default`).
+        """
         if path is None:
             return cls.default()
         if Path(path).suffix == ".tsv":

@@ -30,11 +30,17 @@ def _cached_tokenizer(vocab_file: str, do_lower_case: bool) -> BertTokenizerFast
 def load_tokenizer(
     model_name_or_path: str | Path | None = None, vocab_file: str | Path | None = None, do_lower_case: bool = True
 ) -> PreTrainedTokenizerBase:
-    """A checkpoint's own tokenizer (``AutoTokenizer.from_pretrained``) when ``model_name_or_path`` is
-    given, else a BERT WordPiece fast tokenizer over ``vocab_file`` (default: the shipped vocabulary;
-    Chinese characters split one per token).
+    """The tokenizer of a checkpoint or of a WordPiece vocabulary.
 
-    Raises ValueError when both are given, or naming the vocabulary file when it does not exist.
+    Args:
+        model_name_or_path: a checkpoint folder or hub name: its own tokenizer (``AutoTokenizer``).
+        vocab_file: without a checkpoint, a WordPiece vocabulary (one token a line); None: the
+            shipped vocabulary. Chinese characters are split one per token.
+        do_lower_case: lower-case the text first (vocabulary tokenizers only).
+
+    Returns:
+        The tokenizer (vocabulary tokenizers are cached per file). Raises ValueError when both are
+        given, or naming the vocabulary file when it does not exist.
     """
     if model_name_or_path is not None:
         if vocab_file is not None:

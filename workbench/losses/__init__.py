@@ -1,5 +1,5 @@
 """Losses for imbalanced classification and MLM: ``build_loss(name, **params)``, ``available_losses()``,
-``resolve(LossSpec, train_split)``; every loss class is importable from here (as in MONAI).
+``resolve(LossSpec, train_split)``; every loss class (the MLM objectives too) is importable from here (as in MONAI).
 
 Every loss is an ``nn.Module`` with ``forward(logits, labels)``; see docs/losses.md.
 """
@@ -10,6 +10,7 @@ from workbench.config import LossSpec
 from workbench.losses._base import IGNORE_INDEX
 from workbench.losses.classification import CrossEntropyLoss, FocalLoss, LabelSmoothingLoss, WeightedCrossEntropyLoss
 from workbench.losses.dice import DiceLoss, SelfAdjustingDiceLoss, TverskyLoss
+from workbench.losses.mlm import CorrectionStats, HardCorrectionLoss, MaskedLMLoss, SoftRegularizationLoss
 from workbench.losses.pcl import (
     QBQTC_LABEL_COUNTS,
     PropensityCorrectedLoss,
@@ -18,22 +19,27 @@ from workbench.losses.pcl import (
     pcl_weight_matrix,
 )
 from workbench.losses.registry import available_losses, build_loss
-from workbench.losses.spec import resolve
+from workbench.losses.spec import needs_label_counts, resolve
 
 __all__ = [
     "IGNORE_INDEX",
     "QBQTC_LABEL_COUNTS",
+    "CorrectionStats",
     "CrossEntropyLoss",
     "DiceLoss",
     "FocalLoss",
+    "HardCorrectionLoss",
     "LabelSmoothingLoss",
     "LossSpec",
+    "MaskedLMLoss",
     "PropensityCorrectedLoss",
     "SelfAdjustingDiceLoss",
+    "SoftRegularizationLoss",
     "TverskyLoss",
     "WeightedCrossEntropyLoss",
     "available_losses",
     "build_loss",
+    "needs_label_counts",
     "pcl_constants",
     "pcl_severity",
     "pcl_weight_matrix",

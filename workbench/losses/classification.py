@@ -116,13 +116,6 @@ def smoothed_log_probs(log_probs: torch.Tensor, epsilon: float) -> torch.Tensor:
     return log_probs @ smoothing_matrix(log_probs.shape[-1], epsilon, log_probs.device, log_probs.dtype)
 
 
-def label_smoothing_loss(log_probs: torch.Tensor, labels: torch.Tensor, epsilon: float) -> torch.Tensor:
-    """Per-row label-smoothed CE  -sum_k q_k log p_k,  q = (1 - eps) onehot(y) + eps / C,
-    from the rows' ``log_probs (M, C)`` and gold ``labels (M,)`` (every label in [0, C))."""
-    gold = log_probs.gather(-1, labels.unsqueeze(-1)).squeeze(-1)
-    return -(1.0 - epsilon) * gold - epsilon * log_probs.mean(dim=-1)
-
-
 class LabelSmoothingLoss(ImbalanceLoss):
     """Label-smoothing cross-entropy (Szegedy et al. 2016, eq. in section 7):
     L_i = -sum_k q_{ik} log p_{ik},  q_{ik} = (1 - eps) [k = y_i] + eps / C.

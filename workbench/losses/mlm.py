@@ -41,6 +41,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from workbench.config import HC_LEVELS, KL_DIRECTIONS, SR_LEVELS, SR_PREDICTIONS  # the choices, defined once
 from workbench.lexicon import SynonymIdIndex, SynonymTable, token_text
 from workbench.losses._base import IGNORE_INDEX, check_choice, check_range
 
@@ -64,10 +65,6 @@ __all__ = [
     "token_text",
 ]
 
-HC_LEVELS = ("token", "word")
-SR_LEVELS = ("token", "sentence")
-SR_PREDICTIONS = ("argmax", "expected")
-KL_DIRECTIONS = ("filled||original", "original||filled")
 COUNT_FIELDS = ("masked", "wrong", "corrected", "sequences", "sequences_with_correction")
 CONTEXT_KEYS = ("model", "embeddings", "input_ids", "attention_mask", "token_type_ids", "word_ids", "stats")
 

@@ -2,7 +2,7 @@
 
 Paper: "Towards No.1 in CLUE Semantic Matching Challenge: Pre-trained Language Model
 Erlangshen with Propensity-Corrected Loss" (arXiv 2208.02959, section 3.2). LS_i is
-label-smoothed cross-entropy (``classification.label_smoothing_loss``). With class
+label-smoothed cross-entropy (``classification.smoothed_log_probs``). With class
 counts n_k (n = sum_k n_k) the paper defines, with eps the scaling ratio (the LS epsilon
 in the released code):
 

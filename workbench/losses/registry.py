@@ -39,9 +39,15 @@ def available_losses() -> list[str]:
 def build_loss(name: str, **params: object) -> nn.Module:
     """Build the loss registered as ``name`` with keyword ``params``.
 
-    Raises ValueError for an unknown name (listing the available ones), for a parameter
-    the loss does not take (listing the ones it does), and for out-of-range or non-finite
-    values ("param: must ..., got ...").
+    Args:
+        name: one of :func:`available_losses` (ce, wce, ls, focal, dice, tversky, dsc, pcl, mlm,
+            mlm_hc, mlm_sr).
+        **params: the loss class's keyword arguments (docs/losses.md).
+
+    Returns:
+        The ``nn.Module``. Raises ValueError for an unknown name (listing the available ones), for a
+        parameter the loss does not take (listing the ones it does), and for out-of-range or
+        non-finite values ("param: must ..., got ...").
     """
     if name not in LOSSES:  # worded as tests/test_curves.py expects (no colon after "name")
         raise ValueError(f"name must be one of {available_losses()}, got {name!r}")

@@ -44,7 +44,17 @@ def split_label_counts(train_split: Any) -> list[int]:
 
 def resolve(spec: LossSpec | Mapping[str, Any], train_split: Any = None) -> nn.Module:
     """``build_loss(spec.name, **spec.params)``; wce and global-count pcl get ``label_counts``
-    from ``train_split`` (any dataset with a ClassLabel ``label`` column) unless the params give them."""
+    from ``train_split`` unless the params give them.
+
+    Args:
+        spec: a :class:`LossSpec` or its mapping (``{"name": "pcl", "params": {"epsilon": 0.1}}``).
+        train_split: any dataset with a ClassLabel ``label`` column; needed only when
+            :func:`needs_label_counts`.
+
+    Returns:
+        The loss module. Raises ValueError for an unknown name or parameter, a bad value (checked
+        once, by the loss), or missing label counts.
+    """
     spec = LossSpec.from_mapping(spec)
     params = dict(spec.params)
     if needs_label_counts(spec):

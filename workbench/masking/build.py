@@ -19,11 +19,21 @@ def build_collator(
     sentence_order: bool = False,
 ) -> RandomMaskCollator | WholeWordMaskCollator | KnowledgeMaskCollator:
     """The collator of ``spec.strategy`` (random tokens, whole words, or knowledge-based dynamic
-    masking) with ``spec.mlm_probability``; WWM takes ``spec.max_ngram``; KDM weighs words by the
-    IDF of ``segmented_texts`` (each a list of jieba words, e.g. ``feature["words"]``; none: no IDF).
-    ``seed`` seeds the collator's own generator; ``return_word_ids`` keeps the word spans in the
-    batch (hard correction needs them); ``sentence_order`` adds sentence-order prediction (halves swapped
-    with p = 0.5, ``sop_labels`` in the batch)."""
+    masking) with ``spec.mlm_probability``.
+
+    Args:
+        spec: a :class:`MaskingSpec` or its mapping; WWM takes ``spec.max_ngram``.
+        tokenizer: the model's tokenizer (``workbench.vocab.load_tokenizer``).
+        seed: seeds the collator's own generator.
+        return_word_ids: keep the word spans in the batch (hard correction needs them).
+        segmented_texts: for KDM, texts as lists of jieba words (e.g. ``feature["words"]``) whose IDF
+            weighs the words; None: no IDF.
+        sentence_order: add sentence-order prediction (halves swapped with p = 0.5, ``sop_labels``
+            in the batch).
+
+    Returns:
+        A ``RandomMaskCollator``, ``WholeWordMaskCollator`` or ``KnowledgeMaskCollator``.
+    """
     spec = MaskingSpec.from_mapping(spec)
     common = {"mlm_probability": spec.mlm_probability, "seed": seed, "return_word_ids": return_word_ids,
               "sentence_order": sentence_order}

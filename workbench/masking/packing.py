@@ -35,6 +35,8 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from workbench.config import BLOCK_BOUNDARIES  # the choices, defined once
+
 from .encode import NO_WORD, _char_to_word
 from .segment import JiebaSegmenter
 
@@ -107,8 +109,6 @@ def _analyse(text: str, ids: list[int], offsets: list[tuple[int, int]], segmente
     word_starts.append(True)  # the end of the document
     return _Document(ids, token_word, words, tags, [tuple(span) for span in sentences], word_starts)
 
-
-BLOCK_BOUNDARIES = ("sentence", "word")
 
 
 class _Packer:

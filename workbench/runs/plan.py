@@ -176,9 +176,18 @@ def plan_executions(
 ) -> list[Execution]:
     """Every execution of the run, validated: unknown parameter names raise ValueError before anything runs.
 
-    One execution per notebook and sweep point (the cartesian product of the sweep values);
-    ``seeds`` sets each notebook's ``seeds`` list parameter (the notebook repeats over them
-    and reports mean and spread), so no two executions overlap in seeds.
+    Args:
+        notebooks: the notebooks to run (:func:`select_notebooks`).
+        params_dir: the folder of the params sets (``params/``).
+        params_set: ``default``, ``smoke`` or ``gpu``: ``<params_dir>/<set>/<stem>.yaml``.
+        sweep: parameter -> values (:func:`parse_sweep`); one execution per point of their product.
+        seeds: sets each notebook's ``seeds`` list parameter (the notebook repeats over them and
+            reports mean and spread), so no two executions overlap in seeds; refused together with
+            a ``seeds`` sweep.
+
+    Returns:
+        One :class:`Execution` per notebook and sweep point, parameters merged (params file, sweep
+        point, seeds).
     """
     sweep = sweep or {}
     if seeds and SEEDS_PARAMETER in sweep:

@@ -62,8 +62,7 @@ from workbench.config import Config, load_config
 from workbench.information import softmax_entropy
 from workbench.stats import row_statistics
 from workbench.stats import summarize as summarize_runs
-from workbench.train import classification_data, evaluation_split, finetune, two_stage
-from workbench.train.two_stage_training import fusion_description, fusion_finetune
+from workbench.train import classification_data, evaluation_split, finetune, fusion_description, fusion_finetune, two_stage
 
 BASELINE = "baseline"
 TWO_STAGE = "two_stage"

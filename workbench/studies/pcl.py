@@ -36,7 +36,7 @@ from datasets import DatasetDict
 
 from workbench.checks import check_int, check_seeds
 from workbench.data import label_names, load_qbqtc, sample_relevance_splits, stratified_split
-from workbench.losses import QBQTC_LABEL_COUNTS, LossSpec, resolve
+from workbench.losses import QBQTC_LABEL_COUNTS, LossSpec, needs_label_counts, resolve
 from workbench.metrics import classification_report
 from workbench.stats import formatted, mean_std, row_statistics, summarize
 from workbench.train import Fitter, build_fitter
@@ -110,7 +110,7 @@ def gradient_comparison(
 
     def value_and_gradient(setting: str) -> tuple[float, torch.Tensor]:
         spec = specs[setting]
-        if spec.name == "pcl" and spec.params.get("counts", "global") == "global":
+        if needs_label_counts(spec):  # the losses' label-count rule, given these counts instead of a split
             spec = spec.replace(params={**spec.params, "label_counts": list(label_counts)})
         leaf = logits.clone().requires_grad_(True)
         value = resolve(spec)(leaf, labels)

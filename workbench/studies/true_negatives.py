@@ -51,11 +51,10 @@ from transformers import DataCollatorForLanguageModeling, PreTrainedModel
 from transformers.utils import logging as transformers_logging
 
 from workbench.checks import check_choice, check_int, check_number, check_seeds
-from workbench.config import Config, DataConfig, MaskingSpec, load_config
+from workbench.config import HC_LEVELS, Config, DataConfig, MaskingSpec, load_config
 from workbench.data import load_texts
 from workbench.lexicon import SynonymTable, token_text
-from workbench.losses import IGNORE_INDEX
-from workbench.losses.mlm import HC_LEVELS, CorrectionStats, HardCorrectionLoss
+from workbench.losses import IGNORE_INDEX, CorrectionStats, HardCorrectionLoss
 from workbench.masking import JiebaSegmenter, build_collator, encode_words
 from workbench.models import build_masked_lm
 from workbench.stats import formatted, row_statistics, summarize

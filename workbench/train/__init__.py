@@ -5,6 +5,8 @@
   docs/training.md), run on ``transformers.Trainer`` through ``LossTrainer`` and return a
   :class:`Result`. ``python -m workbench.train CONFIG.yaml [key=value ...]`` runs any of them,
   also under ``torchrun`` / ``accelerate launch``.
+* ``fusion_finetune`` (the fusion fine-tuned in one stage, M-BERT) and ``fusion_description``
+  serve the auxiliary-label study beside ``two_stage``.
 * :class:`Fitter` (``build_fitter``): the one way a study fits a classifier with a loss and a
   seed, with the character probe or a transformer.
 
@@ -23,6 +25,8 @@ _EXPORTS = {
     "finetune": "workbench.train.finetuning",
     "pretrain_mlm": "workbench.train.pretraining",
     "two_stage": "workbench.train.two_stage_training",
+    "fusion_finetune": "workbench.train.two_stage_training",
+    "fusion_description": "workbench.train.two_stage_training",
     "pretrain_electra": "workbench.train.electra",
     "Result": "workbench.train.result",
     "Fit": "workbench.train.fit",

@@ -71,8 +71,18 @@ class Fitter(abc.ABC):
 
     @abc.abstractmethod
     def fit(self, splits: DatasetDict, loss: nn.Module, seed: int) -> Fit:
-        """Train on ``splits["train"]`` (``text``, optional ``text_pair``, ClassLabel ``label``) with
-        ``loss`` and ``seed``; select the epoch on validation; predict validation and test."""
+        """Train on ``splits["train"]`` with ``loss`` and ``seed``; select the epoch on validation;
+        predict validation and test.
+
+        Args:
+            splits: ``train``, ``validation`` and ``test`` datasets with ``text`` (optional
+                ``text_pair``) and a ClassLabel ``label`` column.
+            loss: any ``forward(logits, labels)`` module, e.g. from ``workbench.losses.resolve``.
+            seed: seeds the model's initialisation and the batch order.
+
+        Returns:
+            The kept epoch's :class:`Fit`. Raises ValueError when a split is missing.
+        """
 
 
 class ProbeFitter(Fitter):
@@ -133,7 +143,17 @@ class TransformerFitter(Fitter):
 
 
 def build_fitter(model: ModelConfig | dict[str, Any], training: TrainingConfig | dict[str, Any], max_length: int) -> Fitter:
-    """The fitter of ``model.kind``: :class:`ProbeFitter` or :class:`TransformerFitter`."""
+    """The fitter of ``model.kind``: :class:`ProbeFitter` or :class:`TransformerFitter`.
+
+    Args:
+        model: a config ``model`` section (or its mapping): ``kind: probe`` with ``probe`` sizes, or a
+            transformer (``tiny`` sizes from scratch, or ``model_name_or_path``).
+        training: a config ``training`` section (or its mapping): epochs, batch size, lr, ...
+        max_length: truncation of each text (pair), in tokens.
+
+    Returns:
+        A :class:`Fitter` whose ``fit(splits, loss, seed)`` every study calls.
+    """
     model = ModelConfig.from_mapping(model)
     fitter_class = ProbeFitter if model.kind == "probe" else TransformerFitter
     return fitter_class(model, training, max_length)

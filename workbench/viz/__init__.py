@@ -11,7 +11,6 @@ from workbench.viz.curves import dice_paper_figure1, figure_loss_curves, loss_cu
 from workbench.viz.entropy import entropy_figure
 from workbench.viz.experiments import (
     aux_sweep_figure,
-    correction_figure,
     downstream_figure,
     grouped_bars,
     label_count_bars,
@@ -33,7 +32,6 @@ __all__ = [
     "comparison_figure",
     "confusion_figure",
     "confusion_grid",
-    "correction_figure",
     "dice_paper_figure1",
     "downstream_figure",
     "entropy_figure",

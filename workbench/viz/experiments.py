@@ -82,16 +82,6 @@ def pretraining_loss_figure(history: pd.DataFrame) -> go.Figure:
     return fig
 
 
-def correction_figure(corrections: pd.DataFrame) -> go.Figure:
-    """Grouped bars of the held-out prediction-level correction rate per masking and objective."""
-    _check_columns(corrections, ["masking", "objective", "prediction_rate"], "corrections")
-    fig = px.bar(corrections, x="masking", y="prediction_rate", color="objective", barmode="group",
-                 hover_data=[column for column in ("iteration_rate", "accuracy", "synonym_accuracy") if column in corrections])
-    fig.update_layout(title="Share of wrong predictions that are synonyms of the gold word (held out)",
-                      yaxis_title="prediction-level correction rate", height=360)
-    return fig
-
-
 def downstream_figure(summary: pd.DataFrame, metric: str = "macro_f1") -> go.Figure:
     """Bars of ``metric`` mean per encoder with ± std error bars."""
     _check_columns(summary, ["encoder", f"{metric}_mean", f"{metric}_std"], "summary")
