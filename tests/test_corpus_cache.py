@@ -187,6 +187,15 @@ def test_bad_arguments_raise_naming_the_parameter(tokenizer, tmp_path):
         prepare_corpus(documents(2), tokenizer, max_length=2, cache_dir=tmp_path / "cache")
 
 
+def test_an_unreadable_cache_dir_is_named(tokenizer, tmp_path, monkeypatch):
+    # tests may run as root, for whom chmod 000 changes nothing: the permission check is simulated
+    locked = tmp_path / "locked"
+    real_access = os.access
+    monkeypatch.setattr(os, "access", lambda path, mode: False if str(path).startswith(str(locked)) else real_access(path, mode))
+    with pytest.raises(ValueError, match=r"cache_dir: '.*locked/corpus' must be readable and writable"):
+        prepare_corpus(documents(2), tokenizer, cache_dir=locked, num_proc=1)
+
+
 def masks_over_two_epochs(dataset, tokenizer, seed, workers=2):
     collator = WholeWordMaskCollator(tokenizer, mlm_probability=0.3, seed=seed)
     loader = torch.utils.data.DataLoader(dataset, batch_size=4, collate_fn=collator, num_workers=workers,

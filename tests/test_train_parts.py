@@ -213,3 +213,14 @@ def test_pretraining_packs_labelled_pairs_and_reports_text_characters_and_tokens
     assert metrics["tokens_per_epoch"] == sum(i not in special for ids in data.train_blocks["input_ids"] for i in ids)
     assert metrics["blocks"] == {"train": len(blocks) - len(data.eval_blocks), "eval": len(data.eval_blocks)}
     assert metrics["cache_hit"] is False and prepare_pretraining(config, return_word_ids=False).metrics()["cache_hit"] is True
+
+
+def test_an_empty_corpus_file_is_named(tmp_path):
+    empty, blank = tmp_path / "empty.txt", tmp_path / "blank.txt"
+    empty.write_text("", encoding="utf-8")
+    blank.write_text(" \n\n\t\n", encoding="utf-8")
+    for paths in (str(empty), [str(empty), str(blank)]):
+        with pytest.raises(ValueError, match=r"data.path: must hold at least one non-blank line, got none in .*empty.txt"):
+            load_texts(_data(source="corpus", path=paths))
+    blank.write_text("\n第一句。\n", encoding="utf-8")
+    assert load_texts(_data(source="corpus", path=[str(empty), str(blank)])) == (["第一句。"], None)
