@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -17,7 +18,7 @@ from workbench.losses import pcl_constants, resolve
 from workbench.train import tokenize_splits
 from workbench.train.checkpoints import checkpoint_to_resume, remove_checkpoints
 from workbench.train.fgm import FGM
-from workbench.train.pretraining import prepare_pretraining
+from workbench.train.pretraining import prepare_pretraining, pretraining_trainer_kwargs
 from workbench.vocab import load_tokenizer
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "params" / "examples"
@@ -224,3 +225,16 @@ def test_an_empty_corpus_file_is_named(tmp_path):
             load_texts(_data(source="corpus", path=paths))
     blank.write_text("\n第一句。\n", encoding="utf-8")
     assert load_texts(_data(source="corpus", path=[str(empty), str(blank)])) == (["第一句。"], None)
+
+
+@pytest.mark.parametrize("workers, expected", [(None, min(4, os.cpu_count() or 1)), (0, 0), (3, 3)])
+def test_pretraining_draws_masks_in_persistent_dataloader_workers(tmp_path, workers, expected):
+    config = load_config({
+        "task": "pretrain_mlm", "output_dir": str(tmp_path / "run"), "training": {"dataloader_workers": workers},
+        "data": {"source": "sample_corpus", "n_sentences": 20, "max_length": 32, "num_proc": 1, "cache_dir": str(tmp_path / "cache")},
+    })
+    data = prepare_pretraining(config, return_word_ids=False)
+    kwargs = pretraining_trainer_kwargs(config, data, [])
+    assert kwargs["args"].dataloader_num_workers == expected
+    assert kwargs["args"].dataloader_persistent_workers == (expected > 0)  # one generator per worker for the whole run
+    assert kwargs["data_collator"] is data.collator and kwargs["train_dataset"] is data.train_blocks
