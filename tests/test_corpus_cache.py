@@ -22,7 +22,7 @@ from workbench.masking import (
     prepare_corpus,
 )
 from workbench.masking import corpus as corpus_module
-from workbench.masking.cache import CACHE_ENV
+from workbench.masking.cache import CACHE_ENV, corpus_key
 from workbench.masking.corpus import chunk_documents
 from workbench.vocab import default_vocab_file, load_tokenizer
 
@@ -81,7 +81,8 @@ def test_cache_hit_on_the_same_key_and_miss_after_any_change(tokenizer, tmp_path
     assert again.cache_hit and again.key == first.key and rows(again.dataset) == rows(first.dataset)
     assert again.dataset.cache_files and str(cache_dir) in again.dataset.cache_files[0]["filename"]  # memory-mapped
     assert again.tokens == sum(len(ids) for ids in first.dataset["input_ids"]) and again.blocks == len(first.dataset)
-    assert again.corpus_characters == sum(len(line) for line in corpus_file.read_text(encoding="utf-8").splitlines())
+    lines = corpus_file.read_text(encoding="utf-8").splitlines()
+    assert again.corpus_characters == sum(len("".join(line.split())) for line in lines) < sum(map(len, lines))  # no spaces
 
     keys = {first.key}
     for changed in (lambda: prepare(max_length=48), lambda: prepare(limit=10)):
@@ -97,6 +98,17 @@ def test_cache_hit_on_the_same_key_and_miss_after_any_change(tokenizer, tmp_path
     edited = prepare()
     assert not edited.cache_hit and edited.key not in keys
     assert entries(cache_dir) == sorted(keys | {edited.key})
+
+
+def test_the_key_ignores_the_tokenizers_truncation_and_padding_state(tokenizer):
+    # the fast tokenizer keeps the truncation / padding of its last call in its serialisation; the
+    # blocks do not depend on it, so neither may the key (else an earlier call makes a spurious miss)
+    segmenter = JiebaSegmenter()
+    key = corpus_key(documents(4), tokenizer, max_length=32, segmenter=segmenter)[0]
+    tokenizer(["今天天气很好"], truncation=True, max_length=4, padding="max_length")
+    assert corpus_key(documents(4), tokenizer, max_length=32, segmenter=segmenter)[0] == key
+    tokenizer(["今天天气很好"])  # back to no truncation and no padding
+    assert corpus_key(documents(4), tokenizer, max_length=32, segmenter=segmenter)[0] == key
 
 
 def test_a_failed_write_leaves_nothing_and_is_retried(tokenizer, tmp_path, monkeypatch):
@@ -173,6 +185,15 @@ def test_bad_arguments_raise_naming_the_parameter(tokenizer, tmp_path):
             prepare_corpus(documents(2), tokenizer, cache_dir=unusable, num_proc=1)
     with pytest.raises(ValueError, match="max_length"):
         prepare_corpus(documents(2), tokenizer, max_length=2, cache_dir=tmp_path / "cache")
+
+
+def test_an_unreadable_cache_dir_is_named(tokenizer, tmp_path, monkeypatch):
+    # tests may run as root, for whom chmod 000 changes nothing: the permission check is simulated
+    locked = tmp_path / "locked"
+    real_access = os.access
+    monkeypatch.setattr(os, "access", lambda path, mode: False if str(path).startswith(str(locked)) else real_access(path, mode))
+    with pytest.raises(ValueError, match=r"cache_dir: '.*locked/corpus' must be readable and writable"):
+        prepare_corpus(documents(2), tokenizer, cache_dir=locked, num_proc=1)
 
 
 def masks_over_two_epochs(dataset, tokenizer, seed, workers=2):

@@ -65,6 +65,20 @@ def test_split_holds_out_a_fraction_at_least_one_block(blocks):
     assert count_tokens(held) == sum(map(len, held["input_ids"]))
 
 
+def test_text_tokens_leave_out_cls_sep_and_document_separators(tokenizer):
+    special = {tokenizer.cls_token_id, tokenizer.sep_token_id}
+
+    def text_tokens(part):
+        return sum(token not in special for ids in part["input_ids"] for token in ids)
+
+    blocks = datasets.Dataset.from_list(pack_documents(tokenizer, sample_corpus(n_sentences=40, seed=3), JiebaSegmenter(), 64))
+    assert any(ids.count(tokenizer.sep_token_id) > 1 for ids in blocks["input_ids"])  # blocks span documents
+    train, held = split_heldout(blocks, 0.3, seed=0)
+    for part in (blocks, train, held):
+        assert count_tokens(part, text_only=True) == text_tokens(part) < count_tokens(part)
+    assert count_tokens(blocks, text_only=True) == count_tokens(train, text_only=True) + count_tokens(held, text_only=True)
+
+
 def test_split_rejects_bad_fractions_and_too_few_blocks(blocks):
     for bad in (0, 0.0, -0.1, 0.51, 1.0, "0.1", True, float("nan")):
         with pytest.raises(ValueError, match="eval_fraction"):

@@ -81,6 +81,12 @@ def test_parse_override_types():
         ({"aux": {"num_aux": -1}}, r"aux.num_aux: must be an int >= 0"),
         ({"aux": {"fgm_epsilon": -0.1}}, r"aux.fgm_epsilon: must be a number >= 0"),
         ({"model": {"tiny": {"num_layers": 1, "hidden_size": 30, "num_heads": 4}}}, r"model.tiny.hidden_size: must be a multiple"),
+        ({"data": {"num_proc": 0}}, r"data.num_proc: must be null or an int >= 1, got 0"),
+        ({"data": {"eval_fraction": 0}}, r"data.eval_fraction: must be in \(0, 0.5\], got 0"),
+        ({"data": {"eval_fraction": 0.6}}, r"data.eval_fraction: must be in \(0, 0.5\], got 0.6"),
+        ({"data": {"cache_dir": ""}}, r"data.cache_dir: must be null or a non-empty string"),
+        ({"data": {"block_boundary": "paragraph"}}, r"data.block_boundary: must be one of sentence, word"),
+        ({"training": {"dataloader_workers": -1}}, r"training.dataloader_workers: must be null or an int >= 0, got -1"),
     ],
 )
 def test_bad_config_raises_naming_the_key(config, match):

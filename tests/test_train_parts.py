@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -12,10 +13,12 @@ from torch import nn
 from workbench.config import DataConfig, LossSpec, load_config
 from workbench.data import label_counts, load_splits, load_texts, sample_relevance_splits
 from workbench.data.features import build_dataset
+from workbench.lexicon import token_text
 from workbench.losses import pcl_constants, resolve
 from workbench.train import tokenize_splits
 from workbench.train.checkpoints import checkpoint_to_resume, remove_checkpoints
 from workbench.train.fgm import FGM
+from workbench.train.pretraining import prepare_pretraining, pretraining_trainer_kwargs
 from workbench.vocab import load_tokenizer
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "params" / "examples"
@@ -187,3 +190,51 @@ def test_removing_checkpoints_leaves_other_runs_nested_inside_alone(tmp_path):
 ])
 def test_example_configs_load(name, task):
     assert load_config(EXAMPLES / name).task == task
+
+
+def test_pretraining_packs_labelled_pairs_and_reports_text_characters_and_tokens(tmp_path):
+    # issue 9: a labelled source used as MLM text is packed like a corpus (text and pair joined, no
+    # text dropped); corpus_characters counts non-space characters, tokens_per_epoch non-special tokens
+    config = load_config({
+        "task": "pretrain_mlm",
+        "data": {"source": "sample_relevance", "max_train_samples": 40, "max_length": 128, "num_proc": 1,
+                 "eval_fraction": 0.2, "cache_dir": str(tmp_path / "cache")},
+    })
+    data = prepare_pretraining(config, return_word_ids=False)
+    texts, pairs = load_texts(config.data)
+    text = "".join("".join(f"{first} {second}".split()) for first, second in zip(texts, pairs))
+    tokenizer = data.tokenizer
+    special = {tokenizer.cls_token_id, tokenizer.sep_token_id}
+    blocks = data.corpus.dataset
+    assert len(blocks) < len(texts)  # several pairs share a block
+    assert "".join(token_text(tokenizer.convert_ids_to_tokens([i for i in ids if i not in special]))
+                   for ids in blocks["input_ids"]) == text.lower()
+    metrics = data.metrics()
+    assert metrics["corpus_characters"] == len(text)
+    assert metrics["tokens_per_epoch"] == sum(i not in special for ids in data.train_blocks["input_ids"] for i in ids)
+    assert metrics["blocks"] == {"train": len(blocks) - len(data.eval_blocks), "eval": len(data.eval_blocks)}
+    assert metrics["cache_hit"] is False and prepare_pretraining(config, return_word_ids=False).metrics()["cache_hit"] is True
+
+
+def test_an_empty_corpus_file_is_named(tmp_path):
+    empty, blank = tmp_path / "empty.txt", tmp_path / "blank.txt"
+    empty.write_text("", encoding="utf-8")
+    blank.write_text(" \n\n\t\n", encoding="utf-8")
+    for paths in (str(empty), [str(empty), str(blank)]):
+        with pytest.raises(ValueError, match=r"data.path: must hold at least one non-blank line, got none in .*empty.txt"):
+            load_texts(_data(source="corpus", path=paths))
+    blank.write_text("\n第一句。\n", encoding="utf-8")
+    assert load_texts(_data(source="corpus", path=[str(empty), str(blank)])) == (["第一句。"], None)
+
+
+@pytest.mark.parametrize("workers, expected", [(None, min(4, os.cpu_count() or 1)), (0, 0), (3, 3)])
+def test_pretraining_draws_masks_in_persistent_dataloader_workers(tmp_path, workers, expected):
+    config = load_config({
+        "task": "pretrain_mlm", "output_dir": str(tmp_path / "run"), "training": {"dataloader_workers": workers},
+        "data": {"source": "sample_corpus", "n_sentences": 20, "max_length": 32, "num_proc": 1, "cache_dir": str(tmp_path / "cache")},
+    })
+    data = prepare_pretraining(config, return_word_ids=False)
+    kwargs = pretraining_trainer_kwargs(config, data, [])
+    assert kwargs["args"].dataloader_num_workers == expected
+    assert kwargs["args"].dataloader_persistent_workers == (expected > 0)  # one generator per worker for the whole run
+    assert kwargs["data_collator"] is data.collator and kwargs["train_dataset"] is data.train_blocks

@@ -161,6 +161,12 @@ def test_pretrain_with_kdm_and_hc_logs_corrections_and_finetune_loads_it(tmp_pat
     assert recorded["objective"] == "hc"
     assert recorded["epochs"][0]["train_hc_sequences"] == train_blocks  # Table 2 per epoch
     assert recorded["perplexity"] == pytest.approx(math.exp(recorded["eval_loss"]))
+    # issue 9: the corpus, timing and held-out keys, and the HC rates on train and eval blocks per epoch
+    assert {"corpus_characters", "tokens_per_epoch", "preprocess_seconds", "cache_hit", "train_runtime", "eval_loss",
+            "perplexity", "share_before_first_step"} <= set(recorded)
+    assert recorded["cache_hit"] is False and 0 < recorded["tokens_per_epoch"] <= recorded["corpus_characters"]  # no [CLS]/[SEP]
+    assert all({"eval_loss", "perplexity", "eval_hc_prediction_rate", "train_hc_prediction_rate"} <= set(epoch)
+               for epoch in recorded["epochs"])
     # the saved checkpoint loads through from_pretrained with its tokenizer
     encoder = build_sequence_classifier(3, model_name_or_path=tmp_path / "pre").bert
     saved = model_weights(tmp_path / "pre")

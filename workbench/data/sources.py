@@ -98,7 +98,8 @@ def load_texts(data: DataConfig | Mapping[str, Any]) -> tuple[list[str], list[st
     """Texts (and second segments, or None) for MLM pre-training.
 
     ``sample_corpus`` generates ``n_sentences`` sentences; ``corpus`` reads one
-    text a line from ``data.path`` (one file or a list, in order; ``.gz`` allowed); a labelled source gives
+    text a line from ``data.path`` (one file or a list, in order; ``.gz`` allowed; blank lines are
+    skipped, ValueError naming the files when none is left); a labelled source gives
     its training split's ``text`` (and ``text_pair``). ``max_train_samples``
     keeps the first N.
     """
@@ -106,7 +107,10 @@ def load_texts(data: DataConfig | Mapping[str, Any]) -> tuple[list[str], list[st
     if data.source == "sample_corpus":
         texts, pairs = sample_corpus(n_sentences=data.n_sentences, seed=data.seed), None
     elif data.source == "corpus":
-        texts, pairs = [line for path in _require_paths(data) for line in _read_lines(path)], None
+        paths = _require_paths(data)
+        texts, pairs = [line for path in paths for line in _read_lines(path)], None
+        if not texts:
+            raise ValueError(f"data.path: must hold at least one non-blank line, got none in {', '.join(map(str, paths))}")
     else:
         train = load_splits(data)["train"]
         texts = list(train["text"])

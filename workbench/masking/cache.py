@@ -8,7 +8,7 @@ writing that folder.
 The key is the SHA-256 of everything the blocks depend on (:func:`corpus_key`): the
 documents' text (so the corpus file's content, and ``max_train_samples`` or any
 other selection of documents), the tokenizer (its whole serialised vocabulary,
-normaliser and pre-tokeniser), ``max_length``, ``block_boundary``, the segmentation
+normaliser and pre-tokeniser; not the truncation and padding of its last call), ``max_length``, ``block_boundary``, the segmentation
 settings (POS tagging, the user dictionary's content, jieba's version), the chunk
 size of :mod:`~workbench.masking.corpus` and :data:`FORMAT` (raised whenever the
 packing code changes its output). A changed
@@ -63,8 +63,9 @@ class PreparedCorpus:
     ``dataset``: the blocks (memory-mapped Arrow); ``key`` and ``path``: the cache entry;
     ``cache_hit``: loaded rather than encoded; ``preprocess_seconds``: wall time of
     :func:`prepare_corpus` (hashing, then loading or encoding and writing);
-    ``corpus_characters``: characters in the documents; ``tokens``: tokens in all blocks
-    (special tokens included); ``blocks``: number of blocks.
+    ``corpus_characters``: the non-space characters of the documents (the text the blocks hold;
+    whitespace yields no token); ``tokens``: tokens in all blocks (special tokens included);
+    ``blocks``: number of blocks.
     """
 
     dataset: datasets.Dataset
@@ -80,33 +81,48 @@ class PreparedCorpus:
         return len(self.dataset)
 
 
-def _documents_digest(documents: Sequence[str]) -> tuple[str, int]:
-    """SHA-256 of the documents (each length-prefixed, so boundaries count) and their characters."""
+def _documents_digest(documents: Sequence[str]) -> tuple[str, int, int]:
+    """SHA-256 of the documents (each length-prefixed, so boundaries count), their characters and
+    their non-space characters."""
     digest = hashlib.sha256()
-    characters = 0
+    characters = text_characters = 0
     for document in documents:
         data = document.encode("utf-8")
         digest.update(len(data).to_bytes(8, "little"))
         digest.update(data)
         characters += len(document)
-    return digest.hexdigest(), characters
+        text_characters += sum(map(len, document.split()))
+    return digest.hexdigest(), characters, text_characters
 
 
 def _file_digest(path: str | None) -> str | None:
     return None if path is None else hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
+def _tokenizer_digest(tokenizer) -> str:
+    """SHA-256 of the fast tokenizer's serialisation (vocabulary, normaliser, pre-tokeniser, model,
+    added tokens) without its ``truncation`` and ``padding``: those hold the settings of the last
+    call (any earlier ``tokenizer(..., truncation=True)`` on the same object), not what the blocks
+    depend on."""
+    state = json.loads(tokenizer.backend_tokenizer.to_str())
+    state.pop("truncation", None)
+    state.pop("padding", None)
+    return hashlib.sha256(json.dumps(state, sort_keys=True).encode("utf-8")).hexdigest()
+
+
 def corpus_key(
     documents: Sequence[str], tokenizer, *, max_length: int, segmenter: JiebaSegmenter, block_boundary: str = "sentence"
 ) -> tuple[str, dict]:
-    """``(key, parts)``: the cache key (hex SHA-256 of ``parts`` as sorted JSON) and its parts."""
-    documents_sha256, characters = _documents_digest(documents)
+    """``(key, parts)``: the cache key (hex SHA-256 of ``parts`` as sorted JSON) and its parts
+    (``characters``: all characters of the documents, ``text_characters``: the non-space ones)."""
+    documents_sha256, characters, text_characters = _documents_digest(documents)
     parts = {
         "format": FORMAT,
         "documents_sha256": documents_sha256,
         "documents": len(documents),
         "characters": characters,
-        "tokenizer_sha256": hashlib.sha256(tokenizer.backend_tokenizer.to_str().encode("utf-8")).hexdigest(),
+        "text_characters": text_characters,
+        "tokenizer_sha256": _tokenizer_digest(tokenizer),
         "max_length": max_length,
         "block_boundary": block_boundary,
         "chunk_characters": corpus.CHUNK_CHARACTERS,
@@ -199,6 +215,6 @@ def prepare_corpus(
         path=folder,
         cache_hit=cache_hit,
         preprocess_seconds=time.perf_counter() - start,
-        corpus_characters=parts["characters"],
+        corpus_characters=parts["text_characters"],
         tokens=manifest["tokens"],
     )

@@ -158,8 +158,17 @@ def encode_corpus(
     return datasets.Dataset(table, info=datasets.DatasetInfo(features=BLOCK_FEATURES))
 
 
-def count_tokens(blocks: datasets.Dataset) -> int:
-    """Tokens in all ``input_ids`` of ``blocks`` (special tokens included), counted in Arrow;
-    respects a selection (``select``, :func:`~workbench.masking.split_heldout`)."""
+def count_tokens(blocks: datasets.Dataset, *, text_only: bool = False) -> int:
+    """Tokens in all ``input_ids`` of ``blocks``, counted in Arrow; respects a selection (``select``,
+    :func:`~workbench.masking.split_heldout`).
+
+    ``text_only=False``: every token, [CLS] and [SEP] included. ``text_only=True``: the tokens of the
+    text, sum over blocks of #{i : word_ids[i] >= 0}: no [CLS], final [SEP] or [SEP] between
+    documents (the n of the collators' masking budget round(p * n)).
+    """
     table = blocks.with_format("arrow")[:]
-    return int(pc.sum(pc.list_value_length(table.column("input_ids"))).as_py() or 0)
+    if text_only:
+        counted = pc.greater_equal(pc.list_flatten(table.column("word_ids")), 0)
+    else:
+        counted = pc.list_value_length(table.column("input_ids"))
+    return int(pc.sum(counted).as_py() or 0)

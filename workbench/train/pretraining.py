@@ -173,11 +173,13 @@ class PretrainingData:
     eval_batches: list[dict[str, torch.Tensor]]
 
     def metrics(self) -> dict[str, Any]:
-        """corpus_characters, blocks (train / eval), tokens_per_epoch, preprocess_seconds, cache_hit."""
+        """corpus_characters (non-space characters of the texts), blocks (train / eval),
+        tokens_per_epoch (the training blocks' tokens without [CLS] / [SEP]: ``count_tokens(...,
+        text_only=True)``), preprocess_seconds, cache_hit."""
         return {
             "corpus_characters": self.corpus.corpus_characters,
             "blocks": {"train": len(self.train_blocks), "eval": len(self.eval_blocks)},
-            "tokens_per_epoch": count_tokens(self.train_blocks),
+            "tokens_per_epoch": count_tokens(self.train_blocks, text_only=True),
             "preprocess_seconds": self.corpus.preprocess_seconds,
             "cache_hit": self.corpus.cache_hit,
         }
