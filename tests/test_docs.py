@@ -55,8 +55,13 @@ def _named_paths(command: str) -> list[str]:
     return paths
 
 
+# commands whose last argument is a folder they create
+CREATES_LAST_ARGUMENT = ("python scripts/publish_encoder.py",)
+
+
 def test_every_path_a_documented_command_names_exists():
-    commands = _commands()
+    commands = [(source, command.rsplit(" ", 1)[0] if command.startswith(CREATES_LAST_ARGUMENT) else command)
+                for source, command in _commands()]
     assert len(commands) >= 10, "the README and docs show the commands a user runs"
     shared = (ROOT.parent / "shared").is_dir()
     missing = []
