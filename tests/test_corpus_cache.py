@@ -211,3 +211,19 @@ def test_same_seed_same_masks_in_dataloader_workers(tokenizer, tmp_path):
     assert not torch.equal(first[0], first[1])  # persistent workers keep drawing: fresh masks each epoch
     other = masks_over_two_epochs(prepared.dataset, tokenizer, seed=4)
     assert not torch.equal(first[0], other[0])
+
+
+def test_core_defaults_follow_the_cpu_affinity_not_the_machine(monkeypatch):
+    """num_proc, dataloader workers and torch threads count the cores this process may use (a container or
+    taskset narrows them), not every core of the machine."""
+    from workbench.masking.corpus import resolve_num_proc
+    from workbench.threads import default_threads, usable_cores
+    from workbench.train.pretraining import default_dataloader_workers
+
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {3}, raising=False)
+    monkeypatch.setattr(os, "cpu_count", lambda: 64)
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    assert usable_cores() == 1
+    assert resolve_num_proc(None) == 1 and default_dataloader_workers() == 1 and default_threads() == 1
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(6)), raising=False)
+    assert resolve_num_proc(None) == 6 and default_dataloader_workers() == 4 and default_threads() == 3

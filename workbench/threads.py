@@ -16,12 +16,20 @@ from contextlib import contextmanager
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS")
 
 
+def usable_cores() -> int:
+    """The cores this process may run on (its CPU affinity, which a container or ``taskset`` narrows),
+    at least 1; ``os.cpu_count()`` where the platform has no affinity."""
+    if hasattr(os, "sched_getaffinity"):
+        return max(1, len(os.sched_getaffinity(0)))
+    return os.cpu_count() or 1
+
+
 def default_threads() -> int:
     """``OMP_NUM_THREADS`` when set (the runner sets it for its kernels), else half the cores, at least 1."""
     configured = os.environ.get("OMP_NUM_THREADS", "")
     if configured.isdigit() and int(configured) >= 1:
         return int(configured)
-    return max(1, (os.cpu_count() or 1) // 2)
+    return max(1, usable_cores() // 2)
 
 
 @contextmanager

@@ -34,7 +34,6 @@ import argparse
 import copy
 import gzip
 import json
-import os
 import resource
 import tempfile
 import time
@@ -58,6 +57,7 @@ from workbench.masking import (
 )
 from workbench.masking.corpus import CHUNK_CHARACTERS, chunk_documents
 from workbench.models import build_masked_lm
+from workbench.threads import usable_cores
 from workbench.vocab import load_tokenizer
 
 SHARED_DATA = Path(DEFAULT_CORPUS).parents[1]
@@ -112,7 +112,7 @@ def preprocessing(documents: list[str], tokenizer, max_length: int) -> dict[str,
     jobs share the cores); the old encode_words path."""
     characters = sum(map(len, documents))
     _, jieba_load = _timed(JiebaSegmenter().words, "预热")
-    processes = sorted({1, min(2, os.cpu_count() or 1), os.cpu_count() or 1})
+    processes = sorted({1, min(2, usable_cores()), usable_cores()})
     rates, cpu_rates = {}, {}
     for count in processes:
         cpu_start = _cpu_seconds()
@@ -229,7 +229,7 @@ def training(blocks, tokenizer, arguments, device: torch.device) -> dict[str, di
 def _print_report(report: dict[str, Any]) -> None:
     pre, cache, train, share = report["preprocessing"], report["cache"], report["training"], report["first_step"]
     print(f"corpus: {report['source']}; {report['stories']} stories, {pre['characters']:,} characters; "
-          f"vocab {report['vocab_size']:,} tokens; max_length {report['max_length']}; {os.cpu_count()} cores; device {report['device']}")
+          f"vocab {report['vocab_size']:,} tokens; max_length {report['max_length']}; {usable_cores()} cores; device {report['device']}")
     print(f"\njieba dictionary load (once per run): {pre['jieba_load_seconds']:.2f} s")
     print("\n| preprocessing | characters/s | speedup vs 1 | target | characters per CPU second |\n|---|---:|---:|---:|---:|")
     for count, rate in pre["chars_per_second"].items():
@@ -296,7 +296,7 @@ def main(argv: list[str] | None = None) -> None:
     train_seconds = arguments.epochs * cache["blocks"] / train["objectives"]["plain"]["samples_per_second"]
     report = {
         "source": source, "stories": len(documents), "vocab_size": len(tokenizer), "max_length": arguments.max_length,
-        "device": str(device), "repeats": arguments.repeats, "epochs": arguments.epochs, "cores": os.cpu_count(),
+        "device": str(device), "repeats": arguments.repeats, "epochs": arguments.epochs, "cores": usable_cores(),
         "preprocessing": pre, "cache": cache, "training": train,
         "first_step": {
             "train_seconds": train_seconds,

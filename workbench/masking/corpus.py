@@ -28,6 +28,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from tqdm.auto import tqdm
 
+from workbench.threads import usable_cores
+
 from .packing import (
     BLOCK_BOUNDARIES,
     check_block_boundary,
@@ -61,11 +63,11 @@ __all__ = [
 
 
 def resolve_num_proc(num_proc: int | None) -> int:
-    """``num_proc``, or the number of CPU cores when None; ValueError unless an integer >= 1."""
+    """``num_proc``, or the number of usable CPU cores when None; ValueError unless an integer >= 1."""
     if num_proc is None:
-        return os.cpu_count() or 1
+        return usable_cores()
     if isinstance(num_proc, bool) or not isinstance(num_proc, int) or num_proc < 1:
-        raise ValueError(f"num_proc: must be an integer >= 1 (or None for all {os.cpu_count()} cores), got {num_proc!r}")
+        raise ValueError(f"num_proc: must be an integer >= 1 (or None for all {usable_cores()} cores), got {num_proc!r}")
     return num_proc
 
 

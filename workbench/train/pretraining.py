@@ -9,7 +9,6 @@ the Trainer arguments (:func:`pretraining_trainer_kwargs`), the HC logs (:class:
 from __future__ import annotations
 
 import math
-import os
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -38,7 +37,7 @@ from workbench.masking import (
 )
 from workbench.masking.heldout import mlm_logits
 from workbench.models import build_masked_lm, model_source
-from workbench.threads import torch_threads
+from workbench.threads import torch_threads, usable_cores
 from workbench.train.checkpoints import checkpoint_to_resume, remove_checkpoints
 from workbench.train.result import Result, count_parameters, write_result
 from workbench.train.trainer import LossTrainer, training_arguments
@@ -156,7 +155,7 @@ class FirstStep(TrainerCallback):
 
 def default_dataloader_workers() -> int:
     """min(4, cores): masks are drawn in these processes while the model trains."""
-    return min(4, os.cpu_count() or 1)
+    return min(4, usable_cores())
 
 
 @dataclass
