@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -159,6 +160,23 @@ def test_unknown_parameter_refused_before_anything_runs(tmp_path, capsys):
                  "--outputs-dir", str(outputs), "--sweep", "epsilon=0.1,0.2"])
     assert code == 2
     assert "unknown parameter 'epsilon' for notebook" in capsys.readouterr().err
+    assert not outputs.exists()
+
+
+@pytest.mark.parametrize(("params_file", "sweep", "message"), [
+    (b"", "x=[1,2", r"error: --sweep x:1: invalid YAML \(expected ',' or '\]', but got '<stream end>'\)"),
+    (b"", "x=1.0,1.00", r"error: --sweep x: values '1.0' and '1.00' are equal after parsing"),
+    (b"x: 1\nseeds: [2\n", "x=1", r"error: \S*default/ok_metrics.yaml:3: invalid YAML"),
+    ("x: 1\n# 说明\n".encode("gbk"), "x=1", r"error: \S*default/ok_metrics.yaml:2: params file is not UTF-8 text"),
+])
+def test_bad_yaml_in_a_params_file_or_a_sweep_exits_2_naming_it(tmp_path, capsys, params_file, sweep, message):
+    (tmp_path / "default").mkdir()
+    (tmp_path / "default" / "ok_metrics.yaml").write_bytes(params_file)
+    outputs = tmp_path / "outputs"
+    code = main(["run", "--only", "ok", "--notebooks-dir", str(FIXTURES), "--params-dir", str(tmp_path),
+                 "--outputs-dir", str(outputs), "--sweep", sweep])
+    error = capsys.readouterr().err
+    assert code == 2 and re.search(message, error) and "Traceback" not in error
     assert not outputs.exists()
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 
 import pytest
 import yaml
@@ -121,6 +122,13 @@ def test_bad_yaml_names_the_file_and_line(tmp_path):
         load_config(path)
 
 
+def test_a_config_that_is_not_utf8_names_the_file_and_line(tmp_path):
+    path = tmp_path / "gbk.yaml"
+    path.write_bytes("task: finetune\noutput_dir: 结果\n".encode("gbk"))
+    with pytest.raises(ValueError, match=rf"^{path}:2: config is not UTF-8 text \(invalid start byte at byte 12 of the line\); save it as UTF-8$"):
+        load_config(path)
+
+
 def test_task_is_filled_in_or_checked():
     assert load_config({}, task="two_stage").task == "two_stage"
     with pytest.raises(ValueError, match=r"task: finetune\(\) cannot run a config whose task is 'two_stage'"):
@@ -132,3 +140,20 @@ def test_sections_take_mappings_and_refuse_unknown_keys():
     with pytest.raises(ValueError, match="unknown config key 'training.epoch'"):
         TrainingConfig.from_mapping({"epoch": 2})
     assert Config().replace(training={"lr": 0.5}).training == TrainingConfig(lr=0.5)
+
+
+@pytest.mark.parametrize(("text", "override", "message"), [
+    ("task: finetune\ntraining:\n  lr: [1e-3\n", [], r"{path}:\d+: invalid YAML"),
+    ("task: finetune\n", ["training.lr=[1"], r"overrides: cannot parse the value of 'training.lr=\[1'"),
+    ("task: finetune\n", ["training.lr=.inf"], r"training.lr: must be a number > 0, got inf"),
+])
+def test_the_train_command_exits_2_with_one_line_for_bad_input(tmp_path, capsys, text, override, message):
+    from workbench.train.__main__ import main
+
+    path = tmp_path / "broken.yaml"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(SystemExit) as exit_info:
+        main([str(path), *override])
+    assert exit_info.value.code == 2
+    error = capsys.readouterr().err
+    assert re.search(message.format(path=re.escape(str(path))), error) and "Traceback" not in error
