@@ -72,6 +72,9 @@ def test_parse_sweep_reads_bracketed_lists_and_refuses_equal_values():
         parse_sweep(["epsilon=0.1,0.10"])
     with pytest.raises(ValueError, match=r"--sweep x:1: invalid YAML"):
         parse_sweep(["x=[1,2"])
+    assert parse_sweep(["flag=1,true"]) == {"flag": [1, True]}  # equal in Python, yet a count is no flag
+    with pytest.raises(ValueError, match=r"--sweep x: values 'true' and 'yes' are equal after parsing \(True\)"):
+        parse_sweep(["x=true,yes"])
 
 
 def test_parse_seeds():
@@ -90,6 +93,15 @@ def test_cell_slug_is_injective():
     sanitised = cell_slug({"path": "a/b c"})
     assert sanitised.startswith("path=a_b_c-") and sanitised != cell_slug({"path": "a_b_c"})
     assert cell_slug({"path": "a/b"}) != cell_slug({"path": "a_b"})
+    assert cell_slug({"lr": 1e-05, "flag": True, "name": "abc"}) == "lr=1e-05,flag=True,name=abc"  # each reads back
+    # texts that read back as another value (or split on their comma) get a hash of the typed point
+    colliding = [({"x": "0.1"}, {"x": 0.1}), ({"x": None}, {"x": "None"}), ({"x": "1"}, {"x": 1}),
+                 ({"a": "1,b=2", "b": 3}, {"a": 1, "b": "2,b=3"})]
+    for first, second in colliding:
+        assert cell_slug(first) != cell_slug(second), (first, second)
+    assert cell_slug({"x": "0.1"}).startswith("x=0.1-") and cell_slug({"x": 0.1}) == "x=0.1"
+    grid = parse_sweep(["x='0.1',0.1,'1',1,1.5,abc,null,'null',true,'true',[1],'[1]'"])["x"]
+    assert len({cell_slug({"x": value}) for value in grid}) == len(grid) == 12
 
 
 def test_select_notebooks_by_stem_and_prefix(tmp_path):
