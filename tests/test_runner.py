@@ -178,7 +178,7 @@ def test_unknown_parameter_refused_before_anything_runs(tmp_path, capsys):
 @pytest.mark.parametrize(("params_file", "sweep", "message"), [
     (b"", "x=[1,2", r"error: --sweep x:1: invalid YAML \(expected ',' or '\]', but got '<stream end>'\)"),
     (b"", "x=1.0,1.00", r"error: --sweep x: values '1.0' and '1.00' are equal after parsing"),
-    (b"x: 1\nseeds: [2\n", "x=1", r"error: \S*default/ok_metrics.yaml:3: invalid YAML"),
+    (b"x: 1\nseeds: [2\n", "x=1", r"error: \S*default/ok_metrics.yaml:2: invalid YAML"),
     ("x: 1\n# 说明\n".encode("gbk"), "x=1", r"error: \S*default/ok_metrics.yaml:2: params file is not UTF-8 text"),
 ])
 def test_bad_yaml_in_a_params_file_or_a_sweep_exits_2_naming_it(tmp_path, capsys, params_file, sweep, message):

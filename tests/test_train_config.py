@@ -120,6 +120,8 @@ def test_bad_yaml_names_the_file_and_line(tmp_path):
     path.write_text("task: finetune\ntraining:\n  lr: [1e-3\n", encoding="utf-8")
     with pytest.raises(ValueError, match=rf"{path}:\d+: invalid YAML"):
         load_config(path)
+    with pytest.raises(ValueError, match=rf"^{path}:3: invalid YAML \(expected ',' or '\]', but got '<stream end>'\)$"):
+        load_config(path)  # the parser stops after the last line; the error names the last line
 
 
 def test_a_config_that_is_not_utf8_names_the_file_and_line(tmp_path):

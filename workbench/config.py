@@ -84,8 +84,8 @@ def read_yaml(text: str, source: str) -> Any:
     try:
         return yaml.load(text, Loader=_YamlLoader)  # noqa: S506 - a SafeLoader subclass
     except yaml.YAMLError as error:
-        mark = getattr(error, "problem_mark", None)
-        where = f"{source}:{mark.line + 1}" if mark is not None else source
+        mark = getattr(error, "problem_mark", None)  # at the end of the text: the last line
+        where = f"{source}:{min(mark.line + 1, len(text.splitlines()) or 1)}" if mark is not None else source
         problem = getattr(error, "problem", None) or str(error).splitlines()[0]
         raise ValueError(f"{where}: invalid YAML ({problem})") from None
 
