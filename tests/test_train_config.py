@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import typing
 
 import pytest
 import yaml
@@ -159,3 +160,26 @@ def test_the_train_command_exits_2_with_one_line_for_bad_input(tmp_path, capsys,
     assert exit_info.value.code == 2
     error = capsys.readouterr().err
     assert re.search(message.format(path=re.escape(str(path))), error) and "Traceback" not in error
+
+
+def _numeric_keys(section: type = Config, prefix: str = "") -> list[str]:
+    """Every config key typed as a number (or numbers), walking the nested sections."""
+    keys = []
+    hints = typing.get_type_hints(section)
+    for item in dataclasses.fields(section):
+        kind = hints[item.name]
+        if dataclasses.is_dataclass(kind):
+            keys += _numeric_keys(kind, f"{prefix}{item.name}.")
+        elif re.search(r"\b(int|float)\b", str(kind)):
+            keys.append(prefix + item.name)
+    return keys
+
+
+@pytest.mark.parametrize("value", [".inf", "-.inf", ".nan"])
+def test_every_numeric_key_refuses_non_finite_values_naming_the_key(value):
+    keys = _numeric_keys()
+    assert len(keys) >= 30 and {"training.lr", "data.split", "model.tiny.num_layers", "aux.fgm_epsilon"} <= set(keys)
+    for key in keys:
+        override = f"{key}=[{value}, 0.5, 0.5]" if key == "data.split" else f"{key}={value}"
+        with pytest.raises(ValueError, match=rf"^{re.escape(key)}: must .*got .*(inf|nan)"):
+            load_config({}, overrides=[override])
