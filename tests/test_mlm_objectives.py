@@ -476,6 +476,24 @@ def test_plain_module_is_masked_cross_entropy_with_item_count():
     assert empty.item() == 0.0 and (logits.grad == 0).all()
 
 
+@pytest.mark.parametrize("name", ["mlm", "mlm_hc", "mlm_sr"])
+def test_fp16_mean_accumulates_in_float32(name, tokenizer, table):
+    # 64 masked positions with a margin of 1e4: each term is about 1e4 (fits fp16, max 65504),
+    # their sum 6.4e5 does not; the mean must still come out near 1e4, in fp16.
+    vocab = len(tokenizer)
+    logits = torch.zeros(2, 32, vocab, dtype=torch.float64)
+    logits[..., 7] = 1e4
+    labels = torch.full((2, 32), 8)
+    context = {"embeddings": torch.randn(vocab, 4, generator=torch.Generator().manual_seed(0))} if name == "mlm_sr" else {}
+    params = {"tokenizer": tokenizer, "table": table} if name == "mlm_hc" else {}
+    loss = build_loss(name, **params)
+    expected, items = loss.loss_and_items(logits, labels, **context)
+    value, half_items = loss.loss_and_items(logits.half(), labels, **context)
+    assert value.dtype == torch.float16 and torch.isfinite(value)
+    assert items.item() == half_items.item() == 64
+    torch.testing.assert_close(value.double(), expected, rtol=1e-3, atol=0.0)
+
+
 def test_hc_module_equals_function_counts_kept_items_and_accumulates_stats(tokenizer, table):
     hc = HardCorrectionLoss(tokenizer, table, level="word")
     stats = CorrectionStats()

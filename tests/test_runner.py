@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -71,6 +72,9 @@ def test_parse_sweep_reads_bracketed_lists_and_refuses_equal_values():
         parse_sweep(["epsilon=0.1,0.10"])
     with pytest.raises(ValueError, match=r"--sweep x:1: invalid YAML"):
         parse_sweep(["x=[1,2"])
+    assert parse_sweep(["flag=1,true"]) == {"flag": [1, True]}  # equal in Python, yet a count is no flag
+    with pytest.raises(ValueError, match=r"--sweep x: values 'true' and 'yes' are equal after parsing \(True\)"):
+        parse_sweep(["x=true,yes"])
 
 
 def test_parse_seeds():
@@ -89,6 +93,15 @@ def test_cell_slug_is_injective():
     sanitised = cell_slug({"path": "a/b c"})
     assert sanitised.startswith("path=a_b_c-") and sanitised != cell_slug({"path": "a_b_c"})
     assert cell_slug({"path": "a/b"}) != cell_slug({"path": "a_b"})
+    assert cell_slug({"lr": 1e-05, "flag": True, "name": "abc"}) == "lr=1e-05,flag=True,name=abc"  # each reads back
+    # texts that read back as another value (or split on their comma) get a hash of the typed point
+    colliding = [({"x": "0.1"}, {"x": 0.1}), ({"x": None}, {"x": "None"}), ({"x": "1"}, {"x": 1}),
+                 ({"a": "1,b=2", "b": 3}, {"a": 1, "b": "2,b=3"})]
+    for first, second in colliding:
+        assert cell_slug(first) != cell_slug(second), (first, second)
+    assert cell_slug({"x": "0.1"}).startswith("x=0.1-") and cell_slug({"x": 0.1}) == "x=0.1"
+    grid = parse_sweep(["x='0.1',0.1,'1',1,1.5,abc,null,'null',true,'true',[1],'[1]'"])["x"]
+    assert len({cell_slug({"x": value}) for value in grid}) == len(grid) == 12
 
 
 def test_select_notebooks_by_stem_and_prefix(tmp_path):
@@ -159,6 +172,23 @@ def test_unknown_parameter_refused_before_anything_runs(tmp_path, capsys):
                  "--outputs-dir", str(outputs), "--sweep", "epsilon=0.1,0.2"])
     assert code == 2
     assert "unknown parameter 'epsilon' for notebook" in capsys.readouterr().err
+    assert not outputs.exists()
+
+
+@pytest.mark.parametrize(("params_file", "sweep", "message"), [
+    (b"", "x=[1,2", r"error: --sweep x:1: invalid YAML \(expected ',' or '\]', but got '<stream end>'\)"),
+    (b"", "x=1.0,1.00", r"error: --sweep x: values '1.0' and '1.00' are equal after parsing"),
+    (b"x: 1\nseeds: [2\n", "x=1", r"error: \S*default/ok_metrics.yaml:2: invalid YAML"),
+    ("x: 1\n# 说明\n".encode("gbk"), "x=1", r"error: \S*default/ok_metrics.yaml:2: params file is not UTF-8 text"),
+])
+def test_bad_yaml_in_a_params_file_or_a_sweep_exits_2_naming_it(tmp_path, capsys, params_file, sweep, message):
+    (tmp_path / "default").mkdir()
+    (tmp_path / "default" / "ok_metrics.yaml").write_bytes(params_file)
+    outputs = tmp_path / "outputs"
+    code = main(["run", "--only", "ok", "--notebooks-dir", str(FIXTURES), "--params-dir", str(tmp_path),
+                 "--outputs-dir", str(outputs), "--sweep", sweep])
+    error = capsys.readouterr().err
+    assert code == 2 and re.search(message, error) and "Traceback" not in error
     assert not outputs.exists()
 
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
+import re
+import typing
 
 import pytest
 import yaml
@@ -125,6 +127,15 @@ def test_bad_yaml_names_the_file_and_line(tmp_path):
     path.write_text("task: finetune\ntraining:\n  lr: [1e-3\n", encoding="utf-8")
     with pytest.raises(ValueError, match=rf"{path}:\d+: invalid YAML"):
         load_config(path)
+    with pytest.raises(ValueError, match=rf"^{path}:3: invalid YAML \(expected ',' or '\]', but got '<stream end>'\)$"):
+        load_config(path)  # the parser stops after the last line; the error names the last line
+
+
+def test_a_config_that_is_not_utf8_names_the_file_and_line(tmp_path):
+    path = tmp_path / "gbk.yaml"
+    path.write_bytes("task: finetune\noutput_dir: 结果\n".encode("gbk"))
+    with pytest.raises(ValueError, match=rf"^{path}:2: config is not UTF-8 text \(invalid start byte at byte 12 of the line\); save it as UTF-8$"):
+        load_config(path)
 
 
 def test_task_is_filled_in_or_checked():
@@ -138,3 +149,43 @@ def test_sections_take_mappings_and_refuse_unknown_keys():
     with pytest.raises(ValueError, match="unknown config key 'training.epoch'"):
         TrainingConfig.from_mapping({"epoch": 2})
     assert Config().replace(training={"lr": 0.5}).training == TrainingConfig(lr=0.5)
+
+
+@pytest.mark.parametrize(("text", "override", "message"), [
+    ("task: finetune\ntraining:\n  lr: [1e-3\n", [], r"{path}:\d+: invalid YAML"),
+    ("task: finetune\n", ["training.lr=[1"], r"overrides: cannot parse the value of 'training.lr=\[1'"),
+    ("task: finetune\n", ["training.lr=.inf"], r"training.lr: must be a number > 0, got inf"),
+])
+def test_the_train_command_exits_2_with_one_line_for_bad_input(tmp_path, capsys, text, override, message):
+    from workbench.train.__main__ import main
+
+    path = tmp_path / "broken.yaml"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(SystemExit) as exit_info:
+        main([str(path), *override])
+    assert exit_info.value.code == 2
+    error = capsys.readouterr().err
+    assert re.search(message.format(path=re.escape(str(path))), error) and "Traceback" not in error
+
+
+def _numeric_keys(section: type = Config, prefix: str = "") -> list[str]:
+    """Every config key typed as a number (or numbers), walking the nested sections."""
+    keys = []
+    hints = typing.get_type_hints(section)
+    for item in dataclasses.fields(section):
+        kind = hints[item.name]
+        if dataclasses.is_dataclass(kind):
+            keys += _numeric_keys(kind, f"{prefix}{item.name}.")
+        elif re.search(r"\b(int|float)\b", str(kind)):
+            keys.append(prefix + item.name)
+    return keys
+
+
+@pytest.mark.parametrize("value", [".inf", "-.inf", ".nan"])
+def test_every_numeric_key_refuses_non_finite_values_naming_the_key(value):
+    keys = _numeric_keys()
+    assert len(keys) >= 30 and {"training.lr", "data.split", "model.tiny.num_layers", "aux.fgm_epsilon"} <= set(keys)
+    for key in keys:
+        override = f"{key}=[{value}, 0.5, 0.5]" if key == "data.split" else f"{key}={value}"
+        with pytest.raises(ValueError, match=rf"^{re.escape(key)}: must .*got .*(inf|nan)"):
+            load_config({}, overrides=[override])

@@ -63,6 +63,15 @@ def test_bad_data_sections(values, match):
         load_splits(_data(**values))
 
 
+def test_a_file_too_small_for_the_split_names_the_file_and_data_split(tmp_path):
+    path = _write_table(tmp_path / "t.csv", 4)
+    with pytest.raises(ValueError, match=rf"^data.split: cannot cut '{path}' into \[0.8, 0.1, 0.1\]: fractions: split "
+                                         r"'validation' would be empty \(0.1 of 4 examples"):
+        load_splits(_data(source="table", path=str(path), text="sentence", label="tag"))
+    assert set(load_splits(_data(source="table", path=str(path), text="sentence", label="tag", split=(0.5, 0.5, 0.0)))) == {
+        "train", "validation"}
+
+
 def test_table_needs_column_names(tmp_path):
     path = _write_table(tmp_path / "t.csv", 10)
     with pytest.raises(ValueError, match="data.text / data.label"):

@@ -140,6 +140,43 @@ def test_a_diverging_run_stops_naming_the_step_and_writes_no_result(tmp_path):
     assert not (tmp_path / "run" / "metrics.json").exists()
 
 
+class _PoisonWeightsAt(TrainerCallback):
+    """Sets one weight tensor to NaN at the end of optimizer step ``step`` (None: the last step)."""
+
+    def __init__(self, step: int | None) -> None:
+        self.step = step
+
+    def on_step_end(self, args, state, control, model=None, **kwargs):
+        if state.global_step == (state.max_steps if self.step is None else self.step):
+            with torch.no_grad():
+                next(model.parameters()).fill_(float("nan"))
+
+
+@pytest.mark.parametrize(("poisoned_at", "message"), [
+    (5, r"training diverged at step 6 .*: the loss is nan"),  # the next step's loss
+    (8, r"training diverged at step 8 \(epoch 2.00\): the held-out eval_loss is nan"),  # no later step: the evaluation
+])
+def test_a_run_diverging_after_a_checkpoint_keeps_the_last_good_one(tmp_path, poisoned_at, message):
+    # 4 steps per epoch: checkpoint-4 holds finite weights; the weights go NaN in epoch 2. At step 8, the
+    # last one, no later loss shows it: the epoch's evaluation does, before its checkpoint is written.
+    with pytest.raises(FloatingPointError, match=message):
+        finetune(tiny_config(tmp_path / "run", training={"epochs": 2}), callbacks=[_PoisonWeightsAt(poisoned_at)])
+    run = tmp_path / "run"
+    assert sorted(path.name for path in run.iterdir()) == ["checkpoint-4"]
+    kept = load_file(str(run / "checkpoint-4" / "model.safetensors"))
+    assert all(torch.isfinite(tensor).all() for tensor in kept.values())
+
+
+def test_cli_exits_1_when_the_only_update_makes_the_weights_non_finite(tmp_path, capsys):
+    # one step (64 examples, batch 64) at lr 1e30: the loss of that step is finite, the weights after it are not
+    config = tiny_config(tmp_path / "run", training={"batch_size": 64, "lr": 1e30, "max_grad_norm": 0.0, "warmup_ratio": 0.0})
+    path = tmp_path / "run.yaml"
+    path.write_text(yaml.safe_dump({"task": "finetune", **config}), encoding="utf-8")
+    assert cli_main([str(path)]) == 1
+    assert "error: training diverged at step 1 (epoch 1.00): the held-out eval_loss is nan" in capsys.readouterr().err
+    assert not (tmp_path / "run" / "metrics.json").exists() and not (tmp_path / "run" / "predictions.csv").exists()
+
+
 def test_pretrain_with_kdm_and_hc_logs_corrections_and_finetune_loads_it(tmp_path):
     pretrained = pretrain_mlm(
         tiny_config(
@@ -174,6 +211,14 @@ def test_pretrain_with_kdm_and_hc_logs_corrections_and_finetune_loads_it(tmp_pat
     assert len(load_tokenizer(tmp_path / "pre")) == encoder.embeddings.word_embeddings.num_embeddings
     tuned = finetune(tiny_config(tmp_path / "ft", model={"model_name_or_path": str(tmp_path / "pre")}))
     assert 0.0 <= tuned.metrics["macro_f1"] <= 1.0
+
+
+def test_pretraining_stops_when_the_held_out_loss_is_not_finite(tmp_path):
+    config = tiny_config(tmp_path / "pre", data={"source": "sample_corpus", "n_sentences": 200},
+                         training={"epochs": 1, "dataloader_workers": 0})
+    with pytest.raises(FloatingPointError, match=r"training diverged at step \d+ \(epoch 1.00\): the held-out eval_loss is nan"):
+        pretrain_mlm(config, callbacks=[_PoisonWeightsAt(None)])
+    assert not list((tmp_path / "pre").glob("checkpoint-*")) and not (tmp_path / "pre" / "metrics.json").exists()
 
 
 @pytest.mark.parametrize("objective", [{"name": "plain"}, {"name": "sr", "weight": 0.5, "level": "token"}])

@@ -84,18 +84,26 @@ def read_yaml(text: str, source: str) -> Any:
     try:
         return yaml.load(text, Loader=_YamlLoader)  # noqa: S506 - a SafeLoader subclass
     except yaml.YAMLError as error:
-        mark = getattr(error, "problem_mark", None)
-        where = f"{source}:{mark.line + 1}" if mark is not None else source
+        mark = getattr(error, "problem_mark", None)  # at the end of the text: the last line
+        where = f"{source}:{min(mark.line + 1, len(text.splitlines()) or 1)}" if mark is not None else source
         problem = getattr(error, "problem", None) or str(error).splitlines()[0]
         raise ValueError(f"{where}: invalid YAML ({problem})") from None
 
 
 def read_yaml_file(path: str | Path, what: str) -> dict[str, Any]:
-    """A YAML file holding a mapping (an empty file is ``{}``); ``what`` names the file's role in errors."""
+    """A YAML file holding a mapping (an empty file is ``{}``); ``what`` names the file's role in errors,
+    which also name the file (and the line, for a syntax error or a byte that is not UTF-8)."""
     path = Path(path)
     if not path.is_file():
         raise ValueError(f"{what}: no such file {str(path)!r}")
-    loaded = read_yaml(path.read_text(encoding="utf-8"), str(path))
+    raw = path.read_bytes()
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as error:
+        line, column = raw.count(b"\n", 0, error.start) + 1, error.start - raw.rfind(b"\n", 0, error.start) - 1
+        raise ValueError(f"{path}:{line}: {what} is not UTF-8 text ({error.reason} at byte {column} of the line); "
+                         "save it as UTF-8") from None
+    loaded = read_yaml(text, str(path))
     if loaded is None:
         return {}
     if not isinstance(loaded, Mapping):

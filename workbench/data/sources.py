@@ -53,6 +53,16 @@ def _read_labelled_file(data: DataConfig, key: str) -> Dataset:
     return load_table(path, text=data.text, text_pair=data.text_pair, label=data.label)
 
 
+def _split_file(data: DataConfig, fractions: dict[str, float]) -> DatasetDict:
+    """``data.path`` cut by ``stratified_split``; too few examples for a split is an error naming
+    ``data.split`` and the file."""
+    dataset = _read_labelled_file(data, "path")
+    try:
+        return stratified_split(dataset, fractions, seed=data.seed)
+    except ValueError as error:
+        raise ValueError(f"data.split: cannot cut {str(_require_path(data))!r} into {list(data.split)!r}: {error}") from None
+
+
 def _limit(dataset: Dataset, limit: int | None) -> Dataset:
     return dataset if limit is None or limit >= len(dataset) else dataset.select(range(limit))
 
@@ -80,7 +90,7 @@ def load_splits(data: DataConfig | Mapping[str, Any]) -> DatasetDict:
             fractions = {name: fraction for name, fraction in zip(SPLIT_NAMES, data.split) if fraction > 0}
             if "validation" not in fractions:
                 raise ValueError(f"data.split: the validation fraction must be > 0, got {list(data.split)!r}")
-            splits = stratified_split(_read_labelled_file(data, "path"), fractions, seed=data.seed)
+            splits = _split_file(data, fractions)
     else:
         raise ValueError(f"data.source: {data.source!r} has no labels; use one of {', '.join(LABELLED_SOURCES)}")
     return DatasetDict(

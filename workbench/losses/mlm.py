@@ -193,10 +193,15 @@ def argmax_predictions(logits: torch.Tensor) -> torch.Tensor:
 def masked_cross_entropy(logits: torch.Tensor, labels: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """``(mean, count)``: mean over positions with ``labels != -100`` of ``-log softmax(logits_i)[y_i]``
     (eq. 1) and the number of such positions; the mean is 0, still attached to the graph, when
-    there are none. No host synchronisation."""
+    there are none. No host synchronisation.
+
+    Half-precision logits: the per-position terms come in the logits' dtype (the vocabulary-wide
+    logits are not copied to float32), their sum and mean are accumulated in float32 (a sum of
+    fp16 terms overflows long before their mean does) and the mean is returned in the logits' dtype."""
     count = labels.ne(IGNORE_INDEX).sum()
-    total = F.cross_entropy(logits.flatten(0, -2), labels.flatten(), ignore_index=IGNORE_INDEX, reduction="sum")
-    return total / count.clamp_min(1), count
+    terms = F.cross_entropy(logits.flatten(0, -2), labels.flatten(), ignore_index=IGNORE_INDEX, reduction="none")
+    mean = _at_least_float32(terms).sum() / count.clamp_min(1)
+    return mean.to(logits.dtype), count
 
 
 # --- hard correction ---------------------------------------------------------------------------
@@ -438,7 +443,8 @@ class MaskedLMLoss(nn.Module):
         if unknown:
             raise ValueError(f"context: unknown keyword(s) {unknown}; MLM losses take {list(CONTEXT_KEYS)}")
         _check_token_inputs(logits, labels)
-        return self._loss_and_items(logits, labels, **context)
+        loss, items = self._loss_and_items(logits, labels, **context)
+        return loss.to(logits.dtype), items
 
     def _loss_and_items(self, logits: torch.Tensor, labels: torch.Tensor, **context: Any) -> tuple[torch.Tensor, torch.Tensor]:
         return masked_cross_entropy(logits, labels)

@@ -31,6 +31,7 @@ from itertools import chain
 import numpy as np
 import torch
 
+from workbench.checks import check_int, check_number
 from workbench.losses import IGNORE_INDEX
 from workbench.masking.knowledge import word_weights
 from workbench.masking.sentence_order import sentence_order_batch
@@ -55,12 +56,11 @@ class _MaskingCollator:
 
     def __init__(self, tokenizer, mlm_probability: float = 0.15, seed: int = 0, return_word_ids: bool = False,
                  sentence_order: bool = False):
-        if not 0.0 < mlm_probability < 1.0:
-            raise ValueError(f"mlm_probability must be in the open interval (0, 1), got {mlm_probability}")
-        if tokenizer.mask_token_id is None or tokenizer.pad_token_id is None:
-            raise ValueError("tokenizer must define mask_token and pad_token")
+        self.mlm_probability = check_number("mlm_probability", mlm_probability, 0.0, 1.0, low_inclusive=False,
+                                            high_inclusive=False)
+        if getattr(tokenizer, "mask_token_id", None) is None or getattr(tokenizer, "pad_token_id", None) is None:
+            raise ValueError(f"tokenizer: must define mask_token and pad_token, got {type(tokenizer).__name__}")
         self.tokenizer = tokenizer
-        self.mlm_probability = float(mlm_probability)
         self.seed = int(seed)
         self.return_word_ids = return_word_ids
         self.sentence_order = bool(sentence_order)
@@ -84,7 +84,7 @@ class _MaskingCollator:
 
     def __call__(self, features: Sequence[Mapping]) -> dict[str, torch.Tensor]:
         if len(features) == 0:
-            raise ValueError("features must hold at least one example")
+            raise ValueError("features: must hold at least one example, got an empty batch")
         rng = self._generator()
         sop_labels = None
         if self.sentence_order:
@@ -111,7 +111,7 @@ class _MaskingCollator:
         batch["input_ids"], batch["labels"] = self._replace(input_ids, masked, rng)
         if self.return_word_ids:
             if word_ids is None:
-                raise ValueError("return_word_ids=True needs features with 'word_ids' (use encode_words)")
+                raise ValueError("features: must carry 'word_ids' with return_word_ids=True (use encode_words)")
             batch["word_ids"] = word_ids
         if sop_labels is not None:
             batch["sop_labels"] = sop_labels
@@ -159,7 +159,7 @@ class _WordMaskCollator(_MaskingCollator):
 
     def _choose(self, features, word_ids, maskable, token_type_ids, budgets, rng) -> np.ndarray:
         if word_ids is None:
-            raise ValueError("whole-word collators need features with 'word_ids' (use encode_words)")
+            raise ValueError("features: must carry 'word_ids' for whole-word masking (use encode_words)")
         word_counts = np.where(maskable, word_ids + 1, 0).max(axis=1)
         first_word = np.concatenate(([0], np.cumsum(word_counts)[:-1]))
         batch_words = np.where(maskable, word_ids + first_word[:, None], -1)
@@ -219,8 +219,7 @@ class WholeWordMaskCollator(_WordMaskCollator):
 
     def __init__(self, tokenizer, mlm_probability: float = 0.15, seed: int = 0, max_ngram: int = 1,
                  return_word_ids: bool = False, sentence_order: bool = False):
-        if not isinstance(max_ngram, int) or max_ngram < 1:
-            raise ValueError(f"max_ngram must be an integer >= 1, got {max_ngram!r}")
+        check_int("max_ngram", max_ngram, 1)
         super().__init__(tokenizer, mlm_probability, seed, return_word_ids, sentence_order)
         self.max_ngram = max_ngram
         weights = 1.0 / np.arange(1, max_ngram + 1)
@@ -283,7 +282,7 @@ class KnowledgeMaskCollator(_WordMaskCollator):
         self.entities = frozenset(entities or ())
         self.idf = dict(idf or {})
         if any(value < 0 for value in self.idf.values()):
-            raise ValueError("idf values must be >= 0 (see compute_idf)")
+            raise ValueError(f"idf: must map words to values >= 0 (see compute_idf), got {min(self.idf.values())}")
         self._unseen_idf = max(self.idf.values(), default=0.0)
 
     def _word_order(self, features, word_counts, rng):

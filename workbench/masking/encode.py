@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from workbench.checks import check_int
+
 from .segment import JiebaSegmenter
 
 NO_WORD = -1
@@ -45,15 +47,14 @@ def encode_words(
     POS tag of each token's word, "" for special tokens), ``words`` and
     ``word_tags`` (the string and POS tag of each numbered word).
     """
-    if max_length < 2:
-        raise ValueError(f"max_length must be >= 2 (room for [CLS] and [SEP]), got {max_length}")
+    check_int("max_length", max_length, 2)  # room for [CLS] and [SEP]
     if not getattr(tokenizer, "is_fast", False):
-        raise ValueError("tokenizer must be a fast tokenizer (offset mappings are needed)")
+        raise ValueError(f"tokenizer: must be a fast tokenizer (offset mappings are needed), got {type(tokenizer).__name__}")
     texts = list(texts)
     if text_pairs is not None:
         text_pairs = list(text_pairs)
         if len(text_pairs) != len(texts):
-            raise ValueError(f"text_pairs must have one entry per text: {len(text_pairs)} != {len(texts)}")
+            raise ValueError(f"text_pairs: must have one entry per text ({len(texts)}), got {len(text_pairs)}")
     encoded = tokenizer(
         texts,
         text_pairs,

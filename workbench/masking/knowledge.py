@@ -71,5 +71,5 @@ def compute_idf(segmented_texts: Iterable[Iterable[str]]) -> dict[str, float]:
         n_texts += 1
         document_frequency.update(set(words))
     if n_texts == 0:
-        raise ValueError("segmented_texts must hold at least one text")
+        raise ValueError("segmented_texts: must hold at least one text, got none")
     return {word: math.log((1 + n_texts) / (1 + df)) + 1.0 for word, df in document_frequency.items()}

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import jieba
 
+from workbench.checks import check_int
+
 jieba.setLogLevel(logging.WARNING)
 
 DEFAULT_CACHE_SIZE = 200_000
@@ -46,8 +48,7 @@ class JiebaSegmenter:
     def __init__(self, user_dict: str | Path | None = None, pos: bool = True, cache_size: int = DEFAULT_CACHE_SIZE):
         if user_dict is not None and not Path(user_dict).is_file():
             raise ValueError(f"user_dict: no such file {str(user_dict)!r}")
-        if cache_size < 1:
-            raise ValueError(f"cache_size must be >= 1, got {cache_size}")
+        check_int("cache_size", cache_size, 1)
         self.user_dict = None if user_dict is None else str(Path(user_dict).resolve())
         self.pos = pos
         self._segment_cached = lru_cache(maxsize=cache_size)(self._segment_uncached)

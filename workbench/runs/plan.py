@@ -81,7 +81,7 @@ def parse_sweep(specs: Iterable[str]) -> dict[str, list[Any]]:
         raw = split_values(values)
         parsed = [read_yaml(value, f"--sweep {key}") if value else value for value in raw]
         for (first, a), (second, b) in itertools.combinations(zip(raw, parsed), 2):
-            if a == b:
+            if a == b and isinstance(a, bool) == isinstance(b, bool):  # 1 == True, yet a count is no flag
                 raise ValueError(f"--sweep {key}: values {first!r} and {second!r} are equal after parsing ({a!r}); give each value once")
         sweep[key] = parsed
     return sweep
@@ -100,17 +100,33 @@ def parse_seeds(text: str) -> list[int]:
     return seeds
 
 
+def _reads_back(value: Any) -> bool:
+    """True when the text of ``value`` in a folder name reads back, as a ``--sweep`` value, as that
+    same value: no comma (which separates the keys) and the same YAML value and type
+    (the string ``'0.1'`` writes as ``0.1``, which reads back as a float)."""
+    text = str(value)
+    if "," in text:
+        return False
+    try:
+        again = read_yaml(text, "a folder name")
+    except ValueError:
+        return False
+    return type(again) is type(value) and again == value
+
+
 def cell_slug(point: dict[str, Any]) -> str:
-    """Folder name of a sweep point, ``epsilon=0.1,gamma=2`` (empty for no sweep).
+    """Folder name of a sweep point, ``epsilon=0.1,gamma=2`` (empty for no sweep); different points
+    never share a folder.
 
     Characters other than letters, digits and ``._=+,-`` become ``_``; when that changed the
-    text, a short hash of the original is appended, so different points never share a folder
-    (``path=a/b`` and ``path=a_b`` get different names).
+    text, or a value's text does not read back as that value (:func:`_reads_back`), a short hash
+    of the point (its values with their types) is appended: ``path=a/b`` and ``path=a_b``, or the
+    string ``'0.1'`` and the number ``0.1``, get different names.
     """
     text = ",".join(f"{key}={value}" for key, value in point.items())
     safe = _SLUG_UNSAFE.sub("_", text)
-    if safe != text:
-        safe += "-" + hashlib.sha1(text.encode("utf-8")).hexdigest()[:6]
+    if safe != text or not all(_reads_back(value) for value in point.values()):
+        safe += "-" + hashlib.sha1(repr(point).encode("utf-8")).hexdigest()[:6]
     return safe
 
 

@@ -125,7 +125,8 @@ class EpochEvaluation(TrainerCallback):
     :func:`workbench.masking.evaluate_masked_lm`, the eval MLM loss, perplexity and the HC
     correction rates of the model's predictions there) and the training-time HC rates of the
     epoch (``train_<name>_*``, Table 2 per checkpoint), logged together; the records are kept in
-    ``epochs``."""
+    ``epochs``. A non-finite eval loss stops the run before the epoch's checkpoint
+    (:meth:`LossTrainer.check_evaluation`)."""
 
     def __init__(self, trainer: MaskedLMTrainer, evaluate: Callable[[nn.Module], dict[str, float]]) -> None:
         self.trainer, self.evaluate = trainer, evaluate
@@ -133,6 +134,7 @@ class EpochEvaluation(TrainerCallback):
 
     def on_epoch_end(self, args: Any, state: Any, control: Any, model: nn.Module | None = None, **kwargs: Any) -> None:
         evaluation = self.evaluate(self.trainer.model)
+        self.trainer.check_evaluation(evaluation)
         record = {"epoch": round(state.epoch or 0.0, 4), "step": state.global_step,
                   **{key if key.startswith("eval_") or key == "perplexity" else f"eval_{key}": value
                      for key, value in evaluation.items()}}

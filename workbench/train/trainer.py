@@ -22,9 +22,11 @@ The subclass therefore sets ``loss_is_scaled_for_ga = True`` and scales in
 
 from __future__ import annotations
 
+import math
 import os
 import shutil
 import time
+from collections.abc import Mapping
 from typing import Any
 
 import torch
@@ -181,12 +183,32 @@ class LossTrainer(Trainer):
         naming the step (the checkpoints saved so far are kept, so the run can be inspected or resumed)."""
         loss = super().training_step(model, inputs, num_items_in_batch)
         if not torch.isfinite(loss):
-            raise FloatingPointError(
-                f"training diverged at step {self.state.global_step + 1} (epoch {self.state.epoch or 0:.2f}): the loss is "
-                f"{loss.item()}; lower training.lr or check the loss parameters. Checkpoints saved before are kept in "
-                f"{self.args.output_dir}"
-            )
+            raise self.diverged(self.state.global_step + 1, f"the loss is {loss.item()}")
         return loss
+
+    def evaluate(self, *args: Any, **kwargs: Any) -> dict[str, float]:
+        """The Trainer's evaluation, stopped by :meth:`check_evaluation` when its loss is not finite."""
+        metrics = super().evaluate(*args, **kwargs)
+        self.check_evaluation(metrics)
+        return metrics
+
+    def check_evaluation(self, metrics: Mapping[str, Any]) -> None:
+        """Stop a diverged run whose held-out loss (any ``*loss`` entry of ``metrics``) is NaN or inf.
+
+        The training loss can stay finite while an update leaves weights that overflow (one huge
+        step at the end of an epoch): the model's outputs are then non-finite. Evaluation runs
+        before the epoch's checkpoint is saved, so that checkpoint is never written and the last
+        good one is kept; no metrics.json or predictions follow."""
+        for key, value in metrics.items():
+            if key.endswith("loss") and isinstance(value, float) and not math.isfinite(value):
+                raise self.diverged(self.state.global_step, f"the held-out {key} is {value} (the model's outputs are not finite)")
+
+    def diverged(self, step: int, what: str) -> FloatingPointError:
+        """The error that stops a diverged run at ``step``: ``what`` went non-finite."""
+        return FloatingPointError(
+            f"training diverged at step {step} (epoch {self.state.epoch or 0:.2f}): {what}; lower training.lr or "
+            f"check the loss parameters. Checkpoints saved before are kept in {self.args.output_dir}"
+        )
 
     def _get_output_dir(self, trial: Any) -> str:
         run_dir = super()._get_output_dir(trial)
