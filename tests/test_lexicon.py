@@ -94,6 +94,21 @@ def test_embedding_neighbours_by_hand():
     assert loose.synonyms("e") == set()
 
 
+def test_embedding_defaults_are_the_papers_top_10_without_a_threshold():
+    # true-negatives paper, footnote 11: "we only take the top 10 most similar words for each retrieval"
+    angles = np.deg2rad([0.0, 10.0, 80.0, 90.0, 180.0])
+    matrix = np.stack([np.cos(angles), np.sin(angles)], axis=1)
+    vocab = ["a", "b", "c", "d", "e"]
+    table = SynonymTable.from_embeddings(matrix, vocab, k=1)
+    # e's nearest word is d (cos 90 degrees = 0), listed although it is far: no threshold by default
+    assert table.are_synonyms("e", "d")
+    assert table.synonyms("e") == {"d"} and table.synonyms("a") == {"b"}
+    assert {frozenset(g) for g in table.groups} == {frozenset(g) for g in SynonymTable.from_embeddings(
+        matrix, vocab, k=1, threshold=None).groups}
+    # with 5 words, k = 10 (the default) lists every other word for every word
+    assert all(SynonymTable.from_embeddings(matrix, vocab).synonyms(word) == set(vocab) - {word} for word in vocab)
+
+
 def test_embedding_arguments_validated():
     with pytest.raises(ValueError, match="matrix"):
         SynonymTable.from_embeddings(np.zeros((3, 2)), ["a", "b"])

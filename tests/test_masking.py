@@ -524,3 +524,17 @@ def test_transformers_wwm_masks_unspaced_chinese_sentences_all_or_nothing(tokeni
 def test_kdm_rejects_negative_idf(tokenizer):
     with pytest.raises(ValueError, match="idf"):
         KnowledgeMaskCollator(tokenizer, idf={"北京": -1.0})
+
+
+def test_whole_word_masking_defaults_to_plain_words(tokenizer, features):
+    """max_ngram = 1 by default (plain WWM): every span is one word, in the collator and in build_collator."""
+    from workbench.config import MaskingSpec
+    from workbench.masking import build_collator
+
+    assert WholeWordMaskCollator(tokenizer).max_ngram == 1
+    collator = build_collator(MaskingSpec(), tokenizer, return_word_ids=True)
+    assert isinstance(collator, WholeWordMaskCollator) and collator.max_ngram == 1
+    rng = np.random.default_rng(0)
+    _, spans = collator._word_order(features, np.array([3, 4]), rng)
+    assert spans.tolist() == [1] * 7
+    assert build_collator({"strategy": "wwm", "max_ngram": 3}, tokenizer).max_ngram == 3  # the n-gram option

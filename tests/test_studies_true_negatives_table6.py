@@ -207,6 +207,10 @@ def test_embedding_lookup_finds_the_planted_neighbours_and_the_lexicon_does_not(
     assert not study.embedding_lookup(vectors, ["a", "b", "c"], k=1, threshold=0.5).groups
     with pytest.raises(ValueError, match="threshold"):
         study.embedding_lookup(vectors, ["a", "b", "c"], threshold=2.0)
+    # the defaults are the paper's: top 10, no threshold (the threshold is the workbench's option)
+    default = study.embedding_lookup(vectors, ["a", "b", "c"])
+    assert {frozenset(group) for group in default.groups} == {frozenset(pair) for pair in (("a", "b"), ("a", "c"), ("b", "c"))}
+    assert study.embedding_lookup(vectors, ["a", "b", "c"], k=1).are_synonyms("c", "b")
 
 
 def test_lexicon_tsv_round_trip(tmp_path):

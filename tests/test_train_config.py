@@ -189,3 +189,19 @@ def test_every_numeric_key_refuses_non_finite_values_naming_the_key(value):
         override = f"{key}=[{value}, 0.5, 0.5]" if key == "data.split" else f"{key}={value}"
         with pytest.raises(ValueError, match=rf"^{re.escape(key)}: must .*got .*(inf|nan)"):
             load_config({}, overrides=[override])
+
+
+def test_defaults_follow_the_papers_readings():
+    """Issue 10: every paper-specific default is the paper's reading; extensions are named options."""
+    config = Config()
+    # plain whole-word masking (max_ngram = 1), not MacBERT/ALBERT-style n-grams; BERT's 15%
+    assert (config.masking.strategy, config.masking.max_ngram, config.masking.mlm_probability) == ("wwm", 1, 0.15)
+    objective = config.objective
+    # true negatives: SR on the embedding of the predicted token r_k (eq. 3), KL(H_p || H_s) at sentence
+    # level (sec. 5), HC by the token rule of footnote 5; sentence-order prediction is optional
+    assert (objective.prediction, objective.kl_direction, objective.hc_level) == ("argmax", "filled||original", "token")
+    assert (objective.level, objective.weight, objective.sop) == ("token", 1.0, False)
+    # ELECTRA (the true-negatives paper's backbone): generator 1/4 of the discriminator, lambda = 50
+    assert (config.electra.generator_size, config.electra.discriminator_weight) == (0.25, 50.0)
+    # auxiliary labels: n = Na - Nt = 4 - 2 (Table 1, ChnSentiCorp), no fusion second encoder unless named
+    assert (config.aux.num_aux, config.aux.fusion_model, config.aux.fgm_epsilon) == (2, None, 0.0)

@@ -8,8 +8,10 @@ synonyms when some group holds both. Three sources:
   single word).
 - WordNet synsets as TSV, ``from_wordnet_tsv``: ``synset_id<TAB>pos<TAB>member...``;
   underscores in multiword members become spaces.
-- Word embeddings, ``from_embeddings``: each word's top-k cosine neighbours
-  above a threshold (the paper's Word2Vec-style variant), made symmetric.
+- Word embeddings, ``from_embeddings``: each word's top-k cosine neighbours (the
+  paper's Word2Vec-style variant: "the top 10 most similar words for each retrieval",
+  no threshold), optionally only those above a cosine threshold (the workbench's
+  option), made symmetric.
 
 ``SynonymTable.default()`` loads a tiny Cilin-format lexicon shipped with the
 package (``resources/lexicon_tiny.txt``, about 100 common groups) for tests and
@@ -126,21 +128,24 @@ class SynonymTable:
 
     @classmethod
     def from_embeddings(
-        cls, matrix: np.ndarray | torch.Tensor, vocab: Sequence[str], k: int = 10, threshold: float = 0.5,
+        cls, matrix: np.ndarray | torch.Tensor, vocab: Sequence[str], k: int = 10, threshold: float | None = None,
         chunk_size: int = 4096,
     ) -> SynonymTable:
         """Synonyms from word vectors: ``b`` is a synonym of ``a`` when ``b`` is among the ``k``
-        nearest neighbours of ``a`` by cosine similarity cos(a, b) = a.b / (|a| |b|) and
-        cos(a, b) >= ``threshold``; the relation is made symmetric (a ~ b if either lists the other).
-        Computed in row chunks of ``chunk_size`` with one matrix product each.
+        nearest neighbours of ``a`` by cosine similarity cos(a, b) = a.b / (|a| |b|) and, when
+        ``threshold`` is given, cos(a, b) >= ``threshold``; the relation is made symmetric (a ~ b if
+        either lists the other). The default (k = 10, no threshold) is the true-negatives paper's
+        embedding look-up (sec. 5, footnote 11: "we only take the top 10 most similar words for each
+        retrieval"); a threshold is the workbench's option. Computed in row chunks of ``chunk_size``
+        with one matrix product each.
         """
         vectors = torch.as_tensor(np.asarray(matrix), dtype=torch.float32)
         if vectors.ndim != 2 or vectors.shape[0] != len(vocab):
             raise ValueError(f"matrix must have shape (len(vocab), dim) = ({len(vocab)}, dim), got {tuple(vectors.shape)}")
         if k < 1:
             raise ValueError(f"k must be >= 1, got {k}")
-        if not -1.0 <= threshold <= 1.0:
-            raise ValueError(f"threshold must be a cosine in [-1, 1], got {threshold}")
+        if threshold is not None and not -1.0 <= threshold <= 1.0:
+            raise ValueError(f"threshold must be a cosine in [-1, 1] or None, got {threshold}")
         unit = torch.nn.functional.normalize(vectors, dim=1)
         n_neighbours = min(k, len(vocab) - 1)
         pairs = []
@@ -149,7 +154,7 @@ class SynonymTable:
             rows = torch.arange(similarity.shape[0])
             similarity[rows, rows + start] = -float("inf")
             values, neighbours = similarity.topk(n_neighbours, dim=1)
-            keep = values >= threshold
+            keep = torch.isfinite(values) if threshold is None else values >= threshold
             for row, neighbour in zip((rows[:, None] + start).expand_as(neighbours)[keep].tolist(),
                                       neighbours[keep].tolist()):
                 pairs.append((vocab[row], vocab[neighbour]))

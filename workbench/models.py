@@ -340,6 +340,10 @@ def freeze_encoder(model: PreTrainedModel) -> PreTrainedModel:
 class FusionClassifier(nn.Module):
     """MRE-BERT fusion of two encoders: ``logits = W [h_a ; h_b] + b``.
 
+    The auxiliary-label paper says only that MRE-BERT "fuses the textual representations" of two
+    pre-trained models (M-BERT "unites" them); concatenating the two vectors under one linear
+    head is the workbench's reading.
+
     ``h_a``, ``h_b`` are each encoder's [CLS] vector (``representation="cls"``:
     ``last_hidden_state[:, 0]``) or pooled output (``representation="pooled"``),
     concatenated and passed through dropout and one linear layer. Both encoders

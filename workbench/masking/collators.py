@@ -236,9 +236,10 @@ class WholeWordMaskCollator(_WordMaskCollator):
 class KnowledgeMaskCollator(_WordMaskCollator):
     """Knowledge-based dynamic masking (KDM): entities and events are masked more often, at random.
 
-    The paper (Erlangshen, arXiv 2208.02959, Sec. 2) names KDM "to mask
-    semantically rich tokens such as entities and events" and calls it dynamic;
-    it gives no algorithm. The workbench's reading: every batch draws the
+    The paper (Erlangshen, arXiv 2208.02959, Sec. 2 and 3.1) proposes KDM "to mask
+    semantically rich tokens such as entities and events" (Sec. 3.1), "a dynamic
+    masking strategy based on knowledge in Masked Language Modeling (MLM) with
+    whole word masking" (abstract); it gives no algorithm. The workbench's reading: every batch draws the
     masked words afresh at random, each word with weight
 
         w = type_weight * idf(word)

@@ -2,7 +2,8 @@
 
 ALBERT (Lan et al., 2020, Sec. 3.1) replaced BERT's next-sentence prediction by SOP: two
 consecutive segments of one document, in their order (label 0) or swapped (label 1); the
-Erlangshen pre-training of the PCL paper uses it too ("pre-trained with MLM and SOP"). The
+Erlangshen pre-training of the PCL paper uses it too ("Erlangshen is pre-trained with Masked
+Language Modeling (MLM) [...] and Sentence-Order Prediction (SOP) [...] task", Sec. 3.1). The
 workbench reading for its packed blocks: cut each block's tokens at the word boundary
 nearest its middle and swap the halves with probability 0.5, giving
 ``[CLS] A [SEP] B [SEP]`` with ``token_type_ids`` 0 for A and 1 for B. The block grows by

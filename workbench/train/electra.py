@@ -28,10 +28,13 @@ True negatives (Zhang et al., AAAI 2023, App. A, "How HC and SR work in ELECTRA"
   prediction. Both use ``objective.hc_level`` (token: the paper; word: the workbench's
   whole-word extension) and ``objective.lexicon``.
 * SR: "since the generator and discriminator share the embeddings, jointly training with SR can
-  contribute to the overall loss and the gradient will be passed through back to the Embedding
-  layer to guide the training of both modules": SR (eq. 3, or the sentence-level KL) is added to
-  G's MLM loss (:class:`~workbench.losses.mlm.SoftRegularizationLoss` on G's predictions and the
-  shared embedding matrix), L = L_MLM(G) + w L_sr + lambda L_disc; D's loss is unchanged.
+  contribute to the overall loss and the gradient will be passed thorough [sic] back to the
+  Embedding layer to guide the training of both modules": SR (eq. 3, or the sentence-level KL) is
+  added to G's MLM loss (:class:`~workbench.losses.mlm.SoftRegularizationLoss` on G's predictions and
+  the shared embedding matrix), L = L_MLM(G) + w L_sr + lambda L_disc; D's loss is unchanged. The
+  sentence-level KL feeds s and s_p to "the Transformer encoder", which the paper does not name for
+  ELECTRA: the workbench uses G's encoder (the model whose predictions fill s_p; its gradient reaches
+  D only through the shared embeddings).
 
 Evaluation every epoch on the fixed held-out masks: G's plain MLM loss and perplexity
 (``workbench.masking.evaluate_masked_lm``) and D's loss, accuracy, precision and recall of

@@ -4,10 +4,14 @@ Miyato, Dai, Goodfellow, "Adversarial Training Methods for Semi-Supervised Text
 Classification" (ICLR 2017), eq. 2-3: the adversarial perturbation of the
 embeddings is r_adv = epsilon * g / ||g||_2 with g = grad_emb L(x, y), and the
 adversarial loss L(x + r_adv, y) is added to the clean loss. As in the common
-implementation for BERT (and the auxiliary-label paper's "F" variant), the
-perturbation is applied to the word-embedding matrix (its gradient is non-zero
-only on the rows of the tokens in the batch), one matrix per encoder, each
-normalised by its own gradient norm.
+implementation for BERT, the perturbation is applied to the word-embedding
+matrix (its gradient is non-zero only on the rows of the tokens in the batch),
+one matrix per encoder, each normalised by its own gradient norm.
+
+The auxiliary-label paper's "F" variant (MRE-BERT-F, "MRE-BERT with adversarial
+perturbation") names no method: it introduces "adversarial training In the
+pre-training stage", "adding adversarial perturbations to the embedding layer
+only". FGM in stage 1 is the workbench's reading of it.
 """
 
 from __future__ import annotations

@@ -2,8 +2,12 @@
 
 Xu Zhang et al., "Complicate Then Simplify: A Novel Way to Explore Pre-trained Models for Text
 Classification" (COLING 2022), sec. 3.2 and 4.2. Stage 1 (the paper's "pre-training stage")
-trains encoder + a K+n head with cross-entropy over all K+n logits; the n auxiliary labels never
-occur as targets (targets lie in [0, K), i.e. the one-hot target padded with n zeros). Stage 2
+trains encoder + a K+n head with cross-entropy over all K+n logits (eq. 10); the n auxiliary labels
+never occur as targets (targets lie in [0, K), i.e. the one-hot target padded with n zeros). The
+paper's "only the original categories are involved in the calculation of the cross-entropy loss
+function, and the auxiliary labels are not involved" is read together with "the auxiliary labels
+also have predicted probability values": the auxiliary outputs are never targets but share the
+softmax (a softmax over the K target logits alone would make them inert). Stage 2
 (its "fine-tuning stage") freezes the encoder and trains a fresh K-way head with the configured
 loss. Optional: FGM adversarial training in stage 1 (``aux.fgm_epsilon`` > 0, the "F" variant:
 "We also tried to introduce adversarial training In the pre-training stage") and the two-encoder
