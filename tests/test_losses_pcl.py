@@ -239,3 +239,14 @@ def test_paper_matrix_is_eps_times_the_count_ratios():
         assert matrix[2, 0].item() == pytest.approx(epsilon * plus, rel=1e-12, abs=0.0)
         assert matrix[1, 2].item() == pytest.approx(-epsilon * minus, rel=1e-12, abs=0.0)
     torch.testing.assert_close(pcl_weight_matrix("paper", 0.0, COUNTS), torch.zeros(3, 3, dtype=torch.float64))
+
+
+def test_the_default_variant_is_the_papers_eq_4():
+    """Issue 10: the paper's reading is the default; the released code and the gradient-bearing forms are options."""
+    counts = [48997, 125429, 25574]
+    default = build_loss("pcl", label_counts=counts)
+    assert (default.variant, default.pcl_plus_form) == ("paper", "paper")
+    logits = torch.tensor([[3.0, 0.0, 0.0], [0.0, 0.0, 3.0], [0.0, 3.0, 0.0]], dtype=torch.float64)
+    labels = torch.tensor([2, 1, 1])  # far mistake 2 -> 0, near mistake 1 -> 2, correct
+    explicit = build_loss("pcl", label_counts=counts, variant="paper")
+    torch.testing.assert_close(default(logits, labels), explicit(logits, labels), rtol=0, atol=0)

@@ -207,7 +207,8 @@ class PropensityCorrectedLoss(ImbalanceLoss):
     ``epsilon`` in [0, 1) (the LS epsilon and the eps of eq. 2-3); ``label_counts`` (one
     positive count per class) is required when ``counts="global"``; ``counts`` in
     {"global", "batch"}; ``variant`` in {"reference", "paper", "weighted",
-    "expected_cost"}; ``pcl_plus_form`` in {"paper", "code"} (default: "code" except for
+    "expected_cost"} (default ``"paper"``, eq. 4 as printed; ``"reference"`` is the authors'
+    released code, ``"weighted"`` and ``"expected_cost"`` the workbench's gradient-bearing forms); ``pcl_plus_form`` in {"paper", "code"} (default: "code" except for
     ``variant="paper"``); optional ``cost_matrix``. With global counts the attributes
     ``pcl_plus`` and ``pcl_minus`` hold the count ratios (PCL+ / eps and PCL- / eps) and
     ``weight_matrix`` the matrix in use (``pcl_weight_matrix``).
@@ -218,7 +219,7 @@ class PropensityCorrectedLoss(ImbalanceLoss):
         epsilon: float = 0.1,
         label_counts: Sequence[float] | torch.Tensor | None = None,
         counts: str = "global",
-        variant: str = "reference",
+        variant: str = "paper",
         pcl_plus_form: str | None = None,
         cost_matrix: Sequence[Sequence[float]] | torch.Tensor | None = None,
         reduction: str = "mean",
