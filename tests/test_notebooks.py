@@ -74,6 +74,10 @@ def test_every_notebook_executes_with_the_smoke_set(tmp_path):
     for name in EXPECTED:
         assert name in index
     assert (report.run_dir / "summary.csv").is_file()
+    # a run folder keeps results, not trained models (notebook 03 trains 30-odd: 55 MB of a 66 MB default run)
+    weights = [path.relative_to(report.run_dir) for pattern in ("*.safetensors", "pytorch_model*.bin", "optimizer.pt")
+               for path in report.run_dir.rglob(pattern)]
+    assert not weights, f"model weights left in the run folder: {weights[:5]}"
 
 
 def _relative_paths(params_set: str) -> dict[str, Path]:
