@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
+import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -47,7 +49,7 @@ def _named_paths(command: str) -> list[str]:
         token = token.rstrip(",;)")
         if "<" in token or "*" in token or token.startswith(("-", "$", "http")) or token.split(".")[0].isupper():
             continue
-        if token.startswith(("outputs/", "out/", "/tmp")) or token in ("out.ipynb",):
+        if token.startswith(("outputs/", "out/", "/tmp", ".venv/")) or token in ("out.ipynb",):  # made by the run / make
             continue
         if "/" in token or token.endswith(PATH_SUFFIXES):
             if token.endswith(PATH_SUFFIXES) or (ROOT / token).suffix == "" and "/" in token:
@@ -71,4 +73,36 @@ def test_every_path_a_documented_command_names_exists():
                 continue
             if not (ROOT / token).exists() and not (ROOT / "notebooks" / token).exists():
                 missing.append(f"{source}: {token} in `{command}`")
+    assert not missing, "\n".join(missing)
+
+
+_IMPORT = re.compile(r"from (workbench[\w.]*) import ([\w, ]+)")
+_DOTTED = re.compile(r"(?<![\w/.])workbench(?:\.\w+)+")
+
+
+def _resolves(dotted: str) -> bool:
+    parts = dotted.split(".")
+    for end in range(len(parts), 0, -1):
+        try:
+            found = importlib.import_module(".".join(parts[:end]))
+        except ImportError:
+            continue
+        try:
+            for name in parts[end:]:
+                found = getattr(found, name)
+        except AttributeError:
+            return False
+        return True
+    return False
+
+
+def test_every_module_and_name_the_docs_import_exists():
+    # docs/runner.md showed `from workbench.results import write_metrics` and `workbench.runner`, neither exists
+    missing = []
+    for path in [ROOT / "README.md", ROOT / "params" / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
+        text = path.read_text(encoding="utf-8")
+        for module, names in _IMPORT.findall(text):
+            missing += [f"{path.name}: from {module} import {name}" for name in (n.strip() for n in names.split(","))
+                        if name and not _resolves(f"{module}.{name}")]
+        missing += [f"{path.name}: {dotted}" for dotted in sorted(set(_DOTTED.findall(text))) if not _resolves(dotted)]
     assert not missing, "\n".join(missing)

@@ -390,6 +390,45 @@ def test_progress_on_a_terminal_redraws_one_line_and_clears_it():
     assert text.endswith("\r[2/5] nb ...\033[K")  # the runner appends "ok (n s)" to this line
 
 
+def test_progress_in_a_log_never_shares_a_line_with_the_runners_label_or_status():
+    import io
+    import time
+
+    from workbench.runs.progress import Progress
+
+    stream = io.StringIO()
+    stream.write("[3/5] nb x=1 ... ")  # what the runner writes before the notebook starts
+    with Progress("[3/5] nb x=1", total_cells=9, stream=stream, interactive=False, interval=0.05,
+                  continues_line=True) as progress:
+        progress.cell_started(cell_index=4)
+        time.sleep(0.18)
+    stream.write("ok (0.2 s)\n")  # ... and after it ends
+    lines = stream.getvalue().splitlines()
+    assert lines[0].rstrip() == "[3/5] nb x=1 ..."
+    assert 2 <= len(lines[1:-1]) <= 4
+    assert all(line.startswith("    [3/5] nb x=1: still running, cell 5/9, ") for line in lines[1:-1])
+    assert lines[-1] == "[3/5] nb x=1 ... ok (0.2 s)"
+    quiet = io.StringIO()  # a notebook shorter than the interval: one line, as before
+    quiet.write("[1/5] nb ... ")
+    with Progress("[1/5] nb", total_cells=3, stream=quiet, interactive=False, interval=30.0, continues_line=True):
+        pass
+    quiet.write("ok (0.1 s)\n")
+    assert quiet.getvalue() == "[1/5] nb ... ok (0.1 s)\n"
+
+
+def test_progress_on_a_terminal_leaves_the_label_and_a_space_for_the_status():
+    import io
+    import time
+
+    from workbench.runs.progress import Progress
+
+    stream = io.StringIO()
+    with Progress("[2/5] nb x=1", total_cells=4, stream=stream, interactive=True, interval=0.05,
+                  continues_line=True):
+        time.sleep(0.12)
+    assert stream.getvalue().endswith("\r[2/5] nb x=1 ... \033[K")  # + "ok (n s)": "[2/5] nb x=1 ... ok (n s)"
+
+
 def test_kernels_get_the_thread_count_in_their_environment(tmp_path):
     notebook = _write_notebook(
         tmp_path / "threads.ipynb", "output_dir = None",

@@ -16,7 +16,7 @@ from workbench.data.features import build_dataset
 from workbench.lexicon import token_text
 from workbench.losses import pcl_constants, resolve
 from workbench.train import tokenize_splits
-from workbench.train.checkpoints import checkpoint_to_resume, remove_checkpoints
+from workbench.train.checkpoints import checkpoint_to_resume, drop_weights, remove_checkpoints
 from workbench.train.fgm import FGM
 from workbench.train.pretraining import prepare_pretraining, pretraining_trainer_kwargs
 from workbench.vocab import load_tokenizer
@@ -190,6 +190,32 @@ def test_removing_checkpoints_leaves_other_runs_nested_inside_alone(tmp_path):
     remove_checkpoints(tmp_path)
     assert not (tmp_path / "checkpoint-3").exists()
     assert (nested / "optimizer.pt").read_text() == "state of an interrupted run"
+
+
+def test_drop_weights_keeps_results_and_checkpoints_and_the_refusal(tmp_path):
+    runs = tmp_path / "runs"
+    for run in ("pretrain/a", "finetune/a-seed0"):
+        folder = runs / run
+        folder.mkdir(parents=True)
+        (folder / "model.safetensors").write_bytes(b"w" * 1000)
+        for name in ("config.json", "metrics.json", "tokenizer.json"):
+            (folder / name).write_text("{}")
+    (runs / "finetune" / "a-seed0" / "predictions.csv").write_text("gold,pred\n")
+    sharded = runs / "big"
+    sharded.mkdir()
+    for name in ("model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors", "pytorch_model.bin"):
+        (sharded / name).write_bytes(b"w" * 10)
+    interrupted = runs / "resumable" / "checkpoint-4"
+    interrupted.mkdir(parents=True)
+    (interrupted / "model.safetensors").write_bytes(b"w" * 7)
+    assert drop_weights(runs) == 2 * 1000 + 3 * 10
+    assert sorted(path.relative_to(runs).as_posix() for path in runs.rglob("*.safetensors")) == [
+        "resumable/checkpoint-4/model.safetensors"]
+    assert (runs / "finetune" / "a-seed0" / "predictions.csv").is_file()
+    assert (runs / "pretrain" / "a" / "metrics.json").is_file() and (runs / "pretrain" / "a" / "tokenizer.json").is_file()
+    with pytest.raises(ValueError, match="already holds a finished run"):
+        checkpoint_to_resume(runs / "pretrain" / "a", resume=False)
+    assert drop_weights(runs) == 0 and drop_weights(tmp_path / "missing") == 0
 
 
 @pytest.mark.parametrize("name, task", [

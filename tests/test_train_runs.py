@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 
 import pandas as pd
 import pytest
@@ -260,6 +261,31 @@ def test_cli_runs_a_yaml_config_with_overrides(tmp_path, capsys):
     with pytest.raises(SystemExit):
         cli_main([str(path), "training.lrate=1"])
     assert "unknown config key 'training.lrate'" in capsys.readouterr().err
+
+
+def test_cli_refuses_a_finished_output_dir_in_one_line(tmp_path, capsys):
+    path = tmp_path / "run.yaml"
+    path.write_text(yaml.safe_dump({"task": "finetune", **tiny_config(tmp_path / "done")}), encoding="utf-8")
+    assert cli_main([str(path)]) == 0
+    capsys.readouterr()
+    assert cli_main([str(path)]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    lines = captured.err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: output_dir: ") and "already holds a finished run" in lines[0]
+    assert "Traceback" not in captured.err
+
+
+def test_a_verbose_run_shows_a_bar_and_one_line_per_evaluation_not_one_per_logging_step(tmp_path, capfd):
+    # before: a "{'loss': ...}" line every logging step, mixed into the bar (117 lines for 3 epochs)
+    finetune(tiny_config(tmp_path / "verbose", training={"epochs": 2, "quiet": False, "logging_steps": 1}))
+    captured = capfd.readouterr()
+    text = captured.out + captured.err
+    assert "{'loss'" not in text and "'loss':" not in text
+    assert "{'" not in text  # no dict of logs printed at all (train_runtime, eval_*)
+    assert len(re.findall(r"^epoch \d validation: ", text, flags=re.MULTILINE)) == 2  # one line per epoch
+    assert "%|" in text  # the tqdm bar is there
+    assert "mtime may not be reliable" not in text  # two checkpoints within a second: no filesystem warning
 
 
 def test_a_time_budget_stops_pretraining_and_evaluates_where_it_stopped(tmp_path):

@@ -27,9 +27,12 @@ def build_parser() -> argparse.ArgumentParser:
     run_parser.add_argument("--seeds", metavar="1,2,3", help="the seeds list every notebook repeats over (mean and spread)")
     run_parser.add_argument("--threads", type=int, metavar="N",
                             help="CPU threads per kernel (default: half the cores, at least 1)")
-    run_parser.add_argument("--notebooks-dir", default="notebooks")
-    run_parser.add_argument("--params-dir", default="params")
-    run_parser.add_argument("--outputs-dir", default="outputs")
+    run_parser.add_argument("--notebooks-dir", default="notebooks", metavar="DIR",
+                            help="where the notebooks are; default: %(default)s")
+    run_parser.add_argument("--params-dir", default="params", metavar="DIR",
+                            help="where the parameter sets are (<DIR>/<set>/<notebook>.yaml); default: %(default)s")
+    run_parser.add_argument("--outputs-dir", default="outputs", metavar="DIR",
+                            help="where run folders are created; default: %(default)s")
     run_parser.add_argument("--run-id", help="folder name under outputs-dir (must not exist); default: timestamp + suffix")
     run_parser.add_argument("--kernel", help="kernelspec name; default: one that runs this interpreter")
     return parser

@@ -78,7 +78,7 @@ def run(
         output_dir = run_dir / execution.name / execution.slug if execution.slug else run_dir / execution.name
         if progress:
             cells = len(json.loads(execution.notebook.read_text(encoding="utf-8"))["cells"]) + 1  # + the injected cell
-            with Progress(f"[{number}/{len(executions)}] {execution.name}", cells) as ticker:
+            with Progress(label, cells, continues_line=True) as ticker:
                 outcome = execute(execution, output_dir, kernel_name, threads, ticker)
         else:
             outcome = execute(execution, output_dir, kernel_name, threads)

@@ -2,7 +2,14 @@
 
 On a terminal the runner's line is redrawn every second (``[3/5] 03_true_negatives ... cell 7/19,
 42 s``); in a log (output not a terminal) a line is added only every ``LOG_INTERVAL_S`` seconds,
-so short notebooks print nothing extra and a long one never looks hung.
+so short notebooks print nothing extra and a long one never looks hung. With ``continues_line``
+(the runner's case: it has written ``label ... `` and will end the line with the status), a log's
+progress lines start on a line of their own and the label is repeated after them, so every
+status follows its label:
+
+    [3/5] 03_true_negatives ...
+        [3/5] 03_true_negatives: still running, cell 10/26, 30 s
+    [3/5] 03_true_negatives ... ok (41.0 s)
 """
 
 from __future__ import annotations
@@ -21,8 +28,10 @@ class Progress:
     (nbclient's ``on_cell_start`` hook) before each cell."""
 
     def __init__(self, label: str, total_cells: int, stream: IO[str] | None = None, interactive: bool | None = None,
-                 interval: float | None = None) -> None:
+                 interval: float | None = None, continues_line: bool = False) -> None:
         self.label = label
+        self.continues_line = continues_line
+        self.lines_written = 0
         self.total_cells = total_cells
         self.stream = stream if stream is not None else sys.stdout
         self.interactive = self.stream.isatty() if interactive is None else interactive
@@ -44,7 +53,10 @@ class Progress:
             if self.interactive:
                 self.stream.write(f"\r{self.label} ... {self.status()}\033[K")
             else:
+                if self.continues_line and not self.lines_written:  # end the runner's "label ... " line first
+                    self.stream.write("\n")
                 self.stream.write(f"    {self.label}: still running, {self.status()}\n")
+                self.lines_written += 1
             self.stream.flush()
 
     def __enter__(self) -> Progress:
@@ -56,5 +68,8 @@ class Progress:
         self._stop.set()
         self._thread.join()
         if self.interactive:  # leave the line for the runner's final "label ... ok (n s)"
-            self.stream.write(f"\r{self.label} ...\033[K")
+            self.stream.write(f"\r{self.label} ... \033[K" if self.continues_line else f"\r{self.label} ...\033[K")
+            self.stream.flush()
+        elif self.continues_line and self.lines_written:  # the status below the progress lines names its notebook
+            self.stream.write(f"{self.label} ... ")
             self.stream.flush()

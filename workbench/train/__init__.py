@@ -38,6 +38,7 @@ _EXPORTS = {
     "classification_data": "workbench.train.inputs",
     "tokenize_splits": "workbench.train.inputs",
     "evaluation_split": "workbench.train.evaluation",
+    "drop_weights": "workbench.train.checkpoints",
 }
 
 __all__ = ["TASK_RUNNERS", "Config", "load_config", *_EXPORTS]

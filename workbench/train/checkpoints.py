@@ -1,7 +1,8 @@
 """A run's ``checkpoint-N`` folders: refusing to overwrite another run, resuming, and cleaning up.
 
 A run writes its checkpoints as direct children of its own folder (two_stage: of
-``stage1/`` and ``stage2/``); only those are ever resumed from or removed. They are written
+``stage1/`` and ``stage2/``); only those are ever resumed from or removed. :func:`drop_weights`
+removes the saved model of finished runs whose results are recorded (a study's run folders). They are written
 atomically (``LossTrainer`` saves into ``<folder>/.staging/`` and renames), and a checkpoint
 counts as complete only when its trainer state and weights are there.
 """
@@ -86,3 +87,30 @@ def remove_checkpoints(*folders: str | Path) -> None:
         for checkpoint in checkpoints_in(folder):
             shutil.rmtree(checkpoint)
         shutil.rmtree(Path(folder) / STAGING_DIR, ignore_errors=True)
+
+
+_WEIGHTS_PATTERNS = ("model*.safetensors", "pytorch_model*.bin")
+
+
+def drop_weights(root: str | Path) -> int:
+    """Delete the saved model weights of every finished run under ``root`` (at any depth), keeping
+    everything else: metrics.json, predictions.csv, config.json, the tokenizer. Returns the bytes freed.
+
+    For a notebook's run folders once its results are recorded (notebook 03 trains 30-odd tiny
+    models, 1.6 MB each, which would otherwise make up most of a default run folder). Weights inside
+    ``checkpoint-N`` folders (an interrupted run, resumable) are left alone; a folder whose weights
+    were dropped is still refused as the output_dir of a new run (:func:`checkpoint_to_resume`).
+    Main process only.
+    """
+    root = Path(root)
+    if not is_main_process() or not root.is_dir():
+        return 0
+    freed = 0
+    for pattern in _WEIGHTS_PATTERNS:
+        for path in sorted(root.rglob(pattern)):
+            relative = path.relative_to(root).parts[:-1]
+            if not path.is_file() or any(_CHECKPOINT.match(part) or part == STAGING_DIR for part in relative):
+                continue
+            freed += path.stat().st_size
+            path.unlink()
+    return freed

@@ -1,0 +1,57 @@
+"""The command lines a newcomer meets first: their help texts, and how fast they answer."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from workbench.__main__ import build_parser as runner_parser
+
+ROOT = Path(__file__).resolve().parents[1]
+HEAVY = ("torch", "transformers", "datasets", "pandas", "plotly")
+
+
+def _run_python(code: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
+
+
+def test_train_help_is_plain_text_and_imports_no_heavy_library():
+    # --help used to import torch and transformers (6.8 s) and showed the docstring's ``literals``
+    completed = _run_python(
+        "import sys\n"
+        "from workbench.train.__main__ import main\n"
+        "try:\n"
+        "    main(['--help'])\n"
+        "except SystemExit as exit:\n"
+        "    assert exit.code == 0, exit.code\n"
+        f"print('LOADED', sorted(name for name in {HEAVY!r} if name in sys.modules))\n"
+    )
+    assert completed.returncode == 0, completed.stderr
+    assert "usage: python -m workbench.train" in completed.stdout
+    assert "``" not in completed.stdout
+    assert "LOADED []" in completed.stdout
+
+
+def test_runner_help_is_plain_text_and_imports_no_heavy_library():
+    completed = _run_python(
+        "import sys\n"
+        "from workbench.__main__ import main\n"
+        "try:\n"
+        "    main(['run', '--help'])\n"
+        "except SystemExit as exit:\n"
+        "    assert exit.code == 0, exit.code\n"
+        f"print('LOADED', sorted(name for name in {HEAVY!r} if name in sys.modules))\n"
+    )
+    assert completed.returncode == 0, completed.stderr
+    assert "``" not in completed.stdout
+    assert "LOADED []" in completed.stdout
+
+
+def test_every_runner_option_has_help_text():
+    run_parser = next(action for action in runner_parser()._actions if action.dest == "command").choices["run"]
+    undocumented = [action.option_strings[0] for action in run_parser._actions
+                    if action.option_strings and not action.help]
+    assert not undocumented, f"options without help text: {undocumented}"
+    params_set = next(action for action in run_parser._actions if action.dest == "params_set")
+    assert all(name in params_set.help for name in ("default", "smoke", "gpu"))
