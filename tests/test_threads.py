@@ -20,7 +20,8 @@ def test_default_threads_is_omp_num_threads_when_set_else_half_the_cores(monkeyp
     monkeypatch.setenv("OMP_NUM_THREADS", "3")
     assert default_threads() == 3
     monkeypatch.delenv("OMP_NUM_THREADS")
-    for cores, expected in ((1, 1), (2, 1), (3, 1), (8, 4), (None, 1)):
+    for cores, expected in ((1, 1), (2, 1), (3, 1), (8, 4), (None, 1)):  # the usable cores (CPU affinity)
+        monkeypatch.setattr(os, "sched_getaffinity", lambda pid, cores=cores: set(range(cores or 0)), raising=False)
         monkeypatch.setattr(os, "cpu_count", lambda cores=cores: cores)
         assert default_threads() == expected
     monkeypatch.setenv("OMP_NUM_THREADS", "0")  # not a usable setting: ignored
