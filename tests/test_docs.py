@@ -106,3 +106,30 @@ def test_every_module_and_name_the_docs_import_exists():
                         if name and not _resolves(f"{module}.{name}")]
         missing += [f"{path.name}: {dotted}" for dotted in sorted(set(_DOTTED.findall(text))) if not _resolves(dotted)]
     assert not missing, "\n".join(missing)
+
+
+_DEFAULT_RUN_MINUTES = re.compile(r"about ([\d.]+) minutes")
+
+
+def test_params_readme_and_readme_give_the_same_default_run_time():
+    # params/README.md said about 2 minutes per notebook while the README said 3.5 minutes in all
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    make_run = readme[readme.index("`make run` is `python -m workbench run --params-set default`"):]
+    params_row = next(line for line in (ROOT / "params" / "README.md").read_text(encoding="utf-8").splitlines()
+                      if line.startswith("| `default` |"))
+    stated = _DEFAULT_RUN_MINUTES.search(make_run[:400]), _DEFAULT_RUN_MINUTES.search(params_row)
+    assert all(stated), "both state the default run's time as 'about N minutes'"
+    assert stated[0].group(1) == stated[1].group(1)
+    assert "per notebook" not in params_row.split("(")[0]  # a total, as in the README
+
+
+def test_gitignore_ignores_no_committed_file():
+    import subprocess
+
+    ignored = subprocess.run(["git", "ls-files", "--cached", "--ignored", "--exclude-standard"], cwd=ROOT,
+                             capture_output=True, text=True)
+    if ignored.returncode != 0:
+        import pytest
+
+        pytest.skip("not a git checkout")
+    assert ignored.stdout.split() == [], "committed files that .gitignore lists (e.g. params/README.md)"

@@ -242,6 +242,9 @@ def test_write_metrics_separates_metrics_from_details(tmp_path):
         write_metrics(tmp_path, {"name": "x"})
     with pytest.raises(ValueError, match="entry 'score' must be a number or a mapping with keys mean, std, n"):
         write_metrics(tmp_path, {"score": {"mean": 1.0}})
+    for name in ("f1_std", "n_seeds"):  # summary_agg.csv listed n_seeds and *_std entries as metrics (issue 13)
+        with pytest.raises(ValueError, match=f"entry '{name}' is a spread or a count of runs"):
+            write_metrics(tmp_path, {"f1": 0.5, name: 2})
 
 
 # ----------------------------------------------------------------------------- notebook hygiene

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import math
 import re
+import shlex
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -20,6 +22,7 @@ from workbench.vocab import load_tokenizer
 
 pytestmark = pytest.mark.slow  # end-to-end training runs, seconds each
 
+ROOT = Path(__file__).resolve().parents[1]
 TINY = {"num_layers": 1, "hidden_size": 32, "num_heads": 2}
 
 
@@ -263,13 +266,13 @@ def test_cli_runs_a_yaml_config_with_overrides(tmp_path, capsys):
     assert "unknown config key 'training.lrate'" in capsys.readouterr().err
 
 
-def test_cli_refuses_a_finished_output_dir_in_one_line(tmp_path, capsys):
+def test_cli_refuses_a_finished_output_dir_in_one_line(tmp_path, capfd):
     path = tmp_path / "run.yaml"
     path.write_text(yaml.safe_dump({"task": "finetune", **tiny_config(tmp_path / "done")}), encoding="utf-8")
     assert cli_main([str(path)]) == 0
-    capsys.readouterr()
-    assert cli_main([str(path)]) == 2
-    captured = capsys.readouterr()
+    capfd.readouterr()
+    assert cli_main([str(path), "training.quiet=false"]) == 2  # not even a data-loading bar before the refusal
+    captured = capfd.readouterr()
     assert captured.out == ""
     lines = captured.err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: output_dir: ") and "already holds a finished run" in lines[0]
@@ -295,3 +298,19 @@ def test_a_time_budget_stops_pretraining_and_evaluates_where_it_stopped(tmp_path
     assert last["epoch"] < 200 and last["step"] == result.history[-1]["step"]
     assert result.metrics["train_runtime"] < 30
     assert result.metrics["perplexity"] == pytest.approx(math.exp(result.metrics["eval_loss"]))
+
+
+def test_the_readme_trainer_example_runs_as_written_and_learns_more_than_the_majority_class(tmp_path, capsys):
+    # the README named a missing file, and with training.epochs=3 the run learnt only the majority class (macro-F1 0.256)
+    from workbench.train.__main__ import EXAMPLE
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert f"    {EXAMPLE}\n" in readme  # the --help example is the README's command
+    arguments = shlex.split(EXAMPLE)[3:]
+    assert (ROOT / arguments[0]).is_file()
+    assert cli_main([str(ROOT / arguments[0]), *arguments[1:], f"output_dir={tmp_path / 'example'}",
+                     "training.quiet=true"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    majority = 2 * 0.62 / (1 + 0.62) / 3  # always the majority class (62% of the test pairs): its F1 over 3 classes
+    assert result["macro_f1"] > majority + 0.2, result
+    assert result["macro_f1"] > 0.5 and result["accuracy"] > 0.7, result

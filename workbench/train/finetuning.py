@@ -101,6 +101,14 @@ def finished_checkpoint(trained: TrainedClassifier, folder: Path, keep_checkpoin
     return str(folder)
 
 
+def refuse_occupied(config: Config, *subfolders: str) -> None:
+    """Refuse an ``output_dir`` (or its ``subfolders``) that holds another run before any data is
+    loaded, so the refusal is the only thing printed; with ``training.resume`` the trainer checks later."""
+    if not config.training.resume:
+        for folder in subfolders or ("",):
+            checkpoint_to_resume(Path(config.output_dir) / folder, resume=False)
+
+
 def finetune(config: str | Path | Mapping[str, Any] | Config, callbacks: Sequence[TrainerCallback] = ()) -> Result:
     """Fine-tune a classifier on ``config`` (see docs/training.md) and write its run folder.
 
@@ -113,6 +121,7 @@ def finetune(config: str | Path | Mapping[str, Any] | Config, callbacks: Sequenc
     none). ``callbacks`` are extra ``TrainerCallback`` objects.
     """
     config = load_config(config, task="finetune")
+    refuse_occupied(config)
     with progress_bars(not config.training.quiet), torch_threads(config.training.threads):
         set_seed(config.training.seed)
         output_dir = Path(config.output_dir)

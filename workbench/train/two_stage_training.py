@@ -46,7 +46,7 @@ from workbench.models import (
 from workbench.threads import torch_threads
 from workbench.train.evaluation import write_predictions
 from workbench.train.fgm import FGMTrainer
-from workbench.train.finetuning import finished_checkpoint, train_classifier
+from workbench.train.finetuning import finished_checkpoint, refuse_occupied, train_classifier
 from workbench.train.inputs import classification_data
 from workbench.train.result import Result, is_main_process, write_result
 from workbench.train.verbosity import progress_bars
@@ -119,6 +119,7 @@ def two_stage(config: str | Path | Mapping[str, Any] | Config, callbacks: Sequen
     stage 2's report at the top level.
     """
     config = load_config(config, task="two_stage")
+    refuse_occupied(config, "stage1", "stage2")
     with progress_bars(not config.training.quiet), torch_threads(config.training.threads):
         set_seed(config.training.seed)
         output_dir = Path(config.output_dir)
@@ -157,6 +158,7 @@ def fusion_finetune(config: str | Path | Mapping[str, Any] | Config, callbacks: 
     no frozen stage). ``aux.num_aux``, ``aux.fgm_epsilon`` and ``aux.fusion`` are ignored. Writes
     ``output_dir`` as :func:`workbench.train.finetune` does (metrics.json, predictions.csv)."""
     config = load_config(config, task="finetune")
+    refuse_occupied(config)
     with progress_bars(not config.training.quiet), torch_threads(config.training.threads):
         set_seed(config.training.seed)
         output_dir = Path(config.output_dir)
