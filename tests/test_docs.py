@@ -7,6 +7,8 @@ import importlib.util
 import re
 from pathlib import Path
 
+from test_public_api import _lookup
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -81,19 +83,11 @@ _DOTTED = re.compile(r"(?<![\w/.])workbench(?:\.\w+)+")
 
 
 def _resolves(dotted: str) -> bool:
-    parts = dotted.split(".")
-    for end in range(len(parts), 0, -1):
-        try:
-            found = importlib.import_module(".".join(parts[:end]))
-        except ImportError:
-            continue
-        try:
-            for name in parts[end:]:
-                found = getattr(found, name)
-        except AttributeError:
-            return False
-        return True
-    return False
+    try:
+        _lookup(dotted)
+    except (AttributeError, ImportError):
+        return False
+    return True
 
 
 def test_every_module_and_name_the_docs_import_exists():
