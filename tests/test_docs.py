@@ -7,7 +7,7 @@ import importlib.util
 import re
 from pathlib import Path
 
-from test_public_api import _lookup
+from test_public_api import _resolves
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -80,14 +80,6 @@ def test_every_path_a_documented_command_names_exists():
 
 _IMPORT = re.compile(r"from (workbench[\w.]*) import ([\w, ]+)")
 _DOTTED = re.compile(r"(?<![\w/.])workbench(?:\.\w+)+")
-
-
-def _resolves(dotted: str) -> bool:
-    try:
-        _lookup(dotted)
-    except (AttributeError, ImportError):
-        return False
-    return True
 
 
 def test_every_module_and_name_the_docs_import_exists():
