@@ -4,6 +4,7 @@ no remote script, stylesheet or font; equations and figures rendered in headless
 
 from __future__ import annotations
 
+import io
 import re
 import shutil
 import subprocess
@@ -39,10 +40,6 @@ INLINE_EQUATIONS, DISPLAY_EQUATIONS = 3, 3
 CHROMIUM = next((shutil.which(name) for name in ("chromium", "chromium-browser", "google-chrome") if shutil.which(name)), None)
 
 
-def _quiet(*args, **kwargs) -> None:
-    pass
-
-
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory) -> Path:
     """A real run of the fixture notebook with a markdown cell of equations, at one sweep point
@@ -53,7 +50,7 @@ def run_dir(tmp_path_factory) -> Path:
     (root / "notebooks").mkdir()
     nbformat.write(notebook, root / "notebooks" / FIXTURE.name)
     report = run(notebooks_dir=root / "notebooks", params_dir=root / "params", outputs_dir=root / "outputs",
-                 sweep={"x": [2.0]}, log=_quiet)
+                 sweep={"x": [2.0]}, stream=io.StringIO())
     assert not report.failed, report.failed[0].status_text()
     return report.run_dir
 

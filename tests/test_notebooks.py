@@ -6,6 +6,7 @@ the ``smoke`` parameter set, exactly as ``python -m workbench run`` does.
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 
@@ -54,7 +55,7 @@ def test_every_notebook_executes_with_the_smoke_set(tmp_path):
         params_dir=ROOT / "params",
         outputs_dir=tmp_path,
         run_id="smoke",
-        log=lambda *args, **kwargs: None,
+        stream=io.StringIO(),
     )
     failures = {o.execution.name: f"cell {o.failed_cell}: {o.error}" for o in report.failed}
     assert failures == {}

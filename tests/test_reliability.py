@@ -8,6 +8,7 @@ that covers each input the workbench now accepts.
 
 from __future__ import annotations
 
+import io
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -146,7 +147,7 @@ def _run_into_existing(tmp_path: Path) -> Any:
 
     (tmp_path / "taken").mkdir()
     return run(only=["ok"], notebooks_dir=FIXTURES, params_dir=tmp_path, outputs_dir=tmp_path, run_id="taken",
-               log=lambda *args, **kwargs: None)
+               stream=io.StringIO())
 
 
 def _viz(name: str) -> Any:

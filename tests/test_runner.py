@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import re
 import sys
@@ -31,8 +32,9 @@ OK = FIXTURES / "ok_metrics.ipynb"
 FAILS = FIXTURES / "fails_in_cell2.ipynb"
 
 
-def _quiet(*args, **kwargs) -> None:
-    pass
+def _quiet() -> io.StringIO:
+    """A stream for a run's status lines that the test does not read."""
+    return io.StringIO()
 
 
 def _write_notebook(path: Path, parameters_source: str, body: str = "pass") -> Path:
@@ -196,7 +198,7 @@ def test_existing_run_folder_is_never_reused(tmp_path):
     (tmp_path / "run1").mkdir()
     (tmp_path / "run1" / "keep.txt").write_text("earlier run")
     with pytest.raises(ValueError, match="run_id 'run1'.*already exists"):
-        run(only=["ok"], notebooks_dir=FIXTURES, params_dir=tmp_path, outputs_dir=tmp_path, run_id="run1", log=_quiet)
+        run(only=["ok"], notebooks_dir=FIXTURES, params_dir=tmp_path, outputs_dir=tmp_path, run_id="run1", stream=_quiet())
     assert [p.name for p in (tmp_path / "run1").iterdir()] == ["keep.txt"]
     with pytest.raises(ValueError, match="run_id '../x'"):
         new_run_dir(tmp_path, "../x")
@@ -273,17 +275,17 @@ def test_check_notebook_clean(tmp_path):
 def sweep_run(tmp_path_factory):
     root = tmp_path_factory.mktemp("sweep")
     report = run(only=["ok_metrics"], sweep={"x": [1.0, 2.0]}, seeds=[1, 2], notebooks_dir=FIXTURES,
-                 params_dir=root / "params", outputs_dir=root / "outputs", log=_quiet)
+                 params_dir=root / "params", outputs_dir=root / "outputs", stream=_quiet())
     return report
 
 
 @pytest.fixture(scope="module")
 def mixed_run(tmp_path_factory):
     root = tmp_path_factory.mktemp("mixed")
-    lines = []
+    stream = io.StringIO()
     report = run(notebooks_dir=FIXTURES, params_dir=root / "params", outputs_dir=root / "outputs",
-                 run_id="mixed", log=lambda *a, **k: lines.append(" ".join(map(str, a))))
-    return report, lines
+                 run_id="mixed", stream=stream, progress=False)
+    return report, stream.getvalue().splitlines()
 
 
 @pytest.mark.slow
@@ -327,8 +329,10 @@ def test_failing_notebook_is_reported_and_others_complete(mixed_run):
     assert failed.status == "failed" and failed.failed_cell == 2
     assert failed.error == "ValueError: boom at x=1.0"
     assert ok.ok and ok.metrics["metrics"]["score"]["mean"] == 10.0
-    assert lines[0] == "[1/2] fails_in_cell2 ..." and lines[1].startswith("FAILED at cell 2: ValueError: boom")
-    assert lines[2] == "[2/2] ok_metrics ..." and lines[3].startswith("ok (")
+    assert [outcome.execution.name for outcome in report.outcomes] == ["fails_in_cell2", "ok_metrics"]  # plan order
+    first, second = sorted(lines)  # one whole line per notebook, in the order they ended
+    assert first.startswith("[1/2] fails_in_cell2 ... FAILED at cell 2: ValueError: boom at x=1.0 (")
+    assert re.fullmatch(r"\[2/2\] ok_metrics \.\.\. ok \(\d+\.\d s\)", second)
 
     run_dir = report.run_dir
     assert (run_dir / "fails_in_cell2" / "fails_in_cell2.html").is_file()  # the partial notebook is exported
@@ -363,73 +367,71 @@ def test_cli_exit_code_is_nonzero_when_a_notebook_fails(tmp_path, capsys):
 # ----------------------------------------------------------------------------- progress
 
 
-def test_progress_in_a_log_adds_a_line_per_interval_naming_the_cell():
-    import io
+def test_progress_in_a_log_adds_a_line_per_running_notebook_and_interval():
     import time
 
     from workbench.runs.progress import Progress
 
     stream = io.StringIO()
-    with Progress("[1/1] nb", total_cells=9, stream=stream, interactive=False, interval=0.05) as progress:
-        progress.cell_started(cell_index=2)
+    with Progress(stream, interactive=False, interval=0.05) as board:
+        board.started("[1/2] a", total_cells=9)(cell_index=2)
+        board.started("[2/2] b x=1", total_cells=4)(cell_index=0)
         time.sleep(0.18)
+        board.finished("[2/2] b x=1", "ok (0.2 s)")
+        time.sleep(0.12)
+        board.finished("[1/2] a", "FAILED at cell 3: ValueError: x (0.3 s)")
     lines = stream.getvalue().splitlines()
-    assert 2 <= len(lines) <= 4
-    assert all(line.startswith("    [1/1] nb: still running, cell 3/9, ") and line.endswith(" s") for line in lines)
+    status = lines.index("[2/2] b x=1 ... ok (0.2 s)")
+    assert lines[-1] == "[1/2] a ... FAILED at cell 3: ValueError: x (0.3 s)"
+    ticks_a = [line for line in lines if line.startswith("    [1/2] a: still running, cell 3/9, ")]
+    ticks_b = [line for line in lines if line.startswith("    [2/2] b x=1: still running, cell 1/4, ")]
+    assert 2 <= len(ticks_b) <= 4 and all(i < status for i, line in enumerate(lines) if line in ticks_b)  # none after b ended
+    assert len(ticks_a) > len(ticks_b)
+    assert all(line in ticks_a + ticks_b or " ... " in line for line in lines)  # every line whole: a tick or a status
 
 
-def test_progress_on_a_terminal_redraws_one_line_and_clears_it():
-    import io
+def test_progress_in_a_log_prints_only_the_status_of_a_short_notebook():
+    from workbench.runs.progress import Progress
+
+    stream = io.StringIO()
+    with Progress(stream, interactive=False, interval=30.0) as board:
+        board.started("[1/5] nb", total_cells=3)
+        board.finished("[1/5] nb", "ok (0.1 s)")
+    assert stream.getvalue() == "[1/5] nb ... ok (0.1 s)\n"
+
+
+def test_progress_on_a_terminal_redraws_one_line_naming_every_running_notebook():
     import time
 
     from workbench.runs.progress import Progress
 
     stream = io.StringIO()
-    with Progress("[2/5] nb", total_cells=4, stream=stream, interactive=True, interval=0.05) as progress:
-        progress.cell_started(cell_index=0)
+    with Progress(stream, interactive=True, interval=0.05) as board:
+        board.started("[1/5] a", total_cells=9)(cell_index=4)
+        board.started("[2/5] b", total_cells=4)(cell_index=0)
+        time.sleep(0.12)
+        board.finished("[2/5] b", "ok (0.1 s)")
         time.sleep(0.12)
     text = stream.getvalue()
-    assert "\n" not in text and text.count("\r[2/5] nb ... cell 1/4, ") >= 1
-    assert text.endswith("\r[2/5] nb ...\033[K")  # the runner appends "ok (n s)" to this line
+    before, _, after = text.partition("\r\033[K[2/5] b ... ok (0.1 s)\n")  # the status replaces the drawn line
+    assert after, text
+    assert re.search(r"\rrunning: \[1/5\] a cell 5/9, \d+ s \| \[2/5\] b cell 1/4, \d+ s\033\[K", before)
+    assert "\n" not in before and "[2/5] b" not in after
+    assert re.search(r"\rrunning: \[1/5\] a cell 5/9, \d+ s\033\[K", after)
+    assert text.endswith("\r\033[K")  # the drawn line is cleared when the run ends
 
 
-def test_progress_in_a_log_never_shares_a_line_with_the_runners_label_or_status():
-    import io
+def test_progress_without_ticking_writes_only_status_lines():
     import time
 
     from workbench.runs.progress import Progress
 
     stream = io.StringIO()
-    stream.write("[3/5] nb x=1 ... ")  # what the runner writes before the notebook starts
-    with Progress("[3/5] nb x=1", total_cells=9, stream=stream, interactive=False, interval=0.05,
-                  continues_line=True) as progress:
-        progress.cell_started(cell_index=4)
-        time.sleep(0.18)
-    stream.write("ok (0.2 s)\n")  # ... and after it ends
-    lines = stream.getvalue().splitlines()
-    assert lines[0].rstrip() == "[3/5] nb x=1 ..."
-    assert 2 <= len(lines[1:-1]) <= 4
-    assert all(line.startswith("    [3/5] nb x=1: still running, cell 5/9, ") for line in lines[1:-1])
-    assert lines[-1] == "[3/5] nb x=1 ... ok (0.2 s)"
-    quiet = io.StringIO()  # a notebook shorter than the interval: one line, as before
-    quiet.write("[1/5] nb ... ")
-    with Progress("[1/5] nb", total_cells=3, stream=quiet, interactive=False, interval=30.0, continues_line=True):
-        pass
-    quiet.write("ok (0.1 s)\n")
-    assert quiet.getvalue() == "[1/5] nb ... ok (0.1 s)\n"
-
-
-def test_progress_on_a_terminal_leaves_the_label_and_a_space_for_the_status():
-    import io
-    import time
-
-    from workbench.runs.progress import Progress
-
-    stream = io.StringIO()
-    with Progress("[2/5] nb x=1", total_cells=4, stream=stream, interactive=True, interval=0.05,
-                  continues_line=True):
-        time.sleep(0.12)
-    assert stream.getvalue().endswith("\r[2/5] nb x=1 ... \033[K")  # + "ok (n s)": "[2/5] nb x=1 ... ok (n s)"
+    with Progress(stream, interactive=False, interval=0.01, ticking=False) as board:
+        board.started("[1/1] nb", total_cells=3)
+        time.sleep(0.05)
+        board.finished("[1/1] nb", "ok (0.1 s)")
+    assert stream.getvalue() == "[1/1] nb ... ok (0.1 s)\n"
 
 
 def test_kernels_get_the_thread_count_in_their_environment(tmp_path):
@@ -438,6 +440,52 @@ def test_kernels_get_the_thread_count_in_their_environment(tmp_path):
         "import os\nfrom workbench.runs import write_metrics\n"
         "write_metrics(output_dir, {'omp_threads': int(os.environ['OMP_NUM_THREADS'])})",
     )
-    report = run(notebooks_dir=tmp_path, params_dir=tmp_path, outputs_dir=tmp_path / "out", threads=3, log=_quiet)
+    report = run(notebooks_dir=tmp_path, params_dir=tmp_path, outputs_dir=tmp_path / "out", threads=3, stream=_quiet())
     assert not report.failed and read_metrics(report.outcomes[0].output_dir)["metrics"]["omp_threads"] == 3
     assert notebook.is_file()
+
+
+def _marker_notebook(path: Path, mine: str, theirs: str) -> Path:
+    """A notebook that writes ``mine`` and then waits up to 60 s for ``theirs``: two of them
+    finish only when they run at the same time."""
+    return _write_notebook(
+        path, "output_dir = None\nmarkers = None",
+        "import pathlib, time\n"
+        f"pathlib.Path(markers, {mine!r}).touch()\n"
+        "deadline = time.monotonic() + 60\n"
+        f"while not pathlib.Path(markers, {theirs!r}).exists():\n"
+        "    assert time.monotonic() < deadline, 'the other notebook never started'\n"
+        "    time.sleep(0.05)\n",
+    )
+
+
+@pytest.mark.slow
+def test_jobs_run_notebooks_at_the_same_time_and_keep_the_plan_order(tmp_path):
+    notebooks, markers = tmp_path / "notebooks", tmp_path / "markers"
+    notebooks.mkdir(), markers.mkdir()
+    _marker_notebook(notebooks / "a.ipynb", "a", "b")
+    _marker_notebook(notebooks / "b.ipynb", "b", "a")
+    (tmp_path / "params" / "default").mkdir(parents=True)
+    for name in ("a", "b"):
+        (tmp_path / "params" / "default" / f"{name}.yaml").write_text(f"markers: {str(markers)!r}\n")
+    report = run(notebooks_dir=notebooks, params_dir=tmp_path / "params", outputs_dir=tmp_path / "out", jobs=2,
+                 threads=1, stream=_quiet(), progress=False)
+    assert [outcome.execution.name for outcome in report.outcomes] == ["a", "b"]
+    assert not report.failed, [outcome.status_text() for outcome in report.failed]
+
+
+@pytest.mark.parametrize("jobs", [0, -1, 1.5])
+def test_jobs_below_one_are_refused_before_anything_runs(tmp_path, jobs):
+    with pytest.raises(ValueError, match=r"jobs: must be an int >= 1 \(notebooks run at once\)"):
+        run(only=["ok"], notebooks_dir=FIXTURES, params_dir=tmp_path, outputs_dir=tmp_path / "out", jobs=jobs,
+            stream=_quiet())
+    assert not (tmp_path / "out").exists()
+
+
+def test_default_jobs_fill_the_cores_with_kernels_of_the_given_threads(monkeypatch):
+    from workbench import runs
+
+    monkeypatch.setattr(runs, "usable_cores", lambda: 2)
+    assert (runs.default_jobs(1), runs.default_jobs(2), runs.default_jobs(4)) == (2, 1, 1)
+    monkeypatch.setattr(runs, "usable_cores", lambda: 16)
+    assert (runs.default_jobs(8), runs.default_jobs(3)) == (2, 5)

@@ -27,6 +27,9 @@ def build_parser() -> argparse.ArgumentParser:
     run_parser.add_argument("--seeds", metavar="1,2,3", help="the seeds list every notebook repeats over (mean and spread)")
     run_parser.add_argument("--threads", type=int, metavar="N",
                             help="CPU threads per kernel (default: half the cores, at least 1)")
+    run_parser.add_argument("--jobs", type=int, metavar="N",
+                            help="notebooks run at once (default: as many kernels of --threads threads as the cores "
+                                 "hold, at least 1; 1 runs them one after another, for timings without neighbours)")
     run_parser.add_argument("--notebooks-dir", default="notebooks", metavar="DIR",
                             help="where the notebooks are; default: %(default)s")
     run_parser.add_argument("--params-dir", default="params", metavar="DIR",
@@ -53,6 +56,7 @@ def main(argv: list[str] | None = None) -> int:
             run_id=args.run_id,
             kernel_name=args.kernel,
             threads=args.threads,
+            jobs=args.jobs,
         )
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)

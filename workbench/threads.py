@@ -3,8 +3,9 @@
 torch starts one intra-op thread per core. On a small machine where another process keeps a
 core busy (a second notebook, the runner, another user), those threads wait for each other at
 every operation: the example trainer ran 6x slower on 2 cores with one core busy. The workbench
-therefore uses half the cores (at least one) unless told otherwise, and the notebook runner
-passes the same number to each kernel through ``OMP_NUM_THREADS``.
+therefore uses half the cores (at least one) unless told otherwise; the notebook runner
+passes the same number to each kernel through ``OMP_NUM_THREADS`` and runs as many kernels
+at once as the cores hold (``workbench.runs.default_jobs``).
 """
 
 from __future__ import annotations

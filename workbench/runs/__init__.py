@@ -18,18 +18,20 @@ runs one, :mod:`~workbench.runs.report` writes the summaries and the index page,
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
-from workbench.runs.execute import Outcome, ensure_kernel, execute, new_run_dir
+from workbench.runs.assets import ensure_assets
+from workbench.runs.execute import Outcome, ensure_kernel, execute, kernel_environment_set, new_run_dir
 from workbench.runs.metrics import read_metrics, write_metrics
-from workbench.runs.plan import PARAMS_SETS, parse_seeds, parse_sweep, plan_executions, select_notebooks
+from workbench.runs.plan import PARAMS_SETS, Execution, parse_seeds, parse_sweep, plan_executions, select_notebooks
 from workbench.runs.progress import Progress
-from workbench.threads import default_threads
+from workbench.threads import default_threads, usable_cores
 
-__all__ = ["PARAMS_SETS", "RunReport", "parse_seeds", "parse_sweep", "read_metrics", "run", "write_metrics"]
+__all__ = ["PARAMS_SETS", "RunReport", "default_jobs", "parse_seeds", "parse_sweep", "read_metrics", "run", "write_metrics"]
 
 
 @dataclass
@@ -40,6 +42,16 @@ class RunReport:
     @property
     def failed(self) -> list[Outcome]:
         return [outcome for outcome in self.outcomes if not outcome.ok]
+
+
+def default_jobs(threads: int) -> int:
+    """How many notebooks run at once by default: as many kernels of ``threads`` threads as the
+    usable cores hold, at least 1 (two on any machine with two or more cores and the default threads)."""
+    return max(1, usable_cores() // threads)
+
+
+def _label(number: int, total: int, execution: Execution) -> str:
+    return f"[{number}/{total}] {execution.name}" + (f" {execution.slug}" if execution.slug else "")
 
 
 def run(
@@ -53,37 +65,45 @@ def run(
     run_id: str | None = None,
     kernel_name: str | None = None,
     threads: int | None = None,
-    log: Callable[..., None] = print,
+    jobs: int | None = None,
+    stream: IO[str] | None = None,
     progress: bool = True,
 ) -> RunReport:
     """Execute the selected notebooks over the sweep grid; write summaries and index.html.
 
     ``seeds`` sets every notebook's ``seeds`` parameter; ``threads`` the CPU threads of every
-    kernel (None: ``workbench.threads.default_threads``). ``progress`` shows the current cell
-    and the elapsed time while a notebook runs (``runs.progress``). Validation errors (unknown
-    parameter, bad run id, existing run folder) raise ValueError before any folder is created or
-    notebook runs.
+    kernel (None: ``workbench.threads.default_threads``); ``jobs`` how many notebooks run at
+    once (None: :func:`default_jobs`, so that jobs x threads fills the cores without
+    oversubscribing them). Each notebook's status line goes to ``stream`` (stdout) when it ends;
+    ``progress`` also shows the running notebooks' current cells and elapsed times
+    (``runs.progress``). Outcomes keep the plan's order. Validation errors (unknown parameter,
+    bad run id, existing run folder, threads or jobs < 1) raise ValueError before any folder is
+    created or notebook runs.
     """
     notebooks = select_notebooks(notebooks_dir, only)
     executions = plan_executions(notebooks, params_dir, params_set, sweep, seeds)
     threads = default_threads() if threads is None else threads
-    if threads < 1:
+    if not isinstance(threads, int) or threads < 1:
         raise ValueError(f"threads: must be an int >= 1, got {threads!r}")
+    jobs = default_jobs(threads) if jobs is None else jobs
+    if not isinstance(jobs, int) or jobs < 1:
+        raise ValueError(f"jobs: must be an int >= 1 (notebooks run at once), got {jobs!r}")
     kernel_name = kernel_name or ensure_kernel()
     run_dir = new_run_dir(outputs_dir, run_id)
-    outcomes = []
-    for number, execution in enumerate(executions, start=1):
-        label = f"[{number}/{len(executions)}] {execution.name}" + (f" {execution.slug}" if execution.slug else "")
-        log(f"{label} ...", end=" ", flush=True)
+    ensure_assets(run_dir)  # once, before concurrent exports look for them
+
+    def execute_numbered(numbered: tuple[int, Execution]) -> Outcome:
+        number, execution = numbered
+        label = _label(number, len(executions), execution)
         output_dir = run_dir / execution.name / execution.slug if execution.slug else run_dir / execution.name
-        if progress:
-            cells = len(json.loads(execution.notebook.read_text(encoding="utf-8"))["cells"]) + 1  # + the injected cell
-            with Progress(label, cells, continues_line=True) as ticker:
-                outcome = execute(execution, output_dir, kernel_name, threads, ticker)
-        else:
-            outcome = execute(execution, output_dir, kernel_name, threads)
-        log(f"{outcome.status_text()} ({outcome.duration_s:.1f} s)", flush=True)
-        outcomes.append(outcome)
+        cells = len(json.loads(execution.notebook.read_text(encoding="utf-8"))["cells"]) + 1  # + the injected cell
+        outcome = execute(execution, output_dir, kernel_name, on_cell_start=board.started(label, cells))
+        board.finished(label, f"{outcome.status_text()} ({outcome.duration_s:.1f} s)")
+        return outcome
+
+    with kernel_environment_set(threads), Progress(stream, ticking=progress) as board, \
+            ThreadPoolExecutor(max_workers=min(jobs, len(executions)), thread_name_prefix="notebook") as pool:
+        outcomes = list(pool.map(execute_numbered, enumerate(executions, start=1)))
     from workbench.runs.report import write_index, write_summaries  # pandas: imported when a run ends
 
     summary, aggregated = write_summaries(run_dir, outcomes, list(sweep or {}))

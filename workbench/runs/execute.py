@@ -5,8 +5,9 @@ from __future__ import annotations
 import os
 import secrets
 import sys
+import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,7 +18,6 @@ import yaml
 from workbench.runs.assets import ensure_assets, export_offline_html, link_figures, run_dir_of
 from workbench.runs.metrics import read_metrics
 from workbench.runs.plan import _SLUG_UNSAFE, INJECTED_PARAMETERS_TAG, OUTPUT_DIR_PARAMETER, Execution
-from workbench.runs.progress import Progress
 from workbench.threads import kernel_environment
 
 WORKBENCH_KERNEL = "workbench"
@@ -84,7 +84,12 @@ def ensure_kernel() -> str:
 
 def _local_kernel_transport() -> dict[str, Any]:
     """On POSIX, talk to the kernel over IPC (Unix sockets) instead of unencrypted loopback TCP,
-    which ipykernel warns about on every start."""
+    which ipykernel warns about on every start.
+
+    Each kernel gets its own socket path prefix in the temporary folder: jupyter_client's
+    default (``kernel-ipc`` in the working directory) is shared by kernels started at once, which
+    then pick the same sockets and reject each other's messages ("Invalid Signature").
+    """
     if os.name != "posix":
         return {}
     from jupyter_client.manager import AsyncKernelManager
@@ -94,6 +99,10 @@ def _local_kernel_transport() -> dict[str, Any]:
         @default("transport")
         def _default_transport(self) -> str:
             return "ipc"
+
+        @default("ip")
+        def _default_ip(self) -> str:
+            return os.path.join(tempfile.gettempdir(), f"workbench-kernel-{secrets.token_hex(8)}-ipc")
 
     return {"kernel_manager_class": IpcKernelManager}
 
@@ -137,8 +146,10 @@ def export_html(notebook: Path, run_dir: Path | None = None) -> Path:
 
 
 @contextmanager
-def _environment(variables: dict[str, str]) -> Iterator[None]:
-    """``os.environ`` with ``variables`` set inside the block (kernels started there inherit them)."""
+def kernel_environment_set(threads: int) -> Iterator[None]:
+    """Inside the block, kernels started by this process get ``threads`` CPU threads
+    (``workbench.threads.kernel_environment`` set in ``os.environ``; restored after)."""
+    variables = kernel_environment(threads)
     saved = {name: os.environ.get(name) for name in variables}
     os.environ.update(variables)
     try:
@@ -151,13 +162,12 @@ def _environment(variables: dict[str, str]) -> Iterator[None]:
                 os.environ[name] = value
 
 
-def execute(
-    execution: Execution, output_dir: Path, kernel_name: str, threads: int = 1, progress: Progress | None = None
-) -> Outcome:
+def execute(execution: Execution, output_dir: Path, kernel_name: str, on_cell_start: Callable[..., None] | None = None
+            ) -> Outcome:
     """Run one notebook into ``output_dir``; a failure is recorded, never raised.
 
-    The kernel gets ``threads`` CPU threads (``workbench.threads.kernel_environment``); ``progress``
-    is told when each cell starts.
+    The kernel inherits this process's environment (the runner sets its threads with
+    :func:`kernel_environment_set`); ``on_cell_start`` is called before each cell (nbclient's hook).
     """
     import papermill
     from papermill.exceptions import PapermillExecutionError
@@ -168,19 +178,18 @@ def execute(
     executed = output_dir / execution.notebook.name
     failed_cell, error = None, None
     start = time.perf_counter()
-    hooks = {"on_cell_start": progress.cell_started} if progress is not None else {}
+    hooks = {"on_cell_start": on_cell_start} if on_cell_start is not None else {}
     try:
-        with _environment(kernel_environment(threads)):
-            papermill.execute_notebook(
-                str(execution.notebook),
-                str(executed),
-                parameters=parameters,
-                kernel_name=kernel_name,
-                cwd=str(execution.notebook.parent),
-                progress_bar=False,
-                **_local_kernel_transport(),
-                **hooks,
-            )
+        papermill.execute_notebook(
+            str(execution.notebook),
+            str(executed),
+            parameters=parameters,
+            kernel_name=kernel_name,
+            cwd=str(execution.notebook.parent),
+            progress_bar=False,
+            **_local_kernel_transport(),
+            **hooks,
+        )
     except PapermillExecutionError as exc:
         failed_cell = _source_cell_index(executed, exc.cell_index)
         error = f"{exc.ename}: {exc.evalue}"

@@ -1,15 +1,17 @@
-"""Where a running notebook is: the current cell and the elapsed time.
+"""What a run's notebooks are doing: the current cell of each running one and its elapsed time.
 
-On a terminal the runner's line is redrawn every second (``[3/5] 03_true_negatives ... cell 7/19,
-42 s``); in a log (output not a terminal) a line is added only every ``LOG_INTERVAL_S`` seconds,
-so short notebooks print nothing extra and a long one never looks hung. With ``continues_line``
-(the runner's case: it has written ``label ... `` and will end the line with the status), a log's
-progress lines start on a line of their own and the label is repeated after them, so every
-status follows its label:
+The runner prints one line per notebook when it ends (``[3/5] 03_true_negatives ... ok (209.9 s)``).
+While notebooks run (one, or several with ``--jobs``):
 
-    [3/5] 03_true_negatives ...
-        [3/5] 03_true_negatives: still running, cell 10/26, 30 s
-    [3/5] 03_true_negatives ... ok (41.0 s)
+* on a terminal, one line is redrawn every second, naming each running notebook's cell and time:
+  ``running: [3/5] 03_true_negatives cell 10/27, 42 s | [4/5] 04_auxiliary_labels cell 3/23, 5 s``;
+  a notebook's status line replaces it when that notebook ends;
+* in a log (output not a terminal), a line per running notebook is added every ``LOG_INTERVAL_S``
+  seconds, so short notebooks print nothing but their status and a long one never looks hung::
+
+      [1/5] 01_dice_loss ... ok (26.1 s)
+          [3/5] 03_true_negatives: still running, cell 10/27, 30 s
+      [2/5] 02_propensity_corrected_loss ... ok (19.1 s)
 """
 
 from __future__ import annotations
@@ -17,59 +19,91 @@ from __future__ import annotations
 import sys
 import threading
 import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import IO, Any
 
 TERMINAL_INTERVAL_S = 1.0
 LOG_INTERVAL_S = 30.0
 
 
-class Progress:
-    """A background ticker for one notebook execution; papermill calls :meth:`cell_started`
-    (nbclient's ``on_cell_start`` hook) before each cell."""
+@dataclass
+class _Running:
+    total_cells: int
+    cell: int = 0
+    start: float = field(default_factory=time.perf_counter)
 
-    def __init__(self, label: str, total_cells: int, stream: IO[str] | None = None, interactive: bool | None = None,
-                 interval: float | None = None, continues_line: bool = False) -> None:
-        self.label = label
-        self.continues_line = continues_line
-        self.lines_written = 0
-        self.total_cells = total_cells
+    def status(self) -> str:
+        return f"cell {self.cell}/{self.total_cells}, {time.perf_counter() - self.start:.0f} s"
+
+
+class Progress:
+    """The runner's progress display, shared by the notebooks running at once (thread-safe).
+
+    :meth:`started` registers a notebook and returns the hook papermill calls before each cell
+    (nbclient's ``on_cell_start``); :meth:`finished` writes its status line. With ``ticking``
+    false only the status lines are written.
+    """
+
+    def __init__(self, stream: IO[str] | None = None, interactive: bool | None = None, interval: float | None = None,
+                 ticking: bool = True) -> None:
         self.stream = stream if stream is not None else sys.stdout
         self.interactive = self.stream.isatty() if interactive is None else interactive
         self.interval = interval if interval is not None else (TERMINAL_INTERVAL_S if self.interactive else LOG_INTERVAL_S)
-        self.cell = 0
-        self._start = time.perf_counter()
+        self.ticking = ticking
+        self._running: dict[str, _Running] = {}
+        self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._tick, daemon=True)
+        self._line_drawn = False
 
-    def cell_started(self, cell: Any = None, cell_index: int = 0, **_: Any) -> None:
-        """nbclient hook: ``cell_index`` (0-based, of the executed notebook) is about to run."""
-        self.cell = cell_index + 1
+    def started(self, label: str, total_cells: int) -> Callable[..., None]:
+        """Register ``label`` as running; returns the ``on_cell_start`` hook that tracks its cell."""
+        running = _Running(total_cells)
+        with self._lock:
+            self._running[label] = running
 
-    def status(self) -> str:
-        return f"cell {self.cell}/{self.total_cells}, {time.perf_counter() - self._start:.0f} s"
+        def cell_started(cell: Any = None, cell_index: int = 0, **_: Any) -> None:
+            running.cell = cell_index + 1  # cell_index: 0-based, of the executed notebook
+
+        return cell_started
+
+    def finished(self, label: str, status: str) -> None:
+        """Write ``label ... status`` on a line of its own and stop tracking ``label``."""
+        with self._lock:
+            self._running.pop(label, None)
+            self._clear_line()
+            self.stream.write(f"{label} ... {status}\n")
+            self.stream.flush()
+
+    def _clear_line(self) -> None:
+        if self._line_drawn:
+            self.stream.write("\r\033[K")
+            self._line_drawn = False
 
     def _tick(self) -> None:
         while not self._stop.wait(self.interval):
-            if self.interactive:
-                self.stream.write(f"\r{self.label} ... {self.status()}\033[K")
-            else:
-                if self.continues_line and not self.lines_written:  # end the runner's "label ... " line first
-                    self.stream.write("\n")
-                self.stream.write(f"    {self.label}: still running, {self.status()}\n")
-                self.lines_written += 1
-            self.stream.flush()
+            with self._lock:
+                running = [(label, state.status()) for label, state in self._running.items()]
+                if not running:
+                    continue
+                if self.interactive:
+                    self.stream.write("\rrunning: " + " | ".join(f"{label} {status}" for label, status in running) + "\033[K")
+                    self._line_drawn = True
+                else:
+                    for label, status in running:
+                        self.stream.write(f"    {label}: still running, {status}\n")
+                self.stream.flush()
 
     def __enter__(self) -> Progress:
-        self._start = time.perf_counter()
-        self._thread.start()
+        if self.ticking:
+            self._thread.start()
         return self
 
     def __exit__(self, *exc: Any) -> None:
         self._stop.set()
-        self._thread.join()
-        if self.interactive:  # leave the line for the runner's final "label ... ok (n s)"
-            self.stream.write(f"\r{self.label} ... \033[K" if self.continues_line else f"\r{self.label} ...\033[K")
-            self.stream.flush()
-        elif self.continues_line and self.lines_written:  # the status below the progress lines names its notebook
-            self.stream.write(f"{self.label} ... ")
+        if self.ticking:
+            self._thread.join()
+        with self._lock:
+            self._clear_line()
             self.stream.flush()
