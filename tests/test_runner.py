@@ -450,8 +450,8 @@ def _marker_notebook(path: Path, mine: str, theirs: str) -> Path:
     finish only when they run at the same time."""
     return _write_notebook(
         path, "output_dir = None\nmarkers = None",
-        "import pathlib, time\n"
-        f"pathlib.Path(markers, {mine!r}).touch()\n"
+        "import os, pathlib, time\n"
+        f"pathlib.Path(markers, {mine!r}).write_text(os.getcwd())\n"
         "deadline = time.monotonic() + 60\n"
         f"while not pathlib.Path(markers, {theirs!r}).exists():\n"
         "    assert time.monotonic() < deadline, 'the other notebook never started'\n"
@@ -460,7 +460,8 @@ def _marker_notebook(path: Path, mine: str, theirs: str) -> Path:
 
 
 @pytest.mark.slow
-def test_jobs_run_notebooks_at_the_same_time_and_keep_the_plan_order(tmp_path):
+def test_jobs_run_notebooks_at_the_same_time_and_keep_the_plan_order(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # relative folders, as `make run` gives them
     notebooks, markers = tmp_path / "notebooks", tmp_path / "markers"
     notebooks.mkdir(), markers.mkdir()
     _marker_notebook(notebooks / "a.ipynb", "a", "b")
@@ -468,10 +469,12 @@ def test_jobs_run_notebooks_at_the_same_time_and_keep_the_plan_order(tmp_path):
     (tmp_path / "params" / "default").mkdir(parents=True)
     for name in ("a", "b"):
         (tmp_path / "params" / "default" / f"{name}.yaml").write_text(f"markers: {str(markers)!r}\n")
-    report = run(notebooks_dir=notebooks, params_dir=tmp_path / "params", outputs_dir=tmp_path / "out", jobs=2,
-                 threads=1, stream=_quiet(), progress=False)
+    report = run(notebooks_dir="notebooks", params_dir="params", outputs_dir="out", jobs=2, threads=1,
+                 stream=_quiet(), progress=False)
     assert [outcome.execution.name for outcome in report.outcomes] == ["a", "b"]
     assert not report.failed, [outcome.status_text() for outcome in report.failed]
+    assert Path.cwd() == tmp_path  # the runner never moves its own working directory
+    assert {(markers / name).read_text() for name in "ab"} == {str(notebooks.resolve())}  # each kernel's own
 
 
 @pytest.mark.parametrize("jobs", [0, -1, 1.5])

@@ -166,8 +166,10 @@ def execute(execution: Execution, output_dir: Path, kernel_name: str, on_cell_st
             ) -> Outcome:
     """Run one notebook into ``output_dir``; a failure is recorded, never raised.
 
-    The kernel inherits this process's environment (the runner sets its threads with
-    :func:`kernel_environment_set`); ``on_cell_start`` is called before each cell (nbclient's hook).
+    The kernel starts in the notebook's folder and inherits this process's environment (the
+    runner sets its threads with :func:`kernel_environment_set`); ``on_cell_start`` is called
+    before each cell (nbclient's hook). Safe to call from several threads at once: nothing
+    changes this process's working directory.
     """
     import papermill
     from papermill.exceptions import PapermillExecutionError
@@ -185,7 +187,9 @@ def execute(execution: Execution, output_dir: Path, kernel_name: str, on_cell_st
             str(executed),
             parameters=parameters,
             kernel_name=kernel_name,
-            cwd=str(execution.notebook.parent),
+            # the kernel starts in the notebook's folder; papermill's own ``cwd`` would chdir this
+            # whole process, under the feet of the notebooks running beside this one
+            resources={"metadata": {"path": str(execution.notebook.parent.resolve())}},
             progress_bar=False,
             **_local_kernel_transport(),
             **hooks,
