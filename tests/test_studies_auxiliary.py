@@ -273,7 +273,8 @@ def test_key_metrics_compare_baseline_with_two_stage_at_the_chosen_n():
     assert metrics["baseline_macro_f1"]["mean"] == pytest.approx(0.7) and metrics["two_stage_macro_f1"]["mean"] == pytest.approx(0.8)
     assert metrics["two_stage_accuracy"]["mean"] == pytest.approx(0.9)
     assert metrics["baseline_macro_f1"]["std"] == pytest.approx(math.sqrt(0.02)) and metrics["baseline_macro_f1"]["n"] == 2
-    assert metrics["delta_macro_f1"] == pytest.approx(0.1)
+    # paired by seed: (0.9 - 0.6, 0.7 - 0.8) = (0.3, -0.1)
+    assert metrics["delta_macro_f1"] == {"mean": pytest.approx(0.1), "std": pytest.approx(math.sqrt(0.08)), "n": 2}
     assert not any(key.startswith(("fusion", "two_stage_fgm")) for key in metrics)  # variants only when they ran
     with_variants = pd.concat([runs, pd.DataFrame({
         "method": [FUSION_FINETUNE, FUSION_FINETUNE, FUSION_FGM], "num_aux": [0, 0, 4], "seed": [0, 1, 0],

@@ -60,7 +60,7 @@ from transformers import AutoModelForSequenceClassification, DataCollatorWithPad
 from workbench.checks import check_number, check_seeds
 from workbench.config import Config, load_config
 from workbench.information import softmax_entropy
-from workbench.stats import row_statistics
+from workbench.stats import describe, row_statistics
 from workbench.stats import summarize as summarize_runs
 from workbench.train import classification_data, evaluation_split, finetune, fusion_description, fusion_finetune, two_stage
 
@@ -225,8 +225,9 @@ def key_metrics(runs: pd.DataFrame) -> dict[str, Any]:
     """metrics.json ``metrics``: baseline vs two-stage at n* = :func:`select_num_aux`.
 
     ``chosen_num_aux``, ``<method>_<metric>`` as ``{"mean", "std", "n"}`` over seeds for the
-    baseline and two-stage at n*, and ``delta_macro_f1`` = two-stage minus baseline mean macro-F1;
-    then the same ``<method>_<metric>`` for each variant that ran (FGM, M-BERT, MRE, MRE-F).
+    baseline and two-stage at n*, and ``delta_macro_f1``: the per-seed difference two-stage at n*
+    minus baseline (paired by seed), as ``{"mean", "std", "n"}``; then the same
+    ``<method>_<metric>`` for each variant that ran (FGM, M-BERT, MRE, MRE-F).
     """
     summary = summarize(runs)
     chosen = select_num_aux(runs)
@@ -235,7 +236,10 @@ def key_metrics(runs: pd.DataFrame) -> dict[str, Any]:
         row = summary[(summary["method"] == method) & (summary["num_aux"] == num_aux)].iloc[0]
         for metric in METRICS:
             metrics[f"{method}_{metric}"] = row_statistics(row, metric)
-    metrics["delta_macro_f1"] = metrics[f"{TWO_STAGE}_macro_f1"]["mean"] - metrics[f"{BASELINE}_macro_f1"]["mean"]
+    baseline = runs[runs["method"] == BASELINE].set_index("seed")["macro_f1"]
+    two_stage = runs[(runs["method"] == TWO_STAGE) & (runs["num_aux"] == chosen)].set_index("seed")["macro_f1"]
+    seeds = baseline.index.intersection(two_stage.index)
+    metrics["delta_macro_f1"] = describe(two_stage[seeds] - baseline[seeds])
     for method in (TWO_STAGE_FGM, *FUSION_METHODS):
         rows = summary[summary["method"] == method]
         if len(rows) == 1:
