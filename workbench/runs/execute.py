@@ -182,9 +182,9 @@ def execute(execution: Execution, output_dir: Path, kernel_name: str, on_cell_st
     start = time.perf_counter()
     hooks = {"on_cell_start": on_cell_start} if on_cell_start is not None else {}
     try:
-        papermill.execute_notebook(
-            str(execution.notebook),
-            str(executed),
+        papermill.execute_notebook(  # absolute paths: papermill resolves relative ones against a process-wide
+            str(execution.notebook.resolve()),  # setting that notebooks running at once overwrite
+            str(executed.resolve()),
             parameters=parameters,
             kernel_name=kernel_name,
             # the kernel starts in the notebook's folder; papermill's own ``cwd`` would chdir this
