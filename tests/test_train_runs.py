@@ -288,6 +288,9 @@ def test_a_verbose_run_shows_a_bar_and_one_line_per_evaluation_not_one_per_loggi
     assert "{'" not in text  # no dict of logs printed at all (train_runtime, eval_*)
     assert len(re.findall(r"^epoch \d validation: ", text, flags=re.MULTILINE)) == 2  # one line per epoch
     assert "%|" in text  # the tqdm bar is there
+    assert "Writing model shards" not in text and "Loading weights" not in text  # no per-file bars
+    untitled_bars = re.findall(r"(?:^|[\r\n])\s*\d+%\|[^|\r\n]*\| *\d+/(\d+) \[", text)  # the Trainer's bars (datasets' are titled)
+    assert len(set(untitled_bars)) == 1  # the training bar only: evaluations draw none
     assert "mtime may not be reliable" not in text  # two checkpoints within a second: no filesystem warning
 
 

@@ -43,7 +43,11 @@ from workbench.train.checkpoints import STAGING_DIR
 
 class BarProgressCallback(ProgressCallback):
     """The Trainer's progress bar without a printed line per logging step: the latest training
-    loss sits in the bar's postfix, and only evaluations (once per epoch) get a line."""
+    loss sits in the bar's postfix, and only evaluations (once per epoch) get a line. Evaluations
+    draw no bar of their own (a second bar flashing under the first); their line follows."""
+
+    def on_prediction_step(self, args: Any, state: Any, control: Any, eval_dataloader: Any = None, **kwargs: Any) -> None:
+        return
 
     def on_log(self, args: Any, state: Any, control: Any, logs: dict[str, Any] | None = None, **kwargs: Any) -> None:
         if not state.is_world_process_zero or self.training_bar is None or not logs:
