@@ -367,24 +367,29 @@ def test_cli_exit_code_is_nonzero_when_a_notebook_fails(tmp_path, capsys):
 # ----------------------------------------------------------------------------- progress
 
 
-def test_progress_in_a_log_adds_a_line_per_running_notebook_and_interval():
+def _two_notebooks_on_the_board(interactive: bool) -> str:
+    """What a board writes while ``[1/2] a`` (at cell 3/9) and ``[2/2] b`` (at cell 1/4) run and b ends first."""
     import time
 
     from workbench.runs.progress import Progress
 
     stream = io.StringIO()
-    with Progress(stream, interactive=False, interval=0.05) as board:
+    with Progress(stream, interactive=interactive, interval=0.05) as board:
         board.started("[1/2] a", total_cells=9)(cell_index=2)
-        board.started("[2/2] b x=1", total_cells=4)(cell_index=0)
+        board.started("[2/2] b", total_cells=4)(cell_index=0)
         time.sleep(0.18)
-        board.finished("[2/2] b x=1", "ok (0.2 s)")
+        board.finished("[2/2] b", "ok (0.2 s)")
         time.sleep(0.12)
         board.finished("[1/2] a", "FAILED at cell 3: ValueError: x (0.3 s)")
-    lines = stream.getvalue().splitlines()
-    status = lines.index("[2/2] b x=1 ... ok (0.2 s)")
+    return stream.getvalue()
+
+
+def test_progress_in_a_log_adds_a_line_per_running_notebook_and_interval():
+    lines = _two_notebooks_on_the_board(interactive=False).splitlines()
+    status = lines.index("[2/2] b ... ok (0.2 s)")
     assert lines[-1] == "[1/2] a ... FAILED at cell 3: ValueError: x (0.3 s)"
     ticks_a = [line for line in lines if line.startswith("    [1/2] a: still running, cell 3/9, ")]
-    ticks_b = [line for line in lines if line.startswith("    [2/2] b x=1: still running, cell 1/4, ")]
+    ticks_b = [line for line in lines if line.startswith("    [2/2] b: still running, cell 1/4, ")]
     assert 2 <= len(ticks_b) <= 4 and all(i < status for i, line in enumerate(lines) if line in ticks_b)  # none after b ended
     assert len(ticks_a) > len(ticks_b)
     assert all(line in ticks_a + ticks_b or " ... " in line for line in lines)  # every line whole: a tick or a status
@@ -401,24 +406,13 @@ def test_progress_in_a_log_prints_only_the_status_of_a_short_notebook():
 
 
 def test_progress_on_a_terminal_redraws_one_line_naming_every_running_notebook():
-    import time
-
-    from workbench.runs.progress import Progress
-
-    stream = io.StringIO()
-    with Progress(stream, interactive=True, interval=0.05) as board:
-        board.started("[1/5] a", total_cells=9)(cell_index=4)
-        board.started("[2/5] b", total_cells=4)(cell_index=0)
-        time.sleep(0.12)
-        board.finished("[2/5] b", "ok (0.1 s)")
-        time.sleep(0.12)
-    text = stream.getvalue()
-    before, _, after = text.partition("\r\033[K[2/5] b ... ok (0.1 s)\n")  # the status replaces the drawn line
+    text = _two_notebooks_on_the_board(interactive=True)
+    before, _, after = text.partition("\r\033[K[2/2] b ... ok (0.2 s)\n")  # the status replaces the drawn line
     assert after, text
-    assert re.search(r"\rrunning: \[1/5\] a cell 5/9, \d+ s \| \[2/5\] b cell 1/4, \d+ s\033\[K", before)
-    assert "\n" not in before and "[2/5] b" not in after
-    assert re.search(r"\rrunning: \[1/5\] a cell 5/9, \d+ s\033\[K", after)
-    assert text.endswith("\r\033[K")  # the drawn line is cleared when the run ends
+    assert re.search(r"\rrunning: \[1/2\] a cell 3/9, \d+ s \| \[2/2\] b cell 1/4, \d+ s\033\[K", before)
+    assert "\n" not in before and "[2/2] b" not in after
+    assert re.search(r"\rrunning: \[1/2\] a cell 3/9, \d+ s\033\[K", after)
+    assert after.endswith("\r\033[K[1/2] a ... FAILED at cell 3: ValueError: x (0.3 s)\n")
 
 
 def test_progress_without_ticking_writes_only_status_lines():
