@@ -55,3 +55,16 @@ def test_every_runner_option_has_help_text():
     assert not undocumented, f"options without help text: {undocumented}"
     params_set = next(action for action in run_parser._actions if action.dest == "params_set")
     assert all(name in params_set.help for name in ("default", "smoke", "gpu"))
+
+
+def test_an_interrupted_run_exits_130_with_one_line(monkeypatch, capsys):
+    import workbench.__main__ as runner_cli
+
+    def interrupted(**_):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(runner_cli, "run", interrupted)
+    assert runner_cli.main(["run", "--only", "01"]) == 130
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err.count("\n") == 1
+    assert captured.err.startswith("interrupted: the running notebooks were stopped")

@@ -486,3 +486,46 @@ def test_default_jobs_fill_the_cores_with_kernels_of_the_given_threads(monkeypat
     assert (runs.default_jobs(1), runs.default_jobs(2), runs.default_jobs(4)) == (2, 1, 1)
     monkeypatch.setattr(runs, "usable_cores", lambda: 16)
     assert (runs.default_jobs(8), runs.default_jobs(3)) == (2, 5)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="reads kernel states from /proc (Linux)")
+def test_ctrl_c_stops_the_running_kernels_and_the_run(tmp_path):
+    import os
+    import signal
+    import threading
+    import time
+
+    notebooks, markers = tmp_path / "notebooks", tmp_path / "markers"
+    notebooks.mkdir(), markers.mkdir()
+    for name in ("a", "b"):
+        _write_notebook(notebooks / f"{name}.ipynb", "output_dir = None",
+                        f"import os, pathlib, time\npathlib.Path({str(markers)!r}, {name!r}).write_text(str(os.getpid()))\n"
+                        "time.sleep(120)")
+
+    def press_ctrl_c_once_both_run() -> None:
+        deadline = time.monotonic() + 60
+        while len(list(markers.iterdir())) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        os.kill(os.getpid(), signal.SIGINT)  # a real signal: Ctrl-C in the terminal
+
+    threading.Thread(target=press_ctrl_c_once_both_run, daemon=True).start()
+    start = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        run(notebooks_dir=notebooks, params_dir=tmp_path, outputs_dir=tmp_path / "out", jobs=2, threads=1,
+            stream=_quiet(), progress=False)
+    assert time.monotonic() - start < 60  # not the notebooks' 120 s
+    for marker in markers.iterdir():
+        status = Path("/proc", marker.read_text(), "status")
+        assert not status.exists() or "State:\tZ" in status.read_text(), f"kernel of {marker.name} still runs"
+
+
+def test_a_stopped_kernel_registry_refuses_new_kernels():
+    from workbench.runs.execute import RunningKernels
+
+    kernels = RunningKernels()
+    manager_class = kernels.manager_class()
+    manager_class(kernel_name="python3")  # recorded
+    assert kernels.kill_all() == 0  # none had started a process
+    with pytest.raises(RuntimeError, match="the run was interrupted: no new kernel starts"):
+        manager_class(kernel_name="python3")

@@ -42,7 +42,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the command; 0 when every notebook succeeded, 1 when any failed, 2 for invalid input."""
+    """Run the command; 0 when every notebook succeeded, 1 when any failed, 2 for invalid input,
+    130 when interrupted (Ctrl-C: the running kernels are stopped)."""
     args = build_parser().parse_args(argv)
     try:
         report = run(
@@ -61,6 +62,10 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print("interrupted: the running notebooks were stopped; the run folder keeps what they wrote, without "
+              "summaries", file=sys.stderr)
+        return 130
     print(f"{len(report.outcomes) - len(report.failed)}/{len(report.outcomes)} ok; report: {report.run_dir / 'index.html'}")
     return 1 if report.failed else 0
 

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from workbench.runs.assets import ensure_assets
-from workbench.runs.execute import Outcome, ensure_kernel, execute, kernel_environment_set, new_run_dir
+from workbench.runs.execute import Outcome, RunningKernels, ensure_kernel, execute, kernel_environment_set, new_run_dir
 from workbench.runs.metrics import read_metrics, write_metrics
 from workbench.runs.plan import PARAMS_SETS, Execution, parse_seeds, parse_sweep, plan_executions, select_notebooks
 from workbench.runs.progress import Progress
@@ -97,13 +97,21 @@ def run(
         label = _label(number, len(executions), execution)
         output_dir = run_dir / execution.name / execution.slug if execution.slug else run_dir / execution.name
         cells = len(json.loads(execution.notebook.read_text(encoding="utf-8"))["cells"]) + 1  # + the injected cell
-        outcome = execute(execution, output_dir, kernel_name, on_cell_start=board.started(label, cells))
+        outcome = execute(execution, output_dir, kernel_name, on_cell_start=board.started(label, cells), kernels=kernels)
         board.finished(label, f"{outcome.status_text()} ({outcome.duration_s:.1f} s)")
         return outcome
 
+    kernels = RunningKernels()
     with kernel_environment_set(threads), Progress(stream, ticking=progress) as board, \
             ThreadPoolExecutor(max_workers=min(jobs, len(executions)), thread_name_prefix="notebook") as pool:
-        outcomes = list(pool.map(execute_numbered, enumerate(executions, start=1)))
+        futures = [pool.submit(execute_numbered, numbered) for numbered in enumerate(executions, start=1)]
+        try:
+            outcomes = [future.result() for future in futures]
+        except KeyboardInterrupt:  # Ctrl-C reaches only this thread: stop the kernels the workers wait on
+            for future in futures:
+                future.cancel()
+            kernels.kill_all()
+            raise
     from workbench.runs.report import write_index, write_summaries  # pandas: imported when a run ends
 
     summary, aggregated = write_summaries(run_dir, outcomes, list(sweep or {}))

@@ -6,6 +6,7 @@ import os
 import secrets
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -82,29 +83,65 @@ def ensure_kernel() -> str:
     return WORKBENCH_KERNEL
 
 
-def _local_kernel_transport() -> dict[str, Any]:
-    """On POSIX, talk to the kernel over IPC (Unix sockets) instead of unencrypted loopback TCP,
-    which ipykernel warns about on every start.
+class RunningKernels:
+    """The kernels a run starts, so that an interrupted run can stop them (thread-safe).
 
-    Each kernel gets its own socket path prefix in the temporary folder: jupyter_client's
-    default (``kernel-ipc`` in the working directory) is shared by kernels started at once, which
-    then pick the same sockets and reject each other's messages ("Invalid Signature").
+    :meth:`manager_class` is the jupyter_client kernel manager papermill is given: it records
+    every kernel it manages, and refuses to start one once :meth:`kill_all` was called. On POSIX
+    it talks to the kernel over IPC (Unix sockets) instead of unencrypted loopback TCP, which
+    ipykernel warns about on every start, and gives each kernel its own socket path prefix in
+    the temporary folder: jupyter_client's default (``kernel-ipc`` in the working directory) is
+    shared by kernels started at once, which then pick the same sockets and reject each other's
+    messages ("Invalid Signature").
     """
-    if os.name != "posix":
-        return {}
-    from jupyter_client.manager import AsyncKernelManager
-    from traitlets import default
 
-    class IpcKernelManager(AsyncKernelManager):
-        @default("transport")
-        def _default_transport(self) -> str:
-            return "ipc"
+    def __init__(self) -> None:
+        self._managers: list[Any] = []
+        self._lock = threading.Lock()
+        self._stopped = False
 
-        @default("ip")
-        def _default_ip(self) -> str:
-            return os.path.join(tempfile.gettempdir(), f"workbench-kernel-{secrets.token_hex(8)}-ipc")
+    def manager_class(self) -> type:
+        from jupyter_client.localinterfaces import localhost
+        from jupyter_client.manager import AsyncKernelManager
+        from traitlets import default
 
-    return {"kernel_manager_class": IpcKernelManager}
+        kernels = self
+
+        class WorkbenchKernelManager(AsyncKernelManager):
+            def __init__(self, *args: Any, **kwargs: Any) -> None:
+                super().__init__(*args, **kwargs)
+                kernels._register(self)
+
+            @default("transport")
+            def _default_transport(self) -> str:
+                return "ipc" if os.name == "posix" else "tcp"
+
+            @default("ip")
+            def _default_ip(self) -> str:
+                if self.transport != "ipc":
+                    return localhost()
+                return os.path.join(tempfile.gettempdir(), f"workbench-kernel-{secrets.token_hex(8)}-ipc")
+
+        return WorkbenchKernelManager
+
+    def _register(self, manager: Any) -> None:
+        with self._lock:
+            if self._stopped:
+                raise RuntimeError("the run was interrupted: no new kernel starts")
+            self._managers.append(manager)
+
+    def kill_all(self) -> int:
+        """Kill every kernel process still running and start no new one; returns how many were killed.
+        The executions using them then end with a dead-kernel error, as a crashed kernel would."""
+        with self._lock:
+            self._stopped = True
+            processes = [getattr(getattr(manager, "provisioner", None), "process", None) for manager in self._managers]
+        killed = 0
+        for process in processes:
+            if process is not None and process.poll() is None:
+                process.kill()
+                killed += 1
+        return killed
 
 
 # ----------------------------------------------------------------------------- execution
@@ -162,14 +199,14 @@ def kernel_environment_set(threads: int) -> Iterator[None]:
                 os.environ[name] = value
 
 
-def execute(execution: Execution, output_dir: Path, kernel_name: str, on_cell_start: Callable[..., None] | None = None
-            ) -> Outcome:
+def execute(execution: Execution, output_dir: Path, kernel_name: str, on_cell_start: Callable[..., None] | None = None,
+            kernels: RunningKernels | None = None) -> Outcome:
     """Run one notebook into ``output_dir``; a failure is recorded, never raised.
 
     The kernel starts in the notebook's folder and inherits this process's environment (the
     runner sets its threads with :func:`kernel_environment_set`); ``on_cell_start`` is called
-    before each cell (nbclient's hook). Safe to call from several threads at once: nothing
-    changes this process's working directory.
+    before each cell (nbclient's hook); ``kernels`` records the kernel so the caller can stop it.
+    Safe to call from several threads at once: nothing changes this process's working directory.
     """
     import papermill
     from papermill.exceptions import PapermillExecutionError
@@ -191,7 +228,7 @@ def execute(execution: Execution, output_dir: Path, kernel_name: str, on_cell_st
             # whole process, under the feet of the notebooks running beside this one
             resources={"metadata": {"path": str(execution.notebook.parent.resolve())}},
             progress_bar=False,
-            **_local_kernel_transport(),
+            kernel_manager_class=(kernels or RunningKernels()).manager_class(),
             **hooks,
         )
     except PapermillExecutionError as exc:
