@@ -91,6 +91,7 @@ def run(
     kernel_name = kernel_name or ensure_kernel()
     run_dir = new_run_dir(outputs_dir, run_id)
     ensure_assets(run_dir)  # once, before concurrent exports look for them
+    kernels = RunningKernels()  # every kernel the run starts, to stop them on Ctrl-C
 
     def execute_numbered(numbered: tuple[int, Execution]) -> Outcome:
         number, execution = numbered
@@ -101,7 +102,6 @@ def run(
         board.finished(label, f"{outcome.status_text()} ({outcome.duration_s:.1f} s)")
         return outcome
 
-    kernels = RunningKernels()
     with kernel_environment_set(threads), Progress(stream, ticking=progress) as board, \
             ThreadPoolExecutor(max_workers=min(jobs, len(executions)), thread_name_prefix="notebook") as pool:
         futures = [pool.submit(execute_numbered, numbered) for numbered in enumerate(executions, start=1)]
