@@ -23,11 +23,12 @@ run: $(STAMP)
 	$(PY) -m workbench run --params-set default
 
 test: $(STAMP)
-	$(VENV)/bin/ruff check workbench tests scripts
+	$(VENV)/bin/ruff check workbench tests scripts benchmarks
+	$(VENV)/bin/ruff format --check workbench tests scripts benchmarks
 	$(PY) -m pytest -q
 
 bench: $(STAMP)
-	$(PY) -m workbench.bench losses
+	$(PY) -m benchmarks losses
 
 clean:
 	rm -rf $(VENV)

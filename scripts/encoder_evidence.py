@@ -34,8 +34,14 @@ def run_one(job: dict[str, Any]) -> dict[str, Any]:
 
     result = finetune(job["config"])
     metrics = result.metrics
-    return {"encoder": job["encoder"], "seed": job["seed"], "macro_f1": metrics["macro_f1"], "accuracy": metrics["accuracy"],
-            "best_validation_macro_f1": metrics["best_validation_macro_f1"], "train_runtime": metrics["train_runtime"]}
+    return {
+        "encoder": job["encoder"],
+        "seed": job["seed"],
+        "macro_f1": metrics["macro_f1"],
+        "accuracy": metrics["accuracy"],
+        "best_validation_macro_f1": metrics["best_validation_macro_f1"],
+        "train_runtime": metrics["train_runtime"],
+    }
 
 
 def jobs(arguments: argparse.Namespace) -> list[dict[str, Any]]:
@@ -44,16 +50,34 @@ def jobs(arguments: argparse.Namespace) -> list[dict[str, Any]]:
         name, _, path = spec.partition("=")
         model = {**SCRATCH, "vocab_file": arguments.scratch_vocab} if path == "scratch" else {"model_name_or_path": path}
         for seed in arguments.seeds:
-            planned.append({"encoder": name, "seed": seed, "config": {
-                "task": "finetune",
-                "output_dir": str(arguments.output_dir / f"{name}-seed{seed}"),
-                "data": {"source": "qbqtc", "path": arguments.qbqtc, "seed": 0, "max_length": arguments.max_length,
-                         "max_train_samples": arguments.train_samples},
-                "model": model,
-                "loss": {"name": "ls", "params": {"epsilon": 0.1}},
-                "training": {"epochs": arguments.epochs, "batch_size": arguments.batch_size, "eval_batch_size": 256,
-                             "lr": arguments.lr, "seed": seed, "precision": arguments.precision, "quiet": True},
-            }})
+            planned.append(
+                {
+                    "encoder": name,
+                    "seed": seed,
+                    "config": {
+                        "task": "finetune",
+                        "output_dir": str(arguments.output_dir / f"{name}-seed{seed}"),
+                        "data": {
+                            "source": "qbqtc",
+                            "path": arguments.qbqtc,
+                            "seed": 0,
+                            "max_length": arguments.max_length,
+                            "max_train_samples": arguments.train_samples,
+                        },
+                        "model": model,
+                        "loss": {"name": "ls", "params": {"epsilon": 0.1}},
+                        "training": {
+                            "epochs": arguments.epochs,
+                            "batch_size": arguments.batch_size,
+                            "eval_batch_size": 256,
+                            "lr": arguments.lr,
+                            "seed": seed,
+                            "precision": arguments.precision,
+                            "quiet": True,
+                        },
+                    },
+                }
+            )
     return planned
 
 
@@ -83,8 +107,13 @@ def main() -> None:
     runs.to_csv(arguments.output_dir / "runs.csv", index=False)
     summary = formatted(summarize(runs, "encoder", METRICS), METRICS, digits=4)
     shown = summary[["encoder", *METRICS, "n"]].astype(str)
-    table = "\n".join(["| " + " | ".join(shown.columns) + " |", "|" + "---|" * len(shown.columns),
-                        *("| " + " | ".join(row) + " |" for row in shown.itertuples(index=False))])
+    table = "\n".join(
+        [
+            "| " + " | ".join(shown.columns) + " |",
+            "|" + "---|" * len(shown.columns),
+            *("| " + " | ".join(row) + " |" for row in shown.itertuples(index=False)),
+        ]
+    )
     (arguments.output_dir / "summary.md").write_text(table + "\n", encoding="utf-8")
     print(table)
 

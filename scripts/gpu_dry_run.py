@@ -71,22 +71,30 @@ def micro_parameters(parameters: dict[str, Any], encoder: Path, data_dir: Path, 
     for section in TRAINING_SECTIONS:
         if section in micro:
             micro[section] = {**micro[section], **MICRO_TRAINING}
-    for section, key, value in (("corpus", "max_train_samples", 30), ("finetune_data", "max_train_samples", 200),
-                                ("finetune_data", "max_eval_samples", 100), ("pretrain_training", "time_budget_s", 10)):
+    for section, key, value in (
+        ("corpus", "max_train_samples", 30),
+        ("finetune_data", "max_train_samples", 200),
+        ("finetune_data", "max_eval_samples", 100),
+        ("pretrain_training", "time_budget_s", 10),
+    ):
         if section in micro:
             micro[section] = {**micro[section], key: value}
     for key, value in (("heldout_texts", 20), ("illustration_draws", 50)):
         if key in micro:
             micro[key] = value
     if "encoders" in micro:  # the from-scratch twin at its smallest
-        micro["encoders"] = {name: {**spec, "tiny": {"num_layers": 1, "hidden_size": 32, "num_heads": 2}}
-                             if "tiny" in spec else spec for name, spec in micro["encoders"].items()}
+        micro["encoders"] = {
+            name: {**spec, "tiny": {"num_layers": 1, "hidden_size": 32, "num_heads": 2}} if "tiny" in spec else spec
+            for name, spec in micro["encoders"].items()
+        }
     return micro
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--encoder", type=Path, required=True, help="a checkpoint folder standing in for models/workbench-zh-mini")
+    parser.add_argument(
+        "--encoder", type=Path, required=True, help="a checkpoint folder standing in for models/workbench-zh-mini"
+    )
     parser.add_argument("--data-dir", type=Path, default=ROOT.parent / "shared" / "data", help="the real data sets")
     parser.add_argument("--work-dir", type=Path, required=True, help="a new folder for the micro params, data and outputs")
     arguments = parser.parse_args()
@@ -101,8 +109,13 @@ def main() -> int:
     for file in sorted((ROOT / "params" / "gpu").glob("*.yaml")):
         micro = micro_parameters(read_yaml_file(file, "params file"), encoder, data_dir, work_dir)
         (params / file.name).write_text(yaml.safe_dump(micro, allow_unicode=True, sort_keys=False), encoding="utf-8")
-    report = run(params_set="gpu", notebooks_dir=ROOT / "notebooks", params_dir=work_dir / "params",
-                 outputs_dir=work_dir / "outputs", run_id="dry-run")
+    report = run(
+        params_set="gpu",
+        notebooks_dir=ROOT / "notebooks",
+        params_dir=work_dir / "params",
+        outputs_dir=work_dir / "outputs",
+        run_id="dry-run",
+    )
     return 1 if report.failed else 0
 
 

@@ -31,7 +31,6 @@ ALLOWED: dict[str, set[str]] = {
     "train": FOUNDATION | {"losses", "masking", "data", "models", "runs"},
     "viz": {"checks", "config", "losses", "information"},
     "studies": FOUNDATION | {"losses", "masking", "data", "models", "train"},
-    "bench": FOUNDATION | {"losses", "masking", "data", "models", "train"},
     "__main__": {"runs"},
 }
 
@@ -85,8 +84,17 @@ def test_studies_import_nothing_from_each_other():
 def test_notebooks_import_only_public_packages():
     import json
 
-    public = {"workbench.losses", "workbench.masking", "workbench.train", "workbench.viz", "workbench.data",
-              "workbench.runs", "workbench.stats", "workbench.lexicon", "workbench.information"}
+    public = {
+        "workbench.losses",
+        "workbench.masking",
+        "workbench.train",
+        "workbench.viz",
+        "workbench.data",
+        "workbench.runs",
+        "workbench.stats",
+        "workbench.lexicon",
+        "workbench.information",
+    }
     for notebook in sorted((PACKAGE.parent / "notebooks").glob("*.ipynb")):
         cells = json.loads(notebook.read_text(encoding="utf-8"))["cells"]
         source = "\n".join("".join(cell["source"]) for cell in cells if cell["cell_type"] == "code")

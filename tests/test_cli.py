@@ -50,8 +50,7 @@ def test_runner_help_is_plain_text_and_imports_no_heavy_library():
 
 def test_every_runner_option_has_help_text():
     run_parser = next(action for action in runner_parser()._actions if action.dest == "command").choices["run"]
-    undocumented = [action.option_strings[0] for action in run_parser._actions
-                    if action.option_strings and not action.help]
+    undocumented = [action.option_strings[0] for action in run_parser._actions if action.option_strings and not action.help]
     assert not undocumented, f"options without help text: {undocumented}"
     params_set = next(action for action in run_parser._actions if action.dest == "params_set")
     assert all(name in params_set.help for name in ("default", "smoke", "gpu"))

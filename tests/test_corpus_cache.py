@@ -198,8 +198,9 @@ def test_an_unreadable_cache_dir_is_named(tokenizer, tmp_path, monkeypatch):
 
 def masks_over_two_epochs(dataset, tokenizer, seed, workers=2):
     collator = WholeWordMaskCollator(tokenizer, mlm_probability=0.3, seed=seed)
-    loader = torch.utils.data.DataLoader(dataset, batch_size=4, collate_fn=collator, num_workers=workers,
-                                         persistent_workers=workers > 0)
+    loader = torch.utils.data.DataLoader(
+        dataset, batch_size=4, collate_fn=collator, num_workers=workers, persistent_workers=workers > 0
+    )
     return [torch.cat([batch["labels"].flatten() for batch in loader]) for _ in range(2)]
 
 

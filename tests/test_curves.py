@@ -19,8 +19,14 @@ FINE_GRID = np.linspace(0.05, 0.95, 181)
 
 @pytest.mark.parametrize(
     ("name", "params", "num_classes"),
-    [("ce", {}, 2), ("focal", {"gamma": 2.0}, 2), ("dice", {}, 2), ("dsc", {"preset": "paper"}, 2), ("ls", {}, 3),
-     ("pcl", {"variant": "expected_cost", "label_counts": QBQTC_LABEL_COUNTS}, 3)],
+    [
+        ("ce", {}, 2),
+        ("focal", {"gamma": 2.0}, 2),
+        ("dice", {}, 2),
+        ("dsc", {"preset": "paper"}, 2),
+        ("ls", {}, 3),
+        ("pcl", {"variant": "expected_cost", "label_counts": QBQTC_LABEL_COUNTS}, 3),
+    ],
 )
 def test_derivative_column_matches_finite_differences_of_loss(name, params, num_classes):
     frame = loss_curves(name, p=FINE_GRID, num_classes=num_classes, **params)

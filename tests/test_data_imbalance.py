@@ -55,8 +55,14 @@ def test_upsample_with_augmenter():
 
 @pytest.mark.parametrize(
     "method, ratio, expected",
-    [("downsample", 1.0, [3, 3]), ("downsample", 0.5, [6, 3]), ("upsample", 1.0, [12, 12]),
-     ("upsample", 0.5, [12, 6]), ("downsample", 1 / 8, [12, 2]), ("upsample", 1 / 8, [24, 3])],
+    [
+        ("downsample", 1.0, [3, 3]),
+        ("downsample", 0.5, [6, 3]),
+        ("upsample", 1.0, [12, 12]),
+        ("upsample", 0.5, [12, 6]),
+        ("downsample", 1 / 8, [12, 2]),
+        ("upsample", 1 / 8, [24, 3]),
+    ],
 )
 def test_rebalance_reaches_target_ratio(method, ratio, expected):
     assert label_counts(rebalance(_toy(), ratio, method=method, seed=0)) == expected
@@ -89,13 +95,16 @@ def test_bad_arguments(call, name):
         call(_toy())
 
 
-@pytest.mark.parametrize("call", [
-    lambda ds, seed: downsample(ds, 0, target=5, seed=seed),
-    lambda ds, seed: upsample(ds, 1, target=5, seed=seed),
-    lambda ds, seed: rebalance(ds, 1.0, seed=seed),
-    lambda ds, seed: rebalance(ds, 1.0, method="upsample", seed=seed),
-    lambda ds, seed: table8_training_sets(ds, seed),
-])
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda ds, seed: downsample(ds, 0, target=5, seed=seed),
+        lambda ds, seed: upsample(ds, 1, target=5, seed=seed),
+        lambda ds, seed: rebalance(ds, 1.0, seed=seed),
+        lambda ds, seed: rebalance(ds, 1.0, method="upsample", seed=seed),
+        lambda ds, seed: table8_training_sets(ds, seed),
+    ],
+)
 @pytest.mark.parametrize("seed", [-1, 0.5, None])
 def test_seed_must_be_a_non_negative_integer(call, seed):
     with pytest.raises(ValueError, match=re.escape(f"seed: must be an integer >= 0, got {seed!r}")):
@@ -165,12 +174,15 @@ def test_default_synonym_augmenter_uses_the_shipped_lexicon():
     assert "很" in SynonymTable.default() and augmenter.unchanged == 0
 
 
-@pytest.mark.parametrize(("call", "message"), [
-    (lambda seg: synonym_replace("很好", TABLE, seg, 0, n_words=0), "n_words: must be an integer >= 1, got 0"),
-    (lambda seg: SynonymAugmenter(TABLE, seg, n_words=1.5), "n_words: must be an integer >= 1, got 1.5"),
-    (lambda seg: SynonymAugmenter(TABLE, seg, seed=-2), "seed: must be an integer >= 0, got -2"),
-    (lambda seg: synonym_replace("很好", TABLE, seg, -1), "seed: must be an integer >= 0, got -1"),
-])
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda seg: synonym_replace("很好", TABLE, seg, 0, n_words=0), "n_words: must be an integer >= 1, got 0"),
+        (lambda seg: SynonymAugmenter(TABLE, seg, n_words=1.5), "n_words: must be an integer >= 1, got 1.5"),
+        (lambda seg: SynonymAugmenter(TABLE, seg, seed=-2), "seed: must be an integer >= 0, got -2"),
+        (lambda seg: synonym_replace("很好", TABLE, seg, -1), "seed: must be an integer >= 0, got -1"),
+    ],
+)
 def test_synonym_bad_arguments(segmenter, call, message):
     with pytest.raises(ValueError, match=re.escape(message)):
         call(segmenter)
@@ -183,7 +195,10 @@ def test_table8_class_counts_by_hand():
     # toy: 3 positives, 12 negatives; +positive & +negative keeps the 3 : 12 share at the +positive size 24:
     # round(24 * 3 / 15) = round(4.8) = 5 positives
     assert table8_class_counts(3, 12) == {
-        "original": (3, 12), "+positive": (12, 12), "+negative": (3, 21), "-negative": (3, 3),
+        "original": (3, 12),
+        "+positive": (12, 12),
+        "+negative": (3, 21),
+        "-negative": (3, 3),
         "+positive & +negative": (5, 19),
     }
     # QQP (363,871 examples, 37% positive): +positive 458,478 (paper: 458,477), -negative 269,264 (paper: 269,165)
@@ -223,19 +238,23 @@ def test_table8_training_sets_with_an_augmenter_add_new_sentences(segmenter):
     table = SynonymTable([["很", "非常"], ["好", "棒", "优秀"], ["很差", "极差", "太差"]])  # jieba: 差评 3 很差 。
     sets = table8_training_sets(ds, seed=0, augmenter=SynonymAugmenter(table, segmenter, seed=0))
     for name in ("+positive", "+negative", "+positive & +negative"):
-        added = sets[name]["text"][len(ds):]
+        added = sets[name]["text"][len(ds) :]
         assert added and not set(added) & set(texts), name  # every added row is a new sentence
     assert label_counts(sets["+positive & +negative"]) == [12 - 3, 3]  # round(12 * 2 / 8) = 3 positives
 
 
-@pytest.mark.parametrize(("train", "message"), [
-    (build_dataset({"text": list("abcd"), "label": [1, 1, 0, 0]}, ["n", "p"]),
-     "train: must have fewer positives (label 1) than negatives and at least one, got 2 positives and 2 negatives"),
-    (build_dataset({"text": list("abc"), "label": [0, 0, 0]}, ["n", "p"]), "got 0 positives and 3 negatives"),
-])
+@pytest.mark.parametrize(
+    ("train", "message"),
+    [
+        (
+            build_dataset({"text": list("abcd"), "label": [1, 1, 0, 0]}, ["n", "p"]),
+            "train: must have fewer positives (label 1) than negatives and at least one, got 2 positives and 2 negatives",
+        ),
+        (build_dataset({"text": list("abc"), "label": [0, 0, 0]}, ["n", "p"]), "got 0 positives and 3 negatives"),
+    ],
+)
 def test_table8_needs_a_positive_minority(train, message):
     with pytest.raises(ValueError, match=re.escape(message)):
         table8_training_sets(train, seed=0)
     with pytest.raises(ValueError, match="positive_label: must be a class id in"):
         table8_training_sets(_toy(), seed=0, positive_label=2)
-

@@ -28,10 +28,13 @@ def _jsonl(path, records):
 
 
 def test_qbqtc(tmp_path):
-    path = _jsonl(tmp_path / "dev.json", [
-        {"id": 0, "query": "小孩咳嗽", "title": "小孩咳嗽吃什么药", "label": "2"},
-        {"id": 1, "query": "英雄", "title": "天气", "label": "0"},
-    ])
+    path = _jsonl(
+        tmp_path / "dev.json",
+        [
+            {"id": 0, "query": "小孩咳嗽", "title": "小孩咳嗽吃什么药", "label": "2"},
+            {"id": 1, "query": "英雄", "title": "天气", "label": "0"},
+        ],
+    )
     ds = load_qbqtc(path)
     assert ds.column_names == ["text", "text_pair", "label"]
     assert ds.to_dict() == {"text": ["小孩咳嗽", "英雄"], "text_pair": ["小孩咳嗽吃什么药", "天气"], "label": [2, 0]}
@@ -39,10 +42,13 @@ def test_qbqtc(tmp_path):
 
 
 def test_qbqtc_unknown_label_names_file_and_line(tmp_path):
-    path = _jsonl(tmp_path / "dev.json", [
-        {"query": "a", "title": "b", "label": "1"},
-        {"query": "a", "title": "b", "label": "3"},
-    ])
+    path = _jsonl(
+        tmp_path / "dev.json",
+        [
+            {"query": "a", "title": "b", "label": "1"},
+            {"query": "a", "title": "b", "label": "3"},
+        ],
+    )
     with pytest.raises(ValueError, match=r"dev\.json:2: unknown label value '3'"):
         load_qbqtc(path)
 
@@ -63,19 +69,26 @@ def test_missing_file(tmp_path):
 
 
 def test_tnews_maps_ids_to_contiguous_indices(tmp_path):
-    path = _jsonl(tmp_path / "train.json", [
-        {"label": "100", "label_desc": "news_story", "sentence": "故事", "keywords": ""},
-        {"label": "106", "label_desc": "news_house", "sentence": "房子", "keywords": ""},
-        {"label": "116", "label_desc": "news_game", "sentence": "游戏", "keywords": "a,b"},
-    ])
+    path = _jsonl(
+        tmp_path / "train.json",
+        [
+            {"label": "100", "label_desc": "news_story", "sentence": "故事", "keywords": ""},
+            {"label": "106", "label_desc": "news_house", "sentence": "房子", "keywords": ""},
+            {"label": "116", "label_desc": "news_game", "sentence": "游戏", "keywords": "a,b"},
+        ],
+    )
     ds = load_tnews(path)
     assert len(label_names(ds)) == 15
     assert ds["label"] == [0, 5, 14]  # 105 unused, so 106 is index 5; 111 unused, so 116 is index 14
     assert label_names(ds)[5] == "news_house"
-    labels = _jsonl(tmp_path / "labels.json", [
-        {"label": "106", "label_desc": "news_house"}, {"label": "100", "label_desc": "news_story"},
-        {"label": "116", "label_desc": "news_game"},
-    ])
+    labels = _jsonl(
+        tmp_path / "labels.json",
+        [
+            {"label": "106", "label_desc": "news_house"},
+            {"label": "100", "label_desc": "news_story"},
+            {"label": "116", "label_desc": "news_game"},
+        ],
+    )
     small = load_tnews(path, labels_path=labels)
     assert label_names(small) == ["news_story", "news_house", "news_game"]
     assert small["label"] == [0, 1, 2]
@@ -149,8 +162,14 @@ def test_table_errors(tmp_path):
 
 
 def _loaders_and_suffixes():
-    return [(load_qbqtc, "dev.json"), (load_tnews, "train.json"), (load_chnsenticorp, "train.txt"),
-            (load_lcqmc, "dev.txt"), (load_table, "d.tsv"), (load_table, "d.jsonl")]
+    return [
+        (load_qbqtc, "dev.json"),
+        (load_tnews, "train.json"),
+        (load_chnsenticorp, "train.txt"),
+        (load_lcqmc, "dev.txt"),
+        (load_table, "d.tsv"),
+        (load_table, "d.jsonl"),
+    ]
 
 
 @pytest.mark.parametrize("loader, name", _loaders_and_suffixes())

@@ -123,8 +123,11 @@ def test_sentence_splits_raise_when_no_unseen_sentence_is_left(monkeypatch):
     from workbench.data import samples
 
     for name, words in [
-        ("_NEUTRAL_CLAUSES", ("",)), ("_REVIEW_SUBJECTS", ("房间",)), ("_ENDINGS", ("。",)),
-        ("_POSITIVE_PHRASES", ("很好", "不错")), ("_NEGATIVE_PHRASES", ("很差", "糟糕")),
+        ("_NEUTRAL_CLAUSES", ("",)),
+        ("_REVIEW_SUBJECTS", ("房间",)),
+        ("_ENDINGS", ("。",)),
+        ("_POSITIVE_PHRASES", ("很好", "不错")),
+        ("_NEGATIVE_PHRASES", ("很差", "糟糕")),
     ]:
         monkeypatch.setattr(samples, name, words)
     # 4 distinct sentences: 500 training sentences hold them all, so validation has none left.
@@ -232,13 +235,16 @@ def test_label_names_requires_classlabel():
 
 
 @pytest.mark.parametrize("seed", [-1, 1.5, True, "0", None])
-@pytest.mark.parametrize("generator", [
-    lambda seed: sample_relevance_pairs(n=5, seed=seed),
-    lambda seed: sample_relevance_splits(seed=seed, n_train=5, n_validation=2, n_test=2),
-    lambda seed: sample_sentences(n=5, seed=seed),
-    lambda seed: sample_sentence_splits(seed=seed, n_train=5, n_validation=2, n_test=2),
-    lambda seed: sample_corpus(5, seed=seed),
-])
+@pytest.mark.parametrize(
+    "generator",
+    [
+        lambda seed: sample_relevance_pairs(n=5, seed=seed),
+        lambda seed: sample_relevance_splits(seed=seed, n_train=5, n_validation=2, n_test=2),
+        lambda seed: sample_sentences(n=5, seed=seed),
+        lambda seed: sample_sentence_splits(seed=seed, n_train=5, n_validation=2, n_test=2),
+        lambda seed: sample_corpus(5, seed=seed),
+    ],
+)
 def test_seed_must_be_a_non_negative_integer(generator, seed):
     # before: random.Random(-1) silently replayed seed 1
     with pytest.raises(ValueError, match=re.escape(f"seed: must be an integer >= 0, got {seed!r}")):

@@ -24,6 +24,7 @@ def test_stratified_split_sizes_proportions_and_partition():
     for name, fraction in (("train", 0.8), ("validation", 0.1), ("test", 0.1)):
         for k, n_k in enumerate(label_counts(parts[name], 3)):
             assert abs(n_k - fraction * counts[k]) < 1
+
     # a partition: the text+title pairs of all splits together are the original multiset
     def rows(d):
         return sorted(zip(d["text"], d["text_pair"], d["label"]))
@@ -71,25 +72,31 @@ def _pairs(rows):
 
 
 def test_deduplicate_splits_removes_lower_priority_copies():
-    dsd = DatasetDict({
-        "train": _pairs([("q1", "t1", 0), ("q2", "t2", 1), ("q3", "t3", 0), ("q3", "t3", 0), ("q1", "tX", 0)]),
-        "validation": _pairs([("q2", "t2", 1), ("q4", "t4", 1)]),
-        "test": _pairs([("q1", "t1", 0), ("q4", "t4", 1)]),
-    })
+    dsd = DatasetDict(
+        {
+            "train": _pairs([("q1", "t1", 0), ("q2", "t2", 1), ("q3", "t3", 0), ("q3", "t3", 0), ("q1", "tX", 0)]),
+            "validation": _pairs([("q2", "t2", 1), ("q4", "t4", 1)]),
+            "test": _pairs([("q1", "t1", 0), ("q4", "t4", 1)]),
+        }
+    )
     cleaned, removed = deduplicate_splits(dsd)
     assert removed == {"test": 0, "validation": 1, "train": 2}
     assert list(zip(cleaned["train"]["text"], cleaned["train"]["text_pair"])) == [
-        ("q3", "t3"), ("q3", "t3"), ("q1", "tX")  # in-split duplicates stay; same query, other title stays
+        ("q3", "t3"),
+        ("q3", "t3"),
+        ("q1", "tX"),  # in-split duplicates stay; same query, other title stays
     ]
     assert cleaned["validation"]["text"] == ["q2"]
     assert list(cleaned) == ["train", "validation", "test"]
 
 
 def test_deduplicate_single_text_and_errors():
-    single = DatasetDict({
-        "train": build_dataset({"text": ["a", "b"], "label": [0, 1]}, ["x", "y"]),
-        "test": build_dataset({"text": ["b"], "label": [1]}, ["x", "y"]),
-    })
+    single = DatasetDict(
+        {
+            "train": build_dataset({"text": ["a", "b"], "label": [0, 1]}, ["x", "y"]),
+            "test": build_dataset({"text": ["b"], "label": [1]}, ["x", "y"]),
+        }
+    )
     cleaned, removed = deduplicate_splits(single, priority=("test", "train"))
     assert cleaned["train"]["text"] == ["a"] and removed == {"test": 0, "train": 1}
     with pytest.raises(ValueError, match="priority"):

@@ -64,8 +64,10 @@ CREATES_LAST_ARGUMENT = ("python scripts/publish_encoder.py",)
 
 
 def test_every_path_a_documented_command_names_exists():
-    commands = [(source, command.rsplit(" ", 1)[0] if command.startswith(CREATES_LAST_ARGUMENT) else command)
-                for source, command in _commands()]
+    commands = [
+        (source, command.rsplit(" ", 1)[0] if command.startswith(CREATES_LAST_ARGUMENT) else command)
+        for source, command in _commands()
+    ]
     assert len(commands) >= 10, "the README and docs show the commands a user runs"
     shared = (ROOT.parent / "shared").is_dir()
     missing = []
@@ -88,8 +90,11 @@ def test_every_module_and_name_the_docs_import_exists():
     for path in [ROOT / "README.md", ROOT / "params" / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
         text = path.read_text(encoding="utf-8")
         for module, names in _IMPORT.findall(text):
-            missing += [f"{path.name}: from {module} import {name}" for name in (n.strip() for n in names.split(","))
-                        if name and not _resolves(f"{module}.{name}")]
+            missing += [
+                f"{path.name}: from {module} import {name}"
+                for name in (n.strip() for n in names.split(","))
+                if name and not _resolves(f"{module}.{name}")
+            ]
         missing += [f"{path.name}: {dotted}" for dotted in sorted(set(_DOTTED.findall(text))) if not _resolves(dotted)]
     assert not missing, "\n".join(missing)
 
@@ -100,9 +105,12 @@ _DEFAULT_RUN_MINUTES = re.compile(r"about ([\d.]+) minutes")
 def test_params_readme_and_readme_give_the_same_default_run_time():
     # params/README.md said about 2 minutes per notebook while the README said 3.5 minutes in all
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    make_run = readme[readme.index("`make run` is `python -m workbench run --params-set default`"):]
-    params_row = next(line for line in (ROOT / "params" / "README.md").read_text(encoding="utf-8").splitlines()
-                      if line.startswith("| `default` |"))
+    make_run = readme[readme.index("`make run` is `python -m workbench run --params-set default`") :]
+    params_row = next(
+        line
+        for line in (ROOT / "params" / "README.md").read_text(encoding="utf-8").splitlines()
+        if line.startswith("| `default` |")
+    )
     stated = _DEFAULT_RUN_MINUTES.search(make_run[:400]), _DEFAULT_RUN_MINUTES.search(params_row)
     assert all(stated), "both state the default run's time as 'about N minutes'"
     assert stated[0].group(1) == stated[1].group(1)
@@ -112,8 +120,9 @@ def test_params_readme_and_readme_give_the_same_default_run_time():
 def test_gitignore_ignores_no_committed_file():
     import subprocess
 
-    ignored = subprocess.run(["git", "ls-files", "--cached", "--ignored", "--exclude-standard"], cwd=ROOT,
-                             capture_output=True, text=True)
+    ignored = subprocess.run(
+        ["git", "ls-files", "--cached", "--ignored", "--exclude-standard"], cwd=ROOT, capture_output=True, text=True
+    )
     if ignored.returncode != 0:
         import pytest
 

@@ -49,8 +49,13 @@ def run_dir(tmp_path_factory) -> Path:
     notebook.cells.insert(1, new_markdown_cell(EQUATIONS, id="ok-equations"))
     (root / "notebooks").mkdir()
     nbformat.write(notebook, root / "notebooks" / FIXTURE.name)
-    report = run(notebooks_dir=root / "notebooks", params_dir=root / "params", outputs_dir=root / "outputs",
-                 sweep={"x": [2.0]}, stream=io.StringIO())
+    report = run(
+        notebooks_dir=root / "notebooks",
+        params_dir=root / "params",
+        outputs_dir=root / "outputs",
+        sweep={"x": [2.0]},
+        stream=io.StringIO(),
+    )
     assert not report.failed, report.failed[0].status_text()
     return report.run_dir
 
@@ -209,11 +214,26 @@ def _rendered_dom(page: Path) -> str:
     sent to a closed local port, i.e. without a network."""
     with tempfile.TemporaryDirectory() as profile:
         completed = subprocess.run(
-            [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-             "--disable-background-networking", "--disable-component-update", "--disable-sync",
-             f"--user-data-dir={profile}", "--proxy-server=http://127.0.0.1:9", "--proxy-bypass-list=<-loopback>",
-             "--virtual-time-budget=30000", "--dump-dom", page.as_uri()],
-            capture_output=True, text=True, timeout=120,
+            [
+                CHROMIUM,
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-quic",
+                "--no-first-run",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                f"--user-data-dir={profile}",
+                "--proxy-server=http://127.0.0.1:9",
+                "--proxy-bypass-list=<-loopback>",
+                "--virtual-time-budget=30000",
+                "--dump-dom",
+                page.as_uri(),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
         )
     assert completed.returncode == 0, completed.stderr[-2000:]
     return completed.stdout

@@ -41,8 +41,14 @@ def blocks(tokenizer):
 @pytest.fixture(scope="module")
 def model(tokenizer):
     torch.manual_seed(0)
-    config = BertConfig(vocab_size=len(tokenizer), hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
-                        intermediate_size=32, max_position_embeddings=32)
+    config = BertConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=16,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=32,
+        max_position_embeddings=32,
+    )
     return BertForMaskedLM(config).train()
 
 
@@ -108,8 +114,9 @@ def test_eval_loss_is_the_token_mean_and_perplexity_its_exp(tokenizer, blocks, m
     model.eval()
     with torch.no_grad():
         for batch in batches:
-            logits = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"],
-                           token_type_ids=batch["token_type_ids"]).logits
+            logits = model(
+                input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], token_type_ids=batch["token_type_ids"]
+            ).logits
             total += F.cross_entropy(logits.reshape(-1, logits.shape[-1]), batch["labels"].flatten(), reduction="sum").item()
             count += int((batch["labels"] != -100).sum())
     model.train()

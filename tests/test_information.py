@@ -98,9 +98,7 @@ def test_entropy_table():
     assert table["uniform_H_k"].tolist() == pytest.approx([math.log(2)] * 4)
     assert table["uniform_H_k_plus_n"].tolist() == pytest.approx([math.log(2 + n) for n in range(4)])
     assert (table["uniform_H_k_plus_n"] - table["uniform_H_k"]).tolist() == pytest.approx(table["uniform_delta_H"].tolist())
-    assert table["model_H_k_plus_n"].tolist() == pytest.approx(
-        [_entropy_by_hand([1.0, 0.0] + [-2.0] * n) for n in range(4)]
-    )
+    assert table["model_H_k_plus_n"].tolist() == pytest.approx([_entropy_by_hand([1.0, 0.0] + [-2.0] * n) for n in range(4)])
     assert list(entropy_table(3, 0).columns) == ["n", "H_k", "H_k_plus_n", "delta_H"]
 
 

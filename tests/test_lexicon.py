@@ -22,12 +22,7 @@ from workbench.vocab import load_tokenizer
 def cilin_file(tmp_path):
     path = tmp_path / "cilin.txt"
     path.write_text(
-        "Aa01A01= 人 士 人物\n"
-        "Aa01A02# 良民 顺民\n"
-        "Aa01A03@ 众学生\n"
-        "\n"
-        "Ee01A01= 美丽 漂亮 好看\n"
-        "Ee01A02= 好看 中看\n",
+        "Aa01A01= 人 士 人物\nAa01A02# 良民 顺民\nAa01A03@ 众学生\n\nEe01A01= 美丽 漂亮 好看\nEe01A02= 好看 中看\n",
         encoding="utf-8",
     )
     return path
@@ -64,9 +59,7 @@ def test_cilin_malformed_line_and_missing_file_raise(tmp_path):
 def test_wordnet_tsv_members_and_multiwords(tmp_path):
     path = tmp_path / "synsets.tsv"
     path.write_text(
-        "# synset_id\tpos\tmembers\n"
-        "00019769-s\ts\thandy\tready to hand\n"
-        "00001-n\tn\tcar\tauto\tmotor_car\n",
+        "# synset_id\tpos\tmembers\n00019769-s\ts\thandy\tready to hand\n00001-n\tn\tcar\tauto\tmotor_car\n",
         encoding="utf-8",
     )
     table = SynonymTable.from_wordnet_tsv(path)
@@ -103,8 +96,9 @@ def test_embedding_defaults_are_the_papers_top_10_without_a_threshold():
     # e's nearest word is d (cos 90 degrees = 0), listed although it is far: no threshold by default
     assert table.are_synonyms("e", "d")
     assert table.synonyms("e") == {"d"} and table.synonyms("a") == {"b"}
-    assert {frozenset(g) for g in table.groups} == {frozenset(g) for g in SynonymTable.from_embeddings(
-        matrix, vocab, k=1, threshold=None).groups}
+    assert {frozenset(g) for g in table.groups} == {
+        frozenset(g) for g in SynonymTable.from_embeddings(matrix, vocab, k=1, threshold=None).groups
+    }
     # with 5 words, k = 10 (the default) lists every other word for every word
     assert all(SynonymTable.from_embeddings(matrix, vocab).synonyms(word) == set(vocab) - {word} for word in vocab)
 

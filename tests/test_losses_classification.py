@@ -26,9 +26,7 @@ def test_ce_equals_torch_cross_entropy_with_and_without_weight():
     logits, labels = _inputs()
     weight = torch.tensor([0.5, 2.0, 1.0], dtype=torch.float64)
     torch.testing.assert_close(build_loss("ce")(logits, labels), F.cross_entropy(logits, labels))
-    torch.testing.assert_close(
-        build_loss("ce", weight=weight)(logits, labels), F.cross_entropy(logits, labels, weight=weight)
-    )
+    torch.testing.assert_close(build_loss("ce", weight=weight)(logits, labels), F.cross_entropy(logits, labels, weight=weight))
     torch.testing.assert_close(
         build_loss("ce", reduction="none")(logits, labels), F.cross_entropy(logits, labels, reduction="none")
     )
@@ -92,7 +90,7 @@ def test_focal_finite_gradient_when_p_rounds_to_one(gamma):
     # Naive (1 - softmax)**gamma gives NaN gradients here for gamma < 1.
     naive_logits = logits.detach().clone().requires_grad_(True)
     p = torch.softmax(naive_logits, -1)[torch.arange(3), labels]
-    (-(1 - p) ** gamma * torch.log(p)).mean().backward()
+    (-((1 - p) ** gamma) * torch.log(p)).mean().backward()
     if gamma < 1:
         assert not torch.isfinite(naive_logits.grad).all()
 

@@ -72,9 +72,7 @@ def test_ignored_positions_get_zero_gradient_and_do_not_change_value(name, param
 
 @pytest.mark.parametrize(("name", "params"), CASES, ids=CASE_IDS)
 def test_finite_value_and_gradient_at_extreme_logits(name, params):
-    logits = torch.tensor(
-        [[1e4, -1e4, 0.0], [-1e4, 1e4, -1e4], [-1e4, -1e4, 1e4], [1e4, -1e4, -1e4]], requires_grad=True
-    )
+    logits = torch.tensor([[1e4, -1e4, 0.0], [-1e4, 1e4, -1e4], [-1e4, -1e4, 1e4], [1e4, -1e4, -1e4]], requires_grad=True)
     labels = torch.tensor([0, 1, 2, 2])
     value = build_loss(name, **params)(logits, labels)
     value.backward()
@@ -151,10 +149,22 @@ def test_non_finite_parameters_raise_naming_the_parameter(name, params, paramete
         (lambda: build_loss("focal", gamma="two"), r"gamma: must be a number in [0, inf), got 'two'"),
         (lambda: build_loss("wce", label_counts=[3, 4], K=0), r"K: must lie in (0, inf), got 0.0"),
         (lambda: build_loss("ce", reduction="avg"), r"reduction: must be one of ['mean', 'sum', 'none'], got 'avg'"),
-        (lambda: build_loss("ce", gamma=2.0), r"parameters of 'ce': must be among ['weight', 'reduction', 'validate'], got ['gamma']"),
-        (lambda: build_loss("ce")(torch.randn(2, 3), torch.tensor([0, 3])), r"labels: must lie in [0, 3) or equal -100 (ignored), got [3]"),
-        (lambda: build_loss("ce")(torch.randn(2, 3), torch.tensor([0, 1, 2])), r"labels: must have the logits' shape without the class axis (2,), got (3,)"),
-        (lambda: build_loss("ce", weight=[1, 2])(torch.randn(2, 3), torch.tensor([0, 1])), r"weight: must have C=3 entries (one per class of the logits), got 2"),
+        (
+            lambda: build_loss("ce", gamma=2.0),
+            r"parameters of 'ce': must be among ['weight', 'reduction', 'validate'], got ['gamma']",
+        ),
+        (
+            lambda: build_loss("ce")(torch.randn(2, 3), torch.tensor([0, 3])),
+            r"labels: must lie in [0, 3) or equal -100 (ignored), got [3]",
+        ),
+        (
+            lambda: build_loss("ce")(torch.randn(2, 3), torch.tensor([0, 1, 2])),
+            r"labels: must have the logits' shape without the class axis (2,), got (3,)",
+        ),
+        (
+            lambda: build_loss("ce", weight=[1, 2])(torch.randn(2, 3), torch.tensor([0, 1])),
+            r"weight: must have C=3 entries (one per class of the logits), got 2",
+        ),
     ],
 )
 def test_argument_errors_share_one_format(call, message):
@@ -163,9 +173,11 @@ def test_argument_errors_share_one_format(call, message):
     assert str(error.value) == message
 
 
-@pytest.mark.parametrize(("name", "params"), [case for case in CASES if case[0] not in ("dice", "tversky", "dsc")], ids=[
-    case_id for case, case_id in zip(CASES, CASE_IDS) if case[0] not in ("dice", "tversky", "dsc")
-])
+@pytest.mark.parametrize(
+    ("name", "params"),
+    [case for case in CASES if case[0] not in ("dice", "tversky", "dsc")],
+    ids=[case_id for case, case_id in zip(CASES, CASE_IDS) if case[0] not in ("dice", "tversky", "dsc")],
+)
 def test_fp16_mean_accumulates_in_float32(name, params):
     # 64 rows with a margin of 1e4: every term is about 1e4 (fits fp16, max 65504), their
     # sum 6.4e5 does not; the mean must still come out near 1e4, in fp16.

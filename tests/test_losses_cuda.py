@@ -104,8 +104,12 @@ def mlm_inputs(device: str = "cpu") -> dict[str, torch.Tensor]:
     labels[0, 1:3] = torch.tensor([10, 11])
     labels[1, 4] = 12
     word_ids = torch.tensor([[-1, 0, 0, 1, 2, 2, 3, -1], [-1, 0, 1, 1, 2, 3, 4, -1]])
-    return {"logits": torch.randn(2, 8, vocab, generator=generator).to(device), "labels": labels.to(device),
-            "word_ids": word_ids.to(device), "embeddings": torch.randn(vocab, 16, generator=generator).to(device)}
+    return {
+        "logits": torch.randn(2, 8, vocab, generator=generator).to(device),
+        "labels": labels.to(device),
+        "word_ids": word_ids.to(device),
+        "embeddings": torch.randn(vocab, 16, generator=generator).to(device),
+    }
 
 
 def mlm_value_and_grad(loss: torch.nn.Module, batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:

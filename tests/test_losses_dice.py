@@ -255,4 +255,7 @@ def test_ohem_on_the_accelerator_path_equals_the_stable_sort_oracle(seed, monkey
     ratio = [0.5, 1.0, 1.5, 3.0, 100.0, 0.7][seed % 6]
     expected = stable_sort_selection(scores, targets, valid, ratio)
     assert torch.equal(ohem_keep_mask_by_position(scores, targets, valid, ratio), expected)
-    assert torch.equal(ohem_keep_mask(scores.t(), targets.t(), None, ratio), stable_sort_selection(scores, targets, torch.ones(rows, dtype=torch.bool), ratio).t())
+    assert torch.equal(
+        ohem_keep_mask(scores.t(), targets.t(), None, ratio),
+        stable_sort_selection(scores, targets, torch.ones(rows, dtype=torch.bool), ratio).t(),
+    )

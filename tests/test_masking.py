@@ -158,8 +158,7 @@ def test_special_tokens_and_padding_never_masked(collator_class, tokenizer, pair
         batch = collate(collator, pair_features)
         special = batch["word_ids"] == -1
         assert (batch["labels"][special] == -100).all()
-        original = np.array([f["input_ids"] + [0] * (batch["input_ids"].shape[1] - len(f["input_ids"]))
-                             for f in pair_features])
+        original = np.array([f["input_ids"] + [0] * (batch["input_ids"].shape[1] - len(f["input_ids"])) for f in pair_features])
         assert (batch["input_ids"][special] == original[special]).all()
 
 
@@ -175,8 +174,7 @@ def test_labels_hold_original_ids(collator_class, tokenizer, features):
 
 @pytest.mark.parametrize("collator_class", ALL_COLLATORS)
 def test_same_seed_same_masks_different_seed_different_masks(collator_class, tokenizer, features):
-    first, second, other = collator_class(tokenizer, seed=3), collator_class(tokenizer, seed=3), collator_class(
-        tokenizer, seed=4)
+    first, second, other = collator_class(tokenizer, seed=3), collator_class(tokenizer, seed=3), collator_class(tokenizer, seed=4)
     runs = [[collate(c, features) for _ in range(3)] for c in (first, second, other)]
     for a, b in zip(runs[0], runs[1]):
         assert all((a[key] == b[key]).all() for key in a)
@@ -257,9 +255,14 @@ def masked_word_fractions(batch):
     return fractions
 
 
-@pytest.mark.parametrize("collator_class, kwargs", [
-    (WholeWordMaskCollator, {}), (WholeWordMaskCollator, {"max_ngram": 3}), (KnowledgeMaskCollator, {}),
-])
+@pytest.mark.parametrize(
+    "collator_class, kwargs",
+    [
+        (WholeWordMaskCollator, {}),
+        (WholeWordMaskCollator, {"max_ngram": 3}),
+        (KnowledgeMaskCollator, {}),
+    ],
+)
 def test_every_masked_word_is_fully_masked(collator_class, kwargs, tokenizer, features, pair_features):
     collator = collator_class(tokenizer, mlm_probability=0.3, return_word_ids=True, **kwargs)
     multi_token_masked = 0
@@ -269,17 +272,14 @@ def test_every_masked_word_is_fully_masked(collator_class, kwargs, tokenizer, fe
             fractions = masked_word_fractions(batch)
             assert set(fractions.values()) <= {0.0, 1.0}
             multi_token_masked += sum(
-                1 for (row, word), f in fractions.items()
-                if f == 1.0 and (batch["word_ids"][row] == word).sum() > 1
+                1 for (row, word), f in fractions.items() if f == 1.0 and (batch["word_ids"][row] == word).sum() > 1
             )
     assert multi_token_masked > 0
 
 
 def test_random_collator_splits_words(tokenizer, features):
     collator = RandomMaskCollator(tokenizer, mlm_probability=0.3, return_word_ids=True)
-    partial = sum(
-        sum(0.0 < f < 1.0 for f in masked_word_fractions(collate(collator, features)).values()) for _ in range(20)
-    )
+    partial = sum(sum(0.0 < f < 1.0 for f in masked_word_fractions(collate(collator, features)).values()) for _ in range(20))
     assert partial > 0
 
 
@@ -394,8 +394,9 @@ def test_kdm_draws_words_with_probability_proportional_to_their_weight(tokenizer
     collator = KnowledgeMaskCollator(tokenizer, seed=12, idf=idf, entity_weight=6.0, event_weight=2.0, other_weight=0.5)
     weights = np.array([6.0 * 1.0, 2.0 * 3.0, 0.5 * 2.0, 0.5 * 3.0, 2.0 * 3.0])
     expected = weights / weights.sum()
-    np.testing.assert_allclose(first_pick_frequencies(collator, feature), expected,
-                               atol=4.5 * np.sqrt(expected * (1 - expected) / 20000).max())
+    np.testing.assert_allclose(
+        first_pick_frequencies(collator, feature), expected, atol=4.5 * np.sqrt(expected * (1 - expected) / 20000).max()
+    )
 
 
 def test_kdm_same_seed_same_masks_and_fresh_masks_every_batch(tokenizer, segmenter, features):
@@ -429,8 +430,11 @@ def test_kdm_zero_weight_words_only_fill_what_the_others_cannot(tokenizer):
     collator = KnowledgeMaskCollator(tokenizer, mlm_probability=0.4, other_weight=0.0, return_word_ids=True)
     # 11 tokens, budget round(0.4 * 11) = 4: the five one-token candidates (entities 京, 沪; events 去, 走, 说)
     # fill it in any order
-    feature = hand_feature(tokenizer, ["京", "的", "去", "了", "沪", "很", "走", "说", "我们", "吧"],
-                           ["ns", "uj", "v", "ul", "ns", "d", "v", "v", "r", "y"])
+    feature = hand_feature(
+        tokenizer,
+        ["京", "的", "去", "了", "沪", "很", "走", "说", "我们", "吧"],
+        ["ns", "uj", "v", "ul", "ns", "d", "v", "v", "r", "y"],
+    )
     candidates = {0, 2, 4, 6, 7}
     seen = set()
     for _ in range(200):
@@ -445,9 +449,15 @@ def test_kdm_zero_weight_words_only_fill_what_the_others_cannot(tokenizer):
     assert all(sum(pick) == 2 for pick in picks) and len(picks) > 1  # budget round(0.4 * 4) = 2
 
 
-@pytest.mark.parametrize("weights", [
-    {}, {"other_weight": 0.0}, {"entity_weight": 0.0, "event_weight": 0.0}, RANKING_WEIGHTS,
-])
+@pytest.mark.parametrize(
+    "weights",
+    [
+        {},
+        {"other_weight": 0.0},
+        {"entity_weight": 0.0, "event_weight": 0.0},
+        RANKING_WEIGHTS,
+    ],
+)
 def test_kdm_never_exceeds_budget(tokenizer, segmenter, features, pair_features, weights):
     idf = compute_idf(segmenter.words(text) for text in SENTENCES)
     collator = KnowledgeMaskCollator(tokenizer, mlm_probability=0.3, idf=idf, seed=3, **weights)
@@ -458,12 +468,18 @@ def test_kdm_never_exceeds_budget(tokenizer, segmenter, features, pair_features,
             assert (counts <= budgets).all()
 
 
-@pytest.mark.parametrize(("weights", "message"), [
-    ({"entity_weight": -1.0}, "entity_weight: must be a finite number >= 0, got -1.0"),
-    ({"event_weight": float("nan")}, "event_weight: must be a finite number >= 0, got nan"),
-    ({"other_weight": "1"}, "other_weight: must be a finite number >= 0, got '1'"),
-    ({"entity_weight": 0, "event_weight": 0, "other_weight": 0}, "entity_weight, event_weight, other_weight: must not all be 0"),
-])
+@pytest.mark.parametrize(
+    ("weights", "message"),
+    [
+        ({"entity_weight": -1.0}, "entity_weight: must be a finite number >= 0, got -1.0"),
+        ({"event_weight": float("nan")}, "event_weight: must be a finite number >= 0, got nan"),
+        ({"other_weight": "1"}, "other_weight: must be a finite number >= 0, got '1'"),
+        (
+            {"entity_weight": 0, "event_weight": 0, "other_weight": 0},
+            "entity_weight, event_weight, other_weight: must not all be 0",
+        ),
+    ],
+)
 def test_kdm_rejects_bad_weights(tokenizer, weights, message):
     with pytest.raises(ValueError, match=message):
         KnowledgeMaskCollator(tokenizer, **weights)
@@ -506,7 +522,7 @@ def test_transformers_wwm_masks_unspaced_chinese_sentences_all_or_nothing(tokeni
     special = np.array(encoded["special_tokens_mask"], dtype=bool)
     fully = 0
     for _ in range(200):
-        masked = (hf(hf_features)["labels"].numpy() != -100)
+        masked = hf(hf_features)["labels"].numpy() != -100
         share = np.where(special, np.nan, masked).astype(float)
         share = np.nanmean(share, axis=1)
         assert set(share.tolist()) <= {0.0, 1.0}  # the whole sentence is one "word"

@@ -137,8 +137,14 @@ def test_hc_rejects_bad_shapes(tokenizer, table):
     with pytest.raises(ValueError, match="logits"):
         hard_correction(torch.zeros(2, 3), torch.zeros(2, 3, dtype=torch.long), torch.zeros(2, 3), table, tokenizer)
     with pytest.raises(ValueError, match="word_ids"):
-        hard_correction(torch.zeros(1, 3, 5), torch.zeros(1, 3, dtype=torch.long), torch.zeros(1, 3), table,
-                        tokenizer, word_ids=torch.zeros(1, 4))
+        hard_correction(
+            torch.zeros(1, 3, 5),
+            torch.zeros(1, 3, dtype=torch.long),
+            torch.zeros(1, 3),
+            table,
+            tokenizer,
+            word_ids=torch.zeros(1, 4),
+        )
 
 
 # --- soft regularization --------------------------------------------------------------------
@@ -205,8 +211,14 @@ def tiny_bert():
     from transformers import BertConfig, BertForMaskedLM
 
     torch.manual_seed(0)
-    config = BertConfig(vocab_size=30, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
-                        intermediate_size=32, max_position_embeddings=16)
+    config = BertConfig(
+        vocab_size=30,
+        hidden_size=16,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=32,
+        max_position_embeddings=16,
+    )
     return BertForMaskedLM(config).double().eval()
 
 
@@ -216,8 +228,16 @@ def test_sr_sentence_level_by_hand(tiny_bert):
     attention_mask = torch.tensor([[1, 1, 1, 1, 1, 0], [1, 1, 1, 1, 1, 1]])
     labels = torch.tensor([[-100, -100, 6, -100, -100, -100], [-100, 8, -100, -100, -100, -100]])
     logits = torch.randn(2, 6, 30, generator=generator, dtype=torch.float64)
-    value = soft_regularization(logits, labels, weight=2.0, level="sentence", model=tiny_bert,
-                                input_ids=input_ids, attention_mask=attention_mask, kl_direction="original||filled")
+    value = soft_regularization(
+        logits,
+        labels,
+        weight=2.0,
+        level="sentence",
+        model=tiny_bert,
+        input_ids=input_ids,
+        attention_mask=attention_mask,
+        kl_direction="original||filled",
+    )
     original = torch.where(labels != -100, labels, input_ids)
     filled = torch.where(labels != -100, logits.argmax(-1), original)
     with torch.no_grad():
@@ -234,8 +254,9 @@ def test_sr_sentence_level_by_hand(tiny_bert):
     assert value.item() == pytest.approx(2.0 * total / count, rel=1e-9)
     assert value.item() > 0
     gold_logits = F.one_hot(original, 30).double()
-    same = soft_regularization(gold_logits, labels, level="sentence", model=tiny_bert, input_ids=input_ids,
-                               attention_mask=attention_mask)
+    same = soft_regularization(
+        gold_logits, labels, level="sentence", model=tiny_bert, input_ids=input_ids, attention_mask=attention_mask
+    )
     assert same.item() == pytest.approx(0.0, abs=1e-12)
 
 
@@ -274,8 +295,12 @@ def test_sr_sentence_level_follows_the_papers_kl_direction(tiny_bert):
     with torch.no_grad():
         log_p = tiny_bert.bert(input_ids=filled, attention_mask=attention_mask).last_hidden_state.log_softmax(-1)
         log_q = tiny_bert.bert(input_ids=original, attention_mask=attention_mask).last_hidden_state.log_softmax(-1)
-    assert paper.item() == pytest.approx(F.kl_div(log_q, log_p, log_target=True, reduction="none").sum(-1).mean().item(), rel=1e-9)
-    assert reverse.item() == pytest.approx(F.kl_div(log_p, log_q, log_target=True, reduction="none").sum(-1).mean().item(), rel=1e-9)
+    assert paper.item() == pytest.approx(
+        F.kl_div(log_q, log_p, log_target=True, reduction="none").sum(-1).mean().item(), rel=1e-9
+    )
+    assert reverse.item() == pytest.approx(
+        F.kl_div(log_p, log_q, log_target=True, reduction="none").sum(-1).mean().item(), rel=1e-9
+    )
     assert paper.item() != pytest.approx(reverse.item())
     with pytest.raises(ValueError, match="kl_direction"):
         soft_regularization(logits, labels, kl_direction="p||q", **kwargs)

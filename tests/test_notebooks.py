@@ -68,16 +68,23 @@ def test_every_notebook_executes_with_the_smoke_set(tmp_path):
         assert list((folder / "figures").glob("*.html")), f"{outcome.execution.name} saved no figure"
         # no red stderr boxes in a headless run (e.g. transformers' "mtime may not be reliable" warning)
         executed = json.loads((folder / f"{outcome.execution.name}.ipynb").read_text())
-        stderr = [(index, "".join(output.get("text", ""))[:200]) for index, cell in enumerate(executed["cells"])
-                  for output in cell.get("outputs", []) if output.get("name") == "stderr"]
+        stderr = [
+            (index, "".join(output.get("text", ""))[:200])
+            for index, cell in enumerate(executed["cells"])
+            for output in cell.get("outputs", [])
+            if output.get("name") == "stderr"
+        ]
         assert not stderr, f"{outcome.execution.name} wrote to stderr: {stderr}"
     index = (report.run_dir / "index.html").read_text()
     for name in EXPECTED:
         assert name in index
     assert (report.run_dir / "summary.csv").is_file()
     # a run folder keeps results, not trained models (notebook 03 trains 30-odd: 55 MB of a 66 MB default run)
-    weights = [path.relative_to(report.run_dir) for pattern in ("*.safetensors", "pytorch_model*.bin", "optimizer.pt")
-               for path in report.run_dir.rglob(pattern)]
+    weights = [
+        path.relative_to(report.run_dir)
+        for pattern in ("*.safetensors", "pytorch_model*.bin", "optimizer.pt")
+        for path in report.run_dir.rglob(pattern)
+    ]
     assert not weights, f"model weights left in the run folder: {weights[:5]}"
 
 

@@ -99,9 +99,7 @@ def test_every_character_in_exactly_one_block_in_order(tokenizer, segmenter, max
         if block_boundary == "sentence":
             spans = split_sentences(documents[document])
             starts = sorted(sentence_starts(documents[document]))
-            in_long_sentence = any(
-                s < inside < s + (b - a) for s, (a, b) in zip(starts, spans) if b - a > max_length - 2
-            )
+            in_long_sentence = any(s < inside < s + (b - a) for s, (a, b) in zip(starts, spans) if b - a > max_length - 2)
             assert inside in starts or in_long_sentence
 
 
@@ -124,8 +122,10 @@ def test_a_word_longer_than_a_block_is_cut_between_tokens(tokenizer, segmenter):
 
 def test_a_short_document_packs_to_its_encode_words_features(tokenizer, segmenter):
     # one block per document when nothing else fits beside it: the same features as encode_words
-    documents = ["今天天气很好，我们一起去公园散步吧。中国科学院的研究人员发现了一种新的治疗方法。",
-                 "上海市政府宣布将加快建设国际金融中心。"]
+    documents = [
+        "今天天气很好，我们一起去公园散步吧。中国科学院的研究人员发现了一种新的治疗方法。",
+        "上海市政府宣布将加快建设国际金融中心。",
+    ]
     blocks = pack_documents(tokenizer, documents, segmenter, max_length=42)
     assert blocks == encode_words(tokenizer, documents, segmenter, max_length=42)
 
@@ -148,8 +148,10 @@ def test_documents_share_blocks_with_a_separator_and_features_are_aligned(tokeni
 
 def test_collators_mask_whole_words_of_packed_blocks(tokenizer, segmenter):
     blocks = pack_documents(tokenizer, make_documents(), segmenter, max_length=32)
-    for collator in (WholeWordMaskCollator(tokenizer, seed=1, return_word_ids=True),
-                     KnowledgeMaskCollator(tokenizer, seed=1, return_word_ids=True)):
+    for collator in (
+        WholeWordMaskCollator(tokenizer, seed=1, return_word_ids=True),
+        KnowledgeMaskCollator(tokenizer, seed=1, return_word_ids=True),
+    ):
         batch = {key: value.numpy() for key, value in collator(blocks[:16]).items()}
         masked = batch["labels"] != -100
         assert masked.any()

@@ -58,12 +58,14 @@ def test_encode_split_pads_with_zero_truncates_and_reads_labels(tokenizer):
     assert ids.shape == (3, 4) and ids.dtype == torch.long
     for row, characters in enumerate(expected):
         assert ids[row, : len(characters)].tolist() == characters
-        assert (ids[row, len(characters):] == 0).all()
+        assert (ids[row, len(characters) :] == 0).all()
     assert encoded.labels.tolist() == [1, 0, 1] and not encoded.is_pair
 
 
 def test_encode_split_pairs_and_selected_views(tokenizer):
-    split = Dataset.from_dict({"text": ["感冒", "发烧了", "头疼"], "text_pair": ["感冒吃什么药", "退烧", "头"], "label": [2, 0, 1]})
+    split = Dataset.from_dict(
+        {"text": ["感冒", "发烧了", "头疼"], "text_pair": ["感冒吃什么药", "退烧", "头"], "label": [2, 0, 1]}
+    )
     view = split.select([2, 0])
     encoded = encode_split(view, tokenizer, 8, PAIR_COLUMNS)
     assert encoded.is_pair and encoded.labels.tolist() == [1, 2]
@@ -137,8 +139,10 @@ def test_fit_probe_keeps_the_first_best_validation_epoch():
     full = fit_probe(encoded, build_loss("ce"), training, PROBE, VOCAB, 2, seed=1)
     # a run of j epochs is the full run's prefix: its kept score is the running max over epochs 1..j,
     # so the first j whose running max reaches the overall max is the first best epoch
-    prefixes = [fit_probe(encoded, build_loss("ce"), training.replace(epochs=j), PROBE, VOCAB, 2, seed=1)
-                for j in range(1, training.epochs + 1)]
+    prefixes = [
+        fit_probe(encoded, build_loss("ce"), training.replace(epochs=j), PROBE, VOCAB, 2, seed=1)
+        for j in range(1, training.epochs + 1)
+    ]
     running_max = [prefix.validation["macro_f1"] for prefix in prefixes]
     assert running_max == sorted(running_max)
     assert full.validation["macro_f1"] == running_max[-1]
@@ -169,9 +173,15 @@ def test_weight_decay_changes_training():
 
 @pytest.mark.parametrize(
     ("section", "field", "value"),
-    [(TrainingConfig, "epochs", 0), (TrainingConfig, "batch_size", 2.5), (ProbeConfig, "embedding_size", True),
-     (ProbeConfig, "hidden_size", 0), (TrainingConfig, "lr", 0.0), (TrainingConfig, "lr", True),
-     (TrainingConfig, "weight_decay", -0.1)],
+    [
+        (TrainingConfig, "epochs", 0),
+        (TrainingConfig, "batch_size", 2.5),
+        (ProbeConfig, "embedding_size", True),
+        (ProbeConfig, "hidden_size", 0),
+        (TrainingConfig, "lr", 0.0),
+        (TrainingConfig, "lr", True),
+        (TrainingConfig, "weight_decay", -0.1),
+    ],
 )
 def test_probe_settings_reject_bad_values(section, field, value):
     with pytest.raises(ValueError, match=f"{section.prefix}.{field}"):
@@ -200,8 +210,12 @@ def test_fit_probe_stops_loudly_when_training_diverges():
 
 @pytest.mark.parametrize(
     ("kwargs", "match"),
-    [({"vocab_size": 0}, "vocab_size"), ({"num_labels": 1}, "num_labels"), ({"embedding_size": 0}, "embedding_size"),
-     ({"hidden_size": 1.5}, "hidden_size")],
+    [
+        ({"vocab_size": 0}, "vocab_size"),
+        ({"num_labels": 1}, "num_labels"),
+        ({"embedding_size": 0}, "embedding_size"),
+        ({"hidden_size": 1.5}, "hidden_size"),
+    ],
 )
 def test_character_probe_rejects_bad_sizes(kwargs, match):
     with pytest.raises(ValueError, match=match):

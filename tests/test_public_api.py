@@ -108,7 +108,12 @@ def test_every_notebook_takes_one_seeds_list():
     for notebook in sorted((ROOT / "notebooks").glob("*.ipynb")):
         cells = json.loads(notebook.read_text(encoding="utf-8"))["cells"]
         [parameters] = [cell for cell in cells if "parameters" in cell.get("metadata", {}).get("tags", [])]
-        assigned = {target.id: node.value for node in ast.parse("".join(parameters["source"])).body
-                    if isinstance(node, ast.Assign) for target in node.targets if isinstance(target, ast.Name)}
+        assigned = {
+            target.id: node.value
+            for node in ast.parse("".join(parameters["source"])).body
+            if isinstance(node, ast.Assign)
+            for target in node.targets
+            if isinstance(target, ast.Name)
+        }
         assert isinstance(assigned.get("seeds"), ast.List), f"{notebook.name}: needs a seeds list (the runner's --seeds sets it)"
         assert not {"seed", "n_seeds"} & set(assigned), f"{notebook.name}: one seeds list, no second seed layer"

@@ -55,13 +55,15 @@ def _check_published_folder(folder: Path) -> None:
 def published(tmp_path_factory) -> Path:
     """A tiny pretrain_mlm run published exactly as models/workbench-zh-mini is (scripts/publish_encoder.py)."""
     base = tmp_path_factory.mktemp("encoder")
-    run = pretrain_mlm({
-        "task": "pretrain_mlm",
-        "output_dir": str(base / "run"),
-        "data": {"source": "sample_corpus", "n_sentences": 32, "max_length": 32},
-        "model": {"tiny": {"num_layers": 1, "hidden_size": 32, "num_heads": 2}},
-        "training": {"epochs": 1, "batch_size": 16, "quiet": True},
-    })
+    run = pretrain_mlm(
+        {
+            "task": "pretrain_mlm",
+            "output_dir": str(base / "run"),
+            "data": {"source": "sample_corpus", "n_sentences": 32, "max_length": 32},
+            "model": {"tiny": {"num_layers": 1, "hidden_size": 32, "num_heads": 2}},
+            "training": {"epochs": 1, "batch_size": 16, "quiet": True},
+        }
+    )
     target = base / "published"
     target.mkdir()
     (target / "README.md").write_text("model card\n", encoding="utf-8")
@@ -77,12 +79,14 @@ def test_published_checkpoint_is_bf16_small_and_loads_the_same_both_ways(publish
 
 @pytest.mark.slow
 def test_one_step_finetune_from_a_published_checkpoint(published, tmp_path):
-    result = finetune({
-        "output_dir": str(tmp_path / "ft"),
-        "data": {"source": "sample_relevance", "max_train_samples": 16, "max_eval_samples": 16, "max_length": 32},
-        "model": {"model_name_or_path": str(published)},
-        "training": {"epochs": 1, "batch_size": 16, "quiet": True},
-    })
+    result = finetune(
+        {
+            "output_dir": str(tmp_path / "ft"),
+            "data": {"source": "sample_relevance", "max_train_samples": 16, "max_eval_samples": 16, "max_length": 32},
+            "model": {"model_name_or_path": str(published)},
+            "training": {"epochs": 1, "batch_size": 16, "quiet": True},
+        }
+    )
     assert [entry["step"] for entry in result.history if "eval_macro_f1" in entry] == [1]
     assert 0.0 <= result.metrics["macro_f1"] <= 1.0
 

@@ -97,8 +97,12 @@ def test_cell_slug_is_injective():
     assert cell_slug({"path": "a/b"}) != cell_slug({"path": "a_b"})
     assert cell_slug({"lr": 1e-05, "flag": True, "name": "abc"}) == "lr=1e-05,flag=True,name=abc"  # each reads back
     # texts that read back as another value (or split on their comma) get a hash of the typed point
-    colliding = [({"x": "0.1"}, {"x": 0.1}), ({"x": None}, {"x": "None"}), ({"x": "1"}, {"x": 1}),
-                 ({"a": "1,b=2", "b": 3}, {"a": 1, "b": "2,b=3"})]
+    colliding = [
+        ({"x": "0.1"}, {"x": 0.1}),
+        ({"x": None}, {"x": "None"}),
+        ({"x": "1"}, {"x": 1}),
+        ({"a": "1,b=2", "b": 3}, {"a": 1, "b": "2,b=3"}),
+    ]
     for first, second in colliding:
         assert cell_slug(first) != cell_slug(second), (first, second)
     assert cell_slug({"x": "0.1"}).startswith("x=0.1-") and cell_slug({"x": 0.1}) == "x=0.1"
@@ -143,7 +147,12 @@ def test_plan_is_the_sweep_grid_and_seeds_set_the_seeds_list(tmp_path):
 @pytest.mark.parametrize(
     ("params_file", "sweep", "seeds", "message"),
     [
-        ("gamma: 1\n", {}, None, r"params file default/ok_metrics.yaml: unknown parameter 'gamma' for notebook ok_metrics.ipynb; allowed: seeds, x, output_dir"),
+        (
+            "gamma: 1\n",
+            {},
+            None,
+            r"params file default/ok_metrics.yaml: unknown parameter 'gamma' for notebook ok_metrics.ipynb; allowed: seeds, x, output_dir",
+        ),
         ("", {"epsilon": [0.1]}, None, r"--sweep: unknown parameter 'epsilon' for notebook ok_metrics.ipynb"),
         ("output_dir: /tmp\n", {}, None, r"'output_dir' is set by the runner"),
         ("", {"seeds": [[1]]}, [1, 2], r"either with --seeds or with --sweep seeds"),
@@ -170,25 +179,52 @@ def test_notebook_without_output_dir_parameter_refused(tmp_path):
 
 def test_unknown_parameter_refused_before_anything_runs(tmp_path, capsys):
     outputs = tmp_path / "outputs"
-    code = main(["run", "--notebooks-dir", str(FIXTURES), "--params-dir", str(tmp_path),
-                 "--outputs-dir", str(outputs), "--sweep", "epsilon=0.1,0.2"])
+    code = main(
+        [
+            "run",
+            "--notebooks-dir",
+            str(FIXTURES),
+            "--params-dir",
+            str(tmp_path),
+            "--outputs-dir",
+            str(outputs),
+            "--sweep",
+            "epsilon=0.1,0.2",
+        ]
+    )
     assert code == 2
     assert "unknown parameter 'epsilon' for notebook" in capsys.readouterr().err
     assert not outputs.exists()
 
 
-@pytest.mark.parametrize(("params_file", "sweep", "message"), [
-    (b"", "x=[1,2", r"error: --sweep x:1: invalid YAML \(expected ',' or '\]', but got '<stream end>'\)"),
-    (b"", "x=1.0,1.00", r"error: --sweep x: values '1.0' and '1.00' are equal after parsing"),
-    (b"x: 1\nseeds: [2\n", "x=1", r"error: \S*default/ok_metrics.yaml:2: invalid YAML"),
-    ("x: 1\n# 说明\n".encode("gbk"), "x=1", r"error: \S*default/ok_metrics.yaml:2: params file is not UTF-8 text"),
-])
+@pytest.mark.parametrize(
+    ("params_file", "sweep", "message"),
+    [
+        (b"", "x=[1,2", r"error: --sweep x:1: invalid YAML \(expected ',' or '\]', but got '<stream end>'\)"),
+        (b"", "x=1.0,1.00", r"error: --sweep x: values '1.0' and '1.00' are equal after parsing"),
+        (b"x: 1\nseeds: [2\n", "x=1", r"error: \S*default/ok_metrics.yaml:2: invalid YAML"),
+        ("x: 1\n# 说明\n".encode("gbk"), "x=1", r"error: \S*default/ok_metrics.yaml:2: params file is not UTF-8 text"),
+    ],
+)
 def test_bad_yaml_in_a_params_file_or_a_sweep_exits_2_naming_it(tmp_path, capsys, params_file, sweep, message):
     (tmp_path / "default").mkdir()
     (tmp_path / "default" / "ok_metrics.yaml").write_bytes(params_file)
     outputs = tmp_path / "outputs"
-    code = main(["run", "--only", "ok", "--notebooks-dir", str(FIXTURES), "--params-dir", str(tmp_path),
-                 "--outputs-dir", str(outputs), "--sweep", sweep])
+    code = main(
+        [
+            "run",
+            "--only",
+            "ok",
+            "--notebooks-dir",
+            str(FIXTURES),
+            "--params-dir",
+            str(tmp_path),
+            "--outputs-dir",
+            str(outputs),
+            "--sweep",
+            sweep,
+        ]
+    )
     error = capsys.readouterr().err
     assert code == 2 and re.search(message, error) and "Traceback" not in error
     assert not outputs.exists()
@@ -219,10 +255,27 @@ def test_kernel_runs_this_interpreter():
 def test_write_json_converts_numpy_and_torch(tmp_path):
     np = pytest.importorskip("numpy")
     torch = pytest.importorskip("torch")
-    path = write_json(tmp_path / "metrics.json", {"f1": np.float32(0.5), "n": np.int64(3), "loss": torch.tensor(0.25),
-                                                  "cm": np.eye(2, dtype=int), "bad": float("nan"), "ok": True, "name": "x"})
-    assert json.loads(path.read_text()) == {"f1": 0.5, "n": 3, "loss": 0.25, "cm": [[1, 0], [0, 1]],
-                                            "bad": None, "ok": True, "name": "x"}
+    path = write_json(
+        tmp_path / "metrics.json",
+        {
+            "f1": np.float32(0.5),
+            "n": np.int64(3),
+            "loss": torch.tensor(0.25),
+            "cm": np.eye(2, dtype=int),
+            "bad": float("nan"),
+            "ok": True,
+            "name": "x",
+        },
+    )
+    assert json.loads(path.read_text()) == {
+        "f1": 0.5,
+        "n": 3,
+        "loss": 0.25,
+        "cm": [[1, 0], [0, 1]],
+        "bad": None,
+        "ok": True,
+        "name": "x",
+    }
     assert [p.name for p in tmp_path.iterdir()] == ["metrics.json"]  # no temporary file left behind
     with pytest.raises(ValueError, match="metrics must be a dict"):
         write_json(tmp_path / "x.json", [1, 2])
@@ -231,12 +284,18 @@ def test_write_json_converts_numpy_and_torch(tmp_path):
 
 
 def test_write_metrics_separates_metrics_from_details(tmp_path):
-    path = write_metrics(tmp_path, {"f1": 0.5, "score": {"mean": 2.0, "std": 1.0, "n": 3}, "rate": None},
-                         parameters={"seeds": [1, 2, 3]}, table=[{"a": 1}])
+    path = write_metrics(
+        tmp_path,
+        {"f1": 0.5, "score": {"mean": 2.0, "std": 1.0, "n": 3}, "rate": None},
+        parameters={"seeds": [1, 2, 3]},
+        table=[{"a": 1}],
+    )
     recorded = json.loads(path.read_text())
     assert recorded["parameters"] == {"seeds": [1, 2, 3]} and recorded["table"] == [{"a": 1}]
     assert metric_statistics(read_metrics(tmp_path)) == {
-        "f1": {"mean": 0.5, "std": None, "n": 1}, "score": {"mean": 2.0, "std": 1.0, "n": 3}}
+        "f1": {"mean": 0.5, "std": None, "n": 1},
+        "score": {"mean": 2.0, "std": 1.0, "n": 3},
+    }
     assert write_metrics(None, {"f1": 1.0}) is None
     with pytest.raises(ValueError, match="metrics must be a dict"):
         write_metrics(tmp_path, [1, 2])
@@ -274,8 +333,15 @@ def test_check_notebook_clean(tmp_path):
 @pytest.fixture(scope="module")
 def sweep_run(tmp_path_factory):
     root = tmp_path_factory.mktemp("sweep")
-    report = run(only=["ok_metrics"], sweep={"x": [1.0, 2.0]}, seeds=[1, 2], notebooks_dir=FIXTURES,
-                 params_dir=root / "params", outputs_dir=root / "outputs", stream=_quiet())
+    report = run(
+        only=["ok_metrics"],
+        sweep={"x": [1.0, 2.0]},
+        seeds=[1, 2],
+        notebooks_dir=FIXTURES,
+        params_dir=root / "params",
+        outputs_dir=root / "outputs",
+        stream=_quiet(),
+    )
     return report
 
 
@@ -283,8 +349,14 @@ def sweep_run(tmp_path_factory):
 def mixed_run(tmp_path_factory):
     root = tmp_path_factory.mktemp("mixed")
     stream = io.StringIO()
-    report = run(notebooks_dir=FIXTURES, params_dir=root / "params", outputs_dir=root / "outputs",
-                 run_id="mixed", stream=stream, progress=False)
+    report = run(
+        notebooks_dir=FIXTURES,
+        params_dir=root / "params",
+        outputs_dir=root / "outputs",
+        run_id="mixed",
+        stream=stream,
+        progress=False,
+    )
     return report, stream.getvalue().splitlines()
 
 
@@ -293,8 +365,14 @@ def test_sweep_writes_each_point_and_aggregates_over_the_seeds_list(sweep_run):
     run_dir = sweep_run.run_dir
     assert not sweep_run.failed
     cell = run_dir / "ok_metrics" / "x=1.0"
-    for name in ("ok_metrics.ipynb", "ok_metrics.html", "params.yaml", "metrics.json",
-                 "figures/score_line.html", "figures/score_line.json"):
+    for name in (
+        "ok_metrics.ipynb",
+        "ok_metrics.html",
+        "params.yaml",
+        "metrics.json",
+        "figures/score_line.html",
+        "figures/score_line.json",
+    ):
         assert (cell / name).is_file(), name
     assert (run_dir / "assets" / "plotly.min.js").is_file()  # one plotly.js for the run, not one per figures/
     recorded = read_metrics(cell)
@@ -348,16 +426,40 @@ def test_failing_notebook_is_reported_and_others_complete(mixed_run):
 def test_rerunning_an_existing_run_id_is_refused(mixed_run, tmp_path):
     report, _ = mixed_run
     before = sorted(p.name for p in report.run_dir.iterdir())
-    code = main(["run", "--notebooks-dir", str(FIXTURES), "--outputs-dir", str(report.run_dir.parent),
-                 "--params-dir", str(tmp_path), "--run-id", "mixed"])
+    code = main(
+        [
+            "run",
+            "--notebooks-dir",
+            str(FIXTURES),
+            "--outputs-dir",
+            str(report.run_dir.parent),
+            "--params-dir",
+            str(tmp_path),
+            "--run-id",
+            "mixed",
+        ]
+    )
     assert code == 2
     assert sorted(p.name for p in report.run_dir.iterdir()) == before
 
 
 @pytest.mark.slow
 def test_cli_exit_code_is_nonzero_when_a_notebook_fails(tmp_path, capsys):
-    code = main(["run", "--only", "fails", "--notebooks-dir", str(FIXTURES), "--params-dir", str(tmp_path),
-                 "--outputs-dir", str(tmp_path / "outputs"), "--run-id", "r1"])
+    code = main(
+        [
+            "run",
+            "--only",
+            "fails",
+            "--notebooks-dir",
+            str(FIXTURES),
+            "--params-dir",
+            str(tmp_path),
+            "--outputs-dir",
+            str(tmp_path / "outputs"),
+            "--run-id",
+            "r1",
+        ]
+    )
     assert code == 1
     out = capsys.readouterr().out
     assert "[1/1] fails_in_cell2 ... FAILED at cell 2: ValueError: boom at x=1.0" in out
@@ -430,7 +532,8 @@ def test_progress_without_ticking_writes_only_status_lines():
 
 def test_kernels_get_the_thread_count_in_their_environment(tmp_path):
     notebook = _write_notebook(
-        tmp_path / "threads.ipynb", "output_dir = None",
+        tmp_path / "threads.ipynb",
+        "output_dir = None",
         "import os\nfrom workbench.runs import write_metrics\n"
         "write_metrics(output_dir, {'omp_threads': int(os.environ['OMP_NUM_THREADS'])})",
     )
@@ -443,7 +546,8 @@ def _marker_notebook(path: Path, mine: str, theirs: str) -> Path:
     """A notebook that writes ``mine`` and then waits up to 60 s for ``theirs``: two of them
     finish only when they run at the same time."""
     return _write_notebook(
-        path, "output_dir = None\nmarkers = None",
+        path,
+        "output_dir = None\nmarkers = None",
         "import os, pathlib, time\n"
         f"pathlib.Path(markers, {mine!r}).write_text(os.getcwd())\n"
         "deadline = time.monotonic() + 60\n"
@@ -463,8 +567,9 @@ def test_jobs_run_notebooks_at_the_same_time_and_keep_the_plan_order(tmp_path, m
     (tmp_path / "params" / "default").mkdir(parents=True)
     for name in ("a", "b"):
         (tmp_path / "params" / "default" / f"{name}.yaml").write_text(f"markers: {str(markers)!r}\n")
-    report = run(notebooks_dir="notebooks", params_dir="params", outputs_dir="out", jobs=2, threads=1,
-                 stream=_quiet(), progress=False)
+    report = run(
+        notebooks_dir="notebooks", params_dir="params", outputs_dir="out", jobs=2, threads=1, stream=_quiet(), progress=False
+    )
     assert [outcome.execution.name for outcome in report.outcomes] == ["a", "b"]
     assert not report.failed, [outcome.status_text() for outcome in report.failed]
     assert Path.cwd() == tmp_path  # the runner never moves its own working directory
@@ -474,8 +579,7 @@ def test_jobs_run_notebooks_at_the_same_time_and_keep_the_plan_order(tmp_path, m
 @pytest.mark.parametrize("jobs", [0, -1, 1.5])
 def test_jobs_below_one_are_refused_before_anything_runs(tmp_path, jobs):
     with pytest.raises(ValueError, match=r"jobs: must be an int >= 1 \(notebooks run at once\)"):
-        run(only=["ok"], notebooks_dir=FIXTURES, params_dir=tmp_path, outputs_dir=tmp_path / "out", jobs=jobs,
-            stream=_quiet())
+        run(only=["ok"], notebooks_dir=FIXTURES, params_dir=tmp_path, outputs_dir=tmp_path / "out", jobs=jobs, stream=_quiet())
     assert not (tmp_path / "out").exists()
 
 
@@ -499,9 +603,11 @@ def test_ctrl_c_stops_the_running_kernels_and_the_run(tmp_path):
     notebooks, markers = tmp_path / "notebooks", tmp_path / "markers"
     notebooks.mkdir(), markers.mkdir()
     for name in ("a", "b"):
-        _write_notebook(notebooks / f"{name}.ipynb", "output_dir = None",
-                        f"import os, pathlib, time\npathlib.Path({str(markers)!r}, {name!r}).write_text(str(os.getpid()))\n"
-                        "time.sleep(120)")
+        _write_notebook(
+            notebooks / f"{name}.ipynb",
+            "output_dir = None",
+            f"import os, pathlib, time\npathlib.Path({str(markers)!r}, {name!r}).write_text(str(os.getpid()))\ntime.sleep(120)",
+        )
 
     def press_ctrl_c_once_both_run() -> None:
         deadline = time.monotonic() + 60
@@ -512,8 +618,15 @@ def test_ctrl_c_stops_the_running_kernels_and_the_run(tmp_path):
     threading.Thread(target=press_ctrl_c_once_both_run, daemon=True).start()
     start = time.monotonic()
     with pytest.raises(KeyboardInterrupt):
-        run(notebooks_dir=notebooks, params_dir=tmp_path, outputs_dir=tmp_path / "out", jobs=2, threads=1,
-            stream=_quiet(), progress=False)
+        run(
+            notebooks_dir=notebooks,
+            params_dir=tmp_path,
+            outputs_dir=tmp_path / "out",
+            jobs=2,
+            threads=1,
+            stream=_quiet(),
+            progress=False,
+        )
     assert time.monotonic() - start < 60  # not the notebooks' 120 s
     for marker in markers.iterdir():
         status = Path("/proc", marker.read_text(), "status")

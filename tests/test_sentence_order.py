@@ -64,13 +64,15 @@ def test_collator_returns_sop_labels_and_masks_the_reordered_blocks(tokenizer, f
 
 @pytest.mark.slow
 def test_pretraining_with_sop_trains_both_heads(tmp_path):
-    result = pretrain_mlm({
-        "output_dir": str(tmp_path / "sop"),
-        "data": {"source": "sample_corpus", "n_sentences": 64, "max_length": 32},
-        "model": {"tiny": {"num_layers": 1, "hidden_size": 32, "num_heads": 2}},
-        "objective": {"sop": True},
-        "training": {"epochs": 1, "batch_size": 16, "lr": 1e-3, "quiet": True, "dataloader_workers": 0},
-    })
+    result = pretrain_mlm(
+        {
+            "output_dir": str(tmp_path / "sop"),
+            "data": {"source": "sample_corpus", "n_sentences": 64, "max_length": 32},
+            "model": {"tiny": {"num_layers": 1, "hidden_size": 32, "num_heads": 2}},
+            "objective": {"sop": True},
+            "training": {"epochs": 1, "batch_size": 16, "lr": 1e-3, "quiet": True, "dataloader_workers": 0},
+        }
+    )
     assert result.metrics["sop"] is True and result.metrics["train_loss"] > 0
     from transformers import BertForPreTraining
 

@@ -40,11 +40,13 @@ K = 3  # sample_relevance labels
 
 
 def tiny_config():
-    return load_config({
-        "data": {"source": "sample_relevance", "max_train_samples": 32, "max_eval_samples": 16, "max_length": 24},
-        "model": {"tiny": {"num_layers": 1, "hidden_size": 16, "num_heads": 2}},
-        "training": {"epochs": 1, "batch_size": 16, "lr": 1e-3, "quiet": True},
-    })
+    return load_config(
+        {
+            "data": {"source": "sample_relevance", "max_train_samples": 32, "max_eval_samples": 16, "max_length": 24},
+            "model": {"tiny": {"num_layers": 1, "hidden_size": 16, "num_heads": 2}},
+            "training": {"epochs": 1, "batch_size": 16, "lr": 1e-3, "quiet": True},
+        }
+    )
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -66,7 +68,12 @@ def test_grid_has_baseline_and_every_n_for_every_seed(grid):
     _, runs = grid
     assert list(runs.columns) == list(RUN_COLUMNS)
     assert list(zip(runs["method"], runs["num_aux"], runs["seed"])) == [
-        (BASELINE, 0, 0), (TWO_STAGE, 0, 0), (TWO_STAGE, 2, 0), (BASELINE, 0, 1), (TWO_STAGE, 0, 1), (TWO_STAGE, 2, 1)
+        (BASELINE, 0, 0),
+        (TWO_STAGE, 0, 0),
+        (TWO_STAGE, 2, 0),
+        (BASELINE, 0, 1),
+        (TWO_STAGE, 0, 1),
+        (TWO_STAGE, 2, 1),
     ]
     assert runs[["macro_f1", "accuracy", "validation_macro_f1"]].apply(lambda c: c.between(0, 1)).all().all()
     baseline = runs[runs["method"] == BASELINE]
@@ -95,8 +102,9 @@ def test_stage_one_entropy_matches_a_float64_recomputation(grid):
     measured = stage_one_entropy(run_dir, config, batch_size=5)  # uneven batches: padding must not change logits
     model = AutoModelForSequenceClassification.from_pretrained(str(run_dir / "stage1")).eval()
     test = sample_relevance_splits(seed=0)["test"].select(range(16))
-    inputs = load_tokenizer()(list(test["text"]), list(test["text_pair"]), truncation=True, max_length=24,
-                              padding=True, return_tensors="pt")
+    inputs = load_tokenizer()(
+        list(test["text"]), list(test["text_pair"]), truncation=True, max_length=24, padding=True, return_tensors="pt"
+    )
     with torch.no_grad():
         z = model(**inputs).logits.double()
     p_all, p_task = torch.softmax(z, -1), torch.softmax(z[:, :K], -1)
@@ -126,7 +134,10 @@ def test_fgm_and_fusion_variants_run_at_the_n_chosen_on_validation(tmp_path):
     assert any(name.startswith("encoder_a.") for name in m_bert) and any(name.startswith("encoder_b.") for name in m_bert)
     mre_f = json.loads((tmp_path / f"fusion_fgm_n{chosen}_seed0" / "metrics.json").read_text())["parameters"]["aux"]
     assert (mre_f["fusion"], mre_f["fgm_epsilon"], mre_f["num_aux"]) == (True, 0.5, chosen)
-    assert load_file(str(tmp_path / f"fusion_fgm_n{chosen}_seed0" / "stage1" / "model.safetensors"))["classifier.weight"].shape[0] == K + chosen
+    assert (
+        load_file(str(tmp_path / f"fusion_fgm_n{chosen}_seed0" / "stage1" / "model.safetensors"))["classifier.weight"].shape[0]
+        == K + chosen
+    )
 
 
 def test_fusion_without_fgm_runs_m_bert_and_mre_but_no_mre_f(tmp_path):
@@ -142,8 +153,10 @@ def test_mre_f_runs_fgm_on_both_encoders():
     fgm = FGM(model, 0.5)
     embeddings = [model.encoder_a.embeddings.word_embeddings.weight, model.encoder_b.embeddings.word_embeddings.weight]
     assert len(fgm.parameters) == 2 and all(any(p is e for p in fgm.parameters) for e in embeddings)
-    batch = {key: torch.nn.utils.rnn.pad_sequence([torch.tensor(v) for v in data.encoded["train"][:8][key]], batch_first=True)
-             for key in ("input_ids", "attention_mask", "token_type_ids")}
+    batch = {
+        key: torch.nn.utils.rnn.pad_sequence([torch.tensor(v) for v in data.encoded["train"][:8][key]], batch_first=True)
+        for key in ("input_ids", "attention_mask", "token_type_ids")
+    }
     labels = torch.tensor(data.encoded["train"][:8]["labels"])
     torch.nn.functional.cross_entropy(model(**batch).logits, labels).backward()
     before = [e.detach().clone() for e in embeddings]
@@ -185,30 +198,37 @@ def test_fusion_model_is_the_second_encoder_and_must_share_the_tokenizer(tmp_pat
 def test_describe_fusion_names_the_fallback(tmp_path):
     assert "a second tiny BERT of the same size" in describe_fusion(tiny_config())
     checkpoint = tiny_config().replace(model={"model_name_or_path": "ckpt"})
-    assert describe_fusion(checkpoint) == "ckpt + the same checkpoint again (aux.fusion_model is null: identical weights at the start)"
+    assert (
+        describe_fusion(checkpoint)
+        == "ckpt + the same checkpoint again (aux.fusion_model is null: identical weights at the start)"
+    )
     assert describe_fusion(checkpoint.replace(aux={"fusion_model": "other"})) == "ckpt + other"
     assert list(PAPER_NAMES) == list(METHODS) and PAPER_NAMES[FUSION_FINETUNE].startswith("M-BERT")
 
 
 def test_select_num_aux_uses_mean_validation_score_and_breaks_ties_low():
-    runs = pd.DataFrame({
-        "method": [TWO_STAGE] * 6 + [BASELINE],
-        "num_aux": [0, 0, 2, 2, 4, 4, 0],
-        "validation_macro_f1": [0.99, 0.99, 0.6, 0.8, 0.9, 0.5, 1.0],
-        "macro_f1": [0.0, 0.0, 0.0, 0.0, 1.0, 1.0, 1.0],  # test scores must not matter
-    })
+    runs = pd.DataFrame(
+        {
+            "method": [TWO_STAGE] * 6 + [BASELINE],
+            "num_aux": [0, 0, 2, 2, 4, 4, 0],
+            "validation_macro_f1": [0.99, 0.99, 0.6, 0.8, 0.9, 0.5, 1.0],
+            "macro_f1": [0.0, 0.0, 0.0, 0.0, 1.0, 1.0, 1.0],  # test scores must not matter
+        }
+    )
     assert select_num_aux(runs) == 2  # n=0 and the baseline are not candidates; 0.7 == 0.7: the smaller n
     with pytest.raises(ValueError, match="runs: needs two_stage rows with num_aux > 0"):
         select_num_aux(runs[runs["num_aux"] == 0])
 
 
 def test_summarize_gives_mean_sample_std_and_count_in_method_order():
-    runs = pd.DataFrame({
-        "method": [TWO_STAGE, BASELINE, TWO_STAGE, BASELINE, TWO_STAGE, FUSION],
-        "num_aux": [4, 0, 4, 0, 4, 4],
-        "macro_f1": [0.5, 0.7, 0.6, 0.9, 0.8, 0.4],
-        "accuracy": [0.6, 0.8, 0.7, 1.0, 0.9, 0.5],
-    })
+    runs = pd.DataFrame(
+        {
+            "method": [TWO_STAGE, BASELINE, TWO_STAGE, BASELINE, TWO_STAGE, FUSION],
+            "num_aux": [4, 0, 4, 0, 4, 4],
+            "macro_f1": [0.5, 0.7, 0.6, 0.9, 0.8, 0.4],
+            "accuracy": [0.6, 0.8, 0.7, 1.0, 0.9, 0.5],
+        }
+    )
     table = summarize(runs)
     assert list(table["method"]) == [BASELINE, TWO_STAGE, FUSION]
     assert list(table.columns) == ["method", "num_aux", "macro_f1_mean", "macro_f1_std", "accuracy_mean", "accuracy_std", "n"]
@@ -225,12 +245,14 @@ def test_summarize_gives_mean_sample_std_and_count_in_method_order():
 
 
 def test_sweep_figure_plots_the_two_stage_curve_variants_and_baseline_band():
-    summary = pd.DataFrame({
-        "method": [BASELINE, TWO_STAGE, TWO_STAGE, TWO_STAGE_FGM],
-        "num_aux": [0, 0, 3, 3],
-        "accuracy_mean": [0.8, 0.7, 0.75, 0.77],
-        "accuracy_std": [0.02, 0.01, np.nan, 0.03],
-    })
+    summary = pd.DataFrame(
+        {
+            "method": [BASELINE, TWO_STAGE, TWO_STAGE, TWO_STAGE_FGM],
+            "num_aux": [0, 0, 3, 3],
+            "accuracy_mean": [0.8, 0.7, 0.75, 0.77],
+            "accuracy_std": [0.02, 0.01, np.nan, 0.03],
+        }
+    )
     fig = aux_sweep_figure(summary, "accuracy")
     assert [trace.name for trace in fig.data] == ["two-stage (stage 2, frozen encoder)", TWO_STAGE_FGM]
     assert list(fig.data[0].x) == [0, 3] and list(fig.data[0].error_y.array) == [0.01, 0.0]
@@ -260,25 +282,41 @@ def test_bad_grid_is_rejected_before_training(kwargs, message, tmp_path):
 
 
 def test_key_metrics_compare_baseline_with_two_stage_at_the_chosen_n():
-    runs = pd.DataFrame({
-        "method": [BASELINE, BASELINE, TWO_STAGE, TWO_STAGE, TWO_STAGE, TWO_STAGE],
-        "num_aux": [0, 0, 2, 2, 4, 4],
-        "seed": [0, 1, 0, 1, 0, 1],
-        "macro_f1": [0.6, 0.8, 0.5, 0.7, 0.9, 0.7],
-        "accuracy": [0.7, 0.9, 0.6, 0.8, 0.95, 0.85],
-        "validation_macro_f1": [0.9, 0.9, 0.4, 0.5, 0.6, 0.7],
-    })
+    runs = pd.DataFrame(
+        {
+            "method": [BASELINE, BASELINE, TWO_STAGE, TWO_STAGE, TWO_STAGE, TWO_STAGE],
+            "num_aux": [0, 0, 2, 2, 4, 4],
+            "seed": [0, 1, 0, 1, 0, 1],
+            "macro_f1": [0.6, 0.8, 0.5, 0.7, 0.9, 0.7],
+            "accuracy": [0.7, 0.9, 0.6, 0.8, 0.95, 0.85],
+            "validation_macro_f1": [0.9, 0.9, 0.4, 0.5, 0.6, 0.7],
+        }
+    )
     metrics = key_metrics(runs)
     assert metrics["chosen_num_aux"] == 4
-    assert metrics["baseline_macro_f1"]["mean"] == pytest.approx(0.7) and metrics["two_stage_macro_f1"]["mean"] == pytest.approx(0.8)
+    assert metrics["baseline_macro_f1"]["mean"] == pytest.approx(0.7) and metrics["two_stage_macro_f1"]["mean"] == pytest.approx(
+        0.8
+    )
     assert metrics["two_stage_accuracy"]["mean"] == pytest.approx(0.9)
     assert metrics["baseline_macro_f1"]["std"] == pytest.approx(math.sqrt(0.02)) and metrics["baseline_macro_f1"]["n"] == 2
     # paired by seed: (0.9 - 0.6, 0.7 - 0.8) = (0.3, -0.1)
     assert metrics["delta_macro_f1"] == {"mean": pytest.approx(0.1), "std": pytest.approx(math.sqrt(0.08)), "n": 2}
     assert not any(key.startswith(("fusion", "two_stage_fgm")) for key in metrics)  # variants only when they ran
-    with_variants = pd.concat([runs, pd.DataFrame({
-        "method": [FUSION_FINETUNE, FUSION_FINETUNE, FUSION_FGM], "num_aux": [0, 0, 4], "seed": [0, 1, 0],
-        "macro_f1": [0.5, 0.7, 0.9], "accuracy": [0.6, 0.8, 0.9], "validation_macro_f1": [0.1, 0.1, 0.1]})])
+    with_variants = pd.concat(
+        [
+            runs,
+            pd.DataFrame(
+                {
+                    "method": [FUSION_FINETUNE, FUSION_FINETUNE, FUSION_FGM],
+                    "num_aux": [0, 0, 4],
+                    "seed": [0, 1, 0],
+                    "macro_f1": [0.5, 0.7, 0.9],
+                    "accuracy": [0.6, 0.8, 0.9],
+                    "validation_macro_f1": [0.1, 0.1, 0.1],
+                }
+            ),
+        ]
+    )
     metrics = key_metrics(with_variants)
     assert metrics["fusion_finetune_macro_f1"]["mean"] == pytest.approx(0.6) and metrics["fusion_finetune_macro_f1"]["n"] == 2
     assert metrics["fusion_fgm_accuracy"]["mean"] == pytest.approx(0.9) and metrics["chosen_num_aux"] == 4

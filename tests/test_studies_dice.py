@@ -43,10 +43,18 @@ def test_table8_sets_have_the_five_settings_and_their_class_counts():
     for augmentation in dice.AUGMENTATIONS:
         table8 = dice.table8_sets(binary_dataset(40, 10), seed=3, augmentation=augmentation)
         counts = {name: label_counts(ds) for name, ds in table8.sets.items()}
-        assert list(table8.sets) == list(dice.TABLE8_SETTINGS) == [
-            "original", "+positive", "+negative", "-negative", "+positive & +negative"]
-        assert counts == {"original": [40, 10], "+positive": [40, 40], "+negative": [70, 10], "-negative": [10, 10],
-                          "+positive & +negative": [64, 16]}
+        assert (
+            list(table8.sets)
+            == list(dice.TABLE8_SETTINGS)
+            == ["original", "+positive", "+negative", "-negative", "+positive & +negative"]
+        )
+        assert counts == {
+            "original": [40, 10],
+            "+positive": [40, 40],
+            "+negative": [70, 10],
+            "-negative": [10, 10],
+            "+positive & +negative": [64, 16],
+        }
         assert table8.augmentation == augmentation
 
 
@@ -135,8 +143,11 @@ def test_fitters_reject_bad_options(model, training, parameter):
 
 def test_fit_and_score_runs_the_transformer_trainer(tiny_splits):
     small = DatasetDict({name: split.select(range(32)) for name, split in tiny_splits.items()})
-    transformer = build_fitter({"tiny": {"num_layers": 1, "hidden_size": 32, "num_heads": 2}},
-                               {"epochs": 1, "batch_size": 16, "eval_batch_size": 32, "lr": 1e-3}, max_length=32)
+    transformer = build_fitter(
+        {"tiny": {"num_layers": 1, "hidden_size": 32, "num_heads": 2}},
+        {"epochs": 1, "batch_size": 16, "eval_batch_size": 32, "lr": 1e-3},
+        max_length=32,
+    )
     assert isinstance(transformer, TransformerFitter)
     scores = dice.fit_and_score(small, dice.LOSS_ZOO["DSC"], 0, transformer)
     assert set(scores) == {"f1_positive", "macro_f1", "accuracy", "validation_f1_positive"}
@@ -186,7 +197,9 @@ def test_summarize_mean_sample_std_and_n_by_hand():
 
 
 def test_mean_std_table_formats_percent_with_spread():
-    table = mean_std_table(summarize(hand_table(), ["setting", "loss"], dice.METRICS), rows="loss", columns="setting", metric="f1_positive")
+    table = mean_std_table(
+        summarize(hand_table(), ["setting", "loss"], dice.METRICS), rows="loss", columns="setting", metric="f1_positive"
+    )
     assert table.loc["CE", "a"] == "70.0 ± 20.0"
     assert table.loc["CE", "b"] == "40.0"
 

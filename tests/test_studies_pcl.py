@@ -90,9 +90,13 @@ def test_gradient_comparison_rejects_bad_input(kwargs, match):
 
 @pytest.mark.parametrize(
     ("model", "training", "max_length", "match"),
-    [(PROBE, {"epochs": 0}, 16, "training.epochs"), (PROBE, {"batch_size": -1}, 16, "training.batch_size"),
-     ({"kind": "probe", "probe": {"embedding_size": 1.5}}, {}, 16, "model.probe.embedding_size"),
-     (PROBE, {}, True, "max_length"), (PROBE, {"lr": 0.0}, 16, "training.lr")],
+    [
+        (PROBE, {"epochs": 0}, 16, "training.epochs"),
+        (PROBE, {"batch_size": -1}, 16, "training.batch_size"),
+        ({"kind": "probe", "probe": {"embedding_size": 1.5}}, {}, 16, "model.probe.embedding_size"),
+        (PROBE, {}, True, "max_length"),
+        (PROBE, {"lr": 0.0}, 16, "training.lr"),
+    ],
 )
 def test_fitter_rejects_bad_values(model, training, max_length, match):
     with pytest.raises(ValueError, match=match):
@@ -170,8 +174,9 @@ SMALL_PROBE = {"kind": "probe", "probe": {"embedding_size": 8, "hidden_size": No
 
 
 def test_encoder_fitters_build_one_fitter_per_model_section():
-    fitters = study.encoder_fitters({"probe": PROBE, "scratch": {"tiny": {"num_layers": 1, "hidden_size": 16, "num_heads": 2}}},
-                                    TINY_TRAINING, max_length=16)
+    fitters = study.encoder_fitters(
+        {"probe": PROBE, "scratch": {"tiny": {"num_layers": 1, "hidden_size": 16, "num_heads": 2}}}, TINY_TRAINING, max_length=16
+    )
     assert list(fitters) == ["probe", "scratch"]
     assert isinstance(fitters["probe"], ProbeFitter) and isinstance(fitters["scratch"], TransformerFitter)
     assert fitters["scratch"].model.tiny.hidden_size == 16
@@ -207,7 +212,9 @@ def test_run_encoder_ablation_gives_one_block_of_rows_per_encoder(splits, fitter
 
 def test_table4_by_hand():
     runs = _synthetic_runs()
-    two = pd.concat([runs.assign(encoder="a"), runs[runs["setting"].isin(["LS", "PCL weighted (batch)"])].assign(encoder="b", macro_f1=0.1)])
+    two = pd.concat(
+        [runs.assign(encoder="a"), runs[runs["setting"].isin(["LS", "PCL weighted (batch)"])].assign(encoder="b", macro_f1=0.1)]
+    )
     table = study.table4(two)
     std = np.std([0.5, 0.7], ddof=1)
     assert table.loc["a", ("LS", "macro_f1")] == f"0.600 ± {std:.3f}"
@@ -234,9 +241,12 @@ def test_headline_metrics_per_encoder_are_prefixed():
 
 def _synthetic_runs() -> pd.DataFrame:
     rows = [
-        ("LS", 0, 0.5, 0.6, 0.1, True), ("LS", 1, 0.7, 0.8, 0.3, True),
-        ("PCL paper", 0, 0.5, 0.6, 0.1, True), ("PCL paper", 1, 0.7, 0.8, 0.3, False),
-        ("PCL weighted (batch)", 0, 0.9, 0.9, 0.0, False), ("PCL weighted (batch)", 1, 0.8, 0.9, 0.0, False),
+        ("LS", 0, 0.5, 0.6, 0.1, True),
+        ("LS", 1, 0.7, 0.8, 0.3, True),
+        ("PCL paper", 0, 0.5, 0.6, 0.1, True),
+        ("PCL paper", 1, 0.7, 0.8, 0.3, False),
+        ("PCL weighted (batch)", 0, 0.9, 0.9, 0.0, False),
+        ("PCL weighted (batch)", 1, 0.8, 0.9, 0.0, False),
         ("PCL expected_cost (global)", 0, 0.6, 0.7, 0.2, False),
     ]
     return pd.DataFrame(rows, columns=["setting", "seed", "macro_f1", "accuracy", "far_error_rate", "identical_to_ls"])
@@ -288,10 +298,18 @@ def _cue_pairs(size: int, rng: np.random.Generator):
     labels = rng.choice(3, size=size, p=[0.3, 0.4, 0.3])
     cues = np.where(rng.random(size) < 0.75, labels, rng.choice(3, size=size))
     return Dataset.from_dict(
-        {"text": ["".join(rng.choice(FILLER, 6)) + CUE_CHARACTERS[cue] * 3 for cue in cues],
-         "text_pair": ["".join(rng.choice(FILLER, 8)) for _ in labels], "label": labels.tolist()},
-        features=Features({"text": Value("string"), "text_pair": Value("string"),
-                           "label": ClassLabel(names=["irrelevant", "related", "highly_relevant"])}),
+        {
+            "text": ["".join(rng.choice(FILLER, 6)) + CUE_CHARACTERS[cue] * 3 for cue in cues],
+            "text_pair": ["".join(rng.choice(FILLER, 8)) for _ in labels],
+            "label": labels.tolist(),
+        },
+        features=Features(
+            {
+                "text": Value("string"),
+                "text_pair": Value("string"),
+                "label": ClassLabel(names=["irrelevant", "related", "highly_relevant"]),
+            }
+        ),
     )
 
 
@@ -342,8 +360,12 @@ def test_transformer_fit_matches_the_ablation_and_reports_the_kept_epoch(cue_spl
 def test_best_epoch_is_the_epoch_of_the_kept_checkpoint():
     from transformers import TrainerState
 
-    history = [{"loss": 1.0, "epoch": 0.5, "step": 4}, {"eval_macro_f1": 0.5, "epoch": 1.0, "step": 8},
-               {"eval_macro_f1": 0.7, "epoch": 2.0, "step": 16}, {"eval_macro_f1": 0.7, "epoch": 3.0, "step": 24}]
+    history = [
+        {"loss": 1.0, "epoch": 0.5, "step": 4},
+        {"eval_macro_f1": 0.5, "epoch": 1.0, "step": 8},
+        {"eval_macro_f1": 0.7, "epoch": 2.0, "step": 16},
+        {"eval_macro_f1": 0.7, "epoch": 3.0, "step": 24},
+    ]
     state = TrainerState(best_metric=0.7, best_model_checkpoint="/tmp/run/checkpoint-16", log_history=history)
     assert best_epoch(state) == 2
     with pytest.raises(ValueError, match="state"):

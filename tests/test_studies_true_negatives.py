@@ -106,8 +106,9 @@ def test_synonym_predictions_are_all_corrected(tokenizer):
     rows = 24
     texts = [TEXT] * rows
     model = answer_model(tokenizer, TEXT.replace("美丽", "漂亮"), rows)
-    stats = study.correction_statistics(model, texts, SynonymTable.default(), {"strategy": "wwm", "mlm_probability": 0.3}, tokenizer,
-                                        seed=5, level="word")
+    stats = study.correction_statistics(
+        model, texts, SynonymTable.default(), {"strategy": "wwm", "mlm_probability": 0.3}, tokenizer, seed=5, level="word"
+    )
     chosen, _ = study.mask_draws(texts, "wwm", {"mlm_probability": 0.3}, tokenizer, draws=1, seed=5)
     positions = word_positions(tokenizer, TEXT, "美丽")
     with_word = int(chosen[0][:, positions].all(axis=1).sum())
@@ -119,28 +120,42 @@ def test_synonym_predictions_are_all_corrected(tokenizer):
     assert stats["synonym_accuracy"] == 1.0
     assert stats["accuracy"] == pytest.approx(1 - 2 * with_word / stats["masked"])
     # the paper's token rule (footnote 5): 美丽 is two character tokens, so nothing is corrected
-    token = study.correction_statistics(model, texts, SynonymTable.default(), {"strategy": "wwm", "mlm_probability": 0.3}, tokenizer,
-                                        seed=5)
+    token = study.correction_statistics(
+        model, texts, SynonymTable.default(), {"strategy": "wwm", "mlm_probability": 0.3}, tokenizer, seed=5
+    )
     assert token["wrong"] == stats["wrong"] and token["masked"] == stats["masked"]
     assert token["corrected"] == 0 and token["prediction_rate"] == 0.0 and token["synonym_accuracy"] == token["accuracy"]
-    examples = study.corrected_examples(model, texts, SynonymTable.default(), {"strategy": "wwm", "mlm_probability": 0.3}, tokenizer,
-                                        limit=3, seed=5, level="word")
+    examples = study.corrected_examples(
+        model,
+        texts,
+        SynonymTable.default(),
+        {"strategy": "wwm", "mlm_probability": 0.3},
+        tokenizer,
+        limit=3,
+        seed=5,
+        level="word",
+    )
     assert len(examples) == 3
     assert (examples["gold"] == "美丽").all() and (examples["predicted"] == "漂亮").all()
     assert (examples["text"] == TEXT).all() and "漂亮" in examples["gold_synonyms"].iloc[0].split()
     for masked_input in examples["masked_input"]:  # positions shift by one for [CLS]
         assert len(masked_input) == len(TEXT) and {masked_input[p - 1] for p in positions} == {study.BLANK}
-    assert study.corrected_examples(model, texts, SynonymTable.default(), {"strategy": "wwm", "mlm_probability": 0.3}, tokenizer,
-                                    seed=5).empty
+    assert study.corrected_examples(
+        model, texts, SynonymTable.default(), {"strategy": "wwm", "mlm_probability": 0.3}, tokenizer, seed=5
+    ).empty
 
 
 def test_non_synonym_predictions_are_not_corrected(tokenizer):
     rows = 12
     model = answer_model(tokenizer, TEXT.replace("美丽", "难过"), rows)
-    stats = study.correction_statistics(model, [TEXT] * rows, SynonymTable.default(), {"strategy": "kdm", "mlm_probability": 0.5}, tokenizer, seed=0)
+    stats = study.correction_statistics(
+        model, [TEXT] * rows, SynonymTable.default(), {"strategy": "kdm", "mlm_probability": 0.5}, tokenizer, seed=0
+    )
     assert stats["corrected"] == 0 and stats["prediction_rate"] == 0.0
     assert stats["synonym_accuracy"] == pytest.approx(stats["accuracy"])
-    examples = study.corrected_examples(model, [TEXT] * rows, SynonymTable.default(), {"strategy": "kdm", "mlm_probability": 0.5}, tokenizer)
+    examples = study.corrected_examples(
+        model, [TEXT] * rows, SynonymTable.default(), {"strategy": "kdm", "mlm_probability": 0.5}, tokenizer
+    )
     assert examples.empty and list(examples.columns) == ["text", "masked_input", "gold", "predicted", "gold_synonyms"]
 
 
@@ -156,8 +171,9 @@ def test_worked_example_drops_the_synonym_and_reports_the_plain_loss(tokenizer):
     top = example["candidates"]
     assert len(top) == 4 and list(top[top["rank"] == 1]["token"]) == ["漂", "亮"]
     assert top[top["rank"] == 1]["probability"].iloc[0] == pytest.approx(math.exp(LOGIT) / (math.exp(LOGIT) + vocab - 1))
-    unrelated = study.worked_example(answer_model(tokenizer, TEXT.replace("美丽", "难过"), 1), TEXT, "美丽",
-                                     SynonymTable.default(), tokenizer, level="word")
+    unrelated = study.worked_example(
+        answer_model(tokenizer, TEXT.replace("美丽", "难过"), 1), TEXT, "美丽", SynonymTable.default(), tokenizer, level="word"
+    )
     assert not unrelated["corrected"] and unrelated["loss_hc"] == pytest.approx(unrelated["loss_plain"])
     token = study.worked_example(model, TEXT, "美丽", SynonymTable.default(), tokenizer, top_k=2)  # footnote 5
     assert token["level"] == "token" and token["predicted"] == "漂亮" and not token["corrected"]
@@ -233,8 +249,9 @@ def test_bad_inputs_raise_value_errors_naming_the_parameter(tokenizer, tmp_path)
     with pytest.raises(ValueError, match="objectives"):
         study.pretraining_grid({}, tmp_path, objectives=["dice"])
     with pytest.raises(ValueError, match="masking.strategy"):
-        study.correction_statistics(answer_model(tokenizer, TEXT, 1), [TEXT], SynonymTable.default(),
-                                    {"strategy": study.TRANSFORMERS_WWM}, tokenizer)
+        study.correction_statistics(
+            answer_model(tokenizer, TEXT, 1), [TEXT], SynonymTable.default(), {"strategy": study.TRANSFORMERS_WWM}, tokenizer
+        )
     with pytest.raises(ValueError, match="tokenizer"):
         study.worked_example(answer_model(tokenizer, TEXT, 1), TEXT, "美丽", SynonymTable.default())
     with pytest.raises(ValueError, match="word"):
@@ -248,16 +265,33 @@ def test_bad_inputs_raise_value_errors_naming_the_parameter(tokenizer, tmp_path)
 
 
 def test_results_table_joins_pretraining_corrections_and_downstream():
-    runs = pd.DataFrame({"masking": ["wwm", "wwm"], "objective": ["plain", "hc"], "train_loss": [3.0, 2.5],
-                         "train_prediction_rate": [np.nan, 0.2], "output_dir": ["a", "b"]})
-    corrections = pd.DataFrame({"masking": ["wwm", "wwm"], "objective": ["plain", "hc"],
-                                "prediction_rate": [0.1, 0.3], "iteration_rate": [0.4, 0.5]})
-    downstream = pd.DataFrame({"encoder": ["no_pretraining", "no_pretraining", "wwm-plain", "wwm-plain", "wwm-hc", "wwm-hc"],
-                               "macro_f1": [0.3, 0.5, 0.6, 0.6, 0.2, 0.4], "accuracy": [0.5] * 6})
+    runs = pd.DataFrame(
+        {
+            "masking": ["wwm", "wwm"],
+            "objective": ["plain", "hc"],
+            "train_loss": [3.0, 2.5],
+            "train_prediction_rate": [np.nan, 0.2],
+            "output_dir": ["a", "b"],
+        }
+    )
+    corrections = pd.DataFrame(
+        {"masking": ["wwm", "wwm"], "objective": ["plain", "hc"], "prediction_rate": [0.1, 0.3], "iteration_rate": [0.4, 0.5]}
+    )
+    downstream = pd.DataFrame(
+        {
+            "encoder": ["no_pretraining", "no_pretraining", "wwm-plain", "wwm-plain", "wwm-hc", "wwm-hc"],
+            "macro_f1": [0.3, 0.5, 0.6, 0.6, 0.2, 0.4],
+            "accuracy": [0.5] * 6,
+        }
+    )
     results = study.results_table(runs, corrections, study.downstream_summary(downstream))
     assert list(results["encoder"]) == ["no_pretraining", "wwm-plain", "wwm-hc"]
     row = results.set_index("encoder").loc["wwm-hc"]
-    assert row["heldout_prediction_rate"] == 0.3 and row["train_prediction_rate"] == 0.2 and row["macro_f1_mean"] == pytest.approx(0.3)
+    assert (
+        row["heldout_prediction_rate"] == 0.3
+        and row["train_prediction_rate"] == 0.2
+        and row["macro_f1_mean"] == pytest.approx(0.3)
+    )
     assert results.set_index("encoder").loc["no_pretraining"][["masking", "heldout_prediction_rate"]].isna().all()
     metrics = study.headline_metrics(results)
     assert study.best_encoder(results) == "wwm-plain" and metrics["macro_f1_best"]["mean"] == pytest.approx(0.6)

@@ -73,8 +73,14 @@ def pretrained(tmp_path_factory):
         "objective": {"hc_level": "word"},
         "training": {"epochs": 2, "batch_size": 16, "lr": 1e-3, "quiet": True, "logging_steps": 1, "dataloader_workers": 0},
     }
-    runs = study.pretraining_grid(base, root / "pre", strategies=["wwm"], objectives=["plain", "hc_word"], seed=1,
-                                  extra_runs=[("wwm", "hc"), ("wwm", "sr_sentence"), ("wwm", "plain")])
+    runs = study.pretraining_grid(
+        base,
+        root / "pre",
+        strategies=["wwm"],
+        objectives=["plain", "hc_word"],
+        seed=1,
+        extra_runs=[("wwm", "hc"), ("wwm", "sr_sentence"), ("wwm", "plain")],
+    )
     lexicon = study.write_lexicon_tsv(planted_table(), root / "embedding.tsv")
     sources = study.synonym_source_runs(base, root / "pre", {"embedding": lexicon}, strategy="wwm", objective="hc_word", seed=1)
     return base, pd.concat([runs, sources], ignore_index=True), lexicon
@@ -126,7 +132,15 @@ def test_epoch_table_equals_the_metrics_json_numbers(pretrained):
         assert run.eval_loss == rows["eval_loss"].iloc[-1] and run.eval_prediction_rate == rows["eval_prediction_rate"].iloc[-1]
     shaped = study.table2(epochs, "wwm-hc_word")
     word = epochs[epochs["encoder"] == "wwm-hc_word"]
-    assert list(shaped.columns) == ["Check.", "held-out Iter.", "held-out Pred.", "train Iter.", "train Pred.", "eval loss", "perplexity"]
+    assert list(shaped.columns) == [
+        "Check.",
+        "held-out Iter.",
+        "held-out Pred.",
+        "train Iter.",
+        "train Pred.",
+        "eval loss",
+        "perplexity",
+    ]
     assert list(shaped["Check."]) == [50.0, 100.0]
     assert list(shaped["train Pred."]) == pytest.approx(list(100 * word["train_prediction_rate"]))
     assert list(shaped["held-out Iter."]) == pytest.approx(list(100 * word["eval_iteration_rate"]))
@@ -134,7 +148,9 @@ def test_epoch_table_equals_the_metrics_json_numbers(pretrained):
     fig = checkpoint_rates_figure(epochs, ["wwm-plain", "wwm-hc_word"])
     # plain: held-out only (2 panels); hc_word: held-out and training (2 panels each)
     assert len(fig.data) == 2 + 4
-    assert list(fig.data[0].x) == [50.0, 100.0] and list(fig.data[0].y) == pytest.approx(list(100 * epochs.iloc[:2]["eval_prediction_rate"]))
+    assert list(fig.data[0].x) == [50.0, 100.0] and list(fig.data[0].y) == pytest.approx(
+        list(100 * epochs.iloc[:2]["eval_prediction_rate"])
+    )
     assert len(eval_loss_figure(epochs).data) == len(runs)
     with pytest.raises(ValueError, match="encoder"):
         study.table2(epochs, "kdm-plain")
@@ -147,9 +163,11 @@ def test_epoch_table_equals_the_metrics_json_numbers(pretrained):
 def test_downstream_takes_the_checkpoint_tokenizer_over_a_vocab_file(pretrained, tmp_path):
     _, runs, _ = pretrained
     vocab = Path(study.__file__).parents[1] / "resources" / "vocab.txt"
-    base = {"data": {"source": "sample_sentences", "max_train_samples": 32, "max_eval_samples": 16, "max_length": 32},
-            "model": {"tiny": TINY, "vocab_file": str(vocab)},
-            "training": {"epochs": 1, "batch_size": 16, "lr": 1e-3, "quiet": True}}
+    base = {
+        "data": {"source": "sample_sentences", "max_train_samples": 32, "max_eval_samples": 16, "max_length": 32},
+        "model": {"tiny": TINY, "vocab_file": str(vocab)},
+        "training": {"epochs": 1, "batch_size": 16, "lr": 1e-3, "quiet": True},
+    }
     downstream = study.downstream_grid(base, {"scratch": None, "wwm-plain": runs["output_dir"].iloc[0]}, tmp_path, seeds=[0])
     assert list(downstream["encoder"]) == ["scratch", "wwm-plain"] and downstream["macro_f1"].between(0, 1).all()
 
@@ -159,7 +177,11 @@ def test_heldout_corrections_at_both_levels_and_results(pretrained):
     texts = study.heldout_texts(base["data"], 12)
     corrections = study.correction_table(runs.iloc[:2], texts, SynonymTable.default(), max_length=32)
     assert list(zip(corrections["encoder"], corrections["level"])) == [
-        ("wwm-plain", "token"), ("wwm-plain", "word"), ("wwm-hc_word", "token"), ("wwm-hc_word", "word")]
+        ("wwm-plain", "token"),
+        ("wwm-plain", "word"),
+        ("wwm-hc_word", "token"),
+        ("wwm-hc_word", "word"),
+    ]
     single = study.correction_table(runs.iloc[:1], texts, SynonymTable.default(), levels=["word"], max_length=32)
     assert single.drop(columns="level").iloc[0].equals(corrections.drop(columns="level").iloc[1])
     assert len(level_rates_figure(corrections).data) == 2
@@ -190,7 +212,9 @@ def test_embedding_lookup_finds_the_planted_neighbours_and_the_lexicon_does_not(
     table = planted_table()
     assert table.are_synonyms("美丽", "漂亮") and table.are_synonyms("北京", "上海")
     assert not table.synonyms("难过") and {frozenset(group) for group in table.groups} == {
-        frozenset({"美丽", "漂亮"}), frozenset({"北京", "上海"})}
+        frozenset({"美丽", "漂亮"}),
+        frozenset({"北京", "上海"}),
+    }
     lexicon = SynonymTable.default()
     assert lexicon.are_synonyms("美丽", "漂亮") and not lexicon.are_synonyms("北京", "上海")
     # the lexicon corrects the planted synonym prediction; so does the embedding table ...
@@ -228,12 +252,20 @@ def test_lexicon_tsv_round_trip(tmp_path):
 
 
 def test_lexicon_coverage_by_hand(tokenizer, tmp_path):
-    english = SynonymTable.from_path(study.write_lexicon_tsv(SynonymTable([["happy", "glad"], ["big", "large"]]),
-                                                             tmp_path / "wordnet.tsv"))
+    english = SynonymTable.from_path(
+        study.write_lexicon_tsv(SynonymTable([["happy", "glad"], ["big", "large"]]), tmp_path / "wordnet.tsv")
+    )
     tables = {"lexicon": SynonymTable.default(), "embedding": planted_table(), "wordnet": english}
     coverage = study.lexicon_coverage(tables, [BEIJING, SHANGHAI], tokenizer, reference="lexicon").set_index("source")
-    assert list(coverage.columns) == ["words", "pairs", "corpus_word_types", "corpus_word_tokens", "corpus_pairs",
-                                      "vocabulary_tokens", "in_reference"]
+    assert list(coverage.columns) == [
+        "words",
+        "pairs",
+        "corpus_word_types",
+        "corpus_word_tokens",
+        "corpus_pairs",
+        "vocabulary_tokens",
+        "in_reference",
+    ]
     # words: 北京 的 风景 非常 美丽 / 上海 的 风景 非常 漂亮 -> 7 types, 10 occurrences
     assert coverage.loc["lexicon", "corpus_word_types"] == pytest.approx(3 / 7)  # 非常 美丽 漂亮
     assert coverage.loc["lexicon", "corpus_word_tokens"] == pytest.approx(4 / 10)
@@ -246,7 +278,11 @@ def test_lexicon_coverage_by_hand(tokenizer, tmp_path):
     assert coverage.loc["wordnet", "corpus_word_types"] == 0.0 and coverage.loc["wordnet", "corpus_pairs"] == 0
     assert math.isnan(coverage.loc["wordnet", "in_reference"])
     table = study.neighbours(tables, ["美丽", "北京"]).set_index("word")
-    assert table.loc["美丽", "embedding"] == "漂亮" and table.loc["北京", "lexicon"] == "" and table.loc["北京", "embedding"] == "上海"
+    assert (
+        table.loc["美丽", "embedding"] == "漂亮"
+        and table.loc["北京", "lexicon"] == ""
+        and table.loc["北京", "embedding"] == "上海"
+    )
     with pytest.raises(ValueError, match="reference"):
         study.lexicon_coverage(tables, [BEIJING], tokenizer, reference="cilin")
 
@@ -283,25 +319,27 @@ def test_model_word_vectors_average_the_input_embeddings(tokenizer):
 
 def results_fixture() -> pd.DataFrame:
     encoders = ["no_pretraining", "wwm-plain", "wwm-hc_word", "wwm-hc_word@embedding", "wwm-sr", "wwm-sr_sentence"]
-    return pd.DataFrame({
-        "encoder": encoders,
-        "masking": [np.nan, "wwm", "wwm", "wwm", "wwm", "wwm"],
-        "objective": [np.nan, "plain", "hc_word", "hc_word", "sr", "sr_sentence"],
-        "synonyms": [np.nan, "lexicon", "lexicon", "embedding", "lexicon", "lexicon"],
-        "train_loss": [np.nan, 3.0, 2.9, 2.5, 3.2, 3.4],
-        "eval_loss": [np.nan, 2.0, 2.1, 2.4, 2.05, 2.2],
-        "perplexity": [np.nan, *np.exp([2.0, 2.1, 2.4, 2.05, 2.2])],
-        "time": [np.nan, 10.0, 11.0, 11.0, 10.5, 25.0],
-        "train_prediction_rate": [np.nan, np.nan, 0.02, 0.30, np.nan, np.nan],
-        "train_iteration_rate": [np.nan, np.nan, 0.03, 0.40, np.nan, np.nan],
-        "eval_prediction_rate": [np.nan, 0.01, 0.02, 0.25, 0.01, 0.01],
-        "eval_iteration_rate": [np.nan, 0.02, 0.03, 0.35, 0.02, 0.02],
-        "heldout_prediction_rate": [np.nan, 0.01, 0.02, 0.02, 0.01, 0.0],
-        "macro_f1": ["x"] * 6,
-        "macro_f1_mean": [0.50, 0.60, 0.62, 0.55, 0.64, 0.61],
-        "macro_f1_std": [0.01] * 6,
-        "n": [2] * 6,
-    })
+    return pd.DataFrame(
+        {
+            "encoder": encoders,
+            "masking": [np.nan, "wwm", "wwm", "wwm", "wwm", "wwm"],
+            "objective": [np.nan, "plain", "hc_word", "hc_word", "sr", "sr_sentence"],
+            "synonyms": [np.nan, "lexicon", "lexicon", "embedding", "lexicon", "lexicon"],
+            "train_loss": [np.nan, 3.0, 2.9, 2.5, 3.2, 3.4],
+            "eval_loss": [np.nan, 2.0, 2.1, 2.4, 2.05, 2.2],
+            "perplexity": [np.nan, *np.exp([2.0, 2.1, 2.4, 2.05, 2.2])],
+            "time": [np.nan, 10.0, 11.0, 11.0, 10.5, 25.0],
+            "train_prediction_rate": [np.nan, np.nan, 0.02, 0.30, np.nan, np.nan],
+            "train_iteration_rate": [np.nan, np.nan, 0.03, 0.40, np.nan, np.nan],
+            "eval_prediction_rate": [np.nan, 0.01, 0.02, 0.25, 0.01, 0.01],
+            "eval_iteration_rate": [np.nan, 0.02, 0.03, 0.35, 0.02, 0.02],
+            "heldout_prediction_rate": [np.nan, 0.01, 0.02, 0.02, 0.01, 0.0],
+            "macro_f1": ["x"] * 6,
+            "macro_f1_mean": [0.50, 0.60, 0.62, 0.55, 0.64, 0.61],
+            "macro_f1_std": [0.01] * 6,
+            "n": [2] * 6,
+        }
+    )
 
 
 def test_table6_comparisons_pick_their_rows_and_deltas():
@@ -318,7 +356,9 @@ def test_table6_comparisons_pick_their_rows_and_deltas():
     assert list(levels["time"]) == [10.0, 10.5, 25.0]
     assert set(study.COMPARISON_COLUMNS) >= set(levels.columns)
     fig = comparison_figure(levels, "SR level")
-    assert list(fig.data[0].y) == pytest.approx([0.60, 0.64, 0.61]) and list(fig.data[1].y) == pytest.approx(list(levels["perplexity"]))
+    assert list(fig.data[0].y) == pytest.approx([0.60, 0.64, 0.61]) and list(fig.data[1].y) == pytest.approx(
+        list(levels["perplexity"])
+    )
     with pytest.raises(ValueError, match="masking/objective"):
         study.synonym_source_table(results, masking="kdm")
     with pytest.raises(ValueError, match="baseline"):
@@ -326,16 +366,36 @@ def test_table6_comparisons_pick_their_rows_and_deltas():
 
 
 def test_results_table_spreads_the_levels_and_headline_adds_them():
-    runs = pd.DataFrame({"encoder": ["wwm-plain", "wwm-hc_word"], "masking": ["wwm", "wwm"], "objective": ["plain", "hc_word"],
-                         "synonyms": ["lexicon"] * 2, "train_loss": [3.0, 2.9], "eval_loss": [2.0, 2.2],
-                         "perplexity": [7.4, 9.0], "time": [1.0, 1.0], "train_prediction_rate": [np.nan, 0.04],
-                         "train_iteration_rate": [np.nan, 0.05], "eval_prediction_rate": [0.0, 0.1],
-                         "eval_iteration_rate": [0.0, 0.2], "output_dir": ["a", "b"]})
-    corrections = pd.DataFrame({"encoder": ["wwm-plain"] * 2 + ["wwm-hc_word"] * 2, "masking": ["wwm"] * 4,
-                                "objective": ["plain", "plain", "hc_word", "hc_word"], "level": ["token", "word"] * 2,
-                                "prediction_rate": [0.0, 0.1, 0.0, 0.3], "iteration_rate": [0.0, 0.2, 0.0, 0.4]})
-    downstream = pd.DataFrame({"encoder": ["no_pretraining", "wwm-plain", "wwm-hc_word"], "macro_f1": [0.4, 0.5, 0.6],
-                               "accuracy": [0.5] * 3})
+    runs = pd.DataFrame(
+        {
+            "encoder": ["wwm-plain", "wwm-hc_word"],
+            "masking": ["wwm", "wwm"],
+            "objective": ["plain", "hc_word"],
+            "synonyms": ["lexicon"] * 2,
+            "train_loss": [3.0, 2.9],
+            "eval_loss": [2.0, 2.2],
+            "perplexity": [7.4, 9.0],
+            "time": [1.0, 1.0],
+            "train_prediction_rate": [np.nan, 0.04],
+            "train_iteration_rate": [np.nan, 0.05],
+            "eval_prediction_rate": [0.0, 0.1],
+            "eval_iteration_rate": [0.0, 0.2],
+            "output_dir": ["a", "b"],
+        }
+    )
+    corrections = pd.DataFrame(
+        {
+            "encoder": ["wwm-plain"] * 2 + ["wwm-hc_word"] * 2,
+            "masking": ["wwm"] * 4,
+            "objective": ["plain", "plain", "hc_word", "hc_word"],
+            "level": ["token", "word"] * 2,
+            "prediction_rate": [0.0, 0.1, 0.0, 0.3],
+            "iteration_rate": [0.0, 0.2, 0.0, 0.4],
+        }
+    )
+    downstream = pd.DataFrame(
+        {"encoder": ["no_pretraining", "wwm-plain", "wwm-hc_word"], "macro_f1": [0.4, 0.5, 0.6], "accuracy": [0.5] * 3}
+    )
     results = study.results_table(runs, corrections, study.downstream_summary(downstream))
     row = results.set_index("encoder").loc["wwm-hc_word"]
     assert row["heldout_prediction_rate"] == 0.3 and row["heldout_prediction_rate_token"] == 0.0

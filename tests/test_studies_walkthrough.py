@@ -18,8 +18,11 @@ SEEDS = [0, 1]
 
 @pytest.fixture(scope="module")
 def fitter():
-    return build_fitter({"kind": "probe", "probe": {"embedding_size": 8, "hidden_size": 8}},
-                        {"epochs": 3, "batch_size": 16, "lr": 0.02, "weight_decay": 0.0}, max_length=16)
+    return build_fitter(
+        {"kind": "probe", "probe": {"embedding_size": 8, "hidden_size": 8}},
+        {"epochs": 3, "batch_size": 16, "lr": 0.02, "weight_decay": 0.0},
+        max_length=16,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -138,16 +141,18 @@ def test_run_comparison_rejects_bad_input(splits, fitter, settings, seeds, messa
 
 
 def _hand_runs() -> pd.DataFrame:
-    return pd.DataFrame({
-        "setting": ["LS", "LS", "PCL reference", "PCL reference", "PCL expected_cost (global)", "PCL expected_cost (global)"],
-        "seed": [0, 1, 0, 1, 0, 1],
-        "macro_f1": [0.5, 0.7, 0.5, 0.7, 0.6, 0.9],
-        "accuracy": [0.8, 0.8, 0.8, 0.8, 0.7, 0.9],
-        "far_error_rate": [0.0, 0.1, 0.0, 0.1, 0.0, 0.0],
-        "recall_a": [0.2, 0.4, 0.2, 0.4, 1.0, 1.0],
-        "recall_b": [0.9, 0.9, 0.9, 0.9, 0.5, 0.7],
-        "identical_to_ls": [True, True, True, False, False, False],
-    })
+    return pd.DataFrame(
+        {
+            "setting": ["LS", "LS", "PCL reference", "PCL reference", "PCL expected_cost (global)", "PCL expected_cost (global)"],
+            "seed": [0, 1, 0, 1, 0, 1],
+            "macro_f1": [0.5, 0.7, 0.5, 0.7, 0.6, 0.9],
+            "accuracy": [0.8, 0.8, 0.8, 0.8, 0.7, 0.9],
+            "far_error_rate": [0.0, 0.1, 0.0, 0.1, 0.0, 0.0],
+            "recall_a": [0.2, 0.4, 0.2, 0.4, 1.0, 1.0],
+            "recall_b": [0.9, 0.9, 0.9, 0.9, 0.5, 0.7],
+            "identical_to_ls": [True, True, True, False, False, False],
+        }
+    )
 
 
 def test_recall_table_mean_std_by_hand():

@@ -11,7 +11,7 @@ import pytest
 import torch
 from transformers import TrainerCallback
 
-from workbench.bench.threads import DEFAULT, busy_core, parse_threads, ratio_rows
+from benchmarks.threads import DEFAULT, busy_core, parse_threads, ratio_rows
 from workbench.config import load_config
 from workbench.threads import THREAD_VARIABLES, default_threads, kernel_environment, torch_threads
 
@@ -66,12 +66,15 @@ def test_finetune_trains_with_training_threads_and_restores_the_setting(tmp_path
 
     before = torch.get_num_threads()
     recorder = _Threads()
-    finetune({
-        "output_dir": str(tmp_path / "run"),
-        "data": {"source": "sample_relevance", "max_train_samples": 32, "max_eval_samples": 16, "max_length": 16},
-        "model": {"tiny": {"num_layers": 1, "hidden_size": 16, "num_heads": 2}},
-        "training": {"epochs": 1, "batch_size": 16, "quiet": True, "threads": threads},
-    }, callbacks=[recorder])
+    finetune(
+        {
+            "output_dir": str(tmp_path / "run"),
+            "data": {"source": "sample_relevance", "max_train_samples": 32, "max_eval_samples": 16, "max_length": 16},
+            "model": {"tiny": {"num_layers": 1, "hidden_size": 16, "num_heads": 2}},
+            "training": {"epochs": 1, "batch_size": 16, "quiet": True, "threads": threads},
+        },
+        callbacks=[recorder],
+    )
     assert recorder.seen == {threads}
     assert torch.get_num_threads() == before
 
@@ -104,6 +107,6 @@ def test_busy_core_spins_one_process_and_stops_it():
 
 
 def test_the_benchmark_runs_the_example_config():
-    from workbench.bench.threads import DEFAULT_CONFIG
+    from benchmarks.threads import DEFAULT_CONFIG
 
     assert (Path(__file__).resolve().parents[1] / DEFAULT_CONFIG).is_file()

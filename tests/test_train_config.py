@@ -16,7 +16,17 @@ def test_defaults_are_complete_and_valid():
     config = load_config()
     assert config == Config()
     assert {field.name for field in dataclasses.fields(Config)} == {
-        "task", "output_dir", "data", "model", "loss", "masking", "objective", "electra", "aux", "training"}
+        "task",
+        "output_dir",
+        "data",
+        "model",
+        "loss",
+        "masking",
+        "objective",
+        "electra",
+        "aux",
+        "training",
+    }
     assert load_config(config.to_dict()) == config  # the plain dict round-trips
 
 
@@ -30,8 +40,16 @@ def test_partial_mapping_is_merged_over_defaults():
 def test_yaml_file_and_typed_overrides(tmp_path):
     path = tmp_path / "run.yaml"
     path.write_text(yaml.safe_dump({"task": "pretrain_mlm", "masking": {"strategy": "kdm"}}), encoding="utf-8")
-    config = load_config(path, overrides=["training.lr=1e-4", "training.quiet=true", "data.split=[0.6, 0.2, 0.2]",
-                                          "loss.params.gamma=2", "model.model_name_or_path=out/pre"])
+    config = load_config(
+        path,
+        overrides=[
+            "training.lr=1e-4",
+            "training.quiet=true",
+            "data.split=[0.6, 0.2, 0.2]",
+            "loss.params.gamma=2",
+            "model.model_name_or_path=out/pre",
+        ],
+    )
     assert config.task == "pretrain_mlm" and config.masking.strategy == "kdm"
     assert config.training.lr == 1e-4 and isinstance(config.training.lr, float)
     assert config.training.quiet is True
@@ -59,7 +77,10 @@ def test_parse_override_types():
     "config, match",
     [
         ({"trainig": {}}, r"unknown config key 'trainig'.*allowed keys: aux, data"),
-        ({"training": {"learning_rate": 1}}, r"unknown config key 'training.learning_rate'.*allowed keys in training: batch_size"),
+        (
+            {"training": {"learning_rate": 1}},
+            r"unknown config key 'training.learning_rate'.*allowed keys in training: batch_size",
+        ),
         ({"model": {"tiny": {"layers": 1}}}, r"'model.tiny.layers'.*hidden_size, num_heads, num_layers"),
         ({"training": 3}, r"training: must be a mapping"),
         ({"loss": {"params": [1]}}, r"loss.params: must be a mapping"),
@@ -75,14 +96,20 @@ def test_parse_override_types():
         ({"training": {"lr": float("inf")}}, r"training.lr: must be a number > 0, got inf"),
         ({"training": {"epochs": float("nan")}}, r"training.epochs: must be a number > 0, got nan"),
         ({"data": {"seed": -1}}, r"data.seed: must be an int >= 0, got -1"),
-        ({"model": {"kind": "probe", "model_name_or_path": "x"}}, r"model.model_name_or_path: must be null with model.kind=probe"),
+        (
+            {"model": {"kind": "probe", "model_name_or_path": "x"}},
+            r"model.model_name_or_path: must be null with model.kind=probe",
+        ),
         ({"masking": {"strategy": "span"}}, r"masking.strategy: must be one of random, wwm, kdm"),
         ({"masking": {"mlm_probability": 1.5}}, r"masking.mlm_probability: must be in \(0, 1\)"),
         ({"objective": {"name": "hard"}}, r"objective.name: must be one of plain, hc, sr"),
         ({"objective": {"level": "word"}}, r"objective.level: must be one of token, sentence"),
         ({"aux": {"num_aux": -1}}, r"aux.num_aux: must be an int >= 0"),
         ({"aux": {"fgm_epsilon": -0.1}}, r"aux.fgm_epsilon: must be a number >= 0"),
-        ({"model": {"tiny": {"num_layers": 1, "hidden_size": 30, "num_heads": 4}}}, r"model.tiny.hidden_size: must be a multiple"),
+        (
+            {"model": {"tiny": {"num_layers": 1, "hidden_size": 30, "num_heads": 4}}},
+            r"model.tiny.hidden_size: must be a multiple",
+        ),
         ({"data": {"num_proc": 0}}, r"data.num_proc: must be null or an int >= 1, got 0"),
         ({"data": {"eval_fraction": 0}}, r"data.eval_fraction: must be in \(0, 0.5\], got 0"),
         ({"data": {"eval_fraction": 0.6}}, r"data.eval_fraction: must be in \(0, 0.5\], got 0.6"),
@@ -134,7 +161,9 @@ def test_bad_yaml_names_the_file_and_line(tmp_path):
 def test_a_config_that_is_not_utf8_names_the_file_and_line(tmp_path):
     path = tmp_path / "gbk.yaml"
     path.write_bytes("task: finetune\noutput_dir: 结果\n".encode("gbk"))
-    with pytest.raises(ValueError, match=rf"^{path}:2: config is not UTF-8 text \(invalid start byte at byte 12 of the line\); save it as UTF-8$"):
+    with pytest.raises(
+        ValueError, match=rf"^{path}:2: config is not UTF-8 text \(invalid start byte at byte 12 of the line\); save it as UTF-8$"
+    ):
         load_config(path)
 
 
@@ -151,11 +180,14 @@ def test_sections_take_mappings_and_refuse_unknown_keys():
     assert Config().replace(training={"lr": 0.5}).training == TrainingConfig(lr=0.5)
 
 
-@pytest.mark.parametrize(("text", "override", "message"), [
-    ("task: finetune\ntraining:\n  lr: [1e-3\n", [], r"{path}:\d+: invalid YAML"),
-    ("task: finetune\n", ["training.lr=[1"], r"overrides: cannot parse the value of 'training.lr=\[1'"),
-    ("task: finetune\n", ["training.lr=.inf"], r"training.lr: must be a number > 0, got inf"),
-])
+@pytest.mark.parametrize(
+    ("text", "override", "message"),
+    [
+        ("task: finetune\ntraining:\n  lr: [1e-3\n", [], r"{path}:\d+: invalid YAML"),
+        ("task: finetune\n", ["training.lr=[1"], r"overrides: cannot parse the value of 'training.lr=\[1'"),
+        ("task: finetune\n", ["training.lr=.inf"], r"training.lr: must be a number > 0, got inf"),
+    ],
+)
 def test_the_train_command_exits_2_with_one_line_for_bad_input(tmp_path, capsys, text, override, message):
     from workbench.train.__main__ import main
 

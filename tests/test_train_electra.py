@@ -155,12 +155,21 @@ def test_the_trainers_hc_loss_relabels_a_synonym_replacement_and_counts_it(token
         model.generator.generator_lm_head.bias.fill_(-1e4)
         model.generator.generator_lm_head.bias[ids(tokenizer, "巨")[0]] = 1e4
     hc = HardCorrectionLoss(tokenizer, table)
-    trainer = ElectraTrainer(model=model, args=training_arguments(TrainingConfig(quiet=True), str(tmp_path), evaluate=False),
-                             loss=hc, discriminator_weight=50.0)
+    trainer = ElectraTrainer(
+        model=model,
+        args=training_arguments(TrainingConfig(quiet=True), str(tmp_path), evaluate=False),
+        loss=hc,
+        discriminator_weight=50.0,
+    )
     trainer.current_gradient_accumulation_steps = 1
     gold, input_ids, labels, _, word_ids = synonym_batch(tokenizer)
-    batch = {"input_ids": input_ids, "attention_mask": torch.ones_like(input_ids), "token_type_ids": torch.zeros_like(input_ids),
-             "labels": labels, "word_ids": word_ids}
+    batch = {
+        "input_ids": input_ids,
+        "attention_mask": torch.ones_like(input_ids),
+        "token_type_ids": torch.zeros_like(input_ids),
+        "labels": labels,
+        "word_ids": word_ids,
+    }
     torch.manual_seed(1)
     loss, output = trainer.compute_loss(model, batch, return_outputs=True, num_items_in_batch=torch.tensor(2))
     expected_targets = torch.tensor([[0, 0, 0, 0, 1, 0]])  # 大's replacement counts as original
@@ -226,8 +235,7 @@ def electra_config(output_dir, cache_dir, **sections) -> dict:
         "output_dir": str(output_dir),
         "data": {"source": "sample_corpus", "n_sentences": 64, "max_length": 32, "cache_dir": str(cache_dir)},
         "model": {"tiny": TINY},
-        "training": {"epochs": 1, "batch_size": 16, "lr": 1e-3, "quiet": True, "logging_steps": 2,
-                     "dataloader_workers": 0},
+        "training": {"epochs": 1, "batch_size": 16, "lr": 1e-3, "quiet": True, "logging_steps": 2, "dataloader_workers": 0},
     }
     for name, values in sections.items():
         config[name] = {**config.get(name, {}), **values}
@@ -246,8 +254,9 @@ def test_pretrain_electra_writes_both_models_and_metrics_and_finetune_loads_it(t
     assert json.loads((out / "config.json").read_text())["architectures"] == ["ElectraForPreTraining"]
     assert json.loads((out / "generator" / "config.json").read_text())["architectures"] == ["ElectraForMaskedLM"]
     disc, gen = load_file(str(out / "model.safetensors")), load_file(str(out / "generator" / "model.safetensors"))
-    torch.testing.assert_close(disc["electra.embeddings.word_embeddings.weight"], gen["electra.embeddings.word_embeddings.weight"],
-                               rtol=0, atol=0)  # shared while training
+    torch.testing.assert_close(
+        disc["electra.embeddings.word_embeddings.weight"], gen["electra.embeddings.word_embeddings.weight"], rtol=0, atol=0
+    )  # shared while training
 
     metrics = json.loads((out / "metrics.json").read_text())
     assert metrics["task"] == "pretrain_electra" and metrics["objective"] == objective["name"]
@@ -274,11 +283,17 @@ def test_pretrain_electra_writes_both_models_and_metrics_and_finetune_loads_it(t
 
     classifier = build_sequence_classifier(3, model_name_or_path=out)
     assert type(classifier).__name__ == "ElectraForSequenceClassification"
-    torch.testing.assert_close(classifier.electra.embeddings.word_embeddings.weight.detach(),
-                               disc["electra.embeddings.word_embeddings.weight"])
-    tuned = finetune({"output_dir": str(tmp_path / "ft"), "model": {"model_name_or_path": str(out)},
-                      "data": {"source": "sample_relevance", "max_train_samples": 32, "max_eval_samples": 16, "max_length": 32},
-                      "training": {"epochs": 1, "batch_size": 16, "lr": 1e-3, "quiet": True}})
+    torch.testing.assert_close(
+        classifier.electra.embeddings.word_embeddings.weight.detach(), disc["electra.embeddings.word_embeddings.weight"]
+    )
+    tuned = finetune(
+        {
+            "output_dir": str(tmp_path / "ft"),
+            "model": {"model_name_or_path": str(out)},
+            "data": {"source": "sample_relevance", "max_train_samples": 32, "max_eval_samples": 16, "max_length": 32},
+            "training": {"epochs": 1, "batch_size": 16, "lr": 1e-3, "quiet": True},
+        }
+    )
     assert 0.0 <= tuned.metrics["macro_f1"] <= 1.0
 
 
@@ -289,8 +304,9 @@ class _StopAfterFirstCheckpoint(TrainerCallback):
 
 @pytest.mark.slow
 def test_an_interrupted_electra_run_resumes_from_its_checkpoint_through_the_cli(tmp_path):
-    config = electra_config(tmp_path / "pre", tmp_path / "cache", objective={"name": "hc"},
-                            training={"epochs": 2, "save_total_limit": 2})
+    config = electra_config(
+        tmp_path / "pre", tmp_path / "cache", objective={"name": "hc"}, training={"epochs": 2, "save_total_limit": 2}
+    )
     with pytest.raises(KeyboardInterrupt):
         pretrain_electra(config, callbacks=[_StopAfterFirstCheckpoint()])
     (checkpoint,) = (tmp_path / "pre").glob("checkpoint-*")

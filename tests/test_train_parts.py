@@ -40,7 +40,9 @@ def test_table_file_is_split_stratified_and_limited(tmp_path):
     assert set(splits) == {"train", "validation"}
     assert len(splits["train"]) == len(splits["validation"]) == 30
     assert label_counts(splits["train"]) == label_counts(splits["validation"])
-    limited = load_splits(_data(source="table", path=str(path), text="sentence", label="tag", max_train_samples=7, max_eval_samples=3))
+    limited = load_splits(
+        _data(source="table", path=str(path), text="sentence", label="tag", max_train_samples=7, max_eval_samples=3)
+    )
     assert [len(limited[name]) for name in ("train", "validation", "test")] == [7, 3, 3]
 
 
@@ -65,11 +67,16 @@ def test_bad_data_sections(values, match):
 
 def test_a_file_too_small_for_the_split_names_the_file_and_data_split(tmp_path):
     path = _write_table(tmp_path / "t.csv", 4)
-    with pytest.raises(ValueError, match=rf"^data.split: cannot cut '{path}' into \[0.8, 0.1, 0.1\]: fractions: split "
-                                         r"'validation' would be empty \(0.1 of 4 examples"):
+    with pytest.raises(
+        ValueError,
+        match=rf"^data.split: cannot cut '{path}' into \[0.8, 0.1, 0.1\]: fractions: split "
+        r"'validation' would be empty \(0.1 of 4 examples",
+    ):
         load_splits(_data(source="table", path=str(path), text="sentence", label="tag"))
     assert set(load_splits(_data(source="table", path=str(path), text="sentence", label="tag", split=(0.5, 0.5, 0.0)))) == {
-        "train", "validation"}
+        "train",
+        "validation",
+    }
 
 
 def test_table_needs_column_names(tmp_path):
@@ -210,7 +217,8 @@ def test_drop_weights_keeps_results_and_checkpoints_and_the_refusal(tmp_path):
     (interrupted / "model.safetensors").write_bytes(b"w" * 7)
     assert drop_weights(runs) == 2 * 1000 + 3 * 10
     assert sorted(path.relative_to(runs).as_posix() for path in runs.rglob("*.safetensors")) == [
-        "resumable/checkpoint-4/model.safetensors"]
+        "resumable/checkpoint-4/model.safetensors"
+    ]
     assert (runs / "finetune" / "a-seed0" / "predictions.csv").is_file()
     assert (runs / "pretrain" / "a" / "metrics.json").is_file() and (runs / "pretrain" / "a" / "tokenizer.json").is_file()
     with pytest.raises(ValueError, match="already holds a finished run"):
@@ -218,11 +226,14 @@ def test_drop_weights_keeps_results_and_checkpoints_and_the_refusal(tmp_path):
     assert drop_weights(runs) == 0 and drop_weights(tmp_path / "missing") == 0
 
 
-@pytest.mark.parametrize("name, task", [
-    ("finetune_qbqtc_sample_pcl.yaml", "finetune"),
-    ("pretrain_kdm_hc.yaml", "pretrain_mlm"),
-    ("two_stage_aux.yaml", "two_stage"),
-])
+@pytest.mark.parametrize(
+    "name, task",
+    [
+        ("finetune_qbqtc_sample_pcl.yaml", "finetune"),
+        ("pretrain_kdm_hc.yaml", "pretrain_mlm"),
+        ("two_stage_aux.yaml", "two_stage"),
+    ],
+)
 def test_example_configs_load(name, task):
     assert load_config(EXAMPLES / name).task == task
 
@@ -230,11 +241,19 @@ def test_example_configs_load(name, task):
 def test_pretraining_packs_labelled_pairs_and_reports_text_characters_and_tokens(tmp_path):
     # issue 9: a labelled source used as MLM text is packed like a corpus (text and pair joined, no
     # text dropped); corpus_characters counts non-space characters, tokens_per_epoch non-special tokens
-    config = load_config({
-        "task": "pretrain_mlm",
-        "data": {"source": "sample_relevance", "max_train_samples": 40, "max_length": 128, "num_proc": 1,
-                 "eval_fraction": 0.2, "cache_dir": str(tmp_path / "cache")},
-    })
+    config = load_config(
+        {
+            "task": "pretrain_mlm",
+            "data": {
+                "source": "sample_relevance",
+                "max_train_samples": 40,
+                "max_length": 128,
+                "num_proc": 1,
+                "eval_fraction": 0.2,
+                "cache_dir": str(tmp_path / "cache"),
+            },
+        }
+    )
     data = prepare_pretraining(config, return_word_ids=False)
     texts, pairs = load_texts(config.data)
     text = "".join("".join(f"{first} {second}".split()) for first, second in zip(texts, pairs))
@@ -242,8 +261,10 @@ def test_pretraining_packs_labelled_pairs_and_reports_text_characters_and_tokens
     special = {tokenizer.cls_token_id, tokenizer.sep_token_id}
     blocks = data.corpus.dataset
     assert len(blocks) < len(texts)  # several pairs share a block
-    assert "".join(token_text(tokenizer.convert_ids_to_tokens([i for i in ids if i not in special]))
-                   for ids in blocks["input_ids"]) == text.lower()
+    assert (
+        "".join(token_text(tokenizer.convert_ids_to_tokens([i for i in ids if i not in special])) for ids in blocks["input_ids"])
+        == text.lower()
+    )
     metrics = data.metrics()
     assert metrics["corpus_characters"] == len(text)
     assert metrics["tokens_per_epoch"] == sum(i not in special for ids in data.train_blocks["input_ids"] for i in ids)
@@ -264,10 +285,20 @@ def test_an_empty_corpus_file_is_named(tmp_path):
 
 @pytest.mark.parametrize("workers, expected", [(None, min(4, os.cpu_count() or 1)), (0, 0), (3, 3)])
 def test_pretraining_draws_masks_in_persistent_dataloader_workers(tmp_path, workers, expected):
-    config = load_config({
-        "task": "pretrain_mlm", "output_dir": str(tmp_path / "run"), "training": {"dataloader_workers": workers},
-        "data": {"source": "sample_corpus", "n_sentences": 20, "max_length": 32, "num_proc": 1, "cache_dir": str(tmp_path / "cache")},
-    })
+    config = load_config(
+        {
+            "task": "pretrain_mlm",
+            "output_dir": str(tmp_path / "run"),
+            "training": {"dataloader_workers": workers},
+            "data": {
+                "source": "sample_corpus",
+                "n_sentences": 20,
+                "max_length": 32,
+                "num_proc": 1,
+                "cache_dir": str(tmp_path / "cache"),
+            },
+        }
+    )
     data = prepare_pretraining(config, return_word_ids=False)
     kwargs = pretraining_trainer_kwargs(config, data, [])
     assert kwargs["args"].dataloader_num_workers == expected

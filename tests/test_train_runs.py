@@ -75,7 +75,9 @@ def test_same_config_and_seed_give_the_same_run_and_ls_equals_pcl_reference(tmp_
     reference = finetune(tiny_config(tmp_path / "ref", loss={"name": "pcl", "params": {"variant": "reference", "epsilon": 0.1}}))
     pd.testing.assert_frame_equal(predictions(ls), predictions(reference), rtol=1e-5)
     # expected_cost puts the correction on the probabilities: training changes
-    expected = finetune(tiny_config(tmp_path / "ec", loss={"name": "pcl", "params": {"variant": "expected_cost", "epsilon": 0.5}}))
+    expected = finetune(
+        tiny_config(tmp_path / "ec", loss={"name": "pcl", "params": {"variant": "expected_cost", "epsilon": 0.5}})
+    )
     assert not predictions(ls)["p_related"].equals(predictions(expected)["p_related"])
 
 
@@ -156,10 +158,13 @@ class _PoisonWeightsAt(TrainerCallback):
                 next(model.parameters()).fill_(float("nan"))
 
 
-@pytest.mark.parametrize(("poisoned_at", "message"), [
-    (5, r"training diverged at step 6 .*: the loss is nan"),  # the next step's loss
-    (8, r"training diverged at step 8 \(epoch 2.00\): the held-out eval_loss is nan"),  # no later step: the evaluation
-])
+@pytest.mark.parametrize(
+    ("poisoned_at", "message"),
+    [
+        (5, r"training diverged at step 6 .*: the loss is nan"),  # the next step's loss
+        (8, r"training diverged at step 8 \(epoch 2.00\): the held-out eval_loss is nan"),  # no later step: the evaluation
+    ],
+)
 def test_a_run_diverging_after_a_checkpoint_keeps_the_last_good_one(tmp_path, poisoned_at, message):
     # 4 steps per epoch: checkpoint-4 holds finite weights; the weights go NaN in epoch 2. At step 8, the
     # last one, no later loss shows it: the epoch's evaluation does, before its checkpoint is written.
@@ -203,23 +208,36 @@ def test_pretrain_with_kdm_and_hc_logs_corrections_and_finetune_loads_it(tmp_pat
     assert recorded["epochs"][0]["train_hc_sequences"] == train_blocks  # Table 2 per epoch
     assert recorded["perplexity"] == pytest.approx(math.exp(recorded["eval_loss"]))
     # issue 9: the corpus, timing and held-out keys, and the HC rates on train and eval blocks per epoch
-    assert {"corpus_characters", "tokens_per_epoch", "preprocess_seconds", "cache_hit", "train_runtime", "eval_loss",
-            "perplexity", "share_before_first_step"} <= set(recorded)
+    assert {
+        "corpus_characters",
+        "tokens_per_epoch",
+        "preprocess_seconds",
+        "cache_hit",
+        "train_runtime",
+        "eval_loss",
+        "perplexity",
+        "share_before_first_step",
+    } <= set(recorded)
     assert recorded["cache_hit"] is False and 0 < recorded["tokens_per_epoch"] <= recorded["corpus_characters"]  # no [CLS]/[SEP]
-    assert all({"eval_loss", "perplexity", "eval_hc_prediction_rate", "train_hc_prediction_rate"} <= set(epoch)
-               for epoch in recorded["epochs"])
+    assert all(
+        {"eval_loss", "perplexity", "eval_hc_prediction_rate", "train_hc_prediction_rate"} <= set(epoch)
+        for epoch in recorded["epochs"]
+    )
     # the saved checkpoint loads through from_pretrained with its tokenizer
     encoder = build_sequence_classifier(3, model_name_or_path=tmp_path / "pre").bert
     saved = model_weights(tmp_path / "pre")
-    torch.testing.assert_close(encoder.embeddings.word_embeddings.weight.detach(), saved["bert.embeddings.word_embeddings.weight"])
+    torch.testing.assert_close(
+        encoder.embeddings.word_embeddings.weight.detach(), saved["bert.embeddings.word_embeddings.weight"]
+    )
     assert len(load_tokenizer(tmp_path / "pre")) == encoder.embeddings.word_embeddings.num_embeddings
     tuned = finetune(tiny_config(tmp_path / "ft", model={"model_name_or_path": str(tmp_path / "pre")}))
     assert 0.0 <= tuned.metrics["macro_f1"] <= 1.0
 
 
 def test_pretraining_stops_when_the_held_out_loss_is_not_finite(tmp_path):
-    config = tiny_config(tmp_path / "pre", data={"source": "sample_corpus", "n_sentences": 200},
-                         training={"epochs": 1, "dataloader_workers": 0})
+    config = tiny_config(
+        tmp_path / "pre", data={"source": "sample_corpus", "n_sentences": 200}, training={"epochs": 1, "dataloader_workers": 0}
+    )
     with pytest.raises(FloatingPointError, match=r"training diverged at step \d+ \(epoch 1.00\): the held-out eval_loss is nan"):
         pretrain_mlm(config, callbacks=[_PoisonWeightsAt(None)])
     assert not list((tmp_path / "pre").glob("checkpoint-*")) and not (tmp_path / "pre" / "metrics.json").exists()
@@ -227,8 +245,14 @@ def test_pretraining_stops_when_the_held_out_loss_is_not_finite(tmp_path):
 
 @pytest.mark.parametrize("objective", [{"name": "plain"}, {"name": "sr", "weight": 0.5, "level": "token"}])
 def test_pretrain_plain_and_sr_with_wwm(tmp_path, objective):
-    result = pretrain_mlm(tiny_config(tmp_path / "pre", data={"source": "sample_corpus", "n_sentences": 32},
-                                      masking={"strategy": "wwm", "max_ngram": 2}, objective=objective))
+    result = pretrain_mlm(
+        tiny_config(
+            tmp_path / "pre",
+            data={"source": "sample_corpus", "n_sentences": 32},
+            masking={"strategy": "wwm", "max_ngram": 2},
+            objective=objective,
+        )
+    )
     assert result.metrics["objective"] == objective["name"] and result.metrics["train_loss"] > 0
     assert "correction" not in result.metrics
 
@@ -289,14 +313,21 @@ def test_a_verbose_run_shows_a_bar_and_one_line_per_evaluation_not_one_per_loggi
     assert len(re.findall(r"^epoch \d validation: ", text, flags=re.MULTILINE)) == 2  # one line per epoch
     assert "%|" in text  # the tqdm bar is there
     assert "Writing model shards" not in text and "Loading weights" not in text  # no per-file bars
-    untitled_bars = re.findall(r"(?:^|[\r\n])\s*\d+%\|[^|\r\n]*\| *\d+/(\d+) \[", text)  # the Trainer's bars (datasets' are titled)
+    untitled_bars = re.findall(
+        r"(?:^|[\r\n])\s*\d+%\|[^|\r\n]*\| *\d+/(\d+) \[", text
+    )  # the Trainer's bars (datasets' are titled)
     assert len(set(untitled_bars)) == 1  # the training bar only: evaluations draw none
     assert "mtime may not be reliable" not in text  # two checkpoints within a second: no filesystem warning
 
 
 def test_a_time_budget_stops_pretraining_and_evaluates_where_it_stopped(tmp_path):
-    result = pretrain_mlm(tiny_config(tmp_path / "pre", data={"source": "sample_corpus", "n_sentences": 400},
-                                      training={"epochs": 200, "time_budget_s": 1.0, "dataloader_workers": 0}))
+    result = pretrain_mlm(
+        tiny_config(
+            tmp_path / "pre",
+            data={"source": "sample_corpus", "n_sentences": 400},
+            training={"epochs": 200, "time_budget_s": 1.0, "dataloader_workers": 0},
+        )
+    )
     last = result.metrics["epochs"][-1]
     assert last["epoch"] < 200 and last["step"] == result.history[-1]["step"]
     assert result.metrics["train_runtime"] < 30
@@ -311,8 +342,7 @@ def test_the_readme_trainer_example_runs_as_written_and_learns_more_than_the_maj
     assert f"    {EXAMPLE}\n" in readme  # the --help example is the README's command
     arguments = shlex.split(EXAMPLE)[3:]
     assert (ROOT / arguments[0]).is_file()
-    assert cli_main([str(ROOT / arguments[0]), *arguments[1:], f"output_dir={tmp_path / 'example'}",
-                     "training.quiet=true"]) == 0
+    assert cli_main([str(ROOT / arguments[0]), *arguments[1:], f"output_dir={tmp_path / 'example'}", "training.quiet=true"]) == 0
     result = json.loads(capsys.readouterr().out)
     majority = 2 * 0.62 / (1 + 0.62) / 3  # always the majority class (62% of the test pairs): its F1 over 3 classes
     assert result["macro_f1"] > majority + 0.2, result

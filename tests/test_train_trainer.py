@@ -28,21 +28,43 @@ def _dataset(n: int, seed: int = 0) -> Dataset:
 def _model() -> BertForSequenceClassification:
     torch.manual_seed(0)
     config = BertConfig(
-        vocab_size=64, hidden_size=32, num_hidden_layers=1, num_attention_heads=2, intermediate_size=64,
-        max_position_embeddings=16, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0, num_labels=NUM_LABELS,
+        vocab_size=64,
+        hidden_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=16,
+        hidden_dropout_prob=0.0,
+        attention_probs_dropout_prob=0.0,
+        num_labels=NUM_LABELS,
     )
     return BertForSequenceClassification(config)
 
 
-def _sgd_update(loss: torch.nn.Module, dataset: Dataset, batch_size: int, grad_accumulation: int, tmp_path) -> dict[str, torch.Tensor]:
+def _sgd_update(
+    loss: torch.nn.Module, dataset: Dataset, batch_size: int, grad_accumulation: int, tmp_path
+) -> dict[str, torch.Tensor]:
     """Parameter change after ONE optimizer step of SGD with lr=1 (no clipping, no decay), sequential batches."""
     model = _model()
     before = {name: p.detach().clone() for name, p in model.named_parameters()}
-    training = TrainingConfig(batch_size=batch_size, grad_accumulation=grad_accumulation,
-                              lr=1.0, warmup_ratio=0.0, weight_decay=0.0, max_grad_norm=0.0, quiet=True)
+    training = TrainingConfig(
+        batch_size=batch_size,
+        grad_accumulation=grad_accumulation,
+        lr=1.0,
+        warmup_ratio=0.0,
+        weight_decay=0.0,
+        max_grad_norm=0.0,
+        quiet=True,
+    )
     args = training_arguments(
-        training, str(tmp_path), evaluate=False, optim="sgd", lr_scheduler_type="constant", max_steps=1,
-        save_strategy="no", train_sampling_strategy="sequential",
+        training,
+        str(tmp_path),
+        evaluate=False,
+        optim="sgd",
+        lr_scheduler_type="constant",
+        max_steps=1,
+        save_strategy="no",
+        train_sampling_strategy="sequential",
     )
     trainer = LossTrainer(model=model, args=args, train_dataset=dataset, data_collator=default_data_collator, loss=loss)
     trainer.train()
@@ -79,13 +101,21 @@ def test_batch_level_loss_accumulates_to_mean_of_micro_batch_updates(tmp_path):
 
 def test_scale_for_accumulation_values():
     loss = torch.tensor(3.0, dtype=torch.float64)
-    per_sample = scale_for_accumulation(loss, is_batch_level=False, items_in_micro_batch=8, num_items_in_batch=24, micro_batches=2)
+    per_sample = scale_for_accumulation(
+        loss, is_batch_level=False, items_in_micro_batch=8, num_items_in_batch=24, micro_batches=2
+    )
     assert per_sample.item() == pytest.approx(1.0)
-    two_processes = scale_for_accumulation(loss, is_batch_level=False, items_in_micro_batch=8, num_items_in_batch=24, micro_batches=2, num_processes=2)
+    two_processes = scale_for_accumulation(
+        loss, is_batch_level=False, items_in_micro_batch=8, num_items_in_batch=24, micro_batches=2, num_processes=2
+    )
     assert two_processes.item() == pytest.approx(2.0)
-    batch_level = scale_for_accumulation(loss, is_batch_level=True, items_in_micro_batch=8, num_items_in_batch=24, micro_batches=3)
+    batch_level = scale_for_accumulation(
+        loss, is_batch_level=True, items_in_micro_batch=8, num_items_in_batch=24, micro_batches=3
+    )
     assert batch_level.item() == pytest.approx(1.0)
-    uncounted = scale_for_accumulation(loss, is_batch_level=False, items_in_micro_batch=8, num_items_in_batch=None, micro_batches=2)
+    uncounted = scale_for_accumulation(
+        loss, is_batch_level=False, items_in_micro_batch=8, num_items_in_batch=None, micro_batches=2
+    )
     assert uncounted.item() == pytest.approx(1.5)
     with pytest.raises(ValueError, match="micro_batches"):
         scale_for_accumulation(loss, is_batch_level=True, items_in_micro_batch=8, num_items_in_batch=24, micro_batches=0)
@@ -104,7 +134,9 @@ def test_eval_loss_is_not_scaled(tmp_path):
     batch = default_data_collator([data[i] for i in range(16)])
     model.eval()
     with torch.no_grad():
-        expected = torch.nn.functional.cross_entropy(model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits, batch["labels"])
+        expected = torch.nn.functional.cross_entropy(
+            model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits, batch["labels"]
+        )
         loss = trainer.compute_loss(model, dict(batch), num_items_in_batch=torch.tensor(64))
     torch.testing.assert_close(loss, expected)
 

@@ -27,7 +27,11 @@ def test_save_writes_standalone_html_json_and_one_plotly_js(tmp_path):
     assert json.loads(json_path.read_text())["data"][0]["y"] == [1, 3]
     assert 'src="plotly.min.js"' in html_path.read_text()
     assert sorted(p.name for p in figures_dir.iterdir()) == [
-        "bars.html", "bars.json", "bars_again.html", "bars_again.json", "plotly.min.js",
+        "bars.html",
+        "bars.json",
+        "bars_again.html",
+        "bars_again.json",
+        "plotly.min.js",
     ]
 
 

@@ -114,7 +114,9 @@ def test_pcl_panel_starts_at_the_given_epsilon():
 def test_pcl_panel_names_follow_label_counts():
     panel = PclWeightsPanel(variants=("weighted",), label_counts=[1, 2], interactive=False)
     assert panel.label_names == ["0", "1"]
-    np.testing.assert_allclose(np.asarray(panel.figure.data[0].z), pcl_weight_matrix("weighted", 0.1, label_counts=[1, 2]).numpy())
+    np.testing.assert_allclose(
+        np.asarray(panel.figure.data[0].z), pcl_weight_matrix("weighted", 0.1, label_counts=[1, 2]).numpy()
+    )
     assert PclWeightsPanel(interactive=False).label_names == ["0", "1", "2"]  # QBQTC's default counts
 
 
@@ -172,15 +174,19 @@ def test_headless_display_saves_the_current_figure(tmp_path):
         (lambda: make_slider("gamma", width=3), "slider overrides must be among value, min, max, step"),
         (lambda: LossCurvePanel([]), "at least one LinkedCurve"),
         (lambda: LossCurvePanel([LinkedCurve("focal", ("epsilon",))]), r"links slider\(s\) \['epsilon'\]"),
-        (lambda: EntropyPanel(n_max=3).figure_for(gamma=1.0),
-         r"unknown slider\(s\) \['gamma'\]; allowed: \['gamma_entropy', 'k', 'n_auxiliary'\]"),
+        (
+            lambda: EntropyPanel(n_max=3).figure_for(gamma=1.0),
+            r"unknown slider\(s\) \['gamma'\]; allowed: \['gamma_entropy', 'k', 'n_auxiliary'\]",
+        ),
         (lambda: EntropyPanel(n_max=-3), "n_max: must be an integer >= 0, got -3"),
         (lambda: EntropyPanel(n_max=2.5), "n_max: must be an integer >= 0, got 2.5"),
         (lambda: EntropyPanel(gamma=1.0), r"gamma: must satisfy \(k-1\)\*gamma < 1"),
         (lambda: EntropyPanel(logits=[0.0, 0.0, 0.0], gamma=0.5), r"gamma: must satisfy \(k-1\)\*gamma < 1 .* k = 3"),
         (lambda: EntropyPanel(gamma=-0.1), "gamma: must be a finite number > 0"),
-        (lambda: PclWeightsPanel(label_counts=[1, 2], label_names=("a", "b", "c")),
-         r"label_counts: must have one count per entry of label_names \(3"),
+        (
+            lambda: PclWeightsPanel(label_counts=[1, 2], label_names=("a", "b", "c")),
+            r"label_counts: must have one count per entry of label_names \(3",
+        ),
         (lambda: PclWeightsPanel(label_counts="123"), "label_counts: must be a sequence of at least 2 finite positive counts"),
         (lambda: PclWeightsPanel(label_counts=[5]), "label_counts: must be a sequence of at least 2"),
         (lambda: PclWeightsPanel(label_counts=[5, 0, 2]), r"label_counts: .*got \[5, 0, 2\]"),

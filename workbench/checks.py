@@ -64,9 +64,7 @@ def check_number(
     return float(value)
 
 
-def check_int(
-    name: str, value: Any, low: int | None = None, high: int | None = None, *, allow_none: bool = False
-) -> int | None:
+def check_int(name: str, value: Any, low: int | None = None, high: int | None = None, *, allow_none: bool = False) -> int | None:
     """``value`` when it is an int within ``[low, high]`` (None passes when ``allow_none``).
 
     Messages: "must be an int >= 1", "must be an int in [8, 512]", "must be null or an int >= 1".

@@ -101,8 +101,9 @@ def read_yaml_file(path: str | Path, what: str) -> dict[str, Any]:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as error:
         line, column = raw.count(b"\n", 0, error.start) + 1, error.start - raw.rfind(b"\n", 0, error.start) - 1
-        raise ValueError(f"{path}:{line}: {what} is not UTF-8 text ({error.reason} at byte {column} of the line); "
-                         "save it as UTF-8") from None
+        raise ValueError(
+            f"{path}:{line}: {what} is not UTF-8 text ({error.reason} at byte {column} of the line); save it as UTF-8"
+        ) from None
     loaded = read_yaml(text, str(path))
     if loaded is None:
         return {}
@@ -172,9 +173,7 @@ class Section:
             full = f"{cls.prefix}.{unknown[0]}" if cls.prefix else unknown[0]
             raise ValueError(f"unknown config key {full!r}; allowed keys{where}: {', '.join(allowed)}")
         nested = _section_fields(cls)
-        kwargs = {
-            key: nested[key].from_mapping(value) if nested[key] is not None else value for key, value in values.items()
-        }
+        kwargs = {key: nested[key].from_mapping(value) if nested[key] is not None else value for key, value in values.items()}
         return cls(**kwargs)
 
     def to_dict(self) -> dict[str, Any]:
@@ -223,18 +222,25 @@ class DataConfig(Section):
 
     prefix: ClassVar[str] = "data"
 
-    source: str = option("sample_relevance", "sample_relevance, sample_sentences, sample_corpus (MLM only), qbqtc, tnews, "
-                         "chnsenticorp, lcqmc, table, corpus (MLM only: one text a line, .gz allowed)")
-    path: str | list[str] | None = option(None, "the file of a file source (train file, or the only file, which is then "
-                                          "split); source corpus: one file or a list of files, read in order")
+    source: str = option(
+        "sample_relevance",
+        "sample_relevance, sample_sentences, sample_corpus (MLM only), qbqtc, tnews, "
+        "chnsenticorp, lcqmc, table, corpus (MLM only: one text a line, .gz allowed)",
+    )
+    path: str | list[str] | None = option(
+        None,
+        "the file of a file source (train file, or the only file, which is then "
+        "split); source corpus: one file or a list of files, read in order",
+    )
     validation_path: str | None = option(None, "a separate validation file (without it, path is cut by stratified_split)")
     test_path: str | None = option(None, "a separate test file (with validation_path)")
     labels_path: str | None = option(None, "TNEWS labels.json")
     text: str | None = option(None, "table source: the text column")
     text_pair: str | None = option(None, "table source: the second text column (optional)")
     label: str | None = option(None, "table source: the label column")
-    split: tuple[float, float, float] = option((0.8, 0.1, 0.1), "train/validation/test fractions when one file is split "
-                                                "(a 0 test fraction: no test split)")
+    split: tuple[float, float, float] = option(
+        (0.8, 0.1, 0.1), "train/validation/test fractions when one file is split (a 0 test fraction: no test split)"
+    )
     seed: int = option(0, "seed of the sample generators and of the split")
     max_length: int = option(128, "tokens per example (truncation), 8-512")
     max_train_samples: int | None = option(None, "keep the first N training examples")
@@ -260,8 +266,11 @@ class DataConfig(Section):
         check_choice(self.key("block_boundary"), self.block_boundary, BLOCK_BOUNDARIES)
         split = self.split
         if not (
-            isinstance(split, (list, tuple)) and len(split) == 3 and all(is_number(f) and 0 <= f <= 1 for f in split)
-            and abs(sum(split) - 1.0) < 1e-6 and split[0] > 0
+            isinstance(split, (list, tuple))
+            and len(split) == 3
+            and all(is_number(f) and 0 <= f <= 1 for f in split)
+            and abs(sum(split) - 1.0) < 1e-6
+            and split[0] > 0
         ):
             raise ValueError(f"{self.key('split')}: must be three fractions in [0, 1] (train > 0) summing to 1, got {split!r}")
         object.__setattr__(self, "split", tuple(float(f) for f in split))
@@ -312,23 +321,35 @@ class ModelConfig(Section):
     prefix: ClassVar[str] = "model"
 
     kind: str = option("transformer", "transformer (a tiny BERT or model_name_or_path) or probe (bag of characters)")
-    model_name_or_path: str | None = option(None, "a checkpoint folder (e.g. ../models/workbench-zh-mini, a pretrain_mlm "
-                                            "or pretrain_electra output_dir) or hub name; its tokenizer is used")
+    model_name_or_path: str | None = option(
+        None,
+        "a checkpoint folder (e.g. ../models/workbench-zh-mini, a pretrain_mlm "
+        "or pretrain_electra output_dir) or hub name; its tokenizer is used",
+    )
     vocab_file: str | None = option(None, "WordPiece vocab when no checkpoint is given (null: the shipped 4,500-token vocab)")
-    tiny: TinyConfig = option(help="the tiny BERT built when no checkpoint is given (pretrain_electra: the tiny "
-                              "ELECTRA discriminator)", factory=TinyConfig)
+    tiny: TinyConfig = option(
+        help="the tiny BERT built when no checkpoint is given (pretrain_electra: the tiny ELECTRA discriminator)",
+        factory=TinyConfig,
+    )
     probe: ProbeConfig = option(help="the probe's sizes (kind: probe)", factory=ProbeConfig)
 
     def __post_init__(self) -> None:
         check_choice(self.key("kind"), self.kind, MODEL_KINDS)
-        object.__setattr__(self, "model_name_or_path", check_text(
-            self.key("model_name_or_path"), _path_text(self.model_name_or_path), allow_none=True))
+        object.__setattr__(
+            self,
+            "model_name_or_path",
+            check_text(self.key("model_name_or_path"), _path_text(self.model_name_or_path), allow_none=True),
+        )
         object.__setattr__(self, "vocab_file", check_text(self.key("vocab_file"), _path_text(self.vocab_file), allow_none=True))
         if self.kind == "probe" and self.model_name_or_path is not None:
-            raise ValueError(f"{self.key('model_name_or_path')}: must be null with model.kind=probe, got {self.model_name_or_path!r}")
+            raise ValueError(
+                f"{self.key('model_name_or_path')}: must be null with model.kind=probe, got {self.model_name_or_path!r}"
+            )
         if self.model_name_or_path is not None and self.vocab_file is not None:
-            raise ValueError(f"{self.key('vocab_file')}: must be null when model_name_or_path is set (the checkpoint's "
-                             f"tokenizer is used), got {self.vocab_file!r}")
+            raise ValueError(
+                f"{self.key('vocab_file')}: must be null when model_name_or_path is set (the checkpoint's "
+                f"tokenizer is used), got {self.vocab_file!r}"
+            )
 
 
 @dataclass(frozen=True)
@@ -340,9 +361,12 @@ class LossSpec(Section):
     free_mappings: ClassVar[tuple[str, ...]] = ("params",)
 
     name: str = option("ce", "any build_loss name: ce, wce, ls, focal, dice, tversky, dsc, pcl")
-    params: dict[str, Any] = option(help="keyword arguments of that loss; wce and pcl with counts: global get label_counts "
-                                    "from the training split unless given. An override loss.params={...} (or null) "
-                                    "replaces the whole mapping", factory=dict)
+    params: dict[str, Any] = option(
+        help="keyword arguments of that loss; wce and pcl with counts: global get label_counts "
+        "from the training split unless given. An override loss.params={...} (or null) "
+        "replaces the whole mapping",
+        factory=dict,
+    )
 
     def __post_init__(self) -> None:
         check_text(self.key("name"), self.name)
@@ -358,11 +382,13 @@ class MaskingSpec(Section):
 
     prefix: ClassVar[str] = "masking"
 
-    strategy: str = option("wwm", "random (BERT tokens), wwm (jieba whole words), kdm (knowledge-based dynamic masking: "
-                           "entities and events first)")
+    strategy: str = option(
+        "wwm", "random (BERT tokens), wwm (jieba whole words), kdm (knowledge-based dynamic masking: entities and events first)"
+    )
     mlm_probability: float = option(0.15, "share of tokens masked")
-    max_ngram: int = option(1, "WWM n-gram spans of up to this many words (1: plain whole-word masking; "
-                            ">1: the ALBERT/MacBERT-style n-gram option)")
+    max_ngram: int = option(
+        1, "WWM n-gram spans of up to this many words (1: plain whole-word masking; >1: the ALBERT/MacBERT-style n-gram option)"
+    )
 
     def __post_init__(self) -> None:
         check_choice(self.key("strategy"), self.strategy, MASKING_STRATEGIES)
@@ -379,12 +405,19 @@ class ObjectiveConfig(Section):
     name: str = option("plain", "plain MLM, hc (hard correction) or sr (soft regularization)")
     weight: float = option(1.0, "SR weight (loss = MLM CE + weight x SR)")
     level: str = option("token", "SR level: token (1 - cos of embeddings, eq. 3) or sentence (KL of hidden states)")
-    prediction: str = option("argmax", "SR's predicted embedding: argmax (the paper's E[r_k]) or expected (the workbench's "
-                             "softmax(z) E, which also reaches the logits)")
-    kl_direction: str = option("filled||original", "sentence-level SR: KL(prediction-filled || original) (the paper) or "
-                               "original||filled")
-    hc_level: str = option("token", "HC: token (the paper, footnote 5: words of several tokens are not corrected) or word "
-                           "(the workbench's whole-word extension for Chinese)")
+    prediction: str = option(
+        "argmax",
+        "SR's predicted embedding: argmax (the paper's E[r_k]) or expected (the workbench's "
+        "softmax(z) E, which also reaches the logits)",
+    )
+    kl_direction: str = option(
+        "filled||original", "sentence-level SR: KL(prediction-filled || original) (the paper) or original||filled"
+    )
+    hc_level: str = option(
+        "token",
+        "HC: token (the paper, footnote 5: words of several tokens are not corrected) or word "
+        "(the workbench's whole-word extension for Chinese)",
+    )
     lexicon: str | None = option(None, "HC synonym lexicon: a Cilin file, or a WordNet .tsv; null: the shipped tiny lexicon")
     sop: bool = option(False, "add sentence-order prediction: each block's halves swapped with p = 0.5 (Erlangshen, ALBERT)")
 
@@ -406,8 +439,11 @@ class ElectraSpec(Section):
 
     prefix: ClassVar[str] = "electra"
 
-    generator_size: float = option(0.25, "generator hidden size as a share of the discriminator's, (0, 1] (ELECTRA: 1/4 "
-                                   "small, 1/3 base); same layers, max(1, hidden // 64) heads, embeddings shared")
+    generator_size: float = option(
+        0.25,
+        "generator hidden size as a share of the discriminator's, (0, 1] (ELECTRA: 1/4 "
+        "small, 1/3 base); same layers, max(1, hidden // 64) heads, embeddings shared",
+    )
     discriminator_weight: float = option(50.0, "lambda of the discriminator's replaced-token loss, > 0 (ELECTRA: 50)")
 
     def __post_init__(self) -> None:
@@ -434,7 +470,9 @@ class AuxConfig(Section):
         check_number(self.key("stage2_lr"), self.stage2_lr, 0, low_inclusive=False, allow_none=True)
         check_number(self.key("fgm_epsilon"), self.fgm_epsilon, 0)
         check_bool(self.key("fusion"), self.fusion)
-        object.__setattr__(self, "fusion_model", check_text(self.key("fusion_model"), _path_text(self.fusion_model), allow_none=True))
+        object.__setattr__(
+            self, "fusion_model", check_text(self.key("fusion_model"), _path_text(self.fusion_model), allow_none=True)
+        )
 
 
 @dataclass(frozen=True)
@@ -444,8 +482,11 @@ class TrainingConfig(Section):
     prefix: ClassVar[str] = "training"
 
     epochs: float = option(3, "epochs (evaluation and a checkpoint after each)")
-    time_budget_s: float | None = option(None, "stop training after this many seconds (the step in progress finishes; "
-                                         "pretrain_* then evaluate once more); null: no limit")
+    time_budget_s: float | None = option(
+        None,
+        "stop training after this many seconds (the step in progress finishes; "
+        "pretrain_* then evaluate once more); null: no limit",
+    )
     batch_size: int = option(16, "per-device training batch size")
     eval_batch_size: int = option(64, "per-device evaluation batch size")
     lr: float = option(5e-5, "AdamW learning rate (linear warmup and decay)")
@@ -453,18 +494,25 @@ class TrainingConfig(Section):
     weight_decay: float = option(0.01, "AdamW decoupled weight decay")
     max_grad_norm: float = option(1.0, "gradient clipping (0 disables)")
     seed: int = option(0, "model init, shuffling, dropout, masking")
-    threads: int | None = option(None, "torch CPU threads; null: OMP_NUM_THREADS when set (the runner sets it per kernel), "
-                                 "else half the cores, at least 1 (a busy core elsewhere does not stall training)")
+    threads: int | None = option(
+        None,
+        "torch CPU threads; null: OMP_NUM_THREADS when set (the runner sets it per kernel), "
+        "else half the cores, at least 1 (a busy core elsewhere does not stall training)",
+    )
     grad_accumulation: int = option(1, "micro-batches per optimizer step (docs/training.md)")
-    precision: str = option("auto", "auto (bf16 on a CUDA device that supports it, else fp32), fp32, bf16, fp16 "
-                            "(these two need CUDA)")
+    precision: str = option(
+        "auto", "auto (bf16 on a CUDA device that supports it, else fp32), fp32, bf16, fp16 (these two need CUDA)"
+    )
     logging_steps: int = option(10, "log the loss (and HC correction rates) every N steps")
     quiet: bool = option(False, "no progress bars, no per-step log prints (headless / papermill)")
     resume: bool = option(False, "continue from the latest checkpoint-N in output_dir")
     save_total_limit: int = option(1, "checkpoints kept during the run (the best one is kept as well)")
     keep_checkpoints: bool = option(False, "keep the checkpoint-N folders after the run finishes")
-    dataloader_workers: int | None = option(None, "pretrain_*: DataLoader processes drawing the masks (persistent, seeded "
-                                            "per worker); null: min(4, cores); 0: in the training process")
+    dataloader_workers: int | None = option(
+        None,
+        "pretrain_*: DataLoader processes drawing the masks (persistent, seeded "
+        "per worker); null: min(4, cores); 0: in the training process",
+    )
 
     def __post_init__(self) -> None:
         check_number(self.key("epochs"), self.epochs, 0, low_inclusive=False)
@@ -493,8 +541,10 @@ class Config(Section):
     model: ModelConfig = option(help="", factory=ModelConfig)
     loss: LossSpec = option(help="finetune; two_stage's stage 2", factory=LossSpec)
     masking: MaskingSpec = option(help="pretrain_mlm, pretrain_electra", factory=MaskingSpec)
-    objective: ObjectiveConfig = option(help="pretrain_mlm, pretrain_electra (its generator's MLM; HC also relabels the "
-                                        "discriminator's targets)", factory=ObjectiveConfig)
+    objective: ObjectiveConfig = option(
+        help="pretrain_mlm, pretrain_electra (its generator's MLM; HC also relabels the discriminator's targets)",
+        factory=ObjectiveConfig,
+    )
     electra: ElectraSpec = option(help="pretrain_electra", factory=ElectraSpec)
     aux: AuxConfig = option(help="two_stage", factory=AuxConfig)
     training: TrainingConfig = option(help="", factory=TrainingConfig)

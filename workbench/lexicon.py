@@ -128,7 +128,11 @@ class SynonymTable:
 
     @classmethod
     def from_embeddings(
-        cls, matrix: np.ndarray | torch.Tensor, vocab: Sequence[str], k: int = 10, threshold: float | None = None,
+        cls,
+        matrix: np.ndarray | torch.Tensor,
+        vocab: Sequence[str],
+        k: int = 10,
+        threshold: float | None = None,
         chunk_size: int = 4096,
     ) -> SynonymTable:
         """Synonyms from word vectors: ``b`` is a synonym of ``a`` when ``b`` is among the ``k``
@@ -155,8 +159,7 @@ class SynonymTable:
             similarity[rows, rows + start] = -float("inf")
             values, neighbours = similarity.topk(n_neighbours, dim=1)
             keep = torch.isfinite(values) if threshold is None else values >= threshold
-            for row, neighbour in zip((rows[:, None] + start).expand_as(neighbours)[keep].tolist(),
-                                      neighbours[keep].tolist()):
+            for row, neighbour in zip((rows[:, None] + start).expand_as(neighbours)[keep].tolist(), neighbours[keep].tolist()):
                 pairs.append((vocab[row], vocab[neighbour]))
         return cls(pairs)
 

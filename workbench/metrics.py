@@ -18,9 +18,7 @@ def _as_label_array(name: str, values: Sequence[int] | np.ndarray) -> np.ndarray
     return array.astype(np.int64)
 
 
-def _validated_pair(
-    labels: Sequence[int] | np.ndarray, predictions: Sequence[int] | np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
+def _validated_pair(labels: Sequence[int] | np.ndarray, predictions: Sequence[int] | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     gold = _as_label_array("labels", labels)
     pred = _as_label_array("predictions", predictions)
     if gold.shape != pred.shape:
@@ -70,9 +68,7 @@ def classification_report(
             raise ValueError(f"{name}: class ids must be in [0, {num_labels - 1}], got range [{array.min()}, {array.max()}]")
     names = list(label_names) if label_names is not None else [str(k) for k in range(num_labels)]
     classes = list(range(num_labels))
-    precision, recall, f1, support = precision_recall_fscore_support(
-        gold, pred, labels=classes, average=None, zero_division=0
-    )
+    precision, recall, f1, support = precision_recall_fscore_support(gold, pred, labels=classes, average=None, zero_division=0)
     return {
         "macro_f1": float(np.mean(f1)),
         "accuracy": float(accuracy_score(gold, pred)),

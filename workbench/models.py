@@ -151,8 +151,10 @@ def electra_generator_config(discriminator: ElectraConfig, generator_size: float
     check_number("electra.generator_size", generator_size, 0, 1, low_inclusive=False)
     hidden = round(discriminator.hidden_size * generator_size)
     if hidden < 1:
-        raise ValueError(f"electra.generator_size: must give a generator hidden size >= 1 (round(size x "
-                         f"{discriminator.hidden_size})), got {generator_size!r}")
+        raise ValueError(
+            f"electra.generator_size: must give a generator hidden size >= 1 (round(size x "
+            f"{discriminator.hidden_size})), got {generator_size!r}"
+        )
     heads = max(1, hidden // 64)
     while hidden % heads:
         heads -= 1
@@ -188,8 +190,10 @@ def build_electra(
             raise ValueError("tiny: give either model_name_or_path or tiny config kwargs, not both")
         model_type = AutoConfig.from_pretrained(str(model_name_or_path)).model_type
         if model_type != "electra":
-            raise ValueError(f"model.model_name_or_path: must be an ELECTRA checkpoint (model_type electra) for "
-                             f"pretrain_electra, got model_type {model_type!r} in {str(model_name_or_path)!r}")
+            raise ValueError(
+                f"model.model_name_or_path: must be an ELECTRA checkpoint (model_type electra) for "
+                f"pretrain_electra, got model_type {model_type!r} in {str(model_name_or_path)!r}"
+            )
         discriminator = ElectraForPreTraining.from_pretrained(str(model_name_or_path), dtype=torch.float32)
         saved_generator = Path(model_name_or_path) / GENERATOR_DIR
         if saved_generator.is_dir():
@@ -197,8 +201,10 @@ def build_electra(
         else:
             generator = ElectraForMaskedLM(electra_generator_config(discriminator.config, generator_size))
     if generator.config.embedding_size != discriminator.config.embedding_size:
-        raise ValueError(f"model.model_name_or_path: the generator's embedding size {generator.config.embedding_size} "
-                         f"must equal the discriminator's {discriminator.config.embedding_size} to share embeddings")
+        raise ValueError(
+            f"model.model_name_or_path: the generator's embedding size {generator.config.embedding_size} "
+            f"must equal the discriminator's {discriminator.config.embedding_size} to share embeddings"
+        )
     generator.electra.embeddings = discriminator.electra.embeddings
     generator.tie_weights()
     return generator, discriminator
@@ -246,7 +252,10 @@ def build_sequence_classifier(
     """
     check_int("num_labels", num_labels, 1)
     return _build(
-        AutoModelForSequenceClassification, BertForSequenceClassification, model_name_or_path, tiny,
+        AutoModelForSequenceClassification,
+        BertForSequenceClassification,
+        model_name_or_path,
+        tiny,
         num_labels=num_labels,
     )
 
@@ -257,7 +266,10 @@ def build_token_classifier(
     """A BertForTokenClassification with ``num_labels`` outputs per token."""
     check_int("num_labels", num_labels, 1)
     return _build(
-        AutoModelForTokenClassification, BertForTokenClassification, model_name_or_path, tiny,
+        AutoModelForTokenClassification,
+        BertForTokenClassification,
+        model_name_or_path,
+        tiny,
         num_labels=num_labels,
     )
 
@@ -273,9 +285,7 @@ def build_masked_lm(
     return _build(AutoModelForMaskedLM, BertForMaskedLM, model_name_or_path, tiny)
 
 
-def build_encoder(
-    model_name_or_path: str | Path | None = None, tiny: Mapping[str, Any] | None = None
-) -> PreTrainedModel:
+def build_encoder(model_name_or_path: str | Path | None = None, tiny: Mapping[str, Any] | None = None) -> PreTrainedModel:
     """A bare encoder (BertModel with pooler, or ``AutoModel.from_pretrained``), e.g. for FusionClassifier."""
     return _build(AutoModel, BertModel, model_name_or_path, tiny)
 

@@ -46,7 +46,7 @@ def summarize(table: pd.DataFrame, by: str | Sequence[str], metrics: Sequence[st
 
 
 def mean_std(mean: float, std: float | None, digits: int = 3, scale: float = 1.0) -> str:
-    """"mean ± std" with ``digits`` decimals after multiplying by ``scale``; the mean alone when
+    """ "mean ± std" with ``digits`` decimals after multiplying by ``scale``; the mean alone when
     std is None or NaN (a single run)."""
     text = f"{scale * mean:.{digits}f}"
     if std is None or (isinstance(std, float) and math.isnan(std)):

@@ -75,9 +75,7 @@ def _augmented(augmenter: Augmenter, text: str) -> str:
     return result
 
 
-def downsample(
-    ds: Dataset, label: int, ratio: float | None = None, target: int | None = None, seed: int = 0
-) -> Dataset:
+def downsample(ds: Dataset, label: int, ratio: float | None = None, target: int | None = None, seed: int = 0) -> Dataset:
     """Keep a random subset of class ``label``: ``target`` examples, or ``round(ratio * n_label)``.
 
     Give exactly one of ``ratio`` (in (0, 1]) and ``target`` (in [0, n_label]).
@@ -96,9 +94,7 @@ def downsample(
     return _drop_random(ds, members, members.size - target, seed)
 
 
-def upsample(
-    ds: Dataset, label: int, target: int, seed: int = 0, augmenter: Augmenter | None = None
-) -> Dataset:
+def upsample(ds: Dataset, label: int, target: int, seed: int = 0, augmenter: Augmenter | None = None) -> Dataset:
     """Grow class ``label`` to ``target`` examples by appending ``target - n_label`` rows.
 
     Source rows are drawn from the class in whole random passes (every example
@@ -138,9 +134,7 @@ def rebalance(
     positives = _class_indices(ds, positive_label, "positive_label")
     negatives = np.setdiff1d(np.arange(len(ds)), positives)
     if positives.size == 0 or negatives.size == 0:
-        raise ValueError(
-            f"positive_label: need both positives and negatives, got {positives.size} and {negatives.size}"
-        )
+        raise ValueError(f"positive_label: need both positives and negatives, got {positives.size} and {negatives.size}")
     wanted_positives = int(round(target_ratio * negatives.size))
     wanted_negatives = int(round(positives.size / target_ratio))
     if method == "downsample":
@@ -174,9 +168,7 @@ def _replace_synonyms(
     return "".join(words)
 
 
-def synonym_replace(
-    text: str, synonyms: SynonymTable, segmenter: JiebaSegmenter, seed: int, n_words: int = 1
-) -> str:
+def synonym_replace(text: str, synonyms: SynonymTable, segmenter: JiebaSegmenter, seed: int, n_words: int = 1) -> str:
     """``text`` with ``n_words`` of its jieba words (fewer when fewer have synonyms) replaced by a synonym.
 
     The words to replace are drawn uniformly among the words that have
@@ -253,18 +245,19 @@ def table8_class_counts(n_positive: int, n_negative: int) -> OrderedDict[str, tu
             raise ValueError(f"{name}: must be an integer, got {value!r}")
     if not 0 < n_positive < n_negative:
         raise ValueError(
-            f"n_positive: must be at least 1 and fewer than the negatives, got {n_positive} positives "
-            f"and {n_negative} negatives"
+            f"n_positive: must be at least 1 and fewer than the negatives, got {n_positive} positives and {n_negative} negatives"
         )
     n_positive, n_negative = int(n_positive), int(n_negative)
     mixed_positives = int(round(2 * n_negative * n_positive / (n_positive + n_negative)))
-    return OrderedDict([
-        ("original", (n_positive, n_negative)),
-        ("+positive", (n_negative, n_negative)),
-        ("+negative", (n_positive, 2 * n_negative - n_positive)),
-        ("-negative", (n_positive, n_positive)),
-        ("+positive & +negative", (mixed_positives, 2 * n_negative - mixed_positives)),
-    ])
+    return OrderedDict(
+        [
+            ("original", (n_positive, n_negative)),
+            ("+positive", (n_negative, n_negative)),
+            ("+negative", (n_positive, 2 * n_negative - n_positive)),
+            ("-negative", (n_positive, n_positive)),
+            ("+positive & +negative", (mixed_positives, 2 * n_negative - mixed_positives)),
+        ]
+    )
 
 
 def table8_training_sets(

@@ -29,10 +29,21 @@ FORMATS = ("csv", "tsv", "jsonl")
 _SUFFIX_FORMATS = {".csv": "csv", ".tsv": "tsv", ".txt": "tsv", ".jsonl": "jsonl", ".json": "jsonl"}
 
 TNEWS_LABELS: tuple[tuple[str, str], ...] = (
-    ("100", "news_story"), ("101", "news_culture"), ("102", "news_entertainment"), ("103", "news_sports"),
-    ("104", "news_finance"), ("106", "news_house"), ("107", "news_car"), ("108", "news_edu"),
-    ("109", "news_tech"), ("110", "news_military"), ("112", "news_travel"), ("113", "news_world"),
-    ("114", "news_stock"), ("115", "news_agriculture"), ("116", "news_game"),
+    ("100", "news_story"),
+    ("101", "news_culture"),
+    ("102", "news_entertainment"),
+    ("103", "news_sports"),
+    ("104", "news_finance"),
+    ("106", "news_house"),
+    ("107", "news_car"),
+    ("108", "news_edu"),
+    ("109", "news_tech"),
+    ("110", "news_military"),
+    ("112", "news_travel"),
+    ("113", "news_world"),
+    ("114", "news_stock"),
+    ("115", "news_agriculture"),
+    ("116", "news_game"),
 )
 """CLUE TNEWS label ids and descriptions (the content of its labels.json; 105 and 111 unused)."""
 
@@ -213,8 +224,13 @@ def load_tnews(path: str | Path, labels_path: str | Path | None = None) -> Datas
     path = _existing_file(path)
     table = _tnews_label_table(labels_path)
     return _build(
-        _jsonl_records(path), path, "sentence", None, "label",
-        _index_labels([label_id for label_id, _ in table]), [desc for _, desc in table],
+        _jsonl_records(path),
+        path,
+        "sentence",
+        None,
+        "label",
+        _index_labels([label_id for label_id, _ in table]),
+        [desc for _, desc in table],
     )
 
 
@@ -223,8 +239,13 @@ def load_chnsenticorp(path: str | Path) -> Dataset:
     line naming a ``label`` column (e.g. ``label TAB text_a``) sets the column order."""
     path = _existing_file(path)
     return _build(
-        _delimited_records(path, "\t", ("text", "label")), path, "text", None, "label",
-        _index_labels(["0", "1"]), ("negative", "positive"),
+        _delimited_records(path, "\t", ("text", "label")),
+        path,
+        "text",
+        None,
+        "label",
+        _index_labels(["0", "1"]),
+        ("negative", "positive"),
     )
 
 
@@ -232,8 +253,13 @@ def load_lcqmc(path: str | Path) -> Dataset:
     """LCQMC: ``s1 TAB s2 TAB label`` lines (1 same intent, 0 not); optional header with ``label``."""
     path = _existing_file(path)
     return _build(
-        _delimited_records(path, "\t", ("text", "text_pair", "label")), path, "text", "text_pair", "label",
-        _index_labels(["0", "1"]), ("different", "same"),
+        _delimited_records(path, "\t", ("text", "text_pair", "label")),
+        path,
+        "text",
+        "text_pair",
+        "label",
+        _index_labels(["0", "1"]),
+        ("different", "same"),
     )
 
 

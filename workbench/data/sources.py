@@ -83,7 +83,9 @@ def load_splits(data: DataConfig | Mapping[str, Any]) -> DatasetDict:
         splits = sample_sentence_splits(seed=data.seed)
     elif data.source in LABELLED_FILE_SOURCES:
         if data.validation_path is not None:
-            splits = DatasetDict({"train": _read_labelled_file(data, "path"), "validation": _read_labelled_file(data, "validation_path")})
+            splits = DatasetDict(
+                {"train": _read_labelled_file(data, "path"), "validation": _read_labelled_file(data, "validation_path")}
+            )
             if data.test_path is not None:
                 splits["test"] = _read_labelled_file(data, "test_path")
         else:
@@ -94,7 +96,10 @@ def load_splits(data: DataConfig | Mapping[str, Any]) -> DatasetDict:
     else:
         raise ValueError(f"data.source: {data.source!r} has no labels; use one of {', '.join(LABELLED_SOURCES)}")
     return DatasetDict(
-        {name: _limit(split, data.max_train_samples if name == "train" else data.max_eval_samples) for name, split in splits.items()}
+        {
+            name: _limit(split, data.max_train_samples if name == "train" else data.max_eval_samples)
+            for name, split in splits.items()
+        }
     )
 
 

@@ -12,9 +12,7 @@ from workbench.data.features import check_seed
 DEFAULT_FRACTIONS: dict[str, float] = {"train": 0.8, "validation": 0.1, "test": 0.1}
 
 
-def stratified_split(
-    ds: Dataset, fractions: Mapping[str, float] | None = None, seed: int = 0
-) -> DatasetDict:
+def stratified_split(ds: Dataset, fractions: Mapping[str, float] | None = None, seed: int = 0) -> DatasetDict:
     """Split ``ds`` into named parts with the same label proportions in each.
 
     Within each class the examples are permuted with ``np.random.default_rng(seed)``

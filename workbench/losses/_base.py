@@ -98,9 +98,7 @@ def check_class_vector(name: str, values: Sequence[float] | torch.Tensor, *, pos
 def check_num_classes(name: str, vector: torch.Tensor | None, num_classes: int) -> None:
     """Raise ValueError unless a per-class ``vector`` (if given) has ``num_classes`` entries."""
     if vector is not None and vector.numel() != num_classes:
-        raise ValueError(
-            f"{name}: must have C={num_classes} entries (one per class of the logits), got {vector.numel()}"
-        )
+        raise ValueError(f"{name}: must have C={num_classes} entries (one per class of the logits), got {vector.numel()}")
 
 
 def runs_on_host(tensor: torch.Tensor) -> bool:
@@ -198,8 +196,7 @@ def flatten_inputs(logits: torch.Tensor, labels: torch.Tensor, validate: bool = 
         raise ValueError(f"labels: must be an integer tensor, got {labels.dtype}")
     if labels.shape != logits.shape[:-1]:
         raise ValueError(
-            f"labels: must have the logits' shape without the class axis {tuple(logits.shape[:-1])}, "
-            f"got {tuple(labels.shape)}"
+            f"labels: must have the logits' shape without the class axis {tuple(logits.shape[:-1])}, got {tuple(labels.shape)}"
         )
     num_classes = logits.shape[-1]
     if num_classes < 2:
@@ -247,9 +244,7 @@ def class_major(function: Callable[..., torch.Tensor], logits: torch.Tensor) -> 
     return function(logits, -1).t()
 
 
-def log_one_minus_softmax_all(
-    logits: torch.Tensor, log_probs: torch.Tensor | None = None, dim: int = -1
-) -> torch.Tensor:
+def log_one_minus_softmax_all(logits: torch.Tensor, log_probs: torch.Tensor | None = None, dim: int = -1) -> torch.Tensor:
     """log(1 - p_c) for every class c, same shape as ``logits``, in O(M C); ``dim`` is the
     class axis (-1 for ``(M, C)`` rows, 0 for class-major ``(C, M)``).
 

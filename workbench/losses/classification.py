@@ -42,9 +42,7 @@ class CrossEntropyLoss(ImbalanceLoss):
         self, weight: Sequence[float] | torch.Tensor | None = None, reduction: str = "mean", validate: bool = False
     ) -> None:
         super().__init__(reduction, validate)
-        self.register_buffer(
-            "weight", None if weight is None else check_class_vector("weight", weight, positive=False)
-        )
+        self.register_buffer("weight", None if weight is None else check_class_vector("weight", weight, positive=False))
 
     @property
     def is_batch_level(self) -> bool:

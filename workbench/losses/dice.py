@@ -73,9 +73,7 @@ def kth_largest_per_row(values: torch.Tensor, k: list[int]) -> torch.Tensor:
     return values.kthvalue(values.shape[1] - k_max + 1, dim=1).values
 
 
-def ohem_keep_mask(
-    scores: torch.Tensor, targets: torch.Tensor, valid: torch.Tensor | None, ratio: float
-) -> torch.Tensor:
+def ohem_keep_mask(scores: torch.Tensor, targets: torch.Tensor, valid: torch.Tensor | None, ratio: float) -> torch.Tensor:
     """Online hard example mining per class.
 
     ``scores`` and ``targets`` are ``(K, M)`` (probability and 0/1 target of each scored
@@ -98,9 +96,7 @@ def ohem_keep_mask(
         positives, negatives = positives & valid, negatives & valid
     hardness = scores.detach().masked_fill(~negatives, float("-inf"))
     if not runs_on_host(scores):
-        keep_counts = torch.minimum(
-            positives.sum(1).to(torch.float64).mul_(ratio).floor_(), negatives.sum(1).to(torch.float64)
-        )
+        keep_counts = torch.minimum(positives.sum(1).to(torch.float64).mul_(ratio).floor_(), negatives.sum(1).to(torch.float64))
         order = hardness.argsort(dim=1, descending=True, stable=True)
         positions = torch.arange(scores.shape[1], device=scores.device).expand_as(order)
         rank = torch.empty_like(order).scatter_(1, order, positions)
@@ -158,8 +154,7 @@ class DiceFamilyLoss(ImbalanceLoss):
         self.ohem_ratio = check_range("ohem_ratio", ohem_ratio, 0.0)
         if reduction == "none" and self.is_batch_level:
             raise ValueError(
-                "reduction: must be 'mean' or 'sum' for a set-level or OHEM dice loss (one value per batch), "
-                "got 'none'"
+                "reduction: must be 'mean' or 'sum' for a set-level or OHEM dice loss (one value per batch), got 'none'"
             )
 
     @property
@@ -174,9 +169,7 @@ class DiceFamilyLoss(ImbalanceLoss):
         """The score mass entering the denominator: s (default) or s^2."""
         return scores
 
-    def ratio_terms(
-        self, overlap: torch.Tensor, mass: torch.Tensor, targets: torch.Tensor
-    ) -> tuple[torch.Tensor, torch.Tensor]:
+    def ratio_terms(self, overlap: torch.Tensor, mass: torch.Tensor, targets: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """B - A and B, for the numerator A and denominator B, from the overlap s y, the mass
         and the 0/1 targets y; linear, so it applies to per-position ``(K, M)`` values and to
         their ``(K,)`` sums. The member's loss 1 - (A + gamma) / (B + gamma) is formed as
@@ -252,9 +245,7 @@ class DiceRatioLoss(DiceFamilyLoss):
     def mass(self, scores: torch.Tensor) -> torch.Tensor:
         return scores * scores if self.square else scores
 
-    def ratio_terms(
-        self, overlap: torch.Tensor, mass: torch.Tensor, targets: torch.Tensor
-    ) -> tuple[torch.Tensor, torch.Tensor]:
+    def ratio_terms(self, overlap: torch.Tensor, mass: torch.Tensor, targets: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         return dice_terms(overlap, mass, targets)
 
 
@@ -317,9 +308,7 @@ class TverskyLoss(DiceFamilyLoss):
     def scores(self, logits: torch.Tensor) -> torch.Tensor:
         return probability_scores(logits)
 
-    def ratio_terms(
-        self, overlap: torch.Tensor, mass: torch.Tensor, targets: torch.Tensor
-    ) -> tuple[torch.Tensor, torch.Tensor]:
+    def ratio_terms(self, overlap: torch.Tensor, mass: torch.Tensor, targets: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         # A = p y. With 0/1 targets the false-positive mass p (1 - y) = p - p y and the false-
         # negative mass (1 - p) y = y - p y, so B - A = alpha p + beta y - (alpha + beta) p y.
         gap = torch.add(self.alpha * mass + self.beta * targets, overlap, alpha=-(self.alpha + self.beta))
@@ -370,9 +359,7 @@ class SelfAdjustingDiceLoss(DiceRatioLoss):
         given = {"alpha": alpha, "gamma": gamma, "square": square, "set_level": set_level, "class_reduction": class_reduction}
         chosen.update({key: value for key, value in given.items() if value is not None})
         check_choice("square", chosen["square"], (True, False))
-        super().__init__(
-            chosen["gamma"], chosen["set_level"], chosen["class_reduction"], ohem_ratio, reduction, validate
-        )
+        super().__init__(chosen["gamma"], chosen["set_level"], chosen["class_reduction"], ohem_ratio, reduction, validate)
         self.square = chosen["square"]
         self.alpha = check_range("alpha", chosen["alpha"], 0.0)
         self.preset = preset

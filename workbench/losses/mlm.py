@@ -122,7 +122,9 @@ class CorrectionStats:
         self._totals = None
 
     def update(self, counts: CorrectionCounts) -> None:
-        self._totals = counts.counts.detach().clone() if self._totals is None else self._totals + counts.counts.to(self._totals.device)
+        self._totals = (
+            counts.counts.detach().clone() if self._totals is None else self._totals + counts.counts.to(self._totals.device)
+        )
 
     def as_dict(self) -> dict[str, float]:
         totals = [0] * len(COUNT_FIELDS) if self._totals is None else self._totals.tolist()
@@ -528,15 +530,32 @@ class SoftRegularizationLoss(MaskedLMLoss):
         self.level, self.prediction, self.kl_direction = level, prediction, kl_direction
 
     def _loss_and_items(
-        self, logits, labels, *, model=None, embeddings=None, input_ids=None, attention_mask=None,
-        token_type_ids=None, **unused,
+        self,
+        logits,
+        labels,
+        *,
+        model=None,
+        embeddings=None,
+        input_ids=None,
+        attention_mask=None,
+        token_type_ids=None,
+        **unused,
     ):
         loss, items = masked_cross_entropy(logits, labels)
         if self.level == "token" and embeddings is None and model is not None:
             embeddings = model.get_input_embeddings().weight
         penalty = soft_regularization(
-            logits, labels, embeddings, self.weight, self.level, self.prediction, kl_direction=self.kl_direction,
-            model=model, input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids,
+            logits,
+            labels,
+            embeddings,
+            self.weight,
+            self.level,
+            self.prediction,
+            kl_direction=self.kl_direction,
+            model=model,
+            input_ids=input_ids,
+            attention_mask=attention_mask,
+            token_type_ids=token_type_ids,
         )
         return loss + penalty, items
 

@@ -175,9 +175,7 @@ def pcl_weight_matrix(
     counts = check_class_vector("label_counts", label_counts, positive=True)
     matrix = None if cost_matrix is None else check_cost_matrix(cost_matrix)
     if matrix is not None and counts.numel() != matrix.shape[0]:
-        raise ValueError(
-            f"label_counts: must have one count per row of cost_matrix ({matrix.shape[0]}), got {counts.numel()}"
-        )
+        raise ValueError(f"label_counts: must have one count per row of cost_matrix ({matrix.shape[0]}), got {counts.numel()}")
     return weight_matrix_from_counts(variant, epsilon, counts, form, matrix)
 
 
@@ -239,14 +237,10 @@ class PropensityCorrectedLoss(ImbalanceLoss):
         self.register_buffer("weight_matrix", None)
         if counts == "global":
             if label_counts is None:
-                raise ValueError(
-                    "label_counts: must be given when counts='global' (one positive count per class), got None"
-                )
+                raise ValueError("label_counts: must be given when counts='global' (one positive count per class), got None")
             self.label_counts = check_class_vector("label_counts", label_counts, positive=True)
             self.pcl_plus, self.pcl_minus = pcl_constants(self.label_counts, self.pcl_plus_form)
-            self.weight_matrix = pcl_weight_matrix(
-                variant, self.epsilon, self.label_counts, self.pcl_plus_form, self.cost_matrix
-            )
+            self.weight_matrix = pcl_weight_matrix(variant, self.epsilon, self.label_counts, self.pcl_plus_form, self.cost_matrix)
         elif label_counts is not None:
             raise ValueError(
                 f"label_counts: must be None when counts='batch' (counts come from each batch), got {label_counts!r}"

@@ -35,8 +35,12 @@ def build_collator(
         A ``RandomMaskCollator``, ``WholeWordMaskCollator`` or ``KnowledgeMaskCollator``.
     """
     spec = MaskingSpec.from_mapping(spec)
-    common = {"mlm_probability": spec.mlm_probability, "seed": seed, "return_word_ids": return_word_ids,
-              "sentence_order": sentence_order}
+    common = {
+        "mlm_probability": spec.mlm_probability,
+        "seed": seed,
+        "return_word_ids": return_word_ids,
+        "sentence_order": sentence_order,
+    }
     if spec.strategy == "random":
         return RandomMaskCollator(tokenizer, **common)
     if spec.strategy == "wwm":

@@ -206,7 +206,13 @@ def prepare_corpus(
             documents, tokenizer, max_length=max_length, segmenter=segmenter, block_boundary=block_boundary, num_proc=num_proc
         )
         tokens = count_tokens(encoded)
-        manifest = {"key": key, "parts": parts, "blocks": len(encoded), "tokens": tokens, "created": time.strftime("%Y-%m-%dT%H:%M:%S")}
+        manifest = {
+            "key": key,
+            "parts": parts,
+            "blocks": len(encoded),
+            "tokens": tokens,
+            "created": time.strftime("%Y-%m-%dT%H:%M:%S"),
+        }
         folder = _write_entry(root, key, encoded, manifest)
     dataset = datasets.load_from_disk(str(folder / BLOCKS))
     return PreparedCorpus(

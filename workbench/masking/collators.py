@@ -54,10 +54,12 @@ def _pad(features: Sequence[Mapping], key: str, pad_value: int, width: int) -> n
 class _MaskingCollator:
     """Shared padding, budget, 80/10/10 replacement and seeding; subclasses choose the masked tokens."""
 
-    def __init__(self, tokenizer, mlm_probability: float = 0.15, seed: int = 0, return_word_ids: bool = False,
-                 sentence_order: bool = False):
-        self.mlm_probability = check_number("mlm_probability", mlm_probability, 0.0, 1.0, low_inclusive=False,
-                                            high_inclusive=False)
+    def __init__(
+        self, tokenizer, mlm_probability: float = 0.15, seed: int = 0, return_word_ids: bool = False, sentence_order: bool = False
+    ):
+        self.mlm_probability = check_number(
+            "mlm_probability", mlm_probability, 0.0, 1.0, low_inclusive=False, high_inclusive=False
+        )
         if getattr(tokenizer, "mask_token_id", None) is None or getattr(tokenizer, "pad_token_id", None) is None:
             raise ValueError(f"tokenizer: must define mask_token and pad_token, got {type(tokenizer).__name__}")
         self.tokenizer = tokenizer
@@ -217,8 +219,15 @@ class WholeWordMaskCollator(_WordMaskCollator):
     Every token of a chosen word is masked, none of the others.
     """
 
-    def __init__(self, tokenizer, mlm_probability: float = 0.15, seed: int = 0, max_ngram: int = 1,
-                 return_word_ids: bool = False, sentence_order: bool = False):
+    def __init__(
+        self,
+        tokenizer,
+        mlm_probability: float = 0.15,
+        seed: int = 0,
+        max_ngram: int = 1,
+        return_word_ids: bool = False,
+        sentence_order: bool = False,
+    ):
         check_int("max_ngram", max_ngram, 1)
         super().__init__(tokenizer, mlm_probability, seed, return_word_ids, sentence_order)
         self.max_ngram = max_ngram
@@ -265,11 +274,19 @@ class KnowledgeMaskCollator(_WordMaskCollator):
     Vectorised: one exponential draw per word per batch and one ``np.lexsort``.
     """
 
-    def __init__(self, tokenizer, mlm_probability: float = 0.15, seed: int = 0,
-                 entities: Sequence[str] | set[str] | None = None, idf: Mapping[str, float] | None = None,
-                 return_word_ids: bool = False, entity_weight: float = DEFAULT_ENTITY_WEIGHT,
-                 event_weight: float = DEFAULT_EVENT_WEIGHT, other_weight: float = DEFAULT_OTHER_WEIGHT,
-                 sentence_order: bool = False):
+    def __init__(
+        self,
+        tokenizer,
+        mlm_probability: float = 0.15,
+        seed: int = 0,
+        entities: Sequence[str] | set[str] | None = None,
+        idf: Mapping[str, float] | None = None,
+        return_word_ids: bool = False,
+        entity_weight: float = DEFAULT_ENTITY_WEIGHT,
+        event_weight: float = DEFAULT_EVENT_WEIGHT,
+        other_weight: float = DEFAULT_OTHER_WEIGHT,
+        sentence_order: bool = False,
+    ):
         super().__init__(tokenizer, mlm_probability, seed, return_word_ids, sentence_order)
         weights = {"entity_weight": entity_weight, "event_weight": event_weight, "other_weight": other_weight}
         for name, value in weights.items():

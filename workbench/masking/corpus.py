@@ -101,7 +101,9 @@ def _record_batch(blocks: list[dict]) -> pa.RecordBatch:
 def _start_worker(tokenizer, user_dict: str | None, pos: bool, max_length: int, block_boundary: str) -> None:
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")  # the pool is the parallelism
     _worker.update(
-        tokenizer=tokenizer, segmenter=JiebaSegmenter(user_dict, pos=pos), max_length=max_length,
+        tokenizer=tokenizer,
+        segmenter=JiebaSegmenter(user_dict, pos=pos),
+        max_length=max_length,
         block_boundary=block_boundary,
     )
 
@@ -145,10 +147,16 @@ def encode_corpus(
     if not chunks:
         raise ValueError("documents: the corpus is empty (no document with a non-space character)")
     segmenter.words("预热")  # load jieba's dictionary here, once, before the workers fork
-    bar = {"total": len(chunks), "desc": "segment, encode and pack", "unit": "chunk", "disable": datasets.are_progress_bars_disabled()}
+    bar = {
+        "total": len(chunks),
+        "desc": "segment, encode and pack",
+        "unit": "chunk",
+        "disable": datasets.are_progress_bars_disabled(),
+    }
     if num_proc == 1:
         batches = [
-            _record_batch(pack_documents(tokenizer, chunk, segmenter, max_length, block_boundary)) for chunk in tqdm(chunks, **bar)
+            _record_batch(pack_documents(tokenizer, chunk, segmenter, max_length, block_boundary))
+            for chunk in tqdm(chunks, **bar)
         ]
     else:
         settings = (tokenizer, segmenter.user_dict, segmenter.pos, max_length, block_boundary)

@@ -32,7 +32,9 @@ def mlm_logits(output: Any) -> torch.Tensor:
     return output["logits"] if "logits" in output else output["prediction_logits"]
 
 
-def split_heldout(blocks: datasets.Dataset, eval_fraction: float = 0.01, seed: int = 0) -> tuple[datasets.Dataset, datasets.Dataset]:
+def split_heldout(
+    blocks: datasets.Dataset, eval_fraction: float = 0.01, seed: int = 0
+) -> tuple[datasets.Dataset, datasets.Dataset]:
     """``(train, eval)``: ``max(1, round(eval_fraction * n))`` of the ``n`` blocks, drawn at random
     (``seed``), held out; both keep the blocks' order. ``eval_fraction`` must lie in (0, 0.5];
     ``blocks`` needs at least 2 rows."""

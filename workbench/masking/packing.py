@@ -110,7 +110,6 @@ def _analyse(text: str, ids: list[int], offsets: list[tuple[int, int]], segmente
     return _Document(ids, token_word, words, tags, [tuple(span) for span in sentences], word_starts)
 
 
-
 class _Packer:
     """Greedy sentence packing into blocks of at most ``capacity`` tokens (without [CLS]/[SEP])."""
 
@@ -227,7 +226,10 @@ def pack_documents(
         raise ValueError("tokenizer must be a fast tokenizer (offset mappings are needed)")
     documents = list(documents)
     encoded = tokenizer(
-        documents, add_special_tokens=False, return_offsets_mapping=True, return_attention_mask=False,
+        documents,
+        add_special_tokens=False,
+        return_offsets_mapping=True,
+        return_attention_mask=False,
         return_token_type_ids=False,
     )
     packer = _Packer(tokenizer.cls_token_id, tokenizer.sep_token_id, max_length - 2, block_boundary)

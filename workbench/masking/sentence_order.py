@@ -36,8 +36,10 @@ def sentence_order(feature: Mapping[str, Any], swap: bool, cls_id: int, sep_id: 
         return dict(feature)
     inner = slice(1, len(ids) - 1)
     cut = _cut(word_ids[inner])
-    parts = [(ids[inner][:cut], word_ids[inner][:cut], word_pos[inner][:cut]),
-             (ids[inner][cut:], word_ids[inner][cut:], word_pos[inner][cut:])]
+    parts = [
+        (ids[inner][:cut], word_ids[inner][:cut], word_pos[inner][:cut]),
+        (ids[inner][cut:], word_ids[inner][cut:], word_pos[inner][cut:]),
+    ]
     first, second = parts[::-1] if swap else parts
     input_ids = [cls_id, *first[0], sep_id, *second[0], sep_id]
     return {

@@ -102,8 +102,11 @@ def run(
         board.finished(label, f"{outcome.status_text()} ({outcome.duration_s:.1f} s)")
         return outcome
 
-    with kernel_environment_set(threads), Progress(stream, ticking=progress) as board, \
-            ThreadPoolExecutor(max_workers=min(jobs, len(executions)), thread_name_prefix="notebook") as pool:
+    with (
+        kernel_environment_set(threads),
+        Progress(stream, ticking=progress) as board,
+        ThreadPoolExecutor(max_workers=min(jobs, len(executions)), thread_name_prefix="notebook") as pool,
+    ):
         futures = [pool.submit(execute_numbered, numbered) for numbered in enumerate(executions, start=1)]
         try:
             outcomes = [future.result() for future in futures]

@@ -166,10 +166,12 @@ def export_offline_html(notebook: str | Path, target: str | Path, assets: RunAss
         template_file=OFFLINE_TEMPLATE,
         extra_loaders=[DictLoader({OFFLINE_TEMPLATE: _OFFLINE_TEMPLATE_SOURCE})],
     )
-    resources = {"workbench_assets": {
-        "plotly_js": assets.relative_to(target.parent, assets.plotly_js),
-        "mathjax_js": assets.relative_to(target.parent, assets.mathjax_js),
-    }}
+    resources = {
+        "workbench_assets": {
+            "plotly_js": assets.relative_to(target.parent, assets.plotly_js),
+            "mathjax_js": assets.relative_to(target.parent, assets.mathjax_js),
+        }
+    }
     body, _ = exporter.from_filename(str(notebook), resources=resources)
     target.write_text(body, encoding="utf-8")
     return target

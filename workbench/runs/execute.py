@@ -199,8 +199,13 @@ def kernel_environment_set(threads: int) -> Iterator[None]:
                 os.environ[name] = value
 
 
-def execute(execution: Execution, output_dir: Path, kernel_name: str, on_cell_start: Callable[..., None] | None = None,
-            kernels: RunningKernels | None = None) -> Outcome:
+def execute(
+    execution: Execution,
+    output_dir: Path,
+    kernel_name: str,
+    on_cell_start: Callable[..., None] | None = None,
+    kernels: RunningKernels | None = None,
+) -> Outcome:
     """Run one notebook into ``output_dir``; a failure is recorded, never raised.
 
     The kernel starts in the notebook's folder and inherits this process's environment (the

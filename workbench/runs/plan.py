@@ -82,7 +82,9 @@ def parse_sweep(specs: Iterable[str]) -> dict[str, list[Any]]:
         parsed = [read_yaml(value, f"--sweep {key}") if value else value for value in raw]
         for (first, a), (second, b) in itertools.combinations(zip(raw, parsed), 2):
             if a == b and isinstance(a, bool) == isinstance(b, bool):  # 1 == True, yet a count is no flag
-                raise ValueError(f"--sweep {key}: values {first!r} and {second!r} are equal after parsing ({a!r}); give each value once")
+                raise ValueError(
+                    f"--sweep {key}: values {first!r} and {second!r} are equal after parsing ({a!r}); give each value once"
+                )
         sweep[key] = parsed
     return sweep
 

@@ -45,8 +45,9 @@ class Progress:
     false only the status lines are written.
     """
 
-    def __init__(self, stream: IO[str] | None = None, interactive: bool | None = None, interval: float | None = None,
-                 ticking: bool = True) -> None:
+    def __init__(
+        self, stream: IO[str] | None = None, interactive: bool | None = None, interval: float | None = None, ticking: bool = True
+    ) -> None:
         self.stream = stream if stream is not None else sys.stdout
         self.interactive = self.stream.isatty() if interactive is None else interactive
         self.interval = interval if interval is not None else (TERMINAL_INTERVAL_S if self.interactive else LOG_INTERVAL_S)

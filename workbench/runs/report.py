@@ -48,19 +48,23 @@ def metric_rows(outcomes: Sequence[Outcome], sweep_keys: Sequence[str] = ()) -> 
         execution = outcome.execution
         for name, stats in metric_statistics(outcome.metrics).items():
             std = stats["std"] if (stats["n"] or 0) > 1 else None
-            records.append({
-                "notebook": execution.name,
-                "point": execution.slug,
-                **{key: execution.point[key] for key in sweep_keys},
-                "metric": name,
-                "mean": stats["mean"],
-                "std": std,
-                "n": stats["n"],
-            })
+            records.append(
+                {
+                    "notebook": execution.name,
+                    "point": execution.slug,
+                    **{key: execution.point[key] for key in sweep_keys},
+                    "metric": name,
+                    "mean": stats["mean"],
+                    "std": std,
+                    "n": stats["n"],
+                }
+            )
     return pd.DataFrame.from_records(records, columns=["notebook", "point", *sweep_keys, "metric", "mean", "std", "n"])
 
 
-def write_summaries(run_dir: str | Path, outcomes: Sequence[Outcome], sweep_keys: Sequence[str] = ()) -> tuple[pd.DataFrame, pd.DataFrame]:
+def write_summaries(
+    run_dir: str | Path, outcomes: Sequence[Outcome], sweep_keys: Sequence[str] = ()
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Write ``summary.csv`` and ``summary_agg.csv`` into ``run_dir``; return both tables."""
     run_dir = Path(run_dir)
     summary = pd.DataFrame.from_records([summary_row(outcome, run_dir) for outcome in outcomes])
@@ -153,7 +157,7 @@ def write_index(run_dir: str | Path, summary: pd.DataFrame, aggregated: pd.DataF
         _figures_section(summary, run_dir) if len(summary) else "",
     ]
     page = (
-        "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">"
+        '<!DOCTYPE html>\n<html><head><meta charset="utf-8">'
         f"<title>Run {html.escape(run_dir.name)}</title><style>{_STYLE}</style></head>\n<body>\n"
         + "\n".join(body)
         + "\n</body></html>\n"

@@ -151,8 +151,11 @@ def _run(config: Config, method: str, num_aux: int, seed: int, output_root: Path
         row["stage1_macro_f1"] = metrics["stage1"]["macro_f1"]
         if method not in FUSION_METHODS and num_aux > 0:
             entropy = stage_one_entropy(run_dir, run_config)
-            row.update(stage1_entropy_k=entropy["entropy_k"], stage1_entropy_k_plus_n=entropy["entropy_k_plus_n"],
-                       stage1_aux_mass=entropy["aux_mass"])
+            row.update(
+                stage1_entropy_k=entropy["entropy_k"],
+                stage1_entropy_k_plus_n=entropy["entropy_k_plus_n"],
+                stage1_aux_mass=entropy["aux_mass"],
+            )
     row.update(macro_f1=metrics["macro_f1"], accuracy=metrics["accuracy"], time=metrics["time"])
     return row
 
@@ -204,8 +207,11 @@ def run_study(
     variants += [FUSION_FGM] if fusion and fgm_epsilon > 0 else []
     if variants:
         chosen = select_num_aux(pd.DataFrame(rows))
-        rows += [_run(config, method, 0 if method == FUSION_FINETUNE else chosen, seed, root, float(fgm_epsilon))
-                 for seed in seeds for method in variants]
+        rows += [
+            _run(config, method, 0 if method == FUSION_FINETUNE else chosen, seed, root, float(fgm_epsilon))
+            for seed in seeds
+            for method in variants
+        ]
     return pd.DataFrame(rows, columns=list(RUN_COLUMNS))
 
 

@@ -143,9 +143,17 @@ def table8_counts(table8: Table8Sets) -> pd.DataFrame:
     for setting, train in table8.sets.items():
         negative, positive = label_counts(train, 2)
         added = train.select(range(len(original), len(train)))["text"] if len(train) > len(original) else []
-        rows.append({"setting": setting, "negative": negative, "positive": positive, "total": len(train),
-                     "positive share": positive / len(train), "added": len(added),
-                     "added, same text as an original example": sum(text in seen for text in added)})
+        rows.append(
+            {
+                "setting": setting,
+                "negative": negative,
+                "positive": positive,
+                "total": len(train),
+                "positive share": positive / len(train),
+                "added": len(added),
+                "added, same text as an original example": sum(text in seen for text in added),
+            }
+        )
     return pd.DataFrame(rows).set_index("setting")
 
 
@@ -279,8 +287,14 @@ def saturation_check(logit_gap: float = 30.0, alpha: float = 0.01) -> pd.DataFra
         value = value_of(logits)
         value.backward()
         p = torch.softmax(logits.detach(), -1)[0, POSITIVE_LABEL].item()
-        rows.append({"implementation": implementation, "p": p, "loss_finite": bool(torch.isfinite(value)),
-                     "gradient_finite": bool(torch.isfinite(logits.grad).all())})
+        rows.append(
+            {
+                "implementation": implementation,
+                "p": p,
+                "loss_finite": bool(torch.isfinite(value)),
+                "gradient_finite": bool(torch.isfinite(logits.grad).all()),
+            }
+        )
 
     def released_factor(logits: torch.Tensor) -> torch.Tensor:
         p = torch.softmax(logits, -1)[:, POSITIVE_LABEL]

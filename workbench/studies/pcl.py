@@ -61,9 +61,7 @@ BASELINE = "LS"
 METRICS = ("macro_f1", "accuracy", "far_error_rate")
 
 
-def relevance_splits(
-    data_path: str | None = None, seed: int = 0, n_train: int = 2000, n_eval: int = 400
-) -> DatasetDict:
+def relevance_splits(data_path: str | None = None, seed: int = 0, n_train: int = 2000, n_eval: int = 400) -> DatasetDict:
     """Train/validation/test relevance pairs (labels 0/1/2).
 
     ``data_path=None``: the generated sample (``sample_relevance_splits``: ``n_train`` /
@@ -81,7 +79,10 @@ def setting_specs(settings: Sequence[str], epsilon: float) -> dict[str, LossSpec
     unknown = [setting for setting in settings if setting not in PCL_SETTINGS]
     if unknown:
         raise ValueError(f"settings: must be among {list(PCL_SETTINGS)}, got unknown {unknown}")
-    return {setting: PCL_SETTINGS[setting].replace(params={**PCL_SETTINGS[setting].params, "epsilon": epsilon}) for setting in settings}
+    return {
+        setting: PCL_SETTINGS[setting].replace(params={**PCL_SETTINGS[setting].params, "epsilon": epsilon})
+        for setting in settings
+    }
 
 
 # ----------------------------------------------------------------------------- gradients
@@ -121,13 +122,15 @@ def gradient_comparison(
     rows = []
     for setting in settings:
         value, gradient = value_and_gradient(setting)
-        rows.append({
-            "setting": setting,
-            "loss": value,
-            "loss_minus_ls": value - ls_value,
-            "max_abs_grad_diff": (gradient - ls_gradient).abs().max().item(),
-            "same_gradient": bool(torch.equal(gradient, ls_gradient)),
-        })
+        rows.append(
+            {
+                "setting": setting,
+                "loss": value,
+                "loss_minus_ls": value - ls_value,
+                "max_abs_grad_diff": (gradient - ls_gradient).abs().max().item(),
+                "same_gradient": bool(torch.equal(gradient, ls_gradient)),
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -159,7 +162,9 @@ def run_ablation(
     ``best_epoch``, ``validation_macro_f1`` and ``identical_to_ls``.
     """
     if baseline not in losses:
-        raise ValueError(f"losses: must include the baseline {baseline!r} (the 'identical predictions' reference), got {list(losses)}")
+        raise ValueError(
+            f"losses: must include the baseline {baseline!r} (the 'identical predictions' reference), got {list(losses)}"
+        )
     seeds = check_seeds("seeds", seeds)
     names = label_names(splits["train"])
     gold = np.asarray(splits["test"]["label"], dtype=np.int64)
@@ -171,23 +176,23 @@ def run_ablation(
             predicted = predictions[(setting, seed)] = fit.test_predictions
             report = classification_report(gold, predicted, label_names=names)
             confusion[setting] = confusion.get(setting, 0) + np.asarray(report["confusion_matrix"])
-            rows.append({
-                "setting": setting,
-                "seed": seed,
-                **{metric: report[metric] for metric in METRICS},
-                **{f"recall_{name}": report["per_class"][name]["recall"] for name in names},
-                "best_epoch": fit.best_epoch,
-                "validation_macro_f1": fit.validation_score,
-                "identical_to_ls": bool(np.array_equal(predicted, predictions[(baseline, seed)])),
-            })
+            rows.append(
+                {
+                    "setting": setting,
+                    "seed": seed,
+                    **{metric: report[metric] for metric in METRICS},
+                    **{f"recall_{name}": report["per_class"][name]["recall"] for name in names},
+                    "best_epoch": fit.best_epoch,
+                    "validation_macro_f1": fit.validation_score,
+                    "identical_to_ls": bool(np.array_equal(predicted, predictions[(baseline, seed)])),
+                }
+            )
     order = {setting: index for index, setting in enumerate(losses)}
     runs = pd.DataFrame(rows).sort_values("setting", key=lambda column: column.map(order), kind="stable")
     return Ablation(runs.reset_index(drop=True), predictions, {setting: confusion[setting] for setting in losses}, names)
 
 
-def encoder_fitters(
-    encoders: Mapping[str, Mapping[str, Any]], training: Mapping[str, Any], max_length: int
-) -> dict[str, Fitter]:
+def encoder_fitters(encoders: Mapping[str, Mapping[str, Any]], training: Mapping[str, Any], max_length: int) -> dict[str, Fitter]:
     """The encoder axis of Table 4: ``{name: build_fitter(model_section, training, max_length)}`` for
     every entry of ``encoders`` (name -> a config ``model`` section as a mapping: the probe, a tiny
     BERT from scratch with a ``vocab_file``, or a ``model_name_or_path`` checkpoint), in order."""
@@ -245,7 +250,9 @@ def ablation_table(runs: pd.DataFrame, digits: int = 3) -> pd.DataFrame:
 TABLE4_METRICS = ("macro_f1", "accuracy")
 
 
-def table4(runs: pd.DataFrame, metrics: Sequence[str] = TABLE4_METRICS, digits: int = 3, baseline: str = BASELINE) -> pd.DataFrame:
+def table4(
+    runs: pd.DataFrame, metrics: Sequence[str] = TABLE4_METRICS, digits: int = 3, baseline: str = BASELINE
+) -> pd.DataFrame:
     """The paper's Table 4 layout: one row per encoder, columns (setting, metric) with "mean ± std"
     over seeds; every setting other than ``baseline`` also shows, in brackets, its mean minus the
     baseline's mean for the same encoder (the paper's "(+2.09)"). ``runs`` without an ``encoder``

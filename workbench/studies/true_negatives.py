@@ -105,9 +105,7 @@ def _transformers_draws(tokenizer: Any, texts: Sequence[str], draws: int, mlm_pr
     maskable = np.array(encoded["attention_mask"], dtype=bool) & ~np.array(encoded["special_tokens_mask"], dtype=bool)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # it warns that whole-word masking needs a fast tokenizer's offsets
-        collator = DataCollatorForLanguageModeling(
-            tokenizer, whole_word_mask=True, mlm_probability=mlm_probability, seed=seed
-        )
+        collator = DataCollatorForLanguageModeling(tokenizer, whole_word_mask=True, mlm_probability=mlm_probability, seed=seed)
         chosen = np.stack([collator(features)["labels"].numpy() != IGNORE_INDEX for _ in range(draws)])
     return chosen, maskable
 
@@ -138,8 +136,13 @@ def mask_draws(
     if strategy == TRANSFORMERS_WWM:
         return _transformers_draws(tokenizer, texts, draws, masking.mlm_probability, seed)
     features = encode_words(tokenizer, texts, JiebaSegmenter())
-    collator = build_collator(masking.replace(strategy=strategy), tokenizer, seed, return_word_ids=True,
-                              segmented_texts=[feature["words"] for feature in features])
+    collator = build_collator(
+        masking.replace(strategy=strategy),
+        tokenizer,
+        seed,
+        return_word_ids=True,
+        segmented_texts=[feature["words"] for feature in features],
+    )
     batches = [collator(features) for _ in range(draws)]
     chosen = np.stack([(batch["labels"] != IGNORE_INDEX).numpy() for batch in batches])
     return chosen, batches[0]["word_ids"].numpy() >= 0
@@ -172,7 +175,9 @@ def masking_illustration(
 
 
 def single_draw_masks(
-    text: str, strategies: Sequence[str] = ILLUSTRATION_STRATEGIES, masking: MaskingSpec | Mapping[str, Any] | None = None,
+    text: str,
+    strategies: Sequence[str] = ILLUSTRATION_STRATEGIES,
+    masking: MaskingSpec | Mapping[str, Any] | None = None,
     seed: int = 0,
 ) -> pd.DataFrame:
     """One mask per strategy: ``text`` with every chosen token shown as ＿ (columns strategy, masked)."""
@@ -233,13 +238,21 @@ def encoder_name(masking: str, objective: str, synonyms: str = DEFAULT_SOURCE) -
     return f"{masking}-{objective}" + ("" if synonyms == DEFAULT_SOURCE else f"@{synonyms}")
 
 
-def _pretrain_row(base: Config, output_dir: Path, strategy: str, objective: str, seed: int,
-                  synonyms: str = DEFAULT_SOURCE, lexicon: str | None = None) -> dict[str, Any]:
+def _pretrain_row(
+    base: Config,
+    output_dir: Path,
+    strategy: str,
+    objective: str,
+    seed: int,
+    synonyms: str = DEFAULT_SOURCE,
+    lexicon: str | None = None,
+) -> dict[str, Any]:
     overrides: dict[str, Any] = dict(OBJECTIVE_VARIANTS[objective])
     if lexicon is not None:
         overrides["lexicon"] = str(lexicon)
-    config = base.replace(output_dir=str(output_dir), masking={"strategy": strategy}, objective=overrides,
-                          training={"seed": seed})
+    config = base.replace(
+        output_dir=str(output_dir), masking={"strategy": strategy}, objective=overrides, training={"seed": seed}
+    )
     metrics = pretrain_mlm(config).metrics
     correction = metrics.get("correction", {})
     final = metrics["epochs"][-1] if metrics.get("epochs") else {}
@@ -294,8 +307,10 @@ def pretraining_grid(
         if tuple(pair) not in plan:
             plan.append((pair[0], pair[1]))
     base = load_config(base_config, task="pretrain_mlm")
-    rows = [_pretrain_row(base, Path(output_root) / f"{strategy}-{objective}", strategy, objective, seed)
-            for strategy, objective in plan]
+    rows = [
+        _pretrain_row(base, Path(output_root) / f"{strategy}-{objective}", strategy, objective, seed)
+        for strategy, objective in plan
+    ]
     return pd.DataFrame(rows)
 
 
@@ -320,8 +335,15 @@ def synonym_source_runs(
         raise ValueError(f"lexicons: must name at least one source other than {DEFAULT_SOURCE!r}, got {list(lexicons)!r}")
     base = load_config(base_config, task="pretrain_mlm")
     rows = [
-        _pretrain_row(base, Path(output_root) / encoder_name(strategy, objective, name), strategy, objective, seed,
-                      synonyms=name, lexicon=str(path))
+        _pretrain_row(
+            base,
+            Path(output_root) / encoder_name(strategy, objective, name),
+            strategy,
+            objective,
+            seed,
+            synonyms=name,
+            lexicon=str(path),
+        )
         for name, path in lexicons.items()
     ]
     return pd.DataFrame(rows)
@@ -359,9 +381,23 @@ def loss_history(runs: pd.DataFrame) -> pd.DataFrame:
 # --------------------------------------------------------------------------
 
 EPOCH_COLUMNS = (
-    "encoder", "masking", "objective", "synonyms", "epoch", "step", "checkpoint", "eval_loss", "perplexity",
-    "eval_prediction_rate", "eval_iteration_rate", "eval_wrong", "eval_corrected",
-    "train_prediction_rate", "train_iteration_rate", "train_wrong", "train_corrected",
+    "encoder",
+    "masking",
+    "objective",
+    "synonyms",
+    "epoch",
+    "step",
+    "checkpoint",
+    "eval_loss",
+    "perplexity",
+    "eval_prediction_rate",
+    "eval_iteration_rate",
+    "eval_wrong",
+    "eval_corrected",
+    "train_prediction_rate",
+    "train_iteration_rate",
+    "train_wrong",
+    "train_corrected",
 )
 
 
@@ -483,8 +519,9 @@ def _masked_batches(
     if not texts:
         raise ValueError("texts: must hold at least one text, got none")
     features = encode_words(tokenizer, texts, JiebaSegmenter(), max_length=max_length)
-    collator = build_collator(masking, tokenizer, seed, return_word_ids=True,
-                              segmented_texts=[feature["words"] for feature in features])
+    collator = build_collator(
+        masking, tokenizer, seed, return_word_ids=True, segmented_texts=[feature["words"] for feature in features]
+    )
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     model.to(device).eval()
     with torch.no_grad():
@@ -522,7 +559,9 @@ def correction_statistics(
     model, tokenizer = _model_and_tokenizer(model, tokenizer)
     correction = HardCorrectionLoss(tokenizer, table, level)
     stats = CorrectionStats()
-    for batch, logits, _, _ in _masked_batches(model, tokenizer, texts, MaskingSpec.from_mapping(masking), seed, batch_size, max_length):
+    for batch, logits, _, _ in _masked_batches(
+        model, tokenizer, texts, MaskingSpec.from_mapping(masking), seed, batch_size, max_length
+    ):
         stats.update(correction.correction_counts(logits, batch["labels"], batch["word_ids"]))
     result = stats.as_dict()
     masked = max(stats.masked, 1)
@@ -535,8 +574,13 @@ CORRECTION_COLUMNS = ("prediction_rate", "iteration_rate", "accuracy", "synonym_
 
 
 def correction_table(
-    runs: pd.DataFrame, texts: Sequence[str], table: SynonymTable, masking: MaskingSpec | Mapping[str, Any] | None = None,
-    seed: int = 0, levels: Sequence[str] = HC_LEVELS, **options: Any,
+    runs: pd.DataFrame,
+    texts: Sequence[str],
+    table: SynonymTable,
+    masking: MaskingSpec | Mapping[str, Any] | None = None,
+    seed: int = 0,
+    levels: Sequence[str] = HC_LEVELS,
+    **options: Any,
 ) -> pd.DataFrame:
     """:func:`correction_statistics` of every pre-trained model in ``runs`` (:func:`pretraining_grid`)
     on the same held-out ``texts`` with the same masks (``masking``, ``seed``) and the same synonym
@@ -645,11 +689,15 @@ def worked_example(
     masked_ids = torch.where(span, torch.full_like(input_ids, tokenizer.mask_token_id), input_ids)
     model.eval()
     with torch.no_grad():
-        logits = model(
-            input_ids=masked_ids,
-            attention_mask=torch.tensor([feature["attention_mask"]]),
-            token_type_ids=torch.tensor([feature["token_type_ids"]]),
-        ).logits.float().cpu()
+        logits = (
+            model(
+                input_ids=masked_ids,
+                attention_mask=torch.tensor([feature["attention_mask"]]),
+                token_type_ids=torch.tensor([feature["token_type_ids"]]),
+            )
+            .logits.float()
+            .cpu()
+        )
     correction = HardCorrectionLoss(tokenizer, table, level)
     loss_plain = torch.nn.functional.cross_entropy(logits[span], input_ids[span])
     counts = correction.correction_counts(logits, labels, word_ids)
@@ -658,7 +706,12 @@ def worked_example(
     top = probabilities.topk(top_k, dim=-1)
     candidates = pd.DataFrame(
         [
-            {"position": position, "rank": rank + 1, "token": tokenizer.convert_ids_to_tokens(int(token)), "probability": float(p)}
+            {
+                "position": position,
+                "rank": rank + 1,
+                "token": tokenizer.convert_ids_to_tokens(int(token)),
+                "probability": float(p),
+            }
             for position, (tokens, probs) in enumerate(zip(top.indices, top.values))
             for rank, (token, p) in enumerate(zip(tokens, probs))
         ]
@@ -700,13 +753,13 @@ def _corpus_words(texts: Sequence[str]) -> list[list[str]]:
     """The jieba words of each text (the segmentation pre-training uses), without punctuation and
     without words a lexicon file cannot hold (white space, underscores)."""
     segmenter = _segmenter()
-    return [[word for word in segmenter.words(text) if _HAS_WORD_CHARACTER.search(word) and not _NOT_IN_A_LEXICON_FILE.search(word)]
-            for text in texts]
+    return [
+        [word for word in segmenter.words(text) if _HAS_WORD_CHARACTER.search(word) and not _NOT_IN_A_LEXICON_FILE.search(word)]
+        for text in texts
+    ]
 
 
-def corpus_word_vectors(
-    texts: Sequence[str], dim: int = 50, window: int = 2, min_count: int = 2
-) -> tuple[np.ndarray, list[str]]:
+def corpus_word_vectors(texts: Sequence[str], dim: int = 50, window: int = 2, min_count: int = 2) -> tuple[np.ndarray, list[str]]:
     """Word vectors learnt from ``texts`` alone: ``(vectors, words)``, one row of ``vectors`` per word.
 
     A count-based stand-in for the Word2Vec / GloVe vectors of the paper (which needs no
@@ -779,8 +832,12 @@ def model_word_vectors(
 
 
 def word_vectors(
-    texts: Sequence[str], source: str = "corpus", model: str | Path | PreTrainedModel | None = None, dim: int = 50,
-    window: int = 2, min_count: int = 2,
+    texts: Sequence[str],
+    source: str = "corpus",
+    model: str | Path | PreTrainedModel | None = None,
+    dim: int = 50,
+    window: int = 2,
+    min_count: int = 2,
 ) -> tuple[np.ndarray, list[str]]:
     """The word vectors of embedding look-up, ``(vectors, words)``, over the jieba words of ``texts``
     seen at least ``min_count`` times: ``source="corpus"``: :func:`corpus_word_vectors` (learnt from
@@ -856,8 +913,9 @@ def lexicon_coverage(
     tokenizer = load_tokenizer(tokenizer) if tokenizer is None or isinstance(tokenizer, (str, Path)) else tokenizer
     occurrences = Counter(word for document in _corpus_words(texts) for word in document)
     special = set(tokenizer.all_special_tokens)
-    vocabulary = [token_text([token]) for token in tokenizer.convert_ids_to_tokens(list(range(len(tokenizer))))
-                  if token not in special]
+    vocabulary = [
+        token_text([token]) for token in tokenizer.convert_ids_to_tokens(list(range(len(tokenizer)))) if token not in special
+    ]
     rows = []
     for name, table in tables.items():
         pairs = _pairs(table)
@@ -873,8 +931,9 @@ def lexicon_coverage(
             "vocabulary_tokens": sum(1 for token in vocabulary if token in table) / max(len(vocabulary), 1),
         }
         if reference is not None:
-            row["in_reference"] = (sum(tables[reference].are_synonyms(a, b) for a, b in corpus_pairs) / len(corpus_pairs)
-                                   if corpus_pairs else np.nan)
+            row["in_reference"] = (
+                sum(tables[reference].are_synonyms(a, b) for a, b in corpus_pairs) / len(corpus_pairs) if corpus_pairs else np.nan
+            )
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -882,8 +941,9 @@ def lexicon_coverage(
 def neighbours(tables: Mapping[str, SynonymTable], words: Sequence[str]) -> pd.DataFrame:
     """The synonyms each source lists for each of ``words`` (sorted, space-separated; empty when none):
     one row per word, one column per source."""
-    return pd.DataFrame([{"word": word, **{name: " ".join(sorted(table.synonyms(word))) for name, table in tables.items()}}
-                         for word in words])
+    return pd.DataFrame(
+        [{"word": word, **{name: " ".join(sorted(table.synonyms(word))) for name, table in tables.items()}} for word in words]
+    )
 
 
 # --------------------------------------------------------------------------
@@ -917,7 +977,11 @@ def downstream_grid(
     for name, checkpoint in encoders.items():
         for seed in seeds:
             output_dir = Path(output_root) / f"{name}-seed{seed}"
-            model = {"model_name_or_path": None} if checkpoint is None else {"model_name_or_path": str(checkpoint), "vocab_file": None}
+            model = (
+                {"model_name_or_path": None}
+                if checkpoint is None
+                else {"model_name_or_path": str(checkpoint), "vocab_file": None}
+            )
             config = base.replace(output_dir=str(output_dir), training={"seed": int(seed)}, model=model)
             result = finetune(config)
             rows.append(
@@ -941,8 +1005,19 @@ def downstream_summary(downstream: pd.DataFrame) -> pd.DataFrame:
 # Results
 # --------------------------------------------------------------------------
 
-RUN_COLUMNS = ("masking", "objective", "synonyms", "train_loss", "eval_loss", "perplexity", "time",
-               "train_prediction_rate", "train_iteration_rate", "eval_prediction_rate", "eval_iteration_rate")
+RUN_COLUMNS = (
+    "masking",
+    "objective",
+    "synonyms",
+    "train_loss",
+    "eval_loss",
+    "perplexity",
+    "time",
+    "train_prediction_rate",
+    "train_iteration_rate",
+    "eval_prediction_rate",
+    "eval_iteration_rate",
+)
 
 
 def results_table(runs: pd.DataFrame, corrections: pd.DataFrame, summary: pd.DataFrame, level: str = "word") -> pd.DataFrame:
@@ -967,8 +1042,21 @@ def results_table(runs: pd.DataFrame, corrections: pd.DataFrame, summary: pd.Dat
         heldout = corrections[["encoder", *RATE_KEYS]].rename(columns={rate: f"heldout_{rate}" for rate in RATE_KEYS})
     downstream = summary[["encoder", "macro_f1_mean", "macro_f1_std", "macro_f1", "accuracy_mean", "accuracy_std", "n"]]
     table = downstream.merge(pretraining, on="encoder", how="left").merge(heldout, on="encoder", how="left")
-    first = ["encoder", "masking", "objective", "train_loss", "train_prediction_rate", "heldout_prediction_rate",
-             "heldout_iteration_rate", "macro_f1", "macro_f1_mean", "macro_f1_std", "accuracy_mean", "accuracy_std", "n"]
+    first = [
+        "encoder",
+        "masking",
+        "objective",
+        "train_loss",
+        "train_prediction_rate",
+        "heldout_prediction_rate",
+        "heldout_iteration_rate",
+        "macro_f1",
+        "macro_f1_mean",
+        "macro_f1_std",
+        "accuracy_mean",
+        "accuracy_std",
+        "n",
+    ]
     return table[first + [column for column in table.columns if column not in first]]
 
 
@@ -977,9 +1065,24 @@ def best_encoder(results: pd.DataFrame) -> str:
     return str(results.set_index("encoder")["macro_f1_mean"].idxmax())
 
 
-COMPARISON_COLUMNS = ("encoder", "variant", "train_loss", "eval_loss", "perplexity", "time", "train_prediction_rate",
-                      "train_iteration_rate", "eval_prediction_rate", "eval_iteration_rate", "heldout_prediction_rate",
-                      "macro_f1", "macro_f1_mean", "macro_f1_std", "delta_macro_f1", "n")
+COMPARISON_COLUMNS = (
+    "encoder",
+    "variant",
+    "train_loss",
+    "eval_loss",
+    "perplexity",
+    "time",
+    "train_prediction_rate",
+    "train_iteration_rate",
+    "eval_prediction_rate",
+    "eval_iteration_rate",
+    "heldout_prediction_rate",
+    "macro_f1",
+    "macro_f1_mean",
+    "macro_f1_std",
+    "delta_macro_f1",
+    "n",
+)
 
 
 def _comparison(results: pd.DataFrame, variants: Mapping[str, str], baseline: str) -> pd.DataFrame:
@@ -1015,8 +1118,9 @@ def sr_level_table(results: pd.DataFrame, masking: str = "wwm") -> pd.DataFrame:
     baseline, ``<masking>-sr`` (eq. 3, one cosine per masked token: the paper's "word-level" SR) and
     ``<masking>-sr_sentence`` (KL between the prediction-filled and the original sentence). Columns as
     :func:`synonym_source_table`; ``time`` shows the sentence level's extra encoder passes."""
-    return _comparison(results, {"SR word (eq. 3)": f"{masking}-sr", "SR sentence (KL)": f"{masking}-sr_sentence"},
-                       f"{masking}-plain")
+    return _comparison(
+        results, {"SR word (eq. 3)": f"{masking}-sr", "SR sentence (KL)": f"{masking}-sr_sentence"}, f"{masking}-plain"
+    )
 
 
 def headline_metrics(results: pd.DataFrame, baseline: str = "no_pretraining") -> dict[str, Any]:

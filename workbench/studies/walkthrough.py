@@ -47,7 +47,8 @@ def comparison_specs(settings: Sequence[str], epsilon: float) -> dict[str, LossS
         raise ValueError(f"settings: must be among {list(COMPARISON)}, got unknown {unknown}")
     return {
         setting: COMPARISON[setting].replace(params={**COMPARISON[setting].params, "epsilon": epsilon})
-        if COMPARISON[setting].name in TAKES_EPSILON else COMPARISON[setting]
+        if COMPARISON[setting].name in TAKES_EPSILON
+        else COMPARISON[setting]
         for setting in settings
     }
 
@@ -97,7 +98,9 @@ def key_metrics(runs: pd.DataFrame, baseline: Mapping[str, Any]) -> dict[str, An
     and ``majority_accuracy``, and ``pcl_reference_identical_share`` (share of seeds where PCL
     reference predicted exactly as LS) when that setting ran."""
     summary = summarize(runs, ["setting"], ["macro_f1"])
-    metrics: dict[str, Any] = {f"{_key(row['setting'])}_macro_f1": row_statistics(row, "macro_f1") for _, row in summary.iterrows()}
+    metrics: dict[str, Any] = {
+        f"{_key(row['setting'])}_macro_f1": row_statistics(row, "macro_f1") for _, row in summary.iterrows()
+    }
     metrics.update(majority_macro_f1=float(baseline["macro_f1"]), majority_accuracy=float(baseline["accuracy"]))
     reference = runs[runs["setting"] == "PCL reference"]
     if len(reference):

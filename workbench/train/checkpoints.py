@@ -54,11 +54,16 @@ def checkpoint_to_resume(output_dir: str | Path, resume: bool) -> str | None:
         complete = [checkpoint for checkpoint in checkpoints if is_complete(checkpoint)]
         for checkpoint in checkpoints:
             if checkpoint not in complete:
-                warnings.warn(f"output_dir: skipping the incomplete checkpoint {str(checkpoint)!r} (no readable "
-                              "trainer_state.json or weights); resuming from the last complete one", stacklevel=2)
+                warnings.warn(
+                    f"output_dir: skipping the incomplete checkpoint {str(checkpoint)!r} (no readable "
+                    "trainer_state.json or weights); resuming from the last complete one",
+                    stacklevel=2,
+                )
         if not complete:
-            raise ValueError(f"output_dir: {str(folder)!r} holds only incomplete checkpoints "
-                             f"{[path.name for path in checkpoints]}; nothing to resume from: remove them or choose another output_dir")
+            raise ValueError(
+                f"output_dir: {str(folder)!r} holds only incomplete checkpoints "
+                f"{[path.name for path in checkpoints]}; nothing to resume from: remove them or choose another output_dir"
+            )
         shutil.rmtree(folder / STAGING_DIR, ignore_errors=True)
         return str(complete[-1])
     if checkpoints:

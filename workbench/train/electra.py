@@ -191,8 +191,10 @@ class ElectraPretrainingModel(nn.Module):
         result = self.generator.load_state_dict(load_file(str(folder / GENERATOR_DIR / WEIGHTS_FILE)), strict=False)
         untied = set(result.missing_keys) - {"generator_lm_head.weight"}
         if untied or result.unexpected_keys:
-            raise ValueError(f"checkpoint: {str(folder)!r} does not hold this generator (missing {sorted(untied)}, "
-                             f"unexpected {sorted(result.unexpected_keys)})")
+            raise ValueError(
+                f"checkpoint: {str(folder)!r} does not hold this generator (missing {sorted(untied)}, "
+                f"unexpected {sorted(result.unexpected_keys)})"
+            )
 
 
 class ElectraTrainer(MaskedLMTrainer):
@@ -232,8 +234,13 @@ class ElectraTrainer(MaskedLMTrainer):
         training = model.training
         context = {"stats": self.corrections["hc"]} if self.correcting and training else {}
         generator_loss, items = self.loss.loss_and_items(
-            outputs.generator_logits, labels, model=pair.generator, input_ids=inputs["input_ids"],
-            attention_mask=inputs["attention_mask"], token_type_ids=inputs.get("token_type_ids"), word_ids=word_ids,
+            outputs.generator_logits,
+            labels,
+            model=pair.generator,
+            input_ids=inputs["input_ids"],
+            attention_mask=inputs["attention_mask"],
+            token_type_ids=inputs.get("token_type_ids"),
+            word_ids=word_ids,
             **context,
         )
         targets, counts = discriminator_targets(outputs.replaced_ids, labels, self.loss if self.correcting else None, word_ids)
@@ -320,8 +327,16 @@ def evaluate_discriminator(
             loss, count = discriminator_loss(output.discriminator_logits, targets, inputs["attention_mask"])
             predicted = (output.discriminator_logits > 0) & real
             targets = targets & real
-            totals += torch.stack([loss * count, count, ((predicted == targets) & real).sum(), (predicted & targets).sum(),
-                                   predicted.sum(), targets.sum()]).double()
+            totals += torch.stack(
+                [
+                    loss * count,
+                    count,
+                    ((predicted == targets) & real).sum(),
+                    (predicted & targets).sum(),
+                    predicted.sum(),
+                    targets.sum(),
+                ]
+            ).double()
             if correction is not None:
                 word_ids = batch["word_ids"].to(device) if "word_ids" in batch else None
                 stats.update(correction.prediction_counts(output.replaced_ids, labels, word_ids))
@@ -401,7 +416,12 @@ def _pretrain_electra(config: Config, callbacks: Sequence[TrainerCallback]) -> R
         return metrics
 
     return run_pretraining(
-        trainer, partial(evaluate_electra, batches=data.eval_batches, correction=correction), config, data,
-        start=start, resume_from=resume_from, headline=("eval_loss", "perplexity", "eval_disc_loss", "eval_disc_accuracy"),
+        trainer,
+        partial(evaluate_electra, batches=data.eval_batches, correction=correction),
+        config,
+        data,
+        start=start,
+        resume_from=resume_from,
+        headline=("eval_loss", "perplexity", "eval_disc_loss", "eval_disc_accuracy"),
         task_metrics=task_metrics,
     )

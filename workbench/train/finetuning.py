@@ -134,4 +134,3 @@ def finetune(config: str | Path | Mapping[str, Any] | Config, callbacks: Sequenc
         best = finished_checkpoint(trained, output_dir, config.training.keep_checkpoints)
         metrics = {"task": "finetune", "loss": config.loss.to_dict(), **trained.metrics, "parameters": config.to_dict()}
         return write_result(output_dir, metrics, best, trained.trainer.state.log_history)
-

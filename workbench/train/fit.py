@@ -106,10 +106,24 @@ class ProbeFitter(Fitter):
     def fit(self, splits: DatasetDict, loss: nn.Module, seed: int) -> Fit:
         _check_splits(splits)
         names = label_names(splits["train"])
-        run = fit_probe(self._encode(splits), loss, self.training, self.model.probe, len(self.tokenizer), len(names),
-                        seed=seed, label_names=names)
-        return Fit(run.validation_predictions, run.predictions, run.probabilities, run.best_epoch,
-                   run.validation["macro_f1"], run.history)
+        run = fit_probe(
+            self._encode(splits),
+            loss,
+            self.training,
+            self.model.probe,
+            len(self.tokenizer),
+            len(names),
+            seed=seed,
+            label_names=names,
+        )
+        return Fit(
+            run.validation_predictions,
+            run.predictions,
+            run.probabilities,
+            run.best_epoch,
+            run.validation["macro_f1"],
+            run.history,
+        )
 
 
 class TransformerFitter(Fitter):
@@ -121,7 +135,11 @@ class TransformerFitter(Fitter):
 
     def fit(self, splits: DatasetDict, loss: nn.Module, seed: int) -> Fit:
         _check_splits(splits)
-        with tempfile.TemporaryDirectory(prefix="workbench_fit_") as folder, progress_bars(False), torch_threads(self.training.threads):
+        with (
+            tempfile.TemporaryDirectory(prefix="workbench_fit_") as folder,
+            progress_bars(False),
+            torch_threads(self.training.threads),
+        ):
             config = Config(
                 output_dir=folder,
                 data=DataConfig(max_length=self.max_length),
@@ -130,7 +148,9 @@ class TransformerFitter(Fitter):
             )
             set_seed(seed)
             data = classification_data(config, splits)
-            classifier = build_sequence_classifier(len(data.names), **model_source(config.model, len(data.tokenizer), self.max_length))
+            classifier = build_sequence_classifier(
+                len(data.names), **model_source(config.model, len(data.tokenizer), self.max_length)
+            )
             trained = train_classifier(config, classifier, loss, data, Path(folder))
             validation, _ = predict_probabilities(trained.trainer, data.encoded["validation"], len(data.names))
         history = [
@@ -138,8 +158,14 @@ class TransformerFitter(Fitter):
             for entry in trained.trainer.state.log_history
             if "eval_macro_f1" in entry
         ]
-        return Fit(validation.argmax(axis=-1), trained.probabilities.argmax(axis=-1), trained.probabilities,
-                   trained.best_epoch, float(trained.trainer.state.best_metric), history)
+        return Fit(
+            validation.argmax(axis=-1),
+            trained.probabilities.argmax(axis=-1),
+            trained.probabilities,
+            trained.best_epoch,
+            float(trained.trainer.state.best_metric),
+            history,
+        )
 
 
 def build_fitter(model: ModelConfig | dict[str, Any], training: TrainingConfig | dict[str, Any], max_length: int) -> Fitter:

@@ -56,8 +56,13 @@ def objective_loss(objective: ObjectiveConfig, tokenizer: Any) -> nn.Module:
     if objective.name == "hc":
         return build_loss("mlm_hc", tokenizer=tokenizer, table=objective.lexicon, level=objective.hc_level)
     if objective.name == "sr":
-        return build_loss("mlm_sr", weight=objective.weight, level=objective.level, prediction=objective.prediction,
-                          kl_direction=objective.kl_direction)
+        return build_loss(
+            "mlm_sr",
+            weight=objective.weight,
+            level=objective.level,
+            prediction=objective.prediction,
+            kl_direction=objective.kl_direction,
+        )
     return build_loss("mlm")
 
 
@@ -106,8 +111,14 @@ class MaskedLMTrainer(LossTrainer):
         logits = mlm_logits(outputs)
         context = {"stats": self.corrections["hc"]} if self.correcting and model.training else {}
         loss, items = self.loss.loss_and_items(
-            logits, labels, model=model, input_ids=inputs["input_ids"], attention_mask=inputs["attention_mask"],
-            token_type_ids=inputs.get("token_type_ids"), word_ids=side.get("word_ids"), **context,
+            logits,
+            labels,
+            model=model,
+            input_ids=inputs["input_ids"],
+            attention_mask=inputs["attention_mask"],
+            token_type_ids=inputs.get("token_type_ids"),
+            word_ids=side.get("word_ids"),
+            **context,
         )
         if self.sentence_order:
             loss = loss + F.cross_entropy(outputs.seq_relationship_logits.float(), side["sop_labels"])
@@ -135,9 +146,14 @@ class EpochEvaluation(TrainerCallback):
     def on_epoch_end(self, args: Any, state: Any, control: Any, model: nn.Module | None = None, **kwargs: Any) -> None:
         evaluation = self.evaluate(self.trainer.model)
         self.trainer.check_evaluation(evaluation)
-        record = {"epoch": round(state.epoch or 0.0, 4), "step": state.global_step,
-                  **{key if key.startswith("eval_") or key == "perplexity" else f"eval_{key}": value
-                     for key, value in evaluation.items()}}
+        record = {
+            "epoch": round(state.epoch or 0.0, 4),
+            "step": state.global_step,
+            **{
+                key if key.startswith("eval_") or key == "perplexity" else f"eval_{key}": value
+                for key, value in evaluation.items()
+            },
+        }
         for name, running in self.trainer.corrections.items():
             record.update(CorrectionLog.take(running.epoch, f"train_{name}"))
         self.epochs.append(record)
@@ -201,30 +217,40 @@ def prepare_pretraining(config: Config, *, return_word_ids: bool, sentence_order
     tokenizer = load_tokenizer(config.model.model_name_or_path, config.model.vocab_file)
     texts, pairs = load_texts(data)
     documents = texts if pairs is None else [f"{text}\n{pair}" for text, pair in zip(texts, pairs)]
-    corpus = prepare_corpus(documents, tokenizer, max_length=data.max_length - (1 if sentence_order else 0),
-                            cache_dir=data.cache_dir, num_proc=data.num_proc, block_boundary=data.block_boundary)
+    corpus = prepare_corpus(
+        documents,
+        tokenizer,
+        max_length=data.max_length - (1 if sentence_order else 0),
+        cache_dir=data.cache_dir,
+        num_proc=data.num_proc,
+        block_boundary=data.block_boundary,
+    )
     train_blocks, eval_blocks = split_heldout(corpus.dataset, data.eval_fraction, seed=data.seed)
     collator = build_collator(
-        config.masking, tokenizer, training.seed, return_word_ids=return_word_ids, sentence_order=sentence_order,
+        config.masking,
+        tokenizer,
+        training.seed,
+        return_word_ids=return_word_ids,
+        sentence_order=sentence_order,
         segmented_texts=train_blocks["words"] if config.masking.strategy == "kdm" else None,
     )
-    eval_collator = build_collator(EVAL_MASKING.replace(mlm_probability=config.masking.mlm_probability), tokenizer,
-                                   EVAL_SEED, return_word_ids=True)
+    eval_collator = build_collator(
+        EVAL_MASKING.replace(mlm_probability=config.masking.mlm_probability), tokenizer, EVAL_SEED, return_word_ids=True
+    )
     eval_batches = fixed_mask_batches(eval_blocks, eval_collator, batch_size=training.eval_batch_size)
     return PretrainingData(tokenizer, corpus, train_blocks, eval_blocks, collator, eval_batches)
 
 
-def pretraining_trainer_kwargs(
-    config: Config, data: PretrainingData, callbacks: Sequence[TrainerCallback]
-) -> dict[str, Any]:
+def pretraining_trainer_kwargs(config: Config, data: PretrainingData, callbacks: Sequence[TrainerCallback]) -> dict[str, Any]:
     """The Trainer keyword arguments both pre-training tasks share: the training arguments (no
     Trainer evaluation, ``training.dataloader_workers`` persistent processes drawing the masks), the
     training blocks and collator, the tokenizer, ``callbacks`` and ``training.time_budget_s``."""
     training = config.training
     workers = default_dataloader_workers() if training.dataloader_workers is None else training.dataloader_workers
     return {
-        "args": training_arguments(training, config.output_dir, evaluate=False, dataloader_num_workers=workers,
-                                   dataloader_persistent_workers=workers > 0),
+        "args": training_arguments(
+            training, config.output_dir, evaluate=False, dataloader_num_workers=workers, dataloader_persistent_workers=workers > 0
+        ),
         "train_dataset": data.train_blocks,
         "data_collator": data.collator,
         "processing_class": data.tokenizer,
@@ -313,8 +339,9 @@ def _pretrain_mlm(config: Config, callbacks: Sequence[TrainerCallback]) -> Resul
     set_seed(config.training.seed)
     resume_from = checkpoint_to_resume(config.output_dir, config.training.resume)
     data = prepare_pretraining(config, return_word_ids=objective.name == "hc", sentence_order=objective.sop)
-    model = build_masked_lm(**model_source(config.model, len(data.tokenizer), config.data.max_length),
-                            sentence_order=objective.sop)
+    model = build_masked_lm(
+        **model_source(config.model, len(data.tokenizer), config.data.max_length), sentence_order=objective.sop
+    )
     trainer = MaskedLMTrainer(
         model=model,
         loss=objective_loss(objective, data.tokenizer),
@@ -324,9 +351,18 @@ def _pretrain_mlm(config: Config, callbacks: Sequence[TrainerCallback]) -> Resul
     correction = HardCorrectionLoss(data.tokenizer, objective.lexicon, objective.hc_level)
 
     def task_metrics() -> dict[str, Any]:
-        return {"sop": objective.sop, **({"correction": trainer.corrections["hc"].totals.as_dict()} if trainer.correcting else {})}
+        return {
+            "sop": objective.sop,
+            **({"correction": trainer.corrections["hc"].totals.as_dict()} if trainer.correcting else {}),
+        }
 
     return run_pretraining(
-        trainer, partial(evaluate_masked_lm, batches=data.eval_batches, correction=correction), config, data,
-        start=start, resume_from=resume_from, headline=("eval_loss", "perplexity"), task_metrics=task_metrics,
+        trainer,
+        partial(evaluate_masked_lm, batches=data.eval_batches, correction=correction),
+        config,
+        data,
+        start=start,
+        resume_from=resume_from,
+        headline=("eval_loss", "perplexity"),
+        task_metrics=task_metrics,
     )

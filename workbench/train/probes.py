@@ -128,7 +128,9 @@ class CharacterProbe(nn.Module):
         """Logits (n, num_labels) of texts ``input_ids`` (n, length), or of pairs with ``pair_ids``."""
         if (pair_ids is not None) != self.pair:
             expected = "two id tensors (query, title)" if self.pair else "one id tensor"
-            raise ValueError(f"pair_ids: this probe takes {expected}, got pair_ids={'a tensor' if pair_ids is not None else None}")
+            raise ValueError(
+                f"pair_ids: this probe takes {expected}, got pair_ids={'a tensor' if pair_ids is not None else None}"
+            )
         u = self.embedding(input_ids)
         if pair_ids is None:
             return self.head(u)
@@ -171,8 +173,10 @@ def _check_encoded(encoded: Mapping[str, EncodedSplit], vocab_size: int, num_lab
         if len(split) == 0:
             raise ValueError(f"encoded: split {name!r} is empty")
         if split.labels.min() < 0 or split.labels.max() >= num_labels:
-            raise ValueError(f"num_labels: labels of {name!r} must be in [0, {num_labels - 1}], "
-                             f"got range [{split.labels.min().item()}, {split.labels.max().item()}]")
+            raise ValueError(
+                f"num_labels: labels of {name!r} must be in [0, {num_labels - 1}], "
+                f"got range [{split.labels.min().item()}, {split.labels.max().item()}]"
+            )
         if any(ids.numel() and (ids.min() < 0 or ids.max() >= vocab_size) for ids in split.ids):
             raise ValueError(f"vocab_size: character ids of {name!r} must be in [0, {vocab_size - 1}]")
 
@@ -221,8 +225,9 @@ def fit_probe(
         order = torch.Generator().manual_seed(seed)
 
         def report(name: str, probabilities: torch.Tensor) -> dict[str, Any]:
-            return classification_report(encoded[name].labels.numpy(), probabilities.argmax(-1).numpy(),
-                                         label_names=label_names, num_labels=num_labels)
+            return classification_report(
+                encoded[name].labels.numpy(), probabilities.argmax(-1).numpy(), label_names=label_names, num_labels=num_labels
+            )
 
         best_score, best_epoch, best_state, best_validation, history = -1.0, 0, None, None, []
         for epoch in range(1, int(training.epochs) + 1):
@@ -246,5 +251,12 @@ def fit_probe(
                 best_state = copy.deepcopy(model.state_dict())
         model.load_state_dict(best_state)
         probabilities = _probabilities(model, encoded["test"])
-    return ProbeFit(best_epoch, best_validation, report("test", probabilities), best_validation_predictions,
-                    probabilities.argmax(-1).numpy(), probabilities.numpy(), history)
+    return ProbeFit(
+        best_epoch,
+        best_validation,
+        report("test", probabilities),
+        best_validation_predictions,
+        probabilities.argmax(-1).numpy(),
+        probabilities.numpy(),
+        history,
+    )

@@ -60,7 +60,9 @@ class BarProgressCallback(ProgressCallback):
             if key.startswith("eval_") and isinstance(value, float) and not key.endswith(("runtime", "_per_second"))
         }
         if evaluation:
-            self.training_bar.write(f"epoch {state.epoch:.0f} validation: " + ", ".join(f"{k} {v}" for k, v in evaluation.items()))
+            self.training_bar.write(
+                f"epoch {state.epoch:.0f} validation: " + ", ".join(f"{k} {v}" for k, v in evaluation.items())
+            )
 
 
 class TimeBudget(TrainerCallback):
@@ -167,7 +169,12 @@ class LossTrainer(Trainer):
         return (loss, outputs) if return_outputs else loss
 
     def scale_for_accumulation(
-        self, loss: torch.Tensor, items: int | torch.Tensor, num_items_in_batch: int | torch.Tensor | None, *, is_batch_level: bool
+        self,
+        loss: torch.Tensor,
+        items: int | torch.Tensor,
+        num_items_in_batch: int | torch.Tensor | None,
+        *,
+        is_batch_level: bool,
     ) -> torch.Tensor:
         """One training micro-batch's ``loss`` (a mean over ``items``, or batch-level) scaled by
         :func:`scale_for_accumulation` for this accumulation step and these processes."""
@@ -238,8 +245,12 @@ class LossTrainer(Trainer):
             shutil.rmtree(final)
         os.replace(staged, final)
         shutil.rmtree(os.path.join(run_dir, STAGING_DIR), ignore_errors=True)
-        rotate_checkpoints(output_dir=run_dir, save_total_limit=self.args.save_total_limit,
-                           best_model_checkpoint=self.state.best_model_checkpoint, use_mtime=False)
+        rotate_checkpoints(
+            output_dir=run_dir,
+            save_total_limit=self.args.save_total_limit,
+            best_model_checkpoint=self.state.best_model_checkpoint,
+            use_mtime=False,
+        )
 
     def _gradient_averaging_processes(self) -> int:
         """Processes whose gradients DDP averages when ``num_items_in_batch`` is a global count."""

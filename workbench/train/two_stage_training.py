@@ -125,12 +125,22 @@ def two_stage(config: str | Path | Mapping[str, Any] | Config, callbacks: Sequen
         output_dir = Path(config.output_dir)
         data = classification_data(config)
         model = stage_one_model(config, len(data.tokenizer), len(data.names), data.tokenizer)
-        fgm = {"trainer_class": FGMTrainer, "trainer_kwargs": {"fgm_epsilon": config.aux.fgm_epsilon}} if config.aux.fgm_epsilon > 0 else {}
+        fgm = (
+            {"trainer_class": FGMTrainer, "trainer_kwargs": {"fgm_epsilon": config.aux.fgm_epsilon}}
+            if config.aux.fgm_epsilon > 0
+            else {}
+        )
         stage_one = train_classifier(config, model, build_loss("ce"), data, output_dir / "stage1", callbacks, **fgm)
         model = stage_two_model(stage_one.trainer.model, len(data.names), seed=config.training.seed)
         stage_two = train_classifier(
-            config, model, resolve(config.loss, data.splits["train"]), data, output_dir / "stage2", callbacks,
-            epochs=config.aux.stage2_epochs, lr=config.aux.stage2_lr,
+            config,
+            model,
+            resolve(config.loss, data.splits["train"]),
+            data,
+            output_dir / "stage2",
+            callbacks,
+            epochs=config.aux.stage2_epochs,
+            lr=config.aux.stage2_lr,
         )
         keep = config.training.keep_checkpoints
         finished_checkpoint(stage_one, output_dir / "stage1", keep)
@@ -168,6 +178,11 @@ def fusion_finetune(config: str | Path | Mapping[str, Any] | Config, callbacks: 
         if is_main_process():
             write_predictions(output_dir, trained.gold, trained.probabilities, data.names)
         best = finished_checkpoint(trained, output_dir, config.training.keep_checkpoints)
-        metrics = {"task": "fusion_finetune", "fusion": fusion_description(config), "loss": config.loss.to_dict(),
-                   **trained.metrics, "parameters": config.to_dict()}
+        metrics = {
+            "task": "fusion_finetune",
+            "fusion": fusion_description(config),
+            "loss": config.loss.to_dict(),
+            **trained.metrics,
+            "parameters": config.to_dict(),
+        }
         return write_result(output_dir, metrics, best, trained.trainer.state.log_history)

@@ -29,7 +29,9 @@ def check_matrix(matrix: Sequence[Sequence[float]] | np.ndarray, label_names: Se
     return array
 
 
-def check_confusion(matrix: Sequence[Sequence[float]] | np.ndarray, label_names: Sequence[str], name: str = "matrix") -> np.ndarray:
+def check_confusion(
+    matrix: Sequence[Sequence[float]] | np.ndarray, label_names: Sequence[str], name: str = "matrix"
+) -> np.ndarray:
     """A K x K matrix of non-negative counts; ValueError otherwise."""
     array = check_matrix(matrix, label_names, name)
     if (array < 0).any():
@@ -46,7 +48,9 @@ def row_normalize(matrix: np.ndarray) -> np.ndarray:
 def confusion_text(matrix: np.ndarray) -> list[list[str]]:
     """Cell annotations: the count and its share of the gold row, e.g. ``"12<br>40.0%"``."""
     shares = row_normalize(matrix)
-    return [[f"{count:g}<br>{100 * share:.1f}%" for count, share in zip(row, share_row)] for row, share_row in zip(matrix, shares)]
+    return [
+        [f"{count:g}<br>{100 * share:.1f}%" for count, share in zip(row, share_row)] for row, share_row in zip(matrix, shares)
+    ]
 
 
 def _check_normalize(normalize: str | None) -> None:

@@ -55,7 +55,9 @@ def loss_curves(name: str, p: Sequence[float] | np.ndarray | None = None, num_cl
             value = loss(logits, labels)
             (gradient,) = torch.autograd.grad(value, gold_logit)
             dloss_dlogit = gradient.item()
-            rows.append((name, example, probability, value.item(), dloss_dlogit / (probability * (1 - probability)), dloss_dlogit))
+            rows.append(
+                (name, example, probability, value.item(), dloss_dlogit / (probability * (1 - probability)), dloss_dlogit)
+            )
     return pd.DataFrame(rows, columns=["loss_name", "example", "p", "loss", "dloss_dp", "dloss_dlogit"])
 
 
@@ -95,12 +97,15 @@ def figure_loss_curves(
         line = {"color": CURVE_COLOURS[index % len(CURVE_COLOURS)]}
         figure.add_trace(
             go.Scatter(x=frame["p"], y=frame["loss"], name=label, legendgroup=label, mode="lines", line=line),
-            row=1, col=1,
+            row=1,
+            col=1,
         )
         figure.add_trace(
-            go.Scatter(x=frame["p"], y=frame[derivative], name=label, legendgroup=label, mode="lines", line=line,
-                       showlegend=False),
-            row=1, col=2,
+            go.Scatter(
+                x=frame["p"], y=frame[derivative], name=label, legendgroup=label, mode="lines", line=line, showlegend=False
+            ),
+            row=1,
+            col=2,
         )
     if derivative_range == "auto":
         derivative_range = _auto_range(frames, derivative) if derivative == "dloss_dp" else None
@@ -151,6 +156,9 @@ def pcl_vs_ls_figure(
     for variant in ("reference", "paper", "weighted", "expected_cost"):
         specs.append((f"PCL {variant}", "pcl", {"epsilon": epsilon, "label_counts": label_counts, "variant": variant}))
     return figure_loss_curves(
-        specs, derivative="dloss_dlogit", p=p, num_classes=3,
+        specs,
+        derivative="dloss_dlogit",
+        p=p,
+        num_classes=3,
         title=f"PCL vs label smoothing (epsilon={epsilon}, gold class 1)",
     )

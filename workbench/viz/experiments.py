@@ -28,23 +28,45 @@ def _error(summary: pd.DataFrame, metric: str) -> pd.Series:
 def label_count_bars(labels: pd.DataFrame, splits: Sequence[str] = ("train", "validation", "test")) -> go.Figure:
     """Grouped bars of the examples per label and split (a label table: one row per label, one count column per split)."""
     _check_columns(labels, splits, "labels")
-    fig = px.bar(labels.reset_index(), x=labels.index.name or "index", y=list(splits), barmode="group",
-                 labels={"value": "examples", "variable": "split"}, title="Label counts per split")
+    fig = px.bar(
+        labels.reset_index(),
+        x=labels.index.name or "index",
+        y=list(splits),
+        barmode="group",
+        labels={"value": "examples", "variable": "split"},
+        title="Label counts per split",
+    )
     return fig
 
 
-def grouped_bars(summary: pd.DataFrame, x: str, metric: str, color: str, title: str, metric_label: str | None = None) -> go.Figure:
+def grouped_bars(
+    summary: pd.DataFrame, x: str, metric: str, color: str, title: str, metric_label: str | None = None
+) -> go.Figure:
     """Bars of ``<metric>_mean`` per ``x`` and ``color`` group, with ± std error bars (a ``stats.summarize`` table)."""
     _check_columns(summary, [x, color, f"{metric}_mean", f"{metric}_std"], "summary")
-    return px.bar(summary, x=x, y=f"{metric}_mean", error_y=_error(summary, metric), color=color, barmode="group",
-                  labels={f"{metric}_mean": metric_label or metric}, title=title)
+    return px.bar(
+        summary,
+        x=x,
+        y=f"{metric}_mean",
+        error_y=_error(summary, metric),
+        color=color,
+        barmode="group",
+        labels={f"{metric}_mean": metric_label or metric},
+        title=title,
+    )
 
 
 def metric_lines(summary: pd.DataFrame, x: str, metrics: Sequence[str], title: str, value_label: str) -> go.Figure:
     """One line per metric (``<metric>_mean``) against ``x`` (e.g. the Tversky alpha), with markers."""
     _check_columns(summary, [x, *(f"{metric}_mean" for metric in metrics)], "summary")
-    fig = px.line(summary, x=x, y=[f"{metric}_mean" for metric in metrics], markers=True,
-                  labels={"value": value_label, "variable": "metric"}, title=title)
+    fig = px.line(
+        summary,
+        x=x,
+        y=[f"{metric}_mean" for metric in metrics],
+        markers=True,
+        labels={"value": value_label, "variable": "metric"},
+        title=title,
+    )
     return fig
 
 
@@ -103,23 +125,42 @@ def aux_sweep_figure(
     the auxiliary-label paper's Figure 3 (models with and without auxiliary labels on KBQA), whose
     metric the paper does not state: the metric here is the workbench's choice."""
     if f"{metric}_mean" not in summary.columns:
-        raise ValueError(f"metric: must be one of {sorted(c[:-5] for c in summary.columns if c.endswith('_mean'))}, got {metric!r}")
+        raise ValueError(
+            f"metric: must be one of {sorted(c[:-5] for c in summary.columns if c.endswith('_mean'))}, got {metric!r}"
+        )
     sweep = summary[summary["method"] == sweep_method]
     fig = go.Figure()
-    fig.add_trace(go.Scatter(x=sweep["num_aux"], y=sweep[f"{metric}_mean"], error_y={"type": "data", "array": _error(sweep, metric)},
-                             mode="lines+markers", name="two-stage (stage 2, frozen encoder)"))
+    fig.add_trace(
+        go.Scatter(
+            x=sweep["num_aux"],
+            y=sweep[f"{metric}_mean"],
+            error_y={"type": "data", "array": _error(sweep, metric)},
+            mode="lines+markers",
+            name="two-stage (stage 2, frozen encoder)",
+        )
+    )
     for method in summary["method"].unique():
         if method in (sweep_method, baseline_method):
             continue
         rows = summary[summary["method"] == method]
-        fig.add_trace(go.Scatter(x=rows["num_aux"], y=rows[f"{metric}_mean"], error_y={"type": "data", "array": _error(rows, metric)},
-                                 mode="markers", marker={"size": 11, "symbol": "diamond"},
-                                 name=(method_labels or {}).get(method, method)))
+        fig.add_trace(
+            go.Scatter(
+                x=rows["num_aux"],
+                y=rows[f"{metric}_mean"],
+                error_y={"type": "data", "array": _error(rows, metric)},
+                mode="markers",
+                marker={"size": 11, "symbol": "diamond"},
+                name=(method_labels or {}).get(method, method),
+            )
+        )
     baseline = summary[summary["method"] == baseline_method]
     if not baseline.empty:
         mean, std = float(baseline[f"{metric}_mean"].iloc[0]), float(np.nan_to_num(baseline[f"{metric}_std"].iloc[0]))
         fig.add_hrect(y0=mean - std, y1=mean + std, fillcolor="grey", opacity=0.2, line_width=0)
         fig.add_hline(y=mean, line_dash="dash", annotation_text="baseline fine-tuning (mean ± std)")
-    fig.update_layout(title=f"Test {metric} vs number of auxiliary labels n (mean ± std over seeds)",
-                      xaxis_title="auxiliary labels n", yaxis_title=metric)
+    fig.update_layout(
+        title=f"Test {metric} vs number of auxiliary labels n (mean ± std over seeds)",
+        xaxis_title="auxiliary labels n",
+        yaxis_title=metric,
+    )
     return fig

@@ -32,8 +32,15 @@ class PageLoadsPlotlyRenderer(MimetypeRenderer):
     unlike plotly's ``notebook`` renderer (4.7 MB per notebook, a CDN MathJax per figure)."""
 
     def to_mimebundle(self, fig_dict: dict) -> dict[str, str]:
-        html = pio.to_html(fig_dict, include_plotlyjs=False, include_mathjax=False, full_html=False,
-                           default_width="100%", default_height=525, validate=False)
+        html = pio.to_html(
+            fig_dict,
+            include_plotlyjs=False,
+            include_mathjax=False,
+            full_html=False,
+            default_width="100%",
+            default_height=525,
+            validate=False,
+        )
         return {"text/html": html}
 
 

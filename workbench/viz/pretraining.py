@@ -15,7 +15,10 @@ import plotly.graph_objects as go
 from plotly.colors import qualitative
 from plotly.subplots import make_subplots
 
-RATE_LEVELS = (("prediction", "prediction level (corrected / wrong)"), ("iteration", "iteration level (sequences with a correction)"))
+RATE_LEVELS = (
+    ("prediction", "prediction level (corrected / wrong)"),
+    ("iteration", "iteration level (sequences with a correction)"),
+)
 SPLITS = (("eval", "held-out", "solid"), ("train", "training", "dash"))
 
 
@@ -39,8 +42,11 @@ def checkpoint_rates_figure(epochs: pd.DataFrame, encoders: Sequence[str] | None
     """The paper's Table 2 per checkpoint: prediction- and iteration-level correction rates (%) against
     the share of training done (%), one colour per encoder, held-out blocks solid and the epoch's
     training batches dashed (HC runs only; a run without training-time rates has no dashed line)."""
-    _check_columns(epochs, ["encoder", "checkpoint", "eval_prediction_rate", "eval_iteration_rate",
-                            "train_prediction_rate", "train_iteration_rate"], "epochs")
+    _check_columns(
+        epochs,
+        ["encoder", "checkpoint", "eval_prediction_rate", "eval_iteration_rate", "train_prediction_rate", "train_iteration_rate"],
+        "epochs",
+    )
     fig = make_subplots(rows=1, cols=2, subplot_titles=[title for _, title in RATE_LEVELS], shared_xaxes=True)
     palette = qualitative.Plotly
     for number, encoder in enumerate(_encoders(epochs, encoders)):
@@ -52,9 +58,17 @@ def checkpoint_rates_figure(epochs: pd.DataFrame, encoders: Sequence[str] | None
                 if np.isnan(values).all():
                     continue
                 fig.add_trace(
-                    go.Scatter(x=rows["checkpoint"], y=100 * values, mode="lines+markers", name=f"{encoder} ({label})",
-                               legendgroup=encoder, showlegend=column == 1, line={"color": colour, "dash": dash}),
-                    row=1, col=column,
+                    go.Scatter(
+                        x=rows["checkpoint"],
+                        y=100 * values,
+                        mode="lines+markers",
+                        name=f"{encoder} ({label})",
+                        legendgroup=encoder,
+                        showlegend=column == 1,
+                        line={"color": colour, "dash": dash},
+                    ),
+                    row=1,
+                    col=column,
                 )
     fig.update_xaxes(title_text="checkpoint (% of training steps)")
     fig.update_yaxes(title_text="corrected (%)", rangemode="tozero")
@@ -71,8 +85,12 @@ def eval_loss_figure(epochs: pd.DataFrame, metric: str = "perplexity", encoders:
     for encoder in _encoders(epochs, encoders):
         rows = epochs[epochs["encoder"] == encoder]
         fig.add_trace(go.Scatter(x=rows["epoch"], y=rows[metric], mode="lines+markers", name=encoder))
-    fig.update_layout(title=f"Held-out {metric.replace('_', ' ')} per epoch (fixed whole-word masks)",
-                      xaxis_title="epoch", yaxis_title=metric.replace("_", " "), height=400)
+    fig.update_layout(
+        title=f"Held-out {metric.replace('_', ' ')} per epoch (fixed whole-word masks)",
+        xaxis_title="epoch",
+        yaxis_title=metric.replace("_", " "),
+        height=400,
+    )
     return fig
 
 
@@ -81,8 +99,16 @@ def comparison_figure(table: pd.DataFrame, title: str, metric: str = "macro_f1")
     held-out perplexity of each pre-trained encoder."""
     _check_columns(table, ["variant", f"{metric}_mean", f"{metric}_std", "perplexity"], "table")
     fig = make_subplots(rows=1, cols=2, subplot_titles=[f"downstream test {metric} (mean ± std)", "held-out perplexity"])
-    fig.add_trace(go.Bar(x=table["variant"], y=table[f"{metric}_mean"], name=metric,
-                         error_y={"type": "data", "array": table[f"{metric}_std"].fillna(0.0)}), row=1, col=1)
+    fig.add_trace(
+        go.Bar(
+            x=table["variant"],
+            y=table[f"{metric}_mean"],
+            name=metric,
+            error_y={"type": "data", "array": table[f"{metric}_std"].fillna(0.0)},
+        ),
+        row=1,
+        col=1,
+    )
     fig.add_trace(go.Bar(x=table["variant"], y=table["perplexity"], name="perplexity"), row=1, col=2)
     fig.update_layout(title=title, showlegend=False, height=380)
     return fig
@@ -99,6 +125,7 @@ def level_rates_figure(corrections: pd.DataFrame, rate: str = "prediction_rate")
         rows = corrections[corrections["level"] == level]
         fig.add_trace(go.Bar(x=rows["encoder"], y=100 * rows[rate], name=f"{level} level"))
     label = "prediction level: corrected / wrong" if rate == "prediction_rate" else "iteration level: sequences with a correction"
-    fig.update_layout(title=f"Held-out correction rate by HC level ({label})", barmode="group",
-                      yaxis_title="corrected (%)", height=380)
+    fig.update_layout(
+        title=f"Held-out correction rate by HC level ({label})", barmode="group", yaxis_title="corrected (%)", height=380
+    )
     return fig

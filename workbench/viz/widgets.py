@@ -164,7 +164,11 @@ class LossCurvePanel(Panel):
         specs = [(curve.name, curve.loss, curve.parameters(values)) for curve in self.curves]
         settings = ", ".join(f"{name} = {value:g}" for name, value in values.items())
         return figure_loss_curves(
-            specs, example=self.example, derivative=self.derivative, num_classes=self.num_classes, title=settings,
+            specs,
+            example=self.example,
+            derivative=self.derivative,
+            num_classes=self.num_classes,
+            title=settings,
             derivative_range=self.derivative_range,
         )
 
@@ -238,11 +242,11 @@ class PclWeightsPanel(Panel):
         from workbench.losses.pcl import pcl_weight_matrix
 
         matrices = {
-            variant: pcl_weight_matrix(variant, epsilon, label_counts=self.label_counts).numpy()
-            for variant in self.variants
+            variant: pcl_weight_matrix(variant, epsilon, label_counts=self.label_counts).numpy() for variant in self.variants
         }
-        return matrix_grid(matrices, self.label_names, title=f"PCL matrices M[gold, predicted], epsilon = {epsilon:g}",
-                           shared_scale=False)
+        return matrix_grid(
+            matrices, self.label_names, title=f"PCL matrices M[gold, predicted], epsilon = {epsilon:g}", shared_scale=False
+        )
 
 
 # ----------------------------------------------------------------------------- entropy
@@ -287,5 +291,6 @@ class EntropyPanel(Panel):
         k = len(self.logits) if self.logits is not None else k
         if (k - 1) * gamma_entropy >= 1.0:
             return undefined_entropy_figure(k, gamma_entropy)
-        return entropy_figure(k, self.n_max, self.logits, self.auxiliary_logit, highlight_n=n_auxiliary,
-                              gamma=gamma_entropy, uniform=self.uniform)
+        return entropy_figure(
+            k, self.n_max, self.logits, self.auxiliary_logit, highlight_n=n_auxiliary, gamma=gamma_entropy, uniform=self.uniform
+        )

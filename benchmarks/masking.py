@@ -1,4 +1,4 @@
-"""Masking throughput: ``python -m workbench.bench masking [--corpus PATH] [--sentences N] ...``.
+"""Masking throughput: ``python -m benchmarks masking [--corpus PATH] [--sentences N] ...``.
 
 Times (1) jieba segmentation + word-aligned encoding, once per corpus, and (2)
 each collator per batch, against transformers' DataCollatorForLanguageModeling
@@ -73,15 +73,19 @@ def _time_collators(collators, batches_for, repeats):
             start = time.perf_counter()
             outputs = [collator(batch) for batch in batches_for[name]]
             best[name] = min(best[name], time.perf_counter() - start)
-            shares[name] = float(np.mean([
-                (out["labels"] != -100).sum().item() / (out["attention_mask"].sum().item() - 2 * len(out["labels"]))
-                for out in outputs
-            ]))
+            shares[name] = float(
+                np.mean(
+                    [
+                        (out["labels"] != -100).sum().item() / (out["attention_mask"].sum().item() - 2 * len(out["labels"]))
+                        for out in outputs
+                    ]
+                )
+            )
     return best, shares
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m workbench.bench masking", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m benchmarks masking", description=__doc__)
     parser.add_argument("--corpus", default=DEFAULT_CORPUS, help="gzip text, one story a line")
     parser.add_argument("--sentences", type=int, default=2048)
     parser.add_argument("--batch-size", type=int, default=32)
@@ -102,8 +106,14 @@ def main(argv: list[str] | None = None) -> None:
     spaced = [" ".join(w for w in segmenter.words(s) if w.strip()) for s in sentences]
     hf_batches = []
     for i in range(0, len(spaced), size):
-        encoded = tokenizer(spaced[i : i + size], truncation=True, max_length=args.max_length, padding=True,
-                            return_offsets_mapping=True, return_special_tokens_mask=True)
+        encoded = tokenizer(
+            spaced[i : i + size],
+            truncation=True,
+            max_length=args.max_length,
+            padding=True,
+            return_offsets_mapping=True,
+            return_special_tokens_mask=True,
+        )
         hf_batches.append([{key: encoded[key][row] for key in encoded} for row in range(len(encoded["input_ids"]))])
     from transformers import DataCollatorForLanguageModeling
 
@@ -127,8 +137,10 @@ def main(argv: list[str] | None = None) -> None:
     ]
     rows += [(name, len(sentences) / best[name], best[name] * 1e3 / len(batches), shares[name]) for name in collators]
 
-    print(f"corpus: {source}; {len(sentences)} sentences, batch {size}, max_length {args.max_length}, "
-          f"vocab {len(tokenizer)} tokens, fastest of {args.repeats} interleaved epochs")
+    print(
+        f"corpus: {source}; {len(sentences)} sentences, batch {size}, max_length {args.max_length}, "
+        f"vocab {len(tokenizer)} tokens, fastest of {args.repeats} interleaved epochs"
+    )
     wwm, kdm = best["WholeWordMaskCollator"], best["KnowledgeMaskCollator(idf=corpus)"]
     print(f"WWM vs HF per batch: {best[HF_NAME] / wwm:.1f}x faster; KDM(idf) / WWM time: {kdm / wwm:.2f}")
     print(f"{'step':48s} {'sentences/s':>12s} {'ms/batch':>9s} {'masked share':>13s}")

@@ -1,6 +1,6 @@
 """Loss benchmark: forward+backward time of every loss relative to ``F.cross_entropy``.
 
-    python -m workbench.bench losses [--device cpu|cuda] [--sizes LIST|all] [--repeats N]
+    python -m benchmarks losses [--device cpu|cuda] [--sizes LIST|all] [--repeats N]
                                      [--threads T] [--losses LIST] [--compile]
 
 Sizes ``NxC`` are sentence level (every label valid), ``NxTxC`` token level (10% of the
@@ -69,7 +69,7 @@ def loss_configs(num_classes: int) -> list[tuple[str, str, dict]]:
 
 
 def parse_size(text: str) -> tuple[int, int | None, int]:
-    """"NxC" -> (N, None, C); "NxTxC" -> (N, T, C)."""
+    """ "NxC" -> (N, None, C); "NxTxC" -> (N, T, C)."""
     try:
         parts = [int(part) for part in text.lower().split("x")]
     except ValueError:
@@ -152,6 +152,7 @@ def monai_equivalents(num_classes: int) -> list[tuple[str, Callable, Callable]]:
             else:
                 value = function(logits.transpose(1, 2), labels.unsqueeze(1))
             return value * scale if scale != 1.0 else value
+
         return call
 
     return [
@@ -207,8 +208,10 @@ def run_device(
 ) -> None:
     labels_text = [size_label(dims) for dims in sizes]
     mode = ("torch.compile" + ("" if device == "cpu" else "(fullgraph=True)")) if compiled else "eager"
-    print(f"\n### device={device} ({hardware(device)}), threads={torch.get_num_threads()}, {mode}, "
-          f"median of {repeats} repeats x {BLOCK} calls\n")
+    print(
+        f"\n### device={device} ({hardware(device)}), threads={torch.get_num_threads()}, {mode}, "
+        f"median of {repeats} repeats x {BLOCK} calls\n"
+    )
     header = " | ".join(f"{text} ms | x CE" for text in labels_text)
     print(f"| loss | {header} |" + (" CUDA target |" if device == "cuda" else ""))
     print("|---|" + "---|---|" * len(sizes) + ("---|" if device == "cuda" else ""))
@@ -248,18 +251,24 @@ def run_device(
         if losses is None:
             print("\nMONAI not installed: comparison skipped (pip install '.[monai]').")
         return
-    print("\n| vs MONAI (ours / MONAI time, labels without -100) | "
-          + " | ".join(f"{text} ratio | value diff" for text in labels_text) + " |")
+    print(
+        "\n| vs MONAI (ours / MONAI time, labels without -100) | "
+        + " | ".join(f"{text} ratio | value diff" for text in labels_text)
+        + " |"
+    )
     print("|---|" + "---|---|" * len(sizes))
     for name, cells in monai_rows.items():
         print(f"| {name} | " + " | ".join(cells) + " |", flush=True)
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m workbench.bench losses", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m benchmarks losses", description=__doc__.splitlines()[0])
     parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
-    parser.add_argument("--sizes", default=",".join(STANDARD_SIZES),
-                        help=f"comma-separated NxC / NxTxC, or 'all' ({', '.join(STANDARD_SIZES + LARGE_SIZES)})")
+    parser.add_argument(
+        "--sizes",
+        default=",".join(STANDARD_SIZES),
+        help=f"comma-separated NxC / NxTxC, or 'all' ({', '.join(STANDARD_SIZES + LARGE_SIZES)})",
+    )
     parser.add_argument("--repeats", type=int, default=20)
     parser.add_argument("--threads", type=int, default=1, help="torch.set_num_threads (the CPU clock assumes 1)")
     parser.add_argument("--losses", default=None, help="comma-separated row labels to run (default: all)")

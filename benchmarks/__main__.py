@@ -1,4 +1,4 @@
-"""Dispatch ``python -m workbench.bench NAME [options]`` to ``workbench.bench.NAME.main``."""
+"""Dispatch ``python -m benchmarks NAME [options]`` to ``benchmarks.NAME.main``."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ SUITES = ("losses", "masking", "pretrain", "threads", "train")
 def main(argv: list[str] | None = None) -> None:
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] not in SUITES:
-        raise SystemExit(f"usage: python -m workbench.bench {{{','.join(SUITES)}}} [options]")
-    importlib.import_module(f"workbench.bench.{argv[0]}").main(argv[1:])
+        raise SystemExit(f"usage: python -m benchmarks {{{','.join(SUITES)}}} [options]")
+    importlib.import_module(f"benchmarks.{argv[0]}").main(argv[1:])
 
 
 if __name__ == "__main__":

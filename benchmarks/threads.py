@@ -1,6 +1,6 @@
 """The example trainer on an idle machine and with one core kept busy elsewhere, per thread count.
 
-``python -m workbench.bench threads [--config PATH] [--epochs E] [--threads LIST] [--repeats R]``
+``python -m benchmarks threads [--config PATH] [--epochs E] [--threads LIST] [--repeats R]``
 
 Each run is ``python -m workbench.train CONFIG training.epochs=E training.quiet=true
 training.threads=N`` in a fresh process, into a temporary folder (``N = default`` leaves
@@ -77,8 +77,15 @@ def train_once(config: Path, epochs: float, threads: str, output_dir: Path) -> t
 
     ``OMP_NUM_THREADS``/``MKL_NUM_THREADS`` are removed from its environment, so ``default`` is the
     workbench's own choice and a number is ``training.threads``."""
-    command = [sys.executable, "-m", "workbench.train", str(config), f"training.epochs={epochs}",
-               "training.quiet=true", f"output_dir={output_dir}"]
+    command = [
+        sys.executable,
+        "-m",
+        "workbench.train",
+        str(config),
+        f"training.epochs={epochs}",
+        "training.quiet=true",
+        f"output_dir={output_dir}",
+    ]
     if threads != DEFAULT:
         command.append(f"training.threads={threads}")
     environment = {name: value for name, value in os.environ.items() if name not in THREAD_VARIABLES}
@@ -105,12 +112,15 @@ def ratio_rows(times: dict[tuple[str, bool], list[tuple[float, float]]], setting
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m workbench.bench threads", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m benchmarks threads", description=__doc__.splitlines()[0])
     parser.add_argument("--config", default=str(DEFAULT_CONFIG), help="trainer config (default: %(default)s)")
     parser.add_argument("--epochs", type=float, default=1.0, help="training.epochs of every run (default: %(default)s)")
-    parser.add_argument("--threads", default=f"{DEFAULT},{os.cpu_count() or 1}",
-                        help="comma-separated settings: 'default' (training.threads null) and thread counts "
-                             "(default: %(default)s, i.e. also torch's one thread per core)")
+    parser.add_argument(
+        "--threads",
+        default=f"{DEFAULT},{os.cpu_count() or 1}",
+        help="comma-separated settings: 'default' (training.threads null) and thread counts "
+        "(default: %(default)s, i.e. also torch's one thread per core)",
+    )
     parser.add_argument("--repeats", type=int, default=3, help="interleaved repetitions, median reported")
     arguments = parser.parse_args(argv)
     try:
@@ -133,11 +143,15 @@ def main(argv: list[str] | None = None) -> None:
                     else:
                         times[(setting, busy)].append(train_once(config, arguments.epochs, setting, output_dir))
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    print(f"{config} x {arguments.epochs:g} epoch(s), {os.cpu_count()} cores (default threads here: "
-          f"{default_threads()}), median of {arguments.repeats}, load average at the end {load:.2f}")
+    print(
+        f"{config} x {arguments.epochs:g} epoch(s), {os.cpu_count()} cores (default threads here: "
+        f"{default_threads()}), median of {arguments.repeats}, load average at the end {load:.2f}"
+    )
     print("| threads | wall idle s | wall busy s | busy / idle | train idle s | train busy s | busy / idle | target |")
     print("|---|--:|--:|--:|--:|--:|--:|--:|")
     for row in ratio_rows(times, settings):
         target = f"<= {TARGET}x" if row["threads"] == DEFAULT else ""
-        print(f"| {row['threads']} | {row['wall_idle']:.1f} | {row['wall_busy']:.1f} | {row['wall_ratio']:.2f}x "
-              f"| {row['train_idle']:.1f} | {row['train_busy']:.1f} | {row['train_ratio']:.2f}x | {target} |")
+        print(
+            f"| {row['threads']} | {row['wall_idle']:.1f} | {row['wall_busy']:.1f} | {row['wall_ratio']:.2f}x "
+            f"| {row['train_idle']:.1f} | {row['train_busy']:.1f} | {row['train_ratio']:.2f}x | {target} |"
+        )

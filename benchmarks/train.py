@@ -1,6 +1,6 @@
 """Training throughput of the workbench loss step against a plain ``transformers.Trainer``.
 
-``python -m workbench.bench train [--samples N] [--repeats R] [--qbqtc PATH]
+``python -m benchmarks train [--samples N] [--repeats R] [--qbqtc PATH]
 [--device cpu|cuda] [--precision fp32|bf16|fp16] [--losses LIST]``
 
 Every row trains the same tiny BERT on the same tokenized data with the same
@@ -99,9 +99,7 @@ def _runner(
         model = build_sequence_classifier(len(data.names), **source)
         common = {
             "model": model,
-            "args": training_arguments(
-                config.training, output_dir, evaluate=False, save_strategy="no", use_cpu=device == "cpu"
-            ),
+            "args": training_arguments(config.training, output_dir, evaluate=False, save_strategy="no", use_cpu=device == "cpu"),
             "train_dataset": data.encoded["train"],
             "data_collator": DataCollatorWithPadding(data.tokenizer),
             "callbacks": [clock := _CpuClock()],
@@ -118,7 +116,7 @@ def _runner(
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m workbench.bench train", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m benchmarks train", description=__doc__.splitlines()[0])
     parser.add_argument("--samples", type=int, default=1024, help="training examples per run")
     parser.add_argument("--repeats", type=int, default=5, help="interleaved repetitions (median reported)")
     parser.add_argument("--batch-size", type=int, default=32)
@@ -157,14 +155,18 @@ def main(argv: list[str] | None = None) -> None:
     samples = len(data.encoded["train"])
     wall_baseline, cpu_baseline = statistics.median(wall[BASELINE]), statistics.median(cpu[BASELINE])
     machine = torch.cuda.get_device_name() if arguments.device == "cuda" else "CPU"
-    print(f"{samples} samples, batch {arguments.batch_size}, max_length {arguments.max_length}, "
-          f"tiny BERT {config.model.tiny.to_dict()}, {machine}, {arguments.precision}, "
-          f"{arguments.threads} thread(s), median of {arguments.repeats}")
+    print(
+        f"{samples} samples, batch {arguments.batch_size}, max_length {arguments.max_length}, "
+        f"tiny BERT {config.model.tiny.to_dict()}, {machine}, {arguments.precision}, "
+        f"{arguments.threads} thread(s), median of {arguments.repeats}"
+    )
     print(f"| {'trainer / loss':<28} | samples/s | wall overhead | CPU overhead | target |")
     print(f"|{'-' * 30}|----------:|--------------:|-------------:|-------:|")
     for label, family, _ in rows:
         runtime, seconds = statistics.median(wall[label]), statistics.median(cpu[label])
         limit = GPU_TARGET if arguments.device == "cuda" else TARGETS.get(family)
         target = "" if family is None else f"<= {limit:.0%}"
-        print(f"| {label:<28} | {samples / runtime:9.1f} | {runtime / wall_baseline - 1:+13.1%} "
-              f"| {seconds / cpu_baseline - 1:+12.1%} | {target:>6} |")
+        print(
+            f"| {label:<28} | {samples / runtime:9.1f} | {runtime / wall_baseline - 1:+13.1%} "
+            f"| {seconds / cpu_baseline - 1:+12.1%} | {target:>6} |"
+        )

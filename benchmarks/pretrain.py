@@ -1,4 +1,4 @@
-"""Corpus-scale MLM pre-training: ``python -m workbench.bench pretrain [CORPUS] [--stories N] [--device cpu|cuda]``.
+"""Corpus-scale MLM pre-training: ``python -m benchmarks pretrain [CORPUS] [--stories N] [--device cpu|cuda]``.
 
 On the first ``--stories`` documents of ``CORPUS`` (one a line, ``.gz`` allowed;
 default: the news corpus beside the checkout, else generated sentences) it reports:
@@ -43,7 +43,7 @@ from typing import Any
 import datasets
 import torch
 
-from workbench.bench.masking import DEFAULT_CORPUS
+from benchmarks.masking import DEFAULT_CORPUS
 from workbench.data import sample_corpus
 from workbench.lexicon import SynonymTable
 from workbench.losses import build_loss
@@ -116,7 +116,9 @@ def preprocessing(documents: list[str], tokenizer, max_length: int) -> dict[str,
     rates, cpu_rates = {}, {}
     for count in processes:
         cpu_start = _cpu_seconds()
-        blocks, seconds = _timed(encode_corpus, documents, tokenizer, max_length=max_length, segmenter=JiebaSegmenter(), num_proc=count)
+        blocks, seconds = _timed(
+            encode_corpus, documents, tokenizer, max_length=max_length, segmenter=JiebaSegmenter(), num_proc=count
+        )
         rates[count] = characters / seconds
         cpu_rates[count] = characters / (_cpu_seconds() - cpu_start)
     features, seconds = _timed(encode_words, tokenizer, documents, JiebaSegmenter(), max_length)
@@ -179,8 +181,13 @@ def training(blocks, tokenizer, arguments, device: torch.device) -> dict[str, di
     sizes = {**SIZES[device.type], **{k: v for k, v in vars(arguments).items() if k in SIZES["cpu"] and v is not None}}
     batches = _batches(blocks, tokenizer, sizes["batch_size"], arguments.steps, device)
     torch.manual_seed(0)
-    tiny = {"vocab_size": len(tokenizer), "num_layers": sizes["layers"], "hidden_size": sizes["hidden"],
-            "num_heads": sizes["heads"], "max_position": max(arguments.max_length, 128)}
+    tiny = {
+        "vocab_size": len(tokenizer),
+        "num_layers": sizes["layers"],
+        "hidden_size": sizes["hidden"],
+        "num_heads": sizes["heads"],
+        "max_position": max(arguments.max_length, 128),
+    }
     initial = build_masked_lm(tiny=tiny).to(device)
     table = SynonymTable.from_path(arguments.lexicon if Path(arguments.lexicon).is_file() else None)
     runs = {}
@@ -188,9 +195,14 @@ def training(blocks, tokenizer, arguments, device: torch.device) -> dict[str, di
         if name == "mlm_hc":
             params = {**params, "tokenizer": tokenizer, "table": table}
         model = copy.deepcopy(initial).train()
-        runs[label] = {"model": model, "loss": build_loss(name, **params), "stats": CorrectionStats() if name == "mlm_hc" else None,
-                       "optimizer": torch.optim.AdamW(model.parameters(), lr=1e-4), "best": float("inf"),
-                       "best_cpu": float("inf")}
+        runs[label] = {
+            "model": model,
+            "loss": build_loss(name, **params),
+            "stats": CorrectionStats() if name == "mlm_hc" else None,
+            "optimizer": torch.optim.AdamW(model.parameters(), lr=1e-4),
+            "best": float("inf"),
+            "best_cpu": float("inf"),
+        }
     dtype = torch.bfloat16 if sizes["precision"] == "bf16" else None
 
     def autocast():
@@ -228,25 +240,33 @@ def training(blocks, tokenizer, arguments, device: torch.device) -> dict[str, di
 
 def _print_report(report: dict[str, Any]) -> None:
     pre, cache, train, share = report["preprocessing"], report["cache"], report["training"], report["first_step"]
-    print(f"corpus: {report['source']}; {report['stories']} stories, {pre['characters']:,} characters; "
-          f"vocab {report['vocab_size']:,} tokens; max_length {report['max_length']}; {usable_cores()} cores; device {report['device']}")
+    print(
+        f"corpus: {report['source']}; {report['stories']} stories, {pre['characters']:,} characters; "
+        f"vocab {report['vocab_size']:,} tokens; max_length {report['max_length']}; {usable_cores()} cores; device {report['device']}"
+    )
     print(f"\njieba dictionary load (once per run): {pre['jieba_load_seconds']:.2f} s")
     print("\n| preprocessing | characters/s | speedup vs 1 | target | characters per CPU second |\n|---|---:|---:|---:|---:|")
     for count, rate in pre["chars_per_second"].items():
-        print(f"| encode_corpus, {count} process{'es' if count > 1 else ''} | {rate:,.0f} | {pre['speedup'][count]:.2f}x | "
-              f">= {0.8 * count:.1f}x | {pre['chars_per_cpu_second'][count]:,.0f} |")
+        print(
+            f"| encode_corpus, {count} process{'es' if count > 1 else ''} | {rate:,.0f} | {pre['speedup'][count]:.2f}x | "
+            f">= {0.8 * count:.1f}x | {pre['chars_per_cpu_second'][count]:,.0f} |"
+        )
     print(f"| encode_words (old path), 1 process | {pre['encode_words_chars_per_second']:,.0f} | | | |")
-    print(f"\nchunks (units of parallel work): {pre['chunks']:,}; blocks: {pre['blocks']:,}, tokens {pre['tokens']:,}, "
-          f"fill {pre['fill']:.1%} of max_length; "
-          f"text kept 100% (old path, truncated to max_length: {pre['encode_words_kept_share']:.1%})")
+    print(
+        f"\nchunks (units of parallel work): {pre['chunks']:,}; blocks: {pre['blocks']:,}, tokens {pre['tokens']:,}, "
+        f"fill {pre['fill']:.1%} of max_length; "
+        f"text kept 100% (old path, truncated to max_length: {pre['encode_words_kept_share']:.1%})"
+    )
     print("\n| cache | seconds |\n|---|---:|")
     print(f"| first run (encode + write), all cores | {cache['first_seconds']:.2f} |")
     print(f"| rerun (hash + load) | {cache['cached_seconds']:.2f} |")
     print(f"| ratio (target >= 20x) | {cache['ratio']:.1f}x |")
     sizes = train["sizes"]
-    print(f"\ntraining step: BertForMaskedLM {sizes['layers']} layers, hidden {sizes['hidden']}, batch {sizes['batch_size']}, "
-          f"{sizes['precision']}, {train['samples']} samples per round, fastest of {report['repeats']} rounds, "
-          f"{torch.get_num_threads()} torch threads")
+    print(
+        f"\ntraining step: BertForMaskedLM {sizes['layers']} layers, hidden {sizes['hidden']}, batch {sizes['batch_size']}, "
+        f"{sizes['precision']}, {train['samples']} samples per round, fastest of {report['repeats']} rounds, "
+        f"{torch.get_num_threads()} torch threads"
+    )
     cpu = report["device"] == "cpu"  # CPU time is robust to other jobs on the cores; on a GPU it misses the device work
     print(f"\n| objective | samples/s | time vs plain |{' CPU time vs plain |' if cpu else ''} HC prediction rate |")
     print(f"|---|---:|---:|{'---:|' if cpu else ''}---:|")
@@ -254,13 +274,16 @@ def _print_report(report: dict[str, Any]) -> None:
         rate = f"{row['prediction_rate']:.2%}" if "prediction_rate" in row else ""
         cpu_column = f" {row['relative_cpu_time']:.2f}x |" if cpu else ""
         print(f"| {label} | {row['samples_per_second']:,.1f} | {row['relative_time']:.2f}x |{cpu_column} {rate} |")
-    print(f"\nbefore the first step, {report['epochs']} epochs over {cache['blocks']:,} blocks at the plain rate "
-          f"({share['train_seconds']:.1f} s of training): uncached {share['uncached']:.1%}, cached {share['cached']:.1%}")
+    print(
+        f"\nbefore the first step, {report['epochs']} epochs over {cache['blocks']:,} blocks at the plain rate "
+        f"({share['train_seconds']:.1f} s of training): uncached {share['uncached']:.1%}, cached {share['cached']:.1%}"
+    )
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m workbench.bench pretrain", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks pretrain", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("corpus", nargs="?", default=DEFAULT_CORPUS, help="text file, one document a line (.gz allowed)")
     parser.add_argument("--stories", type=int, default=500, help="documents read from the corpus")
     parser.add_argument("--device", choices=("cpu", "cuda"), default="cuda" if torch.cuda.is_available() else "cpu")
@@ -272,8 +295,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--heads", type=int, default=None)
     parser.add_argument("--batch-size", type=int, default=None)
     parser.add_argument("--precision", choices=("fp32", "bf16"), default=None)
-    parser.add_argument("--threads", type=int, default=None,
-                        help="torch intra-op threads (default: 1 on cpu, the stablest figure on a shared machine; torch's on cuda)")
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        help="torch intra-op threads (default: 1 on cpu, the stablest figure on a shared machine; torch's on cuda)",
+    )
     parser.add_argument("--steps", type=int, default=8, help="batches per timed round")
     parser.add_argument("--repeats", type=int, default=3, help="interleaved timed rounds per objective")
     parser.add_argument("--epochs", type=int, default=12, help="epochs of the run whose pre-first-step share is estimated")
@@ -295,9 +322,17 @@ def main(argv: list[str] | None = None) -> None:
         train = training(cache.pop("dataset"), tokenizer, arguments, device)
     train_seconds = arguments.epochs * cache["blocks"] / train["objectives"]["plain"]["samples_per_second"]
     report = {
-        "source": source, "stories": len(documents), "vocab_size": len(tokenizer), "max_length": arguments.max_length,
-        "device": str(device), "repeats": arguments.repeats, "epochs": arguments.epochs, "cores": usable_cores(),
-        "preprocessing": pre, "cache": cache, "training": train,
+        "source": source,
+        "stories": len(documents),
+        "vocab_size": len(tokenizer),
+        "max_length": arguments.max_length,
+        "device": str(device),
+        "repeats": arguments.repeats,
+        "epochs": arguments.epochs,
+        "cores": usable_cores(),
+        "preprocessing": pre,
+        "cache": cache,
+        "training": train,
         "first_step": {
             "train_seconds": train_seconds,
             "uncached": cache["first_seconds"] / (cache["first_seconds"] + train_seconds),
