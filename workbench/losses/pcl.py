@@ -46,13 +46,17 @@ def check_counts(label_counts: Sequence[float] | torch.Tensor) -> torch.Tensor:
     return check_class_vector("label_counts", label_counts, low=1 / LARGEST)
 
 
+def count_ratios(n: list[float], pcl_plus_form: str) -> tuple[float, float]:
+    """(r+, r-) from counts n, as eq. 2-3 print them (sums of the other counts, no cancellation)."""
+    not_0, not_1 = sum(n[1:]), n[0] + sum(n[2:])
+    return (n[0] / not_0 if pcl_plus_form == "paper" else not_0 / n[0]), not_1 / n[1]
+
+
 def pcl_constants(label_counts: Sequence[float] | torch.Tensor, pcl_plus_form: str = "code") -> tuple[float, float]:
     """(r+, r-) = (PCL+ / eps, PCL- / eps) of eq. 2-3: r- = (n_0 + n_2 + ...) / n_1; r+ = n_0 / (n_1 + n_2 + ...)
     ("paper") or its reciprocal ("code")."""
     check_choice("pcl_plus_form", pcl_plus_form, PCL_PLUS_FORMS)
-    n = check_counts(label_counts).tolist()
-    not_0, not_1 = sum(n[1:]), n[0] + sum(n[2:])
-    return (n[0] / not_0 if pcl_plus_form == "paper" else not_0 / n[0]), not_1 / n[1]
+    return count_ratios(check_counts(label_counts).tolist(), pcl_plus_form)
 
 
 def check_cost_matrix(cost_matrix: Sequence[Sequence[float]] | torch.Tensor, variant: str | None = None) -> torch.Tensor:
@@ -70,16 +74,18 @@ def check_cost_matrix(cost_matrix: Sequence[Sequence[float]] | torch.Tensor, var
     return matrix
 
 
+def ordinal_severity(counts: torch.Tensor) -> torch.Tensor:
+    """S[y, k] = |y - k| + (n_k / n) [y != k] from float64 ``counts``."""
+    classes = torch.arange(len(counts), dtype=torch.float64)
+    distance = (classes.unsqueeze(1) - classes.unsqueeze(0)).abs()
+    return distance + (distance > 0) * (counts / counts.sum())
+
+
 def pcl_severity(
     label_counts: Sequence[float] | torch.Tensor, cost_matrix: Sequence[Sequence[float]] | torch.Tensor | None = None
 ) -> torch.Tensor:
     """S[y, k] = |y - k| + (n_k / n) [y != k] (ordinal labels), or the given ``cost_matrix``."""
-    if cost_matrix is not None:
-        return check_cost_matrix(cost_matrix)
-    counts = check_counts(label_counts)
-    classes = torch.arange(len(counts), dtype=torch.float64)
-    distance = (classes.unsqueeze(1) - classes.unsqueeze(0)).abs()
-    return distance + (distance > 0) * (counts / counts.sum())
+    return ordinal_severity(check_counts(label_counts)) if cost_matrix is None else check_cost_matrix(cost_matrix)
 
 
 def near_mistakes(severity: torch.Tensor) -> torch.Tensor:
@@ -102,22 +108,31 @@ def pcl_weight_matrix(
     check_choice("variant", variant, PCL_VARIANTS)
     epsilon = check_range("epsilon", epsilon, 0.0, 1.0, high_inclusive=False)
     form = DEFAULT_PCL_PLUS_FORM[variant] if pcl_plus_form is None else pcl_plus_form
+    check_choice("pcl_plus_form", form, PCL_PLUS_FORMS)
     counts = check_counts(label_counts)
-    plus, minus = pcl_constants(counts, form)
-    num_classes = len(counts)
     cost_matrix = None if cost_matrix is None else check_cost_matrix(cost_matrix, variant)
-    if cost_matrix is not None and len(cost_matrix) != num_classes:
-        raise ValueError(f"label_counts: must have one count per row of cost_matrix ({len(cost_matrix)}), got {num_classes}")
+    if cost_matrix is not None and len(cost_matrix) != len(counts):
+        raise ValueError(f"label_counts: must have one count per row of cost_matrix ({len(cost_matrix)}), got {len(counts)}")
+    return weight_matrix(variant, epsilon, counts, form, cost_matrix)
+
+
+def weight_matrix(
+    variant: str, epsilon: float, counts: torch.Tensor, pcl_plus_form: str, cost_matrix: torch.Tensor | None
+) -> torch.Tensor:
+    """``pcl_weight_matrix`` for checked arguments (float64 CPU counts and cost matrix)."""
+    plus, minus = count_ratios(counts.tolist(), pcl_plus_form)
+    num_classes = len(counts)
     if variant == "reference":
         classes = torch.arange(num_classes)
         punished = (classes.unsqueeze(1) + classes.unsqueeze(0) >= 2).to(torch.float64)
         return punished * (epsilon * plus / num_classes)
-    severity = pcl_severity(counts, cost_matrix)
+    severity = ordinal_severity(counts) if cost_matrix is None else cost_matrix
     if variant == "expected_cost":
         return epsilon * severity
-    far, near, correct = (
-        (epsilon * plus, -epsilon * minus, 0.0) if variant == "paper" else (1 + epsilon * plus, 1 / (1 + epsilon * minus), 1.0)
-    )
+    if variant == "paper":
+        far, near, correct = epsilon * plus, -epsilon * minus, 0.0
+    else:
+        far, near, correct = 1 + epsilon * plus, 1 / (1 + epsilon * minus), 1.0
     matrix = torch.full((num_classes, num_classes), far, dtype=torch.float64)
     matrix[near_mistakes(severity)] = near
     return matrix.fill_diagonal_(correct)
@@ -183,8 +198,9 @@ class PropensityCorrectedLoss(ImbalanceLoss):
             raise ValueError(f"{name}: must define C={num_classes} classes (those of the logits), got {len(defined)}")
         if self.counts == "global":
             return self.weight_matrix
-        batch_counts = torch.bincount(targets[targets != IGNORE_INDEX], minlength=num_classes) + 1
-        return pcl_weight_matrix(self.variant, self.epsilon, batch_counts, self.pcl_plus_form, self.cost_matrix)
+        batch_counts = torch.bincount(targets[targets != IGNORE_INDEX], minlength=num_classes).cpu().double() + 1
+        cost_matrix = None if self.cost_matrix is None else self.cost_matrix.cpu()
+        return weight_matrix(self.variant, self.epsilon, batch_counts, self.pcl_plus_form, cost_matrix)
 
     def compute(self, logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
         valid = targets != IGNORE_INDEX
