@@ -1,5 +1,5 @@
-"""Datasets for the workbench: generated sample data, loaders of the real
-datasets, seeded splits and imbalance tools.
+"""Datasets for the workbench: generated sample data, loaders of the real datasets, seeded splits
+and imbalance tools; :func:`load_splits` / :func:`load_texts` read a config's ``data`` section.
 
 Every dataset has a ``text`` column (and ``text_pair`` for pairs) and an integer
 ``label`` column whose ClassLabel feature carries the class names
@@ -37,7 +37,7 @@ from workbench.data.samples import (
     sample_sentences,
 )
 from workbench.data.sources import load_splits, load_texts
-from workbench.data.splits import deduplicate_splits, stratified_split
+from workbench.data.splits import deduplicate_splits, shared_with_train, stratified_split
 
 __all__ = [
     "RELEVANCE_LABEL_NAMES",
@@ -63,6 +63,7 @@ __all__ = [
     "sample_relevance_splits",
     "sample_sentence_splits",
     "sample_sentences",
+    "shared_with_train",
     "stratified_split",
     "synonym_replace",
     "table8_class_counts",

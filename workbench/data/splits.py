@@ -47,6 +47,18 @@ def stratified_split(ds: Dataset, fractions: Mapping[str, float] | None = None, 
     return DatasetDict({name: ds.select(np.sort(np.concatenate(chunks))) for name, chunks in parts.items()})
 
 
+def _rows(split: Dataset, columns: Sequence[str]) -> list[tuple[str, ...]]:
+    return list(zip(*(split[column] for column in columns)))
+
+
+def shared_with_train(dsdict: DatasetDict) -> dict[str, int]:
+    """``{split: rows whose text (and text_pair) also occur in train}`` for every split but train;
+    :func:`deduplicate_splits` removes them."""
+    columns = [key for key in ("text", "text_pair") if key in dsdict["train"].column_names]
+    train = set(_rows(dsdict["train"], columns))
+    return {name: sum(row in train for row in _rows(split, columns)) for name, split in dsdict.items() if name != "train"}
+
+
 def deduplicate_splits(
     dsdict: DatasetDict,
     keys: Sequence[str] = ("text", "text_pair"),
@@ -70,7 +82,7 @@ def deduplicate_splits(
     removed: dict[str, int] = {}
     for name in priority:
         split = dsdict[name]
-        rows = list(zip(*(split[column] for column in columns)))
+        rows = _rows(split, columns)
         keep = [i for i, row in enumerate(rows) if row not in seen]
         seen.update(rows)
         cleaned[name] = split.select(keep)

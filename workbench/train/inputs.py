@@ -2,20 +2,26 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import re
+import warnings
+from dataclasses import dataclass, field
 from typing import Any
 
-from datasets import DatasetDict
+from datasets import Dataset, DatasetDict
 
 from workbench.config import Config
-from workbench.data import label_names, load_splits
+from workbench.data import label_names, load_splits, shared_with_train
 from workbench.vocab import load_tokenizer
+
+UNREADABLE_SHARE = 0.1
+"""Warn when more than this share of a split's samples are mostly unreadable tokens (:func:`unreadable_share`)."""
 
 
 def tokenize_splits(splits: DatasetDict, tokenizer: Any, max_length: int) -> DatasetDict:
     """Tokenize ``text`` (and ``text_pair``) truncated to ``max_length``; ``label`` becomes ``labels``.
 
-    Only model inputs and ``labels`` remain; padding happens per batch in the collator.
+    Only model inputs and ``labels`` remain; padding happens per batch in the collator. A split
+    the vocabulary cannot read (:func:`unreadable_share` over ``UNREADABLE_SHARE``) gets one warning.
     """
 
     def encode(batch: dict[str, list]) -> dict[str, list]:
@@ -24,27 +30,61 @@ def tokenize_splits(splits: DatasetDict, tokenizer: Any, max_length: int) -> Dat
         encoded["labels"] = batch["label"]
         return dict(encoded)
 
-    return DatasetDict(
+    encoded = DatasetDict(
         {
             name: split.map(encode, batched=True, remove_columns=split.column_names, desc=f"tokenize {name}")
             for name, split in splits.items()
         }
     )
+    shares = {name: unreadable_share(split, tokenizer) for name, split in encoded.items()}
+    unreadable = ", ".join(f"{share:.0%} of {name}" for name, share in shares.items() if share > UNREADABLE_SHARE)
+    if unreadable:
+        warnings.warn(
+            f"text the vocabulary cannot read: {unreadable} samples are mostly [UNK] or single Latin letters; "
+            "use a vocabulary that fits the language (model.vocab_file) or a model.model_name_or_path whose tokenizer does",
+            UserWarning,
+            stacklevel=2,
+        )
+    return encoded
+
+
+def unreadable_share(encoded: Dataset, tokenizer: Any) -> float:
+    """Share of samples whose tokens (special tokens aside) are mostly ``[UNK]`` or single Latin
+    letters (e.g. English split into letters by a Chinese character vocabulary)."""
+    letter = re.compile(r"(##)?[A-Za-z]")
+    unreadable = {i for token, i in tokenizer.get_vocab().items() if token == tokenizer.unk_token or letter.fullmatch(token)}
+    special = set(tokenizer.all_special_ids) - {tokenizer.unk_token_id}
+    flagged = 0
+    for ids in encoded["input_ids"]:
+        tokens = [i for i in ids if i not in special]
+        if tokens and sum(i in unreadable for i in tokens) > len(tokens) / 2:
+            flagged += 1
+    return flagged / max(len(encoded), 1)
 
 
 @dataclass
 class ClassificationData:
-    """A config's labelled splits, their label names, the model's tokenizer and the tokenized splits."""
+    """A config's labelled splits, their label names, the model's tokenizer and the tokenized splits;
+    ``ordinal`` (``data.is_ordinal``) and the rows each split shares with train (``shared_with_train``)."""
 
     splits: DatasetDict
     names: list[str]
     tokenizer: Any
     encoded: DatasetDict
+    ordinal: bool = False
+    shared_with_train: dict[str, int] = field(default_factory=dict)
 
 
 def classification_data(config: Config, splits: DatasetDict | None = None) -> ClassificationData:
-    """Load ``config.data``'s splits (or take ``splits``) and tokenize them with ``config.model``'s tokenizer."""
+    """Load ``config.data``'s splits (or take ``splits``) and tokenize them with ``config.model``'s tokenizer;
+    a split sharing rows with train gets a warning with the count."""
     splits = load_splits(config.data) if splits is None else splits
+    shared = shared_with_train(splits)
+    if any(shared.values()):
+        counts = ", ".join(f"{name} {count} of {len(splits[name])}" for name, count in shared.items() if count)
+        warnings.warn(
+            f"rows shared with train (text and text_pair): {counts}; workbench.data.deduplicate_splits removes them", stacklevel=2
+        )
     tokenizer = load_tokenizer(config.model.model_name_or_path, config.model.vocab_file)
     encoded = tokenize_splits(splits, tokenizer, config.data.max_length)
-    return ClassificationData(splits, label_names(splits["train"]), tokenizer, encoded)
+    return ClassificationData(splits, label_names(splits["train"]), tokenizer, encoded, config.data.is_ordinal, shared)
