@@ -1,13 +1,9 @@
-"""Resampling and augmentation for imbalanced data, and the five training sets of the Dice-loss paper's
-Table 8 (Li et al., 2020, Sec. 5.1, QQP): original, +positive, +negative, -negative, +positive & +negative.
-
-The paper's added examples are new sentences (entity mentions replaced through DBpedia); the
-workbench's stand-in is synonym replacement (:class:`SynonymAugmenter`), the ``augmenter`` of
-:func:`upsample`, :func:`rebalance` and :func:`table8_training_sets`; without one the added rows are
-exact copies (a labelled option, not the paper's method). docs/data.md gives the reading of Table 8.
-
-Every function is seeded (``np.random.default_rng(seed)``, seed an integer >= 0), keeps the rows it
-keeps in their order and appends new rows at the end.
+"""Resampling and augmentation for imbalanced data, and the training sets of the Dice-loss paper's Table 8
+(Li et al., 2020, Sec. 5.1; docs/data.md gives the reading). The paper adds new sentences (entity
+replacement); the workbench's stand-in is synonym replacement (:class:`SynonymAugmenter`, an
+``augmenter``); without one, added rows are exact copies (a labelled option, not the paper's method).
+Every function is seeded (``np.random.default_rng(seed)``), keeps the rows it keeps in their order
+and appends new rows at the end.
 """
 
 from __future__ import annotations
@@ -19,7 +15,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from datasets import Dataset, concatenate_datasets
 
-from workbench.checks import check_int
+from workbench.checks import check_choice, check_int, check_number
 from workbench.data.features import check_seed
 
 if TYPE_CHECKING:
@@ -71,9 +67,7 @@ def downsample(ds: Dataset, label: int, ratio: float | None = None, target: int 
     if (ratio is None) == (target is None):
         raise ValueError("ratio: give exactly one of ratio and target")
     if ratio is not None:
-        if not 0.0 < ratio <= 1.0:
-            raise ValueError(f"ratio: must be in (0, 1], got {ratio!r}")
-        target = int(round(ratio * members.size))
+        target = int(round(check_number("ratio", ratio, 0, 1, low_inclusive=False) * members.size))
     check_int("target", target, 0, members.size)
     return _drop_random(ds, members, members.size - target, seed)
 
@@ -103,10 +97,8 @@ def rebalance(
     (or ``augmenter`` outputs) to the side with too few; the new size is rounded to an integer.
     """
     seed = check_seed(seed)
-    if method not in METHODS:
-        raise ValueError(f"method: must be one of {METHODS}, got {method!r}")
-    if not target_ratio > 0:
-        raise ValueError(f"target_ratio: must be > 0, got {target_ratio!r}")
+    check_choice("method", method, METHODS)
+    check_number("target_ratio", target_ratio, 0, low_inclusive=False)
     positives = _class_indices(ds, positive_label, "positive_label")
     negatives = np.setdiff1d(np.arange(len(ds)), positives)
     if positives.size == 0 or negatives.size == 0:
@@ -150,14 +142,10 @@ def synonym_replace(text: str, synonyms: SynonymTable, segmenter: JiebaSegmenter
 
 
 class SynonymAugmenter:
-    """An ``augmenter`` (text -> text): call i (i = 0, 1, ...) returns :func:`synonym_replace` of the
-    text drawn with ``np.random.default_rng([seed, i])``, so copies of one template differ and a fresh
-    augmenter replays the same outputs. ``calls`` and ``unchanged`` (texts with no word in the lexicon,
-    added as exact copies) let a study report the share.
-
-    ``synonyms`` defaults to ``SynonymTable.default()`` (the shipped tiny Cilin lexicon), ``segmenter``
-    to ``JiebaSegmenter(pos=False)``.
-    """
+    """An ``augmenter``: call i (i = 0, 1, ...) returns :func:`synonym_replace` of the text drawn with
+    ``np.random.default_rng([seed, i])`` (copies of one template differ; a fresh augmenter replays).
+    ``calls`` and ``unchanged`` (texts without a word in the lexicon: exact copies) give the share.
+    Defaults: ``SynonymTable.default()`` (the shipped tiny Cilin lexicon), ``JiebaSegmenter(pos=False)``."""
 
     def __init__(
         self, synonyms: SynonymTable | None = None, segmenter: JiebaSegmenter | None = None, seed: int = 0, n_words: int = 1
@@ -200,15 +188,9 @@ def table8_class_counts(n_positive: int, n_negative: int) -> OrderedDict[str, tu
         raise ValueError(
             f"n_positive: must be at least 1 and fewer than the negatives, got {n_positive} positives and {n_negative} negatives"
         )
-    n_positive, n_negative = int(n_positive), int(n_negative)
-    mixed = int(round(2 * n_negative * n_positive / (n_positive + n_negative)))
-    counts = [
-        (n_positive, n_negative),
-        (n_negative, n_negative),
-        (n_positive, 2 * n_negative - n_positive),
-        (n_positive, n_positive),
-    ]
-    return OrderedDict(zip(TABLE8_SETTINGS, [*counts, (mixed, 2 * n_negative - mixed)]))
+    n_p, n_n = int(n_positive), int(n_negative)
+    m = int(round(2 * n_n * n_p / (n_p + n_n)))
+    return OrderedDict(zip(TABLE8_SETTINGS, [(n_p, n_n), (n_n, n_n), (n_p, 2 * n_n - n_p), (n_p, n_p), (m, 2 * n_n - m)]))
 
 
 def table8_training_sets(

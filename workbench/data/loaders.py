@@ -1,13 +1,11 @@
-"""Readers of the real datasets' files (a user points them at downloaded files).
+"""Readers of the real datasets' files (a user points them at downloaded files; ``.gz`` allowed).
 
-Each loader returns a ``datasets.Dataset`` with ``text`` (and ``text_pair``) strings and an
-integer ``label`` whose ClassLabel feature holds the class names. Label values are compared as
-values: ``1``, ``1.0`` and ``"1"`` are one class. Bad input raises ValueError naming
-``file:line``: a malformed line, a missing column, a text that is not a string (or holds a lone
-surrogate), an empty, missing or unknown label, a line that is not UTF-8 (with the iconv command
-that converts it), a broken ``.gz``; a file without records raises ``<path>: no records``.
-Files may be gzipped (``.csv.gz``); a UTF-8 byte-order mark is dropped. The readers are the
-workbench's own, not ``datasets.load_dataset`` (docs/architecture.md says why).
+Each returns a Dataset of ``text`` (and ``text_pair``) strings and an integer ``label`` whose
+ClassLabel feature holds the class names. Label values are compared as values (``1``, ``1.0`` and
+``"1"`` are one class). Bad input raises ValueError naming ``file:line``: a malformed line, a
+missing column, a text that is not a string, an empty or unknown label, a line that is not UTF-8,
+a broken ``.gz``; a file without records, ``<path>: no records``. docs/architecture.md says why
+these readers are the workbench's own rather than ``datasets.load_dataset``.
 """
 
 from __future__ import annotations
@@ -53,21 +51,13 @@ def read_lines(path: Path) -> Iterator[tuple[int, str]]:
                 try:
                     yield line_no, raw.decode("utf-8-sig" if line_no == 1 else "utf-8")
                 except UnicodeDecodeError as error:
-                    source = "GBK" if _decodes(raw, "gbk") else "<its encoding>"
+                    source = "<its encoding>" if "\ufffd" in raw.decode("gbk", "replace") else "GBK"
                     raise ValueError(
                         f"{path}:{line_no}: not UTF-8 text ({error.reason} at byte {error.start} of the line); "
                         f"convert it with iconv -f {source} -t UTF-8"
                     ) from None
     except (gzip.BadGzipFile, EOFError, zlib.error) as error:
         raise ValueError(f"{path}:{line_no + 1}: not a readable gzip file ({error})") from None
-
-
-def _decodes(raw: bytes, encoding: str) -> bool:
-    try:
-        raw.decode(encoding)
-    except UnicodeDecodeError:
-        return False
-    return True
 
 
 def _jsonl_records(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -144,10 +134,9 @@ def read_table(path: Path, format: str, columns: Mapping[str, str], fieldnames: 
     """Every record's ``columns`` (output name -> source column; ``label`` read by :func:`label_value`)
     and ``line`` (line numbers). ValueError naming path:line for a bad record; ``<path>: no records``."""
     read: dict[str, list] = {name: [] for name in (*columns, "line")}
-    if format == "jsonl":
-        records = _jsonl_records(path)
-    else:
-        records = _delimited_records(path, "," if format == "csv" else "\t", fieldnames)
+    records = (
+        _jsonl_records(path) if format == "jsonl" else _delimited_records(path, "," if format == "csv" else "\t", fieldnames)
+    )
     for line_no, record in records:
         for name, source in columns.items():
             if source not in record:
@@ -181,22 +170,19 @@ def class_values(values: Sequence[str]) -> list[str]:
 
 
 def _load(
-    path: str | Path,
-    format: str,
-    columns: dict[str, str],
-    values: Sequence[str],
-    names: Sequence[str],
-    fieldnames: Sequence[str] | None = None,
+    path: str | Path, format: str, columns: dict[str, str], classes: dict[str, str], fieldnames: Sequence[str] = ()
 ) -> Dataset:
-    """A file of fixed classes: label ``values[k]`` is class k, named ``names[k]``."""
+    """A file of fixed ``classes`` (label value -> class name, in class order)."""
     path = existing_file(path)
-    index = {label_value(value): k for k, value in enumerate(values)}
-    return labelled(path, read_table(path, format, columns, fieldnames), index, names)
+    index = {label_value(value): k for k, value in enumerate(classes)}
+    return labelled(path, read_table(path, format, columns, fieldnames or None), index, list(classes.values()))
 
 
 def load_qbqtc(path: str | Path) -> Dataset:
     """CLUE QBQTC JSON lines (id, query, title, label "0"/"1"/"2"): text=query, text_pair=title."""
-    return _load(path, "jsonl", {"text": "query", "text_pair": "title", "label": "label"}, ("0", "1", "2"), RELEVANCE_LABEL_NAMES)
+    return _load(
+        path, "jsonl", {"text": "query", "text_pair": "title", "label": "label"}, dict(zip("012", RELEVANCE_LABEL_NAMES))
+    )
 
 
 def load_tnews(path: str | Path, labels_path: str | Path | None = None) -> Dataset:
@@ -205,26 +191,25 @@ def load_tnews(path: str | Path, labels_path: str | Path | None = None) -> Datas
     Label ids ("100".."116") map to class ids in the order of the ids in ``labels_path`` (CLUE's
     labels.json; default: :data:`TNEWS_LABELS`, 15 classes); the class names are the label_desc values.
     """
-    table = TNEWS_LABELS
+    classes = dict(TNEWS_LABELS)
     if labels_path is not None:
-        labels = existing_file(labels_path, "labels_path")
-        read = read_table(labels, "jsonl", {"label": "label", "label_desc": "label_desc"})
+        read = read_table(existing_file(labels_path, "labels_path"), "jsonl", {"label": "label", "label_desc": "label_desc"})
         descriptions = dict(zip(read["label"], read["label_desc"]))
-        table = [(value, descriptions[value]) for value in class_values(read["label"])]
-    return _load(path, "jsonl", {"text": "sentence", "label": "label"}, *zip(*table))
+        classes = {value: descriptions[value] for value in class_values(read["label"])}
+    return _load(path, "jsonl", {"text": "sentence", "label": "label"}, classes)
 
 
 def load_chnsenticorp(path: str | Path) -> Dataset:
     """ChnSentiCorp: ``text TAB label`` lines (0 negative, 1 positive); an optional header
     line naming a ``label`` column (e.g. ``label TAB text_a``) sets the column order."""
     fields = ("text", "label")
-    return _load(path, "tsv", {name: name for name in fields}, ("0", "1"), ("negative", "positive"), fields)
+    return _load(path, "tsv", {name: name for name in fields}, {"0": "negative", "1": "positive"}, fields)
 
 
 def load_lcqmc(path: str | Path) -> Dataset:
     """LCQMC: ``s1 TAB s2 TAB label`` lines (1 same intent, 0 not); optional header with ``label``."""
     fields = ("text", "text_pair", "label")
-    return _load(path, "tsv", {name: name for name in fields}, ("0", "1"), ("different", "same"), fields)
+    return _load(path, "tsv", {name: name for name in fields}, {"0": "different", "1": "same"}, fields)
 
 
 def table_format(path: Path, format: str | None = None) -> str:
@@ -264,10 +249,7 @@ def load_table(
         names = list(label_names)
         if not names or len(set(names)) != len(names):
             raise ValueError(f"label_names: must be distinct and non-empty, got {names}")
-        index = {
-            **{str(k): k for k in range(len(names))},
-            **{label_value(name, "label_names"): k for k, name in enumerate(names)},
-        }
-        return labelled(path, read, index, names)
+        indices = {str(k): k for k in range(len(names))}
+        return labelled(path, read, {**indices, **{label_value(name, "label_names"): k for k, name in enumerate(names)}}, names)
     names = list(classes) if classes is not None else class_values(read["label"])
     return labelled(path, read, {value: k for k, value in enumerate(names)}, names)

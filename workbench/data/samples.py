@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Sequence
+from functools import partial
 
 from datasets import Dataset, DatasetDict
 
@@ -28,7 +29,6 @@ QBQTC_LABEL_PROPORTIONS: tuple[float, float, float] = (0.245, 0.630, 0.126)
 """Label shares of QBQTC (n0=48,997, n1=125,429, n2=25,574 over train+dev)."""
 SENTIMENT_LABEL_NAMES: tuple[str, ...] = ("negative", "positive")
 _MAX_REDRAWS = 1000
-_PAIR_COLUMNS = ("text", "text_pair")
 
 
 def _words(text: str) -> tuple[str, ...]:
@@ -117,56 +117,50 @@ def _noisy_content_label(rng: random.Random, label: int, near_noise: float, far_
     return label
 
 
-def _draw_columns(
-    n: int,
-    draw_label: Callable[[], tuple[int, int]],
-    draw_texts: Callable[[int], tuple[str, ...]],
-    text_columns: tuple[str, ...],
-    exclude: frozenset[tuple[str, ...]] = frozenset(),
-    size_name: str = "n",
-) -> dict[str, list]:
-    """``n`` examples: ``draw_label() -> (label, content label)``, then ``draw_texts(content label)``;
-    texts in ``exclude`` are redrawn (same labels), so a split can be kept disjoint from earlier ones."""
-    columns: dict[str, list] = {name: [] for name in (*text_columns, "label")}
+def _relevance_label(rng: random.Random, near_noise: float, far_noise: float) -> tuple[int, int]:
+    """(label in QBQTC's proportions, content label after noise)."""
+    label = rng.choices(range(3), weights=QBQTC_LABEL_PROPORTIONS)[0]
+    return label, _noisy_content_label(rng, label, near_noise, far_noise)
+
+
+def _relevance_labels(near_noise: float, far_noise: float) -> Callable:
+    _check_noise(near_noise=near_noise, far_noise=far_noise)
+    return partial(_relevance_label, near_noise=near_noise, far_noise=far_noise)
+
+
+def _examples(rng: random.Random, n: int, draw_label: Callable, draw_texts: Callable, exclude=frozenset(), size_name="n") -> list:
+    """``n`` rows ``(*texts, label)``: ``draw_label(rng) -> (label, content label)``, then
+    ``draw_texts(rng, content label)``; texts in ``exclude`` are redrawn (same label)."""
+    rows = []
     for _ in range(n):
-        label, content = draw_label()
-        texts = next((texts for texts in (draw_texts(content) for _ in range(_MAX_REDRAWS)) if texts not in exclude), None)
+        label, content = draw_label(rng)
+        texts = next((texts for texts in (draw_texts(rng, content) for _ in range(_MAX_REDRAWS)) if texts not in exclude), None)
         if texts is None:
-            raise ValueError(
-                f"{size_name}: too large, no new example of content label {content} in {_MAX_REDRAWS} draws; use a smaller {size_name}"
-            )
-        for name, text in zip((*text_columns, "label"), (*texts, label)):
-            columns[name].append(text)
-    return columns
+            raise ValueError(f"{size_name}: too large, no new example of content label {content} in {_MAX_REDRAWS} draws")
+        rows.append((*texts, label))
+    return rows
+
+
+def _dataset(rows: list[tuple], label_names: Sequence[str]) -> Dataset:
+    """Rows ``(text, label)`` or ``(text, text_pair, label)`` as a Dataset."""
+    names = ("text", "text_pair")[: len(rows[0]) - 1]
+    return build_dataset({name: list(column) for name, column in zip((*names, "label"), zip(*rows))}, label_names)
 
 
 def _disjoint_splits(
-    sizes: dict[str, int],
-    columns_for: Callable[[int, frozenset, str], dict[str, list]],
-    text_columns: tuple[str, ...],
-    label_names: Sequence[str],
+    rng: random.Random, sizes: tuple[int, ...], draw_label: Callable, draw_texts: Callable, names
 ) -> DatasetDict:
-    """The splits ``sizes`` (name -> size, parameter ``n_<name>``) drawn in order by ``columns_for``."""
-    for split, size in sizes.items():
+    """Train, validation and test (``n_train``, ``n_validation``, ``n_test`` rows) drawn in that order;
+    an example of an earlier split is redrawn."""
+    splits = dict(zip(("train", "validation", "test"), sizes))
+    for split, size in splits.items():
         check_int(f"n_{split}", size, 1)
-    splits: dict[str, Dataset] = {}
-    seen: set[tuple[str, ...]] = set()
-    for split, size in sizes.items():
-        columns = columns_for(size, frozenset(seen), f"n_{split}")
-        seen.update(zip(*(columns[name] for name in text_columns)))
-        splits[split] = build_dataset(columns, label_names)
+    seen: set[tuple] = set()
+    for split, size in splits.items():
+        rows = _examples(rng, size, draw_label, draw_texts, frozenset(seen), f"n_{split}")
+        seen.update(row[:-1] for row in rows)
+        splits[split] = _dataset(rows, names)
     return DatasetDict(splits)
-
-
-def _relevance_columns(rng: random.Random, near_noise: float, far_noise: float) -> Callable[..., dict[str, list]]:
-    def draw_label() -> tuple[int, int]:
-        label = rng.choices(range(3), weights=QBQTC_LABEL_PROPORTIONS)[0]
-        return label, _noisy_content_label(rng, label, near_noise, far_noise)
-
-    def columns(n: int, exclude: frozenset = frozenset(), size_name: str = "n") -> dict[str, list]:
-        return _draw_columns(n, draw_label, lambda content: _relevance_pair(rng, content), _PAIR_COLUMNS, exclude, size_name)
-
-    return columns
 
 
 def sample_relevance_pairs(n: int = 2800, seed: int = 0, near_noise: float = 0.08, far_noise: float = 0.01) -> Dataset:
@@ -177,8 +171,8 @@ def sample_relevance_pairs(n: int = 2800, seed: int = 0, near_noise: float = 0.0
     label (0<->1, 1<->2: the confusions annotators make) and with ``far_noise`` to one two steps away.
     """
     check_int("n", n, 1)
-    _check_noise(near_noise=near_noise, far_noise=far_noise)
-    return build_dataset(_relevance_columns(random.Random(check_seed(seed)), near_noise, far_noise)(n), RELEVANCE_LABEL_NAMES)
+    rows = _examples(random.Random(check_seed(seed)), n, _relevance_labels(near_noise, far_noise), _relevance_pair)
+    return _dataset(rows, RELEVANCE_LABEL_NAMES)
 
 
 def sample_relevance_splits(
@@ -191,10 +185,9 @@ def sample_relevance_splits(
 ) -> DatasetDict:
     """Disjoint train/validation/test splits of relevance pairs (as :func:`sample_relevance_pairs`);
     pairs may repeat within a split."""
-    _check_noise(near_noise=near_noise, far_noise=far_noise)
-    columns = _relevance_columns(random.Random(check_seed(seed)), near_noise, far_noise)
-    sizes = {"train": n_train, "validation": n_validation, "test": n_test}
-    return _disjoint_splits(sizes, columns, _PAIR_COLUMNS, RELEVANCE_LABEL_NAMES)
+    draw_label = _relevance_labels(near_noise, far_noise)
+    sizes = (n_train, n_validation, n_test)
+    return _disjoint_splits(random.Random(check_seed(seed)), sizes, draw_label, _relevance_pair, RELEVANCE_LABEL_NAMES)
 
 
 # ----------------------------------------------------------------------------- sentence sentiment
@@ -208,31 +201,31 @@ _NEUTRAL_CLAUSES: tuple[str, ...] = ("", "", *_words("我们住了两天 上周�
 _ENDINGS: tuple[str, ...] = ("。", "！", "，下次再说。", "，就这样吧。", "。")
 
 
-def _sentence_columns(rng: random.Random, positive_share: float, noise: float) -> Callable[..., dict[str, list]]:
+def _sentence_label(rng: random.Random, positive_share: float, noise: float) -> tuple[int, int]:
+    """(label, polarity of the sentiment phrase: the other one with probability ``noise``)."""
+    label = int(rng.random() < positive_share)
+    return label, (1 - label if rng.random() < noise else label)
+
+
+def _sentence(rng: random.Random, polarity: int) -> tuple[str]:
+    phrase = rng.choice(_POSITIVE_PHRASES if polarity else _NEGATIVE_PHRASES)
+    clause = rng.choice(_NEUTRAL_CLAUSES)
+    lead = f"{clause}，" if clause else ""
+    return (f"{lead}{rng.choice(_REVIEW_SUBJECTS)}{phrase}{rng.choice(_ENDINGS)}",)
+
+
+def _sentence_labels(positive_share: float, noise: float) -> Callable:
     check_number("positive_share", positive_share, 0, 1, low_inclusive=False, high_inclusive=False)
     _check_noise(noise=noise)
-
-    def draw_label() -> tuple[int, int]:
-        label = int(rng.random() < positive_share)
-        return label, (1 - label if rng.random() < noise else label)
-
-    def draw_text(polarity: int) -> tuple[str]:
-        phrase = rng.choice(_POSITIVE_PHRASES if polarity else _NEGATIVE_PHRASES)
-        clause = rng.choice(_NEUTRAL_CLAUSES)
-        lead = f"{clause}，" if clause else ""
-        return (f"{lead}{rng.choice(_REVIEW_SUBJECTS)}{phrase}{rng.choice(_ENDINGS)}",)
-
-    def columns(n: int, exclude: frozenset = frozenset(), size_name: str = "n") -> dict[str, list]:
-        return _draw_columns(n, draw_label, draw_text, ("text",), exclude, size_name)
-
-    return columns
+    return partial(_sentence_label, positive_share=positive_share, noise=noise)
 
 
 def sample_sentences(n: int = 2800, seed: int = 0, positive_share: float = 0.18, noise: float = 0.05) -> Dataset:
     """``n`` short Chinese review sentences, label 1 positive (share ``positive_share``) or 0 negative;
     with probability ``noise`` the sentiment phrase comes from the other polarity (label noise)."""
     check_int("n", n, 1)
-    return build_dataset(_sentence_columns(random.Random(check_seed(seed)), positive_share, noise)(n), SENTIMENT_LABEL_NAMES)
+    rows = _examples(random.Random(check_seed(seed)), n, _sentence_labels(positive_share, noise), _sentence)
+    return _dataset(rows, SENTIMENT_LABEL_NAMES)
 
 
 def sample_sentence_splits(
@@ -244,9 +237,9 @@ def sample_sentence_splits(
     noise: float = 0.05,
 ) -> DatasetDict:
     """Disjoint train/validation/test splits of review sentences (as :func:`sample_sentences`)."""
-    columns = _sentence_columns(random.Random(check_seed(seed)), positive_share, noise)
-    sizes = {"train": n_train, "validation": n_validation, "test": n_test}
-    return _disjoint_splits(sizes, columns, ("text",), SENTIMENT_LABEL_NAMES)
+    draw_label = _sentence_labels(positive_share, noise)
+    sizes = (n_train, n_validation, n_test)
+    return _disjoint_splits(random.Random(check_seed(seed)), sizes, draw_label, _sentence, SENTIMENT_LABEL_NAMES)
 
 
 # ----------------------------------------------------------------------------- raw corpus for MLM

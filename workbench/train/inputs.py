@@ -14,21 +14,27 @@ from workbench.data import label_names, load_splits, shared_with_train
 from workbench.vocab import load_tokenizer
 
 UNREADABLE_SHARE = 0.1
-"""Warn when more than this share of a split's samples are mostly unreadable tokens (:func:`unreadable_share`)."""
+"""A split with more than this share of :func:`unreadable_share` samples gets a warning."""
+
+
+def unreadable_share(encoded: Dataset, tokenizer: Any) -> float:
+    """Share of samples whose tokens (special tokens aside) are mostly ``[UNK]`` or single Latin letters
+    (e.g. English split into letters by a Chinese character vocabulary)."""
+    letter = re.compile(r"(##)?[A-Za-z]")
+    unreadable = {i for token, i in tokenizer.get_vocab().items() if token == tokenizer.unk_token or letter.fullmatch(token)}
+    special = set(tokenizer.all_special_ids) - {tokenizer.unk_token_id}
+    tokens = ([i for i in ids if i not in special] for ids in encoded["input_ids"])
+    return sum(bool(row) and sum(i in unreadable for i in row) > len(row) / 2 for row in tokens) / max(len(encoded), 1)
 
 
 def tokenize_splits(splits: DatasetDict, tokenizer: Any, max_length: int) -> DatasetDict:
     """Tokenize ``text`` (and ``text_pair``) truncated to ``max_length``; ``label`` becomes ``labels``.
-
-    Only model inputs and ``labels`` remain; padding happens per batch in the collator. A split
-    the vocabulary cannot read (:func:`unreadable_share` over ``UNREADABLE_SHARE``) gets one warning.
-    """
+    Only model inputs and ``labels`` remain (the collator pads per batch). One warning names the splits
+    the vocabulary cannot read (:func:`unreadable_share` over ``UNREADABLE_SHARE``)."""
 
     def encode(batch: dict[str, list]) -> dict[str, list]:
-        pairs = batch.get("text_pair")
-        encoded = tokenizer(batch["text"], pairs, truncation=True, max_length=max_length)
-        encoded["labels"] = batch["label"]
-        return dict(encoded)
+        encoded = tokenizer(batch["text"], batch.get("text_pair"), truncation=True, max_length=max_length)
+        return {**encoded, "labels": batch["label"]}
 
     encoded = DatasetDict(
         {
@@ -40,32 +46,17 @@ def tokenize_splits(splits: DatasetDict, tokenizer: Any, max_length: int) -> Dat
     unreadable = ", ".join(f"{share:.0%} of {name}" for name, share in shares.items() if share > UNREADABLE_SHARE)
     if unreadable:
         warnings.warn(
-            f"text the vocabulary cannot read: {unreadable} samples are mostly [UNK] or single Latin letters; "
-            "use a vocabulary that fits the language (model.vocab_file) or a model.model_name_or_path whose tokenizer does",
-            UserWarning,
+            f"text the vocabulary cannot read: {unreadable} samples are mostly [UNK] or single Latin letters; use a vocabulary "
+            "that fits the language (model.vocab_file) or a model.model_name_or_path whose tokenizer does",
             stacklevel=2,
         )
     return encoded
 
 
-def unreadable_share(encoded: Dataset, tokenizer: Any) -> float:
-    """Share of samples whose tokens (special tokens aside) are mostly ``[UNK]`` or single Latin
-    letters (e.g. English split into letters by a Chinese character vocabulary)."""
-    letter = re.compile(r"(##)?[A-Za-z]")
-    unreadable = {i for token, i in tokenizer.get_vocab().items() if token == tokenizer.unk_token or letter.fullmatch(token)}
-    special = set(tokenizer.all_special_ids) - {tokenizer.unk_token_id}
-    flagged = 0
-    for ids in encoded["input_ids"]:
-        tokens = [i for i in ids if i not in special]
-        if tokens and sum(i in unreadable for i in tokens) > len(tokens) / 2:
-            flagged += 1
-    return flagged / max(len(encoded), 1)
-
-
 @dataclass
 class ClassificationData:
-    """A config's labelled splits, their label names, the model's tokenizer and the tokenized splits;
-    ``ordinal`` (``data.is_ordinal``) and the rows each split shares with train (``shared_with_train``)."""
+    """A config's labelled splits, their label names, the model's tokenizer, the tokenized splits,
+    ``data.is_ordinal`` and the rows each split shares with train (:func:`workbench.data.shared_with_train`)."""
 
     splits: DatasetDict
     names: list[str]
@@ -83,7 +74,7 @@ def classification_data(config: Config, splits: DatasetDict | None = None) -> Cl
     if any(shared.values()):
         counts = ", ".join(f"{name} {count} of {len(splits[name])}" for name, count in shared.items() if count)
         warnings.warn(
-            f"rows shared with train (text and text_pair): {counts}; workbench.data.deduplicate_splits removes them", stacklevel=2
+            f"rows shared with train (text, text_pair): {counts}; workbench.data.deduplicate_splits removes them", stacklevel=2
         )
     tokenizer = load_tokenizer(config.model.model_name_or_path, config.model.vocab_file)
     encoded = tokenize_splits(splits, tokenizer, config.data.max_length)
