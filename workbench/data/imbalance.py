@@ -1,10 +1,7 @@
-"""Resampling and augmentation for imbalanced data, and the training sets of the Dice-loss paper's Table 8
-(Li et al., 2020, Sec. 5.1; docs/data.md gives the reading). The paper adds new sentences (entity
-replacement); the workbench's stand-in is synonym replacement (:class:`SynonymAugmenter`, an
-``augmenter``); without one, added rows are exact copies (a labelled option, not the paper's method).
-Every function is seeded (``np.random.default_rng(seed)``), keeps the rows it keeps in their order
-and appends new rows at the end.
-"""
+"""Resampling and augmentation for imbalanced data, and the Dice-loss paper's Table 8 training sets
+(Li et al., 2020, Sec. 5.1; docs/data.md). Added rows are ``augmenter(text)`` (the paper's new sentences;
+here :class:`SynonymAugmenter`) or exact copies, a labelled option. Every function is seeded
+(``np.random.default_rng(seed)``), keeps rows in their order and appends new rows at the end."""
 
 from __future__ import annotations
 
@@ -91,11 +88,8 @@ def rebalance(
     seed: int = 0,
     augmenter: Augmenter | None = None,
 ) -> Dataset:
-    """Resample to ``n_positive / n_negative = target_ratio`` (negatives: every other class, drawn uniformly).
-
-    ``downsample`` removes random examples from the side with too many, ``upsample`` appends copies
-    (or ``augmenter`` outputs) to the side with too few; the new size is rounded to an integer.
-    """
+    """Resample to ``n_positive / n_negative = target_ratio`` (negatives: every other class): ``downsample``
+    drops random examples of the side with too many, ``upsample`` adds copies (or ``augmenter`` outputs)."""
     seed = check_seed(seed)
     check_choice("method", method, METHODS)
     check_number("target_ratio", target_ratio, 0, low_inclusive=False)
@@ -131,12 +125,8 @@ def _replace_synonyms(
 
 
 def synonym_replace(text: str, synonyms: SynonymTable, segmenter: JiebaSegmenter, seed: int, n_words: int = 1) -> str:
-    """``text`` with ``n_words`` of its jieba words (fewer when fewer have synonyms) replaced by a synonym.
-
-    The words are drawn uniformly among those with synonyms in ``synonyms`` (every occurrence counts),
-    each gets one of its synonyms uniformly, with ``np.random.default_rng(seed)``; a text none of
-    whose words has a synonym is returned unchanged.
-    """
+    """``text`` with ``n_words`` of its jieba words that have synonyms (fewer if fewer have) replaced by
+    one of their synonyms, all drawn uniformly with ``np.random.default_rng(seed)``."""
     rng = np.random.default_rng(check_seed(seed))
     return _replace_synonyms(text, synonyms, segmenter, rng, check_int("n_words", n_words, 1))
 
@@ -176,19 +166,10 @@ class SynonymAugmenter:
 def table8_class_counts(n_positive: int, n_negative: int) -> OrderedDict[str, tuple[int, int]]:
     """``{setting: (positives, negatives)}`` of Table 8 from n_p positives and n_n > n_p negatives:
     original (n_p, n_n); +positive (n_n, n_n); +negative (n_p, 2 n_n - n_p); -negative (n_p, n_p);
-    +positive & +negative (m, 2 n_n - m), m = round(2 n_n n_p / (n_p + n_n)).
-
-    With QQP's counts (n_p = 134,632, n_n = 229,239) +positive has 458,478 examples (paper: 458,477)
-    and -negative 269,264 (paper: 269,165).
-    """
-    for name, value in (("n_positive", n_positive), ("n_negative", n_negative)):
-        if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-            raise ValueError(f"{name}: must be an integer, got {value!r}")
-    if not 0 < n_positive < n_negative:
-        raise ValueError(
-            f"n_positive: must be at least 1 and fewer than the negatives, got {n_positive} positives and {n_negative} negatives"
-        )
-    n_p, n_n = int(n_positive), int(n_negative)
+    +positive & +negative (m, 2 n_n - m), m = round(2 n_n n_p / (n_p + n_n)) (QQP: docs/data.md)."""
+    n_p, n_n = check_int("n_positive", n_positive, 1), check_int("n_negative", n_negative, 1)
+    if not n_p < n_n:
+        raise ValueError(f"n_positive: must be fewer than the negatives ({n_n}), got {n_p}")
     m = int(round(2 * n_n * n_p / (n_p + n_n)))
     return OrderedDict(zip(TABLE8_SETTINGS, [(n_p, n_n), (n_n, n_n), (n_p, 2 * n_n - n_p), (n_p, n_p), (m, 2 * n_n - m)]))
 
@@ -196,13 +177,9 @@ def table8_class_counts(n_positive: int, n_negative: int) -> OrderedDict[str, tu
 def table8_training_sets(
     train: Dataset, seed: int, augmenter: Augmenter | None = None, positive_label: int = 1
 ) -> OrderedDict[str, Dataset]:
-    """The five training sets of the Dice-loss paper's Table 8, in ``TABLE8_SETTINGS`` order, with the
-    sizes of :func:`table8_class_counts` (positives: ``positive_label``; negatives: every other class).
-
-    +positive, +negative and +positive & +negative append ``augmenter(text)`` of templates of their
-    class drawn in whole random passes (:func:`upsample`; exact copies without ``augmenter``);
-    -negative drops random negatives. Raises ValueError unless 0 < positives < negatives.
-    """
+    """The five training sets of Table 8 with the sizes of :func:`table8_class_counts` (positives:
+    ``positive_label``): added rows are ``augmenter(text)`` of templates of their class drawn in whole
+    random passes (:func:`upsample`), -negative drops random negatives. Needs 0 < positives < negatives."""
     seed = check_seed(seed)
     positives = _class_indices(train, positive_label, "positive_label")
     negatives = np.setdiff1d(np.arange(len(train)), positives)

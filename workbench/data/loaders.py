@@ -1,11 +1,8 @@
-"""Readers of the real datasets' files (a user points them at downloaded files; ``.gz`` allowed).
-
-Each returns a Dataset of ``text`` (and ``text_pair``) strings and an integer ``label`` whose
-ClassLabel feature holds the class names. Label values are compared as values (``1``, ``1.0`` and
-``"1"`` are one class). Bad input raises ValueError naming ``file:line``: a malformed line, a
-missing column, a text that is not a string, an empty or unknown label, a line that is not UTF-8,
-a broken ``.gz``; a file without records, ``<path>: no records``. docs/architecture.md says why
-these readers are the workbench's own rather than ``datasets.load_dataset``.
+"""Readers of the real datasets' files (``.gz`` allowed) and :func:`load_splits` / :func:`load_texts`
+for a config's ``data`` section. Datasets hold ``text`` (and ``text_pair``) strings and an integer
+ClassLabel ``label``; label values are compared as values (``1``, ``1.0``, ``"1"``: one class). Bad
+input raises ValueError naming ``file:line`` (docs/data.md lists the cases; docs/architecture.md says
+why these readers are the workbench's own rather than ``datasets.load_dataset``).
 """
 
 from __future__ import annotations
@@ -19,18 +16,19 @@ from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any
 
-from datasets import Dataset
+from datasets import Dataset, DatasetDict
 
-from workbench.data.features import RELEVANCE_LABEL_NAMES, build_dataset
+from workbench.config import DataConfig
+from workbench.data.features import RELEVANCE_LABEL_NAMES, build_dataset, label_names
+from workbench.data.samples import sample_corpus, sample_relevance_splits, sample_sentence_splits
+from workbench.data.splits import stratified_split
 
 FORMATS = ("csv", "tsv", "jsonl")
 _SUFFIX_FORMATS = {".csv": "csv", ".tsv": "tsv", ".txt": "tsv", ".jsonl": "jsonl", ".json": "jsonl"}
 _CSV_FIELD_LIMIT_CAP = 2**31 - 1  # csv.field_size_limit takes a C long (32-bit on Windows)
 _TNEWS_IDS = (*range(100, 105), *range(106, 111), *range(112, 117))  # 105 and 111 unused
 _TNEWS_TOPICS = "story culture entertainment sports finance house car edu tech military travel world stock agriculture game"
-TNEWS_LABELS: tuple[tuple[str, str], ...] = tuple(
-    (str(i), f"news_{topic}") for i, topic in zip(_TNEWS_IDS, _TNEWS_TOPICS.split())
-)
+TNEWS_LABELS = tuple((str(i), f"news_{topic}") for i, topic in zip(_TNEWS_IDS, _TNEWS_TOPICS.split()))
 """CLUE TNEWS label ids and descriptions (the content of its labels.json)."""
 
 
@@ -169,13 +167,11 @@ def class_values(values: Sequence[str]) -> list[str]:
         return sorted(distinct)
 
 
-def _load(
-    path: str | Path, format: str, columns: dict[str, str], classes: dict[str, str], fieldnames: Sequence[str] = ()
-) -> Dataset:
+def _load(path: str | Path, format: str, columns: dict[str, str], classes: dict[str, str], fields: Sequence[str] = ()) -> Dataset:
     """A file of fixed ``classes`` (label value -> class name, in class order)."""
     path = existing_file(path)
     index = {label_value(value): k for k, value in enumerate(classes)}
-    return labelled(path, read_table(path, format, columns, fieldnames or None), index, list(classes.values()))
+    return labelled(path, read_table(path, format, columns, fields or None), index, list(classes.values()))
 
 
 def load_qbqtc(path: str | Path) -> Dataset:
@@ -186,11 +182,8 @@ def load_qbqtc(path: str | Path) -> Dataset:
 
 
 def load_tnews(path: str | Path, labels_path: str | Path | None = None) -> Dataset:
-    """CLUE TNEWS JSON lines (label, label_desc, sentence, keywords): text=sentence.
-
-    Label ids ("100".."116") map to class ids in the order of the ids in ``labels_path`` (CLUE's
-    labels.json; default: :data:`TNEWS_LABELS`, 15 classes); the class names are the label_desc values.
-    """
+    """CLUE TNEWS JSON lines (label, label_desc, sentence): text=sentence; classes: the ids of
+    ``labels_path`` (CLUE's labels.json; default :data:`TNEWS_LABELS`) in order, named by label_desc."""
     classes = dict(TNEWS_LABELS)
     if labels_path is not None:
         read = read_table(existing_file(labels_path, "labels_path"), "jsonl", {"label": "label", "label_desc": "label_desc"})
@@ -232,16 +225,10 @@ def load_table(
     format: str | None = None,
     classes: Sequence[str] | None = None,
 ) -> Dataset:
-    """A CSV/TSV (with a header line) or JSON-lines file with named columns.
-
-    Args:
-        text, text_pair, label: the source columns (``text_pair`` optional).
-        label_names: the class names; a label value is a class name or its integer index.
-        format: one of ``FORMATS``; None: from the suffix.
-        classes: the exact label values of the classes, in order (e.g. another split's
-            ``label_names(ds)``); a value outside them is an error naming path:line.
-            Without ``label_names`` and ``classes``, the file's distinct values (:func:`class_values`).
-    """
+    """A CSV/TSV (with a header line) or JSON-lines file (``format``: one of ``FORMATS``, default from the
+    suffix) with columns ``text``, ``text_pair`` (optional) and ``label``. The classes: ``label_names`` (a
+    label is a name or its index), else ``classes`` (exact values, e.g. another split's), else the file's
+    distinct values (:func:`class_values`)."""
     path = existing_file(path)
     columns = {"text": text, "text_pair": text_pair, "label": label}
     read = read_table(path, table_format(path, format), {name: source for name, source in columns.items() if source})
@@ -253,3 +240,83 @@ def load_table(
         return labelled(path, read, {**indices, **{label_value(name, "label_names"): k for k, name in enumerate(names)}}, names)
     names = list(classes) if classes is not None else class_values(read["label"])
     return labelled(path, read, {value: k for k, value in enumerate(names)}, names)
+
+
+# ----------------------------------------------------------------------------- a config's data section
+
+SPLIT_NAMES = ("train", "validation", "test")
+LABELLED_SOURCES = ("sample_relevance", "sample_sentences", "qbqtc", "tnews", "chnsenticorp", "lcqmc", "table")
+
+
+def _paths(data: DataConfig, key: str = "path") -> list[Path]:
+    value = getattr(data, key)
+    if value is None:
+        raise ValueError(f"data.{key}: source {data.source!r} needs a file path")
+    return [existing_file(item, f"data.{key}") for item in (value if isinstance(value, list) else [value])]
+
+
+def _read(data: DataConfig, key: str, classes: list[str] | None = None) -> Dataset:
+    """The labelled file ``data.<key>``; a table's labels must be among ``classes`` when given."""
+    path = _paths(data, key)[0]
+    if data.source == "table":
+        if data.label is None or data.text is None:
+            raise ValueError(f"data.text / data.label: must name the table's columns, got {data.text!r} / {data.label!r}")
+        return load_table(path, data.text, data.text_pair, data.label, data.label_names, classes=classes)
+    if data.source == "tnews":
+        return load_tnews(path, labels_path=data.labels_path)
+    return {"qbqtc": load_qbqtc, "chnsenticorp": load_chnsenticorp, "lcqmc": load_lcqmc}[data.source](path)
+
+
+def _file_splits(data: DataConfig) -> DatasetDict:
+    train = _read(data, "path")
+    if data.validation_path is not None:  # one label vocabulary: train's (or data.label_names)
+        others = {"validation": "validation_path", "test": "test_path"}
+        return DatasetDict(
+            {"train": train, **{name: _read(data, key, label_names(train)) for name, key in others.items() if getattr(data, key)}}
+        )
+    fractions = {name: fraction for name, fraction in zip(SPLIT_NAMES, data.split) if fraction > 0}
+    if "validation" not in fractions:
+        raise ValueError(f"data.split: the validation fraction must be > 0, got {list(data.split)!r}")
+    try:
+        return stratified_split(train, fractions, seed=data.seed)
+    except ValueError as error:
+        raise ValueError(f"data.split: cannot cut {data.path!r} into {list(data.split)!r}: {error}") from None
+
+
+def load_splits(data: DataConfig | Mapping[str, Any]) -> DatasetDict:
+    """Splits ``train``, ``validation`` (and ``test``) of a labelled source: sample sources come split; a
+    file source reads ``data.path`` and ``validation_path`` / ``test_path`` with the training file's
+    classes, or cuts ``path`` by ``stratified_split`` (``data.split``, ``data.seed``; a 0 test fraction:
+    no test). ``max_train_samples`` / ``max_eval_samples`` keep the first N examples."""
+    data = DataConfig.from_mapping(data)
+    if data.source == "sample_relevance":
+        splits = sample_relevance_splits(seed=data.seed)
+    elif data.source == "sample_sentences":
+        splits = sample_sentence_splits(seed=data.seed)
+    elif data.source in LABELLED_SOURCES:
+        splits = _file_splits(data)
+    else:
+        raise ValueError(f"data.source: {data.source!r} has no labels; use one of {', '.join(LABELLED_SOURCES)}")
+    limits = {name: data.max_train_samples if name == "train" else data.max_eval_samples for name in splits}
+    return DatasetDict({name: split.select(range(min(limits[name] or len(split), len(split)))) for name, split in splits.items()})
+
+
+def load_texts(data: DataConfig | Mapping[str, Any]) -> tuple[list[str], list[str] | None]:
+    """Texts (and second segments, or None) for MLM pre-training: ``sample_corpus``'s ``n_sentences``;
+    ``corpus``: the non-blank lines of ``data.path`` (a file or a list, ``.gz`` allowed); a labelled
+    source: its training split. ``max_train_samples`` keeps the first N."""
+    data = DataConfig.from_mapping(data)
+    pairs = None
+    if data.source == "sample_corpus":
+        texts = sample_corpus(n_sentences=data.n_sentences, seed=data.seed)
+    elif data.source == "corpus":
+        paths = _paths(data)
+        texts = [line.strip() for path in paths for _, line in read_lines(path) if line.strip()]
+        if not texts:
+            raise ValueError(f"data.path: must hold at least one non-blank line, got none in {', '.join(map(str, paths))}")
+    else:
+        train = load_splits(data)["train"]
+        texts = list(train["text"])
+        pairs = list(train["text_pair"]) if "text_pair" in train.column_names else None
+    limit = data.max_train_samples
+    return texts[:limit], (pairs[:limit] if pairs is not None else None)

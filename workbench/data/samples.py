@@ -1,17 +1,8 @@
-"""Small Chinese datasets the workbench generates itself (no download needed).
-
-Seeded generators (``random.Random(seed)``, seed an integer >= 0) built from the word lists below
-with template slot fillers; every character is in the shipped vocabulary
-(``workbench/resources/vocab.txt``). The sizes suit a tiny BERT (2 layers, hidden 64) on 2 CPU cores.
-
-* :func:`sample_relevance_pairs`: query/title pairs with QBQTC's three ordinal relevance labels in
-  QBQTC's proportions (24.5 / 63 / 12.6 %);
-* :func:`sample_sentences`: binary review sentiment, positive the minority class;
-* :func:`sample_corpus`: raw sentences for MLM pre-training, with person, place and organisation
-  names, verbs and words from common synonym groups.
-
-The ``*_splits`` functions draw train, validation and test in that order from one generator; an
-example already in an earlier split is redrawn with the same label, so no example is in two splits.
+"""Small Chinese datasets the workbench generates itself, seeded (``random.Random(seed)``), from the word
+lists below (every character in the shipped vocabulary): relevance pairs with QBQTC's ordinal labels,
+review sentiment with a positive minority, and a raw corpus for MLM. The ``*_splits`` functions draw
+train, validation and test in that order from one generator, redrawing (same label) an example that
+an earlier split holds, so no example is in two splits.
 """
 
 from __future__ import annotations
@@ -66,13 +57,6 @@ _TITLE_PREFIXES: tuple[str, ...] = ("", "", "", "2023年", "最新", "详细")
 _RELATED_CHANGES: tuple[str, ...] = ("intent", "entity", "both")
 
 
-def _check_noise(**noise: float) -> None:
-    for name, value in noise.items():
-        check_number(name, value, 0, 1, high_inclusive=False)
-    if sum(noise.values()) >= 1.0:
-        raise ValueError(f"{' + '.join(noise)}: must be < 1, got {sum(noise.values())!r}")
-
-
 def _relevance_title(rng: random.Random, topic: str, entity: int, intent: int) -> str:
     question, phrase = _TOPIC_INTENTS[topic][intent]
     return f"{rng.choice(_TITLE_PREFIXES)}{_TOPIC_ENTITIES[topic][entity]}{question}{phrase}{rng.choice(_TITLE_SUFFIXES)}"
@@ -83,12 +67,9 @@ def _other_index(rng: random.Random, size: int, index: int) -> int:
 
 
 def _relevance_pair(rng: random.Random, content_label: int) -> tuple[str, str]:
-    """A (query, title) pair whose content matches ``content_label``.
-
-    Queries read ``entity question``, titles ``[prefix] entity question answer-phrase [site]``.
-    2: the title's entity and intent are the query's (it contains the whole query); 1: same topic,
-    with another intent, another entity or both (the topic word is shared); 0: another topic's title.
-    """
+    """(query ``entity question``, title ``[prefix] entity question answer-phrase [site]``) for
+    ``content_label`` 2: the query's entity and intent; 1: same topic, another intent and/or entity;
+    0: another topic."""
     topics = list(_TOPIC_ENTITIES)
     topic = rng.choice(topics)
     n_entities, n_intents = len(_TOPIC_ENTITIES[topic]), len(_TOPIC_INTENTS[topic])
@@ -124,7 +105,10 @@ def _relevance_label(rng: random.Random, near_noise: float, far_noise: float) ->
 
 
 def _relevance_labels(near_noise: float, far_noise: float) -> Callable:
-    _check_noise(near_noise=near_noise, far_noise=far_noise)
+    check_number("near_noise", near_noise, 0, 1, high_inclusive=False)
+    check_number("far_noise", far_noise, 0, 1, high_inclusive=False)
+    if near_noise + far_noise >= 1.0:
+        raise ValueError(f"near_noise + far_noise: must be < 1, got {near_noise + far_noise!r}")
     return partial(_relevance_label, near_noise=near_noise, far_noise=far_noise)
 
 
@@ -164,12 +148,8 @@ def _disjoint_splits(
 
 
 def sample_relevance_pairs(n: int = 2800, seed: int = 0, near_noise: float = 0.08, far_noise: float = 0.01) -> Dataset:
-    """``n`` Chinese query-title pairs with ordinal relevance labels 0/1/2 (``text`` query, ``text_pair`` title).
-
-    Labels are drawn in QBQTC's proportions; the pair's content follows the label
-    (``_relevance_pair``), except that with probability ``near_noise`` it belongs to an adjacent
-    label (0<->1, 1<->2: the confusions annotators make) and with ``far_noise`` to one two steps away.
-    """
+    """``n`` query (``text``) / title (``text_pair``) pairs, ordinal labels 0/1/2 in QBQTC's proportions; the
+    content is an adjacent label's with probability ``near_noise``, one two steps away with ``far_noise``."""
     check_int("n", n, 1)
     rows = _examples(random.Random(check_seed(seed)), n, _relevance_labels(near_noise, far_noise), _relevance_pair)
     return _dataset(rows, RELEVANCE_LABEL_NAMES)
@@ -216,7 +196,7 @@ def _sentence(rng: random.Random, polarity: int) -> tuple[str]:
 
 def _sentence_labels(positive_share: float, noise: float) -> Callable:
     check_number("positive_share", positive_share, 0, 1, low_inclusive=False, high_inclusive=False)
-    _check_noise(noise=noise)
+    check_number("noise", noise, 0, 1, high_inclusive=False)
     return partial(_sentence_label, positive_share=positive_share, noise=noise)
 
 
