@@ -8,6 +8,8 @@ from collections.abc import Sequence
 import numpy as np
 from datasets import ClassLabel, Dataset, DatasetDict, Features, Value
 
+from workbench.checks import check_int
+
 RELEVANCE_LABEL_NAMES: tuple[str, ...] = ("irrelevant", "related", "highly_relevant")
 """QBQTC's ordinal labels "0", "1", "2" (and the generated relevance pairs)."""
 
@@ -37,8 +39,7 @@ def label_counts(ds: Dataset, num_labels: int | None = None) -> list[int]:
     ``num_labels``, default the number of class names. ValueError for a label outside [0, K-1]."""
     if num_labels is None:
         num_labels = len(label_names(ds))
-    if not isinstance(num_labels, int) or num_labels < 1:
-        raise ValueError(f"num_labels: must be an integer >= 1, got {num_labels!r}")
+    check_int("num_labels", num_labels, 1)
     labels = np.asarray(ds["label"], dtype=np.int64)
     if labels.size and (labels.min() < 0 or labels.max() >= num_labels):
         raise ValueError(f"num_labels: labels must lie in [0, {num_labels - 1}], got range [{labels.min()}, {labels.max()}]")

@@ -47,13 +47,12 @@ def read_lines(path: Path) -> Iterator[tuple[int, str]]:
         with (gzip.open if path.suffix == ".gz" else open)(path, "rb") as handle:
             for line_no, raw in enumerate(handle, start=1):
                 try:
-                    yield line_no, raw.decode("utf-8-sig" if line_no == 1 else "utf-8")
+                    line = raw.decode("utf-8-sig" if line_no == 1 else "utf-8")
                 except UnicodeDecodeError as error:
                     source = "<its encoding>" if "\ufffd" in raw.decode("gbk", "replace") else "GBK"
-                    raise ValueError(
-                        f"{path}:{line_no}: not UTF-8 text ({error.reason} at byte {error.start} of the line); "
-                        f"convert it with iconv -f {source} -t UTF-8"
-                    ) from None
+                    where = f"{path}:{line_no}: not UTF-8 text ({error.reason} at byte {error.start} of the line)"
+                    raise ValueError(f"{where}; convert it with iconv -f {source} -t UTF-8") from None
+                yield line_no, line
     except (gzip.BadGzipFile, EOFError, zlib.error) as error:
         raise ValueError(f"{path}:{line_no + 1}: not a readable gzip file ({error})") from None
 
@@ -71,9 +70,8 @@ def _jsonl_records(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
 
 
 def _delimited_records(path: Path, delimiter: str, fieldnames: Sequence[str] | None) -> Iterator[tuple[int, dict[str, Any]]]:
-    """Rows of a CSV/TSV file (TSV unquoted). With ``fieldnames`` None the first line is the header;
-    with ``fieldnames`` (a headerless format) a first line with a field ``label`` is a header that
-    sets the column order: its ``label`` column is the label, the others fill the other fieldnames."""
+    """Rows of a CSV/TSV (unquoted) file, its first line the header; with ``fieldnames`` (headerless) a
+    first line with a field ``label`` is a header: its ``label`` column first, the others in order."""
     quoting = csv.QUOTE_MINIMAL if delimiter == "," else csv.QUOTE_NONE
     previous_limit = csv.field_size_limit(min(path.stat().st_size + 1, _CSV_FIELD_LIMIT_CAP))  # fields as long as the file
     reader = csv.reader((line for _, line in read_lines(path)), delimiter=delimiter, quoting=quoting)
@@ -111,9 +109,8 @@ def _text(value: Any, where: str) -> str:
 
 
 def label_value(value: Any, where: str = "label") -> str:
-    """A label as a value: numbers by their number (``1``, ``1.0``, ``"1"``, ``"1e0"`` -> ``"1"``; ``0.5`` and
-    ``"0.50"`` -> ``"0.5"``), other strings stripped. An empty cell, null, NaN, infinity or a value that is not
-    a string or a number raises ValueError naming ``where``."""
+    """A label as a value: numbers by their number (``1``, ``1.0``, ``"1"`` -> ``"1"``; ``"0.50"`` -> ``"0.5"``), other
+    strings stripped; ValueError naming ``where`` for an empty cell, null, NaN, a list or a mapping."""
     if isinstance(value, bool) or not isinstance(value, (str, int, float)):
         raise ValueError(f"{where}: label must be a string or a number, got {value!r}")
     text = _text(value, where).strip() if isinstance(value, str) else repr(value)
@@ -150,12 +147,11 @@ def read_table(path: Path, format: str, columns: Mapping[str, str], fieldnames: 
 def labelled(path: Path, read: dict[str, list], index: Mapping[str, int], names: Sequence[str]) -> Dataset:
     """The Dataset of :func:`read_table`'s columns, labels mapped by ``index`` (value -> class id);
     a value not in it raises ValueError naming path:line and the value."""
-    ids = []
     for value, line_no in zip(read["label"], read["line"]):
         if value not in index:
             raise ValueError(f"{path}:{line_no}: unknown label value {value!r}; allowed {sorted(index)}")
-        ids.append(index[value])
-    return build_dataset({**{name: read[name] for name in read if name != "line"}, "label": ids}, names)
+    columns = {name: read[name] for name in read if name != "line"}
+    return build_dataset({**columns, "label": [index[value] for value in read["label"]]}, names)
 
 
 def class_values(values: Sequence[str]) -> list[str]:
@@ -244,7 +240,6 @@ def load_table(
 
 # ----------------------------------------------------------------------------- a config's data section
 
-SPLIT_NAMES = ("train", "validation", "test")
 LABELLED_SOURCES = ("sample_relevance", "sample_sentences", "qbqtc", "tnews", "chnsenticorp", "lcqmc", "table")
 
 
@@ -274,7 +269,7 @@ def _file_splits(data: DataConfig) -> DatasetDict:
         return DatasetDict(
             {"train": train, **{name: _read(data, key, label_names(train)) for name, key in others.items() if getattr(data, key)}}
         )
-    fractions = {name: fraction for name, fraction in zip(SPLIT_NAMES, data.split) if fraction > 0}
+    fractions = {name: fraction for name, fraction in zip(("train", "validation", "test"), data.split) if fraction > 0}
     if "validation" not in fractions:
         raise ValueError(f"data.split: the validation fraction must be > 0, got {list(data.split)!r}")
     try:
@@ -318,5 +313,4 @@ def load_texts(data: DataConfig | Mapping[str, Any]) -> tuple[list[str], list[st
         train = load_splits(data)["train"]
         texts = list(train["text"])
         pairs = list(train["text_pair"]) if "text_pair" in train.column_names else None
-    limit = data.max_train_samples
-    return texts[:limit], (pairs[:limit] if pairs is not None else None)
+    return texts[: data.max_train_samples], (pairs[: data.max_train_samples] if pairs is not None else None)

@@ -62,10 +62,6 @@ def _relevance_title(rng: random.Random, topic: str, entity: int, intent: int) -
     return f"{rng.choice(_TITLE_PREFIXES)}{_TOPIC_ENTITIES[topic][entity]}{question}{phrase}{rng.choice(_TITLE_SUFFIXES)}"
 
 
-def _other_index(rng: random.Random, size: int, index: int) -> int:
-    return rng.choice([i for i in range(size) if i != index])
-
-
 def _relevance_pair(rng: random.Random, content_label: int) -> tuple[str, str]:
     """(query ``entity question``, title ``[prefix] entity question answer-phrase [site]``) for
     ``content_label`` 2: the query's entity and intent; 1: same topic, another intent and/or entity;
@@ -79,8 +75,8 @@ def _relevance_pair(rng: random.Random, content_label: int) -> tuple[str, str]:
         return query, _relevance_title(rng, topic, entity, intent)
     if content_label == 1:
         change = rng.choice(_RELATED_CHANGES)
-        title_entity = entity if change == "intent" else _other_index(rng, n_entities, entity)
-        title_intent = intent if change == "entity" else _other_index(rng, n_intents, intent)
+        title_entity = entity if change == "intent" else rng.choice([i for i in range(n_entities) if i != entity])
+        title_intent = intent if change == "entity" else rng.choice([i for i in range(n_intents) if i != intent])
         return query, _relevance_title(rng, topic, title_entity, title_intent)
     other = rng.choice([t for t in topics if t != topic])
     return query, _relevance_title(
@@ -224,9 +220,7 @@ def sample_sentence_splits(
 
 # ----------------------------------------------------------------------------- raw corpus for MLM
 
-SYNONYM_GROUPS: tuple[tuple[str, ...], ...] = tuple(
-    map(_words, ("美丽 漂亮", "开心 高兴 快乐", "重要 关键", "发展 进步", "迅速 快速", "帮助 协助"))
-)
+SYNONYM_GROUPS = tuple(map(_words, ("美丽 漂亮", "开心 高兴 快乐", "重要 关键", "发展 进步", "迅速 快速", "帮助 协助")))
 """Synonym groups the corpus draws from, so synonym-based hard correction has hits."""
 
 _PEOPLE = _words("张伟 李明 王芳 刘洋 陈静 赵强 周杰 孙丽")

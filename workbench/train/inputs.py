@@ -13,8 +13,7 @@ from workbench.config import Config
 from workbench.data import label_names, load_splits, shared_with_train
 from workbench.vocab import load_tokenizer
 
-UNREADABLE_SHARE = 0.1
-"""A split with more than this share of :func:`unreadable_share` samples gets a warning."""
+UNREADABLE_SHARE = 0.1  # a split with more than this share of unreadable samples gets a warning
 
 
 def unreadable_share(encoded: Dataset, tokenizer: Any) -> float:
@@ -28,9 +27,8 @@ def unreadable_share(encoded: Dataset, tokenizer: Any) -> float:
 
 
 def tokenize_splits(splits: DatasetDict, tokenizer: Any, max_length: int) -> DatasetDict:
-    """Tokenize ``text`` (and ``text_pair``) truncated to ``max_length``; ``label`` becomes ``labels``.
-    Only model inputs and ``labels`` remain (the collator pads per batch). One warning names the splits
-    the vocabulary cannot read (:func:`unreadable_share` over ``UNREADABLE_SHARE``)."""
+    """Tokenize ``text`` (and ``text_pair``) to at most ``max_length`` tokens, unpadded, ``label`` -> ``labels``;
+    one warning names the splits the vocabulary cannot read (:func:`unreadable_share` > ``UNREADABLE_SHARE``)."""
 
     def encode(batch: dict[str, list]) -> dict[str, list]:
         encoded = tokenizer(batch["text"], batch.get("text_pair"), truncation=True, max_length=max_length)
@@ -55,8 +53,7 @@ def tokenize_splits(splits: DatasetDict, tokenizer: Any, max_length: int) -> Dat
 
 @dataclass
 class ClassificationData:
-    """A config's labelled splits, their label names, the model's tokenizer, the tokenized splits,
-    ``data.is_ordinal`` and the rows each split shares with train (:func:`workbench.data.shared_with_train`)."""
+    """A config's splits, label names, tokenizer, tokenized splits, ``data.is_ordinal``, rows shared with train."""
 
     splits: DatasetDict
     names: list[str]
