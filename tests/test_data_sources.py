@@ -9,7 +9,7 @@ import warnings
 
 import pytest
 
-from workbench.config import DataConfig, load_config
+from workbench.config import DataConfig, LossSpec, check_loss_fits_labels, load_config
 from workbench.data import label_names, load_splits, load_texts, sample_relevance_splits, shared_with_train
 from workbench.train import tokenize_splits
 from workbench.train.inputs import classification_data, unreadable_share
@@ -102,6 +102,8 @@ def test_pcl_on_nominal_labels_needs_a_cost_matrix(tmp_path):
     assert load_config(nominal, ["data.ordinal=true"]).data.is_ordinal
     assert load_config(nominal, ["loss.params.cost_matrix=[[0, 1], [1, 0]]"]).loss.name == "pcl"
     assert load_config({"task": "finetune", "data": {"source": "qbqtc"}, "loss": {"name": "pcl"}}).data.is_ordinal
+    with pytest.raises(ValueError, match=r"^loss\.params\.cost_matrix: .*data\.ordinal"):  # what a notebook calls
+        check_loss_fits_labels(DataConfig(source="tnews"), LossSpec("pcl", {"variant": "weighted"}))
 
 
 def test_a_broken_corpus_file_names_the_file(tmp_path):

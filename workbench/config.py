@@ -694,13 +694,18 @@ class Config(Section):
         check_choice("task", self.task, TASKS)
         output_dir = _path_text(self.output_dir)
         object.__setattr__(self, "output_dir", check_text("output_dir", output_dir))
-        if self.task in ("finetune", "two_stage") and self.loss.name == "pcl" and not self.data.is_ordinal:
-            if self.loss.params.get("cost_matrix") is None:
-                raise ValueError(
-                    "loss.params.cost_matrix: pcl's near and far cases need ordinal labels; give a cost matrix "
-                    f"or set data.ordinal: true if the classes are ordered, got nominal labels (data.ordinal: "
-                    f"{str(self.data.is_ordinal).lower()}, source {self.data.source})"
-                )
+        if self.task in ("finetune", "two_stage"):
+            check_loss_fits_labels(self.data, self.loss)
+
+
+def check_loss_fits_labels(data: DataConfig, loss: LossSpec) -> None:
+    """PCL's near and far cases need ordered labels: pcl on nominal labels (``data.is_ordinal`` false)
+    without ``loss.params.cost_matrix`` raises ValueError naming both keys."""
+    if loss.name == "pcl" and not data.is_ordinal and loss.params.get("cost_matrix") is None:
+        raise ValueError(
+            "loss.params.cost_matrix: pcl's near and far cases need ordinal labels; give a cost matrix or set "
+            f"data.ordinal: true if the classes are ordered, got nominal labels (source {data.source}, data.ordinal: false)"
+        )
 
 
 # ----------------------------------------------------------------------------- loading
