@@ -120,7 +120,7 @@ def label_value(value: Any, where: str = "label") -> str:
         number = None
     if not text or (number is not None and not number.is_finite()):
         raise ValueError(f"{where}: empty or missing label, got {value!r}")
-    if number is None:
+    if number is None or number.adjusted() >= 30:  # text, or a number beyond any class id: as written
         return text
     return str(int(number)) if number == number.to_integral_value() else str(number.normalize())
 
