@@ -46,7 +46,10 @@ def test_the_example_config_needs_only_the_path():
 def test_own_data_example_learns_more_than_the_majority_class(tmp_path, capsys):
     path = news_csv(tmp_path / "news_zh.csv")
     output = tmp_path / "run"
-    assert main([str(EXAMPLE), f"data.path={path}", f"output_dir={output}", "training.quiet=true", "training.num_train_epochs=12"]) == 0
+    assert (
+        main([str(EXAMPLE), f"data.path={path}", f"output_dir={output}", "training.quiet=true", "training.num_train_epochs=12"])
+        == 0
+    )
     metrics = json.loads((output / "metrics.json").read_text(encoding="utf-8"))
     support = [scores["support"] for scores in metrics["per_class"].values()]
     majority_share = max(support) / sum(support)
