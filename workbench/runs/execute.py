@@ -8,8 +8,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,7 +18,6 @@ import yaml
 from workbench.runs.assets import ensure_assets, export_offline_html, link_figures, run_dir_of
 from workbench.runs.metrics import read_metrics
 from workbench.runs.plan import _SLUG_UNSAFE, INJECTED_PARAMETERS_TAG, OUTPUT_DIR_PARAMETER, Execution
-from workbench.threads import kernel_environment
 
 WORKBENCH_KERNEL = "workbench"
 
@@ -41,8 +39,8 @@ class Outcome:
         return self.status == "ok"
 
     def status_text(self) -> str:
-        if self.ok:
-            return "ok"
+        if self.status in ("ok", "interrupted"):
+            return self.status
         where = f" at cell {self.failed_cell}" if self.failed_cell is not None else ""
         return f"FAILED{where}: {self.error}"
 
@@ -63,12 +61,19 @@ def _kernel_runs_current_python(kernel_name: str) -> bool:
     return executable in bare_names or os.path.abspath(executable) == os.path.abspath(sys.executable)
 
 
-def ensure_kernel() -> str:
-    """Name of a kernelspec that runs this interpreter (the project .venv).
+def ensure_kernel(kernel_name: str | None = None) -> str:
+    """Name of a kernelspec that runs this interpreter (the project .venv), or ``kernel_name`` once checked.
 
-    Uses ``python3`` when it already does; otherwise installs a ``workbench``
-    kernelspec into ``sys.prefix`` pointing at ``sys.executable``.
+    Uses ``python3`` when it already does; otherwise installs a ``workbench`` kernelspec into
+    ``sys.prefix`` pointing at ``sys.executable``. An unknown ``kernel_name`` raises ValueError.
     """
+    from jupyter_client.kernelspec import KernelSpecManager
+
+    if kernel_name is not None:
+        available = KernelSpecManager().find_kernel_specs()
+        if kernel_name not in available:
+            raise ValueError(f"--kernel {kernel_name!r}: no such kernelspec; available: {', '.join(sorted(available))}")
+        return kernel_name
     if _kernel_runs_current_python("python3"):
         return "python3"
     if not _kernel_runs_current_python(WORKBENCH_KERNEL):
@@ -87,7 +92,8 @@ class RunningKernels:
     """The kernels a run starts, so that an interrupted run can stop them (thread-safe).
 
     :meth:`manager_class` is the jupyter_client kernel manager papermill is given: it records
-    every kernel it manages, and refuses to start one once :meth:`kill_all` was called. On POSIX
+    every kernel it manages, refuses to start one once :meth:`kill_all` was called, and starts
+    each kernel with this process's environment updated by ``env`` (threads, GPU). On POSIX
     it talks to the kernel over IPC (Unix sockets) instead of unencrypted loopback TCP, which
     ipykernel warns about on every start, and gives each kernel its own socket path prefix in
     the temporary folder: jupyter_client's default (``kernel-ipc`` in the working directory) is
@@ -100,7 +106,7 @@ class RunningKernels:
         self._lock = threading.Lock()
         self._stopped = False
 
-    def manager_class(self) -> type:
+    def manager_class(self, env: dict[str, str] | None = None) -> type:
         from jupyter_client.localinterfaces import localhost
         from jupyter_client.manager import AsyncKernelManager
         from traitlets import default
@@ -121,6 +127,9 @@ class RunningKernels:
                 if self.transport != "ipc":
                     return localhost()
                 return os.path.join(tempfile.gettempdir(), f"workbench-kernel-{secrets.token_hex(8)}-ipc")
+
+            async def start_kernel(self, **kw: Any) -> None:
+                await super().start_kernel(**{**kw, "env": {**kw.get("env", os.environ), **(env or {})}})
 
         return WorkbenchKernelManager
 
@@ -147,15 +156,20 @@ class RunningKernels:
 # ----------------------------------------------------------------------------- execution
 
 
-def new_run_dir(outputs_dir: str | Path, run_id: str | None = None) -> Path:
-    """Create ``outputs/<run-id>`` (timestamp + short random suffix by default); never reuse a folder."""
-    if run_id is not None and (not run_id or _SLUG_UNSAFE.search(run_id) or run_id in {".", ".."}):
-        raise ValueError(f"run_id {run_id!r}: use letters, digits and ._=+,- only")
+def new_run_dir(outputs_dir: str | Path, run_id: str | None = None, create: bool = True) -> Path:
+    """``outputs/<run-id>`` (timestamp + short random suffix by default), created unless ``create`` is
+    false; an existing folder is never reused, and a folder that cannot be created raises ValueError."""
+    if run_id is not None and (not run_id or _SLUG_UNSAFE.search(run_id) or run_id in {".", ".."} or len(run_id) > 200):
+        raise ValueError(f"--run-id {run_id!r}: use up to 200 letters, digits and ._=+,- only")
     run_id = run_id or f"{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(3)}"
     run_dir = Path(outputs_dir) / run_id
     if run_dir.exists():
-        raise ValueError(f"run_id {run_id!r}: {run_dir} already exists; runs are never overwritten")
-    run_dir.mkdir(parents=True)
+        raise ValueError(f"--run-id {run_id!r}: {run_dir} already exists; runs are never overwritten")
+    if create:
+        try:
+            run_dir.mkdir(parents=True)
+        except OSError as error:  # a file in the way, no permission, a full disk, a race
+            raise ValueError(f"--outputs-dir {str(outputs_dir)!r}: cannot create {run_dir} ({error.strerror})") from None
     return run_dir
 
 
@@ -182,36 +196,20 @@ def export_html(notebook: Path, run_dir: Path | None = None) -> Path:
     return export_offline_html(notebook, notebook.with_suffix(".html"), shared)
 
 
-@contextmanager
-def kernel_environment_set(threads: int) -> Iterator[None]:
-    """Inside the block, kernels started by this process get ``threads`` CPU threads
-    (``workbench.threads.kernel_environment`` set in ``os.environ``; restored after)."""
-    variables = kernel_environment(threads)
-    saved = {name: os.environ.get(name) for name in variables}
-    os.environ.update(variables)
-    try:
-        yield
-    finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
-
-
 def execute(
     execution: Execution,
     output_dir: Path,
     kernel_name: str,
+    env: dict[str, str] | None = None,
     on_cell_start: Callable[..., None] | None = None,
     kernels: RunningKernels | None = None,
 ) -> Outcome:
     """Run one notebook into ``output_dir``; a failure is recorded, never raised.
 
-    The kernel starts in the notebook's folder and inherits this process's environment (the
-    runner sets its threads with :func:`kernel_environment_set`); ``on_cell_start`` is called
-    before each cell (nbclient's hook); ``kernels`` records the kernel so the caller can stop it.
-    Safe to call from several threads at once: nothing changes this process's working directory.
+    The kernel starts in the notebook's folder with this process's environment updated by ``env``;
+    ``on_cell_start`` is called before each cell (nbclient's hook); ``kernels`` records the kernel
+    so the caller can stop it. Safe to call from several threads at once (nothing changes this
+    process's working directory) and in a submitit job.
     """
     import papermill
     from papermill.exceptions import PapermillExecutionError
@@ -233,7 +231,7 @@ def execute(
             # whole process, under the feet of the notebooks running beside this one
             resources={"metadata": {"path": str(execution.notebook.parent.resolve())}},
             progress_bar=False,
-            kernel_manager_class=(kernels or RunningKernels()).manager_class(),
+            kernel_manager_class=(kernels or RunningKernels()).manager_class(env),
             **hooks,
         )
     except PapermillExecutionError as exc:

@@ -10,16 +10,19 @@ parameters or detail tables.
 from __future__ import annotations
 
 import html
+import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
+from workbench.runs.assets import ASSETS_DIR, PLOTLY_JS
 from workbench.runs.execute import Outcome
 from workbench.runs.metrics import metric_statistics
 
 METRIC_PREFIX = "metric."
+DESCRIPTIONS = "descriptions"  # metrics.json's entry of one-line metric descriptions, shown in index.html
 
 
 def summary_row(outcome: Outcome, run_dir: Path) -> dict[str, Any]:
@@ -84,7 +87,8 @@ def _status_cell(row: pd.Series) -> str:
     if row["status"] == "ok":
         return '<span class="ok">ok</span>'
     where = f"cell {int(row['failed_cell'])}: " if pd.notna(row.get("failed_cell")) else ""
-    return f'<span class="failed">failed</span> {html.escape(where + str(row["error"]))}'
+    error = html.escape(where + str(row["error"])) if pd.notna(row.get("error")) else ""
+    return f'<span class="failed">{html.escape(row["status"])}</span> {error}'
 
 
 def _runs_table(summary: pd.DataFrame, run_dir: Path) -> str:
@@ -111,15 +115,46 @@ def _runs_table(summary: pd.DataFrame, run_dir: Path) -> str:
 
 
 def _figures_section(summary: pd.DataFrame, run_dir: Path) -> str:
+    """Every saved figure in an iframe as tall as the figure (its JSON's layout height), so no
+    figure sits in a scroll box of its own."""
     parts = []
     for folder in summary["folder"]:
         for figure in sorted((run_dir / folder / "figures").glob("*.html")):
             href = html.escape(figure.relative_to(run_dir).as_posix())
+            layout = json.loads(figure.with_suffix(".json").read_text(encoding="utf-8")).get("layout", {})
+            height = (layout.get("height") or 480) + 20  # + the page's margins
             parts.append(
-                f'<figure><figcaption><a href="{href}">{href}</a></figcaption>'
-                f'<iframe src="{href}" loading="lazy" width="100%" height="480" frameborder="0"></iframe></figure>'
+                f'<figure><figcaption><a href="{href}">{href}</a></figcaption><iframe src="{href}" loading="lazy" '
+                f'scrolling="no" style="width: 100%; height: {height}px; border: 0"></iframe></figure>'
             )
     return "\n".join(parts) or "<p>No figures were saved.</p>"
+
+
+def _sweep_figures(aggregated: pd.DataFrame, sweep_keys: Sequence[str]) -> str:
+    """Each notebook's metrics against the first swept value (mean, error bars: std over the seeds),
+    one line per combination of the other swept values."""
+    import plotly.graph_objects as go
+    import plotly.io as pio
+
+    if not sweep_keys or aggregated.empty:
+        return ""
+    x_key, others = sweep_keys[0], list(sweep_keys[1:])
+    parts = []
+    for (notebook, metric), rows in aggregated.groupby(["notebook", "metric"], sort=False):
+        figure = go.Figure(
+            layout={"title": f"{notebook}: {metric}", "xaxis_title": x_key, "height": 360, "showlegend": bool(others)}
+        )
+        numeric = all(isinstance(value, (int, float)) and not isinstance(value, bool) for value in rows[x_key])
+        rows = rows.sort_values(x_key) if numeric else rows.assign(**{x_key: rows[x_key].map(str)})
+        lines = rows[others].astype(str).agg(", ".join, axis=1) if others else pd.Series("", index=rows.index)
+        for line in dict.fromkeys(lines):
+            points = rows[lines == line]
+            figure.add_scatter(
+                x=points[x_key], y=points["mean"], error_y={"array": points["std"]}, name=line, mode="lines+markers"
+            )
+        figure.update_xaxes(type=None if numeric else "category")
+        parts.append(pio.to_html(figure, include_plotlyjs=False, full_html=False, default_height=360))
+    return '<div class="grid">' + "\n".join(parts) + "</div>"
 
 
 _STYLE = """
@@ -129,6 +164,7 @@ td, th { border: 1px solid #ccc; padding: 4px 8px; text-align: left; }
 .ok { color: #1a7f37; font-weight: bold; }
 .failed { color: #cf222e; font-weight: bold; }
 figure { margin: 0 0 2em 0; }
+.grid { display: grid; grid-template-columns: repeat(auto-fill, minmax(480px, 1fr)); gap: 1em; }
 """
 
 
@@ -140,17 +176,42 @@ def _html_table(frame: pd.DataFrame) -> str:
     return shown.to_html(index=False, na_rep="", float_format="{:.4g}".format)
 
 
-def write_index(run_dir: str | Path, summary: pd.DataFrame, aggregated: pd.DataFrame) -> Path:
-    """``index.html``: every execution with status and links, both summary tables and the saved figures."""
-    run_dir = Path(run_dir)
-    failed = int((summary["status"] != "ok").sum()) if len(summary) else 0
+def _descriptions(outcomes: Sequence[Outcome]) -> dict[tuple[str, str], str]:
+    """(notebook, metric) -> the one-line description the notebook wrote into metrics.json's
+    ``descriptions`` (``write_metrics(..., descriptions={"macro_f1": "..."})``)."""
+    found = {}
+    for outcome in outcomes:
+        descriptions = outcome.metrics.get(DESCRIPTIONS)
+        for metric, text in (descriptions if isinstance(descriptions, dict) else {}).items():
+            found[(outcome.execution.name, metric)] = str(text)
+    return found
+
+
+def write_index(
+    run_dir: Path,
+    summary: pd.DataFrame,
+    aggregated: pd.DataFrame,
+    sweep_keys: Sequence[str] = (),
+    descriptions: dict | None = None,
+    interrupted: bool = False,
+) -> Path:
+    """``index.html``: every execution with status and links, the sweep figures, both summary tables and the saved figures."""
+    failed = int((summary["status"] == "failed").sum()) if len(summary) else 0
+    shown = aggregated.assign(
+        description=[(descriptions or {}).get(key, "") for key in zip(aggregated["notebook"], aggregated["metric"])]
+    )
     body = [
         f"<h1>Run {html.escape(run_dir.name)}</h1>",
+        '<p class="failed">Interrupted (Ctrl-C or SIGTERM): the executions marked "interrupted" did not finish.</p>'
+        if interrupted
+        else "",
         f"<p>{len(summary)} executions, {failed} failed.</p>",
         "<h2>Executions</h2>",
         _runs_table(summary, run_dir) if len(summary) else "<p>Nothing ran.</p>",
+        f"<h2>Metrics against {html.escape(sweep_keys[0])} (mean ± std over the seeds)</h2>" if sweep_keys else "",
+        _sweep_figures(aggregated, sweep_keys),
         '<h2>Metrics: mean ± std over each notebook\'s seeds (<a href="summary_agg.csv">summary_agg.csv</a>)</h2>',
-        _html_table(aggregated),
+        _html_table(shown),
         '<h2>All executions (<a href="summary.csv">summary.csv</a>)</h2>',
         _html_table(summary),
         "<h2>Figures</h2>",
@@ -158,10 +219,20 @@ def write_index(run_dir: str | Path, summary: pd.DataFrame, aggregated: pd.DataF
     ]
     page = (
         '<!DOCTYPE html>\n<html><head><meta charset="utf-8">'
-        f"<title>Run {html.escape(run_dir.name)}</title><style>{_STYLE}</style></head>\n<body>\n"
-        + "\n".join(body)
+        f"<title>Run {html.escape(run_dir.name)}</title><style>{_STYLE}</style>"
+        f'<script src="{ASSETS_DIR}/{PLOTLY_JS}"></script></head>\n<body>\n'
+        + "\n".join(part for part in body if part)
         + "\n</body></html>\n"
     )
     path = run_dir / "index.html"
     path.write_text(page, encoding="utf-8")
     return path
+
+
+def write_report(
+    run_dir: str | Path, outcomes: Sequence[Outcome], sweep_keys: Sequence[str] = (), interrupted: bool = False
+) -> Path:
+    """Write ``summary.csv``, ``summary_agg.csv`` and ``index.html`` into ``run_dir``; returns the index's path."""
+    run_dir = Path(run_dir)
+    summary, aggregated = write_summaries(run_dir, outcomes, sweep_keys)
+    return write_index(run_dir, summary, aggregated, sweep_keys, _descriptions(outcomes), interrupted)
