@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 import queue
+import shutil
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
@@ -204,11 +205,14 @@ def run(
         threads = _check_count("threads", default_threads() if threads is None else threads, "per kernel")
         jobs = _check_count("jobs", default_jobs(threads) if jobs is None else jobs, "notebooks run at once")
     kernel_name = ensure_kernel(kernel_name)
-    run_dir = new_run_dir(outputs_dir, run_id, create=False)
+    run_dir = new_run_dir(outputs_dir, run_id)
     if executor != "threads":
         defaults = {"timeout_min": 24 * 60, "cpus_per_task": threads, "slurm_array_parallelism": jobs}
-        cluster = _submitit_executor(executor, run_dir / "submitit", {**defaults, **(slurm or {})})
-    new_run_dir(outputs_dir, run_dir.name)
+        try:
+            cluster = _submitit_executor(executor, run_dir / "submitit", {**defaults, **(slurm or {})})
+        except ValueError:
+            shutil.rmtree(run_dir)  # nothing ran: leave no run folder
+            raise
     ensure_assets(run_dir)  # once, before concurrent exports look for them
     folders = [
         run_dir / execution.name / execution.slug if execution.slug else run_dir / execution.name for execution in executions

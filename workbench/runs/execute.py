@@ -156,20 +156,18 @@ class RunningKernels:
 # ----------------------------------------------------------------------------- execution
 
 
-def new_run_dir(outputs_dir: str | Path, run_id: str | None = None, create: bool = True) -> Path:
-    """``outputs/<run-id>`` (timestamp + short random suffix by default), created unless ``create`` is
-    false; an existing folder is never reused, and a folder that cannot be created raises ValueError."""
+def new_run_dir(outputs_dir: str | Path, run_id: str | None = None) -> Path:
+    """Create ``outputs/<run-id>`` (timestamp + short random suffix by default); never reuse a folder.
+    A bad run id or a folder that cannot be created raises ValueError naming the option."""
     if run_id is not None and (not run_id or _SLUG_UNSAFE.search(run_id) or run_id in {".", ".."} or len(run_id) > 200):
         raise ValueError(f"--run-id {run_id!r}: use up to 200 letters, digits and ._=+,- only")
-    run_id = run_id or f"{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(3)}"
-    run_dir = Path(outputs_dir) / run_id
+    run_dir = Path(outputs_dir) / (run_id or f"{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(3)}")
     if run_dir.exists():
-        raise ValueError(f"--run-id {run_id!r}: {run_dir} already exists; runs are never overwritten")
-    if create:
-        try:
-            run_dir.mkdir(parents=True)
-        except OSError as error:  # a file in the way, no permission, a full disk, a race
-            raise ValueError(f"--outputs-dir {str(outputs_dir)!r}: cannot create {run_dir} ({error.strerror})") from None
+        raise ValueError(f"--run-id {run_dir.name!r}: {run_dir} already exists; runs are never overwritten")
+    try:
+        run_dir.mkdir(parents=True)
+    except OSError as error:  # a file in the way, no permission, a full disk, a race
+        raise ValueError(f"--outputs-dir {str(outputs_dir)!r}: cannot create {run_dir} ({error.strerror})") from None
     return run_dir
 
 

@@ -2,7 +2,7 @@
 
 Each notebook's status line is written when it ends: ``[3/5] 03_true_negatives ... ok (209.9 s)``.
 While notebooks run, a terminal shows a tqdm bar per running notebook (its cell and elapsed
-time, redrawn at most once a second); a log (output not a terminal) gets no bars, only a line
+time, redrawn at most every ``REDRAW_S``); a log (output not a terminal) gets no bars, only a line
 ``    [3/5] 03_true_negatives: cell 10/27, 42 s`` when a cell starts ``LOG_INTERVAL_S`` or more
 after the notebook's previous line, so a short notebook prints only its status line.
 """
@@ -20,6 +20,7 @@ from tqdm import tqdm
 from workbench.runs.plan import Execution
 
 LOG_INTERVAL_S = 30.0
+REDRAW_S = 1.0  # tqdm's mininterval on a terminal
 
 
 class Progress:
@@ -46,7 +47,7 @@ class Progress:
             return None
         label = self.label(index)
         cells = len(json.loads(self.executions[index].notebook.read_text(encoding="utf-8"))["cells"]) + 1  # + injected
-        bar = tqdm(total=cells, desc=label, unit="cell", file=self.stream, leave=False, mininterval=1.0, disable=not self.bars)
+        bar = tqdm(total=cells, desc=label, unit="cell", file=self.stream, leave=False, mininterval=REDRAW_S, disable=not self.bars)
         self._running[index] = bar
         start = logged = time.monotonic()
 

@@ -149,9 +149,8 @@ def _sweep_figures(aggregated: pd.DataFrame, sweep_keys: Sequence[str]) -> str:
         lines = rows[others].astype(str).agg(", ".join, axis=1) if others else pd.Series("", index=rows.index)
         for line in dict.fromkeys(lines):
             points = rows[lines == line]
-            figure.add_scatter(
-                x=points[x_key], y=points["mean"], error_y={"array": points["std"]}, name=line, mode="lines+markers"
-            )
+            x, mean, std = (points[column].tolist() for column in (x_key, "mean", "std"))  # lists: readable in the page
+            figure.add_scatter(x=x, y=mean, error_y={"array": std}, name=line, mode="lines+markers")
         figure.update_xaxes(type=None if numeric else "category")
         parts.append(pio.to_html(figure, include_plotlyjs=False, full_html=False, default_height=360))
     return '<div class="grid">' + "\n".join(parts) + "</div>"
