@@ -269,6 +269,13 @@ def test_bad_runner_input_exits_2_with_one_line_before_anything_runs(tmp_path, c
     assert not any((tmp_path / "outputs").glob("*"))  # no run folder
 
 
+def test_a_params_file_that_names_no_notebook_is_refused(tmp_path, capsys):
+    _params(tmp_path, {"ok_metrics": "x: 2.0\n", "ok_metric": "x: 3.0\n"})  # a typo would run ok_metric's notebook on defaults
+    assert _main(tmp_path, "--only", "ok") == 2
+    assert capsys.readouterr().err.startswith("error: --params-set 'default': ok_metric.yaml")
+    assert not (tmp_path / "outputs").exists()
+
+
 def test_outputs_dir_that_cannot_hold_a_run_exits_2_naming_it(tmp_path, capsys):
     _params(tmp_path)
     (tmp_path / "outputs").write_text("a file, not a folder")
@@ -814,7 +821,7 @@ def test_sigterm_stops_the_run_and_its_index_says_interrupted(tmp_path):
     _wait_for(markers, 1)
     process.send_signal(signal.SIGTERM)  # a CI cancel, `timeout`
     _, error = process.communicate(timeout=60)
-    assert process.returncode == 130 and error.startswith("interrupted:"), error
+    assert process.returncode == 130 and error.splitlines()[-1].startswith("interrupted:"), error
     _assert_stopped(markers)
     assert list(pd.read_csv(tmp_path / "out" / "cut" / "summary.csv")["status"]) == ["interrupted", "interrupted"]
     assert "Interrupted" in (tmp_path / "out" / "cut" / "index.html").read_text()

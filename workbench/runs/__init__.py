@@ -31,6 +31,7 @@ from workbench.runs.execute import Outcome, RunningKernels, ensure_kernel, execu
 from workbench.runs.metrics import read_metrics, write_metrics
 from workbench.runs.plan import (
     PARAMS_SETS,
+    params_folder,
     parse_assignments,
     parse_gpus,
     parse_seeds,
@@ -191,6 +192,9 @@ def run(
     others marked "interrupted" and raises :class:`RunInterrupted`.
     """
     notebooks = select_notebooks(notebooks_dir, only)
+    stems = {notebook.stem for notebook in select_notebooks(notebooks_dir)}
+    for stray in sorted(path.name for path in params_folder(params_dir, params_set).glob("*.yaml") if path.stem not in stems):
+        raise ValueError(f"--params-set {params_set!r}: {stray} names no notebook in {notebooks_dir} (a typo runs on defaults)")
     executions = plan_executions(notebooks, params_dir, params_set, sweep, seeds)
     if executor not in EXECUTORS:
         raise ValueError(f"--executor: must be one of {', '.join(EXECUTORS)}, got {executor!r}")

@@ -47,7 +47,9 @@ class Progress:
             return None
         label = self.label(index)
         cells = len(json.loads(self.executions[index].notebook.read_text(encoding="utf-8"))["cells"]) + 1  # + injected
-        bar = tqdm(total=cells, desc=label, unit="cell", file=self.stream, leave=False, mininterval=REDRAW_S, disable=not self.bars)
+        bar = tqdm(
+            total=cells, desc=label, unit="cell", file=self.stream, leave=False, mininterval=REDRAW_S, disable=not self.bars
+        )
         self._running[index] = bar
         start = logged = time.monotonic()
 
