@@ -291,6 +291,9 @@ def test_bad_yaml_in_a_params_file_exits_2_naming_file_and_line(tmp_path, capsys
         assert _main(tmp_path, "--only", "ok") == 2
         error = capsys.readouterr().err
         assert re.match(rf"error: \S*default/ok_metrics\.yaml:{line}: ", error) and "Traceback" not in error
+    (tmp_path / "params" / "default" / "ok_metrics.yaml").write_text("x: 1\n")
+    assert _main(tmp_path, "--only", "ok", "--sweep", "x=[1,2") == 2
+    assert capsys.readouterr().err.startswith("error: --sweep x:1: ")
     assert not (tmp_path / "outputs").exists()
 
 
