@@ -23,7 +23,6 @@ from workbench.runs.plan import (
     cell_slug,
     load_params,
     parse_assignments,
-    parse_gpus,
     parse_seeds,
     parse_sweep,
     plan_executions,
@@ -69,7 +68,7 @@ def test_parse_sweep_reads_yaml_values():
     }
     assert parse_sweep(["losses=[CE,DSC],[FL]", "lr=1e-3,2e-3"]) == {"losses": [["CE", "DSC"], ["FL"]], "lr": [1e-3, 2e-3]}
     assert parse_sweep(["flag=1,true"]) == {"flag": [1, True]}  # equal in Python, yet a count is no flag
-    assert parse_sweep(["x=''"]) == {"x": [""]}
+    assert parse_sweep(["x=''", "path='a,b',c", "mixed=a: b,c"]) == {"x": [""], "path": ["a,b", "c"], "mixed": [{"a": "b"}, "c"]}
 
 
 @pytest.mark.parametrize(
@@ -79,10 +78,11 @@ def test_parse_sweep_reads_yaml_values():
         (["=1,2"], "--sweep '=1,2'"),
         (["epsilon="], "--sweep 'epsilon='"),
         (["x=1", "x=2"], "--sweep: parameter 'x'"),
-        (["epsilon=0.1,0.10"], "--sweep epsilon: values '0.1' and '0.10'"),
-        (["x=true,yes"], "--sweep x: values 'true' and 'yes'"),
-        (["epsilon=.nan,.NaN"], "--sweep epsilon: values '.nan' and '.NaN'"),  # NaN equals nothing, yet is one point
-        (["x=[1],[1.0]"], "--sweep x: values '[1]' and '[1.0]'"),
+        (["epsilon=0.1,0.10"], "--sweep epsilon: the value 0.1"),
+        (["x=true,yes"], "--sweep x: the value True"),
+        (["epsilon=.nan,.NaN"], "--sweep epsilon: the value nan"),  # NaN equals nothing, yet is one point
+        (["x=[1],[1.0]"], "--sweep x: the value [1]"),
+        (["x=0.1,,0.2"], "--sweep x:1:"),
         (["x=0.1,"], "--sweep x:"),  # an empty value: a typo, not the empty string
         (["x=a\udcffb"], "--sweep x:"),  # a byte the terminal's encoding could not read
         (["x=[1,2"], "--sweep x:1:"),  # invalid YAML, with its line
@@ -100,11 +100,7 @@ def test_parse_seeds_refuses_anything_but_distinct_numpy_seeds(text):
         parse_seeds(text)
 
 
-def test_parse_gpus_and_assignments():
-    assert parse_gpus("0, 1") == ["0", "1"]
-    for text in ("", "0,0", "0,,1"):
-        with pytest.raises(ValueError, match=r"^--gpus "):
-            parse_gpus(text)
+def test_parse_assignments():
     assert parse_assignments(["timeout_min=60", "slurm_partition=gpu"], "--slurm") == {
         "timeout_min": 60,
         "slurm_partition": "gpu",
@@ -251,6 +247,7 @@ def _main(tmp_path: Path, *options: str) -> int:
         (["--only", "ok", "--jobs", "0"], "jobs:"),
         (["--only", "ok", "--threads", "0"], "threads:"),
         (["--only", "ok", "--gpus", "0"], "--gpus '0'"),  # no GPU is visible here
+        (["--only", "ok", "--gpus", ""], "--gpus ''"),
         (["--only", "ok", "--kernel", "no-such-kernel"], "--kernel 'no-such-kernel'"),
         (["--only", "ok", "--run-id", "../x"], "--run-id '../x'"),
         (["--only", "ok", "--run-id", "x" * 300], "--run-id 'xxx"),

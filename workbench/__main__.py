@@ -15,44 +15,24 @@ def build_parser() -> argparse.ArgumentParser:
     run = commands.add_parser(
         "run",
         help="execute notebooks headless through papermill into outputs/<run-id>/",
-        description="Execute notebooks headless into a new outputs/<run-id>/ folder with summaries and index.html "
-        "(docs/runner.md).",
+        description="Execute notebooks headless into a new outputs/<run-id>/ folder with summaries and index.html (docs/runner.md).",
     )
     option = run.add_argument
-    option(
-        "--params-set",
-        default="default",
-        help="a folder of parameter files <params-dir>/<set>/<notebook>.yaml: default (CPU, sample data, minutes), "
-        "smoke (seconds, used by the tests), gpu (real data, bf16) or your own; default: %(default)s",
-    )
+    sets = "default (CPU, minutes), smoke (seconds, the tests'), gpu (real data, bf16) or a folder of yours"
+    option("--params-set", default="default", help=f"a folder <params-dir>/<set>/ of <notebook>.yaml files: {sets}")
     option("--only", nargs="+", metavar="NAME", help="notebook stems or prefixes, e.g. 01 or 01_dice_loss")
-    option(
-        "--sweep",
-        nargs="+",
-        default=[],
-        metavar="KEY=V1,V2",
-        help="one execution per value (several keys: their grid); values are YAML, lists in brackets: "
-        "table8_losses=[CE,DSC],[FL]",
-    )
+    sweep_help = "one execution per value (several keys: their grid); values are YAML, lists in brackets: losses=[CE,DSC],[FL]"
+    option("--sweep", nargs="+", default=[], metavar="KEY=V1,V2", help=sweep_help)
     option("--seeds", metavar="1,2,3", help="the seeds list every notebook repeats over (mean and spread)")
     option(
         "--threads", type=int, metavar="N", help="CPU threads per kernel (default: half the cores, or the cores over the GPUs)"
     )
     option(
-        "--jobs",
-        type=int,
-        metavar="N",
-        help="notebooks run at once (default: one per GPU; without GPUs as many kernels of --threads threads as the "
-        "cores hold; 1 runs them one after another, for timings without neighbours)",
+        "--jobs", type=int, metavar="N", help="notebooks at once (default: one per GPU, else as many kernels as the cores hold)"
     )
     option("--gpus", metavar="0,1", help="GPU ids; each running kernel gets its own (default: every visible GPU)")
-    option(
-        "--executor",
-        default="threads",
-        choices=("threads", "slurm", "local"),
-        help="threads: kernels on this machine; slurm: one job of a Slurm array per execution (submitit); "
-        "local: the same through submitit's local executor; default: %(default)s",
-    )
+    executors = "threads: kernels on this machine; slurm: a Slurm array job per execution (submitit); local: submitit locally"
+    option("--executor", default="threads", choices=("threads", "slurm", "local"), help=executors)
     option("--slurm", nargs="+", default=[], metavar="KEY=VALUE", help="submitit job parameters, e.g. slurm_partition=gpu")
     option("--notebooks-dir", default="notebooks", metavar="DIR", help="where the notebooks are; default: %(default)s")
     option("--params-dir", default="params", metavar="DIR", help="where the parameter sets are; default: %(default)s")
@@ -72,7 +52,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     previous = signal.signal(signal.SIGTERM, _stop)
     try:
-        from workbench.runs import parse_assignments, parse_gpus, parse_seeds, parse_sweep, run
+        from workbench.runs import parse_assignments, parse_seeds, parse_sweep, run
 
         report = run(
             params_set=args.params_set,
@@ -86,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
             kernel_name=args.kernel,
             threads=args.threads,
             jobs=args.jobs,
-            gpus=parse_gpus(args.gpus) if args.gpus is not None else None,
+            gpus=[gpu.strip() for gpu in args.gpus.split(",")] if args.gpus is not None else None,
             executor=args.executor,
             slurm=parse_assignments(args.slurm, "--slurm"),
         )

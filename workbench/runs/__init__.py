@@ -1,18 +1,8 @@
 """The papermill batch runner behind ``python -m workbench run`` (docs/runner.md).
 
-A run executes notebooks headless into a fresh ``outputs/<run-id>/`` folder:
-
-    outputs/<run-id>/<notebook>/[<sweep-point>/]
-        <notebook>.ipynb   executed notebook
-        <notebook>.html    nbconvert HTML export
-        params.yaml        the parameters injected by the runner
-        metrics.json       written by the notebook itself (:func:`write_metrics`)
-        figures/           written by the notebook (workbench.viz.figures.show)
-    outputs/<run-id>/summary.csv, summary_agg.csv, index.html
-
-:mod:`~workbench.runs.plan` plans and checks the executions, :mod:`~workbench.runs.execute`
-runs one, :mod:`~workbench.runs.report` writes the summaries and the index page. Executions run
-in threads here (one kernel each) or as the jobs of a Slurm array through submitit.
+:mod:`~workbench.runs.plan` plans and checks the executions, :mod:`~workbench.runs.execute` runs one
+(in a thread here, one kernel each, or as a job of a Slurm array through submitit),
+:mod:`~workbench.runs.report` writes ``summary.csv``, ``summary_agg.csv`` and ``index.html``.
 """
 
 from __future__ import annotations
@@ -33,7 +23,6 @@ from workbench.runs.plan import (
     PARAMS_SETS,
     params_folder,
     parse_assignments,
-    parse_gpus,
     parse_seeds,
     parse_sweep,
     plan_executions,
@@ -42,22 +31,7 @@ from workbench.runs.plan import (
 from workbench.runs.progress import Progress
 from workbench.threads import default_threads, kernel_environment, usable_cores
 
-__all__ = [
-    "EXECUTORS",
-    "PARAMS_SETS",
-    "RunInterrupted",
-    "RunReport",
-    "default_jobs",
-    "parse_assignments",
-    "parse_gpus",
-    "parse_seeds",
-    "parse_sweep",
-    "plan_executions",
-    "read_metrics",
-    "run",
-    "visible_gpus",
-    "write_metrics",
-]
+__all__ = ["PARAMS_SETS", "parse_assignments", "parse_seeds", "parse_sweep", "plan_executions", "read_metrics", "write_metrics"]
 EXECUTORS = ("threads", "slurm", "local")  # local: submitit's local executor, the Slurm path on this machine
 
 
@@ -126,18 +100,6 @@ def _in_threads(executions, folders, kernel_name, env, jobs, gpus, board) -> Ite
             raise
 
 
-def _submitit_executor(cluster: str, folder: Path, parameters: dict[str, Any]) -> Any:
-    """A submitit executor for ``cluster`` (``slurm`` or ``local``) with the job ``parameters``."""
-    import submitit
-
-    try:
-        executor = submitit.AutoExecutor(folder=folder, cluster=cluster)
-        executor.update_parameters(**parameters)
-    except (RuntimeError, NameError, AssertionError, TypeError) as error:  # no Slurm here, an unknown or mistyped parameter
-        raise ValueError(f"--slurm: {str(error).splitlines()[0]}") from None
-    return executor
-
-
 def _on_submitit(executor, executions, folders, kernel_name, env) -> Iterator[tuple[int, Outcome]]:
     """Submit every execution as one job of an array; yields (index, outcome) as jobs end."""
     import submitit
@@ -175,21 +137,18 @@ def run(
     stream: IO[str] | None = None,
     progress: bool = True,
 ) -> RunReport:
-    """Execute the selected notebooks over the sweep grid; write summaries and index.html.
+    """Execute the selected notebooks over the sweep grid; write summaries and index.html (docs/runner.md).
 
     Args:
-        seeds: every notebook's ``seeds`` parameter.
-        threads: CPU threads of each kernel (default: ``default_threads()``; with GPUs the cores over the GPUs).
-        jobs: notebooks at once (default: one per GPU, else :func:`default_jobs`: jobs x threads fills the cores).
-        gpus: GPU ids; each running kernel gets its own through ``CUDA_VISIBLE_DEVICES`` (default: every visible one).
-        executor: ``threads`` (kernels on this machine), ``slurm`` (a Slurm array through submitit, ``slurm``
-            its job parameters, e.g. ``{"slurm_partition": "gpu", "gpus_per_node": 1}``) or ``local`` (submitit's
-            local executor, for tests).
-        stream, progress: where status lines go (stdout) and whether running notebooks are shown (``runs.progress``).
+        threads: CPU threads per kernel (default: ``default_threads()``; with GPUs the cores over the kernels).
+        jobs: notebooks at once (default: one per GPU, else :func:`default_jobs`).
+        gpus: GPU ids, one per running kernel through ``CUDA_VISIBLE_DEVICES`` (default: every visible one).
+        executor: ``threads`` on this machine, ``slurm`` (a Slurm array through submitit, ``slurm`` its job
+            parameters) or ``local`` (submitit's local executor).
+        stream, progress: where status lines go (stdout); whether running notebooks are shown.
 
-    Outcomes keep the plan's order. Bad input raises ValueError before any folder is created or notebook runs.
-    Ctrl-C (SIGTERM through ``python -m workbench``) stops the running notebooks, writes the report with the
-    others marked "interrupted" and raises :class:`RunInterrupted`.
+    Outcomes keep the plan's order. Bad input raises ValueError before any notebook runs. Ctrl-C stops the
+    run, writes the report with unfinished executions "interrupted" and raises :class:`RunInterrupted`.
     """
     notebooks = select_notebooks(notebooks_dir, only)
     stems = {notebook.stem for notebook in select_notebooks(notebooks_dir)}
@@ -199,8 +158,8 @@ def run(
     if executor not in EXECUTORS:
         raise ValueError(f"--executor: must be one of {', '.join(EXECUTORS)}, got {executor!r}")
     visible = visible_gpus() if executor == "threads" else []
-    if gpus is not None and (not gpus or not set(gpus) <= set(visible)):
-        raise ValueError(f"--gpus {','.join(gpus)!r}: must name visible GPUs; visible: {', '.join(visible) or 'none'}")
+    if gpus is not None and (not gpus or not set(gpus) <= set(visible) or len(set(gpus)) < len(gpus)):
+        raise ValueError(f"--gpus {','.join(gpus)!r}: must name distinct visible GPUs; visible: {', '.join(visible) or 'none'}")
     gpus = visible if gpus is None else list(gpus)
     if gpus:  # one kernel per GPU, the cores shared among the kernels
         jobs = _check_count("jobs", len(gpus) if jobs is None else jobs, "notebooks run at once")
@@ -211,16 +170,17 @@ def run(
     kernel_name = ensure_kernel(kernel_name)
     run_dir = new_run_dir(outputs_dir, run_id)
     if executor != "threads":
-        defaults = {"timeout_min": 24 * 60, "cpus_per_task": threads, "slurm_array_parallelism": jobs}
+        import submitit
+
         try:
-            cluster = _submitit_executor(executor, run_dir / "submitit", {**defaults, **(slurm or {})})
-        except ValueError:
+            cluster = submitit.AutoExecutor(folder=run_dir / "submitit", cluster=executor)
+            defaults = {"timeout_min": 24 * 60, "cpus_per_task": threads, "slurm_array_parallelism": jobs}
+            cluster.update_parameters(**{**defaults, **(slurm or {})})
+        except (RuntimeError, NameError, AssertionError, TypeError) as error:  # no Slurm here, an unknown or mistyped parameter
             shutil.rmtree(run_dir)  # nothing ran: leave no run folder
-            raise
+            raise ValueError(f"--slurm: {str(error).splitlines()[0]}") from None
     ensure_assets(run_dir)  # once, before concurrent exports look for them
-    folders = [
-        run_dir / execution.name / execution.slug if execution.slug else run_dir / execution.name for execution in executions
-    ]
+    folders = [run_dir / execution.name / execution.slug for execution in executions]  # slug "": the notebook's folder
     env = kernel_environment(threads)
     board = Progress(executions, stream, ticking=progress)
     if executor == "threads":
@@ -238,9 +198,8 @@ def run(
         ending.close()  # stops what still runs (the generator's own handler), also when Ctrl-C came between two yields
     from workbench.runs.report import write_report  # pandas: imported when a run ends
 
-    report = RunReport(
-        run_dir, [outcome or Outcome(e, f, "interrupted", 0.0) for outcome, e, f in zip(outcomes, executions, folders)]
-    )
+    stopped = [Outcome(execution, folder, "interrupted", 0.0) for execution, folder in zip(executions, folders)]
+    report = RunReport(run_dir, [outcome or stop for outcome, stop in zip(outcomes, stopped)])
     write_report(run_dir, report.outcomes, list(sweep or {}), interrupted)
     if interrupted:
         raise RunInterrupted(report)

@@ -48,57 +48,45 @@ class Outcome:
 # ----------------------------------------------------------------------------- kernel
 
 
-def _kernel_runs_current_python(kernel_name: str) -> bool:
+def _runs_this_python(kernel_name: str) -> bool:
+    """Whether the kernelspec launches this interpreter (jupyter_client launches a bare ``python``,
+    ``python3`` or ``python3.X`` as ``sys.executable``)."""
     from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
 
     try:
-        spec = KernelSpecManager().get_kernel_spec(kernel_name)
+        executable = KernelSpecManager().get_kernel_spec(kernel_name).argv[0]
     except NoSuchKernel:
         return False
-    executable = spec.argv[0]
-    # jupyter_client launches a bare "python"/"python3"/"python3.X" as sys.executable.
-    bare_names = {"python", f"python{sys.version_info[0]}", "python{}.{}".format(*sys.version_info[:2])}
-    return executable in bare_names or os.path.abspath(executable) == os.path.abspath(sys.executable)
+    bare = {"python", f"python{sys.version_info[0]}", "python{}.{}".format(*sys.version_info[:2])}
+    return executable in bare or os.path.abspath(executable) == os.path.abspath(sys.executable)
 
 
 def ensure_kernel(kernel_name: str | None = None) -> str:
-    """Name of a kernelspec that runs this interpreter (the project .venv), or ``kernel_name`` once checked.
-
-    Uses ``python3`` when it already does; otherwise installs a ``workbench`` kernelspec into
-    ``sys.prefix`` pointing at ``sys.executable``. An unknown ``kernel_name`` raises ValueError.
-    """
+    """``kernel_name`` once checked (ValueError when unknown), else a kernelspec that runs this interpreter:
+    ``python3`` when it does, else a ``workbench`` kernelspec installed into ``sys.prefix``."""
+    from ipykernel.kernelspec import install
     from jupyter_client.kernelspec import KernelSpecManager
 
     if kernel_name is not None:
-        available = KernelSpecManager().find_kernel_specs()
-        if kernel_name not in available:
+        if kernel_name not in (available := KernelSpecManager().find_kernel_specs()):
             raise ValueError(f"--kernel {kernel_name!r}: no such kernelspec; available: {', '.join(sorted(available))}")
         return kernel_name
-    if _kernel_runs_current_python("python3"):
+    if _runs_this_python("python3"):
         return "python3"
-    if not _kernel_runs_current_python(WORKBENCH_KERNEL):
-        from ipykernel.kernelspec import install
-
+    if not _runs_this_python(WORKBENCH_KERNEL):
         install(kernel_name=WORKBENCH_KERNEL, display_name="Python (workbench)", prefix=sys.prefix)
-        if not _kernel_runs_current_python(WORKBENCH_KERNEL):
-            raise RuntimeError(
-                f"installed kernelspec {WORKBENCH_KERNEL!r} into {sys.prefix} but another one shadows it; "
-                "pass --kernel NAME of a kernel that runs this environment"
-            )
+    if not _runs_this_python(WORKBENCH_KERNEL):
+        raise RuntimeError(f"kernelspec {WORKBENCH_KERNEL!r} in {sys.prefix} is shadowed; pass --kernel NAME running this Python")
     return WORKBENCH_KERNEL
 
 
 class RunningKernels:
     """The kernels a run starts, so that an interrupted run can stop them (thread-safe).
 
-    :meth:`manager_class` is the jupyter_client kernel manager papermill is given: it records
-    every kernel it manages, refuses to start one once :meth:`kill_all` was called, and starts
-    each kernel with this process's environment updated by ``env`` (threads, GPU). On POSIX
-    it talks to the kernel over IPC (Unix sockets) instead of unencrypted loopback TCP, which
-    ipykernel warns about on every start, and gives each kernel its own socket path prefix in
-    the temporary folder: jupyter_client's default (``kernel-ipc`` in the working directory) is
-    shared by kernels started at once, which then pick the same sockets and reject each other's
-    messages ("Invalid Signature").
+    :meth:`manager_class` is the kernel manager papermill is given: it records each kernel, starts
+    none once :meth:`kill_all` was called, and starts each with this environment updated by ``env``.
+    On POSIX it uses IPC sockets, each kernel its own path (jupyter_client's default ``kernel-ipc``
+    in the working directory is shared by kernels started at once: "Invalid Signature").
     """
 
     def __init__(self) -> None:

@@ -1,9 +1,8 @@
 """Planning a run: which notebooks, with which parameters, in which folders; all checked before anything runs.
 
-Parameters come from ``<params-dir>/<set>/<notebook-stem>.yaml`` (a missing file means the
-notebook's own defaults; the set's folder must exist), then one ``--sweep`` grid point, then
-``--seeds`` (the notebook's ``seeds`` list), then ``output_dir`` and ``interactive = False``,
-set by the runner. Every name is checked against the notebook's ``parameters`` cell.
+Parameters, later ones winning: ``<params-dir>/<set>/<stem>.yaml`` (a missing file: the notebook's
+defaults), one ``--sweep`` grid point, ``--seeds``, then ``output_dir`` and ``interactive = False``
+(set by the runner). Every name is checked against the notebook's ``parameters`` cell.
 """
 
 from __future__ import annotations
@@ -28,7 +27,6 @@ PARAMS_SETS = ("default", "smoke", "gpu")  # the sets the project ships; any fol
 MAX_SEED = 2**32 - 1  # numpy's largest seed
 MAX_SLUG = 96  # characters of a sweep point's folder name before its hash (file systems allow 255 bytes)
 _SLUG_UNSAFE = re.compile(r"[^A-Za-z0-9._=+,-]")
-_BRACKETS = {"[": "]", "{": "}", "(": ")"}
 
 
 @dataclass(frozen=True)
@@ -48,26 +46,6 @@ class Execution:
 # ----------------------------------------------------------------------------- parsing
 
 
-def split_values(text: str) -> list[str]:
-    """Split a ``--sweep`` value list on the commas outside brackets and quotes:
-    ``"[CE,DSC],[FL]"`` -> ``["[CE,DSC]", "[FL]"]``."""
-    parts, depth, quote, start = [], [], None, 0
-    for index, character in enumerate(text):
-        if quote:
-            quote = None if character == quote else quote
-        elif character in "'\"":
-            quote = character
-        elif character in _BRACKETS:
-            depth.append(_BRACKETS[character])
-        elif depth and character == depth[-1]:
-            depth.pop()
-        elif character == "," and not depth:
-            parts.append(text[start:index])
-            start = index + 1
-    parts.append(text[start:])
-    return [part.strip() for part in parts]
-
-
 def _same(a: Any, b: Any) -> bool:
     """One grid point twice: equal values (``0.1``, ``0.10``; a count is no flag though ``1 == True``),
     or the same text (NaN, which equals nothing)."""
@@ -77,28 +55,23 @@ def _same(a: Any, b: Any) -> bool:
 def parse_sweep(specs: Iterable[str]) -> dict[str, list[Any]]:
     """``["epsilon=0.1,0.2", "losses=[CE,DSC],[FL]"]`` -> ``{"epsilon": [0.1, 0.2], "losses": [["CE", "DSC"], ["FL"]]}``.
 
-    Values are read as YAML (``1e-3`` is a float); a list value is written in brackets. Empty values,
-    text that is not UTF-8, and values equal after parsing (``0.1`` and ``0.10``) are refused.
+    The values are read as one YAML flow list (``1e-3`` is a float, a list value is in brackets,
+    commas in brackets or quotes do not split). Empty values, control characters and values equal
+    after parsing (``0.1`` and ``0.10``) are refused.
     """
     sweep: dict[str, list[Any]] = {}
     for spec in specs:
-        key, sep, values = spec.partition("=")
-        key = key.strip()
-        if not sep or not key or not values.strip():
+        key, _, values = (part.strip() for part in spec.partition("="))
+        if not key or not values:
             raise ValueError(f"--sweep {spec!r}: expected key=v1,v2,... with at least one value")
         if key in sweep:
             raise ValueError(f"--sweep: parameter {key!r} given twice; list all its values in one key=v1,v2")
-        if not spec.isprintable():  # control characters, or bytes the terminal's encoding could not read
-            raise ValueError(f"--sweep {key}: values must be printable text, got {values!r}")
-        raw = split_values(values)
-        if not all(raw):
-            raise ValueError(f"--sweep {key}: empty value in {values!r}; write an empty string as ''")
-        parsed = [read_yaml(value, f"--sweep {key}") for value in raw]
-        for (first, a), (second, b) in itertools.combinations(zip(raw, parsed), 2):
+        if not spec.isprintable() or values.endswith(","):  # a control character, a byte the terminal could not decode
+            raise ValueError(f"--sweep {key}: values must be printable and not empty, got {values!r}")
+        parsed = read_yaml(f"[{values}]", f"--sweep {key}")
+        for a, b in itertools.combinations(parsed, 2):
             if _same(a, b):
-                raise ValueError(
-                    f"--sweep {key}: values {first!r} and {second!r} are equal after parsing ({a!r}); give each once"
-                )
+                raise ValueError(f"--sweep {key}: the value {a!r} is given twice (equal after parsing)")
         sweep[key] = parsed
     return sweep
 
@@ -116,14 +89,6 @@ def parse_seeds(text: str) -> list[int]:
     return seeds
 
 
-def parse_gpus(text: str) -> list[str]:
-    """``"0,1"`` -> ``["0", "1"]``: distinct GPU ids as ``CUDA_VISIBLE_DEVICES`` names them."""
-    gpus = [part.strip() for part in text.split(",")]
-    if not all(gpus) or len(set(gpus)) != len(gpus):
-        raise ValueError(f"--gpus {text!r}: expected distinct comma-separated GPU ids, e.g. 0,1")
-    return gpus
-
-
 def parse_assignments(specs: Iterable[str], option: str) -> dict[str, Any]:
     """``["timeout_min=60", "slurm_partition=gpu"]`` -> ``{"timeout_min": 60, "slurm_partition": "gpu"}`` (YAML values)."""
     assignments: dict[str, Any] = {}
@@ -136,17 +101,13 @@ def parse_assignments(specs: Iterable[str], option: str) -> dict[str, Any]:
 
 
 def _reads_back(value: Any) -> bool:
-    """True when the text of ``value`` in a folder name reads back, as a ``--sweep`` value, as that
-    same value: no comma (which separates the keys) and the same YAML value and type
-    (the string ``'0.1'`` writes as ``0.1``, which reads back as a float)."""
-    text = str(value)
-    if "," in text:
-        return False
+    """True when the text of ``value`` reads back as a ``--sweep`` value as that same value and type
+    (the string ``'0.1'`` writes as ``0.1``, a float; ``1,b=2`` as two values)."""
     try:
-        again = read_yaml(text, "a folder name")
+        again = read_yaml(f"[{value}]", "a folder name")
     except ValueError:
         return False
-    return type(again) is type(value) and again == value
+    return again == [value] and type(again[0]) is type(value)
 
 
 def cell_slug(point: dict[str, Any], hashed: bool = False) -> str:
@@ -222,12 +183,10 @@ def _check_parameters(notebook: Path, allowed: list[str], parameters: Mapping[st
         if name == OUTPUT_DIR_PARAMETER:
             raise ValueError(f"{source}: parameter {name!r} is set by the runner, not by the user")
         if name not in allowed:
-            raise ValueError(
-                f"{source}: unknown parameter {name!r} for notebook {notebook.name}; allowed: {', '.join(allowed) or '(none)'}"
-            )
+            raise ValueError(f"{source}: unknown parameter {name!r} for notebook {notebook.name}; allowed: {', '.join(allowed)}")
         if name == INTERACTIVE_PARAMETER and value is not False:
             raise ValueError(
-                f"{source}: {name}={value!r}: a headless run shows no live widget (their figures go missing); allowed: false"
+                f"{source}: {name}={value!r}: a headless run has no live widget (figures go missing); allowed: false"
             )
 
 
@@ -248,32 +207,28 @@ def plan_executions(
         seeds: sets each notebook's ``seeds`` list parameter; refused together with a ``seeds`` sweep.
 
     Returns:
-        One :class:`Execution` per notebook and sweep point, parameters merged (params file, sweep
-        point, seeds, ``interactive = False`` where the notebook has it), each in its own folder
-        (folder names that differ only in case get a hash: macOS and Windows would merge them).
+        One :class:`Execution` per notebook and sweep point, parameters merged (params file, sweep point,
+        seeds, ``interactive = False`` where the notebook has it), each in its own folder (names that
+        differ only in case get a hash: macOS and Windows would merge them).
     """
-    sweep = sweep or {}
-    if seeds and SEEDS_PARAMETER in sweep:
+    sweep, fixed = sweep or {}, {SEEDS_PARAMETER: list(seeds)} if seeds else {}
+    if fixed and SEEDS_PARAMETER in sweep:
         raise ValueError(f"--seeds: give seeds either with --seeds or with --sweep {SEEDS_PARAMETER}=..., not both")
+    points = [dict(zip(sweep, values)) for values in itertools.product(*sweep.values())]
+    folded = Counter(cell_slug(point).casefold() for point in points)
+    slugs = [cell_slug(point, hashed=folded[cell_slug(point).casefold()] > 1) for point in points]
     executions = []
     for notebook in notebooks:
         allowed = notebook_parameters(notebook)
         if OUTPUT_DIR_PARAMETER not in allowed:
             raise ValueError(
-                f"notebook {notebook.name} has no {OUTPUT_DIR_PARAMETER!r} parameter; "
-                "the runner injects it (add `output_dir = None` to the parameters cell)"
+                f"notebook {notebook.name}: no 'output_dir' parameter (add `output_dir = None` to its parameters cell)"
             )
         base = load_params(params_dir, params_set, notebook.stem)
         _check_parameters(notebook, allowed, base, f"params file {params_set}/{notebook.stem}.yaml")
-        if seeds:
-            _check_parameters(notebook, allowed, {SEEDS_PARAMETER: list(seeds)}, "--seeds")
+        _check_parameters(notebook, allowed, fixed, "--seeds")
         headless = {INTERACTIVE_PARAMETER: False} if INTERACTIVE_PARAMETER in allowed else {}
-        points = [dict(zip(sweep, values)) for values in itertools.product(*sweep.values())]
-        for point in points:
+        for point, slug in zip(points, slugs):
             _check_parameters(notebook, allowed, point, "--sweep")
-        folded = Counter(cell_slug(point).casefold() for point in points)
-        for point in points:
-            parameters = {**base, **point, **({SEEDS_PARAMETER: list(seeds)} if seeds else {}), **headless}
-            slug = cell_slug(point, hashed=folded[cell_slug(point).casefold()] > 1)
-            executions.append(Execution(notebook, parameters, point, slug))
+            executions.append(Execution(notebook, {**base, **point, **fixed, **headless}, point, slug))
     return executions

@@ -1,10 +1,9 @@
 """The report of a finished run: ``summary.csv``, ``summary_agg.csv`` and ``index.html``.
 
-``summary.csv`` has one row per notebook x sweep point: its parameters of the sweep, status,
-and every metric's mean as ``metric.<name>``. ``summary_agg.csv`` has one row per notebook x
-sweep point x metric with the mean, the sample standard deviation over the notebook's seeds
-(empty where n = 1) and n. Only the ``metrics`` a notebook recorded are reported, never its
-parameters or detail tables.
+``summary.csv``: one row per notebook x sweep point (sweep values, status, each metric's mean as
+``metric.<name>``). ``summary_agg.csv``: one row per notebook x sweep point x metric (mean, sample
+std over the notebook's seeds, empty where n = 1, n, and the notebook's one-line description).
+Only the ``metrics`` a notebook recorded are reported, never its parameters or detail tables.
 """
 
 from __future__ import annotations
@@ -48,7 +47,7 @@ def metric_rows(outcomes: Sequence[Outcome], sweep_keys: Sequence[str] = ()) -> 
     for outcome in outcomes:
         if not outcome.ok:
             continue
-        execution = outcome.execution
+        execution, descriptions = outcome.execution, outcome.metrics.get(DESCRIPTIONS)
         for name, stats in metric_statistics(outcome.metrics).items():
             std = stats["std"] if (stats["n"] or 0) > 1 else None
             records.append(
@@ -60,21 +59,11 @@ def metric_rows(outcomes: Sequence[Outcome], sweep_keys: Sequence[str] = ()) -> 
                     "mean": stats["mean"],
                     "std": std,
                     "n": stats["n"],
+                    "description": str(descriptions.get(name, "")) if isinstance(descriptions, dict) else "",
                 }
             )
-    return pd.DataFrame.from_records(records, columns=["notebook", "point", *sweep_keys, "metric", "mean", "std", "n"])
-
-
-def write_summaries(
-    run_dir: str | Path, outcomes: Sequence[Outcome], sweep_keys: Sequence[str] = ()
-) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Write ``summary.csv`` and ``summary_agg.csv`` into ``run_dir``; return both tables."""
-    run_dir = Path(run_dir)
-    summary = pd.DataFrame.from_records([summary_row(outcome, run_dir) for outcome in outcomes])
-    aggregated = metric_rows(outcomes, sweep_keys)
-    summary.to_csv(run_dir / "summary.csv", index=False)
-    aggregated.to_csv(run_dir / "summary_agg.csv", index=False)
-    return summary, aggregated
+    columns = ["notebook", "point", *sweep_keys, "metric", "mean", "std", "n", "description"]
+    return pd.DataFrame.from_records(records, columns=columns)
 
 
 def _link(href: str, text: str, run_dir: Path) -> str:
@@ -94,16 +83,9 @@ def _status_cell(row: pd.Series) -> str:
 def _runs_table(summary: pd.DataFrame, run_dir: Path) -> str:
     lines = ["<table><tr><th>notebook</th><th>point</th><th>status</th><th>time (s)</th><th>files</th></tr>"]
     for _, row in summary.iterrows():
-        folder = row["folder"]
+        files = {"html": f"{row['notebook']}.html", "ipynb": f"{row['notebook']}.ipynb", "params": "params.yaml"}
         links = " ".join(
-            link
-            for link in (
-                _link(f"{folder}/{row['notebook']}.html", "html", run_dir),
-                _link(f"{folder}/{row['notebook']}.ipynb", "ipynb", run_dir),
-                _link(f"{folder}/params.yaml", "params", run_dir),
-                _link(f"{folder}/metrics.json", "metrics", run_dir),
-            )
-            if link
+            _link(f"{row['folder']}/{name}", text, run_dir) for text, name in {**files, "metrics": "metrics.json"}.items()
         )
         point = row["point"] if isinstance(row["point"], str) else ""
         lines.append(
@@ -121,7 +103,8 @@ def _figures_section(summary: pd.DataFrame, run_dir: Path) -> str:
     for folder in summary["folder"]:
         for figure in sorted((run_dir / folder / "figures").glob("*.html")):
             href = html.escape(figure.relative_to(run_dir).as_posix())
-            layout = json.loads(figure.with_suffix(".json").read_text(encoding="utf-8")).get("layout", {})
+            saved = figure.with_suffix(".json")
+            layout = json.loads(saved.read_text(encoding="utf-8")).get("layout", {}) if saved.is_file() else {}
             height = (layout.get("height") or 480) + 20  # + the page's margins
             parts.append(
                 f'<figure><figcaption><a href="{href}">{href}</a></figcaption><iframe src="{href}" loading="lazy" '
@@ -175,63 +158,36 @@ def _html_table(frame: pd.DataFrame) -> str:
     return shown.to_html(index=False, na_rep="", float_format="{:.4g}".format)
 
 
-def _descriptions(outcomes: Sequence[Outcome]) -> dict[tuple[str, str], str]:
-    """(notebook, metric) -> the one-line description the notebook wrote into metrics.json's
-    ``descriptions`` (``write_metrics(..., descriptions={"macro_f1": "..."})``)."""
-    found = {}
-    for outcome in outcomes:
-        descriptions = outcome.metrics.get(DESCRIPTIONS)
-        for metric, text in (descriptions if isinstance(descriptions, dict) else {}).items():
-            found[(outcome.execution.name, metric)] = str(text)
-    return found
-
-
-def write_index(
-    run_dir: Path,
-    summary: pd.DataFrame,
-    aggregated: pd.DataFrame,
-    sweep_keys: Sequence[str] = (),
-    descriptions: dict | None = None,
-    interrupted: bool = False,
-) -> Path:
-    """``index.html``: every execution with status and links, the sweep figures, both summary tables and the saved figures."""
-    failed = int((summary["status"] == "failed").sum()) if len(summary) else 0
-    shown = aggregated.assign(
-        description=[(descriptions or {}).get(key, "") for key in zip(aggregated["notebook"], aggregated["metric"])]
-    )
-    body = [
-        f"<h1>Run {html.escape(run_dir.name)}</h1>",
-        '<p class="failed">Interrupted (Ctrl-C or SIGTERM): the executions marked "interrupted" did not finish.</p>'
-        if interrupted
-        else "",
-        f"<p>{len(summary)} executions, {failed} failed.</p>",
-        "<h2>Executions</h2>",
-        _runs_table(summary, run_dir) if len(summary) else "<p>Nothing ran.</p>",
-        f"<h2>Metrics against {html.escape(sweep_keys[0])} (mean ± std over the seeds)</h2>" if sweep_keys else "",
-        _sweep_figures(aggregated, sweep_keys),
-        '<h2>Metrics: mean ± std over each notebook\'s seeds (<a href="summary_agg.csv">summary_agg.csv</a>)</h2>',
-        _html_table(shown),
-        '<h2>All executions (<a href="summary.csv">summary.csv</a>)</h2>',
-        _html_table(summary),
-        "<h2>Figures</h2>",
-        _figures_section(summary, run_dir) if len(summary) else "",
-    ]
-    page = (
-        '<!DOCTYPE html>\n<html><head><meta charset="utf-8">'
-        f"<title>Run {html.escape(run_dir.name)}</title><style>{_STYLE}</style>"
-        f'<script src="{ASSETS_DIR}/{PLOTLY_JS}"></script></head>\n<body>\n'
-        + "\n".join(part for part in body if part)
-        + "\n</body></html>\n"
-    )
-    path = run_dir / "index.html"
-    path.write_text(page, encoding="utf-8")
-    return path
-
-
 def write_report(
     run_dir: str | Path, outcomes: Sequence[Outcome], sweep_keys: Sequence[str] = (), interrupted: bool = False
 ) -> Path:
-    """Write ``summary.csv``, ``summary_agg.csv`` and ``index.html`` into ``run_dir``; returns the index's path."""
+    """Write ``summary.csv``, ``summary_agg.csv`` and ``index.html`` (every execution with its status and
+    files, the sweep figures, both tables, the saved figures) into ``run_dir``; returns the index's path."""
     run_dir = Path(run_dir)
-    summary, aggregated = write_summaries(run_dir, outcomes, sweep_keys)
-    return write_index(run_dir, summary, aggregated, sweep_keys, _descriptions(outcomes), interrupted)
+    summary = pd.DataFrame.from_records([summary_row(outcome, run_dir) for outcome in outcomes])
+    aggregated = metric_rows(outcomes, sweep_keys)
+    summary.to_csv(run_dir / "summary.csv", index=False)
+    aggregated.to_csv(run_dir / "summary_agg.csv", index=False)
+    title = f"Run {html.escape(run_dir.name)}"
+    stopped = '<p class="failed">Interrupted (Ctrl-C or SIGTERM): the executions marked "interrupted" did not finish.</p>'
+    body = [
+        f"<h1>{title}</h1>",
+        stopped if interrupted else "",
+        f"<p>{len(summary)} executions, {int((summary['status'] == 'failed').sum())} failed.</p>",
+        "<h2>Executions</h2>",
+        _runs_table(summary, run_dir),
+        f"<h2>Metrics against {html.escape(sweep_keys[0])} (mean ± std over the seeds)</h2>" if sweep_keys else "",
+        _sweep_figures(aggregated, sweep_keys),
+        '<h2>Metrics: mean ± std over each notebook\'s seeds (<a href="summary_agg.csv">summary_agg.csv</a>)</h2>',
+        _html_table(aggregated),
+        '<h2>All executions (<a href="summary.csv">summary.csv</a>)</h2>',
+        _html_table(summary),
+        "<h2>Figures</h2>",
+        _figures_section(summary, run_dir),
+    ]
+    head = f'<meta charset="utf-8"><title>{title}</title><style>{_STYLE}</style><script src="{ASSETS_DIR}/{PLOTLY_JS}"></script>'
+    page = (
+        f"<!DOCTYPE html>\n<html><head>{head}</head>\n<body>\n" + "\n".join(part for part in body if part) + "\n</body></html>\n"
+    )
+    (run_dir / "index.html").write_text(page, encoding="utf-8")
+    return run_dir / "index.html"
