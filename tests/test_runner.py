@@ -833,6 +833,6 @@ def test_a_stopped_kernel_registry_refuses_new_kernels():
     kernels = RunningKernels()
     manager_class = kernels.manager_class()
     manager_class(kernel_name="python3")  # recorded
-    assert kernels.kill_all() == 0  # none had started a process
+    kernels.kill_all()  # none had started a process
     with pytest.raises(RuntimeError, match=r"^the run was interrupted"):
         manager_class(kernel_name="python3")

@@ -42,15 +42,11 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _stop(signum: int, frame: object) -> None:
-    raise KeyboardInterrupt  # SIGTERM (a CI cancel, `timeout`) ends the run as Ctrl-C does
-
-
 def main(argv: list[str] | None = None) -> int:
     """Run the command; 0 when every notebook succeeded, 1 when any failed, 2 for invalid input or a
     missing package, 130 when interrupted (Ctrl-C or SIGTERM: the running kernels are stopped)."""
     args = build_parser().parse_args(argv)
-    previous = signal.signal(signal.SIGTERM, _stop)
+    previous = signal.signal(signal.SIGTERM, signal.default_int_handler)  # SIGTERM (a CI cancel, `timeout`) acts as Ctrl-C
     try:
         from workbench.runs import parse_assignments, parse_seeds, parse_sweep, run
 

@@ -45,9 +45,6 @@ class Outcome:
         return f"FAILED{where}: {self.error}"
 
 
-# ----------------------------------------------------------------------------- kernel
-
-
 def _runs_this_python(kernel_name: str) -> bool:
     """Whether the kernelspec launches this interpreter (jupyter_client launches a bare ``python``,
     ``python3`` or ``python3.X`` as ``sys.executable``)."""
@@ -127,21 +124,15 @@ class RunningKernels:
                 raise RuntimeError("the run was interrupted: no new kernel starts")
             self._managers.append(manager)
 
-    def kill_all(self) -> int:
-        """Kill every kernel process still running and start no new one; returns how many were killed.
-        The executions using them then end with a dead-kernel error, as a crashed kernel would."""
+    def kill_all(self) -> None:
+        """Kill every kernel process and start no new one: the executions using them end with a
+        dead-kernel error, as a crashed kernel would."""
         with self._lock:
             self._stopped = True
             processes = [getattr(getattr(manager, "provisioner", None), "process", None) for manager in self._managers]
-        killed = 0
         for process in processes:
             if process is not None and process.poll() is None:
                 process.kill()
-                killed += 1
-        return killed
-
-
-# ----------------------------------------------------------------------------- execution
 
 
 def new_run_dir(outputs_dir: str | Path, run_id: str | None = None) -> Path:
@@ -206,7 +197,6 @@ def execute(
     executed = output_dir / execution.notebook.name
     failed_cell, error = None, None
     start = time.perf_counter()
-    hooks = {"on_cell_start": on_cell_start} if on_cell_start is not None else {}
     try:
         papermill.execute_notebook(  # absolute paths: papermill resolves relative ones against a process-wide
             str(execution.notebook.resolve()),  # setting that notebooks running at once overwrite
@@ -218,7 +208,7 @@ def execute(
             resources={"metadata": {"path": str(execution.notebook.parent.resolve())}},
             progress_bar=False,
             kernel_manager_class=(kernels or RunningKernels()).manager_class(env),
-            **hooks,
+            on_cell_start=on_cell_start,
         )
     except PapermillExecutionError as exc:
         failed_cell = _source_cell_index(executed, exc.cell_index)
@@ -231,12 +221,4 @@ def execute(
             export_html(executed)
         except Exception as exc:  # the run's own status is what matters; note the export problem
             error = error or f"HTML export failed: {type(exc).__name__}: {exc}"
-    return Outcome(
-        execution=execution,
-        output_dir=output_dir,
-        status="failed" if error else "ok",
-        duration_s=duration,
-        failed_cell=failed_cell,
-        error=error,
-        metrics=read_metrics(output_dir),
-    )
+    return Outcome(execution, output_dir, "failed" if error else "ok", duration, failed_cell, error, read_metrics(output_dir))

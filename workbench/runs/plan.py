@@ -43,9 +43,6 @@ class Execution:
         return self.notebook.stem
 
 
-# ----------------------------------------------------------------------------- parsing
-
-
 def _same(a: Any, b: Any) -> bool:
     """One grid point twice: equal values (``0.1``, ``0.10``; a count is no flag though ``1 == True``),
     or the same text (NaN, which equals nothing)."""
@@ -53,12 +50,9 @@ def _same(a: Any, b: Any) -> bool:
 
 
 def parse_sweep(specs: Iterable[str]) -> dict[str, list[Any]]:
-    """``["epsilon=0.1,0.2", "losses=[CE,DSC],[FL]"]`` -> ``{"epsilon": [0.1, 0.2], "losses": [["CE", "DSC"], ["FL"]]}``.
-
-    The values are read as one YAML flow list (``1e-3`` is a float, a list value is in brackets,
-    commas in brackets or quotes do not split). Empty values, control characters and values equal
-    after parsing (``0.1`` and ``0.10``) are refused.
-    """
+    """``["epsilon=0.1,0.2", "losses=[CE,DSC],[FL]"]`` -> ``{"epsilon": [0.1, 0.2], "losses": [["CE", "DSC"], ["FL"]]}``:
+    the values read as one YAML flow list. Empty values, control characters and values equal after parsing
+    (``0.1`` and ``0.10``) are refused."""
     sweep: dict[str, list[Any]] = {}
     for spec in specs:
         key, _, values = (part.strip() for part in spec.partition("="))
@@ -111,22 +105,14 @@ def _reads_back(value: Any) -> bool:
 
 
 def cell_slug(point: dict[str, Any], hashed: bool = False) -> str:
-    """Folder name of a sweep point, ``epsilon=0.1,gamma=2`` (empty for no sweep); different points
-    never share a folder.
-
-    Characters other than letters, digits and ``._=+,-`` become ``_``; when that changed the text,
-    the text is longer than ``MAX_SLUG`` (it is cut there), a value's text does not read back as
-    that value (:func:`_reads_back`) or ``hashed`` is set, a short hash of the point (its values
-    with their types) is appended: ``path=a/b`` and ``path=a_b``, or ``'0.1'`` and ``0.1``, differ.
-    """
+    """Folder name of a sweep point, ``epsilon=0.1,gamma=2`` (empty for no sweep), never shared by two points:
+    unsafe characters become ``_``, and when that changed the text, the text is over ``MAX_SLUG`` (it is cut),
+    a value does not read back (:func:`_reads_back`) or ``hashed`` is set, a hash of the typed point is appended."""
     text = ",".join(f"{key}={value}" for key, value in point.items())
     safe = _SLUG_UNSAFE.sub("_", text)
     if hashed or safe != text or len(safe) > MAX_SLUG or not all(_reads_back(value) for value in point.values()):
         safe = safe[:MAX_SLUG] + "-" + hashlib.sha1(repr(point).encode("utf-8", "backslashreplace")).hexdigest()[:8]
     return safe
-
-
-# ----------------------------------------------------------------------------- planning
 
 
 def select_notebooks(notebooks_dir: str | Path, only: Sequence[str] | None = None) -> list[Path]:
@@ -160,12 +146,7 @@ def params_folder(params_dir: str | Path, params_set: str) -> Path:
 def load_params(params_dir: str | Path, params_set: str, notebook_stem: str) -> dict[str, Any]:
     """``<params_dir>/<set>/<stem>.yaml`` as a dict; a missing file means the notebook's defaults (``{}``)."""
     path = params_folder(params_dir, params_set) / f"{notebook_stem}.yaml"
-    if not path.is_file():
-        return {}
-    try:
-        return read_yaml_file(path, "params file")
-    except ValueError as error:
-        raise ValueError(str(error).replace("must hold a mapping", "expected a mapping of parameter -> value")) from None
+    return read_yaml_file(path, "params file") if path.is_file() else {}
 
 
 def notebook_parameters(notebook: str | Path) -> list[str]:
@@ -200,16 +181,13 @@ def plan_executions(
     """Every execution of the run, validated: a bad name or value raises ValueError before anything runs.
 
     Args:
-        notebooks: the notebooks to run (:func:`select_notebooks`).
-        params_dir: the folder of the params sets (``params/``).
-        params_set: a folder under ``params_dir`` (``default``, ``smoke``, ``gpu``, or your own).
+        notebooks, params_dir, params_set: the notebooks; ``<params_dir>/<params_set>/<stem>.yaml`` their parameters.
         sweep: parameter -> values (:func:`parse_sweep`); one execution per point of their product.
-        seeds: sets each notebook's ``seeds`` list parameter; refused together with a ``seeds`` sweep.
+        seeds: each notebook's ``seeds`` list parameter; refused together with a ``seeds`` sweep.
 
     Returns:
-        One :class:`Execution` per notebook and sweep point, parameters merged (params file, sweep point,
-        seeds, ``interactive = False`` where the notebook has it), each in its own folder (names that
-        differ only in case get a hash: macOS and Windows would merge them).
+        One :class:`Execution` per notebook and sweep point (params file, sweep point, seeds, ``interactive = False``),
+        each in its own folder (names that differ only in case get a hash: macOS and Windows would merge them).
     """
     sweep, fixed = sweep or {}, {SEEDS_PARAMETER: list(seeds)} if seeds else {}
     if fixed and SEEDS_PARAMETER in sweep:

@@ -1,10 +1,7 @@
-"""What a run's notebooks are doing, shown with tqdm.
-
-Each notebook's status line is written when it ends: ``[3/5] 03_true_negatives ... ok (209.9 s)``.
-While notebooks run, a terminal shows a tqdm bar per running notebook (its cell and elapsed
-time, redrawn at most every ``REDRAW_S``); a log (output not a terminal) gets no bars, only a line
-``    [3/5] 03_true_negatives: cell 10/27, 42 s`` when a cell starts ``LOG_INTERVAL_S`` or more
-after the notebook's previous line, so a short notebook prints only its status line.
+"""What a run's notebooks are doing, with tqdm: a status line per notebook when it ends
+(``[3/5] 03_true_negatives ... ok (209.9 s)``); while it runs, a tqdm bar (cell, elapsed time) on a
+terminal, or in a log a line ``    [3/5] 03_true_negatives: cell 10/27, 42 s`` when a cell starts
+``LOG_INTERVAL_S`` or more after the previous one, so a short notebook prints only its status line.
 """
 
 from __future__ import annotations

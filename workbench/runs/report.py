@@ -42,26 +42,15 @@ def summary_row(outcome: Outcome, run_dir: Path) -> dict[str, Any]:
 
 def metric_rows(outcomes: Sequence[Outcome], sweep_keys: Sequence[str] = ()) -> pd.DataFrame:
     """Long table: one row per successful notebook x sweep point x metric: mean, std (over the
-    notebook's seeds; empty for one run) and n."""
+    notebook's seeds; empty for one run), n and the notebook's description of the metric."""
     records = []
-    for outcome in outcomes:
-        if not outcome.ok:
-            continue
+    for outcome in (outcome for outcome in outcomes if outcome.ok):
         execution, descriptions = outcome.execution, outcome.metrics.get(DESCRIPTIONS)
+        descriptions = descriptions if isinstance(descriptions, dict) else {}
+        point = {"notebook": execution.name, "point": execution.slug, **{key: execution.point[key] for key in sweep_keys}}
         for name, stats in metric_statistics(outcome.metrics).items():
             std = stats["std"] if (stats["n"] or 0) > 1 else None
-            records.append(
-                {
-                    "notebook": execution.name,
-                    "point": execution.slug,
-                    **{key: execution.point[key] for key in sweep_keys},
-                    "metric": name,
-                    "mean": stats["mean"],
-                    "std": std,
-                    "n": stats["n"],
-                    "description": str(descriptions.get(name, "")) if isinstance(descriptions, dict) else "",
-                }
-            )
+            records.append({**point, "metric": name, **stats, "std": std, "description": str(descriptions.get(name, ""))})
     columns = ["notebook", "point", *sweep_keys, "metric", "mean", "std", "n", "description"]
     return pd.DataFrame.from_records(records, columns=columns)
 
@@ -139,15 +128,10 @@ def _sweep_figures(aggregated: pd.DataFrame, sweep_keys: Sequence[str]) -> str:
     return '<div class="grid">' + "\n".join(parts) + "</div>"
 
 
-_STYLE = """
-body { font-family: sans-serif; margin: 2em; }
-table { border-collapse: collapse; margin-bottom: 2em; }
-td, th { border: 1px solid #ccc; padding: 4px 8px; text-align: left; }
-.ok { color: #1a7f37; font-weight: bold; }
-.failed { color: #cf222e; font-weight: bold; }
-figure { margin: 0 0 2em 0; }
-.grid { display: grid; grid-template-columns: repeat(auto-fill, minmax(480px, 1fr)); gap: 1em; }
-"""
+_STYLE = """body { font-family: sans-serif; margin: 2em; } table { border-collapse: collapse; margin-bottom: 2em; }
+td, th { border: 1px solid #ccc; padding: 4px 8px; text-align: left; } figure { margin: 0 0 2em 0; }
+.ok { color: #1a7f37; font-weight: bold; } .failed { color: #cf222e; font-weight: bold; }
+.grid { display: grid; grid-template-columns: repeat(auto-fill, minmax(480px, 1fr)); gap: 1em; }"""
 
 
 def _html_table(frame: pd.DataFrame) -> str:
