@@ -139,16 +139,11 @@ def run(
 ) -> RunReport:
     """Execute the selected notebooks over the sweep grid; write summaries and index.html (docs/runner.md).
 
-    Args:
-        threads: CPU threads per kernel (default: ``default_threads()``; with GPUs the cores over the kernels).
-        jobs: notebooks at once (default: one per GPU, else :func:`default_jobs`).
-        gpus: GPU ids, one per running kernel through ``CUDA_VISIBLE_DEVICES`` (default: every visible one).
-        executor: ``threads`` on this machine, ``slurm`` (a Slurm array through submitit, ``slurm`` its job
-            parameters) or ``local`` (submitit's local executor).
-        stream, progress: where status lines go (stdout); whether running notebooks are shown.
-
-    Outcomes keep the plan's order. Bad input raises ValueError before any notebook runs. Ctrl-C stops the
-    run, writes the report with unfinished executions "interrupted" and raises :class:`RunInterrupted`.
+    ``threads`` per kernel (default: half the cores, or the cores over the GPUs); ``jobs`` at once (default: one
+    per GPU, else :func:`default_jobs`); ``gpus``: one per running kernel (default: every visible one); ``executor``:
+    ``threads`` here, ``slurm`` (a Slurm array through submitit, ``slurm`` its job parameters) or ``local``
+    (submitit's local executor). Bad input raises ValueError before any notebook runs; Ctrl-C stops the run,
+    writes the report with unfinished executions "interrupted" and raises :class:`RunInterrupted`.
     """
     notebooks = select_notebooks(notebooks_dir, only)
     stems = {notebook.stem for notebook in select_notebooks(notebooks_dir)}

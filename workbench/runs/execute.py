@@ -46,8 +46,7 @@ class Outcome:
 
 
 def _runs_this_python(kernel_name: str) -> bool:
-    """Whether the kernelspec launches this interpreter (jupyter_client launches a bare ``python``,
-    ``python3`` or ``python3.X`` as ``sys.executable``)."""
+    """Whether the kernelspec launches this interpreter (jupyter_client runs a bare ``python*`` as ``sys.executable``)."""
     from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
 
     try:
@@ -68,10 +67,10 @@ def ensure_kernel(kernel_name: str | None = None) -> str:
         if kernel_name not in (available := KernelSpecManager().find_kernel_specs()):
             raise ValueError(f"--kernel {kernel_name!r}: no such kernelspec; available: {', '.join(sorted(available))}")
         return kernel_name
-    if _runs_this_python("python3"):
-        return "python3"
-    if not _runs_this_python(WORKBENCH_KERNEL):
-        install(kernel_name=WORKBENCH_KERNEL, display_name="Python (workbench)", prefix=sys.prefix)
+    for name in ("python3", WORKBENCH_KERNEL):
+        if _runs_this_python(name):
+            return name
+    install(kernel_name=WORKBENCH_KERNEL, display_name="Python (workbench)", prefix=sys.prefix)
     if not _runs_this_python(WORKBENCH_KERNEL):
         raise RuntimeError(f"kernelspec {WORKBENCH_KERNEL!r} in {sys.prefix} is shadowed; pass --kernel NAME running this Python")
     return WORKBENCH_KERNEL
@@ -101,7 +100,10 @@ class RunningKernels:
         class WorkbenchKernelManager(AsyncKernelManager):
             def __init__(self, *args: Any, **kwargs: Any) -> None:
                 super().__init__(*args, **kwargs)
-                kernels._register(self)
+                with kernels._lock:
+                    if kernels._stopped:
+                        raise RuntimeError("the run was interrupted: no new kernel starts")
+                    kernels._managers.append(self)
 
             @default("transport")
             def _default_transport(self) -> str:
@@ -109,20 +111,13 @@ class RunningKernels:
 
             @default("ip")
             def _default_ip(self) -> str:
-                if self.transport != "ipc":
-                    return localhost()
-                return os.path.join(tempfile.gettempdir(), f"workbench-kernel-{secrets.token_hex(8)}-ipc")
+                ipc = os.path.join(tempfile.gettempdir(), f"workbench-kernel-{secrets.token_hex(8)}-ipc")
+                return ipc if self.transport == "ipc" else localhost()
 
             async def start_kernel(self, **kw: Any) -> None:
                 await super().start_kernel(**{**kw, "env": {**kw.get("env", os.environ), **(env or {})}})
 
         return WorkbenchKernelManager
-
-    def _register(self, manager: Any) -> None:
-        with self._lock:
-            if self._stopped:
-                raise RuntimeError("the run was interrupted: no new kernel starts")
-            self._managers.append(manager)
 
     def kill_all(self) -> None:
         """Kill every kernel process and start no new one: the executions using them end with a

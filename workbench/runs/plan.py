@@ -43,12 +43,6 @@ class Execution:
         return self.notebook.stem
 
 
-def _same(a: Any, b: Any) -> bool:
-    """One grid point twice: equal values (``0.1``, ``0.10``; a count is no flag though ``1 == True``),
-    or the same text (NaN, which equals nothing)."""
-    return (a == b and isinstance(a, bool) == isinstance(b, bool)) or repr(a) == repr(b)
-
-
 def parse_sweep(specs: Iterable[str]) -> dict[str, list[Any]]:
     """``["epsilon=0.1,0.2", "losses=[CE,DSC],[FL]"]`` -> ``{"epsilon": [0.1, 0.2], "losses": [["CE", "DSC"], ["FL"]]}``:
     the values read as one YAML flow list. Empty values, control characters and values equal after parsing
@@ -64,7 +58,7 @@ def parse_sweep(specs: Iterable[str]) -> dict[str, list[Any]]:
             raise ValueError(f"--sweep {key}: values must be printable and not empty, got {values!r}")
         parsed = read_yaml(f"[{values}]", f"--sweep {key}")
         for a, b in itertools.combinations(parsed, 2):
-            if _same(a, b):
+            if (a == b and isinstance(a, bool) == isinstance(b, bool)) or repr(a) == repr(b):  # 0.1, 0.10; NaN; 1 is no flag
                 raise ValueError(f"--sweep {key}: the value {a!r} is given twice (equal after parsing)")
         sweep[key] = parsed
     return sweep
