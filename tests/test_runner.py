@@ -253,6 +253,7 @@ def _main(tmp_path: Path, *options: str) -> int:
         (["--only", "ok", "--run-id", "x" * 300], "--run-id 'xxx"),
         (["--only", "ok", "--executor", "local", "--slurm", "no_such=1"], "--slurm:"),
         (["--only", "ok", "--executor", "slurm"], "--slurm:"),  # no Slurm on this machine
+        (["--only", "ok", "--slurm", "timeout_min=5"], "--executor 'threads'"),  # job parameters without jobs
     ],
 )
 def test_bad_runner_input_exits_2_with_one_line_before_anything_runs(tmp_path, capsys, monkeypatch, options, names):

@@ -150,8 +150,8 @@ def run(
     for stray in sorted(path.name for path in params_folder(params_dir, params_set).glob("*.yaml") if path.stem not in stems):
         raise ValueError(f"--params-set {params_set!r}: {stray} names no notebook in {notebooks_dir} (a typo runs on defaults)")
     executions = plan_executions(notebooks, params_dir, params_set, sweep, seeds)
-    if executor not in EXECUTORS:
-        raise ValueError(f"--executor: must be one of {', '.join(EXECUTORS)}, got {executor!r}")
+    if executor not in EXECUTORS or (slurm and executor == "threads"):
+        raise ValueError(f"--executor {executor!r}: must be one of {', '.join(EXECUTORS)} (--slurm parameters: not threads)")
     visible = visible_gpus() if executor == "threads" else []
     if gpus is not None and (not gpus or not set(gpus) <= set(visible) or len(set(gpus)) < len(gpus)):
         raise ValueError(f"--gpus {','.join(gpus)!r}: must name distinct visible GPUs; visible: {', '.join(visible) or 'none'}")
