@@ -204,16 +204,16 @@ def prepare_pretraining(config: Config, *, return_word_ids: bool, sentence_order
     )
     eval_masking = EVAL_MASKING.replace(mlm_probability=config.masking.mlm_probability)
     eval_collator = build_collator(eval_masking, tokenizer, EVAL_SEED, return_word_ids=True)
-    eval_batches = fixed_mask_batches(eval_blocks, eval_collator, batch_size=training.eval_batch_size)
+    eval_batches = fixed_mask_batches(eval_blocks, eval_collator, batch_size=training.per_device_eval_batch_size)
     return PretrainingData(tokenizer, corpus, train_blocks, eval_blocks, collator, eval_batches)
 
 
 def pretraining_trainer_kwargs(config: Config, data: PretrainingData, callbacks: Sequence[TrainerCallback]) -> dict[str, Any]:
     """The Trainer keyword arguments both pre-training tasks share: the training arguments (no Trainer evaluation,
-    ``training.dataloader_workers`` persistent processes drawing the masks), the training blocks and collator, the
+    ``training.dataloader_num_workers`` persistent processes drawing the masks), the training blocks and collator, the
     tokenizer, ``callbacks`` and ``training.time_budget_s``."""
     training = config.training
-    workers = default_dataloader_workers() if training.dataloader_workers is None else training.dataloader_workers
+    workers = default_dataloader_workers() if training.dataloader_num_workers is None else training.dataloader_num_workers
     loading = {"dataloader_num_workers": workers, "dataloader_persistent_workers": workers > 0}
     return {
         "args": training_arguments(training, config.output_dir, evaluate=False, **loading),
@@ -271,7 +271,7 @@ def pretrain_mlm(config: str | Path | Mapping[str, Any] | Config, callbacks: Seq
     """MLM pre-training on ``config`` (docs/training.md); writes a BertForMaskedLM checkpoint ``finetune`` loads.
 
     The corpus is packed, cached and split by :func:`prepare_pretraining`; the ``masking`` collator draws fresh masks
-    in ``training.dataloader_workers`` processes. ``objective``: plain MLM, HC or SR (``mlm``, ``mlm_hc``,
+    in ``training.dataloader_num_workers`` processes. ``objective``: plain MLM, HC or SR (``mlm``, ``mlm_hc``,
     ``mlm_sr``), plus sentence-order prediction with ``objective.sop`` (a BertForPreTraining). Every epoch: a
     checkpoint (``training.resume`` continues from the latest) and the held-out eval loss, perplexity = exp(eval
     loss) and HC rates. The model and tokenizer go into ``output_dir``; metrics.json as :func:`run_pretraining`
