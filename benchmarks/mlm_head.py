@@ -205,7 +205,9 @@ def cli_main(arguments: argparse.Namespace) -> None:
     print(f"| preprocessing (fresh cache) | {metrics['preprocess_seconds']:,.1f} |")
     print(f"| training (train_runtime) | {metrics['train_runtime']:,.1f} |")
     print(f"\n{arguments.stories:,} stories, {metrics['corpus_characters']:,} characters, {tokens:,} training tokens")
-    print(f"{tokens / metrics['train_runtime']:,.0f} training tokens/s; eval perplexity {metrics['perplexity'] or float('nan'):,.1f}")
+    print(
+        f"{tokens / metrics['train_runtime']:,.0f} training tokens/s; eval perplexity {metrics['perplexity'] or float('nan'):,.1f}"
+    )
 
 
 def main(argv: list[str] | None = None) -> None:
