@@ -148,6 +148,10 @@ def test_hc_rejects_bad_shapes(tokenizer, table):
         hard_correction(torch.zeros(2, 5), torch.tensor([[1, -100, 2], [3, -100, -100]]), table, tokenizer)
     with pytest.raises(ValueError, match=r"^word_ids:"):
         hard_correction(torch.zeros(1, 3, 5), torch.zeros(1, 3, dtype=torch.long), table, tokenizer, word_ids=torch.zeros(1, 4))
+    with pytest.raises(ValueError, match=r"^predictions:"):  # ELECTRA's sampled ids must line up with the labels
+        HardCorrectionLoss(tokenizer, table).prediction_counts(
+            torch.zeros(1, 4, dtype=torch.long), torch.zeros(1, 3, dtype=torch.long)
+        )
 
 
 # --- soft regularization --------------------------------------------------------------------
