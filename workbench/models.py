@@ -222,8 +222,8 @@ def labelled_logits(model: nn.Module, labels: torch.Tensor, **inputs: Any) -> tu
         logits = output["logits"] if "logits" in output else output["prediction_logits"]
         return logits[labelled], output.get("seq_relationship_logits")
     encoded = model.base_model(**inputs)
-    order = getattr(model.cls, "seq_relationship", None) if hasattr(model, "cls") else None
-    return head(encoded.last_hidden_state[labelled]), None if order is None else order(encoded.pooler_output)
+    sop_head = getattr(getattr(model, "cls", None), "seq_relationship", None)  # BertForPreTraining's
+    return head(encoded.last_hidden_state[labelled]), None if sop_head is None else sop_head(encoded.pooler_output)
 
 
 def build_encoder(model_name_or_path: str | Path | None = None, tiny: Mapping[str, Any] | None = None) -> PreTrainedModel:
