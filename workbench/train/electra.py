@@ -241,7 +241,7 @@ def evaluate_discriminator(
         "eval_disc_recall": true_positives / replaced if replaced else 0.0,
         "eval_replaced_share": replaced / tokens,
     }
-    return {**result, **({f"disc_hc_{key}": value for key, value in counts.as_dict().items()} if correction else {})}
+    return {**result, **({f"disc_hc_{key}": value for key, value in counts.as_dict().items()} if correction is not None else {})}
 
 
 def evaluate_electra(model: ElectraPretrainingModel, batches: Sequence, correction: HardCorrectionLoss | None = None) -> dict:
