@@ -1,4 +1,4 @@
-"""Command line: ``python -m workbench run [options]`` (see docs/runner.md)."""
+"""Command line: ``python -m workbench run [options]`` and ``python -m workbench export NOTEBOOK`` (docs/runner.md)."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import argparse
 import sys
 
 from workbench.runs import PARAMS_SETS, parse_seeds, parse_sweep, run
+from workbench.runs.export import export_notebook
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -59,6 +60,18 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run_parser.add_argument("--run-id", help="folder name under outputs-dir (must not exist); default: timestamp + suffix")
     run_parser.add_argument("--kernel", help="kernelspec name; default: one that runs this interpreter")
+    export_parser = commands.add_parser(
+        "export", help="the offline HTML page of an executed notebook", description="Write the page the runner writes."
+    )
+    export_parser.add_argument("notebook", metavar="NOTEBOOK.ipynb")
+    export_parser.add_argument("--student", action="store_true", help="leave out the cells tagged solution")
+    export_parser.add_argument(
+        "-o",
+        dest="output",
+        metavar="OUT.html",
+        help="default: beside the notebook, NOTEBOOK.html (NOTEBOOK.student.html "
+        "with --student); an existing file is never overwritten",
+    )
     return parser
 
 
@@ -66,6 +79,13 @@ def main(argv: list[str] | None = None) -> int:
     """Run the command; 0 when every notebook succeeded, 1 when any failed, 2 for invalid input,
     130 when interrupted (Ctrl-C: the running kernels are stopped)."""
     args = build_parser().parse_args(argv)
+    if args.command == "export":
+        try:
+            print(export_notebook(args.notebook, args.output, student=args.student))
+        except ValueError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        return 0
     try:
         report = run(
             params_set=args.params_set,
