@@ -39,26 +39,22 @@ SLIDERS: dict[str, dict[str, Any]] = {
     # the auxiliary-label paper's gamma (eq. 2-3): each false label's probability; not focal's "gamma"
     "gamma_entropy": {"value": 0.1, "min": 0.01, "max": 0.5, "step": 0.01},
 }
-INTEGER_SLIDERS = ("n_auxiliary", "k")
 PAGE_STEPS = 11  # a page slider's steps: every position up to this many, else this many spread evenly
 TRACE_ATTRIBUTES = ("x", "y", "z", "text")  # what a page slider's step may change in a trace
 _AXIS = re.compile(r"^[xy]axis\d*$")
 
 
 def make_slider(name: str, continuous_update: bool = True, **overrides: Any) -> widgets.widget.Widget:
-    """A preconfigured slider for ``name`` (one of SLIDERS); ``overrides`` change value, min, max, step."""
+    """A preconfigured slider for ``name`` (one of SLIDERS); ``overrides`` change value, min, max, step.
+    The range is widened to hold the value (ipywidgets would clamp it silently)."""
     check_choice("name", name, sorted(SLIDERS))
     unknown = sorted(set(overrides) - {"value", "min", "max", "step"})
     if unknown:
         raise ValueError(f"overrides: must be among value, min, max, step, got {unknown}")
-    slider_class = widgets.IntSlider if name in INTEGER_SLIDERS else widgets.FloatSlider
-    style = {"description_width": "initial"}
-    return slider_class(description=name, continuous_update=continuous_update, style=style, **{**SLIDERS[name], **overrides})
-
-
-def _slider_with_start(name: str, value: float) -> widgets.widget.Widget:
-    """``make_slider(name)`` starting at ``value``, its range widened to hold it (ipywidgets would clamp it silently)."""
-    return make_slider(name, value=value, min=min(SLIDERS[name]["min"], value), max=max(SLIDERS[name]["max"], value))
+    settings = {**SLIDERS[name], **overrides}
+    settings.update(min=min(settings["min"], settings["value"]), max=max(settings["max"], settings["value"]))
+    slider_class = widgets.IntSlider if isinstance(SLIDERS[name]["value"], int) else widgets.FloatSlider
+    return slider_class(description=name, continuous_update=continuous_update, style={"description_width": "initial"}, **settings)
 
 
 def _page_grid(slider: widgets.widget.Widget) -> list[float]:
@@ -218,21 +214,18 @@ class LinkedCurve:
 class LossCurvePanel(Panel):
     """Loss and gradient curves (``workbench.viz.curves.figure_loss_curves``) redrawn from sliders.
 
-    ``derivative`` (one of, or a tuple of, ``dloss_dp`` and ``dloss_dlogit``: dL/dp beside dL/dz) and
-    ``derivative_range`` go to ``figure_loss_curves``; the default ``"auto"`` range clips a dL/dp panel
-    to the curves from p = 0.2 on, so a slider's effect stays visible next to CE's -1/p.
+    ``options`` go to ``figure_loss_curves``: ``example``, ``num_classes``, ``derivative`` (e.g.
+    ``("dloss_dp", "dloss_dlogit")``: dL/dz beside dL/dp) and ``derivative_range`` (default ``"auto"``:
+    a dL/dp axis spans the curves from p = 0.2 on, so a slider's effect stays visible next to CE's -1/p).
     """
 
     def __init__(
         self,
         curves: Sequence[LinkedCurve],
         slider_names: Sequence[str] = ("gamma", "alpha"),
-        num_classes: int = 2,
-        example: str = "positive",
-        derivative: str | Sequence[str] = "dloss_dp",
         interactive: bool = True,
         name: str = "loss_curves",
-        derivative_range: tuple[float, float] | str | None = "auto",
+        **options: Any,
     ) -> None:
         if not curves:
             raise ValueError("curves: must hold at least one LinkedCurve, got none")
@@ -240,30 +233,14 @@ class LossCurvePanel(Panel):
             missing = sorted(set(curve.linked) - set(slider_names))
             if missing:
                 raise ValueError(f"curves: {curve.name!r} links slider(s) {missing} not in slider_names {list(slider_names)}")
-        self.curves = list(curves)
-        self.settings = {"example": example, "derivative": derivative, "num_classes": num_classes}
-        self.settings["derivative_range"] = derivative_range
+        self.curves, self.options = list(curves), options
         super().__init__({slider: make_slider(slider, continuous_update=False) for slider in slider_names}, name, interactive)
 
     def draw(self, **values: Any) -> go.Figure:
-        return figure_loss_curves([(curve.name, curve.loss, curve.parameters(values)) for curve in self.curves], **self.settings)
+        return figure_loss_curves([(curve.name, curve.loss, curve.parameters(values)) for curve in self.curves], **self.options)
 
 
 # ----------------------------------------------------------------------------- PCL weights
-
-
-def _check_label_counts(label_counts: Sequence[float]) -> tuple[float, ...]:
-    """Per-class counts: a 1-d, non-string sequence of at least 2 finite positive numbers."""
-    message = f"label_counts: must be a sequence of at least 2 finite positive counts, one per class, got {label_counts!r}"
-    if isinstance(label_counts, (str, bytes, Mapping)):
-        raise ValueError(message)
-    try:
-        counts = np.asarray(label_counts, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise ValueError(message) from None
-    if counts.ndim != 1 or counts.size < 2 or not (np.isfinite(counts).all() and (counts > 0).all()):
-        raise ValueError(message)
-    return tuple(counts.tolist())
 
 
 class PclWeightsPanel(Panel):
@@ -283,9 +260,14 @@ class PclWeightsPanel(Panel):
         name: str = "pcl_weights",
         epsilon: float = 0.1,
     ) -> None:
-        from workbench.losses.pcl import QBQTC_LABEL_COUNTS
+        from workbench.losses.pcl import QBQTC_LABEL_COUNTS, pcl_constants
 
-        self.label_counts = QBQTC_LABEL_COUNTS if label_counts is None else _check_label_counts(label_counts)
+        if label_counts is not None and (
+            isinstance(label_counts, (str, bytes, Mapping)) or np.ndim(np.asarray(label_counts, dtype=object)) != 1
+        ):
+            raise ValueError(f"label_counts: must be a flat sequence of counts, one per class, got {label_counts!r}")
+        self.label_counts = QBQTC_LABEL_COUNTS if label_counts is None else tuple(label_counts)
+        pcl_constants(self.label_counts)  # ValueError naming label_counts: fewer than 2, not finite, not positive
         self.label_names = [str(index) for index in range(len(self.label_counts))] if label_names is None else list(label_names)
         if len(self.label_names) != len(self.label_counts):
             raise ValueError(
@@ -294,7 +276,7 @@ class PclWeightsPanel(Panel):
             )
         self.variants = list(variants)
         epsilon = check_number("epsilon", epsilon, 0.0, 1.0, high_inclusive=False)
-        super().__init__({"epsilon": _slider_with_start("epsilon", epsilon)}, name, interactive)
+        super().__init__({"epsilon": make_slider("epsilon", value=epsilon)}, name, interactive)
 
     def draw(self, epsilon: float) -> go.Figure:
         from workbench.losses.pcl import pcl_weight_matrix
@@ -328,19 +310,16 @@ class EntropyPanel(Panel):
         gamma: float = 0.1,
         uniform: bool = False,
     ) -> None:
-        self.n_max = check_int("n_max", n_max, 0)
+        check_int("n_max", n_max, 0)
         self.logits = None if logits is None else list(logits)
-        self.auxiliary_logit = auxiliary_logit
-        self.uniform = uniform
+        self.options = {"n_max": n_max, "logits": self.logits, "auxiliary_logit": auxiliary_logit, "uniform": uniform}
         paper_entropy(SLIDERS["k"]["value"] if logits is None else len(logits), gamma)  # ValueError naming gamma
         sliders = {"n_auxiliary": make_slider("n_auxiliary", max=n_max, value=min(3, n_max))}
         if logits is None:
             sliders["k"] = make_slider("k")
-        sliders["gamma_entropy"] = _slider_with_start("gamma_entropy", float(gamma))
+        sliders["gamma_entropy"] = make_slider("gamma_entropy", value=float(gamma))
         super().__init__(sliders, name, interactive)
 
     def draw(self, n_auxiliary: int, gamma_entropy: float, k: int | None = None) -> go.Figure:
         k = len(self.logits) if self.logits is not None else k
-        return entropy_figure(
-            k, self.n_max, self.logits, self.auxiliary_logit, highlight_n=n_auxiliary, gamma=gamma_entropy, uniform=self.uniform
-        )
+        return entropy_figure(k, highlight_n=n_auxiliary, gamma=gamma_entropy, **self.options)
