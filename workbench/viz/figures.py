@@ -1,11 +1,8 @@
-"""Display a plotly figure and, in a run, save it into the run folder's ``figures/``.
+"""Show a plotly figure and, in a run, save it as ``figures/<name>.html`` and ``.json`` in the run folder.
 
-A notebook calls ``set_output_dir(output_dir)`` once (None when run by hand); then ``show(fig, name)``
-displays the figure and writes ``figures/<name>.html`` (standalone, with one plotly.min.js beside it,
-which the runner swaps for the run's shared copy) and ``figures/<name>.json``. The headless renderer
-``plotly_mimetype+workbench_html`` gives each output the plotly MIME bundle (drawn by JupyterLab) and
-a ``text/html`` div with a ``Plotly.newPlot`` call (shown by the HTML export): neither carries
-plotly.js nor a CDN script, so the executed notebook stays small.
+A notebook calls ``set_output_dir(output_dir)`` once (None when run by hand). The headless renderer gives each output
+plotly's MIME bundle (drawn by JupyterLab) and a ``text/html`` div with a ``Plotly.newPlot`` call (the HTML export):
+neither carries plotly.js nor a CDN script. A saved page has a plotly.min.js beside it (the runner swaps in the run's).
 """
 
 from __future__ import annotations
@@ -31,7 +28,6 @@ pio.renderers["workbench_html"] = PageLoadsPlotlyRenderer()
 HEADLESS_RENDERER = "plotly_mimetype+workbench_html"
 FIGURES_SUBDIR = "figures"
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
-
 _figures_dir: Path | None = None
 
 
@@ -39,13 +35,11 @@ def set_output_dir(output_dir: str | Path | None, renderer: str | None = HEADLES
     """Save later figures under ``<output_dir>/figures`` and switch to ``renderer``; None turns saving off
     (and leaves the renderer of an interactive session alone)."""
     global _figures_dir
-    if output_dir is None:
-        _figures_dir = None
-        return
-    _figures_dir = Path(output_dir) / FIGURES_SUBDIR
-    _figures_dir.mkdir(parents=True, exist_ok=True)
-    if renderer is not None and pio.renderers.default != renderer:
-        pio.renderers.default = renderer  # re-assigning would re-run the renderers' activation
+    _figures_dir = None if output_dir is None else Path(output_dir) / FIGURES_SUBDIR
+    if _figures_dir is not None:
+        _figures_dir.mkdir(parents=True, exist_ok=True)
+        if renderer is not None and pio.renderers.default != renderer:
+            pio.renderers.default = renderer  # re-assigning would re-run the renderers' activation
 
 
 def figures_dir() -> Path | None:
@@ -67,10 +61,9 @@ def save(fig: BaseFigure, name: str, directory: str | Path | None = None) -> lis
     if target is None:
         raise ValueError("directory: required when no output dir is set (call set_output_dir first)")
     target.mkdir(parents=True, exist_ok=True)
-    html_path, json_path = target / f"{name}.html", target / f"{name}.json"
-    fig.write_html(html_path, include_plotlyjs="directory", full_html=True)
-    json_path.write_text(fig.to_json(), encoding="utf-8")
-    return [html_path, json_path]
+    fig.write_html(target / f"{name}.html", include_plotlyjs="directory", full_html=True)
+    (target / f"{name}.json").write_text(fig.to_json(), encoding="utf-8")
+    return [target / f"{name}.html", target / f"{name}.json"]
 
 
 def show(fig: BaseFigure, name: str) -> None:

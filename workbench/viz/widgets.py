@@ -1,17 +1,14 @@
 """Slider panels: ipywidgets sliders redraw a plotly figure in JupyterLab; a page keeps plotly's own sliders.
 
-Every panel has ``sliders`` (name -> ipywidgets slider), ``figure_for(**values)`` (the figure at
-these values, the others at the sliders' current ones: the plain function the tests check, as
-ipywidgets swallows errors in callbacks), ``figure`` (the current figure: a ``go.FigureWidget``
-redrawn in place when ``interactive``, else a ``go.Figure``), ``widget`` (the sliders above the
-figure, the cell's full width) and ``display()``. With ``interactive=False`` (headless runs)
-``display()`` shows ``page_figure()``: the figure with plotly sliders over precomputed steps, so the
-run's pages stay interactive offline, with no kernel.
+``figure_for(**values)`` is the figure at these slider values, the others at their current ones (the tests check
+it: ipywidgets swallows errors in callbacks). With ``interactive=False`` (headless runs) ``display()`` shows
+``page_figure()``: plotly sliders over precomputed steps, so the run's pages stay interactive offline.
 """
 
 from __future__ import annotations
 
 import base64
+import itertools
 import json
 import re
 from collections.abc import Mapping, Sequence
@@ -24,6 +21,7 @@ import plotly.graph_objects as go
 
 from workbench.checks import check_choice, check_int, check_number
 from workbench.information import paper_entropy
+from workbench.losses.pcl import QBQTC_LABEL_COUNTS, check_counts, pcl_weight_matrix
 from workbench.viz import figures
 from workbench.viz.confusion import matrix_grid
 from workbench.viz.curves import figure_loss_curves
@@ -39,6 +37,8 @@ SLIDERS: dict[str, dict[str, Any]] = {
     # the auxiliary-label paper's gamma (eq. 2-3): each false label's probability; not focal's "gamma"
     "gamma_entropy": {"value": 0.1, "min": 0.01, "max": 0.5, "step": 0.01},
 }
+# (loss, parameter) pairs that change a negative example's curves only: Tversky eq. 10's FP = p (1 - y) is 0 for a positive
+NEGATIVE_ONLY = {("tversky", "alpha")}
 PAGE_STEPS = 11  # a page slider's steps: every position up to this many, else this many spread evenly
 TRACE_ATTRIBUTES = ("x", "y", "z", "text")  # what a page slider's step may change in a trace
 _AXIS = re.compile(r"^[xy]axis\d*$")
@@ -66,43 +66,35 @@ def _page_grid(slider: widgets.widget.Widget) -> list[float]:
 
 
 def _typed(values: Any) -> Any:
-    """Numbers as plotly's typed-array spec in float32 (a fifth of their JSON text); text as it is."""
+    """Numbers as plotly's float32 typed-array spec (a fifth of their JSON text); text as it is."""
     array = np.asarray(values)
     if array.dtype.kind not in "fiu":
         return values
-    array = array.astype("<f4")
-    return {"dtype": "f4", "bdata": base64.b64encode(array.tobytes()).decode(), "shape": ",".join(map(str, array.shape))}
+    data = base64.b64encode(array.astype("<f4").tobytes()).decode()
+    return {"dtype": "f4", "bdata": data, "shape": ",".join(map(str, array.shape))}
 
 
-def _parts(figure: go.Figure) -> dict[Any, str]:
-    """``figure`` as JSON text per (trace index, attribute in TRACE_ATTRIBUTES) and per top-level layout entry."""
+def _parts(figure: go.Figure) -> dict[tuple[Any, str | None], str]:
+    """JSON text per (trace index, attribute in TRACE_ATTRIBUTES) and per (layout entry, None)."""
     dump = json.loads(figure.to_json())
     traces = {(index, name): json.dumps(trace.get(name)) for index, trace in enumerate(dump["data"]) for name in TRACE_ATTRIBUTES}
-    return traces | {key: json.dumps(value, sort_keys=True) for key, value in dump["layout"].items()}
+    return traces | {(key, None): json.dumps(value, sort_keys=True) for key, value in dump["layout"].items()}
 
 
 def _hold_axis_ranges(figures: Sequence[go.Figure]) -> None:
-    """Give each axis whose range differs among ``figures`` the range spanning them all."""
+    """Give each axis with a range in one of ``figures`` the range spanning them all."""
     for key in {key for figure in figures for key in figure.layout.to_plotly_json() if _AXIS.match(key)}:
         ranges = [figure.layout[key].range for figure in figures if figure.layout[key].range is not None]
-        if len({tuple(axis_range) for axis_range in ranges}) > 1:
-            for figure in figures:
-                figure.layout[key].range = [min(low for low, _ in ranges), max(high for _, high in ranges)]
+        for figure in figures:
+            figure.layout[key].range = [min(low for low, _ in ranges), max(high for _, high in ranges)] if ranges else None
 
 
-def _touched(parts: set[Any]) -> set[Any]:
-    """The traces (indices) and layout entries that ``parts`` belong to."""
-    return {part[0] if isinstance(part, tuple) else part for part in parts}
-
-
-def _update_args(step: go.Figure, changed: set[Any], back: dict[str, int]) -> list[Any]:
-    """``Plotly.update`` arguments that turn a page figure's ``changed`` parts into ``step``'s and set the
-    sliders ``back`` (``sliders[i].active``)."""
-    traces = sorted({part[0] for part in changed if isinstance(part, tuple)})
-    names = sorted({part[1] for part in changed if isinstance(part, tuple)})
-    layout = json.loads(step.to_json())["layout"]
-    data = {name: [_typed(step.data[index][name]) for index in traces] for name in names}
-    return [data, {**{key: layout.get(key) for key in changed if isinstance(key, str)}, **back}, traces]
+def _update_args(step: go.Figure, parts: set[tuple[Any, str | None]], back: dict[str, int]) -> list[Any]:
+    """``Plotly.update`` arguments: ``step``'s values of ``parts`` and the sliders set ``back`` (``sliders[i].active``)."""
+    traces = sorted({index for index, name in parts if name})
+    layout = step.layout.to_plotly_json()
+    data = {name: [_typed(step.data[index][name]) for index in traces] for name in sorted({name for _, name in parts if name})}
+    return [data, {key: layout.get(key) for key, name in parts if not name} | back, traces]
 
 
 class Panel:
@@ -112,8 +104,7 @@ class Panel:
         self.sliders = dict(sliders)
         self.name = name
         self.interactive = interactive
-        initial = self.figure_for()
-        self.figure: go.Figure = go.FigureWidget(initial) if interactive else initial
+        self.figure: go.Figure = go.FigureWidget(self.figure_for()) if interactive else self.figure_for()
         for slider in self.sliders.values():
             slider.observe(self._redraw, names="value")
         controls = widgets.HBox(list(self.sliders.values()), layout=widgets.Layout(flex_flow="row wrap"))
@@ -127,57 +118,53 @@ class Panel:
         return {name: slider.value for name, slider in self.sliders.items()}
 
     def figure_for(self, **values: Any) -> go.Figure:
-        """The figure for these slider values (others: current values); ValueError for unknown names."""
+        """The figure for these slider values (others: current values), the cell's width; ValueError for unknown names."""
         unknown = sorted(set(values) - set(self.sliders))
         if unknown:
             raise ValueError(f"values: {unknown} are not sliders of {type(self).__name__}; allowed: {sorted(self.sliders)}")
-        figure = self.draw(**{**self.values(), **values})
-        figure.update_layout(autosize=True, width=None)  # the cell's width
-        return figure
+        return self.draw(**{**self.values(), **values}).update_layout(autosize=True, width=None)
 
     def _redraw(self, change: Any = None) -> None:
         new = self.figure_for()
-        if isinstance(self.figure, go.FigureWidget):
-            with self.figure.batch_update():
-                self.figure.data = ()
-                self.figure.add_traces(list(new.data))
-                self.figure.layout = new.layout
-        else:
+        if not self.interactive:
             self.figure = new
+            return
+        with self.figure.batch_update():
+            self.figure.data = ()
+            self.figure.add_traces(list(new.data))
+            self.figure.layout = new.layout
 
     def page_figure(self) -> go.Figure:
         """The current figure with one plotly slider per panel slider, its steps precomputed (``_page_grid``).
 
-        A step draws ``figure_for`` at its value, the other sliders at their current values. Sliders that
-        change the same traces or layout entries (e.g. TL's alpha and beta) form a group: a step puts the
-        other sliders of its group back to their values, so the figure always shows what the sliders say.
-        An axis range that moves with a slider is held at the span of every step."""
+        A step draws ``figure_for`` at its value, the other sliders at their current values. Sliders that change
+        the same traces or layout entries (e.g. DSC's alpha and gamma) form a group: a step puts the others of its
+        group back to their values, so the figure always shows what the sliders say. Axis ranges are held at the
+        span of every step."""
         start, grids = self.values(), {name: _page_grid(slider) for name, slider in self.sliders.items()}
         figure = self.figure_for()
         steps = {name: [self.figure_for(**{name: value}) for value in grid] for name, grid in grids.items()}
-        _hold_axis_ranges([figure, *(step for drawn in steps.values() for step in drawn)])
+        _hold_axis_ranges([figure, *itertools.chain(*steps.values())])
         base = _parts(figure)
-        groups: list[tuple[set[str], set[Any]]] = []  # slider names, the parts they change
-        for name, drawn in steps.items():
-            changed = {part for step in drawn for part, text in _parts(step).items() if base.get(part) != text}
-            joined = [group for group in groups if _touched(group[1]) & _touched(changed)]
-            groups = [group for group in groups if group not in joined]
-            groups.append(({name}.union(*(g[0] for g in joined)), changed.union(*(g[1] for g in joined))))
+        changed = {
+            name: {part for step in drawn for part, text in _parts(step).items() if base.get(part) != text}
+            for name, drawn in steps.items()
+        }
+        groups = {name: {name} for name in grids}
+        for one, other in itertools.combinations(grids, 2):
+            if {part[0] for part in changed[one]} & {part[0] for part in changed[other]}:
+                merged = groups[one] | groups[other]
+                groups.update(dict.fromkeys(merged, merged))
         sliders = []
         for index, (name, grid) in enumerate(grids.items()):
-            names, changed = next(group for group in groups if name in group[0])
-            back = {f"sliders[{other}].active": grids[n].index(start[n]) for other, n in enumerate(grids) if n in names - {name}}
-            sliders.append(
-                {
-                    "active": grid.index(start[name]),
-                    "currentvalue": {"prefix": f"{name} = "},
-                    "pad": {"t": 60 + 90 * index},
-                    "steps": [
-                        {"label": f"{value:g}", "method": "update", "args": _update_args(step, changed, back)}
-                        for value, step in zip(grid, steps[name])
-                    ],
-                }
-            )
+            parts = set().union(*(changed[member] for member in groups[name]))
+            back = {f"sliders[{i}].active": grids[n].index(start[n]) for i, n in enumerate(grids) if n in groups[name] - {name}}
+            moves = [
+                {"label": f"{value:g}", "method": "update", "args": _update_args(step, parts, back)}
+                for value, step in zip(grid, steps[name])
+            ]
+            slider = {"active": grid.index(start[name]), "currentvalue": {"prefix": f"{name} = "}, "pad": {"t": 60 + 90 * index}}
+            sliders.append(slider | {"steps": moves})
         height = (figure.layout.height or 450) + 90 * len(sliders)
         return figure.update_layout(sliders=sliders, height=height, margin={"b": 60 + 90 * len(sliders)})
 
@@ -189,9 +176,6 @@ class Panel:
             display(self.widget)
         else:
             figures.show(self.page_figure(), self.name)
-
-
-# ----------------------------------------------------------------------------- loss curves
 
 
 @dataclass(frozen=True)
@@ -214,9 +198,9 @@ class LinkedCurve:
 class LossCurvePanel(Panel):
     """Loss and gradient curves (``workbench.viz.curves.figure_loss_curves``) redrawn from sliders.
 
-    ``options`` go to ``figure_loss_curves``: ``example``, ``num_classes``, ``derivative`` (e.g.
-    ``("dloss_dp", "dloss_dlogit")``: dL/dz beside dL/dp) and ``derivative_range`` (default ``"auto"``:
-    a dL/dp axis spans the curves from p = 0.2 on, so a slider's effect stays visible next to CE's -1/p).
+    ``options`` go to ``figure_loss_curves``: ``example`` (default "positive"; both examples when a slider is in
+    NEGATIVE_ONLY, e.g. Tversky's alpha), ``num_classes``, ``derivative`` (``("dloss_dp", "dloss_dlogit")``:
+    dL/dz beside dL/dp) and ``derivative_range`` (default "auto": a dL/dp axis spans the curves from p = 0.2 on).
     """
 
     def __init__(
@@ -233,6 +217,8 @@ class LossCurvePanel(Panel):
             missing = sorted(set(curve.linked) - set(slider_names))
             if missing:
                 raise ValueError(f"curves: {curve.name!r} links slider(s) {missing} not in slider_names {list(slider_names)}")
+        if any((curve.loss, slider) in NEGATIVE_ONLY for curve in curves for slider in curve.linked):
+            options.setdefault("example", ("positive", "negative"))
         self.curves, self.options = list(curves), options
         super().__init__({slider: make_slider(slider, continuous_update=False) for slider in slider_names}, name, interactive)
 
@@ -240,15 +226,13 @@ class LossCurvePanel(Panel):
         return figure_loss_curves([(curve.name, curve.loss, curve.parameters(values)) for curve in self.curves], **self.options)
 
 
-# ----------------------------------------------------------------------------- PCL weights
-
-
 class PclWeightsPanel(Panel):
-    """The PCL per-(gold, predicted) matrices of several variants against epsilon.
+    """The PCL per-(gold, predicted) matrices (``pcl_weight_matrix``) of several variants against epsilon.
 
-    ``epsilon`` (in [0, 1), the domain of ``pcl_weight_matrix``) is the slider's starting value, so a
-    notebook parameter sweep changes the figure. ``label_counts`` (default QBQTC's) sets K;
-    ``label_names`` defaults to "0".."K-1" and must have one name per count.
+    Args:
+        variants: one heatmap each.
+        label_counts: class counts, setting K (default QBQTC's); label_names: one per count (default "0".."K-1").
+        epsilon: the slider's starting value in [0, 1), so a notebook sweep changes the figure.
     """
 
     def __init__(
@@ -260,44 +244,28 @@ class PclWeightsPanel(Panel):
         name: str = "pcl_weights",
         epsilon: float = 0.1,
     ) -> None:
-        from workbench.losses.pcl import QBQTC_LABEL_COUNTS, pcl_constants
-
-        if label_counts is not None and (
-            isinstance(label_counts, (str, bytes, Mapping)) or np.ndim(np.asarray(label_counts, dtype=object)) != 1
-        ):
-            raise ValueError(f"label_counts: must be a flat sequence of counts, one per class, got {label_counts!r}")
-        self.label_counts = QBQTC_LABEL_COUNTS if label_counts is None else tuple(label_counts)
-        pcl_constants(self.label_counts)  # ValueError naming label_counts: fewer than 2, not finite, not positive
+        self.label_counts = tuple(check_counts(QBQTC_LABEL_COUNTS if label_counts is None else label_counts).tolist())
         self.label_names = [str(index) for index in range(len(self.label_counts))] if label_names is None else list(label_names)
         if len(self.label_names) != len(self.label_counts):
             raise ValueError(
-                f"label_counts: must have one count per entry of label_names ({len(self.label_names)}: "
-                f"{self.label_names}), got {len(self.label_counts)} counts {list(self.label_counts)}"
+                f"label_counts: must have one count per label name {self.label_names}, got {list(self.label_counts)}"
             )
         self.variants = list(variants)
         epsilon = check_number("epsilon", epsilon, 0.0, 1.0, high_inclusive=False)
         super().__init__({"epsilon": make_slider("epsilon", value=epsilon)}, name, interactive)
 
     def draw(self, epsilon: float) -> go.Figure:
-        from workbench.losses.pcl import pcl_weight_matrix
-
-        matrices = {
-            variant: pcl_weight_matrix(variant, epsilon, label_counts=self.label_counts).numpy() for variant in self.variants
-        }
+        matrices = {variant: pcl_weight_matrix(variant, epsilon, self.label_counts).numpy() for variant in self.variants}
         title = f"PCL matrices M[gold, predicted], epsilon = {epsilon:g}"
         return matrix_grid(matrices, self.label_names, title=title, shared_scale=False)
 
 
-# ----------------------------------------------------------------------------- entropy
-
-
 class EntropyPanel(Panel):
-    """The auxiliary-label paper's H_k (eq. 2) vs H_{k+n} (eq. 3) over the auxiliary-label count.
+    """The auxiliary-label paper's H_k (eq. 2) vs H_{k+n} (eq. 3) over the auxiliary-label count n.
 
-    Sliders: ``n_auxiliary`` (the marked n, 0..``n_max``), ``k`` (unless ``logits`` fix it) and
-    ``gamma_entropy``, the paper's gamma: every false label's probability (starting at ``gamma``).
-    ``uniform=True`` adds the aside curves log k and log(k+n); ``logits`` add the model's entropies.
-    Where (k-1) gamma >= 1 eq. 2 is undefined: empty curves, the title says so (callbacks must not raise).
+    Sliders: ``n_auxiliary`` (the marked n, 0..``n_max``), ``k`` (unless ``logits`` fix it) and ``gamma_entropy``,
+    every false label's probability (starting at ``gamma``). ``uniform`` and ``logits`` go to ``entropy_figure``,
+    which draws empty curves where (k-1) gamma >= 1 (callbacks must not raise).
     """
 
     def __init__(
