@@ -19,8 +19,7 @@ def _reset_output_dir():
 
 def test_save_writes_standalone_html_json_and_one_plotly_js(tmp_path):
     figures.set_output_dir(tmp_path, renderer=None)
-    figures_dir = figures.figures_dir()
-    assert figures_dir == tmp_path / "figures"
+    figures_dir = tmp_path / "figures"
     fig = go.Figure(go.Bar(x=["a", "b"], y=[1, 3]))
     html_path, json_path = figures.save(fig, "bars")
     figures.save(fig, "bars_again")

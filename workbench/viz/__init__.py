@@ -1,9 +1,4 @@
-"""Plots and widgets: plotly figures and ipywidgets panels over plain library functions.
-
-Notebooks import their figures from here; studies return tables and never draw.
-"""
-
-from __future__ import annotations
+"""Plotly figures and ipywidgets panels over plain library functions: notebooks draw from here, studies never draw."""
 
 from workbench.viz import figures
 from workbench.viz.confusion import confusion_figure, confusion_grid, matrix_grid

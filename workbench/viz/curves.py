@@ -41,11 +41,8 @@ def loss_curves(
 ) -> pd.DataFrame:
     """Columns ``loss_name, example, p, loss, dloss_dp, dloss_dlogit`` against the gold-class probability p.
 
-    Args:
-        name, params: the loss, as ``build_loss`` takes them.
-        p: probabilities in (0, 1) (default 0.01 ... 0.99).
-        num_classes: C >= 2.
-        examples: "positive" (gold 1) and/or "negative" (gold 0).
+    Args: the loss ``name`` and ``params`` (``build_loss``); ``p`` in (0, 1) (default 0.01 ... 0.99);
+    ``num_classes`` >= 2; ``examples``: "positive" (gold 1) and/or "negative" (gold 0).
     """
     p = default_probabilities() if p is None else np.asarray(p, dtype=np.float64).ravel()
     if p.size == 0 or not np.all((p > 0) & (p < 1)):
@@ -58,13 +55,8 @@ def loss_curves(
         one_hot = torch.nn.functional.one_hot(labels, num_classes).double()
         gold_logits = torch.tensor(np.log(p * (num_classes - 1) / (1 - p)), requires_grad=True)
         values = torch.stack([loss(one_hot * gold_logit, labels) for gold_logit in gold_logits])  # a batch of one per p
-        dloss_dlogit = torch.autograd.grad(values.sum(), gold_logits)[0].numpy()
-        columns = {
-            "p": p,
-            "loss": values.detach().numpy(),
-            "dloss_dp": dloss_dlogit / (p * (1 - p)),
-            "dloss_dlogit": dloss_dlogit,
-        }
+        dloss_dz = torch.autograd.grad(values.sum(), gold_logits)[0].numpy()
+        columns = {"p": p, "loss": values.detach().numpy(), "dloss_dp": dloss_dz / (p * (1 - p)), "dloss_dlogit": dloss_dz}
         frames.append(pd.DataFrame({"loss_name": name, "example": example, **columns}))
     return pd.concat(frames, ignore_index=True)
 
@@ -80,10 +72,8 @@ def _choices(name: str, value: str | Sequence[str], allowed: dict) -> list[str]:
 def _span(values: np.ndarray) -> tuple[float, float] | None:
     """The span of the finite ``values``, padded by 5 %; None when there is none."""
     values = values[np.isfinite(values)]
-    if values.size == 0:
-        return None
-    pad = 0.05 * max(values.max() - values.min(), 1e-6)
-    return (float(values.min() - pad), float(values.max() + pad))
+    pad = 0.05 * max(np.ptp(values), 1e-6) if values.size else None
+    return None if pad is None else (float(values.min() - pad), float(values.max() + pad))
 
 
 def figure_loss_curves(
@@ -95,23 +85,18 @@ def figure_loss_curves(
     title: str | None = None,
     derivative_range: tuple[float, float] | str | None = "auto",
 ) -> go.Figure:
-    """Panels against p: the loss, then each derivative; one row per example, one trace per ``(label, name, params)``.
+    """Panels against p: the loss, then each derivative; one row per example; one colour and legend entry per spec.
 
-    Each spec keeps one colour and one legend entry for all its panels (clicking it hides them all).
-
-    Args:
-        example: "positive", "negative" or both, e.g. ``("positive", "negative")``.
-        derivative: "dloss_dp", "dloss_dlogit" or both, e.g. ``("dloss_dp", "dloss_dlogit")``: dL/dz beside dL/dp.
-        derivative_range: ``(low, high)``, None (plotly's autorange) or "auto": a dL/dp axis spans the curves for
-            p >= AUTO_RANGE_FROM_P (CE's -1/p reaches -100 at p = 0.01 and would squash the others); dL/dz autoranges.
+    Args: ``example``: "positive", "negative" or both; ``derivative``: "dloss_dp", "dloss_dlogit" or both (dL/dz
+    beside dL/dp); ``derivative_range``: (low, high), None (autorange) or "auto": dL/dp axes span the curves for
+    p >= AUTO_RANGE_FROM_P (CE's -1/p reaches -100 at p = 0.01 and would squash the others), dL/dz autoranges.
     """
     examples, derivatives = _choices("example", example, EXAMPLES), _choices("derivative", derivative, DERIVATIVES)
     if isinstance(derivative_range, str) and derivative_range != "auto":
         raise ValueError(f"derivative_range: must be 'auto', None or a (low, high) pair, got {derivative_range!r}")
     quantities = ["loss", *derivatives]
-    titles = [DERIVATIVES.get(quantity, quantity) for quantity in quantities]
-    if len(examples) > 1:
-        titles = [f"{text}, {example} example (gold {EXAMPLES[example]})" for example in examples for text in titles]
+    suffix = {example: f", {example} example (gold {EXAMPLES[example]})" if len(examples) > 1 else "" for example in examples}
+    titles = [DERIVATIVES.get(quantity, quantity) + suffix[example] for example in examples for quantity in quantities]
     figure = make_subplots(rows=len(examples), cols=len(quantities), subplot_titles=titles)
     frames = [loss_curves(name, p, num_classes, examples, **params) for _, name, params in specs]
     for (label, _, _), frame, colour in zip(specs, frames, itertools.cycle(CURVE_COLOURS)):
@@ -125,8 +110,7 @@ def figure_loss_curves(
         if derivative_range == "auto":
             shown = [frame.loc[(frame["example"] == example) & (frame["p"] >= AUTO_RANGE_FROM_P), quantity] for frame in frames]
             axis_range = _span(np.concatenate([[], *shown])) if quantity == "dloss_dp" else None
-        if axis_range is not None:
-            figure.update_yaxes(range=list(axis_range), row=row, col=column)
+        figure.update_yaxes(range=axis_range, row=row, col=column)  # None: autorange
     figure.update_xaxes(title_text="p (probability of the gold class)")
     return figure.update_layout(title=title, height=100 + 350 * len(examples))
 

@@ -29,11 +29,8 @@ def entropy_figure(
 ) -> go.Figure:
     """Entropy (nats) against n = 0..n_max: H_k (eq. 2) and H_{k+n} (eq. 3), every false label at probability ``gamma``.
 
-    Args:
-        logits, auxiliary_logit: add the model's entropies (``entropy_table``); uniform: add log k and log(k+n).
-        highlight_n: the n to mark.
-    Where (k+n-1) gamma >= 1 eq. 3 is undefined: the curve stops and the title says from which n. Where
-    (k-1) gamma >= 1 eq. 2 is undefined too: the curves are empty and the title says why.
+    ``logits`` add the model's entropies (``entropy_table``), ``uniform`` log k and log(k+n); ``highlight_n`` marks an n.
+    Where eq. 3 or eq. 2 is undefined ((k+n-1) or (k-1) gamma >= 1) the curves stop and the title says so.
     """
     if highlight_n is not None and not 0 <= highlight_n <= n_max:
         raise ValueError(f"highlight_n: must be in [0, n_max = {n_max}], got {highlight_n!r}")

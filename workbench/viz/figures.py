@@ -1,9 +1,6 @@
-"""Show a plotly figure and, in a run, save it as ``figures/<name>.html`` and ``.json`` in the run folder.
-
-A notebook calls ``set_output_dir(output_dir)`` once (None when run by hand). The headless renderer gives each output
-plotly's MIME bundle (drawn by JupyterLab) and a ``text/html`` div with a ``Plotly.newPlot`` call (the HTML export):
-neither carries plotly.js nor a CDN script. A saved page has a plotly.min.js beside it (the runner swaps in the run's).
-"""
+"""Show a plotly figure; in a run (``set_output_dir``) save it as ``figures/<name>.html`` (a plotly.min.js beside it,
+swapped by the runner for the run's) and ``.json``. The headless renderer's outputs (plotly's MIME bundle for JupyterLab,
+a ``Plotly.newPlot`` div for the HTML export) carry neither plotly.js nor a CDN script."""
 
 from __future__ import annotations
 
@@ -40,11 +37,6 @@ def set_output_dir(output_dir: str | Path | None, renderer: str | None = HEADLES
         _figures_dir.mkdir(parents=True, exist_ok=True)
         if renderer is not None and pio.renderers.default != renderer:
             pio.renderers.default = renderer  # re-assigning would re-run the renderers' activation
-
-
-def figures_dir() -> Path | None:
-    """The folder figures are saved into, or None when saving is off."""
-    return _figures_dir
 
 
 def _check_figure(fig: BaseFigure, name: str) -> None:

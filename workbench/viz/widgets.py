@@ -1,16 +1,11 @@
-"""Slider panels: ipywidgets sliders redraw a plotly figure in JupyterLab; a page keeps plotly's own sliders.
-
-``figure_for(**values)`` is the figure at these slider values, the others at their current ones (the tests check
-it: ipywidgets swallows errors in callbacks). With ``interactive=False`` (headless runs) ``display()`` shows
-``page_figure()``: plotly sliders over precomputed steps, so the run's pages stay interactive offline.
-"""
+"""Slider panels: ipywidgets sliders redraw a plotly figure in JupyterLab (``interactive=True``); headless, ``display()``
+shows ``page_figure()``, plotly's own sliders over precomputed steps, so a run's pages stay interactive offline."""
 
 from __future__ import annotations
 
 import base64
 import itertools
 import json
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -18,6 +13,7 @@ from typing import Any
 import ipywidgets as widgets
 import numpy as np
 import plotly.graph_objects as go
+from IPython.display import display
 
 from workbench.checks import check_choice, check_int, check_number
 from workbench.information import paper_entropy
@@ -34,14 +30,12 @@ SLIDERS: dict[str, dict[str, Any]] = {
     "beta": {"value": 0.5, "min": 0.0, "max": 1.0, "step": 0.05},
     "n_auxiliary": {"value": 3, "min": 0, "max": 20, "step": 1},
     "k": {"value": 2, "min": 1, "max": 10, "step": 1},
-    # the auxiliary-label paper's gamma (eq. 2-3): each false label's probability; not focal's "gamma"
-    "gamma_entropy": {"value": 0.1, "min": 0.01, "max": 0.5, "step": 0.01},
+    "gamma_entropy": {"value": 0.1, "min": 0.01, "max": 0.5, "step": 0.01},  # the aux-label paper's eq. 2-3 gamma
 }
 # (loss, parameter) pairs that change a negative example's curves only: Tversky eq. 10's FP = p (1 - y) is 0 for a positive
 NEGATIVE_ONLY = {("tversky", "alpha")}
 PAGE_STEPS = 11  # a page slider's steps: every position up to this many, else this many spread evenly
 TRACE_ATTRIBUTES = ("x", "y", "z", "text")  # what a page slider's step may change in a trace
-_AXIS = re.compile(r"^[xy]axis\d*$")
 
 
 def make_slider(name: str, continuous_update: bool = True, **overrides: Any) -> widgets.widget.Widget:
@@ -61,8 +55,7 @@ def _page_grid(slider: widgets.widget.Widget) -> list[float]:
     """A page slider's values: ``slider``'s positions (PAGE_STEPS of them at most, spread evenly) and its value."""
     count = round((slider.max - slider.min) / slider.step) + 1
     positions = np.linspace(0, count - 1, min(count, PAGE_STEPS)).round()
-    cast = type(slider.value)
-    return sorted({cast(round(slider.min + position * slider.step, 10)) for position in positions} | {slider.value})
+    return sorted({type(slider.value)(round(slider.min + position * slider.step, 10)) for position in positions} | {slider.value})
 
 
 def _typed(values: Any) -> Any:
@@ -83,7 +76,7 @@ def _parts(figure: go.Figure) -> dict[tuple[Any, str | None], str]:
 
 def _hold_axis_ranges(figures: Sequence[go.Figure]) -> None:
     """Give each axis with a range in one of ``figures`` the range spanning them all."""
-    for key in {key for figure in figures for key in figure.layout.to_plotly_json() if _AXIS.match(key)}:
+    for key in {key for figure in figures for key in figure.layout.to_plotly_json() if key.startswith(("xaxis", "yaxis"))}:
         ranges = [figure.layout[key].range for figure in figures if figure.layout[key].range is not None]
         for figure in figures:
             figure.layout[key].range = [min(low for low, _ in ranges), max(high for _, high in ranges)] if ranges else None
@@ -98,12 +91,10 @@ def _update_args(step: go.Figure, parts: set[tuple[Any, str | None]], back: dict
 
 
 class Panel:
-    """Sliders + one figure redrawn from ``figure_for`` (subclasses implement ``draw``)."""
+    """Sliders + one figure redrawn from ``figure_for``; subclasses implement ``draw``."""
 
     def __init__(self, sliders: Mapping[str, widgets.widget.Widget], name: str, interactive: bool = True) -> None:
-        self.sliders = dict(sliders)
-        self.name = name
-        self.interactive = interactive
+        self.sliders, self.name, self.interactive = dict(sliders), name, interactive
         self.figure: go.Figure = go.FigureWidget(self.figure_for()) if interactive else self.figure_for()
         for slider in self.sliders.values():
             slider.observe(self._redraw, names="value")
@@ -126,21 +117,13 @@ class Panel:
 
     def _redraw(self, change: Any = None) -> None:
         new = self.figure_for()
-        if not self.interactive:
-            self.figure = new
-            return
-        with self.figure.batch_update():
-            self.figure.data = ()
-            self.figure.add_traces(list(new.data))
-            self.figure.layout = new.layout
+        self.figure.update(data=new.data, layout=new.layout, overwrite=True)  # in place: a FigureWidget redraws
 
     def page_figure(self) -> go.Figure:
-        """The current figure with one plotly slider per panel slider, its steps precomputed (``_page_grid``).
+        """The figure with one plotly slider per panel slider, its steps ``figure_for`` at ``_page_grid`` values.
 
-        A step draws ``figure_for`` at its value, the other sliders at their current values. Sliders that change
-        the same traces or layout entries (e.g. DSC's alpha and gamma) form a group: a step puts the others of its
-        group back to their values, so the figure always shows what the sliders say. Axis ranges are held at the
-        span of every step."""
+        Sliders that change the same traces or layout entries form a group: a step puts the others of its group
+        back to their values, so the figure shows what the sliders say. Axis ranges hold the span of every step."""
         start, grids = self.values(), {name: _page_grid(slider) for name, slider in self.sliders.items()}
         figure = self.figure_for()
         steps = {name: [self.figure_for(**{name: value}) for value in grid] for name, grid in grids.items()}
@@ -171,8 +154,6 @@ class Panel:
     def display(self) -> None:
         """Show the live widget, or (headless) ``page_figure()`` through ``figures.show`` (saved in a run)."""
         if self.interactive:
-            from IPython.display import display
-
             display(self.widget)
         else:
             figures.show(self.page_figure(), self.name)
@@ -180,28 +161,17 @@ class Panel:
 
 @dataclass(frozen=True)
 class LinkedCurve:
-    """One curve: loss ``loss`` (registry name) with ``fixed`` parameters and the slider values named in ``linked``."""
+    """One curve (legend ``label``, default ``loss``): loss ``loss`` with ``fixed`` parameters and the sliders named in ``linked``."""
 
     loss: str
     linked: tuple[str, ...] = ()
     fixed: Mapping[str, Any] = field(default_factory=dict)
     label: str | None = None
 
-    @property
-    def name(self) -> str:
-        return self.label or self.loss
-
-    def parameters(self, values: Mapping[str, Any]) -> dict[str, Any]:
-        return {**self.fixed, **{name: values[name] for name in self.linked}}
-
 
 class LossCurvePanel(Panel):
-    """Loss and gradient curves (``workbench.viz.curves.figure_loss_curves``) redrawn from sliders.
-
-    ``options`` go to ``figure_loss_curves``: ``example`` (default "positive"; both examples when a slider is in
-    NEGATIVE_ONLY, e.g. Tversky's alpha), ``num_classes``, ``derivative`` (``("dloss_dp", "dloss_dlogit")``:
-    dL/dz beside dL/dp) and ``derivative_range`` (default "auto": a dL/dp axis spans the curves from p = 0.2 on).
-    """
+    """Loss and gradient curves redrawn from sliders; ``options`` go to ``figure_loss_curves`` (``example``: default
+    "positive", and "negative" too when a slider is in NEGATIVE_ONLY; ``derivative``, ``derivative_range``, ...)."""
 
     def __init__(
         self,
@@ -213,27 +183,24 @@ class LossCurvePanel(Panel):
     ) -> None:
         if not curves:
             raise ValueError("curves: must hold at least one LinkedCurve, got none")
-        for curve in curves:
-            missing = sorted(set(curve.linked) - set(slider_names))
-            if missing:
-                raise ValueError(f"curves: {curve.name!r} links slider(s) {missing} not in slider_names {list(slider_names)}")
+        unknown = sorted({slider for curve in curves for slider in curve.linked} - set(slider_names))
+        if unknown:
+            raise ValueError(f"curves: link slider(s) {unknown} that are not in slider_names {list(slider_names)}")
         if any((curve.loss, slider) in NEGATIVE_ONLY for curve in curves for slider in curve.linked):
             options.setdefault("example", ("positive", "negative"))
         self.curves, self.options = list(curves), options
         super().__init__({slider: make_slider(slider, continuous_update=False) for slider in slider_names}, name, interactive)
 
     def draw(self, **values: Any) -> go.Figure:
-        return figure_loss_curves([(curve.name, curve.loss, curve.parameters(values)) for curve in self.curves], **self.options)
+        linked = [{**curve.fixed, **{name: values[name] for name in curve.linked}} for curve in self.curves]
+        specs = [(curve.label or curve.loss, curve.loss, parameters) for curve, parameters in zip(self.curves, linked)]
+        return figure_loss_curves(specs, **self.options)
 
 
 class PclWeightsPanel(Panel):
-    """The PCL per-(gold, predicted) matrices (``pcl_weight_matrix``) of several variants against epsilon.
-
-    Args:
-        variants: one heatmap each.
-        label_counts: class counts, setting K (default QBQTC's); label_names: one per count (default "0".."K-1").
-        epsilon: the slider's starting value in [0, 1), so a notebook sweep changes the figure.
-    """
+    """The PCL per-(gold, predicted) matrices (``pcl_weight_matrix``) of ``variants`` against epsilon, which starts at
+    ``epsilon`` in [0, 1) (a notebook sweep changes the figure); ``label_counts`` (default QBQTC's) set K and
+    ``label_names`` (default "0".."K-1")."""
 
     def __init__(
         self,
@@ -247,9 +214,7 @@ class PclWeightsPanel(Panel):
         self.label_counts = tuple(check_counts(QBQTC_LABEL_COUNTS if label_counts is None else label_counts).tolist())
         self.label_names = [str(index) for index in range(len(self.label_counts))] if label_names is None else list(label_names)
         if len(self.label_names) != len(self.label_counts):
-            raise ValueError(
-                f"label_counts: must have one count per label name {self.label_names}, got {list(self.label_counts)}"
-            )
+            raise ValueError(f"label_counts: must have one count per label name {self.label_names}, got {self.label_counts}")
         self.variants = list(variants)
         epsilon = check_number("epsilon", epsilon, 0.0, 1.0, high_inclusive=False)
         super().__init__({"epsilon": make_slider("epsilon", value=epsilon)}, name, interactive)
@@ -261,33 +226,23 @@ class PclWeightsPanel(Panel):
 
 
 class EntropyPanel(Panel):
-    """The auxiliary-label paper's H_k (eq. 2) vs H_{k+n} (eq. 3) over the auxiliary-label count n.
+    """H_k (eq. 2) vs H_{k+n} (eq. 3) over n (``entropy_figure``, with ``options``: logits, auxiliary_logit, uniform).
 
-    Sliders: ``n_auxiliary`` (the marked n, 0..``n_max``), ``k`` (unless ``logits`` fix it) and ``gamma_entropy``,
-    every false label's probability (starting at ``gamma``). ``uniform`` and ``logits`` go to ``entropy_figure``,
-    which draws empty curves where (k-1) gamma >= 1 (callbacks must not raise).
+    Sliders: ``n_auxiliary`` (the marked n, 0..``n_max``), ``k`` (unless ``logits`` fix it) and ``gamma_entropy``, the
+    auxiliary-label paper's gamma (starting at ``gamma``). Where (k-1) gamma >= 1 the curves are empty (no exception).
     """
 
     def __init__(
-        self,
-        n_max: int = 20,
-        logits: Sequence[float] | None = None,
-        auxiliary_logit: float = 0.0,
-        interactive: bool = True,
-        name: str = "entropy",
-        gamma: float = 0.1,
-        uniform: bool = False,
+        self, n_max: int = 20, gamma: float = 0.1, interactive: bool = True, name: str = "entropy", **options: Any
     ) -> None:
         check_int("n_max", n_max, 0)
-        self.logits = None if logits is None else list(logits)
-        self.options = {"n_max": n_max, "logits": self.logits, "auxiliary_logit": auxiliary_logit, "uniform": uniform}
-        paper_entropy(SLIDERS["k"]["value"] if logits is None else len(logits), gamma)  # ValueError naming gamma
+        self.logits, self.options = options.get("logits"), {"n_max": n_max, **options}
+        paper_entropy(SLIDERS["k"]["value"] if self.logits is None else len(self.logits), gamma)  # ValueError naming gamma
         sliders = {"n_auxiliary": make_slider("n_auxiliary", max=n_max, value=min(3, n_max))}
-        if logits is None:
+        if self.logits is None:
             sliders["k"] = make_slider("k")
         sliders["gamma_entropy"] = make_slider("gamma_entropy", value=float(gamma))
         super().__init__(sliders, name, interactive)
 
     def draw(self, n_auxiliary: int, gamma_entropy: float, k: int | None = None) -> go.Figure:
-        k = len(self.logits) if self.logits is not None else k
-        return entropy_figure(k, highlight_n=n_auxiliary, gamma=gamma_entropy, **self.options)
+        return entropy_figure(k or len(self.logits), highlight_n=n_auxiliary, gamma=gamma_entropy, **self.options)
