@@ -92,6 +92,60 @@ def test_loss_panel_derivative_axis_is_clipped_so_a_slider_change_shows():
     assert list(fixed.figure.layout.yaxis2.range) == [-3.0, 1.0]
 
 
+# the panels the notebooks ship, at their starting values: 01 (and 05 as first written), 05, 02 and 05, 04
+SHIPPED = {
+    "01_ce_fl_tl": lambda: LossCurvePanel(
+        [
+            LinkedCurve("ce", label="CE"),
+            LinkedCurve("focal", ("gamma",), label="FL"),
+            LinkedCurve("tversky", ("alpha", "beta"), label="TL"),
+        ],
+        slider_names=("gamma", "alpha", "beta"),
+        interactive=False,
+    ),
+    "05_ce_fl_dsc": lambda: LossCurvePanel(
+        [LinkedCurve("ce", label="CE"), LinkedCurve("focal", ("gamma",)), LinkedCurve("dsc", ("alpha",), {"gamma": 1.0})],
+        slider_names=("gamma", "alpha"),
+        interactive=False,
+    ),
+    "02_pcl": lambda: PclWeightsPanel(
+        variants=("reference", "paper", "weighted", "expected_cost"), epsilon=0.1, interactive=False
+    ),
+    "04_entropy": lambda: EntropyPanel(n_max=20, gamma=0.1, interactive=False),
+}
+
+
+def _shown(figure: go.Figure) -> list[np.ndarray]:
+    """What a figure shows, as float arrays: each trace's numeric x, y, z and each shape's position."""
+    traces = [trace.to_plotly_json() for trace in figure.data]
+    values = [np.asarray(trace[name]) for trace in traces for name in ("x", "y", "z") if name in trace]
+    shapes = [np.array([shape.x0, shape.x1, shape.y0, shape.y1], dtype=float) for shape in figure.layout.shapes]
+    return [value.astype(float) for value in values if value.dtype.kind in "fiu"] + shapes
+
+
+def test_tversky_alpha_moves_the_negative_example_by_eq_10():
+    # gold 0, p = P(gold): TP = FN = 0, FP = 1 - p, so TL = 1 - gamma / (alpha (1 - p) + gamma) with gamma = 1
+    panel = SHIPPED["01_ce_fl_tl"]()
+    titles = [annotation.text for annotation in panel.figure.layout.annotations]
+    assert titles == [
+        f"{name}, {example}"
+        for example in ("positive example (gold 1)", "negative example (gold 0)")
+        for name in ("loss", "dL/dp")
+    ]
+    for alpha in (0.1, 0.9):
+        figure = panel.figure_for(alpha=alpha)
+        loss, slope = [trace for trace in figure.data if trace.name == "TL"][2:]  # the negative row: loss, dL/dp
+        p = np.asarray(loss.x)
+        np.testing.assert_allclose(loss.y, 1 - 1 / (alpha * (1 - p) + 1), rtol=1e-12)
+        np.testing.assert_allclose(slope.y, -alpha / (alpha * (1 - p) + 1) ** 2, rtol=1e-9)
+    beta_only = [trace for trace in panel.figure_for(beta=0.9).data if trace.name == "TL"]
+    np.testing.assert_array_equal(beta_only[2].y, [t for t in panel.figure.data if t.name == "TL"][2].y)  # beta: positives only
+    single = LossCurvePanel([LinkedCurve("tversky", ("beta",))], slider_names=("beta",), interactive=False)
+    assert len(single.figure.data) == 2  # no slider acts on negatives only: the positive example alone
+    fixed = LossCurvePanel([LinkedCurve("tversky", ("alpha",))], slider_names=("alpha",), interactive=False, example="negative")
+    assert len(fixed.figure.data) == 2
+
+
 def test_pcl_panel_matches_weight_matrix():
     panel = PclWeightsPanel(variants=("weighted", "expected_cost"))
     panel.sliders["epsilon"].value = 0.3
@@ -236,15 +290,38 @@ def _assert_close_data(actual: go.Figure, expected: go.Figure) -> None:
 
 
 @pytest.fixture(scope="module")
-def loss_page():
-    """A panel as notebook 01 draws it (CE, FL linked to gamma, TL to alpha and beta) and its page figure."""
-    curves = [
-        LinkedCurve("ce"),
-        LinkedCurve("focal", ("gamma",), label="FL"),
-        LinkedCurve("tversky", ("alpha", "beta"), label="TL"),
-    ]
-    panel = LossCurvePanel(curves, slider_names=("gamma", "alpha", "beta"), interactive=False)
-    return panel, panel.page_figure()
+def pages():
+    """name -> a shipped panel and its page figure, each computed once."""
+    cache = {}
+
+    def page(name):
+        if name not in cache:
+            panel = SHIPPED[name]()
+            cache[name] = panel, panel.page_figure()
+        return cache[name]
+
+    return page
+
+
+@pytest.fixture(scope="module")
+def loss_page(pages):
+    """Notebook 01's panel (CE, FL linked to gamma, TL to alpha and beta) and its page figure."""
+    return pages("01_ce_fl_tl")
+
+
+@pytest.mark.parametrize("name", SHIPPED)
+def test_every_slider_of_a_shipped_panel_changes_what_it_shows(name, pages):
+    # on the page (and so in figure_for, which the page reproduces): every step but the starting one changes a curve,
+    # a matrix or the marked n
+    _, figure = pages(name)
+    start = _shown(figure)
+    for index, slider in enumerate(figure.layout.sliders):
+        page = _Page(figure)
+        for step in range(len(slider.steps)):  # a step sets every trace its slider changes
+            page.move(index, step)
+            moved = _shown(page.figure)
+            differs = [a.shape != b.shape or not np.allclose(a, b, equal_nan=True) for a, b in zip(moved, start)]
+            assert (len(moved) != len(start) or any(differs)) == (step != slider.active), (slider.currentvalue.prefix, step)
 
 
 @pytest.mark.parametrize(
@@ -261,8 +338,8 @@ def test_page_sliders_always_draw_what_they_show(moves, loss_page):
         page.move(names.index(name), step)
         _assert_close_data(page.figure, panel.figure_for(**page.shown()))
         assert page.shown()[name] == float(page.figure.layout.sliders[names.index(name)].steps[step].label)
-    # FL follows gamma alone; on a positive example TL's FP = p (1 - y) is 0, so alpha changes nothing and
-    # the three sliders move independently
+    # FL follows gamma, TL's negative example alpha (FP), its positive example beta (FN): each slider changes its own
+    # traces, so the three move independently
     if moves == [("gamma", 3), ("alpha", 1)]:
         assert page.shown() == {"gamma": 1.5, "alpha": 0.1, "beta": 0.5}
     if moves == [("alpha", 1), ("beta", 9)]:

@@ -142,10 +142,8 @@ class Panel:
         for index, (name, grid) in enumerate(grids.items()):
             parts = set().union(*(changed[member] for member in groups[name]))
             back = {f"sliders[{i}].active": grids[n].index(start[n]) for i, n in enumerate(grids) if n in groups[name] - {name}}
-            moves = [
-                {"label": f"{value:g}", "method": "update", "args": _update_args(step, parts, back)}
-                for value, step in zip(grid, steps[name])
-            ]
+            args = [_update_args(step, parts, back) for step in steps[name]]
+            moves = [{"label": f"{value:g}", "method": "update", "args": arguments} for value, arguments in zip(grid, args)]
             slider = {"active": grid.index(start[name]), "currentvalue": {"prefix": f"{name} = "}, "pad": {"t": 60 + 90 * index}}
             sliders.append(slider | {"steps": moves})
         height = (figure.layout.height or 450) + 90 * len(sliders)
@@ -161,7 +159,7 @@ class Panel:
 
 @dataclass(frozen=True)
 class LinkedCurve:
-    """One curve (legend ``label``, default ``loss``): loss ``loss`` with ``fixed`` parameters and the sliders named in ``linked``."""
+    """One curve: loss ``loss`` with ``fixed`` parameters and the sliders named in ``linked``; legend ``label`` (or ``loss``)."""
 
     loss: str
     linked: tuple[str, ...] = ()
