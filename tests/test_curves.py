@@ -78,6 +78,21 @@ def test_dice_figure1_draws_dl_dz_beside_dl_dp():
     assert figure.layout.yaxis3.range is None  # dL/dz stays bounded: autorange
 
 
+def test_both_examples_draw_one_row_each_with_its_own_axes():
+    # Tversky eq. 10, gamma 1. Positive (gold 1): TP = p, FN = 1 - p, FP = 0; negative (gold 0): FP = 1 - p, TP = FN = 0
+    p = np.array([0.3, 0.6, 0.9])
+    figure = figure_loss_curves([("TL", "tversky", {"alpha": 0.7, "beta": 0.3})], example=("positive", "negative"), p=p)
+    loss = {trace.xaxis: np.asarray(trace.y) for trace in figure.data}
+    np.testing.assert_allclose(loss["x"], 1 - (p + 1) / (p + 0.3 * (1 - p) + 1), rtol=1e-12)
+    np.testing.assert_allclose(loss["x3"], 1 - 1 / (0.7 * (1 - p) + 1), rtol=1e-12)
+    assert [annotation.text for annotation in figure.layout.annotations][2:] == [
+        "loss, negative example (gold 0)",
+        "dL/dp, negative example (gold 0)",
+    ]
+    assert figure.layout.yaxis2.range != figure.layout.yaxis4.range  # each row's dL/dp axis spans its own curves
+    assert [trace.showlegend is not False for trace in figure.data] == [True, False, False, False]
+
+
 @pytest.mark.parametrize("variant", ["reference", "paper"])
 def test_faithful_pcl_logit_derivative_equals_label_smoothing(variant):
     ls = loss_curves("ls", p=FINE_GRID, num_classes=3, epsilon=0.1)
@@ -109,6 +124,7 @@ def test_figures_have_one_loss_and_one_derivative_trace_per_spec():
         (lambda: loss_curves("ce", num_classes=1), r"^num_classes:"),
         (lambda: loss_curves("nope"), "nope"),
         (lambda: figure_loss_curves([("CE", "ce", {})], example="both"), r"^example:"),
+        (lambda: figure_loss_curves([("CE", "ce", {})], example=()), r"^example:"),
         (lambda: figure_loss_curves([("CE", "ce", {})], derivative="d2"), r"^derivative:"),
         (lambda: figure_loss_curves([("CE", "ce", {})], derivative=()), r"^derivative:"),
         (lambda: figure_loss_curves([("CE", "ce", {})], derivative_range="log"), r"^derivative_range:"),
