@@ -108,7 +108,7 @@ class SynonymTable:
 
     @classmethod
     def from_wordnet_tsv(cls, path: str | Path) -> SynonymTable:
-        """Synsets from ``synset_id<TAB>pos<TAB>member<TAB>...`` lines (``#`` lines are comments; ``_`` in a member is a space)."""
+        """Synsets from ``synset_id<TAB>pos<TAB>member<TAB>...`` lines (``#``: a comment; ``_`` in a member: a space)."""
         groups = []
         for number, line in enumerate(read_lines(path), start=1):
             if not line.strip() or line.startswith("#"):

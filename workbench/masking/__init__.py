@@ -1,14 +1,13 @@
 """Chinese MLM masking: jieba segmentation, word-aligned encoding, random / whole-word / knowledge-based
-collators and :func:`build_collator` from a :class:`MaskingSpec`; corpus preparation (sentence packing,
-parallel encoding, on-disk cache) and held-out evaluation."""
+collators and :func:`build_collator` from a :class:`MaskingSpec`; corpus preparation (``datasets`` map
+steps: segment, encode, pack, with datasets' cache files) and held-out evaluation."""
 
 from __future__ import annotations
 
 from workbench.config import MaskingSpec
 from workbench.masking.build import build_collator
-from workbench.masking.cache import PreparedCorpus, default_cache_dir, prepare_corpus
 from workbench.masking.collators import KnowledgeMaskCollator, RandomMaskCollator, WholeWordMaskCollator
-from workbench.masking.corpus import count_tokens, encode_corpus
+from workbench.masking.corpus import PreparedCorpus, count_tokens, default_cache_dir, encode_corpus, prepare_corpus
 from workbench.masking.encode import encode_words
 from workbench.masking.heldout import evaluate_masked_lm, fixed_mask_batches, split_heldout
 from workbench.masking.knowledge import compute_idf

@@ -1,32 +1,20 @@
-"""Sentence splitting and packing of documents into MLM blocks with word-aligned features.
+"""Packing documents into MLM blocks that keep sentences and jieba words whole, in three steps.
 
-``run_mlm``'s ``group_texts`` concatenates all texts and cuts every ``block_size``
-tokens, wherever that falls. :func:`pack_documents` groups text the same way (over
-document boundaries too) but cuts only where it keeps sentences and jieba words
-whole, in the manner of RoBERTa's FULL-SENTENCES inputs:
+``run_mlm``'s ``group_texts`` concatenates texts and cuts every ``block_size`` tokens wherever that
+falls; here blocks are cut where sentences and words stay whole (RoBERTa's FULL-SENTENCES inputs):
 
-1. a document is split into sentences after 。！？ (with any closing quotes or
-   brackets that follow) and at every run of whitespace (newlines; the space that
-   joins a news story's paragraphs); whitespace yields no token;
-2. each sentence is segmented with jieba and the document tokenized once; every
-   token is aligned with the word holding its first character (as
-   :func:`workbench.masking.encode_words` does);
-3. sentences are appended to the current block while it stays within
-   ``max_length`` tokens including [CLS] and [SEP]. With ``block_boundary="sentence"``
-   (default) a sentence that does not fit closes the block and opens the next, so
-   blocks hold whole sentences; with ``"word"`` the block is first filled with the
-   sentence's longest prefix of whole words that fits (blocks are full, as in
-   ``group_texts``, but may start and end inside a sentence). A sentence longer
-   than a block is cut into block-sized pieces at word boundaries (a word longer
-   than a whole block is cut between tokens);
-4. consecutive documents share a block, separated by one [SEP] (word id -1, never
-   masked): document boundaries are sentence boundaries that cost one token.
+1. :func:`segment_document`: sentences end after 。！？ (closing quotes and brackets stay with them) and
+   at whitespace (which yields no token); each sentence is segmented by jieba;
+2. :func:`align_tokens`: each token of the document (tokenized once) belongs to the word holding its
+   first character, as in :func:`~workbench.masking.encode_words`;
+3. :class:`Packer`: sentences fill the open block while it holds at most ``max_length`` tokens with
+   [CLS] and [SEP]. ``block_boundary="sentence"``: a sentence that does not fit opens the next block;
+   ``"word"``: the block is first filled with the sentence's longest prefix of whole words. A sentence
+   longer than a block is cut at word boundaries (a word longer than a block, between tokens).
+   Consecutive documents share a block, separated by one [SEP] (word id -1).
 
-No text is dropped: the last block is kept however short. Every block carries the
-features of :func:`workbench.masking.encode_words` (``input_ids``,
-``attention_mask``, ``token_type_ids``, ``word_ids``, ``word_pos``, ``words``,
-``word_tags``), with words numbered from 0 within the block, so the existing
-collators mask blocks unchanged.
+No text is dropped. A block carries the features of ``encode_words`` (words numbered from 0 per block),
+so the collators mask blocks unchanged.
 """
 
 from __future__ import annotations
@@ -35,26 +23,25 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from workbench.checks import check_choice, check_int
 from workbench.config import BLOCK_BOUNDARIES  # the choices, defined once
 
-from .encode import NO_WORD, _char_to_word
+from .encode import NO_WORD
 from .segment import JiebaSegmenter
 
+BLOCK_COLUMNS = ("input_ids", "attention_mask", "token_type_ids", "word_ids", "word_pos", "words", "word_tags")
+"""The features of a block, as :func:`~workbench.masking.encode_words` gives them for a text."""
 _BOUNDARY = re.compile(r"[。！？]+[”’」』）》〉】)\]\"']*|\s+")
 
 
 def split_sentences(text: str) -> list[tuple[int, int]]:
-    """Character spans ``(start, end)`` of the sentences of ``text``, in order.
-
-    A sentence ends after a run of 。！？ (closing quotes and brackets that follow
-    stay with it) and at whitespace, which belongs to no sentence. The spans cover
-    every non-whitespace character exactly once.
-    """
+    """Character spans ``(start, end)`` of the sentences of ``text``, in order, covering every
+    non-whitespace character once: a sentence ends after a run of 。！？ (with the closing quotes and
+    brackets that follow) and at whitespace."""
     spans = []
     start = 0
     for match in _BOUNDARY.finditer(text):
-        whitespace = match.group()[0].isspace()
-        end = match.start() if whitespace else match.end()
+        end = match.start() if match.group()[0].isspace() else match.end()
         if end > start:
             spans.append((start, end))
         start = match.end()
@@ -63,10 +50,41 @@ def split_sentences(text: str) -> list[tuple[int, int]]:
     return spans
 
 
+def segment_document(text: str, segmenter: JiebaSegmenter) -> tuple[list[str], list[str], list[int]]:
+    """Step 1: the jieba words and POS tags of the sentences of ``text`` (:func:`split_sentences`), and
+    the number of words of each sentence."""
+    words, tags, counts = [], [], []
+    for start, end in split_sentences(text):
+        pairs = segmenter.segment(text[start:end])
+        words += [word for word, _ in pairs]
+        tags += [tag for _, tag in pairs]
+        counts.append(len(pairs))
+    return words, tags, counts
+
+
+def align_tokens(
+    text: str, offsets: Sequence[tuple[int, int]], words: Sequence[str], sentence_words: Sequence[int]
+) -> tuple[list[int], list[int]]:
+    """Step 2: per token (character ``offsets``), the word holding its first character (-1: none), and
+    the token where each sentence with a token starts."""
+    char_word, char_sentence = [NO_WORD] * len(text), [0] * len(text)
+    lengths = iter(map(len, words))
+    word = 0
+    for sentence, ((start, _), count) in enumerate(zip(split_sentences(text), sentence_words)):
+        for _ in range(count):
+            end = start + next(lengths)
+            char_word[start:end] = [word] * (end - start)
+            char_sentence[start:end] = [sentence] * (end - start)
+            start, word = end, word + 1
+    token_word = [char_word[start] if end > start else NO_WORD for start, end in offsets]
+    token_sentence = [char_sentence[min(start, len(text) - 1)] for start, _ in offsets]
+    return token_word, [i for i, sentence in enumerate(token_sentence) if i == 0 or sentence != token_sentence[i - 1]]
+
+
 @dataclass
 class _Document:
-    """One tokenized document: token ids, each token's word (-1: none), the words and POS tags,
-    the token ranges of its sentences, and where a block may start without splitting a word."""
+    """A document's token ids, each token's word, its words and tags, the token spans of its sentences,
+    and per token (and its end) whether a block may start there without splitting a word."""
 
     ids: list[int]
     token_word: list[int]
@@ -77,50 +95,25 @@ class _Document:
 
     def last_word_start(self, start: int, limit: int) -> int | None:
         """The last token index in (start, limit] where a word starts, or None."""
-        for cut in range(limit, start, -1):
-            if self.word_starts[cut]:
-                return cut
-        return None
+        return next((cut for cut in range(limit, start, -1) if self.word_starts[cut]), None)
 
 
-def _analyse(text: str, ids: list[int], offsets: list[tuple[int, int]], segmenter: JiebaSegmenter) -> _Document:
-    char_word = [NO_WORD] * len(text)
-    char_sentence = [0] * len(text)
-    words: list[str] = []
-    tags: list[str] = []
-    for number, (start, end) in enumerate(split_sentences(text)):
-        sentence_word, sentence_words, sentence_tags = _char_to_word(text[start:end], segmenter)
-        first = len(words)
-        char_word[start:end] = [word + first for word in sentence_word]
-        char_sentence[start:end] = [number] * (end - start)
-        words += sentence_words
-        tags += sentence_tags
-    token_word = [char_word[start] if end > start else NO_WORD for start, end in offsets]
-    token_sentence = [char_sentence[min(start, len(text) - 1)] for start, _ in offsets]
-    sentences = []
-    word_starts = []
-    for index, (word, sentence) in enumerate(zip(token_word, token_sentence)):
-        new_sentence = index == 0 or sentence != token_sentence[index - 1]
-        if new_sentence:
-            sentences.append([index, index + 1])
-        else:
-            sentences[-1][1] = index + 1
-        word_starts.append(new_sentence or word < 0 or word != token_word[index - 1])
-    word_starts.append(True)  # the end of the document
-    return _Document(ids, token_word, words, tags, [tuple(span) for span in sentences], word_starts)
+class Packer:
+    """Step 3: greedy packing of documents' sentences into blocks of at most ``max_length`` tokens."""
 
-
-class _Packer:
-    """Greedy sentence packing into blocks of at most ``capacity`` tokens (without [CLS]/[SEP])."""
-
-    def __init__(self, cls_id: int, sep_id: int, capacity: int, block_boundary: str):
-        self.cls_id, self.sep_id, self.capacity = cls_id, sep_id, capacity
+    def __init__(self, cls_id: int, sep_id: int, max_length: int, block_boundary: str):
+        self.cls_id, self.sep_id, self.capacity = cls_id, sep_id, max_length - 2
         self.fill_with_words = block_boundary == "word"
         self.blocks: list[dict] = []
         self.pieces: list[list] = []  # [document, start, end] token ranges of the open block
         self.used = 0
 
-    def add(self, document: _Document) -> None:
+    def add(self, ids: list[int], token_word: list[int], sentence_starts: list[int], words: list[str], tags: list[str]):
+        """Append one document (steps 1 and 2 give its words, tags, token words and sentence starts)."""
+        bounds = [*sentence_starts, len(ids)]
+        starts = set(sentence_starts)
+        word_starts = [i in starts or w < 0 or w != token_word[i - 1] for i, w in enumerate(token_word)] + [True]
+        document = _Document(ids, token_word, words, tags, list(zip(bounds, bounds[1:])), word_starts)
         for start, end in document.sentences:
             separator = int(bool(self.pieces) and self.pieces[-1][0] is not document)
             room = self.capacity - self.used - separator
@@ -140,6 +133,7 @@ class _Packer:
             self._append(document, start, end, 0)
 
     def finish(self) -> list[dict]:
+        """The blocks, the open one closed."""
         self._close()
         return self.blocks
 
@@ -156,9 +150,7 @@ class _Packer:
         self.pieces, self.used = [], 0
 
     def _features(self) -> dict:
-        input_ids, word_ids, word_pos = [self.cls_id], [NO_WORD], [""]
-        words: list[str] = []
-        word_tags: list[str] = []
+        input_ids, word_ids, word_pos, words, word_tags = [self.cls_id], [NO_WORD], [""], [], []
         for number, (document, start, end) in enumerate(self.pieces):
             if number and document is not self.pieces[number - 1][0]:
                 input_ids.append(self.sep_id)
@@ -168,40 +160,25 @@ class _Packer:
             for token in range(start, end):
                 input_ids.append(document.ids[token])
                 word = document.token_word[token]
-                if word < 0:
-                    word_ids.append(NO_WORD)
-                    word_pos.append("")
-                    continue
-                if word not in renumbered:
+                if word >= 0 and word not in renumbered:
                     renumbered[word] = len(words)
                     words.append(document.words[word])
                     word_tags.append(document.tags[word])
-                word_ids.append(renumbered[word])
-                word_pos.append(document.tags[word])
+                word_ids.append(renumbered[word] if word >= 0 else NO_WORD)
+                word_pos.append(document.tags[word] if word >= 0 else "")
         input_ids.append(self.sep_id)
         word_ids.append(NO_WORD)
         word_pos.append("")
-        return {
-            "input_ids": input_ids,
-            "attention_mask": [1] * len(input_ids),
-            "token_type_ids": [0] * len(input_ids),
-            "word_ids": word_ids,
-            "word_pos": word_pos,
-            "words": words,
-            "word_tags": word_tags,
-        }
+        ones, zeros = [1] * len(input_ids), [0] * len(input_ids)
+        return dict(zip(BLOCK_COLUMNS, (input_ids, ones, zeros, word_ids, word_pos, words, word_tags)))
 
 
-def check_max_length(max_length: int) -> None:
-    """Raise ValueError unless ``max_length`` leaves room for [CLS], one token and [SEP]."""
-    if isinstance(max_length, bool) or not isinstance(max_length, int) or max_length < 3:
-        raise ValueError(f"max_length: must be an integer >= 3 ([CLS], a token, [SEP]), got {max_length!r}")
-
-
-def check_block_boundary(block_boundary: str) -> None:
-    """Raise ValueError unless ``block_boundary`` is one of :data:`BLOCK_BOUNDARIES`."""
-    if block_boundary not in BLOCK_BOUNDARIES:
-        raise ValueError(f"block_boundary: must be one of {list(BLOCK_BOUNDARIES)}, got {block_boundary!r}")
+def check_packing(tokenizer, max_length: int, block_boundary: str) -> None:
+    """ValueError naming ``max_length`` (room for [CLS], a token, [SEP]), ``block_boundary`` or ``tokenizer`` (fast)."""
+    check_int("max_length", max_length, 3)
+    check_choice("block_boundary", block_boundary, BLOCK_BOUNDARIES)
+    if not getattr(tokenizer, "is_fast", False):
+        raise ValueError(f"tokenizer: must be a fast tokenizer (offset mappings are needed), got {type(tokenizer).__name__}")
 
 
 def pack_documents(
@@ -211,29 +188,14 @@ def pack_documents(
     max_length: int = 128,
     block_boundary: str = "sentence",
 ) -> list[dict]:
-    """Pack ``documents`` into blocks of at most ``max_length`` tokens (see the module docstring);
-    ``block_boundary``: blocks end at sentence boundaries (``"sentence"``) or fill up to
-    ``max_length`` and end at word boundaries (``"word"``).
-
-    Returns one feature dict per block, as :func:`workbench.masking.encode_words` does for
-    texts; a piece of a document that continues in the next block keeps the same words
-    (a word is only ever split when it alone is longer than ``max_length - 2`` tokens).
-    Documents with no token (empty, whitespace) are skipped.
-    """
-    check_max_length(max_length)
-    check_block_boundary(block_boundary)
-    if not getattr(tokenizer, "is_fast", False):
-        raise ValueError("tokenizer must be a fast tokenizer (offset mappings are needed)")
+    """The three steps in memory: ``documents`` packed into blocks of at most ``max_length`` tokens
+    (module docstring), one feature dict per block; documents with no token are skipped."""
+    check_packing(tokenizer, max_length, block_boundary)
     documents = list(documents)
-    encoded = tokenizer(
-        documents,
-        add_special_tokens=False,
-        return_offsets_mapping=True,
-        return_attention_mask=False,
-        return_token_type_ids=False,
-    )
-    packer = _Packer(tokenizer.cls_token_id, tokenizer.sep_token_id, max_length - 2, block_boundary)
+    encoded = tokenizer(documents, add_special_tokens=False, return_offsets_mapping=True, return_attention_mask=False)
+    packer = Packer(tokenizer.cls_token_id, tokenizer.sep_token_id, max_length, block_boundary)
     for text, ids, offsets in zip(documents, encoded["input_ids"], encoded["offset_mapping"]):
         if ids:
-            packer.add(_analyse(text, list(ids), offsets, segmenter))
+            words, tags, counts = segment_document(text, segmenter)
+            packer.add(list(ids), *align_tokens(text, offsets, words, counts), words, tags)
     return packer.finish()
