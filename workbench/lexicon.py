@@ -1,14 +1,10 @@
 """Synonym tables for the true-negative MLM objectives (hard correction, soft regularization).
 
-A :class:`SynonymTable` is a set of synonym groups; two different words are synonyms when some group
-holds both. Sources: HIT Tongyici Cilin (extended) ``=`` groups (``from_cilin``), WordNet synsets as
-TSV (``from_wordnet_tsv``), each word's top-k cosine neighbours in word vectors (``from_embeddings``),
-and a tiny Cilin-format lexicon shipped for tests and the default run (``default``).
-
-Hard correction compares token ids on the device: :class:`SynonymIdIndex` (``table.id_index``) hashes
-the text of every vocabulary token and table word, so the text a span of token ids spells is looked
-up with a few tensor operations (:meth:`SynonymIdIndex.span_words`). Every table and index grows
-linearly with the lexicon (the number of (word, group) memberships), whatever the size of a group.
+A :class:`SynonymTable` is a set of synonym groups; two different words are synonyms when some group holds both.
+Sources: HIT Tongyici Cilin (extended) ``=`` groups, WordNet synsets as TSV, each word's top-k cosine neighbours
+in word vectors, and a tiny Cilin-format lexicon shipped for tests and the default run (``default``).
+Hard correction compares token ids on the device through :class:`SynonymIdIndex` (``table.id_index``). Tables
+and indexes grow linearly with the lexicon (its (word, group) memberships), whatever the size of a group.
 """
 
 from __future__ import annotations
@@ -150,7 +146,14 @@ class SynonymTable:
 
     @classmethod
     def from_path(cls, path: str | Path | None) -> SynonymTable:
-        """The lexicon at ``path``: WordNet-style TSV for ``.tsv`` (or ``.tsv.gz``), Cilin otherwise; None: :meth:`default`."""
+        """The lexicon at ``path``.
+
+        Args:
+            path: a WordNet-style TSV (``.tsv``, ``.tsv.gz``), a Cilin file (anything else), or None.
+
+        Returns:
+            The :class:`SynonymTable`; None gives the shipped tiny table (:meth:`default`).
+        """
         if path is None:
             return cls.default()
         if str(path).removesuffix(".gz").endswith(".tsv"):
@@ -180,13 +183,10 @@ _KEY_SHIFT = 31
 def text_hashes(text: str) -> tuple[int, int]:
     """``(h_0, h_1)``: ``h_m = sum_i (ord(c_i) + 1) * B_m**(n - 1 - i) mod P_m`` over the ``n``
     characters ``c_i`` of ``text`` (``HASH_BASES``, ``HASH_MODULI``)."""
-    hashes = []
-    for base, modulus in zip(HASH_BASES, HASH_MODULI):
-        value = 0
-        for character in text:
-            value = (value * base + ord(character) + 1) % modulus
-        hashes.append(value)
-    return hashes[0], hashes[1]
+    first, second = 0, 0
+    for code in map(ord, text):
+        first, second = (first * HASH_BASES[0] + code + 1) % HASH_MODULI[0], (second * HASH_BASES[1] + code + 1) % HASH_MODULI[1]
+    return first, second
 
 
 def text_key(text: str) -> int:

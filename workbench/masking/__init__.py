@@ -5,8 +5,7 @@ steps: segment, encode, pack, with datasets' cache files) and held-out evaluatio
 from __future__ import annotations
 
 from workbench.config import MaskingSpec
-from workbench.masking.build import build_collator
-from workbench.masking.collators import KnowledgeMaskCollator, RandomMaskCollator, WholeWordMaskCollator
+from workbench.masking.collators import KnowledgeMaskCollator, RandomMaskCollator, WholeWordMaskCollator, build_collator
 from workbench.masking.corpus import PreparedCorpus, count_tokens, default_cache_dir, encode_corpus, prepare_corpus
 from workbench.masking.encode import encode_words
 from workbench.masking.heldout import evaluate_masked_lm, fixed_mask_batches, split_heldout

@@ -5,7 +5,6 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from itertools import repeat
 
 import numpy as np
 
@@ -23,17 +22,6 @@ def word_type(tag: str) -> int:
     return EVENT if tag in EVENT_TAGS else OTHER
 
 
-class _TagTypes(dict):
-    """tag -> :func:`word_type`, filled on first sight so look-ups stay at C speed."""
-
-    def __missing__(self, tag: str) -> int:
-        self[tag] = kind = word_type(tag)
-        return kind
-
-
-_TAG_TYPES = _TagTypes()
-
-
 def word_weights(
     tags: Sequence[str],
     words: Sequence[str],
@@ -44,27 +32,23 @@ def word_weights(
 ) -> np.ndarray:
     """One sampling weight per word: w = type_weights[type] * idf(word).
 
-    type is ENTITY for an entity tag or a word listed in ``entities``, EVENT
-    for an event tag, else OTHER; idf(word) comes from ``idf`` (``unseen_idf``,
-    the largest idf, for missing words: they count as the rarest) and is 1 for
-    every word when ``idf`` is empty. ``words`` is only read when ``entities``
-    or ``idf`` is given.
+    type: ENTITY for an entity tag or a word in ``entities``, EVENT for an event tag, else OTHER;
+    idf(word) from ``idf`` (``unseen_idf``, the largest, for a missing word), 1 when ``idf`` is empty.
+    ``words`` is read only when ``entities`` or ``idf`` is given.
     """
-    types = np.fromiter(map(_TAG_TYPES.__getitem__, tags), dtype=np.int64, count=len(tags))
+    types = np.array([word_type(tag) for tag in tags], dtype=np.int64)
     if entities:
-        types[np.fromiter(map(entities.__contains__, words), dtype=bool, count=len(words))] = ENTITY
+        types[np.array([word in entities for word in words], dtype=bool)] = ENTITY
     weights = type_weights[types]
     if idf:
-        weights = weights * np.fromiter(map(idf.get, words, repeat(unseen_idf)), dtype=np.float64, count=len(words))
+        weights = weights * np.array([idf.get(word, unseen_idf) for word in words], dtype=np.float64)
     return weights
 
 
 def compute_idf(segmented_texts: Iterable[Iterable[str]]) -> dict[str, float]:
-    """Smoothed inverse document frequency of every word in a segmented corpus.
-
-    idf(w) = ln((1 + N) / (1 + df(w))) + 1, N = number of texts, df(w) = texts
-    containing w (the smoothed form of scikit-learn's TfidfTransformer).
-    """
+    """Smoothed inverse document frequency of every word of a segmented corpus, counted streaming (one
+    text in memory at a time): idf(w) = ln((1 + N) / (1 + df(w))) + 1, N texts, df(w) = texts holding w
+    (scikit-learn's TfidfTransformer, smooth_idf)."""
     document_frequency: Counter[str] = Counter()
     n_texts = 0
     for words in segmented_texts:
