@@ -5,12 +5,16 @@ steps: segment, encode, pack, with datasets' cache files) and held-out evaluatio
 from __future__ import annotations
 
 from workbench.config import MaskingSpec
-from workbench.masking.collators import KnowledgeMaskCollator, RandomMaskCollator, WholeWordMaskCollator, build_collator
+from workbench.masking.collators import (
+    KnowledgeMaskCollator,
+    RandomMaskCollator,
+    WholeWordMaskCollator,
+    build_collator,
+    compute_idf,
+)
 from workbench.masking.corpus import PreparedCorpus, count_tokens, default_cache_dir, encode_corpus, prepare_corpus
-from workbench.masking.encode import encode_words
 from workbench.masking.heldout import evaluate_masked_lm, fixed_mask_batches, split_heldout
-from workbench.masking.knowledge import compute_idf
-from workbench.masking.packing import pack_documents, split_sentences
+from workbench.masking.packing import encode_words, pack_documents, split_sentences
 from workbench.masking.segment import JiebaSegmenter
 
 __all__ = [

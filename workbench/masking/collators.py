@@ -1,21 +1,19 @@
 """MLM data collators: random token masking, whole-word masking (WWM) and knowledge-based dynamic masking (KDM).
 
-A collator pads features of :func:`workbench.masking.encode_words` (or packed blocks) to the longest in the
-batch and returns tensors for ``BertForMaskedLM``: ``input_ids``, ``attention_mask``, ``token_type_ids``,
-``labels`` (``IGNORE_INDEX`` where nothing is predicted), with ``return_word_ids`` the ``word_ids`` (hard
-correction needs the spans) and with ``sentence_order`` the ``sop_labels``
-(:mod:`workbench.masking.sentence_order`: halves swapped with p = 0.5 before masking).
-
-Budget (BERT, Devlin et al. 2019, Sec. 3.1, ``create_pretraining_data.py``): ``round(p * n)`` tokens per
-sequence, n = its non-special tokens; a chosen token becomes [MASK] with probability 0.8, a random
-non-special token with 0.1, and stays with 0.1. Each collator's ``numpy`` generator, seeded from ``seed``
-(from ``(seed, worker_id)`` in a DataLoader worker), advances per batch: fresh masks every epoch, the
-same masks for the same seed.
+A collator pads features of :func:`workbench.masking.encode_words` (or packed blocks) to the longest and returns
+tensors for ``BertForMaskedLM``: ``input_ids``, ``attention_mask``, ``token_type_ids``, ``labels`` (``IGNORE_INDEX``
+where nothing is predicted), with ``return_word_ids`` the ``word_ids`` and with ``sentence_order`` the ``sop_labels``
+(:mod:`workbench.masking.sentence_order`). Budget (BERT, Devlin et al. 2019, Sec. 3.1): ``round(p * n)`` tokens per
+sequence, n = its non-special tokens; a chosen token becomes [MASK] with probability 0.8, a random non-special token
+with 0.1, stays with 0.1. Each collator's generator, seeded from ``seed`` (``(seed, worker_id)`` in a DataLoader
+worker), advances per batch: fresh masks every epoch, the same masks for the same seed.
 """
 
 from __future__ import annotations
 
+import math
 import re
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from itertools import chain
 from typing import Any
@@ -25,7 +23,6 @@ import torch
 
 from workbench.checks import IGNORE_INDEX, check_int, check_number, is_number
 from workbench.config import MaskingSpec
-from workbench.masking.knowledge import compute_idf, word_weights
 from workbench.masking.sentence_order import sentence_order_batch
 
 MASK_TOKEN_SHARE, RANDOM_TOKEN_SHARE = 0.8, 0.1
@@ -162,17 +159,11 @@ def _fill_budget(order, end_of_row, budget, lengths, segments, spans, chosen) ->
     for start in order:
         if remaining <= 0:
             return
-        stop = start
-        while (
-            stop < end_of_row
-            and stop - start < spans[start]
-            and not chosen[stop]
-            and segments[stop] == segments[start]
-            and lengths[stop] <= remaining
-        ):
-            chosen[stop] = 1
-            remaining -= lengths[stop]
-            stop += 1
+        for word in range(start, min(end_of_row, start + spans[start])):
+            if chosen[word] or segments[word] != segments[start] or lengths[word] > remaining:
+                break
+            chosen[word] = 1
+            remaining -= lengths[word]
 
 
 class WholeWordMaskCollator(_WordMaskCollator):
@@ -200,6 +191,36 @@ class WholeWordMaskCollator(_WordMaskCollator):
         if self.max_ngram == 1:
             return keys, np.ones(total, dtype=np.int64)
         return keys, rng.choice(np.arange(1, self.max_ngram + 1), size=total, p=self._ngram_probabilities)
+
+
+# Knowledge-based dynamic masking: word types, sampling weights, corpus IDF
+
+ENTITY_TAGS = frozenset({"ns", "nt", "nz"})
+ENTITY_TAG_PREFIX = "nr"  # nr, nrfg, nrt: person names
+EVENT_TAGS = frozenset({"v", "vn"})
+ENTITY, EVENT, OTHER = 0, 1, 2
+"""Word types, the indices of KnowledgeMaskCollator's type weights."""
+
+
+def word_type(tag: str) -> int:
+    """ENTITY (0) for a named-entity POS tag (nr*, ns, nt, nz), EVENT (1) for an event tag (v, vn), else OTHER (2)."""
+    if tag in ENTITY_TAGS or tag.startswith(ENTITY_TAG_PREFIX):
+        return ENTITY
+    return EVENT if tag in EVENT_TAGS else OTHER
+
+
+def compute_idf(segmented_texts: Iterable[Iterable[str]]) -> dict[str, float]:
+    """Smoothed inverse document frequency of every word of a segmented corpus, counted streaming (one
+    text in memory at a time): idf(w) = ln((1 + N) / (1 + df(w))) + 1, N texts, df(w) = texts holding w
+    (scikit-learn's TfidfTransformer, smooth_idf)."""
+    document_frequency: Counter[str] = Counter()
+    n_texts = 0
+    for words in segmented_texts:
+        n_texts += 1
+        document_frequency.update(set(words))
+    if n_texts == 0:
+        raise ValueError("segmented_texts: must hold at least one text, got none")
+    return {word: math.log((1 + n_texts) / (1 + df)) + 1.0 for word, df in document_frequency.items()}
 
 
 class KnowledgeMaskCollator(_WordMaskCollator):
@@ -244,8 +265,10 @@ class KnowledgeMaskCollator(_WordMaskCollator):
     def _word_order(self, features, word_counts, rng):
         counts = word_counts.tolist()
         tags = list(chain.from_iterable(f["word_tags"][:n] for f, n in zip(features, counts)))
-        words = list(chain.from_iterable(f["words"][:n] for f, n in zip(features, counts))) if self.entities or self.idf else []
-        weights = word_weights(tags, words, self.entities, self.idf, self._unseen_idf, self._type_weights)
+        words = list(chain.from_iterable(f["words"][:n] for f, n in zip(features, counts)))
+        types = [ENTITY if word in self.entities else word_type(tag) for tag, word in zip(tags, words)]
+        idf = np.array([self.idf.get(word, self._unseen_idf) for word in words]) if self.idf else 1.0
+        weights = self._type_weights[np.array(types, dtype=np.int64)] * idf  # w = type_weight * idf(word)
         exponential = rng.standard_exponential(len(tags))
         unweighted = weights == 0
         keys = np.divide(exponential, weights, out=exponential.copy(), where=~unweighted)

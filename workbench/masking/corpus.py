@@ -1,21 +1,16 @@
-"""Corpus preparation for MLM pre-training: ``datasets`` map steps with ``num_proc`` processes and datasets' cache files.
+"""Corpus preparation for MLM pre-training as ``datasets`` map steps with ``num_proc`` processes and datasets' cache files.
 
-:func:`prepare_corpus` drops blank documents and groups the others into chunks of about
-:data:`CHUNK_CHARACTERS` characters (whole documents, in order; a chunk is a dataset row, so the blocks
-do not depend on ``num_proc``), then maps the steps of :mod:`~workbench.masking.packing` over the chunks:
-segment (jieba), encode (tokenizer and word alignment) and pack (blocks; a chunk's last block may be short).
-
-Each step's result is a cache file ``<cache_dir>/corpus/<step>-<fingerprint>.arrow``, which datasets
-writes to a temporary file and renames when complete: a killed run leaves nothing that is read. The
-fingerprint (``new_fingerprint``) chains what a step's output depends on: the chunks' text and
-:data:`FORMAT`; jieba's settings (POS tagging, the user dictionary's content, jieba's version); the
-tokenizer (its serialisation without the truncation and padding of its last call); ``max_length`` and
-``block_boundary``. A changed input is a new file (a new ``max_length`` packs again without segmenting).
+Blank documents are dropped, the others grouped into chunks of about :data:`CHUNK_CHARACTERS` characters (whole
+documents in order; a chunk is a row, so the blocks do not depend on ``num_proc``; its last block may be short), and
+the steps of :mod:`~workbench.masking.packing` are mapped over the chunks: segment, encode, pack. Each step's result
+is the cache file ``<cache_dir>/corpus/<step>-<fingerprint>.arrow`` (datasets writes a temporary file and renames it
+when complete: a killed run leaves nothing that is read). The fingerprint chains what the step's output depends on:
+the chunks' text and :data:`FORMAT`; POS tagging, the user dictionary's content and jieba's version; the tokenizer
+(its serialisation without the truncation and padding of its last call); ``max_length`` and ``block_boundary``.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import time
@@ -97,12 +92,6 @@ def _pack(chunks: dict, tokenizer, max_length: int, block_boundary: str) -> dict
     return {name: [block[name] for block in blocks] for name in BLOCK_COLUMNS}
 
 
-def _tokenizer_digest(tokenizer) -> str:
-    """The fast tokenizer's serialisation without ``truncation`` and ``padding`` (the settings of its last call)."""
-    state = json.loads(tokenizer.backend_tokenizer.to_str())
-    return Hasher.hash({key: value for key, value in state.items() if key not in ("truncation", "padding")})
-
-
 def _blocks(documents, tokenizer, max_length, segmenter, block_boundary, num_proc, folder: Path | None):
     """The blocks (a ``datasets.Dataset``) and their fingerprint; cache files in ``folder`` (None: in memory)."""
     num_proc = resolve_num_proc(num_proc)
@@ -112,11 +101,13 @@ def _blocks(documents, tokenizer, max_length, segmenter, block_boundary, num_pro
     if not chunks:
         raise ValueError("documents: the corpus is empty (no document with a non-space character)")
     segmenter.words("预热")  # jieba's dictionary loaded here, once, before datasets forks its processes
-    user_dict = None if segmenter.user_dict is None else hashlib.sha256(Path(segmenter.user_dict).read_bytes()).hexdigest()
+    user_dict = None if segmenter.user_dict is None else Path(segmenter.user_dict).read_bytes()
+    vocabulary = json.loads(tokenizer.backend_tokenizer.to_str())  # without the truncation and padding of its last call
+    vocabulary = {key: value for key, value in vocabulary.items() if key not in ("truncation", "padding")}
     packing = {"tokenizer": tokenizer, "max_length": max_length, "block_boundary": block_boundary}
     steps = [  # name, progress bar, function and its arguments, what its output depends on besides the step before
         ("segment", "segment (jieba)", _segment, {"segmenter": segmenter}, [segmenter.pos, user_dict, jieba.__version__]),
-        ("encode", "encode", _encode, {"tokenizer": tokenizer}, _tokenizer_digest(tokenizer)),
+        ("encode", "encode", _encode, {"tokenizer": tokenizer}, vocabulary),
         ("pack", "pack into blocks", _pack, packing, [max_length, block_boundary]),
     ]
     dataset = datasets.Dataset.from_dict({"documents": chunks})
@@ -152,28 +143,14 @@ def encode_corpus(
     block_boundary: str = "sentence",
     num_proc: int | None = None,
 ) -> datasets.Dataset:
-    """The blocks of :func:`prepare_corpus`, computed in memory (no cache files).
-
-    Args:
-        documents: the corpus, one document a string.
-        tokenizer: a fast tokenizer.
-        max_length: tokens per block, [CLS] and [SEP] included.
-        segmenter: jieba's settings (default ``JiebaSegmenter()``).
-        block_boundary: blocks end at sentences (``"sentence"``) or words (``"word"``).
-        num_proc: processes (default: every usable core).
-    """
+    """The blocks of :func:`prepare_corpus`, computed in memory (no cache files)."""
     return _blocks(documents, tokenizer, max_length, segmenter, block_boundary, num_proc, None)[0]
 
 
 @dataclass
 class PreparedCorpus:
-    """Packed blocks and what it took to get them.
-
-    ``dataset``: the blocks (memory-mapped Arrow); ``key``: their fingerprint; ``path``: the folder of
-    the cache files; ``cache_hit``: every file the blocks are read from was there before;
-    ``preprocess_seconds``: wall time of :func:`prepare_corpus`; ``corpus_characters``: the non-space
-    characters of the documents; ``tokens``: tokens in all blocks ([CLS] and [SEP] included).
-    """
+    """The blocks (memory-mapped), their fingerprint ``key``, the cache folder ``path``, ``cache_hit`` (every file read
+    was there before), the wall time, the documents' non-space characters and the blocks' tokens ([CLS], [SEP] too)."""
 
     dataset: datasets.Dataset
     key: str
@@ -190,16 +167,13 @@ class PreparedCorpus:
 
 def _corpus_folder(cache_dir: str | Path | None) -> Path:
     """``<cache_dir>/corpus``, created; ValueError naming ``cache_dir`` when it cannot be used."""
-    base = default_cache_dir() if cache_dir is None else Path(cache_dir).expanduser()
-    if base.exists() and not base.is_dir():
-        raise ValueError(f"cache_dir: {str(base)!r} exists and is not a directory")
-    folder = base / "corpus"
+    folder = (default_cache_dir() if cache_dir is None else Path(cache_dir).expanduser()) / "corpus"
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as error:
-        raise ValueError(f"cache_dir: cannot create {str(folder)!r} ({error.strerror or error})") from error
+        raise ValueError(f"cache_dir: cannot create {str(folder)!r} ({error.strerror or error})") from None
     if not os.access(folder, os.R_OK | os.W_OK | os.X_OK):
-        raise ValueError(f"cache_dir: {str(folder)!r} must be readable and writable")
+        raise ValueError(f"cache_dir: {str(folder)!r} must be a readable and writable folder")
     return folder
 
 
@@ -213,11 +187,16 @@ def prepare_corpus(
     segmenter: JiebaSegmenter | None = None,
     block_boundary: str = "sentence",
 ) -> PreparedCorpus:
-    """The packed blocks of ``documents`` (module docstring), from datasets' cache files under
-    ``cache_dir`` (default :func:`default_cache_dir`) where they exist, else computed and cached.
+    """The packed blocks of ``documents`` (module docstring) from datasets' cache files, computed where missing.
 
-    Arguments as :func:`encode_corpus`. Raises ValueError naming ``cache_dir`` when it is not a
-    usable folder, ``documents`` for an empty corpus, and the argument at fault.
+    Args:
+        documents: the corpus, one document a string.
+        tokenizer: a fast tokenizer.
+        max_length: tokens per block, [CLS] and [SEP] included.
+        cache_dir: the cache's folder (default :func:`default_cache_dir`); ValueError naming it when unusable.
+        num_proc: processes (default: every usable core).
+        segmenter: jieba's settings (default ``JiebaSegmenter()``).
+        block_boundary: blocks end at sentences (``"sentence"``) or fill up to words (``"word"``).
     """
     start = time.perf_counter()
     folder = _corpus_folder(cache_dir)
@@ -235,11 +214,8 @@ def prepare_corpus(
 
 
 def count_tokens(blocks: datasets.Dataset, *, text_only: bool = False) -> int:
-    """Tokens in all ``input_ids`` of ``blocks``, counted in Arrow; respects a selection (``select``).
-
-    ``text_only=False``: every token, [CLS] and [SEP] included; ``True``: the tokens of the text,
-    sum over blocks of #{i : word_ids[i] >= 0} (the n of the collators' budget round(p * n)).
-    """
+    """Tokens in all ``input_ids`` of ``blocks`` (a selection too), [CLS] and [SEP] included; ``text_only``: the text's,
+    sum over blocks of #{i : word_ids[i] >= 0} (the n of the collators' budget round(p * n))."""
     table = blocks.with_format("arrow")[:]
     if text_only:
         counted = pc.greater_equal(pc.list_flatten(table.column("word_ids")), 0)

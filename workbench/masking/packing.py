@@ -1,37 +1,79 @@
-"""Packing documents into MLM blocks that keep sentences and jieba words whole, in three steps.
+"""Word-aligned encoding: each token belongs to the jieba word holding its first character. :func:`encode_words`
+encodes texts (once per dataset; the collators then mask stored word indices); :func:`pack_documents` packs
+documents into MLM blocks that keep sentences and words whole (RoBERTa's FULL-SENTENCES inputs; ``run_mlm``'s
+``group_texts`` cuts every ``block_size`` tokens wherever that falls), in three steps:
 
-``run_mlm``'s ``group_texts`` concatenates texts and cuts every ``block_size`` tokens wherever that
-falls; here blocks are cut where sentences and words stay whole (RoBERTa's FULL-SENTENCES inputs):
+1. :func:`segment_document`: sentences end after 。！？ (closing quotes and brackets stay with them) and at
+   whitespace (no token); each sentence is segmented by jieba;
+2. :func:`align_tokens`: each token's word, and where the sentences start;
+3. :class:`Packer`: sentences fill the open block up to ``max_length`` tokens with [CLS] and [SEP];
+   ``block_boundary="sentence"``: a sentence that does not fit opens the next block, ``"word"``: its longest
+   prefix of whole words fills the block first. A longer sentence is cut at word boundaries (a longer word,
+   between tokens). Consecutive documents share a block, separated by one [SEP] (word id -1).
 
-1. :func:`segment_document`: sentences end after 。！？ (closing quotes and brackets stay with them) and
-   at whitespace (which yields no token); each sentence is segmented by jieba;
-2. :func:`align_tokens`: each token of the document (tokenized once) belongs to the word holding its
-   first character, as in :func:`~workbench.masking.encode_words`;
-3. :class:`Packer`: sentences fill the open block while it holds at most ``max_length`` tokens with
-   [CLS] and [SEP]. ``block_boundary="sentence"``: a sentence that does not fit opens the next block;
-   ``"word"``: the block is first filled with the sentence's longest prefix of whole words. A sentence
-   longer than a block is cut at word boundaries (a word longer than a block, between tokens).
-   Consecutive documents share a block, separated by one [SEP] (word id -1).
-
-No text is dropped. A block carries the features of ``encode_words`` (words numbered from 0 per block),
-so the collators mask blocks unchanged.
+No text is dropped; a block carries the features of ``encode_words``, words numbered from 0 per block.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 
 from workbench.checks import check_choice, check_int
 from workbench.config import BLOCK_BOUNDARIES  # the choices, defined once
 
-from .encode import NO_WORD
 from .segment import JiebaSegmenter
 
+NO_WORD = -1
 BLOCK_COLUMNS = ("input_ids", "attention_mask", "token_type_ids", "word_ids", "word_pos", "words", "word_tags")
 """The features of a block, as :func:`~workbench.masking.encode_words` gives them for a text."""
 _BOUNDARY = re.compile(r"[。！？]+[”’」』）》〉】)\]\"']*|\s+")
+
+
+def _char_to_word(text: str, segmenter: JiebaSegmenter) -> tuple[list[int], list[str], list[str]]:
+    """Per character of ``text``: the index of its jieba word; plus the words and their POS tags."""
+    pairs = segmenter.segment(text)
+    char_word = [index for index, (word, _) in enumerate(pairs) for _ in word]
+    return char_word, [word for word, _ in pairs], [tag for _, tag in pairs]
+
+
+def encode_words(
+    tokenizer, texts: Sequence[str], segmenter: JiebaSegmenter, max_length: int = 128, text_pairs: Sequence[str] | None = None
+) -> list[dict]:
+    """Encode ``texts`` (and ``text_pairs``, truncated to ``max_length``); a token belongs to the jieba word holding its
+    first character. Per text: ``input_ids``, ``attention_mask``, ``token_type_ids``, ``word_ids`` (-1: special), each
+    token's ``word_pos`` ("" for special tokens), and the ``words`` and ``word_tags`` numbered 0, 1, ... in the order of
+    their first token (a pair's second segment continues; a word without a token, e.g. a space, gets no number)."""
+    check_int("max_length", max_length, 2)  # room for [CLS] and [SEP]
+    if not getattr(tokenizer, "is_fast", False):
+        raise ValueError(f"tokenizer: must be a fast tokenizer (offset mappings are needed), got {type(tokenizer).__name__}")
+    texts = list(texts)
+    if text_pairs is not None and len(text_pairs := list(text_pairs)) != len(texts):
+        raise ValueError(f"text_pairs: must have one entry per text ({len(texts)}), got {len(text_pairs)}")
+    encoded = tokenizer(
+        texts, text_pairs, truncation=True, max_length=max_length, return_offsets_mapping=True, return_token_type_ids=True
+    )
+    features = []
+    for row, text in enumerate(texts):
+        segments = [_char_to_word(text, segmenter)] + ([] if text_pairs is None else [_char_to_word(text_pairs[row], segmenter)])
+        renumbered: dict[tuple[int, int], int] = {}
+        feature = {"word_ids": [], "word_pos": [], "words": [], "word_tags": []}
+        for sequence, (start, end) in zip(encoded.sequence_ids(row), encoded["offset_mapping"][row]):
+            if sequence is None or end <= start:
+                feature["word_ids"].append(NO_WORD)
+                feature["word_pos"].append("")
+                continue
+            char_word, words, tags = segments[sequence]
+            word = char_word[start]
+            if (sequence, word) not in renumbered:
+                renumbered[sequence, word] = len(feature["words"])
+                feature["words"].append(words[word])
+                feature["word_tags"].append(tags[word])
+            feature["word_ids"].append(renumbered[sequence, word])
+            feature["word_pos"].append(tags[word])
+        columns = ("input_ids", "attention_mask", "token_type_ids")
+        features.append({name: list(encoded[name][row]) for name in columns} | feature)
+    return features
 
 
 def split_sentences(text: str) -> list[tuple[int, int]]:
@@ -81,23 +123,6 @@ def align_tokens(
     return token_word, [i for i, sentence in enumerate(token_sentence) if i == 0 or sentence != token_sentence[i - 1]]
 
 
-@dataclass
-class _Document:
-    """A document's token ids, each token's word, its words and tags, the token spans of its sentences,
-    and per token (and its end) whether a block may start there without splitting a word."""
-
-    ids: list[int]
-    token_word: list[int]
-    words: list[str]
-    tags: list[str]
-    sentences: list[tuple[int, int]]
-    word_starts: list[bool]
-
-    def last_word_start(self, start: int, limit: int) -> int | None:
-        """The last token index in (start, limit] where a word starts, or None."""
-        return next((cut for cut in range(limit, start, -1) if self.word_starts[cut]), None)
-
-
 class Packer:
     """Step 3: greedy packing of documents' sentences into blocks of at most ``max_length`` tokens."""
 
@@ -105,72 +130,61 @@ class Packer:
         self.cls_id, self.sep_id, self.capacity = cls_id, sep_id, max_length - 2
         self.fill_with_words = block_boundary == "word"
         self.blocks: list[dict] = []
-        self.pieces: list[list] = []  # [document, start, end] token ranges of the open block
-        self.used = 0
+        self.tokens: list[tuple] = []  # the open block: (token id, (document, word, text, tag) or None)
+        self.documents = self.last = 0  # documents added; the document of the open block's last token
 
     def add(self, ids: list[int], token_word: list[int], sentence_starts: list[int], words: list[str], tags: list[str]):
-        """Append one document (steps 1 and 2 give its words, tags, token words and sentence starts)."""
-        bounds = [*sentence_starts, len(ids)]
+        """Append a document: its token ids, token words and sentence starts (step 2), words and tags (step 1)."""
+        self.documents += 1
+        tokens = [(i, None if w < 0 else (self.documents, w, words[w], tags[w])) for i, w in zip(ids, token_word)]
         starts = set(sentence_starts)
         word_starts = [i in starts or w < 0 or w != token_word[i - 1] for i, w in enumerate(token_word)] + [True]
-        document = _Document(ids, token_word, words, tags, list(zip(bounds, bounds[1:])), word_starts)
-        for start, end in document.sentences:
-            separator = int(bool(self.pieces) and self.pieces[-1][0] is not document)
-            room = self.capacity - self.used - separator
+
+        def last_word_start(start: int, limit: int) -> int | None:  # the last token in (start, limit] starting a word
+            return next((cut for cut in range(limit, start, -1) if word_starts[cut]), None)
+
+        bounds = [*sentence_starts, len(ids)]
+        for start, end in zip(bounds, bounds[1:]):
+            separator = int(bool(self.tokens) and self.last != self.documents)
+            room = self.capacity - len(self.tokens) - separator
             if end - start <= room:
-                self._append(document, start, end, separator)
+                self._append(tokens[start:end], separator)
                 continue
-            cut = document.last_word_start(start, start + room) if self.fill_with_words and room > 0 else None
+            cut = last_word_start(start, start + room) if self.fill_with_words and room > 0 else None
             if cut is not None:
-                self._append(document, start, cut, separator)
+                self._append(tokens[start:cut], separator)
                 start = cut
             self._close()
             while end - start > self.capacity:
-                cut = document.last_word_start(start, start + self.capacity) or start + self.capacity
-                self._append(document, start, cut, 0)
+                cut = last_word_start(start, start + self.capacity) or start + self.capacity
+                self._append(tokens[start:cut], 0)
                 self._close()
                 start = cut
-            self._append(document, start, end, 0)
+            self._append(tokens[start:end], 0)
 
     def finish(self) -> list[dict]:
         """The blocks, the open one closed."""
         self._close()
         return self.blocks
 
-    def _append(self, document: _Document, start: int, end: int, separator: int) -> None:
-        if self.pieces and self.pieces[-1][0] is document and self.pieces[-1][2] == start:
-            self.pieces[-1][2] = end
-        else:
-            self.pieces.append([document, start, end])
-        self.used += separator + end - start
+    def _append(self, tokens: list[tuple], separator: int) -> None:
+        self.tokens += [(self.sep_id, None)] * separator + tokens
+        self.last = self.documents
 
     def _close(self) -> None:
-        if self.pieces:
-            self.blocks.append(self._features())
-        self.pieces, self.used = [], 0
-
-    def _features(self) -> dict:
-        input_ids, word_ids, word_pos, words, word_tags = [self.cls_id], [NO_WORD], [""], [], []
-        for number, (document, start, end) in enumerate(self.pieces):
-            if number and document is not self.pieces[number - 1][0]:
-                input_ids.append(self.sep_id)
-                word_ids.append(NO_WORD)
-                word_pos.append("")
-            renumbered: dict[int, int] = {}
-            for token in range(start, end):
-                input_ids.append(document.ids[token])
-                word = document.token_word[token]
-                if word >= 0 and word not in renumbered:
-                    renumbered[word] = len(words)
-                    words.append(document.words[word])
-                    word_tags.append(document.tags[word])
-                word_ids.append(renumbered[word] if word >= 0 else NO_WORD)
-                word_pos.append(document.tags[word] if word >= 0 else "")
-        input_ids.append(self.sep_id)
-        word_ids.append(NO_WORD)
-        word_pos.append("")
-        ones, zeros = [1] * len(input_ids), [0] * len(input_ids)
-        return dict(zip(BLOCK_COLUMNS, (input_ids, ones, zeros, word_ids, word_pos, words, word_tags)))
+        if self.tokens:
+            numbered: dict[tuple, tuple] = {}  # (document, word) -> (text, tag), numbered in order of appearance
+            for _, word in self.tokens:
+                if word is not None:
+                    numbered.setdefault(word[:2], word[2:])
+            number = {key: index for index, key in enumerate(numbered)}
+            input_ids = [self.cls_id, *(token for token, _ in self.tokens), self.sep_id]
+            word_ids = [NO_WORD, *(NO_WORD if w is None else number[w[:2]] for _, w in self.tokens), NO_WORD]
+            word_pos = ["", *("" if w is None else w[3] for _, w in self.tokens), ""]
+            words, tags = [text for text, _ in numbered.values()], [tag for _, tag in numbered.values()]
+            ones, zeros = [1] * len(input_ids), [0] * len(input_ids)
+            self.blocks.append(dict(zip(BLOCK_COLUMNS, (input_ids, ones, zeros, word_ids, word_pos, words, tags))))
+        self.tokens = []
 
 
 def check_packing(tokenizer, max_length: int, block_boundary: str) -> None:

@@ -1,8 +1,4 @@
-"""Chinese word segmentation with jieba, loaded once per process and cached per text.
-
-The jieba tokenizers (about a second to load) live at module level, one per user dictionary, built on
-first use and shared by every :class:`JiebaSegmenter`; each segmenter keeps an LRU cache keyed by text.
-"""
+"""Chinese word segmentation with jieba: the dictionaries load once per process, each segmenter caches per text."""
 
 from __future__ import annotations
 
@@ -22,18 +18,14 @@ DEFAULT_CACHE_SIZE = 200_000
 
 @cache
 def _jieba_tokenizers(user_dict: str | None):
-    """The (jieba.Tokenizer, jieba.posseg.POSTokenizer) pair for one user dictionary, built once."""
-    import jieba.posseg
+    """The jieba tokenizer and POS tokenizer of one user dictionary (None: jieba's default ones), loaded once."""
+    import jieba.posseg  # about a second: on first use only
 
-    if user_dict is None:
-        tokenizer, pos_tokenizer = jieba.dt, jieba.posseg.dt
-    else:
-        tokenizer = jieba.Tokenizer()
-        pos_tokenizer = jieba.posseg.POSTokenizer(tokenizer)
+    tokenizer = jieba.dt if user_dict is None else jieba.Tokenizer()
     tokenizer.initialize()
     if user_dict is not None:
         tokenizer.load_userdict(user_dict)
-    return tokenizer, pos_tokenizer
+    return tokenizer, jieba.posseg.dt if user_dict is None else jieba.posseg.POSTokenizer(tokenizer)
 
 
 class JiebaSegmenter:
@@ -50,13 +42,12 @@ class JiebaSegmenter:
             raise ValueError(f"user_dict: no such file {str(user_dict)!r}")
         if user_dict is not None:
             read_lines(user_dict)  # ValueError naming the file (and line) unless it is UTF-8 text
-        self.cache_size = check_int("cache_size", cache_size, 1)
         self.user_dict = None if user_dict is None else str(Path(user_dict).resolve())
-        self.pos = pos
+        self.pos, self.cache_size = pos, check_int("cache_size", cache_size, 1)
         self._segment_cached = lru_cache(maxsize=cache_size)(self._segment_uncached)
 
     def __reduce__(self):
-        """Pickled by its settings (datasets' worker processes), with an empty cache."""
+        """Pickled by its settings (for datasets' processes), with an empty cache."""
         return JiebaSegmenter, (self.user_dict, self.pos, self.cache_size)
 
     def _segment_uncached(self, text: str) -> tuple[tuple[str, str], ...]:
