@@ -25,12 +25,12 @@ from workbench.checks import check_int, check_number
 _CILIN_LINE = re.compile(r"^(?P<code>\S+?)(?P<flag>[=#@])\s*(?P<members>.*)$")
 
 
-def read_lines(path: str | Path) -> list[str]:
-    """The lines of a UTF-8 text file (``.gz``: through gzip) without line ends; ValueError naming the file (``file:line``
-    for bytes that are not UTF-8: GBK, an encoded lone surrogate) when it is missing, not gzip, truncated or not UTF-8."""
+def read_lines(path: str | Path, name: str = "path") -> list[str]:
+    """The lines of a UTF-8 text file (``.gz``: gzip) without line ends; ValueError naming ``name`` if it is missing, the
+    file if not gzip or truncated, ``file:line`` for bytes that are not UTF-8 (GBK, an encoded lone surrogate)."""
     path = Path(path)
     if not path.is_file():
-        raise ValueError(f"path: no such file {str(path)!r}")
+        raise ValueError(f"{name}: no such file {str(path)!r}")
     lines: list[str] = []
     try:
         with (gzip.open if path.suffix == ".gz" else open)(path, "rb") as handle:

@@ -1,6 +1,4 @@
-"""Chinese MLM masking: jieba segmentation, word-aligned encoding, random / whole-word / knowledge-based
-collators and :func:`build_collator` from a :class:`MaskingSpec`; corpus preparation (``datasets`` map
-steps: segment, encode, pack, with datasets' cache files) and held-out evaluation."""
+"""Chinese MLM masking: jieba segmentation, word-aligned encoding, the collators, corpus preparation, held-out evaluation."""
 
 from __future__ import annotations
 

@@ -26,16 +26,12 @@ from workbench.config import MaskingSpec
 from workbench.masking.sentence_order import sentence_order_batch
 
 MASK_TOKEN_SHARE, RANDOM_TOKEN_SHARE = 0.8, 0.1
-DEFAULT_ENTITY_WEIGHT, DEFAULT_EVENT_WEIGHT, DEFAULT_OTHER_WEIGHT = 10.0, 5.0, 1.0
-"""KnowledgeMaskCollator's type weights (the workbench's choice; the paper gives none)."""
+DEFAULT_ENTITY_WEIGHT, DEFAULT_EVENT_WEIGHT, DEFAULT_OTHER_WEIGHT = 10.0, 5.0, 1.0  # KDM's (the paper gives none)
 _BRACKETED_TOKEN = re.compile(r"^\[[^\]]+\]$")
 
 
 def _pad(features: Sequence[Mapping], key: str, pad_value: int, width: int) -> np.ndarray:
-    array = np.full((len(features), width), pad_value, dtype=np.int64)
-    for row, feature in enumerate(features):
-        array[row, : len(feature[key])] = feature[key]
-    return array
+    return np.array([[*feature[key], *[pad_value] * (width - len(feature[key]))] for feature in features], dtype=np.int64)
 
 
 class _MaskingCollator:
@@ -72,19 +68,17 @@ class _MaskingCollator:
         rng = self._generator()
         sop_labels = None
         if self.sentence_order:
-            features, sop_labels = sentence_order_batch(
-                list(features), rng, self.tokenizer.cls_token_id, self.tokenizer.sep_token_id
-            )
+            cls_id, sep_id = self.tokenizer.cls_token_id, self.tokenizer.sep_token_id
+            features, sop_labels = sentence_order_batch(list(features), rng, cls_id, sep_id)
         width = max(len(feature["input_ids"]) for feature in features)
         input_ids = _pad(features, "input_ids", self.tokenizer.pad_token_id, width)
         batch = {"input_ids": input_ids, "attention_mask": _pad(features, "attention_mask", 0, width)}
         has_types = "token_type_ids" in features[0]
         batch["token_type_ids"] = _pad(features, "token_type_ids", 0, width) if has_types else np.zeros_like(input_ids)
         word_ids = _pad(features, "word_ids", -1, width) if "word_ids" in features[0] else None
-        if word_ids is not None:
-            maskable = word_ids >= 0
-        else:
-            maskable = (batch["attention_mask"] == 1) & ~np.isin(input_ids, self._special_ids)
+        maskable = (
+            word_ids >= 0 if word_ids is not None else (batch["attention_mask"] == 1) & ~np.isin(input_ids, self._special_ids)
+        )
         budgets = np.rint(self.mlm_probability * maskable.sum(axis=1)).astype(np.int64)
         masked = self._choose(features, word_ids, maskable, batch["token_type_ids"], budgets, rng)
         batch["input_ids"], batch["labels"] = self._replace(input_ids, masked, rng)
@@ -125,8 +119,7 @@ class _WordMaskCollator(_MaskingCollator):
     word gets no mask)."""
 
     def _word_order(self, features, word_counts, rng) -> tuple[tuple[np.ndarray, ...], np.ndarray]:
-        """Per batch word (rows concatenated): ``np.lexsort`` keys (last = primary; smaller = masked
-        earlier) and the span length in words."""
+        """Per batch word (rows concatenated): ``np.lexsort`` keys (last = primary; smaller: masked first), span in words."""
         raise NotImplementedError
 
     def _choose(self, features, word_ids, maskable, token_type_ids, budgets, rng) -> np.ndarray:
@@ -198,21 +191,17 @@ class WholeWordMaskCollator(_WordMaskCollator):
 ENTITY_TAGS = frozenset({"ns", "nt", "nz"})
 ENTITY_TAG_PREFIX = "nr"  # nr, nrfg, nrt: person names
 EVENT_TAGS = frozenset({"v", "vn"})
-ENTITY, EVENT, OTHER = 0, 1, 2
-"""Word types, the indices of KnowledgeMaskCollator's type weights."""
+ENTITY, EVENT, OTHER = 0, 1, 2  # word types: the indices of KnowledgeMaskCollator's type weights
 
 
 def word_type(tag: str) -> int:
     """ENTITY (0) for a named-entity POS tag (nr*, ns, nt, nz), EVENT (1) for an event tag (v, vn), else OTHER (2)."""
-    if tag in ENTITY_TAGS or tag.startswith(ENTITY_TAG_PREFIX):
-        return ENTITY
-    return EVENT if tag in EVENT_TAGS else OTHER
+    return ENTITY if tag in ENTITY_TAGS or tag.startswith(ENTITY_TAG_PREFIX) else EVENT if tag in EVENT_TAGS else OTHER
 
 
 def compute_idf(segmented_texts: Iterable[Iterable[str]]) -> dict[str, float]:
-    """Smoothed inverse document frequency of every word of a segmented corpus, counted streaming (one
-    text in memory at a time): idf(w) = ln((1 + N) / (1 + df(w))) + 1, N texts, df(w) = texts holding w
-    (scikit-learn's TfidfTransformer, smooth_idf)."""
+    """Smoothed IDF of every word of a segmented corpus, counted streaming (a text at a time): idf(w) = ln((1 + N) /
+    (1 + df(w))) + 1, N texts, df(w) texts holding w (scikit-learn's TfidfTransformer, smooth_idf)."""
     document_frequency: Counter[str] = Counter()
     n_texts = 0
     for words in segmented_texts:
@@ -224,17 +213,13 @@ def compute_idf(segmented_texts: Iterable[Iterable[str]]) -> dict[str, float]:
 
 
 class KnowledgeMaskCollator(_WordMaskCollator):
-    """Knowledge-based dynamic masking (KDM; Erlangshen, arXiv 2208.02959, Sec. 3.1: "to mask
-    semantically rich tokens such as entities and events"; the paper gives no algorithm).
-
-    The workbench's reading: every batch draws the masked words afresh, word weight
-    w = type_weight * idf(word), type weight ``entity_weight`` for named entities (jieba POS nr*, ns, nt,
-    nz, or in ``entities``), ``event_weight`` for events (v, vn), ``other_weight`` otherwise; idf from
-    ``idf`` (:func:`~workbench.masking.compute_idf`; a missing word counts as the rarest, every idf is 1
-    without a table). Weighted sampling without replacement by exponential keys E / w, E ~ Exp(1),
-    ascending (Efraimidis & Spirakis 2006: P(first) = w / sum w); whole words in key order fill the
-    budget, words of weight 0 only after all others. Weights far apart (1e9 : 1e4 : 1) approach a fixed
-    ranking entity > event > other.
+    """Knowledge-based dynamic masking (KDM; Erlangshen, arXiv 2208.02959, Sec. 3.1: "to mask semantically rich tokens
+    such as entities and events"; no algorithm given). The workbench's reading: every batch draws the masked words
+    afresh with weight w = type_weight * idf(word): ``entity_weight`` for named entities (jieba POS nr*, ns, nt, nz, or
+    in ``entities``), ``event_weight`` for events (v, vn), ``other_weight`` else; idf from ``idf`` (:func:`compute_idf`;
+    a missing word counts as the rarest; 1 without a table). Weighted sampling without replacement by exponential keys
+    E / w, E ~ Exp(1), ascending (Efraimidis & Spirakis 2006: P(first) = w / sum w); whole words in key order fill the
+    budget, words of weight 0 last. Weights far apart (1e9 : 1e4 : 1) approach a fixed ranking entity > event > other.
     """
 
     def __init__(

@@ -30,8 +30,7 @@ from .packing import BLOCK_COLUMNS, Packer, align_tokens, check_packing, segment
 from .segment import JiebaSegmenter
 
 CHUNK_CHARACTERS = 1 << 14
-FORMAT = 2
-"""Raised whenever a step's output changes for the same inputs."""
+FORMAT = 2  # raised whenever a step's output changes for the same inputs
 CACHE_ENV = "WORKBENCH_CACHE"
 _INTS, _STRINGS = datasets.List(datasets.Value("int32")), datasets.List(datasets.Value("string"))
 _BYTES = datasets.List(datasets.Value("int8"))
@@ -53,8 +52,7 @@ def resolve_num_proc(num_proc: int | None) -> int:
 def chunk_documents(documents: Sequence[str], chunk_characters: int = CHUNK_CHARACTERS) -> list[list[str]]:
     """Consecutive documents in chunks of at least ``chunk_characters`` characters (the last may be
     smaller); blank documents are dropped, a string that is not text (a lone surrogate) is a ValueError."""
-    chunks: list[list[str]] = [[]]
-    size = 0
+    chunks, size = [[]], 0
     for number, document in enumerate(documents):
         try:
             document.encode("utf-8")
@@ -84,10 +82,8 @@ def _encode(chunk: dict, tokenizer) -> dict:
 
 def _pack(chunks: dict, tokenizer, max_length: int, block_boundary: str) -> dict:
     packer = Packer(tokenizer.cls_token_id, tokenizer.sep_token_id, max_length, block_boundary)
-    for chunk in zip(*(chunks[name] for name in ("input_ids", "token_word", "sentence_starts", "words", "tags"))):
-        for ids, token_word, sentence_starts, words, tags in zip(*chunk):
-            if ids:
-                packer.add(ids, token_word, sentence_starts, words, tags)
+    for document in zip(*(chunks[name][0] for name in ("input_ids", "token_word", "sentence_starts", "words", "tags"))):
+        packer.add(*document)  # the documents of one chunk (batch_size=1)
     blocks = packer.finish()
     return {name: [block[name] for block in blocks] for name in BLOCK_COLUMNS}
 
@@ -102,8 +98,7 @@ def _blocks(documents, tokenizer, max_length, segmenter, block_boundary, num_pro
         raise ValueError("documents: the corpus is empty (no document with a non-space character)")
     segmenter.words("预热")  # jieba's dictionary loaded here, once, before datasets forks its processes
     user_dict = None if segmenter.user_dict is None else Path(segmenter.user_dict).read_bytes()
-    vocabulary = json.loads(tokenizer.backend_tokenizer.to_str())  # without the truncation and padding of its last call
-    vocabulary = {key: value for key, value in vocabulary.items() if key not in ("truncation", "padding")}
+    vocabulary = {k: v for k, v in json.loads(tokenizer.backend_tokenizer.to_str()).items() if k not in ("truncation", "padding")}
     packing = {"tokenizer": tokenizer, "max_length": max_length, "block_boundary": block_boundary}
     steps = [  # name, progress bar, function and its arguments, what its output depends on besides the step before
         ("segment", "segment (jieba)", _segment, {"segmenter": segmenter}, [segmenter.pos, user_dict, jieba.__version__]),
@@ -202,15 +197,9 @@ def prepare_corpus(
     folder = _corpus_folder(cache_dir)
     existing = set(os.listdir(folder))
     dataset, key = _blocks(documents, tokenizer, max_length, segmenter, block_boundary, num_proc, folder)
-    return PreparedCorpus(
-        dataset=dataset,
-        key=key,
-        path=folder,
-        cache_hit=all(Path(file["filename"]).name in existing for file in dataset.cache_files),
-        preprocess_seconds=time.perf_counter() - start,
-        corpus_characters=sum(len(word) for document in documents for word in document.split()),
-        tokens=count_tokens(dataset),
-    )
+    cache_hit = all(Path(file["filename"]).name in existing for file in dataset.cache_files)
+    characters = sum(len(word) for document in documents for word in document.split())
+    return PreparedCorpus(dataset, key, folder, cache_hit, time.perf_counter() - start, characters, count_tokens(dataset))
 
 
 def count_tokens(blocks: datasets.Dataset, *, text_only: bool = False) -> int:

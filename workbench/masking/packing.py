@@ -27,14 +27,7 @@ from .segment import JiebaSegmenter
 NO_WORD = -1
 BLOCK_COLUMNS = ("input_ids", "attention_mask", "token_type_ids", "word_ids", "word_pos", "words", "word_tags")
 """The features of a block, as :func:`~workbench.masking.encode_words` gives them for a text."""
-_BOUNDARY = re.compile(r"[。！？]+[”’」』）》〉】)\]\"']*|\s+")
-
-
-def _char_to_word(text: str, segmenter: JiebaSegmenter) -> tuple[list[int], list[str], list[str]]:
-    """Per character of ``text``: the index of its jieba word; plus the words and their POS tags."""
-    pairs = segmenter.segment(text)
-    char_word = [index for index, (word, _) in enumerate(pairs) for _ in word]
-    return char_word, [word for word, _ in pairs], [tag for _, tag in pairs]
+_SENTENCE = re.compile(r"[^\s。！？]*[。！？]+[”’」』）》〉】)\]\"']*|[^\s。！？]+")
 
 
 def encode_words(
@@ -55,46 +48,28 @@ def encode_words(
     )
     features = []
     for row, text in enumerate(texts):
-        segments = [_char_to_word(text, segmenter)] + ([] if text_pairs is None else [_char_to_word(text_pairs[row], segmenter)])
-        renumbered: dict[tuple[int, int], int] = {}
-        feature = {"word_ids": [], "word_pos": [], "words": [], "word_tags": []}
-        for sequence, (start, end) in zip(encoded.sequence_ids(row), encoded["offset_mapping"][row]):
-            if sequence is None or end <= start:
-                feature["word_ids"].append(NO_WORD)
-                feature["word_pos"].append("")
-                continue
-            char_word, words, tags = segments[sequence]
-            word = char_word[start]
-            if (sequence, word) not in renumbered:
-                renumbered[sequence, word] = len(feature["words"])
-                feature["words"].append(words[word])
-                feature["word_tags"].append(tags[word])
-            feature["word_ids"].append(renumbered[sequence, word])
-            feature["word_pos"].append(tags[word])
-        columns = ("input_ids", "attention_mask", "token_type_ids")
-        features.append({name: list(encoded[name][row]) for name in columns} | feature)
+        segments = [segmenter.segment(part) for part in ([text] if text_pairs is None else [text, text_pairs[row]])]
+        char_words = [[number for number, (word, _) in enumerate(pairs) for _ in word] for pairs in segments]
+        offsets = zip(encoded.sequence_ids(row), encoded["offset_mapping"][row])
+        keys = [None if part is None or end <= start else (part, char_words[part][start]) for part, (start, end) in offsets]
+        number = {key: index for index, key in enumerate(dict.fromkeys(key for key in keys if key is not None))}
+        columns = {name: list(encoded[name][row]) for name in ("input_ids", "attention_mask", "token_type_ids")}
+        columns["word_ids"] = [NO_WORD if key is None else number[key] for key in keys]
+        columns["word_pos"] = ["" if key is None else segments[key[0]][key[1]][1] for key in keys]
+        columns["words"] = [segments[part][word][0] for part, word in number]
+        columns["word_tags"] = [segments[part][word][1] for part, word in number]
+        features.append(columns)
     return features
 
 
 def split_sentences(text: str) -> list[tuple[int, int]]:
-    """Character spans ``(start, end)`` of the sentences of ``text``, in order, covering every
-    non-whitespace character once: a sentence ends after a run of 。！？ (with the closing quotes and
-    brackets that follow) and at whitespace."""
-    spans = []
-    start = 0
-    for match in _BOUNDARY.finditer(text):
-        end = match.start() if match.group()[0].isspace() else match.end()
-        if end > start:
-            spans.append((start, end))
-        start = match.end()
-    if start < len(text):
-        spans.append((start, len(text)))
-    return spans
+    """Character spans ``(start, end)`` of the sentences of ``text``, in order, covering every non-whitespace character
+    once: a sentence ends after a run of 。！？ (with the closing quotes and brackets that follow) and at whitespace."""
+    return [match.span() for match in _SENTENCE.finditer(text)]
 
 
 def segment_document(text: str, segmenter: JiebaSegmenter) -> tuple[list[str], list[str], list[int]]:
-    """Step 1: the jieba words and POS tags of the sentences of ``text`` (:func:`split_sentences`), and
-    the number of words of each sentence."""
+    """Step 1: the jieba words and POS tags of the sentences of ``text``, and the number of words of each sentence."""
     words, tags, counts = [], [], []
     for start, end in split_sentences(text):
         pairs = segmenter.segment(text[start:end])
@@ -104,9 +79,7 @@ def segment_document(text: str, segmenter: JiebaSegmenter) -> tuple[list[str], l
     return words, tags, counts
 
 
-def align_tokens(
-    text: str, offsets: Sequence[tuple[int, int]], words: Sequence[str], sentence_words: Sequence[int]
-) -> tuple[list[int], list[int]]:
+def align_tokens(text: str, offsets: Sequence, words: Sequence[str], sentence_words: Sequence[int]) -> tuple[list, list]:
     """Step 2: per token (character ``offsets``), the word holding its first character (-1: none), and
     the token where each sentence with a token starts."""
     char_word, char_sentence = [NO_WORD] * len(text), [0] * len(text)
@@ -134,7 +107,9 @@ class Packer:
         self.documents = self.last = 0  # documents added; the document of the open block's last token
 
     def add(self, ids: list[int], token_word: list[int], sentence_starts: list[int], words: list[str], tags: list[str]):
-        """Append a document: its token ids, token words and sentence starts (step 2), words and tags (step 1)."""
+        """Append a document (none without tokens): token ids, token words, sentence starts (step 2), words, tags (step 1)."""
+        if not ids:
+            return
         self.documents += 1
         tokens = [(i, None if w < 0 else (self.documents, w, words[w], tags[w])) for i, w in zip(ids, token_word)]
         starts = set(sentence_starts)
@@ -209,7 +184,6 @@ def pack_documents(
     encoded = tokenizer(documents, add_special_tokens=False, return_offsets_mapping=True, return_attention_mask=False)
     packer = Packer(tokenizer.cls_token_id, tokenizer.sep_token_id, max_length, block_boundary)
     for text, ids, offsets in zip(documents, encoded["input_ids"], encoded["offset_mapping"]):
-        if ids:
-            words, tags, counts = segment_document(text, segmenter)
-            packer.add(list(ids), *align_tokens(text, offsets, words, counts), words, tags)
+        words, tags, counts = segment_document(text, segmenter)
+        packer.add(list(ids), *align_tokens(text, offsets, words, counts), words, tags)
     return packer.finish()

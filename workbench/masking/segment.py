@@ -38,10 +38,8 @@ class JiebaSegmenter:
     """
 
     def __init__(self, user_dict: str | Path | None = None, pos: bool = True, cache_size: int = DEFAULT_CACHE_SIZE):
-        if user_dict is not None and not Path(user_dict).is_file():
-            raise ValueError(f"user_dict: no such file {str(user_dict)!r}")
         if user_dict is not None:
-            read_lines(user_dict)  # ValueError naming the file (and line) unless it is UTF-8 text
+            read_lines(user_dict, "user_dict")  # a ValueError unless the file exists and is UTF-8 text
         self.user_dict = None if user_dict is None else str(Path(user_dict).resolve())
         self.pos, self.cache_size = pos, check_int("cache_size", cache_size, 1)
         self._segment_cached = lru_cache(maxsize=cache_size)(self._segment_uncached)
