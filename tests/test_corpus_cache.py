@@ -3,6 +3,7 @@ misses, crash safety, progress bars, seeded masks in DataLoader workers, argumen
 
 from __future__ import annotations
 
+import gzip
 import os
 import subprocess
 import sys
@@ -190,6 +191,24 @@ def test_each_step_shows_a_progress_bar_unless_quiet(tokenizer, capfd):
     with progress_bars(False):  # a training config with quiet: true
         encode_corpus(documents(4), tokenizer, max_length=32, num_proc=1)
     assert capfd.readouterr().err == ""
+
+
+def test_corpus_files_that_are_not_utf8_text_name_the_file_and_line(tmp_path):
+    from workbench.data import load_texts
+
+    good = "新闻联播。\n今天天气很好。\n"
+    cases = {
+        "gbk.txt": (good.encode("gbk"), r"gbk\.txt:1: "),
+        "surrogate.txt": (good.encode() + b"\xed\xa0\x80\n", r"surrogate\.txt:3: "),  # an encoded lone surrogate
+        "plain.txt.gz": (good.encode(), r"plain\.txt\.gz: "),  # not gzip
+        "cut.txt.gz": (gzip.compress(good.encode() * 200)[:-40], r"cut\.txt\.gz: "),  # truncated
+    }
+    for name, (data, named) in cases.items():
+        (tmp_path / name).write_bytes(data)
+        with pytest.raises(ValueError, match=named):
+            load_texts({"source": "corpus", "path": str(tmp_path / name)})
+    (tmp_path / "ok.txt.gz").write_bytes(gzip.compress(("\ufeff" + good).encode()))
+    assert load_texts({"source": "corpus", "path": str(tmp_path / "ok.txt.gz")})[0] == ["新闻联播。", "今天天气很好。"]
 
 
 def test_default_cache_dir_follows_the_environment(monkeypatch, tmp_path):

@@ -6,7 +6,6 @@
 
 from __future__ import annotations
 
-import gzip
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -17,6 +16,7 @@ from workbench.config import DataConfig
 from workbench.data.loaders import load_chnsenticorp, load_lcqmc, load_qbqtc, load_table, load_tnews
 from workbench.data.samples import sample_corpus, sample_relevance_splits, sample_sentence_splits
 from workbench.data.splits import stratified_split
+from workbench.lexicon import read_lines
 
 SPLIT_NAMES = ("train", "validation", "test")
 LABELLED_FILE_SOURCES = ("qbqtc", "tnews", "chnsenticorp", "lcqmc", "table")
@@ -104,9 +104,7 @@ def load_splits(data: DataConfig | Mapping[str, Any]) -> DatasetDict:
 
 
 def _read_lines(path: Path) -> list[str]:
-    opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rt", encoding="utf-8") as handle:
-        return [line.strip() for line in handle if line.strip()]
+    return [line.strip() for line in read_lines(path) if line.strip()]  # ValueError naming file:line for bad bytes
 
 
 def load_texts(data: DataConfig | Mapping[str, Any]) -> tuple[list[str], list[str] | None]:
