@@ -85,6 +85,13 @@ def test_missing_user_dict_raises(tmp_path):
         JiebaSegmenter(user_dict=tmp_path / "missing.txt")
 
 
+def test_a_user_dict_that_is_not_utf8_names_the_file_and_line(tmp_path):
+    user_dict = tmp_path / "user.txt"
+    user_dict.write_bytes("中国移动 10 nt\n发现了一种 10 nz\n".encode("gbk"))
+    with pytest.raises(ValueError, match=r"user\.txt:1: "):
+        JiebaSegmenter(user_dict=user_dict)
+
+
 # --- encoding -------------------------------------------------------------------------------
 
 
