@@ -1,4 +1,5 @@
-"""Chinese MLM masking: jieba segmentation, word-aligned encoding, the collators, corpus preparation, held-out evaluation."""
+"""Chinese MLM masking: jieba segmentation, word-aligned encoding, the collators and corpus preparation (held-out
+evaluation is ``workbench.train.heldout``)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,6 @@ from workbench.masking.collators import (
     compute_idf,
 )
 from workbench.masking.corpus import PreparedCorpus, count_tokens, default_cache_dir, encode_corpus, prepare_corpus
-from workbench.masking.heldout import evaluate_masked_lm, fixed_mask_batches, split_heldout
 from workbench.masking.packing import encode_words, pack_documents, split_sentences
 from workbench.masking.segment import JiebaSegmenter
 
@@ -28,10 +28,7 @@ __all__ = [
     "default_cache_dir",
     "encode_corpus",
     "encode_words",
-    "evaluate_masked_lm",
-    "fixed_mask_batches",
     "pack_documents",
     "prepare_corpus",
-    "split_heldout",
     "split_sentences",
 ]
