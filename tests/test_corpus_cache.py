@@ -200,8 +200,8 @@ def test_corpus_files_that_are_not_utf8_text_name_the_file_and_line(tmp_path):
     cases = {
         "gbk.txt": (good.encode("gbk"), r"gbk\.txt:1: "),
         "surrogate.txt": (good.encode() + b"\xed\xa0\x80\n", r"surrogate\.txt:3: "),  # an encoded lone surrogate
-        "plain.txt.gz": (good.encode(), r"plain\.txt\.gz: "),  # not gzip
-        "cut.txt.gz": (gzip.compress(good.encode() * 200)[:-40], r"cut\.txt\.gz: "),  # truncated
+        "plain.txt.gz": (good.encode(), r"plain\.txt\.gz(:\d+)?: "),  # not gzip
+        "cut.txt.gz": (gzip.compress(good.encode() * 200)[:-40], r"cut\.txt\.gz(:\d+)?: "),  # truncated
     }
     for name, (data, named) in cases.items():
         (tmp_path / name).write_bytes(data)
