@@ -96,7 +96,6 @@ def _blocks(documents, tokenizer, max_length, segmenter, block_boundary, num_pro
     chunks = chunk_documents(documents, CHUNK_CHARACTERS)
     if not chunks:
         raise ValueError("documents: the corpus is empty (no document with a non-space character)")
-    segmenter.words("预热")  # jieba's dictionary loaded here, once, before datasets forks its processes
     user_dict = None if segmenter.user_dict is None else Path(segmenter.user_dict).read_bytes()
     vocabulary = {k: v for k, v in json.loads(tokenizer.backend_tokenizer.to_str()).items() if k not in ("truncation", "padding")}
     packing = {"tokenizer": tokenizer, "max_length": max_length, "block_boundary": block_boundary}
@@ -111,6 +110,8 @@ def _blocks(documents, tokenizer, max_length, segmenter, block_boundary, num_pro
     for name, description, function, arguments, depends in steps:
         fingerprint = Hasher.hash([fingerprint, name, depends])
         last = name == "pack"
+        if name == "segment" and not (folder and any(folder.glob(f"{name}-{fingerprint}*.arrow"))):
+            segmenter.words("预热")  # jieba's dictionary loaded once, here, before datasets forks its processes
         dataset = dataset.map(
             function,
             fn_kwargs=arguments,
