@@ -11,6 +11,10 @@ cache, loaded with ``git show``), interleaved ``--repeats`` times (the median co
 (``encode_corpus``) and into a fresh cache folder (``prepare_corpus``, then a cached rerun), each at
 ``--num-proc`` processes, in characters per second of wall time and per CPU second (all processes).
 Targets: today >= old / 1.5 per CPU second; a cached rerun >= 20x faster than the first run.
+
+``--idf`` prepares the whole ``--corpus`` (cached in ``--cache-dir``) as ``pretrain_mlm`` does, builds the
+KDM collator's IDF table over the training blocks (streamed) and prints the peak resident memory (target:
+the news corpus within 2 GB). Run it twice: the first run fills the cache.
 """
 
 from __future__ import annotations
@@ -188,6 +192,27 @@ def preparation(args) -> None:
     print(f"today's cached rerun: {first / cached:.0f}x faster than the first run (target >= 20x)")
 
 
+def idf_memory(args) -> None:
+    """Peak memory of KDM's IDF table over the whole corpus (module docstring)."""
+    from workbench.train.heldout import split_heldout
+
+    with gzip.open(args.corpus, "rt", encoding="utf-8") as handle:
+        stories = [line.strip() for line in handle if line.strip()]
+    tokenizer = load_tokenizer(vocab_file=args.vocab)
+    corpus = masking.prepare_corpus(
+        stories, tokenizer, max_length=args.max_length, cache_dir=args.cache_dir, num_proc=args.num_proc
+    )
+    train, _ = split_heldout(corpus.dataset, 0.005, seed=0)
+    start = time.perf_counter()
+    collator = masking.build_collator({"strategy": "kdm"}, tokenizer, segmented_texts=train["words"])
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20  # KiB -> GiB
+    print(
+        f"corpus: {args.corpus}; {corpus.corpus_characters:,} characters, {corpus.blocks:,} blocks (cache hit: {corpus.cache_hit}, "
+        f"{corpus.preprocess_seconds:.1f} s); IDF of {len(collator.idf):,} words in {time.perf_counter() - start:.1f} s; "
+        f"peak resident memory {peak:.2f} GiB (target <= 2 GB)"
+    )
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m benchmarks masking", description=__doc__)
     parser.add_argument("--corpus", default=DEFAULT_CORPUS, help="gzip text, one story a line")
@@ -200,9 +225,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--stories", type=int, default=2000, help="--preparation: stories of --corpus")
     parser.add_argument("--num-proc", type=int, default=1, help="--preparation: processes")
     parser.add_argument("--old", default=OLD_COMMIT, help="--preparation: the commit to compare with")
+    parser.add_argument("--idf", action="store_true", help="peak memory of KDM's IDF over the whole corpus")
+    parser.add_argument("--cache-dir", default=None, help="--idf: the corpus cache (default: the workbench's)")
     args = parser.parse_args(argv)
     if args.preparation:
         preparation(args)
+        return
+    if args.idf:
+        idf_memory(args)
         return
 
     sentences, source = load_sentences(args.corpus, args.sentences)
