@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import re
 import weakref
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from importlib import resources
 from pathlib import Path
@@ -35,6 +36,8 @@ from typing import Any
 
 import numpy as np
 import torch
+
+from workbench.checks import check_int
 
 _CILIN_LINE = re.compile(r"^(?P<code>\S+?)(?P<flag>[=#@])\s*(?P<members>.*)$")
 
@@ -327,3 +330,72 @@ def _pair_codes(table: SynonymTable, rank: dict[str, int], num_words: int) -> np
         codes = members[:, None] * num_words + members[None, :]
         chunks.append(codes[~np.eye(len(members), dtype=bool)])
     return np.unique(np.concatenate(chunks))
+
+
+# --------------------------------------------------------------------------
+# Lexicon builders for notebook 03 (Table 6, second block): word vectors and a lexicon file
+# --------------------------------------------------------------------------
+
+_NOT_IN_A_LEXICON_FILE = re.compile(r"[\s_]")
+
+
+def corpus_word_vectors(
+    documents: Sequence[Sequence[str]], dim: int = 50, window: int = 2, min_count: int = 2
+) -> tuple[np.ndarray, list[str]]:
+    """Count-based word vectors, a stand-in for the paper's Word2Vec / GloVe (Levy, Goldberg & Dagan 2015):
+    ``(vectors, words)`` for the words of ``documents`` (lists of words) seen at least ``min_count`` times, ordered by
+    count, then text.
+
+    PPMI(w, c) = max(0, log(n(w, c) N / (n(w) n_0.75(c)))), n(w, c) counting words at most ``window`` apart,
+    n_0.75(c) = N n(c)^0.75 / sum_c' n(c')^0.75; vectors U_d S_d^(1/2) of its SVD, d = min(``dim``, words).
+    Deterministic (dense SVD up to 4,000 words, ARPACK with a fixed start vector beyond).
+    """
+    from scipy import sparse
+    from scipy.sparse.linalg import svds
+
+    for name, value in (("dim", dim), ("window", window), ("min_count", min_count)):
+        check_int(name, value, 1)
+    counts = Counter(word for document in documents for word in document)
+    words = sorted((word for word, count in counts.items() if count >= min_count), key=lambda word: (-counts[word], word))
+    if len(words) < 2:
+        raise ValueError(f"documents: need at least two words seen min_count={min_count} times, got {len(words)}")
+    index = {word: number for number, word in enumerate(words)}
+    pairs: Counter[tuple[int, int]] = Counter()
+    for document in documents:
+        ids = [index.get(word, -1) for word in document]
+        for position, word in enumerate(ids):
+            context = ids[max(0, position - window) : position] + ids[position + 1 : position + window + 1]
+            pairs.update((word, other) for other in context if word >= 0 and other >= 0)
+    size = len(words)
+    rows, columns = (np.array(side, dtype=np.int64) for side in zip(*pairs)) if pairs else (np.zeros(0, np.int64),) * 2
+    n = np.array(list(pairs.values()), dtype=np.float64)
+    context = np.bincount(columns, weights=n, minlength=size) ** 0.75
+    with np.errstate(divide="ignore"):
+        pmi = np.log(n * context.sum()) - np.log(np.bincount(rows, weights=n, minlength=size)[rows] * context[columns])
+    keep = pmi > 0
+    matrix = sparse.csr_matrix((pmi[keep], (rows[keep], columns[keep])), shape=(size, size))
+    dim = min(dim, size)
+    if size <= 4000 or dim >= size - 1:
+        left, singular, _ = np.linalg.svd(matrix.toarray(), full_matrices=False)
+        left, singular = left[:, :dim], singular[:dim]
+    else:
+        left, singular, _ = svds(matrix, k=dim, v0=np.full(size, 1.0 / np.sqrt(size)))
+    return (left * np.sqrt(singular)).astype(np.float32), words
+
+
+def write_lexicon_tsv(table: SynonymTable, path: str | Path, prefix: str = "emb") -> Path:
+    """Write ``table`` as WordNet-style TSV (``<prefix>NNNNNN<TAB>x<TAB>member...``), which ``objective.lexicon``
+    reads for a ``.tsv`` path; groups sorted, a group listed twice written once. Words must hold no white space or
+    underscore (WordNet's multi-word separator)."""
+    path = Path(path)
+    if path.suffix != ".tsv":
+        raise ValueError(f"path: must end in .tsv (the suffix from_path reads as WordNet TSV), got {str(path)!r}")
+    groups = sorted({tuple(sorted(group)) for group in table.groups})
+    bad = sorted({word for group in groups for word in group if _NOT_IN_A_LEXICON_FILE.search(word)})
+    if bad:
+        raise ValueError(f"table: words with white space or underscores cannot be written to a lexicon file, got {bad[:5]}")
+    lines = ["# synset_id\tpos\tmembers (tab separated): synonym groups written by workbench.lexicon.write_lexicon_tsv"]
+    lines += [f"{prefix}{number:06d}\tx\t" + "\t".join(group) for number, group in enumerate(groups)]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
