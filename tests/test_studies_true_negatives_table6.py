@@ -16,7 +16,7 @@ from torch import nn
 from workbench.data import sample_corpus
 from workbench.lexicon import SynonymTable, corpus_word_vectors, write_lexicon_tsv
 from workbench.models import build_masked_lm
-from workbench.studies.true_negatives import downstream, hard_correction, pretraining, synonym_sources
+from workbench.studies.true_negatives import experiments, hard_correction
 from workbench.viz import checkpoint_rates_figure, comparison_figure, eval_loss_figure, level_rates_figure
 from workbench.vocab import load_tokenizer
 
@@ -73,7 +73,7 @@ def pretrained(tmp_path_factory):
         "objective": {"hc_level": "word"},
         "training": {"epochs": 2, "batch_size": 16, "lr": 1e-3, "quiet": True, "logging_steps": 1, "dataloader_workers": 0},
     }
-    runs = pretraining.pretraining_grid(
+    runs = experiments.pretraining_grid(
         base,
         root / "pre",
         strategies=["wwm"],
@@ -82,7 +82,7 @@ def pretrained(tmp_path_factory):
         extra_runs=[("wwm", "hc"), ("wwm", "sr_sentence"), ("wwm", "plain")],
     )
     lexicon = write_lexicon_tsv(planted_table(), root / "embedding.tsv")
-    sources = pretraining.synonym_source_runs(base, root / "pre", {"embedding": lexicon}, strategy="wwm", objective="hc_word", seed=1)
+    sources = experiments.synonym_source_runs(base, root / "pre", {"embedding": lexicon}, strategy="wwm", objective="hc_word", seed=1)
     return base, pd.concat([runs, sources], ignore_index=True), lexicon
 
 
@@ -102,14 +102,14 @@ def test_runs_apply_the_objective_variants(pretrained):
     assert runs.loc[~hc_runs, ["train_prediction_rate", "train_iteration_rate"]].isna().all().all()
     assert np.allclose(runs["perplexity"], np.exp(runs["eval_loss"]))
     assert runs["eval_prediction_rate"].between(0, 1).all()
-    history = pretraining.loss_history(runs)
+    history = experiments.loss_history(runs)
     assert set(history["objective"]) == {"plain", "hc_word", "hc", "sr_sentence", "hc_word@embedding"}
 
 
 def test_epoch_table_equals_the_metrics_json_numbers(pretrained):
     _, runs, _ = pretrained
-    epochs = pretraining.epoch_table(runs)
-    assert list(epochs.columns) == list(pretraining.EPOCH_COLUMNS)
+    epochs = experiments.epoch_table(runs)
+    assert list(epochs.columns) == list(experiments.EPOCH_COLUMNS)
     assert len(epochs) == 2 * len(runs)  # two epochs each
     for run in runs.itertuples():
         recorded = run_metrics(run.output_dir)["epochs"]
@@ -130,7 +130,7 @@ def test_epoch_table_equals_the_metrics_json_numbers(pretrained):
                 assert math.isnan(row.train_prediction_rate) and math.isnan(row.train_iteration_rate)
         # the last epoch's held-out numbers are the run's final ones
         assert run.eval_loss == rows["eval_loss"].iloc[-1] and run.eval_prediction_rate == rows["eval_prediction_rate"].iloc[-1]
-    shaped = pretraining.table2(epochs, "wwm-hc_word")
+    shaped = experiments.table2(epochs, "wwm-hc_word")
     word = epochs[epochs["encoder"] == "wwm-hc_word"]
     assert list(shaped.columns) == [
         "Check.",
@@ -144,7 +144,7 @@ def test_epoch_table_equals_the_metrics_json_numbers(pretrained):
     assert list(shaped["Check."]) == [50.0, 100.0]
     assert list(shaped["train Pred."]) == pytest.approx(list(100 * word["train_prediction_rate"]))
     assert list(shaped["held-out Iter."]) == pytest.approx(list(100 * word["eval_iteration_rate"]))
-    assert pretraining.table2(epochs, "wwm-plain")["train Pred."].isna().all()
+    assert experiments.table2(epochs, "wwm-plain")["train Pred."].isna().all()
     fig = checkpoint_rates_figure(epochs, ["wwm-plain", "wwm-hc_word"])
     # plain: held-out only (2 panels); hc_word: held-out and training (2 panels each)
     assert len(fig.data) == 2 + 4
@@ -152,23 +152,23 @@ def test_epoch_table_equals_the_metrics_json_numbers(pretrained):
         list(100 * epochs.iloc[:2]["eval_prediction_rate"])
     )
     assert len(eval_loss_figure(epochs).data) == len(runs)
-    with pytest.raises(ValueError, match="encoder"):
-        pretraining.table2(epochs, "kdm-plain")
-    with pytest.raises(ValueError, match="encoders"):
+    with pytest.raises(ValueError, match=r"^encoder:"):
+        experiments.table2(epochs, "kdm-plain")
+    with pytest.raises(ValueError, match=r"^encoders:"):
         checkpoint_rates_figure(epochs, ["kdm-plain"])
-    with pytest.raises(ValueError, match="metric"):
+    with pytest.raises(ValueError, match=r"^metric:"):
         eval_loss_figure(epochs, "accuracy")
 
 
 def test_downstream_takes_the_checkpoint_tokenizer_over_a_vocab_file(pretrained, tmp_path):
     _, runs, _ = pretrained
-    vocab = Path(pretraining.__file__).parents[2] / "resources" / "vocab.txt"
+    vocab = Path(experiments.__file__).parents[2] / "resources" / "vocab.txt"
     base = {
         "data": {"source": "sample_sentences", "max_train_samples": 32, "max_eval_samples": 16, "max_length": 32},
         "model": {"tiny": TINY, "vocab_file": str(vocab)},
         "training": {"epochs": 1, "batch_size": 16, "lr": 1e-3, "quiet": True},
     }
-    finetuned = downstream.downstream_grid(base, {"scratch": None, "wwm-plain": runs["output_dir"].iloc[0]}, tmp_path, seeds=[0])
+    finetuned = experiments.downstream_grid(base, {"scratch": None, "wwm-plain": runs["output_dir"].iloc[0]}, tmp_path, seeds=[0])
     assert list(finetuned["encoder"]) == ["scratch", "wwm-plain"] and finetuned["macro_f1"].between(0, 1).all()
 
 
@@ -185,7 +185,7 @@ def test_heldout_corrections_at_both_levels_and_results(pretrained):
     single = hard_correction.correction_table(runs.iloc[:1], texts, SynonymTable.default(), levels=["word"], max_length=32)
     assert single.drop(columns="level").iloc[0].equals(corrections.drop(columns="level").iloc[1])
     assert len(level_rates_figure(corrections).data) == 2
-    with pytest.raises(ValueError, match="levels"):
+    with pytest.raises(ValueError, match=r"^levels:"):
         hard_correction.correction_table(runs.iloc[:1], texts, SynonymTable.default(), levels=["sentence"])
 
 
@@ -201,7 +201,7 @@ def test_token_level_corrects_single_token_words_only(tokenizer):
     beautiful = answer_model(tokenizer, BEIJING.replace("美丽", "漂亮"))
     assert not hard_correction.worked_example(beautiful, BEIJING, "美丽", SynonymTable.default(), tokenizer)["corrected"]
     assert hard_correction.worked_example(beautiful, BEIJING, "美丽", SynonymTable.default(), tokenizer, level="word")["corrected"]
-    with pytest.raises(ValueError, match="level"):
+    with pytest.raises(ValueError, match=r"^level:"):
         hard_correction.worked_example(beautiful, BEIJING, "美丽", SynonymTable.default(), tokenizer, level="sentence")
 
 
@@ -245,9 +245,9 @@ def test_lexicon_tsv_round_trip(tmp_path):
     assert sorted(map(sorted, SynonymTable.from_path(path).groups)) == sorted(map(sorted, table.groups))
     twice = write_lexicon_tsv(planted_table(), tmp_path / "planted.tsv")  # a pair listed from both sides: one line
     assert len(twice.read_text(encoding="utf-8").splitlines()) == 1 + 2
-    with pytest.raises(ValueError, match="path"):
+    with pytest.raises(ValueError, match=r"^path:"):
         write_lexicon_tsv(table, tmp_path / "lexicon.txt")
-    with pytest.raises(ValueError, match="table"):
+    with pytest.raises(ValueError, match=r"^table:"):
         write_lexicon_tsv(SynonymTable([["ice_cream", "gelato"]]), tmp_path / "bad.tsv")
 
 
@@ -256,7 +256,7 @@ def test_lexicon_coverage_by_hand(tokenizer, tmp_path):
         write_lexicon_tsv(SynonymTable([["happy", "glad"], ["big", "large"]]), tmp_path / "wordnet.tsv")
     )
     tables = {"lexicon": SynonymTable.default(), "embedding": planted_table(), "wordnet": english}
-    coverage = synonym_sources.lexicon_coverage(tables, [BEIJING, SHANGHAI], tokenizer, reference="lexicon").set_index("source")
+    coverage = hard_correction.lexicon_coverage(tables, [BEIJING, SHANGHAI], tokenizer, reference="lexicon").set_index("source")
     assert list(coverage.columns) == [
         "words",
         "pairs",
@@ -277,24 +277,24 @@ def test_lexicon_coverage_by_hand(tokenizer, tmp_path):
     assert coverage.loc["lexicon", "vocabulary_tokens"] > 0  # 大 巨 看 瞧 很 ... are
     assert coverage.loc["wordnet", "corpus_word_types"] == 0.0 and coverage.loc["wordnet", "corpus_pairs"] == 0
     assert math.isnan(coverage.loc["wordnet", "in_reference"])
-    table = synonym_sources.neighbours(tables, ["美丽", "北京"]).set_index("word")
+    table = hard_correction.neighbours(tables, ["美丽", "北京"]).set_index("word")
     assert (
         table.loc["美丽", "embedding"] == "漂亮"
         and table.loc["北京", "lexicon"] == ""
         and table.loc["北京", "embedding"] == "上海"
     )
-    with pytest.raises(ValueError, match="reference"):
-        synonym_sources.lexicon_coverage(tables, [BEIJING], tokenizer, reference="cilin")
+    with pytest.raises(ValueError, match=r"^reference:"):
+        hard_correction.lexicon_coverage(tables, [BEIJING], tokenizer, reference="cilin")
 
 
 def test_corpus_word_vectors_put_substitutable_words_together():
     texts = sample_corpus(n_sentences=400, seed=3)
-    vectors, words = corpus_word_vectors(synonym_sources.corpus_words(texts), dim=20, window=2, min_count=2)
+    vectors, words = corpus_word_vectors(hard_correction.corpus_words(texts), dim=20, window=2, min_count=2)
     assert vectors.shape == (len(words), 20) and vectors.dtype == np.float32
     assert len(set(words)) == len(words) and "，" not in words and "。" not in words
     counts = [sum(text.count(word) for text in texts) for word in words[:3]]
     assert counts == sorted(counts, reverse=True) or words[0] in ("的", "在")  # most frequent first
-    again, _ = corpus_word_vectors(synonym_sources.corpus_words(texts), dim=20, window=2, min_count=2)
+    again, _ = corpus_word_vectors(hard_correction.corpus_words(texts), dim=20, window=2, min_count=2)
     np.testing.assert_array_equal(vectors, again)
     nearest = SynonymTable.from_embeddings(vectors, words, k=1, threshold=None)
     for a, b in (("美丽", "漂亮"), ("迅速", "快速"), ("重要", "关键")):  # the corpus uses them in the same slots
@@ -306,12 +306,12 @@ def test_corpus_word_vectors_put_substitutable_words_together():
 def test_model_word_vectors_average_the_input_embeddings(tokenizer):
     model = build_masked_lm(tiny={**TINY, "vocab_size": len(tokenizer)})
     matrix = model.get_input_embeddings().weight.detach()
-    vectors, kept = synonym_sources.model_word_vectors(model, ["美丽", "北京", "美丽", "龘龘"], tokenizer)
+    vectors, kept = hard_correction.model_word_vectors(model, ["美丽", "北京", "美丽", "龘龘"], tokenizer)
     assert kept == ["美丽", "北京"]  # duplicates once, unknown characters left out
     ids = tokenizer("美丽", add_special_tokens=False)["input_ids"]
     np.testing.assert_allclose(vectors[0], matrix[ids].mean(dim=0).numpy(), rtol=1e-6)
-    with pytest.raises(ValueError, match="words"):
-        synonym_sources.model_word_vectors(model, ["美丽"], tokenizer)
+    with pytest.raises(ValueError, match=r"^words:"):
+        hard_correction.model_word_vectors(model, ["美丽"], tokenizer)
 
 
 # --------------------------------------------------------------------------- Table 6 tables
@@ -344,25 +344,25 @@ def results_fixture() -> pd.DataFrame:
 
 def test_table6_comparisons_pick_their_rows_and_deltas():
     results = results_fixture()
-    sources = downstream.synonym_source_table(results)
+    sources = experiments.synonym_source_table(results)
     assert list(sources["encoder"]) == ["wwm-plain", "wwm-hc_word", "wwm-hc_word@embedding"]
     assert list(sources["variant"]) == ["baseline", "HC (lexicon)", "HC (embedding)"]
     assert list(sources["delta_macro_f1"]) == pytest.approx([0.0, 0.02, -0.05])
     assert list(sources["train_prediction_rate"].iloc[1:]) == [0.02, 0.30]
-    levels = downstream.sr_level_table(results)
+    levels = experiments.sr_level_table(results)
     assert list(levels["encoder"]) == ["wwm-plain", "wwm-sr", "wwm-sr_sentence"]
     assert list(levels["variant"]) == ["baseline", "SR word (eq. 3)", "SR sentence (KL)"]
     assert list(levels["delta_macro_f1"]) == pytest.approx([0.0, 0.04, 0.01])
     assert list(levels["time"]) == [10.0, 10.5, 25.0]
-    assert set(downstream.COMPARISON_COLUMNS) >= set(levels.columns)
+    assert set(experiments.COMPARISON_COLUMNS) >= set(levels.columns)
     fig = comparison_figure(levels, "SR level")
     assert list(fig.data[0].y) == pytest.approx([0.60, 0.64, 0.61]) and list(fig.data[1].y) == pytest.approx(
         list(levels["perplexity"])
     )
-    with pytest.raises(ValueError, match="masking/objective"):
-        downstream.synonym_source_table(results, masking="kdm")
-    with pytest.raises(ValueError, match="baseline"):
-        downstream.sr_level_table(results, masking="random")
+    with pytest.raises(ValueError, match=r"^masking/objective:"):
+        experiments.synonym_source_table(results, masking="kdm")
+    with pytest.raises(ValueError, match=r"^baseline:"):
+        experiments.sr_level_table(results, masking="random")
 
 
 def test_results_table_spreads_the_levels_and_headline_adds_them():
@@ -396,31 +396,31 @@ def test_results_table_spreads_the_levels_and_headline_adds_them():
     finetuned = pd.DataFrame(
         {"encoder": ["no_pretraining", "wwm-plain", "wwm-hc_word"], "macro_f1": [0.4, 0.5, 0.6], "accuracy": [0.5] * 3}
     )
-    results = downstream.results_table(runs, corrections, downstream.downstream_summary(finetuned))
+    results = experiments.results_table(runs, corrections, experiments.downstream_summary(finetuned))
     row = results.set_index("encoder").loc["wwm-hc_word"]
     assert row["heldout_prediction_rate"] == 0.3 and row["heldout_prediction_rate_token"] == 0.0
     assert row["heldout_iteration_rate_word"] == 0.4 and row["perplexity"] == 9.0 and row["synonyms"] == "lexicon"
-    token = downstream.results_table(runs, corrections, downstream.downstream_summary(finetuned), level="token")
+    token = experiments.results_table(runs, corrections, experiments.downstream_summary(finetuned), level="token")
     assert token.set_index("encoder").loc["wwm-hc_word", "heldout_prediction_rate"] == 0.0
-    metrics = downstream.headline_metrics(results)
+    metrics = experiments.headline_metrics(results)
     assert metrics["heldout_prediction_rate_word_mean"] == pytest.approx(0.2)
     assert metrics["heldout_prediction_rate_token_mean"] == 0.0
     assert metrics["train_prediction_rate_hc_word_mean"] == pytest.approx(0.04)
     assert metrics["train_prediction_rate_hc_mean"] is None and metrics["perplexity_min"] == 7.4
-    with pytest.raises(ValueError, match="level"):
-        downstream.results_table(runs, corrections, downstream.downstream_summary(finetuned), level="sentence")
+    with pytest.raises(ValueError, match=r"^level:"):
+        experiments.results_table(runs, corrections, experiments.downstream_summary(finetuned), level="sentence")
 
 
 def test_bad_run_requests_raise(tmp_path):
-    with pytest.raises(ValueError, match="objectives"):
-        pretraining.pretraining_grid({}, tmp_path, objectives=["hc_sentence"])
-    with pytest.raises(ValueError, match="extra_runs"):
-        pretraining.pretraining_grid({}, tmp_path, objectives=["plain"], extra_runs=[("wwm",)])
-    with pytest.raises(ValueError, match="strategies"):
-        pretraining.pretraining_grid({}, tmp_path, objectives=["plain"], extra_runs=[("bert", "plain")])
-    with pytest.raises(ValueError, match="objective"):
-        pretraining.synonym_source_runs({}, tmp_path, {"embedding": "x.tsv"}, objective="sr")
-    with pytest.raises(ValueError, match="lexicons"):
-        pretraining.synonym_source_runs({}, tmp_path, {"lexicon": "x.tsv"})
-    with pytest.raises(ValueError, match="lexicons"):
-        pretraining.synonym_source_runs({}, tmp_path, {})
+    with pytest.raises(ValueError, match=r"^objectives:"):
+        experiments.pretraining_grid({}, tmp_path, objectives=["hc_sentence"])
+    with pytest.raises(ValueError, match=r"^extra_runs:"):
+        experiments.pretraining_grid({}, tmp_path, objectives=["plain"], extra_runs=[("wwm",)])
+    with pytest.raises(ValueError, match=r"^extra_runs:"):
+        experiments.pretraining_grid({}, tmp_path, objectives=["plain"], extra_runs=[("bert", "plain")])
+    with pytest.raises(ValueError, match=r"^objective:"):
+        experiments.synonym_source_runs({}, tmp_path, {"embedding": "x.tsv"}, objective="sr")
+    with pytest.raises(ValueError, match=r"^lexicons:"):
+        experiments.synonym_source_runs({}, tmp_path, {"lexicon": "x.tsv"})
+    with pytest.raises(ValueError, match=r"^lexicons:"):
+        experiments.synonym_source_runs({}, tmp_path, {})

@@ -3,7 +3,8 @@
 Zhang, Zhao, Utiyama, Sumita, "Language Model Pre-training on True Negatives" (AAAI 2023, arXiv 2212.00460): hard
 correction (HC, eq. 2) drops a masked position from the loss when the prediction is in the gold token's synonym list
 (single tokens only, footnote 5; the workbench's ``word`` level judges whole jieba words); soft regularization (SR,
-eq. 3) adds 1 - cos(e_k, e'_k) of the input embeddings; sentence-level SR (Sec. 5) adds KL(H_p || H_s). One module
-per part of the notebook: :mod:`.masking_demo` (section 1), :mod:`.pretraining` (2-3, Table 2), :mod:`.hard_correction`
-(4-5, Figure 3), :mod:`.synonym_sources` (6, Table 6's synonym sources), :mod:`.downstream` (7-8 and the results).
+eq. 3) adds 1 - cos(e_k, e'_k) of the input embeddings; sentence-level SR (Sec. 5) adds KL(H_p || H_s). Modules:
+:mod:`.masking_demo` (notebook section 1), :mod:`.experiments` (the pre-training and fine-tuning runs, Table 2 per
+checkpoint, the results and Table 6's comparisons) and :mod:`.hard_correction` (held-out HC statistics, Figure 3,
+Table 6's synonym sources).
 """

@@ -23,11 +23,12 @@ ILLUSTRATION_STRATEGIES = (*STRATEGIES, TRANSFORMERS_WWM)
 BLANK = "＿"
 
 
-def check_strategies(strategies: Sequence[str], allowed: Sequence[str] = ILLUSTRATION_STRATEGIES) -> None:
-    if not strategies:
-        raise ValueError(f"strategies: must be a non-empty list from {', '.join(allowed)}, got []")
-    for strategy in strategies:
-        check_choice("strategies", strategy, allowed)
+def check_names(name: str, values: Sequence[str], allowed: Sequence[str]) -> None:
+    """``values`` is a non-empty list of ``allowed`` names, else ValueError naming ``name``."""
+    if not values:
+        raise ValueError(f"{name}: must be a non-empty list from {', '.join(allowed)}, got []")
+    for value in values:
+        check_choice(name, value, allowed)
 
 
 def mask_draws(
@@ -40,7 +41,7 @@ def mask_draws(
 ) -> tuple[np.ndarray, np.ndarray]:
     """``(chosen, maskable)``: chosen (draws, n_texts, width) is True where ``strategy``'s collator kept
     the label in each of ``draws`` batches of ``texts``; maskable (n_texts, width) marks non-special tokens."""
-    check_strategies([strategy])
+    check_names("strategies", [strategy], ILLUSTRATION_STRATEGIES)
     check_int("draws", draws, 1)
     if not texts:
         raise ValueError("texts: must hold at least one text, got none")
@@ -63,44 +64,34 @@ def mask_draws(
     return np.stack([(batch["labels"] != IGNORE_INDEX).numpy() for batch in batches]), batches[0]["word_ids"].numpy() >= 0
 
 
-def _one_text(text: str, strategies: Sequence[str], masking: Any, draws: int, seed: int):
-    """Per strategy, the draws' choices over the non-special tokens of ``text`` (draws, tokens), and those tokens."""
-    check_strategies(strategies)
+def masking_illustration(
+    text: str, strategies: Sequence[str] = ILLUSTRATION_STRATEGIES, draws: int = 200, masking: Any = None, seed: int = 0
+) -> pd.DataFrame:
+    """Per token of ``text``: its jieba word and POS tag, and per strategy the share of ``draws`` that masked it."""
+    check_names("strategies", strategies, ILLUSTRATION_STRATEGIES)
     tokenizer = load_tokenizer()
     feature = encode_words(tokenizer, [text], JiebaSegmenter())[0]
     keep = [index for index, word in enumerate(feature["word_ids"]) if word >= 0]
-    tokens = pd.DataFrame(
+    table = pd.DataFrame(
         {
             "token": tokenizer.convert_ids_to_tokens([feature["input_ids"][index] for index in keep]),
             "word": [feature["words"][feature["word_ids"][index]] for index in keep],
             "pos": [feature["word_pos"][index] for index in keep],
         }
     )
-    chosen = {}
     for strategy in strategies:
-        draw, maskable = mask_draws([text], strategy, masking, tokenizer, draws, seed)
-        chosen[strategy] = draw[:, 0, maskable[0]]
-    return chosen, tokens
-
-
-def masking_illustration(
-    text: str, strategies: Sequence[str] = ILLUSTRATION_STRATEGIES, draws: int = 200, masking: Any = None, seed: int = 0
-) -> pd.DataFrame:
-    """Per token of ``text``: its jieba word and POS tag, and per strategy the share of ``draws`` that masked it."""
-    chosen, table = _one_text(text, strategies, masking, draws, seed)
-    return table.assign(**{strategy: draw.mean(axis=0) for strategy, draw in chosen.items()})
+        chosen, maskable = mask_draws([text], strategy, masking, tokenizer, draws, seed)
+        table[strategy] = chosen[:, 0, maskable[0]].mean(axis=0)
+    return table
 
 
 def single_draw_masks(
     text: str, strategies: Sequence[str] = ILLUSTRATION_STRATEGIES, masking: Any = None, seed: int = 0
 ) -> pd.DataFrame:
     """One mask per strategy: ``text`` with every chosen token shown as ＿ (columns strategy, masked)."""
-    chosen, table = _one_text(text, strategies, masking, 1, seed)
-    blanked = {
-        strategy: "".join(BLANK if hit else token for token, hit in zip(table["token"], draw[0]))
-        for strategy, draw in chosen.items()
-    }
-    return pd.DataFrame({"strategy": list(blanked), "masked": list(blanked.values())})
+    table = masking_illustration(text, strategies, 1, masking, seed)
+    masked = ["".join(np.where(table[strategy] > 0, BLANK, table["token"])) for strategy in strategies]
+    return pd.DataFrame({"strategy": list(strategies), "masked": masked})
 
 
 def masked_share_summary(
@@ -113,7 +104,7 @@ def masked_share_summary(
     """Per strategy, over (text, draw) pairs: the mean share of a sentence's tokens chosen and the share of pairs
     with nothing / everything chosen. Ours hit round(p n) per sentence; transformers' WWM sees an unspaced Chinese
     sentence as one word, so it masks all of it or nothing."""
-    check_strategies(strategies)
+    check_names("strategies", strategies, ILLUSTRATION_STRATEGIES)
     tokenizer = load_tokenizer()
     rows = []
     for strategy in strategies:
