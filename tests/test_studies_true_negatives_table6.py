@@ -409,6 +409,20 @@ def test_results_table_spreads_the_levels_and_headline_adds_them():
     assert metrics["train_prediction_rate_hc_mean"] is None and metrics["perplexity_min"] == 7.4
     with pytest.raises(ValueError, match=r"^level:"):
         experiments.results_table(runs, corrections, experiments.downstream_summary(finetuned), level="sentence")
+    epochs = pd.DataFrame(
+        {
+            "encoder": ["wwm-hc_word"] * 2,
+            "checkpoint": [50.0, 100.0],
+            "eval_prediction_rate": [0.0, 0.0305],
+            "perplexity": [49.0, 7.0],
+        }
+    )
+    line = experiments.this_run(results, epochs, "wwm-hc_word")
+    assert "wwm-hc_word, held-out prediction-level HC rate per checkpoint 50%: 0.00%, 100%: 3.05% (perplexity 49.0 -> 7.0)" in line
+    assert "Training-time HC rate over the run: wwm-hc_word 4.00%." in line
+    assert "token / word level: wwm-plain 0.00% / 10.00%, wwm-hc_word 0.00% / 30.00%." in line
+    assert "wwm-plain: train loss 3.000, perplexity 7.40, 1 s, macro-F1 0.500" in line
+    assert line.endswith("best encoder wwm-hc_word (0.600), no_pretraining 0.400.")
 
 
 def test_bad_run_requests_raise(tmp_path):

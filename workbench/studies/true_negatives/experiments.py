@@ -305,3 +305,29 @@ def headline_metrics(results: pd.DataFrame, baseline: str = "no_pretraining") ->
     if "perplexity" in results.columns and results["perplexity"].notna().any():
         metrics["perplexity_min"] = float(results["perplexity"].min())
     return metrics
+
+
+def this_run(results: pd.DataFrame, epochs: pd.DataFrame, table2_run: str, strategy: str = "wwm") -> str:
+    """The run's key numbers in one line (HC rates in % of the wrong predictions), which the notebook's reading quotes."""
+    rows = results.set_index("encoder")
+    trained, run = rows[rows["masking"].notna()], epochs[epochs["encoder"] == table2_run]
+    corrected = trained[trained["objective"].isin(["hc", "hc_word"])]["train_prediction_rate"]
+    levels = [trained.get(f"heldout_prediction_rate_{level}", pd.Series(np.nan, trained.index)) for level in HC_LEVELS]
+    best = best_encoder(results)
+    return (
+        f"This run: {table2_run}, held-out prediction-level HC rate per checkpoint "
+        + ", ".join(f"{check:.0f}%: {rate:.2%}" for check, rate in zip(run["checkpoint"], run["eval_prediction_rate"]))
+        + f" (perplexity {run['perplexity'].iloc[0]:.1f} -> {run['perplexity'].iloc[-1]:.1f}). Training-time HC rate over the run: "
+        + ", ".join(f"{encoder} {rate:.2%}" for encoder, rate in corrected.items())
+        + ". Held-out HC rate, token / word level: "
+        + ", ".join(f"{encoder} {token:.2%} / {word:.2%}" for encoder, token, word in zip(trained.index, *levels))
+        + ". "
+        + "; ".join(
+            f"{encoder}: train loss {row['train_loss']:.3f}, perplexity {row['perplexity']:.2f}, {row['time']:.0f} s, macro-F1 {row['macro_f1']}"
+            for encoder, row in trained.iterrows()
+            if encoder.startswith(f"{strategy}-")
+        )
+        + f". Downstream: best encoder {best} ({rows.loc[best, 'macro_f1']})"
+        + "".join(f", {name} {rows.loc[name, 'macro_f1']}" for name in rows.index.difference(trained.index) if name != best)
+        + "."
+    )
