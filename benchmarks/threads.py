@@ -2,7 +2,7 @@
 
 ``python -m benchmarks threads [--config PATH] [--epochs E] [--threads LIST] [--repeats R]``
 
-Each run is ``python -m workbench.train CONFIG training.epochs=E training.quiet=true
+Each run is ``python -m workbench.train CONFIG training.num_train_epochs=E training.quiet=true
 training.threads=N`` in a fresh process, into a temporary folder (``N = default`` leaves
 ``training.threads`` null: the workbench's choice, ``workbench.threads.default_threads``).
 "Busy" runs start with a separate process spinning on one core (``busy_core``), as a second
@@ -82,7 +82,7 @@ def train_once(config: Path, epochs: float, threads: str, output_dir: Path) -> t
         "-m",
         "workbench.train",
         str(config),
-        f"training.epochs={epochs}",
+        f"training.num_train_epochs={epochs}",
         "training.quiet=true",
         f"output_dir={output_dir}",
     ]
@@ -114,7 +114,7 @@ def ratio_rows(times: dict[tuple[str, bool], list[tuple[float, float]]], setting
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m benchmarks threads", description=__doc__.splitlines()[0])
     parser.add_argument("--config", default=str(DEFAULT_CONFIG), help="trainer config (default: %(default)s)")
-    parser.add_argument("--epochs", type=float, default=1.0, help="training.epochs of every run (default: %(default)s)")
+    parser.add_argument("--epochs", type=float, default=1.0, help="training.num_train_epochs of every run (default: %(default)s)")
     parser.add_argument(
         "--threads",
         default=f"{DEFAULT},{os.cpu_count() or 1}",

@@ -68,8 +68,8 @@ def _config(arguments: argparse.Namespace) -> Config:
         {
             "data": data,
             "training": {
-                "epochs": 1,
-                "batch_size": arguments.batch_size,
+                "num_train_epochs": 1,
+                "per_device_train_batch_size": arguments.batch_size,
                 "quiet": True,
                 "seed": 0,
                 "precision": arguments.precision,

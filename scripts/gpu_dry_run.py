@@ -8,7 +8,7 @@ grids, masking strategies, objectives, lexicons, the published-encoder loading) 
 one epoch, batch 16, fp32 (bf16 needs CUDA), a few hundred rows of each real data file (copied into
 ``WORK_DIR/data``), and ``ENCODER`` (any pretrain_mlm run folder or published checkpoint, e.g. one made by
 ``python -m workbench.train params/pretrain/workbench-zh-mini.yaml data.max_train_samples=600
-model.tiny.num_layers=2 model.tiny.hidden_size=64 training.epochs=1 training.precision=fp32 output_dir=...``)
+model.tiny.num_layers=2 model.tiny.hidden_size=64 training.num_train_epochs=1 training.precision=fp32 output_dir=...``)
 in place of models/workbench-zh-mini. It exits non-zero when a notebook fails.
 """
 
@@ -28,7 +28,7 @@ from workbench.runs import run
 
 ROOT = Path(__file__).resolve().parents[1]
 TRAINING_SECTIONS = ("training", "pretrain_training", "finetune_training")
-MICRO_TRAINING = {"epochs": 1, "batch_size": 16, "precision": "fp32"}
+MICRO_TRAINING = {"num_train_epochs": 1, "per_device_train_batch_size": 16, "precision": "fp32"}
 MICRO_ROWS = 400  # rows kept of each real data file
 MICRO_CORPUS_DOCUMENTS = 60
 

@@ -14,7 +14,9 @@ from workbench.train.probes import PAIR_COLUMNS, CharacterProbe, EncodedSplit, e
 from workbench.vocab import load_tokenizer
 
 VOCAB = 12
-QUICK = TrainingConfig(epochs=6, batch_size=8, lr=0.05, weight_decay=0.0)
+QUICK = TrainingConfig.from_mapping(
+    {"num_train_epochs": 6, "per_device_train_batch_size": 8, "learning_rate": 0.05, "weight_decay": 0.0}
+)
 PROBE = ProbeConfig(embedding_size=8, hidden_size=8)
 
 
@@ -113,7 +115,7 @@ def test_batch_padding_does_not_change_a_row(tokenizer, columns):
 @pytest.mark.parametrize("make", [_texts_toy, _pairs_toy])
 def test_fit_probe_learns_a_separable_toy_set(make):
     encoded = _splits(make)
-    fit = fit_probe(encoded, build_loss("ce"), QUICK.replace(epochs=15), PROBE, VOCAB, 2, seed=0)
+    fit = fit_probe(encoded, build_loss("ce"), QUICK.replace(num_train_epochs=15), PROBE, VOCAB, 2, seed=0)
     assert fit.test["accuracy"] == 1.0 and fit.validation["accuracy"] == 1.0
     assert fit.probabilities.shape == (24, 2)
     np.testing.assert_allclose(fit.probabilities.sum(1), 1.0, rtol=1e-6)
@@ -135,13 +137,13 @@ def test_fit_probe_is_seeded_and_leaves_global_rng_alone():
 
 def test_fit_probe_keeps_the_first_best_validation_epoch():
     encoded = _splits(_texts_toy)
-    training = QUICK.replace(lr=0.01)
+    training = QUICK.replace(learning_rate=0.01)
     full = fit_probe(encoded, build_loss("ce"), training, PROBE, VOCAB, 2, seed=1)
     # a run of j epochs is the full run's prefix: its kept score is the running max over epochs 1..j,
     # so the first j whose running max reaches the overall max is the first best epoch
     prefixes = [
-        fit_probe(encoded, build_loss("ce"), training.replace(epochs=j), PROBE, VOCAB, 2, seed=1)
-        for j in range(1, training.epochs + 1)
+        fit_probe(encoded, build_loss("ce"), training.replace(num_train_epochs=j), PROBE, VOCAB, 2, seed=1)
+        for j in range(1, training.num_train_epochs + 1)
     ]
     running_max = [prefix.validation["macro_f1"] for prefix in prefixes]
     assert running_max == sorted(running_max)
@@ -153,7 +155,7 @@ def test_fit_probe_keeps_the_first_best_validation_epoch():
 def test_fit_probe_never_selects_on_test():
     encoded = _splits(_texts_toy)
     flipped = {**encoded, "test": EncodedSplit(encoded["test"].ids, 1 - encoded["test"].labels)}
-    training = QUICK.replace(lr=0.01)
+    training = QUICK.replace(learning_rate=0.01)
     plain = fit_probe(encoded, build_loss("ce"), training, PROBE, VOCAB, 2, seed=2)
     other = fit_probe(flipped, build_loss("ce"), training, PROBE, VOCAB, 2, seed=2)
     assert plain.best_epoch == other.best_epoch
@@ -174,24 +176,24 @@ def test_weight_decay_changes_training():
 @pytest.mark.parametrize(
     ("section", "field", "value"),
     [
-        (TrainingConfig, "epochs", 0),
-        (TrainingConfig, "batch_size", 2.5),
+        (TrainingConfig, "num_train_epochs", 0),
+        (TrainingConfig, "per_device_train_batch_size", 2.5),
         (ProbeConfig, "embedding_size", True),
         (ProbeConfig, "hidden_size", 0),
-        (TrainingConfig, "lr", 0.0),
-        (TrainingConfig, "lr", True),
+        (TrainingConfig, "learning_rate", 0.0),
+        (TrainingConfig, "learning_rate", True),
         (TrainingConfig, "weight_decay", -0.1),
     ],
 )
 def test_probe_settings_reject_bad_values(section, field, value):
     with pytest.raises(ValueError, match=f"{section.prefix}.{field}"):
-        section(**{field: value})
+        section.from_mapping({field: value})
 
 
 def test_fit_probe_needs_whole_epochs_and_reports_its_history():
     encoded = _splits(_texts_toy)
-    with pytest.raises(ValueError, match="training.epochs: must be a whole number"):
-        fit_probe(encoded, build_loss("ce"), QUICK.replace(epochs=1.5), PROBE, VOCAB, 2)
+    with pytest.raises(ValueError, match="training.num_train_epochs: must be a whole number"):
+        fit_probe(encoded, build_loss("ce"), QUICK.replace(num_train_epochs=1.5), PROBE, VOCAB, 2)
     fit = fit_probe(encoded, build_loss("ce"), QUICK, PROBE, VOCAB, 2, seed=0)
     assert [entry["epoch"] for entry in fit.history] == list(range(1, 7))
     assert fit.history[fit.best_epoch - 1]["validation_macro_f1"] == fit.validation["macro_f1"]
@@ -251,7 +253,7 @@ def test_encoded_split_and_encode_split_reject_bad_input(tokenizer):
         (lambda e, a: ({**e, "test": _pairs_toy(8, 5)}, a), "encoded"),
         (lambda e, a: (e, {**a, "num_labels": 1}), "num_labels"),
         (lambda e, a: (e, {**a, "vocab_size": 5}), "vocab_size"),
-        (lambda e, a: (e, {**a, "training": {"epochs": 1}}), "training"),
+        (lambda e, a: (e, {**a, "training": {"num_train_epochs": 1}}), "training"),
         (lambda e, a: (e, {**a, "seed": -1}), "seed"),
         (lambda e, a: (e, {**a, "label_names": ["only one"]}), "label_names"),
     ],

@@ -61,7 +61,7 @@ def published(tmp_path_factory) -> Path:
             "output_dir": str(base / "run"),
             "data": {"source": "sample_corpus", "n_sentences": 32, "max_length": 32},
             "model": {"tiny": {"num_layers": 1, "hidden_size": 32, "num_heads": 2}},
-            "training": {"epochs": 1, "batch_size": 16, "quiet": True},
+            "training": {"num_train_epochs": 1, "per_device_train_batch_size": 16, "quiet": True},
         }
     )
     target = base / "published"
@@ -84,7 +84,7 @@ def test_one_step_finetune_from_a_published_checkpoint(published, tmp_path):
             "output_dir": str(tmp_path / "ft"),
             "data": {"source": "sample_relevance", "max_train_samples": 16, "max_eval_samples": 16, "max_length": 32},
             "model": {"model_name_or_path": str(published)},
-            "training": {"epochs": 1, "batch_size": 16, "quiet": True},
+            "training": {"num_train_epochs": 1, "per_device_train_batch_size": 16, "quiet": True},
         }
     )
     assert [entry["step"] for entry in result.history if "eval_macro_f1" in entry] == [1]

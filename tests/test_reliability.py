@@ -81,7 +81,14 @@ def _tiny_run(tmp_path: Path, **training: Any) -> dict:
         "output_dir": str(tmp_path / "run"),
         "data": {"source": "sample_relevance", "max_train_samples": 64, "max_eval_samples": 32, "max_length": 32},
         "model": {"tiny": {"num_layers": 1, "hidden_size": 32, "num_heads": 2}},
-        "training": {"epochs": 1, "batch_size": 16, "eval_batch_size": 32, "lr": 1e-3, "quiet": True, **training},
+        "training": {
+            "num_train_epochs": 1,
+            "per_device_train_batch_size": 16,
+            "per_device_eval_batch_size": 32,
+            "learning_rate": 1e-3,
+            "quiet": True,
+            **training,
+        },
     }
 
 
@@ -272,18 +279,20 @@ CASES: dict[str, Callable[[Path], Any]] = {
     "data-12": lambda tmp: _resolve_without_a_class(),
     "data-13": lambda tmp: _stratified(seed=-1),
     # trainer
-    "trainer-1": lambda tmp: _config("training.lr=.inf"),
+    "trainer-1": lambda tmp: _config("training.learning_rate=.inf"),
     "trainer-2": lambda tmp: _config("training.seed=-1"),
     "trainer-3": lambda tmp: _config("training.lrate=1e-4"),
-    "trainer-4": lambda tmp: _load_file(_write(tmp / "broken.yaml", "task: finetune\ntraining:\n  lr: [1e-3\n")),
+    "trainer-4": lambda tmp: _load_file(_write(tmp / "broken.yaml", "task: finetune\ntraining:\n  learning_rate: [1e-3\n")),
     "trainer-5": lambda tmp: _load_file(_write(tmp / "gbk.yaml", "task: finetune\noutput_dir: 结果\n".encode("gbk"))),
-    "trainer-6": lambda tmp: _config("training.lr=[1"),
+    "trainer-6": lambda tmp: _config("training.learning_rate=[1"),
     "trainer-7": lambda tmp: _loss_of_config("loss.name=wce", base={"loss": {"name": "pcl", "params": {"epsilon": 0.1}}}),
     "trainer-8": lambda tmp: _occupied(tmp, finished=True),
     "trainer-9": lambda tmp: _occupied(tmp, finished=False),
     "trainer-10": lambda tmp: _resume_with_only_incomplete_checkpoints(tmp),
-    "trainer-11": lambda tmp: _finetune(tmp, lr=1e30, max_grad_norm=0.0, warmup_ratio=0.0),
-    "trainer-12": lambda tmp: _finetune(tmp, batch_size=64, lr=1e30, max_grad_norm=0.0, warmup_ratio=0.0),
+    "trainer-11": lambda tmp: _finetune(tmp, learning_rate=1e30, max_grad_norm=0.0, warmup_steps=0.0),
+    "trainer-12": lambda tmp: _finetune(
+        tmp, per_device_train_batch_size=64, learning_rate=1e30, max_grad_norm=0.0, warmup_steps=0.0
+    ),
     "trainer-13": lambda tmp: _electra_sop(),
     # runner
     "runner-1": lambda tmp: _sweep("x=[1,2"),

@@ -70,7 +70,13 @@ def test_pretraining_with_sop_trains_both_heads(tmp_path):
             "data": {"source": "sample_corpus", "n_sentences": 64, "max_length": 32},
             "model": {"tiny": {"num_layers": 1, "hidden_size": 32, "num_heads": 2}},
             "objective": {"sop": True},
-            "training": {"epochs": 1, "batch_size": 16, "lr": 1e-3, "quiet": True, "dataloader_workers": 0},
+            "training": {
+                "num_train_epochs": 1,
+                "per_device_train_batch_size": 16,
+                "learning_rate": 1e-3,
+                "quiet": True,
+                "dataloader_num_workers": 0,
+            },
         }
     )
     assert result.metrics["sop"] is True and result.metrics["train_loss"] > 0

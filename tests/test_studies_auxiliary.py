@@ -45,7 +45,7 @@ def tiny_config():
         {
             "data": {"source": "sample_relevance", "max_train_samples": 32, "max_eval_samples": 16, "max_length": 24},
             "model": {"tiny": {"num_layers": 1, "hidden_size": 16, "num_heads": 2}},
-            "training": {"epochs": 1, "batch_size": 16, "lr": 1e-3, "quiet": True},
+            "training": {"num_train_epochs": 1, "per_device_train_batch_size": 16, "learning_rate": 1e-3, "quiet": True},
         }
     )
 

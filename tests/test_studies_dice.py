@@ -16,7 +16,7 @@ from workbench.stats import mean_std_table, summarize
 from workbench.studies import dice
 from workbench.train import ProbeFitter, TransformerFitter, build_fitter
 
-TINY_TRAINING = {"epochs": 1, "batch_size": 32, "lr": 0.02, "weight_decay": 0.0}
+TINY_TRAINING = {"num_train_epochs": 1, "per_device_train_batch_size": 32, "learning_rate": 0.02, "weight_decay": 0.0}
 BOW = {"kind": "probe", "probe": {"embedding_size": 32, "hidden_size": None}}
 
 
@@ -138,8 +138,8 @@ def test_wce_gets_training_label_counts(tiny_splits, fitter):
     ("model", "training", "parameter"),
     [
         ({"kind": "cnn"}, TINY_TRAINING, "model.kind"),
-        (BOW, {"epochs": 0}, "training.epochs"),
-        (BOW, {"batch_size": 2.5}, "training.batch_size"),
+        (BOW, {"num_train_epochs": 0}, "training.num_train_epochs"),
+        (BOW, {"per_device_train_batch_size": 2.5}, "training.per_device_train_batch_size"),
     ],
 )
 def test_fitters_reject_bad_options(model, training, parameter):
@@ -151,7 +151,7 @@ def test_fit_and_score_runs_the_transformer_trainer(tiny_splits):
     small = DatasetDict({name: split.select(range(32)) for name, split in tiny_splits.items()})
     transformer = build_fitter(
         {"tiny": {"num_layers": 1, "hidden_size": 32, "num_heads": 2}},
-        {"epochs": 1, "batch_size": 16, "eval_batch_size": 32, "lr": 1e-3},
+        {"num_train_epochs": 1, "per_device_train_batch_size": 16, "per_device_eval_batch_size": 32, "learning_rate": 1e-3},
         max_length=32,
     )
     assert isinstance(transformer, TransformerFitter)

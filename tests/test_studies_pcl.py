@@ -15,7 +15,7 @@ from workbench.train.evaluation import best_epoch
 
 EPSILON = 0.1
 PROBE = {"kind": "probe", "probe": {"embedding_size": 16, "hidden_size": 16}}
-TINY_TRAINING = {"epochs": 8, "batch_size": 16, "lr": 0.02, "weight_decay": 0.0}
+TINY_TRAINING = {"num_train_epochs": 8, "per_device_train_batch_size": 16, "learning_rate": 0.02, "weight_decay": 0.0}
 
 
 @pytest.fixture(scope="module")
@@ -90,11 +90,11 @@ def test_gradient_comparison_rejects_bad_input(kwargs, match):
 @pytest.mark.parametrize(
     ("model", "training", "max_length", "match"),
     [
-        (PROBE, {"epochs": 0}, 16, "training.epochs"),
-        (PROBE, {"batch_size": -1}, 16, "training.batch_size"),
+        (PROBE, {"num_train_epochs": 0}, 16, "training.num_train_epochs"),
+        (PROBE, {"per_device_train_batch_size": -1}, 16, "training.per_device_train_batch_size"),
         ({"kind": "probe", "probe": {"embedding_size": 1.5}}, {}, 16, "model.probe.embedding_size"),
         (PROBE, {}, True, "max_length"),
-        (PROBE, {"lr": 0.0}, 16, "training.lr"),
+        (PROBE, {"learning_rate": 0.0}, 16, "training.learning_rate"),
     ],
 )
 def test_fitter_rejects_bad_values(model, training, max_length, match):
@@ -110,7 +110,7 @@ def test_pair_probe_fit_is_seeded_and_leaves_global_rng_alone(splits, fitter):
     second = fitter.fit(splits, loss, 3)
     np.testing.assert_array_equal(first.test_predictions, second.test_predictions)
     assert first.test_predictions.shape == (60,) and first.validation_predictions.shape == (60,)
-    assert 1 <= first.best_epoch <= TINY_TRAINING["epochs"]
+    assert 1 <= first.best_epoch <= TINY_TRAINING["num_train_epochs"]
     assert first.history[first.best_epoch - 1]["validation_macro_f1"] == first.validation_score
 
 
@@ -299,7 +299,13 @@ def test_this_run_quotes_the_ablation_table(ablation):
 CUE_CHARACTERS = ("冷", "温", "热")
 FILLER = list("的一是在不了有和人这中大为上个国我以要他时来用们生到作地于出就分对成会可主发年动同工也能下过子说产种")
 TINY_BERT = {"tiny": {"num_layers": 1, "hidden_size": 32, "num_heads": 2}}
-TINY_BERT_TRAINING = {"epochs": 4, "batch_size": 16, "eval_batch_size": 64, "lr": 5e-3, "warmup_ratio": 0.0}
+TINY_BERT_TRAINING = {
+    "num_train_epochs": 4,
+    "per_device_train_batch_size": 16,
+    "per_device_eval_batch_size": 64,
+    "learning_rate": 5e-3,
+    "warmup_steps": 0.0,
+}
 TRANSFORMER_SETTINGS = ["LS", "PCL reference", "PCL expected_cost (global)"]
 
 
@@ -353,7 +359,7 @@ def test_transformer_ablation_pcl_reference_predicts_exactly_like_ls(transformer
     np.testing.assert_array_equal(transformer_ablation.predictions[("PCL reference", 0)], ls)
     assert runs.loc["PCL reference", "identical_to_ls"]
     assert runs.loc["PCL reference", "validation_macro_f1"] == runs.loc["LS", "validation_macro_f1"]
-    assert runs["best_epoch"].between(1, TINY_BERT_TRAINING["epochs"]).all()
+    assert runs["best_epoch"].between(1, TINY_BERT_TRAINING["num_train_epochs"]).all()
     assert study.ablation_table(transformer_ablation.runs).loc["PCL reference", "identical predictions to LS"] == "1/1"
 
 
@@ -367,7 +373,7 @@ def test_transformer_fit_matches_the_ablation_and_reports_the_kept_epoch(cue_spl
     assert fit.validation_score == pytest.approx(validation["macro_f1"])
     ls = transformer_ablation.runs.set_index("setting").loc["LS"]
     assert (fit.best_epoch, fit.validation_score) == (ls["best_epoch"], pytest.approx(ls["validation_macro_f1"]))
-    assert [entry["epoch"] for entry in fit.history] == list(range(1, TINY_BERT_TRAINING["epochs"] + 1))
+    assert [entry["epoch"] for entry in fit.history] == list(range(1, TINY_BERT_TRAINING["num_train_epochs"] + 1))
 
 
 def test_best_epoch_is_the_epoch_of_the_kept_checkpoint():

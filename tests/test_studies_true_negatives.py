@@ -196,7 +196,13 @@ def test_pretraining_and_downstream_grids_run_end_to_end(tmp_path):
     base = {
         "data": {"source": "sample_corpus", "n_sentences": 48, "max_train_samples": 32, "max_length": 32},
         "model": {"tiny": TINY},
-        "training": {"epochs": 1, "batch_size": 16, "lr": 1e-3, "quiet": True, "logging_steps": 1},
+        "training": {
+            "num_train_epochs": 1,
+            "per_device_train_batch_size": 16,
+            "learning_rate": 1e-3,
+            "quiet": True,
+            "logging_steps": 1,
+        },
     }
     runs = experiments.pretraining_grid(base, tmp_path / "pre", strategies=["wwm"], objectives=["plain", "hc"], seed=1)
     assert list(runs[["masking", "objective"]].itertuples(index=False, name=None)) == [("wwm", "plain"), ("wwm", "hc")]
@@ -214,7 +220,13 @@ def test_pretraining_and_downstream_grids_run_end_to_end(tmp_path):
     finetune_base = {
         "data": {"source": "sample_relevance", "max_train_samples": 32, "max_eval_samples": 16, "max_length": 32},
         "model": {"tiny": TINY},
-        "training": {"epochs": 1, "batch_size": 16, "eval_batch_size": 16, "lr": 1e-3, "quiet": True},
+        "training": {
+            "num_train_epochs": 1,
+            "per_device_train_batch_size": 16,
+            "per_device_eval_batch_size": 16,
+            "learning_rate": 1e-3,
+            "quiet": True,
+        },
     }
     finetuned = experiments.downstream_grid(finetune_base, {"scratch": None, "wwm-hc": hc["output_dir"]}, tmp_path / "ft", seeds=[0])
     assert list(finetuned["encoder"]) == ["scratch", "wwm-hc"]

@@ -71,7 +71,14 @@ def pretrained(tmp_path_factory):
         "data": {"source": "sample_corpus", "n_sentences": 60, "max_train_samples": 48, "max_length": 32, "eval_fraction": 0.2},
         "model": {"tiny": TINY},
         "objective": {"hc_level": "word"},
-        "training": {"epochs": 2, "batch_size": 16, "lr": 1e-3, "quiet": True, "logging_steps": 1, "dataloader_workers": 0},
+        "training": {
+            "num_train_epochs": 2,
+            "per_device_train_batch_size": 16,
+            "learning_rate": 1e-3,
+            "quiet": True,
+            "logging_steps": 1,
+            "dataloader_num_workers": 0,
+        },
     }
     runs = experiments.pretraining_grid(
         base,
@@ -166,7 +173,7 @@ def test_downstream_takes_the_checkpoint_tokenizer_over_a_vocab_file(pretrained,
     base = {
         "data": {"source": "sample_sentences", "max_train_samples": 32, "max_eval_samples": 16, "max_length": 32},
         "model": {"tiny": TINY, "vocab_file": str(vocab)},
-        "training": {"epochs": 1, "batch_size": 16, "lr": 1e-3, "quiet": True},
+        "training": {"num_train_epochs": 1, "per_device_train_batch_size": 16, "learning_rate": 1e-3, "quiet": True},
     }
     finetuned = experiments.downstream_grid(base, {"scratch": None, "wwm-plain": runs["output_dir"].iloc[0]}, tmp_path, seeds=[0])
     assert list(finetuned["encoder"]) == ["scratch", "wwm-plain"] and finetuned["macro_f1"].between(0, 1).all()

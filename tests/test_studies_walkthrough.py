@@ -21,7 +21,7 @@ SEEDS = [0, 1]
 def fitter():
     return build_fitter(
         {"kind": "probe", "probe": {"embedding_size": 8, "hidden_size": 8}},
-        {"epochs": 3, "batch_size": 16, "lr": 0.02, "weight_decay": 0.0},
+        {"num_train_epochs": 3, "per_device_train_batch_size": 16, "learning_rate": 0.02, "weight_decay": 0.0},
         max_length=16,
     )
 

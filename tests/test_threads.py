@@ -71,7 +71,7 @@ def test_finetune_trains_with_training_threads_and_restores_the_setting(tmp_path
             "output_dir": str(tmp_path / "run"),
             "data": {"source": "sample_relevance", "max_train_samples": 32, "max_eval_samples": 16, "max_length": 16},
             "model": {"tiny": {"num_layers": 1, "hidden_size": 16, "num_heads": 2}},
-            "training": {"epochs": 1, "batch_size": 16, "quiet": True, "threads": threads},
+            "training": {"num_train_epochs": 1, "per_device_train_batch_size": 16, "quiet": True, "threads": threads},
         },
         callbacks=[recorder],
     )

@@ -9,7 +9,7 @@ import typing
 import pytest
 import yaml
 
-from workbench.config import Config, LossSpec, TrainingConfig, load_config, parse_override
+from workbench.config import TRAINING_SET_BY, Config, LossSpec, TrainingConfig, load_config, parse_override
 
 
 def test_defaults_are_complete_and_valid():
@@ -31,9 +31,9 @@ def test_defaults_are_complete_and_valid():
 
 
 def test_partial_mapping_is_merged_over_defaults():
-    config = load_config({"training": {"lr": 1e-3}, "loss": {"name": "pcl", "params": {"variant": "reference"}}})
-    assert config.training.lr == 1e-3
-    assert config.training.batch_size == TrainingConfig().batch_size
+    config = load_config({"training": {"learning_rate": 1e-3}, "loss": {"name": "pcl", "params": {"variant": "reference"}}})
+    assert config.training.learning_rate == 1e-3
+    assert config.training.per_device_train_batch_size == TrainingConfig().per_device_train_batch_size == 16
     assert config.loss == LossSpec("pcl", {"variant": "reference"})
 
 
@@ -43,7 +43,7 @@ def test_yaml_file_and_typed_overrides(tmp_path):
     config = load_config(
         path,
         overrides=[
-            "training.lr=1e-4",
+            "training.learning_rate=1e-4",
             "training.quiet=true",
             "data.split=[0.6, 0.2, 0.2]",
             "loss.params.gamma=2",
@@ -51,7 +51,7 @@ def test_yaml_file_and_typed_overrides(tmp_path):
         ],
     )
     assert config.task == "pretrain_mlm" and config.masking.strategy == "kdm"
-    assert config.training.lr == 1e-4 and isinstance(config.training.lr, float)
+    assert config.training.learning_rate == 1e-4 and isinstance(config.training.learning_rate, float)
     assert config.training.quiet is True
     assert config.data.split == (0.6, 0.2, 0.2)
     assert config.loss.params == {"gamma": 2}
@@ -63,8 +63,10 @@ def test_an_override_replaces_the_mapping_it_names():
     assert load_config(base, ["loss.name=wce", "loss.params={}"]).loss == LossSpec("wce", {})
     assert load_config(base, ["loss.params=null"]).loss.params == {}
     assert load_config(base, ["loss.params.epsilon=0.2"]).loss.params == {"variant": "expected_cost", "epsilon": 0.2}
-    replaced = load_config({"training": {"lr": 1e-3, "epochs": 5}}, ["training={epochs: 2}"]).training
-    assert (replaced.epochs, replaced.lr) == (2, TrainingConfig().lr)
+    replaced = load_config(
+        {"training": {"learning_rate": 1e-3, "num_train_epochs": 5}}, ["training={num_train_epochs: 2}"]
+    ).training
+    assert (replaced.num_train_epochs, replaced.learning_rate) == (2, TrainingConfig().learning_rate)
 
 
 def test_parse_override_types():
@@ -74,65 +76,75 @@ def test_parse_override_types():
 
 
 @pytest.mark.parametrize(
-    "config, match",
+    "config, key",
     [
-        ({"trainig": {}}, r"unknown config key 'trainig'.*allowed keys: aux, data"),
-        (
-            {"training": {"learning_rate": 1}},
-            r"unknown config key 'training.learning_rate'.*allowed keys in training: batch_size",
-        ),
-        ({"model": {"tiny": {"layers": 1}}}, r"'model.tiny.layers'.*hidden_size, num_heads, num_layers"),
-        ({"training": 3}, r"training: must be a mapping"),
-        ({"loss": {"params": [1]}}, r"loss.params: must be a mapping"),
-        ({"task": "train"}, r"task: must be one of finetune, pretrain_mlm, two_stage"),
-        ({"data": {"source": "imdb"}}, r"data.source: must be one of"),
-        ({"data": {"split": [0.5, 0.5, 0.5]}}, r"data.split"),
-        ({"data": {"max_length": 4}}, r"data.max_length: must be an int in \[8, 512\]"),
-        ({"training": {"lr": 0}}, r"training.lr: must be a number > 0"),
-        ({"training": {"batch_size": 2.5}}, r"training.batch_size: must be an int >= 1"),
-        ({"training": {"precision": "fp8"}}, r"training.precision: must be one of auto, fp32, bf16, fp16"),
-        ({"training": {"quiet": "yes"}}, r"training.quiet: must be true or false"),
-        ({"training": {"warmup_ratio": 1.0}}, r"training.warmup_ratio: must be in \[0, 1\)"),
-        ({"training": {"lr": float("inf")}}, r"training.lr: must be a number > 0, got inf"),
-        ({"training": {"epochs": float("nan")}}, r"training.epochs: must be a number > 0, got nan"),
-        ({"data": {"seed": -1}}, r"data.seed: must be an int >= 0, got -1"),
-        (
-            {"model": {"kind": "probe", "model_name_or_path": "x"}},
-            r"model.model_name_or_path: must be null with model.kind=probe",
-        ),
-        ({"masking": {"strategy": "span"}}, r"masking.strategy: must be one of random, wwm, kdm"),
-        ({"masking": {"mlm_probability": 1.5}}, r"masking.mlm_probability: must be in \(0, 1\)"),
-        ({"objective": {"name": "hard"}}, r"objective.name: must be one of plain, hc, sr"),
-        ({"objective": {"level": "word"}}, r"objective.level: must be one of token, sentence"),
-        ({"aux": {"num_aux": -1}}, r"aux.num_aux: must be an int >= 0"),
-        ({"aux": {"fgm_epsilon": -0.1}}, r"aux.fgm_epsilon: must be a number >= 0"),
-        (
-            {"model": {"tiny": {"num_layers": 1, "hidden_size": 30, "num_heads": 4}}},
-            r"model.tiny.hidden_size: must be a multiple",
-        ),
-        ({"data": {"num_proc": 0}}, r"data.num_proc: must be null or an int >= 1, got 0"),
-        ({"data": {"eval_fraction": 0}}, r"data.eval_fraction: must be in \(0, 0.5\], got 0"),
-        ({"data": {"eval_fraction": 0.6}}, r"data.eval_fraction: must be in \(0, 0.5\], got 0.6"),
-        ({"data": {"cache_dir": ""}}, r"data.cache_dir: must be null or a non-empty string"),
-        ({"data": {"block_boundary": "paragraph"}}, r"data.block_boundary: must be one of sentence, word"),
-        ({"training": {"dataloader_workers": -1}}, r"training.dataloader_workers: must be null or an int >= 0, got -1"),
+        ({"trainig": {}}, "trainig"),
+        ({"training": {"lr": 1}}, "training.lr"),  # the former name: "renamed to training.learning_rate"
+        ({"training": {"learning_rat": 1}}, "training.learning_rat"),
+        ({"training": {"bf16": True}}, "training.bf16"),  # set by training.precision
+        ({"training": {"output_dir": "x"}}, "training.output_dir"),
+        ({"training": {"lr_scheduler_type": "sawtooth"}}, "training.lr_scheduler_type"),  # TrainingArguments' own check
+        ({"training": {"optim": "nope"}}, "training.optim"),
+        ({"training": {"report_to": "nope"}}, "training.report_to"),
+        ({"training": {"learning_rate": "fast"}}, "training.learning_rate"),
+        ({"training": {"logging_steps": 0}}, "training.logging_steps"),
+        ({"model": {"tiny": {"layers": 1}}}, "model.tiny.layers"),
+        ({"training": 3}, "training"),
+        ({"loss": {"params": [1]}}, "loss.params"),
+        ({"task": "train"}, "task"),
+        ({"data": {"source": "imdb"}}, "data.source"),
+        ({"data": {"split": [0.5, 0.5, 0.5]}}, "data.split"),
+        ({"data": {"max_length": 4}}, "data.max_length"),
+        ({"training": {"learning_rate": 0}}, "training.learning_rate"),
+        ({"training": {"per_device_train_batch_size": 2.5}}, "training.per_device_train_batch_size"),
+        ({"training": {"per_device_train_batch_size": 10**30}}, "training.per_device_train_batch_size"),
+        ({"training": {"num_train_epochs": 1e308}}, "training.num_train_epochs"),
+        ({"training": {"precision": "fp8"}}, "training.precision"),
+        ({"training": {"quiet": "yes"}}, "training.quiet"),
+        ({"training": {"warmup_steps": -0.1}}, "training.warmup_steps"),
+        ({"training": {"learning_rate": float("inf")}}, "training.learning_rate"),
+        ({"training": {"num_train_epochs": float("nan")}}, "training.num_train_epochs"),
+        ({"training": {"learning_rate": None}}, "training.learning_rate"),  # null only where the default is null
+        ({"data": {"seed": -1}}, "data.seed"),
+        ({"model": {"kind": "probe", "model_name_or_path": "x"}}, "model.model_name_or_path"),
+        ({"masking": {"strategy": "span"}}, "masking.strategy"),
+        ({"masking": {"mlm_probability": 1.5}}, "masking.mlm_probability"),
+        ({"objective": {"name": "hard"}}, "objective.name"),
+        ({"objective": {"level": "word"}}, "objective.level"),
+        ({"aux": {"num_aux": -1}}, "aux.num_aux"),
+        ({"aux": {"fgm_epsilon": -0.1}}, "aux.fgm_epsilon"),
+        ({"aux": {"stage2_epochs": 1e308}}, "aux.stage2_epochs"),
+        ({"model": {"tiny": {"num_layers": 1, "hidden_size": 30, "num_heads": 4}}}, "model.tiny.hidden_size"),
+        ({"data": {"num_proc": 0}}, "data.num_proc"),
+        ({"data": {"eval_fraction": 0}}, "data.eval_fraction"),
+        ({"data": {"eval_fraction": 0.6}}, "data.eval_fraction"),
+        ({"data": {"cache_dir": ""}}, "data.cache_dir"),
+        ({"data": {"block_boundary": "paragraph"}}, "data.block_boundary"),
+        ({"training": {"dataloader_num_workers": -1}}, "training.dataloader_num_workers"),
     ],
 )
-def test_bad_config_raises_naming_the_key(config, match):
-    with pytest.raises(ValueError, match=match):
+def test_bad_config_raises_naming_the_key(config, key):
+    with pytest.raises(ValueError, match=rf"^(unknown config key ')?{re.escape(key)}[:']"):
         load_config(config)
+
+
+def test_training_passes_any_training_arguments_field_through():
+    training = load_config({"training": {"lr_scheduler_type": "cosine", "adam_beta2": 0.98, "report_to": "none"}}).training
+    assert (training.lr_scheduler_type, training.adam_beta2, training.warmup_steps) == ("cosine", 0.98, 0.1)
+    assert training.max_steps == -1  # a field not given: TrainingArguments' default
 
 
 @pytest.mark.parametrize(
     "override, match",
     [
-        ("training.lr", r"overrides: expected 'section.key=value'"),
-        ("=3", r"overrides: expected"),
-        ("training.lrate=1e-4", r"unknown config key 'training.lrate'"),
-        ("training.lr=[1", r"overrides: cannot parse"),
-        ("training.epochs=-1", r"training.epochs: must be a number > 0"),
-        ("training.lr=.inf", r"training.lr: must be a number > 0, got inf"),
-        ("training.lr.x=1", r"unknown config key 'training.lr.x'"),
+        ("training.learning_rate", r"^overrides:"),
+        ("=3", r"^overrides:"),
+        ("training.lrate=1e-4", r"^training.lrate:"),
+        ("training.learning_rate=[1", r"^overrides:"),
+        ("training.num_train_epochs=-1", r"^training.num_train_epochs:"),
+        ("training.learning_rate=.inf", r"^training.learning_rate:"),
+        ("training.learning_rate.x=1", r"^training.learning_rate:"),
+        ("model.kind.x=1", r"^unknown config key 'model.kind.x'"),
     ],
 )
 def test_bad_override_raises(override, match):
@@ -151,7 +163,7 @@ def test_missing_file_and_non_mapping_file(tmp_path):
 
 def test_bad_yaml_names_the_file_and_line(tmp_path):
     path = tmp_path / "broken.yaml"
-    path.write_text("task: finetune\ntraining:\n  lr: [1e-3\n", encoding="utf-8")
+    path.write_text("task: finetune\ntraining:\n  learning_rate: [1e-3\n", encoding="utf-8")
     with pytest.raises(ValueError, match=rf"{path}:\d+: invalid YAML"):
         load_config(path)
     with pytest.raises(ValueError, match=rf"^{path}:3: invalid YAML \(expected ',' or '\]', but got '<stream end>'\)$"):
@@ -174,18 +186,20 @@ def test_task_is_filled_in_or_checked():
 
 
 def test_sections_take_mappings_and_refuse_unknown_keys():
-    assert TrainingConfig.from_mapping({"epochs": 2}).replace(seed=3) == TrainingConfig(epochs=2, seed=3)
-    with pytest.raises(ValueError, match="unknown config key 'training.epoch'"):
+    training = TrainingConfig.from_mapping({"num_train_epochs": 2}).replace(seed=3)
+    assert training == TrainingConfig.from_mapping({"seed": 3, "num_train_epochs": 2})
+    assert training.to_dict()["seed"] == 3 and load_config({"training": training.to_dict()}).training == training
+    with pytest.raises(ValueError, match=r"^training.epoch:"):
         TrainingConfig.from_mapping({"epoch": 2})
-    assert Config().replace(training={"lr": 0.5}).training == TrainingConfig(lr=0.5)
+    assert Config().replace(training={"learning_rate": 0.5}).training == TrainingConfig.from_mapping({"learning_rate": 0.5})
 
 
 @pytest.mark.parametrize(
     ("text", "override", "message"),
     [
-        ("task: finetune\ntraining:\n  lr: [1e-3\n", [], r"{path}:\d+: invalid YAML"),
-        ("task: finetune\n", ["training.lr=[1"], r"overrides: cannot parse the value of 'training.lr=\[1'"),
-        ("task: finetune\n", ["training.lr=.inf"], r"training.lr: must be a number > 0, got inf"),
+        ("task: finetune\ntraining:\n  learning_rate: [1e-3\n", [], r"{path}:\d+: invalid YAML"),
+        ("task: finetune\n", ["training.learning_rate=[1"], r"overrides: cannot parse the value of 'training.learning_rate=\[1'"),
+        ("task: finetune\n", ["training.learning_rate=.inf"], r"training.learning_rate: must be a number > 0, got inf"),
     ],
 )
 def test_the_train_command_exits_2_with_one_line_for_bad_input(tmp_path, capsys, text, override, message):
@@ -201,8 +215,16 @@ def test_the_train_command_exits_2_with_one_line_for_bad_input(tmp_path, capsys,
 
 
 def _numeric_keys(section: type = Config, prefix: str = "") -> list[str]:
-    """Every config key typed as a number (or numbers), walking the nested sections."""
+    """Every config key typed as a number (or numbers), walking the nested sections; in training, every
+    numeric TrainingArguments field too."""
     keys = []
+    if section is TrainingConfig:
+        from transformers import TrainingArguments
+
+        arguments = [item for item in dataclasses.fields(TrainingArguments) if item.init and item.name not in TRAINING_SET_BY]
+        keys += [
+            prefix + item.name for item in arguments if re.fullmatch(r"<class '(int|float)'>|(int|float) \| None", str(item.type))
+        ]
     hints = typing.get_type_hints(section)
     for item in dataclasses.fields(section):
         kind = hints[item.name]
@@ -216,7 +238,7 @@ def _numeric_keys(section: type = Config, prefix: str = "") -> list[str]:
 @pytest.mark.parametrize("value", [".inf", "-.inf", ".nan"])
 def test_every_numeric_key_refuses_non_finite_values_naming_the_key(value):
     keys = _numeric_keys()
-    assert len(keys) >= 30 and {"training.lr", "data.split", "model.tiny.num_layers", "aux.fgm_epsilon"} <= set(keys)
+    assert len(keys) >= 30 and {"training.learning_rate", "data.split", "model.tiny.num_layers", "aux.fgm_epsilon"} <= set(keys)
     for key in keys:
         override = f"{key}=[{value}, 0.5, 0.5]" if key == "data.split" else f"{key}={value}"
         with pytest.raises(ValueError, match=rf"^{re.escape(key)}: must .*got .*(inf|nan)"):

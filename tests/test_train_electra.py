@@ -235,7 +235,14 @@ def electra_config(output_dir, cache_dir, **sections) -> dict:
         "output_dir": str(output_dir),
         "data": {"source": "sample_corpus", "n_sentences": 64, "max_length": 32, "cache_dir": str(cache_dir)},
         "model": {"tiny": TINY},
-        "training": {"epochs": 1, "batch_size": 16, "lr": 1e-3, "quiet": True, "logging_steps": 2, "dataloader_workers": 0},
+        "training": {
+            "num_train_epochs": 1,
+            "per_device_train_batch_size": 16,
+            "learning_rate": 1e-3,
+            "quiet": True,
+            "logging_steps": 2,
+            "dataloader_num_workers": 0,
+        },
     }
     for name, values in sections.items():
         config[name] = {**config.get(name, {}), **values}
@@ -291,7 +298,7 @@ def test_pretrain_electra_writes_both_models_and_metrics_and_finetune_loads_it(t
             "output_dir": str(tmp_path / "ft"),
             "model": {"model_name_or_path": str(out)},
             "data": {"source": "sample_relevance", "max_train_samples": 32, "max_eval_samples": 16, "max_length": 32},
-            "training": {"epochs": 1, "batch_size": 16, "lr": 1e-3, "quiet": True},
+            "training": {"num_train_epochs": 1, "per_device_train_batch_size": 16, "learning_rate": 1e-3, "quiet": True},
         }
     )
     assert 0.0 <= tuned.metrics["macro_f1"] <= 1.0
@@ -305,7 +312,7 @@ class _StopAfterFirstCheckpoint(TrainerCallback):
 @pytest.mark.slow
 def test_an_interrupted_electra_run_resumes_from_its_checkpoint_through_the_cli(tmp_path):
     config = electra_config(
-        tmp_path / "pre", tmp_path / "cache", objective={"name": "hc"}, training={"epochs": 2, "save_total_limit": 2}
+        tmp_path / "pre", tmp_path / "cache", objective={"name": "hc"}, training={"num_train_epochs": 2, "save_total_limit": 2}
     )
     with pytest.raises(KeyboardInterrupt):
         pretrain_electra(config, callbacks=[_StopAfterFirstCheckpoint()])

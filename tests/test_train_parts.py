@@ -289,7 +289,7 @@ def test_pretraining_draws_masks_in_persistent_dataloader_workers(tmp_path, work
         {
             "task": "pretrain_mlm",
             "output_dir": str(tmp_path / "run"),
-            "training": {"dataloader_workers": workers},
+            "training": {"dataloader_num_workers": workers},
             "data": {
                 "source": "sample_corpus",
                 "n_sentences": 20,

@@ -47,14 +47,16 @@ def _sgd_update(
     """Parameter change after ONE optimizer step of SGD with lr=1 (no clipping, no decay), sequential batches."""
     model = _model()
     before = {name: p.detach().clone() for name, p in model.named_parameters()}
-    training = TrainingConfig(
-        batch_size=batch_size,
-        grad_accumulation=grad_accumulation,
-        lr=1.0,
-        warmup_ratio=0.0,
-        weight_decay=0.0,
-        max_grad_norm=0.0,
-        quiet=True,
+    training = TrainingConfig.from_mapping(
+        {
+            "per_device_train_batch_size": batch_size,
+            "gradient_accumulation_steps": grad_accumulation,
+            "learning_rate": 1.0,
+            "warmup_steps": 0.0,
+            "weight_decay": 0.0,
+            "max_grad_norm": 0.0,
+            "quiet": True,
+        }
     )
     args = training_arguments(
         training,
@@ -153,7 +155,7 @@ def test_precision_resolution_on_this_machine():
 
 
 def test_training_arguments_follow_the_config(tmp_path):
-    training = TrainingConfig(quiet=True, grad_accumulation=3, warmup_ratio=0.2)
+    training = TrainingConfig.from_mapping({"quiet": True, "gradient_accumulation_steps": 3, "warmup_steps": 0.2})
     args = training_arguments(training, str(tmp_path), evaluate=True)
     assert args.disable_tqdm and args.gradient_accumulation_steps == 3
     assert args.warmup_steps == pytest.approx(0.2)

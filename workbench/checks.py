@@ -1,9 +1,9 @@
 """Argument checks shared by the whole package, with one message format.
 
 Every check raises ``ValueError("<name>: must be <what is allowed>, got <value>")`` so a
-message always names the parameter (or config key, e.g. ``training.lr``) and the allowed
+message always names the parameter (or config key, e.g. ``training.learning_rate``) and the allowed
 values. Each returns the value (converted where it says so), so a constructor can write
-``self.lr = check_number("lr", lr, low=0, low_inclusive=False)``.
+``self.gamma = check_number("gamma", gamma, low=0)``.
 """
 
 from __future__ import annotations

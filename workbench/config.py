@@ -3,7 +3,7 @@
 A :class:`Config` has one section per concern, each a frozen dataclass in the style of
 ``transformers.TrainingArguments`` (every field carries help text and is checked in
 ``__post_init__``, so a bad value raises ``ValueError`` naming its key, e.g.
-``training.lr: must be a number > 0, got 0``):
+``training.learning_rate: must be a number > 0, got 0``):
 
 * :class:`DataConfig` (``data``), :class:`ModelConfig` (``model``, with ``model.tiny`` and
   ``model.probe``), :class:`LossSpec` (``loss``), :class:`MaskingSpec` (``masking``),
@@ -154,7 +154,7 @@ class Section:
     free_mappings: ClassVar[tuple[str, ...]] = ()
 
     def key(self, name: str) -> str:
-        """The full key of field ``name`` (``training.lr``)."""
+        """The full key of field ``name`` (``training.learning_rate``)."""
         return f"{self.prefix}.{name}" if self.prefix else name
 
     @classmethod
@@ -178,7 +178,7 @@ class Section:
 
     def to_dict(self) -> dict[str, Any]:
         """Plain nested dict (tuples as lists), ready for YAML or JSON."""
-        return _plain(dataclasses.asdict(self))
+        return {item.name: _plain(getattr(self, item.name)) for item in fields(self)}
 
     def replace(self: SectionT, **changes: Any) -> SectionT:
         """A copy with ``changes``; nested sections may be given as mappings (merged over the current ones)."""
@@ -458,15 +458,15 @@ class AuxConfig(Section):
     prefix: ClassVar[str] = "aux"
 
     num_aux: int = option(2, "n auxiliary labels of the stage-1 head (K + n outputs)")
-    stage2_epochs: float | None = option(None, "stage 2's epochs (null: training.epochs)")
-    stage2_lr: float | None = option(None, "stage 2's learning rate (null: training.lr)")
+    stage2_epochs: float | None = option(None, "stage 2's epochs, at most 1e6 (null: training.num_train_epochs)")
+    stage2_lr: float | None = option(None, "stage 2's learning rate (null: training.learning_rate)")
     fgm_epsilon: float = option(0.0, "FGM adversarial training in stage 1 when > 0 (the F variant)")
     fusion: bool = option(False, "a two-encoder FusionClassifier (MRE) instead of one encoder")
     fusion_model: str | None = option(None, "the second encoder's checkpoint (null: another tiny BERT / the same checkpoint)")
 
     def __post_init__(self) -> None:
         check_int(self.key("num_aux"), self.num_aux, 0)
-        check_number(self.key("stage2_epochs"), self.stage2_epochs, 0, low_inclusive=False, allow_none=True)
+        check_number(self.key("stage2_epochs"), self.stage2_epochs, 0, 1e6, low_inclusive=False, allow_none=True)
         check_number(self.key("stage2_lr"), self.stage2_lr, 0, low_inclusive=False, allow_none=True)
         check_number(self.key("fgm_epsilon"), self.fgm_epsilon, 0)
         check_bool(self.key("fusion"), self.fusion)
@@ -475,60 +475,171 @@ class AuxConfig(Section):
         )
 
 
+TRAINING_DEFAULTS: dict[str, Any] = {
+    "per_device_train_batch_size": 16,
+    "per_device_eval_batch_size": 64,
+    "warmup_steps": 0.1,  # below 1: a share of the steps
+    "weight_decay": 0.01,
+    "seed": 0,
+    "logging_steps": 10,
+    "save_total_limit": 1,
+    "dataloader_num_workers": None,  # pretrain_*: min(4, cores); the others: 0
+}
+"""The workbench's defaults where they differ from ``transformers.TrainingArguments``'."""
+
+TRAINING_SET_BY = {
+    "output_dir": "output_dir",
+    "bf16": "training.precision",
+    "fp16": "training.precision",
+    "disable_tqdm": "training.quiet",
+    "log_level": "training.quiet",
+    "resume_from_checkpoint": "training.resume",
+    **dict.fromkeys(
+        ("eval_strategy", "save_strategy", "load_best_model_at_end", "metric_for_best_model", "greater_is_better"),
+        "the trainer (evaluation and a checkpoint every epoch, the best by validation macro_f1 kept)",
+    ),
+    **dict.fromkeys(("remove_unused_columns", "logging_nan_inf_filter", "do_train", "do_eval", "do_predict"), "the trainer"),
+}
+"""TrainingArguments fields the workbench sets itself, and what sets them."""
+
+RENAMED = {
+    "epochs": "num_train_epochs",
+    "lr": "learning_rate",
+    "batch_size": "per_device_train_batch_size",
+    "eval_batch_size": "per_device_eval_batch_size",
+    "grad_accumulation": "gradient_accumulation_steps",
+    "warmup_ratio": "warmup_steps",
+    "dataloader_workers": "dataloader_num_workers",
+}
+"""The workbench's former names of TrainingArguments fields (named in the error for an old config)."""
+
+INT_MAX = 2**31 - 1
+TRAINING_BOUNDS: dict[str, tuple[float | None, float | None, bool]] = {
+    "num_train_epochs": (0, 1e6, False),
+    "learning_rate": (0, None, False),
+    "warmup_steps": (0, None, True),
+    "weight_decay": (0, None, True),
+    "max_grad_norm": (0, None, True),
+    "logging_steps": (0, None, False),
+    "seed": (0, None, True),
+    "dataloader_num_workers": (0, None, True),
+    **dict.fromkeys(
+        ("per_device_train_batch_size", "per_device_eval_batch_size", "gradient_accumulation_steps", "save_total_limit"),
+        (1, None, True),
+    ),
+}
+"""(low, high, low inclusive) of the numbers the workbench bounds beyond TrainingArguments' own checks;
+every number is finite and every int at most 2**31 - 1."""
+
+
+def _check_argument(key: str, value: Any, hint: Any) -> None:
+    """Type and bounds of TrainingArguments field ``key`` from its annotation (int, float, bool or str,
+    optionally or None; null also where :data:`TRAINING_DEFAULTS` has it); others are left to TrainingArguments."""
+    kinds = [kind for kind in typing.get_args(hint) or (hint,) if kind is not type(None)]
+    if value is None and (len(kinds) < len(typing.get_args(hint) or (hint,)) or TRAINING_DEFAULTS.get(key, 0) is None):
+        return
+    low, high, low_inclusive = TRAINING_BOUNDS.get(key, (None, None, True))
+    name = f"training.{key}"
+    if kinds == [bool]:
+        check_bool(name, value)
+    elif kinds == [int]:
+        check_int(name, value, low, INT_MAX)
+    elif kinds == [float]:
+        check_number(name, value, low, high, low_inclusive=low_inclusive)
+    elif kinds == [str] and not isinstance(value, str):
+        raise ValueError(f"{name}: must be a string, got {value!r}")
+
+
+def check_training_arguments(arguments: Mapping[str, Any]) -> dict[str, Any]:
+    """``arguments`` when ``transformers.TrainingArguments`` accepts them (with the workbench's bounds and
+    its own checks); ValueError naming ``training.<key>`` otherwise."""
+    from transformers import TrainingArguments
+    from transformers.integrations import get_available_reporting_integrations
+
+    hints = {item.name: item.type for item in fields(TrainingArguments) if item.init}
+    for key, value in arguments.items():
+        if key in TRAINING_SET_BY:
+            raise ValueError(f"training.{key}: is set by {TRAINING_SET_BY[key]}, not by the config")
+        if key not in hints:
+            known = f"renamed to training.{RENAMED[key]}" if key in RENAMED else "not a transformers.TrainingArguments field"
+            raise ValueError(f"training.{key}: unknown key ({known}); see docs/training.md")
+        _check_argument(key, value, hints[key])
+    reporters = arguments.get("report_to") or "none"
+    for name in [reporters] if isinstance(reporters, str) else reporters:
+        if name not in ("none", "all", *get_available_reporting_integrations()):
+            available = ", ".join(["none", "all", *get_available_reporting_integrations()])
+            raise ValueError(f"training.report_to: must be one of {available} (installed integrations), got {name!r}")
+    given = {key: value for key, value in arguments.items() if value is not None}
+    for end in range(len(given)):  # TrainingArguments' own checks, the first key that fails named
+        try:
+            TrainingArguments(output_dir=None, **dict(list(given.items())[: end + 1]))
+        except (ValueError, TypeError) as error:
+            raise ValueError(f"training.{list(given)[end]}: {str(error).splitlines()[0]}") from None
+    return dict(arguments)
+
+
 @dataclass(frozen=True)
 class TrainingConfig(Section):
-    """Optimisation, precision, logging and checkpoints (the probe reads epochs, batch_size, lr, weight_decay)."""
+    """The run's ``transformers.TrainingArguments``, by their names (any field, checked by it at load:
+    :func:`check_training_arguments`; the workbench's defaults in :data:`TRAINING_DEFAULTS`), and the
+    workbench's own keys below. The probe reads num_train_epochs, per_device_train_batch_size,
+    learning_rate and weight_decay."""
 
     prefix: ClassVar[str] = "training"
+    open_keys: ClassVar[bool] = True
 
-    epochs: float = option(3, "epochs (evaluation and a checkpoint after each)")
     time_budget_s: float | None = option(
         None,
         "stop training after this many seconds (the step in progress finishes; "
         "pretrain_* then evaluate once more); null: no limit",
     )
-    batch_size: int = option(16, "per-device training batch size")
-    eval_batch_size: int = option(64, "per-device evaluation batch size")
-    lr: float = option(5e-5, "AdamW learning rate (linear warmup and decay)")
-    warmup_ratio: float = option(0.1, "share of the steps spent warming up")
-    weight_decay: float = option(0.01, "AdamW decoupled weight decay")
-    max_grad_norm: float = option(1.0, "gradient clipping (0 disables)")
-    seed: int = option(0, "model init, shuffling, dropout, masking")
     threads: int | None = option(
         None,
         "torch CPU threads; null: OMP_NUM_THREADS when set (the runner sets it per kernel), "
         "else half the cores, at least 1 (a busy core elsewhere does not stall training)",
     )
-    grad_accumulation: int = option(1, "micro-batches per optimizer step (docs/training.md)")
     precision: str = option(
         "auto", "auto (bf16 on a CUDA device that supports it, else fp32), fp32, bf16, fp16 (these two need CUDA)"
     )
-    logging_steps: int = option(10, "log the loss (and HC correction rates) every N steps")
     quiet: bool = option(False, "no progress bars, no per-step log prints (headless / papermill)")
     resume: bool = option(False, "continue from the latest checkpoint-N in output_dir")
-    save_total_limit: int = option(1, "checkpoints kept during the run (the best one is kept as well)")
     keep_checkpoints: bool = option(False, "keep the checkpoint-N folders after the run finishes")
-    dataloader_workers: int | None = option(
-        None,
-        "pretrain_*: DataLoader processes drawing the masks (persistent, seeded "
-        "per worker); null: min(4, cores); 0: in the training process",
-    )
+    arguments: dict[str, Any] = option(help="the TrainingArguments fields (given flat, beside the keys above)", factory=dict)
 
     def __post_init__(self) -> None:
-        check_number(self.key("epochs"), self.epochs, 0, low_inclusive=False)
         check_number(self.key("time_budget_s"), self.time_budget_s, 0, low_inclusive=False, allow_none=True)
-        for name in ("batch_size", "eval_batch_size", "grad_accumulation", "logging_steps", "save_total_limit"):
-            check_int(self.key(name), getattr(self, name), 1)
-        check_number(self.key("lr"), self.lr, 0, low_inclusive=False)
-        check_number(self.key("warmup_ratio"), self.warmup_ratio, 0, 1, high_inclusive=False)
-        check_number(self.key("weight_decay"), self.weight_decay, 0)
-        check_number(self.key("max_grad_norm"), self.max_grad_norm, 0)
-        check_int(self.key("seed"), self.seed, 0)
-        check_int(self.key("threads"), self.threads, 1, allow_none=True)
+        check_int(self.key("threads"), self.threads, 1, INT_MAX, allow_none=True)
         check_choice(self.key("precision"), self.precision, PRECISIONS)
         for name in ("quiet", "resume", "keep_checkpoints"):
             check_bool(self.key(name), getattr(self, name))
-        check_int(self.key("dataloader_workers"), self.dataloader_workers, 0, allow_none=True)
+        object.__setattr__(self, "arguments", check_training_arguments({**TRAINING_DEFAULTS, **self.arguments}))
+
+    @classmethod
+    def from_mapping(cls, values: Any) -> TrainingConfig:
+        if not isinstance(values, Mapping):
+            return super().from_mapping(values)
+        own = [item.name for item in fields(cls) if item.name != "arguments"]
+        arguments = {key: value for key, value in values.items() if key not in own}
+        return cls(**{key: value for key, value in values.items() if key in own}, arguments=arguments)
+
+    def __getattr__(self, name: str) -> Any:
+        """A TrainingArguments field as this config sets it: ``training.learning_rate``."""
+        arguments = self.__dict__.get("arguments", {})
+        if name in arguments:
+            return arguments[name]
+        from transformers import TrainingArguments
+
+        default = next((item.default for item in fields(TrainingArguments) if item.name == name), dataclasses.MISSING)
+        if default is dataclasses.MISSING or name.startswith("_"):
+            raise AttributeError(f"'TrainingConfig' object has no attribute {name!r}")
+        return default
+
+    def to_dict(self) -> dict[str, Any]:
+        plain = super().to_dict()
+        return {**plain.pop("arguments"), **plain}
+
+    def replace(self, **changes: Any) -> TrainingConfig:
+        return type(self).from_mapping({**self.to_dict(), **changes})
 
 
 @dataclass(frozen=True)
@@ -562,6 +673,9 @@ def _set_path(tree: dict[str, Any], section: type[Section], path: list[str], val
     """Set ``tree[path] = value`` (the override replaces the node it names), refusing unknown keys."""
     node, cls = tree, section
     for depth, key in enumerate(path):
+        if getattr(cls, "open_keys", False):  # training: any TrainingArguments field, checked on creation
+            _set_free(node, path[depth:], value)
+            return
         full = ".".join(path[: depth + 1])
         allowed = sorted(item.name for item in fields(cls))
         if key not in allowed:
@@ -597,7 +711,7 @@ def load_config(
 
     Args:
         config: a YAML file, a mapping of sections, a :class:`Config`, or None (all defaults).
-        overrides: ``"section.key=value"`` strings, values parsed as YAML (``training.lr=1e-4`` is a
+        overrides: ``"section.key=value"`` strings, values parsed as YAML (``training.learning_rate=1e-4`` is a
             float). An override replaces the node it names: ``loss.params={}`` (or ``null``) clears
             the loss parameters, ``loss.params.gamma=2`` sets one.
         task: for a trainer loading its config: a config without a task gets it, one with another
@@ -656,8 +770,13 @@ def markdown_table() -> str:
             elif nested is not None:
                 defaults = ", ".join(f"{sub.name}: {_default_text(sub).strip('`')}" for sub in fields(nested))
                 rows.append(f"| `{key}` | `{{{defaults}}}` | {item.metadata.get('help', '')} |")
-            else:
+            elif item.name != "arguments" or cls is not TrainingConfig:
                 rows.append(f"| `{key}` | {_default_text(item)} | {item.metadata.get('help', '')} |")
+        if cls is TrainingConfig:
+            for name, value in TRAINING_DEFAULTS.items():
+                default = "null" if value is None else f"`{value}`"
+                rows.append(f"| `training.{name}` | {default} | TrainingArguments' (the workbench's default) |")
+            rows.append("| `training.<field>` | TrainingArguments' | any other `transformers.TrainingArguments` field |")
 
     walk(Config)
     return "\n".join(rows)

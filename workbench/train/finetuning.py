@@ -60,7 +60,7 @@ def train_classifier(
     save it and the tokenizer into ``output_dir`` and predict the evaluation split (test, else validation).
 
     ``trainer_kwargs`` go to ``trainer_class``; ``argument_overrides`` to
-    :func:`~workbench.train.trainer.training_arguments` (e.g. ``epochs``, ``lr``)."""
+    :func:`~workbench.train.trainer.training_arguments` (e.g. ``num_train_epochs``, ``learning_rate``)."""
     start = time.perf_counter()
     resume_from = checkpoint_to_resume(output_dir, config.training.resume)
     trainer = trainer_class(

@@ -174,7 +174,7 @@ def build_fitter(model: ModelConfig | dict[str, Any], training: TrainingConfig |
     Args:
         model: a config ``model`` section (or its mapping): ``kind: probe`` with ``probe`` sizes, or a
             transformer (``tiny`` sizes from scratch, or ``model_name_or_path``).
-        training: a config ``training`` section (or its mapping): epochs, batch size, lr, ...
+        training: a config ``training`` section (or its mapping): num_train_epochs, per_device_train_batch_size, learning_rate, ...
         max_length: truncation of each text (pair), in tokens.
 
     Returns:

@@ -237,16 +237,16 @@ def prepare_pretraining(config: Config, *, return_word_ids: bool, sentence_order
     eval_collator = build_collator(
         EVAL_MASKING.replace(mlm_probability=config.masking.mlm_probability), tokenizer, EVAL_SEED, return_word_ids=True
     )
-    eval_batches = fixed_mask_batches(eval_blocks, eval_collator, batch_size=training.eval_batch_size)
+    eval_batches = fixed_mask_batches(eval_blocks, eval_collator, batch_size=training.per_device_eval_batch_size)
     return PretrainingData(tokenizer, corpus, train_blocks, eval_blocks, collator, eval_batches)
 
 
 def pretraining_trainer_kwargs(config: Config, data: PretrainingData, callbacks: Sequence[TrainerCallback]) -> dict[str, Any]:
     """The Trainer keyword arguments both pre-training tasks share: the training arguments (no
-    Trainer evaluation, ``training.dataloader_workers`` persistent processes drawing the masks), the
+    Trainer evaluation, ``training.dataloader_num_workers`` persistent processes drawing the masks), the
     training blocks and collator, the tokenizer, ``callbacks`` and ``training.time_budget_s``."""
     training = config.training
-    workers = default_dataloader_workers() if training.dataloader_workers is None else training.dataloader_workers
+    workers = default_dataloader_workers() if training.dataloader_num_workers is None else training.dataloader_num_workers
     return {
         "args": training_arguments(
             training, config.output_dir, evaluate=False, dataloader_num_workers=workers, dataloader_persistent_workers=workers > 0
@@ -319,7 +319,7 @@ def pretrain_mlm(config: str | Path | Mapping[str, Any] | Config, callbacks: Seq
     The corpus is packed, cached and split as :func:`prepare_pretraining` describes; the eval
     loss, perplexity = exp(eval loss) and the HC correction rates on the held-out blocks are
     logged every epoch. The ``masking`` collator draws fresh masks in
-    ``training.dataloader_workers`` persistent, per-worker-seeded processes. The ``objective`` is
+    ``training.dataloader_num_workers`` persistent, per-worker-seeded processes. The ``objective`` is
     plain MLM, HC or SR (registered loss modules ``mlm``, ``mlm_hc``, ``mlm_sr``), plus
     sentence-order prediction when ``objective.sop``. A checkpoint is saved per epoch
     (``training.resume`` continues from the latest); the final model and tokenizer go into

@@ -11,7 +11,7 @@ many runs a notebook grid needs on a CPU. A probe trains in about a second:
   features [u, v, u * v, |u - v|] of the two means (Conneau et al., 2017, sec. 3.1);
 * :func:`fit_probe`: one seeded run (AdamW, mini-batches, the epoch with the best validation
   macro-F1 kept), scored on the test split. Settings come from the config's ``training``
-  section (``epochs``, ``batch_size``, ``lr``, ``weight_decay``; the transformer-only settings
+  section (``num_train_epochs``, ``per_device_train_batch_size``, ``learning_rate``, ``weight_decay``; the transformer-only settings
   such as warmup are not used) and ``model.probe`` (``embedding_size``, ``hidden_size``).
 """
 
@@ -195,7 +195,7 @@ def fit_probe(
 
     ``encoded`` maps ``train``, ``validation`` and ``test`` to :class:`EncodedSplit` (all texts
     or all pairs; the probe follows). Each epoch visits the training examples in a seeded
-    random order in mini-batches of ``training.batch_size`` and takes one AdamW step (``training.lr``,
+    random order in mini-batches of ``training.per_device_train_batch_size`` and takes one AdamW step (``training.learning_rate``,
     ``training.weight_decay``)
     (Loshchilov & Hutter, 2019) per batch on ``loss(logits, labels)`` (any workbench loss,
     e.g. from ``build_loss``). After each epoch the model is scored on validation; the epoch
@@ -211,8 +211,8 @@ def fit_probe(
     if not isinstance(probe, ProbeConfig):
         raise ValueError(f"probe: must be a ProbeConfig, got {type(probe).__name__}")
     check_int("seed", seed, 0)
-    if training.epochs != int(training.epochs):
-        raise ValueError(f"training.epochs: must be a whole number of epochs for the probe, got {training.epochs!r}")
+    if training.num_train_epochs != int(training.num_train_epochs):
+        raise ValueError(f"training.num_train_epochs: must be a whole number for the probe, got {training.num_train_epochs!r}")
     if label_names is not None and len(label_names) != num_labels:
         raise ValueError(f"label_names: must have num_labels={num_labels} names, got {len(label_names)}")
     train = encoded.get("train")
@@ -221,7 +221,7 @@ def fit_probe(
         torch.manual_seed(seed)
         model = CharacterProbe(vocab_size, num_labels, probe.embedding_size, probe.hidden_size, pair=model_pair)
         _check_encoded(encoded, vocab_size, num_labels)
-        optimizer = torch.optim.AdamW(model.parameters(), lr=training.lr, weight_decay=training.weight_decay)
+        optimizer = torch.optim.AdamW(model.parameters(), lr=training.learning_rate, weight_decay=training.weight_decay)
         order = torch.Generator().manual_seed(seed)
 
         def report(name: str, probabilities: torch.Tensor) -> dict[str, Any]:
@@ -230,9 +230,9 @@ def fit_probe(
             )
 
         best_score, best_epoch, best_state, best_validation, history = -1.0, 0, None, None, []
-        for epoch in range(1, int(training.epochs) + 1):
+        for epoch in range(1, int(training.num_train_epochs) + 1):
             losses = []
-            for rows in torch.randperm(len(train), generator=order).split(training.batch_size):
+            for rows in torch.randperm(len(train), generator=order).split(training.per_device_train_batch_size):
                 batch = train.select(rows)
                 optimizer.zero_grad()
                 value = loss(model(*batch.ids), batch.labels)

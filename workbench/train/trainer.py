@@ -217,7 +217,7 @@ class LossTrainer(Trainer):
     def diverged(self, step: int, what: str) -> FloatingPointError:
         """The error that stops a diverged run at ``step``: ``what`` went non-finite."""
         return FloatingPointError(
-            f"training diverged at step {step} (epoch {self.state.epoch or 0:.2f}): {what}; lower training.lr or "
+            f"training diverged at step {step} (epoch {self.state.epoch or 0:.2f}): {what}; lower training.learning_rate or "
             f"check the loss parameters. Checkpoints saved before are kept in {self.args.output_dir}"
         )
 
@@ -273,52 +273,30 @@ def resolve_precision(precision: str) -> str:
     return precision
 
 
-def training_arguments(
-    training: TrainingConfig,
-    output_dir: str,
-    *,
-    evaluate: bool,
-    epochs: float | None = None,
-    lr: float | None = None,
-    **extra: Any,
-) -> TrainingArguments:
-    """``TrainingArguments`` from the config's ``training`` section.
+def training_arguments(training: TrainingConfig, output_dir: str, *, evaluate: bool, **extra: Any) -> TrainingArguments:
+    """``TrainingArguments`` from the config's ``training`` section (its TrainingArguments fields as given).
 
-    Saves (and evaluates, when ``evaluate``) once per epoch so that runs resume
-    and the best checkpoint by validation macro-F1 is kept; ``save_total_limit``
-    bounds the checkpoints on disk. ``quiet`` disables tqdm bars and per-step
-    log prints. ``extra`` overrides any argument (tests use it for SGD).
-    """
+    The workbench sets the rest: a save (and an evaluation, when ``evaluate``) once per epoch so that
+    runs resume and the best checkpoint by validation macro-F1 is kept; ``precision``; ``quiet``
+    (no tqdm bars, no per-step log prints). ``extra`` overrides any argument (stage 2's epochs and
+    learning rate, pre-training's DataLoader workers; None keeps the config's)."""
     precision = resolve_precision(training.precision)
+    given = {key: value for key, value in {**training.arguments, **extra}.items() if value is not None}
     arguments: dict[str, Any] = {
-        "output_dir": output_dir,
-        "num_train_epochs": float(epochs if epochs is not None else training.epochs),
-        "per_device_train_batch_size": training.batch_size,
-        "per_device_eval_batch_size": training.eval_batch_size,
-        "gradient_accumulation_steps": training.grad_accumulation,
-        "learning_rate": float(lr if lr is not None else training.lr),
-        "warmup_steps": float(training.warmup_ratio),  # a float in [0, 1) is a ratio of the total steps
-        "weight_decay": training.weight_decay,
-        "max_grad_norm": training.max_grad_norm,
-        "seed": training.seed,
         "data_seed": training.seed,
+        "use_cpu": not torch.cuda.is_available(),
+        **given,
+        "output_dir": output_dir,
         "bf16": precision == "bf16",
         "fp16": precision == "fp16",
-        "use_cpu": not torch.cuda.is_available(),
-        "logging_steps": training.logging_steps,
-        "logging_strategy": "steps",
         "disable_tqdm": training.quiet,
         "log_level": "warning" if training.quiet else "passive",
         "save_strategy": "epoch",
-        "save_total_limit": training.save_total_limit,
         "eval_strategy": "epoch" if evaluate else "no",
         "load_best_model_at_end": evaluate,
         "metric_for_best_model": "macro_f1" if evaluate else None,
         "greater_is_better": True if evaluate else None,
-        "report_to": "none",
         "logging_nan_inf_filter": False,  # LossTrainer.training_step stops a run at a non-finite loss
-        "dataloader_num_workers": 0,
         "remove_unused_columns": False,
     }
-    arguments.update(extra)
     return TrainingArguments(**arguments)

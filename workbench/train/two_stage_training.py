@@ -139,8 +139,8 @@ def two_stage(config: str | Path | Mapping[str, Any] | Config, callbacks: Sequen
             data,
             output_dir / "stage2",
             callbacks,
-            epochs=config.aux.stage2_epochs,
-            lr=config.aux.stage2_lr,
+            num_train_epochs=config.aux.stage2_epochs,
+            learning_rate=config.aux.stage2_lr,
         )
         keep = config.training.keep_checkpoints
         finished_checkpoint(stage_one, output_dir / "stage1", keep)
