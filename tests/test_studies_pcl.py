@@ -272,11 +272,11 @@ def test_headline_metrics_pick_best_gradient_bearing_setting():
 
 def test_nominal_labels_run_pcl_only_with_a_cost_matrix_and_report_no_far_errors(splits, fitter):
     with pytest.raises(ValueError, match=r"^cost_matrix:"):
-        study.setting_specs(["LS", "PCL weighted (global)"], EPSILON, ordinal=False)
+        study.run_ablation(splits, study.setting_specs(["LS", "PCL weighted (global)"], EPSILON), [0], fitter, ordinal=False)
     cost = [[0, 1, 1], [1, 0, 1], [1, 1, 0]]
     with pytest.raises(ValueError, match=r"^cost_matrix:"):  # the released form hard-codes QBQTC's order
-        study.setting_specs(["LS", "PCL reference"], EPSILON, ordinal=False, cost_matrix=cost)
-    specs = study.setting_specs(["LS", "PCL weighted (global)"], EPSILON, ordinal=False, cost_matrix=cost)
+        study.run_ablation(splits, study.setting_specs(["LS", "PCL reference"], EPSILON, cost), [0], fitter, ordinal=False)
+    specs = study.setting_specs(["LS", "PCL weighted (global)"], EPSILON, cost)
     assert specs["PCL weighted (global)"].params["cost_matrix"] == cost and "cost_matrix" not in specs["LS"].params
     runs = study.run_ablation(splits, specs, [0], fitter, ordinal=False).runs
     assert "far_error_rate" not in runs.columns and "far_error_rate" not in study.ablation_table(runs).columns

@@ -195,11 +195,11 @@ def test_this_run_quotes_the_runs_numbers():
     )
 
 
-def test_nominal_labels_need_a_cost_matrix_for_pcl(splits):
+def test_nominal_labels_need_a_cost_matrix_for_pcl(splits, fitter):
     with pytest.raises(ValueError, match=r"^cost_matrix:"):
-        study.comparison_specs(["LS", "PCL expected_cost (global)"], 0.1, ordinal=False)
+        pcl.run_ablation(splits, study.comparison_specs(["LS", "PCL expected_cost (global)"], 0.1), [0], fitter, ordinal=False)
     cost = [[0, 2, 1], [2, 0, 1], [1, 1, 0]]
-    specs = study.comparison_specs(["LS", "PCL expected_cost (global)"], 0.1, ordinal=False, cost_matrix=cost)
+    specs = study.comparison_specs(["LS", "PCL expected_cost (global)"], 0.1, cost_matrix=cost)
     assert specs["PCL expected_cost (global)"].params == {
         "variant": "expected_cost",
         "counts": "global",

@@ -24,7 +24,7 @@ from workbench.checks import check_int, check_seeds
 from workbench.data import label_names
 from workbench.losses import QBQTC_LABEL_COUNTS, LossSpec, needs_label_counts, resolve
 from workbench.metrics import classification_report, far_error_rate
-from workbench.stats import formatted, mean_std, row_statistics, summarize
+from workbench.stats import formatted, row_statistics, summarize
 from workbench.train import Fitter, build_fitter
 
 PCL_SETTINGS: dict[str, LossSpec] = {
@@ -47,26 +47,18 @@ TABLE4_METRICS = ("macro_f1", "accuracy")
 
 
 def setting_specs(
-    settings: Sequence[str], epsilon: float, ordinal: bool = True, cost_matrix: Sequence[Sequence[float]] | None = None
+    settings: Sequence[str], epsilon: float, cost_matrix: Sequence[Sequence[float]] | None = None
 ) -> dict[str, LossSpec]:
-    """The loss spec of each of ``settings`` (:data:`PCL_SETTINGS` keys) at ``epsilon``; ``cost_matrix`` replaces
-    the severity of the PCL forms. Nominal labels (``ordinal`` false) have no near and far mistakes: their PCL
-    settings need a ``cost_matrix``, and ``PCL reference`` (QBQTC's 0 < 1 < 2 hard-coded) cannot run."""
+    """The loss spec of each of ``settings`` (:data:`PCL_SETTINGS` keys) at ``epsilon``; a ``cost_matrix`` (K x K)
+    replaces the PCL forms' severity, as nominal labels need (:func:`run_ablation`)."""
     unknown = [setting for setting in settings if setting not in PCL_SETTINGS]
     if unknown:
         raise ValueError(f"settings: must be among {list(PCL_SETTINGS)}, got unknown {unknown}")
-    pcl = [setting for setting in settings if PCL_SETTINGS[setting].name == "pcl"]
-    if pcl and not ordinal and (cost_matrix is None or "PCL reference" in pcl):
-        raise ValueError(
-            f"cost_matrix: PCL's near and far cases need ordinal labels (data.ordinal: false); give a cost matrix (not with"
-            f" PCL reference) or drop {pcl} from settings, got {cost_matrix!r}"
-        )
     specs = {}
     for setting in settings:
-        params = {**PCL_SETTINGS[setting].params, "epsilon": epsilon}
-        if cost_matrix is not None and setting in pcl and setting != "PCL reference":
-            params["cost_matrix"] = [list(row) for row in cost_matrix]
-        specs[setting] = PCL_SETTINGS[setting].replace(params=params)
+        spec = PCL_SETTINGS[setting]
+        extra = {"cost_matrix": [list(row) for row in cost_matrix]} if cost_matrix is not None and spec.name == "pcl" else {}
+        specs[setting] = spec.replace(params={**spec.params, "epsilon": epsilon, **extra})
     return specs
 
 
@@ -132,7 +124,16 @@ def run_ablation(
     setting is compared with at the same seed (``identical_to_ls``); each loss is built once by
     ``workbench.losses.resolve`` (global counts from the training split). ``runs``: setting, seed, test macro_f1,
     accuracy (and far_error_rate when ``ordinal``), ``recall_<label>``, best_epoch, validation_macro_f1, identical_to_ls.
+    Nominal labels have no near and far mistakes: PCL runs on them only with a ``cost_matrix``, never as released.
     """
+    pcl = [name for name, spec in losses.items() if spec.name == "pcl"]
+    if not ordinal and any(
+        losses[name].params.get("cost_matrix") is None or losses[name].params.get("variant") == "reference" for name in pcl
+    ):
+        raise ValueError(
+            f"cost_matrix: PCL's near and far cases need ordinal labels (data.ordinal: false); give one (not for "
+            f"PCL reference) or drop {pcl} from the settings"
+        )
     if baseline not in losses:
         raise ValueError(
             f"losses: must include the baseline {baseline!r} (the 'identical predictions' reference), got {list(losses)}"
@@ -169,11 +170,8 @@ def run_ablation(
 def encoder_fitters(encoders: Mapping[str, Mapping[str, Any]], training: Mapping[str, Any], max_length: int) -> dict[str, Fitter]:
     """Table 4's encoder axis: ``{name: build_fitter(model_section, training, max_length)}`` per entry of ``encoders``
     (name -> a config ``model`` section: the probe, a tiny BERT from scratch, or a checkpoint), in order."""
-    if not isinstance(encoders, Mapping) or not encoders:
+    if not isinstance(encoders, Mapping) or not encoders or not all(isinstance(name, str) and name.strip() for name in encoders):
         raise ValueError(f"encoders: must be a non-empty mapping of name -> model section, got {encoders!r}")
-    for name in encoders:
-        if not isinstance(name, str) or not name.strip():
-            raise ValueError(f"encoders: every name must be a non-empty string, got {name!r}")
     return {name: build_fitter(section, training, max_length) for name, section in encoders.items()}
 
 
@@ -225,25 +223,18 @@ def table4(
     (setting, metric) "mean ± std" over seeds, other settings with their mean minus the baseline's in brackets (the
     paper's "(+2.09)"). QBQTC's F1 is macro-F1."""
     runs = runs if "encoder" in runs.columns else runs.assign(encoder="encoder")
-    missing = [column for column in ("setting", *metrics) if column not in runs.columns]
-    if missing:
-        raise ValueError(f"runs: missing columns {missing}; expected run_ablation / run_encoder_ablation runs")
-    summary = summarize(runs, ["encoder", "setting"], metrics).set_index(["encoder", "setting"])
-    encoders, settings = list(dict.fromkeys(runs["encoder"])), list(dict.fromkeys(runs["setting"]))
-    cells = {}
-    for setting in settings:
-        for metric in metrics:
-            column = []
-            for encoder in encoders:
-                row = summary.loc[(encoder, setting)] if (encoder, setting) in summary.index else None
-                text = "" if row is None else mean_std(row[f"{metric}_mean"], row[f"{metric}_std"], digits)
-                if row is not None and setting != baseline and (encoder, baseline) in summary.index:
-                    text += f" ({row[f'{metric}_mean'] - summary.loc[(encoder, baseline), f'{metric}_mean']:+.{digits}f})"
-                column.append(text)
-            cells[(setting, metric)] = column
-    table = pd.DataFrame(cells, index=pd.Index(encoders, name="encoder"))
-    table.columns = pd.MultiIndex.from_tuples(table.columns, names=["setting", "metric"])
-    return table
+    summary = summarize(runs, ["encoder", "setting"], metrics)
+    cells = formatted(summary, metrics, digits)
+    base = summary[summary["setting"] == baseline].set_index("encoder")
+    for metric in metrics:
+        delta = summary[f"{metric}_mean"] - summary["encoder"].map(base[f"{metric}_mean"])
+        shown = (summary["setting"] != baseline) & delta.notna()
+        cells[metric] += np.where(shown, delta.map(lambda value: f" ({value:+.{digits}f})"), "")
+    table = cells.pivot(index="encoder", columns="setting", values=list(metrics)).swaplevel(axis=1).fillna("")
+    columns = [(setting, metric) for setting in dict.fromkeys(runs["setting"]) for metric in metrics]
+    return table.reindex(
+        index=list(dict.fromkeys(runs["encoder"])), columns=pd.MultiIndex.from_tuples(columns, names=["setting", "metric"])
+    )
 
 
 def best_gradient_bearing(runs: pd.DataFrame) -> str | None:

@@ -30,24 +30,19 @@ COMPARISON: dict[str, LossSpec] = {
 """The side-by-side in teaching order; LS and PCL take epsilon (:func:`comparison_specs`)."""
 
 
-def comparison_specs(settings: Sequence[str], epsilon: float, ordinal: bool = True, cost_matrix=None) -> dict[str, LossSpec]:
-    """The specs of ``settings`` (:data:`COMPARISON` keys), LS and PCL at ``epsilon``. Nominal labels (``ordinal``
-    false) have no near and far mistakes: PCL ``expected_cost`` needs a ``cost_matrix``; PCL reference cannot run."""
+def comparison_specs(settings: Sequence[str], epsilon: float, cost_matrix=None) -> dict[str, LossSpec]:
+    """The specs of ``settings`` (:data:`COMPARISON` keys), LS and PCL at ``epsilon``, PCL with ``cost_matrix`` when
+    given (nominal labels need one: ``workbench.studies.pcl.run_ablation``)."""
     unknown = [setting for setting in settings if setting not in COMPARISON]
     if unknown:
         raise ValueError(f"settings: must be among {list(COMPARISON)}, got unknown {unknown}")
-    pcl = [setting for setting in settings if COMPARISON[setting].name == "pcl"]
-    if pcl and not ordinal and (cost_matrix is None or "PCL reference" in pcl):
-        raise ValueError(
-            f"cost_matrix: PCL's near and far cases need ordinal labels (data.ordinal: false); give a cost matrix (not with"
-            f" PCL reference) or drop {pcl} from settings, got {cost_matrix!r}"
-        )
     specs = {}
     for setting in settings:
         spec = COMPARISON[setting]
         extra = {"epsilon": epsilon} if spec.name in ("ls", "pcl") else {}
-        if cost_matrix is not None and setting in pcl:
-            extra["cost_matrix"] = [list(row) for row in cost_matrix]
+        extra.update(
+            {"cost_matrix": [list(row) for row in cost_matrix]} if cost_matrix is not None and spec.name == "pcl" else {}
+        )
         specs[setting] = spec.replace(params={**spec.params, **extra})
     return specs
 
