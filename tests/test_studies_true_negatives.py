@@ -68,7 +68,9 @@ def test_transformers_wwm_is_all_or_nothing_and_ours_hits_the_budget(tokenizer):
 
 def test_summary_matches_the_draws(tokenizer):
     texts = sample_corpus(n_sentences=4, seed=2)
-    summary = masking_demo.masked_share_summary(texts, ["wwm", masking_demo.TRANSFORMERS_WWM], draws=40, seed=3).set_index("strategy")
+    summary = masking_demo.masked_share_summary(texts, ["wwm", masking_demo.TRANSFORMERS_WWM], draws=40, seed=3).set_index(
+        "strategy"
+    )
     transformers = summary.loc[masking_demo.TRANSFORMERS_WWM]
     assert transformers["share_nothing_masked"] + transformers["share_fully_masked"] == pytest.approx(1.0)
     assert transformers["mean_masked_share"] == pytest.approx(transformers["share_fully_masked"])
@@ -125,24 +127,25 @@ def test_synonym_predictions_are_all_corrected(tokenizer):
     )
     assert token["wrong"] == stats["wrong"] and token["masked"] == stats["masked"]
     assert token["corrected"] == 0 and token["prediction_rate"] == 0.0 and token["synonym_accuracy"] == token["accuracy"]
-    examples = hard_correction.corrected_examples(
+    examples = hard_correction.correction_statistics(
         model,
         texts,
         SynonymTable.default(),
         {"strategy": "wwm", "mlm_probability": 0.3},
         tokenizer,
-        limit=3,
         seed=5,
         level="word",
-    )
+        examples=3,
+    )["examples"]
     assert len(examples) == 3
     assert (examples["gold"] == "美丽").all() and (examples["predicted"] == "漂亮").all()
     assert (examples["text"] == TEXT).all() and "漂亮" in examples["gold_synonyms"].iloc[0].split()
     for masked_input in examples["masked_input"]:  # positions shift by one for [CLS]
         assert len(masked_input) == len(TEXT) and {masked_input[p - 1] for p in positions} == {masking_demo.BLANK}
-    assert hard_correction.corrected_examples(
-        model, texts, SynonymTable.default(), {"strategy": "wwm", "mlm_probability": 0.3}, tokenizer, seed=5
-    ).empty
+    assert hard_correction.correction_statistics(
+        model, texts, SynonymTable.default(), {"strategy": "wwm", "mlm_probability": 0.3}, tokenizer, seed=5, examples=3
+    )["examples"].empty
+    assert "examples" not in token
 
 
 def test_non_synonym_predictions_are_not_corrected(tokenizer):
@@ -153,9 +156,9 @@ def test_non_synonym_predictions_are_not_corrected(tokenizer):
     )
     assert stats["corrected"] == 0 and stats["prediction_rate"] == 0.0
     assert stats["synonym_accuracy"] == pytest.approx(stats["accuracy"])
-    examples = hard_correction.corrected_examples(
-        model, [TEXT] * rows, SynonymTable.default(), {"strategy": "kdm", "mlm_probability": 0.5}, tokenizer
-    )
+    examples = hard_correction.correction_statistics(
+        model, [TEXT] * rows, SynonymTable.default(), {"strategy": "kdm", "mlm_probability": 0.5}, tokenizer, examples=10
+    )["examples"]
     assert examples.empty and list(examples.columns) == ["text", "masked_input", "gold", "predicted", "gold_synonyms"]
 
 
@@ -228,7 +231,9 @@ def test_pretraining_and_downstream_grids_run_end_to_end(tmp_path):
             "quiet": True,
         },
     }
-    finetuned = experiments.downstream_grid(finetune_base, {"scratch": None, "wwm-hc": hc["output_dir"]}, tmp_path / "ft", seeds=[0])
+    finetuned = experiments.downstream_grid(
+        finetune_base, {"scratch": None, "wwm-hc": hc["output_dir"]}, tmp_path / "ft", seeds=[0]
+    )
     assert list(finetuned["encoder"]) == ["scratch", "wwm-hc"]
     assert finetuned["macro_f1"].between(0, 1).all()
 
@@ -262,7 +267,11 @@ def test_bad_inputs_raise_value_errors_naming_the_parameter(tokenizer, tmp_path)
         experiments.pretraining_grid({}, tmp_path, objectives=["dice"])
     with pytest.raises(ValueError, match=r"^masking.strategy:"):
         hard_correction.correction_statistics(
-            answer_model(tokenizer, TEXT, 1), [TEXT], SynonymTable.default(), {"strategy": masking_demo.TRANSFORMERS_WWM}, tokenizer
+            answer_model(tokenizer, TEXT, 1),
+            [TEXT],
+            SynonymTable.default(),
+            {"strategy": masking_demo.TRANSFORMERS_WWM},
+            tokenizer,
         )
     with pytest.raises(ValueError, match=r"^tokenizer:"):
         hard_correction.worked_example(answer_model(tokenizer, TEXT, 1), TEXT, "美丽", SynonymTable.default())
@@ -287,9 +296,7 @@ def test_results_table_joins_pretraining_corrections_and_downstream():
             "output_dir": ["a", "b"],
         }
     )
-    corrections = pd.DataFrame(
-        {"encoder": ["wwm-plain", "wwm-hc"], "prediction_rate": [0.1, 0.3], "iteration_rate": [0.4, 0.5]}
-    )
+    corrections = pd.DataFrame({"encoder": ["wwm-plain", "wwm-hc"], "prediction_rate": [0.1, 0.3], "iteration_rate": [0.4, 0.5]})
     finetuned = pd.DataFrame(
         {
             "encoder": ["no_pretraining", "no_pretraining", "wwm-plain", "wwm-plain", "wwm-hc", "wwm-hc"],

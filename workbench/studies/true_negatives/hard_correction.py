@@ -91,21 +91,46 @@ def correction_statistics(
     batch_size: int = 64,
     max_length: int = 128,
     level: str = "token",
-) -> dict[str, float]:
-    """Hard-correction counts of a masked LM on ``texts`` masked by ``masking`` (default WWM), as Table 2.
+    examples: int = 0,
+) -> dict[str, Any]:
+    """Hard-correction counts of a masked LM on ``texts`` masked by ``masking`` (default WWM, seeded), as Table 2.
 
     :meth:`CorrectionStats.as_dict` at ``level`` (``token``: the paper's rule; ``word``: whole jieba words) plus
-    ``accuracy`` = (masked - wrong) / masked and ``synonym_accuracy`` = (masked - wrong + corrected) / masked.
+    ``accuracy`` = (masked - wrong) / masked and ``synonym_accuracy`` = (masked - wrong + corrected) / masked; with
+    ``examples`` > 0 also ``examples``: up to that many corrected words (text, masked_input with chosen tokens as ＿,
+    gold, predicted, gold_synonyms).
     """
     check_choice("level", level, HC_LEVELS)
+    check_int("examples", examples, 0)
     model, tokenizer = load_masked_lm(model, tokenizer)
     correction = HardCorrectionLoss(tokenizer, table, level)
-    stats = CorrectionStats()
-    for batch, logits, _, _ in _masked_batches(model, tokenizer, texts, masking, seed, batch_size, max_length):
-        stats.update(correction.correction_counts(logits, batch["labels"], batch["word_ids"]))
+    stats, rows = CorrectionStats(), []
+    for batch, logits, chunk, start in _masked_batches(model, tokenizer, texts, masking, seed, batch_size, max_length):
+        labels, word_ids = batch["labels"], batch["word_ids"]
+        counts = correction.correction_counts(logits, labels, word_ids)
+        stats.update(counts)
+        dropped = torch.nonzero((labels != IGNORE_INDEX) & (counts.labels == IGNORE_INDEX), as_tuple=True)
+        for row, word in sorted({(int(row), int(word_ids[row, column])) for row, column in zip(*dropped)})[
+            : examples - len(rows)
+        ]:
+            span, tokens = word_ids[row] == word, tokenizer.convert_ids_to_tokens(chunk[row]["input_ids"])
+            gold = token_text(tokenizer.convert_ids_to_tokens(labels[row][span].tolist()))
+            shown = torch.nonzero(word_ids[row] >= 0).flatten().tolist()
+            rows.append(
+                {
+                    "text": texts[start + row],
+                    "masked_input": "".join(BLANK if labels[row, i] != IGNORE_INDEX else tokens[i] for i in shown),
+                    "gold": gold,
+                    "predicted": token_text(tokenizer.convert_ids_to_tokens(logits[row][span].argmax(-1).tolist())),
+                    "gold_synonyms": " ".join(sorted(table.synonyms(gold))),
+                }
+            )
     result = stats.as_dict()
     masked, right = max(result["masked"], 1), result["masked"] - result["wrong"]
-    return {**result, "accuracy": right / masked, "synonym_accuracy": (right + result["corrected"]) / masked}
+    result.update(accuracy=right / masked, synonym_accuracy=(right + result["corrected"]) / masked)
+    if examples:
+        result["examples"] = pd.DataFrame(rows, columns=["text", "masked_input", "gold", "predicted", "gold_synonyms"])
+    return result
 
 
 def correction_table(
@@ -127,49 +152,6 @@ def correction_table(
             stats = correction_statistics(model, texts, table, masking, tokenizer, seed=seed, level=level, **options)
             rows.append({"encoder": name, "masking": run.masking, "objective": run.objective, "level": level, **stats})
     return pd.DataFrame(rows, columns=["encoder", "masking", "objective", "level", *CORRECTION_COLUMNS])
-
-
-def corrected_examples(
-    model: Model,
-    texts: Sequence[str],
-    table: SynonymTable,
-    masking: MaskingSpec | Mapping[str, Any] | None = None,
-    tokenizer: Any = None,
-    limit: int = 10,
-    seed: int = 0,
-    batch_size: int = 64,
-    max_length: int = 128,
-    level: str = "token",
-) -> pd.DataFrame:
-    """Up to ``limit`` masked words that HC at ``level`` removes on ``texts`` (masks as :func:`correction_statistics`):
-    columns text, masked_input (chosen tokens as ＿), gold, predicted, gold_synonyms."""
-    check_int("limit", limit, 1)
-    check_choice("level", level, HC_LEVELS)
-    model, tokenizer = load_masked_lm(model, tokenizer)
-    correction = HardCorrectionLoss(tokenizer, table, level)
-    rows: list[dict[str, str]] = []
-    for batch, logits, chunk, start in _masked_batches(model, tokenizer, texts, masking, seed, batch_size, max_length):
-        labels, word_ids = batch["labels"], batch["word_ids"]
-        dropped = (labels != IGNORE_INDEX) & (correction.correction_counts(logits, labels, word_ids).labels == IGNORE_INDEX)
-        units = sorted({(int(row), int(word_ids[row, column])) for row, column in zip(*torch.nonzero(dropped, as_tuple=True))})
-        for row, word in units:
-            span, masked = word_ids[row] == word, labels[row] != IGNORE_INDEX
-            tokens = tokenizer.convert_ids_to_tokens(chunk[row]["input_ids"])
-            gold = token_text(tokenizer.convert_ids_to_tokens(labels[row][span].tolist()))
-            rows.append(
-                {
-                    "text": texts[start + row],
-                    "masked_input": "".join(
-                        BLANK if masked[i] else tokens[i] for i in torch.nonzero(word_ids[row] >= 0).flatten().tolist()
-                    ),
-                    "gold": gold,
-                    "predicted": token_text(tokenizer.convert_ids_to_tokens(logits[row][span].argmax(-1).tolist())),
-                    "gold_synonyms": " ".join(sorted(table.synonyms(gold))),
-                }
-            )
-            if len(rows) == limit:
-                return pd.DataFrame(rows)
-    return pd.DataFrame(rows, columns=["text", "masked_input", "gold", "predicted", "gold_synonyms"])
 
 
 def worked_example(
