@@ -207,7 +207,7 @@ def test_pretraining_and_downstream_grids_run_end_to_end(tmp_path):
             "logging_steps": 1,
         },
     }
-    runs = experiments.pretraining_grid(base, tmp_path / "pre", strategies=["wwm"], objectives=["plain", "hc"], seed=1)
+    runs = experiments.pretraining_runs(base, tmp_path / "pre", [("wwm", "plain"), ("wwm", "hc")], seed=1)
     assert list(runs[["masking", "objective"]].itertuples(index=False, name=None)) == [("wwm", "plain"), ("wwm", "hc")]
     plain, hc = runs.iloc[0], runs.iloc[1]
     assert np.isnan(plain["train_prediction_rate"]) and 0.0 <= hc["train_prediction_rate"] <= 1.0
@@ -264,7 +264,7 @@ def test_bad_inputs_raise_value_errors_naming_the_parameter(tokenizer, tmp_path)
     with pytest.raises(ValueError, match=r"^strategies:"):
         masking_demo.masking_illustration(TEXT, strategies=[])
     with pytest.raises(ValueError, match=r"^objectives:"):
-        experiments.pretraining_grid({}, tmp_path, objectives=["dice"])
+        experiments.pretraining_runs({}, tmp_path, [("wwm", "dice")])
     with pytest.raises(ValueError, match=r"^masking.strategy:"):
         hard_correction.correction_statistics(
             answer_model(tokenizer, TEXT, 1),

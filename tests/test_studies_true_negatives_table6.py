@@ -80,16 +80,10 @@ def pretrained(tmp_path_factory):
             "dataloader_num_workers": 0,
         },
     }
-    runs = experiments.pretraining_grid(
-        base,
-        root / "pre",
-        strategies=["wwm"],
-        objectives=["plain", "hc_word"],
-        seed=1,
-        extra_runs=[("wwm", "hc"), ("wwm", "sr_sentence"), ("wwm", "plain")],
-    )
+    plan = [("wwm", "plain"), ("wwm", "hc_word"), ("wwm", "hc"), ("wwm", "sr_sentence"), ("wwm", "plain")]  # a repeat runs once
+    runs = experiments.pretraining_runs(base, root / "pre", plan, seed=1)
     lexicon = write_lexicon_tsv(planted_table(), root / "embedding.tsv")
-    sources = experiments.synonym_source_runs(base, root / "pre", {"embedding": lexicon}, strategy="wwm", objective="hc_word", seed=1)
+    sources = experiments.pretraining_runs(base, root / "pre", [("wwm", "hc_word")], seed=1, synonyms="embedding", lexicon=lexicon)
     return base, pd.concat([runs, sources], ignore_index=True), lexicon
 
 
@@ -434,14 +428,14 @@ def test_results_table_spreads_the_levels_and_headline_adds_them():
 
 def test_bad_run_requests_raise(tmp_path):
     with pytest.raises(ValueError, match=r"^objectives:"):
-        experiments.pretraining_grid({}, tmp_path, objectives=["hc_sentence"])
-    with pytest.raises(ValueError, match=r"^extra_runs:"):
-        experiments.pretraining_grid({}, tmp_path, objectives=["plain"], extra_runs=[("wwm",)])
-    with pytest.raises(ValueError, match=r"^extra_runs:"):
-        experiments.pretraining_grid({}, tmp_path, objectives=["plain"], extra_runs=[("bert", "plain")])
-    with pytest.raises(ValueError, match=r"^objective:"):
-        experiments.synonym_source_runs({}, tmp_path, {"embedding": "x.tsv"}, objective="sr")
-    with pytest.raises(ValueError, match=r"^lexicons:"):
-        experiments.synonym_source_runs({}, tmp_path, {"lexicon": "x.tsv"})
-    with pytest.raises(ValueError, match=r"^lexicons:"):
-        experiments.synonym_source_runs({}, tmp_path, {})
+        experiments.pretraining_runs({}, tmp_path, [("wwm", "hc_sentence")])
+    with pytest.raises(ValueError, match=r"^plan:"):
+        experiments.pretraining_runs({}, tmp_path, [("wwm",)])
+    with pytest.raises(ValueError, match=r"^plan:"):
+        experiments.pretraining_runs({}, tmp_path, [])
+    with pytest.raises(ValueError, match=r"^strategies:"):
+        experiments.pretraining_runs({}, tmp_path, [("bert", "plain")])
+    with pytest.raises(ValueError, match=r"^synonyms:"):
+        experiments.pretraining_runs({}, tmp_path, [("wwm", "hc")], lexicon="x.tsv")
+    with pytest.raises(ValueError, match=r"^synonyms:"):
+        experiments.pretraining_runs({}, tmp_path, [("wwm", "hc")], synonyms="embedding")

@@ -18,8 +18,6 @@ from workbench.train import finetune, pretrain_mlm
 
 from .masking_demo import STRATEGIES, check_names
 
-OBJECTIVES = ("plain", "hc", "sr")
-"""The three objective names of the config (``objective.name``)."""
 OBJECTIVE_VARIANTS: dict[str, dict[str, str]] = {
     "plain": {"name": "plain"},
     "hc": {"name": "hc", "hc_level": "token"},
@@ -67,51 +65,37 @@ def _pretrain(base: Config, root: Path, strategy: str, objective: str, seed: int
     }
 
 
-def pretraining_grid(
+def pretraining_runs(
     base_config: Config | Mapping[str, Any],
     output_root: str | Path,
-    strategies: Sequence[str] = STRATEGIES,
-    objectives: Sequence[str] = OBJECTIVES,
+    plan: Sequence[Sequence[str]],
     seed: int = 0,
-    extra_runs: Sequence[Sequence[str]] = (),
+    synonyms: str = DEFAULT_SOURCE,
+    lexicon: str | Path | None = None,
 ) -> pd.DataFrame:
-    """:func:`~workbench.train.pretrain_mlm` for every (strategy, objective variant), then each ``(strategy,
-    objective)`` of ``extra_runs`` not in the grid, into ``output_root/<strategy>-<objective>``.
+    """:func:`~workbench.train.pretrain_mlm` for each ``(strategy, objective variant)`` of ``plan`` (repeats run once)
+    into ``output_root/<encoder>`` (:func:`encoder_name`); ``lexicon`` (a Cilin or WordNet .tsv file named ``synonyms``)
+    replaces the base config's synonym table (Table 6's second block).
 
     One row per run: encoder, masking, objective, synonyms, hc_level, seed, train_loss, the final held-out eval_loss,
     perplexity and HC rates (``eval_prediction_rate``, ``eval_iteration_rate``), the training-time HC rates
     (``train_*``; NaN for plain and SR), time and output_dir.
     """
-    check_names("strategies", strategies, STRATEGIES)
-    check_names("objectives", objectives, list(OBJECTIVE_VARIANTS))
-    plan = [(strategy, objective) for strategy in strategies for objective in objectives]
-    for pair in extra_runs:
-        if len(pair) != 2:
-            raise ValueError(f"extra_runs: must hold (strategy, objective) pairs, got {pair!r}")
-        check_names("extra_runs", [pair[0]], STRATEGIES)
-        check_names("extra_runs", [pair[1]], list(OBJECTIVE_VARIANTS))
-        plan += [] if tuple(pair) in plan else [tuple(pair)]
+    if not plan or any(len(pair) != 2 for pair in plan):
+        raise ValueError(f"plan: must be a non-empty list of (strategy, objective) pairs, got {plan!r}")
+    check_names("strategies", [pair[0] for pair in plan], STRATEGIES)
+    check_names("objectives", [pair[1] for pair in plan], list(OBJECTIVE_VARIANTS))
+    if (lexicon is None) != (synonyms == DEFAULT_SOURCE):
+        raise ValueError(
+            f"synonyms: must name the lexicon file's source (not {DEFAULT_SOURCE!r}) exactly when one is given, got {synonyms!r}"
+        )
     base = load_config(base_config, task="pretrain_mlm")
-    return pd.DataFrame([_pretrain(base, Path(output_root), strategy, objective, seed) for strategy, objective in plan])
-
-
-def synonym_source_runs(
-    base_config: Config | Mapping[str, Any],
-    output_root: str | Path,
-    lexicons: Mapping[str, str | Path],
-    strategy: str = "wwm",
-    objective: str = "hc_word",
-    seed: int = 0,
-) -> pd.DataFrame:
-    """HC pre-training with other synonym sources (Table 6, second block): one run per ``name -> lexicon file``,
-    into ``output_root/<strategy>-<objective>@<name>``; rows as :func:`pretraining_grid`'s, ``synonyms = name``."""
-    check_choice("strategy", strategy, STRATEGIES)
-    check_choice("objective", objective, ("hc", "hc_word"))
-    if not lexicons or DEFAULT_SOURCE in lexicons:
-        raise ValueError(f"lexicons: must name at least one source other than {DEFAULT_SOURCE!r}, got {list(lexicons)!r}")
-    base = load_config(base_config, task="pretrain_mlm")
+    root = Path(output_root)
     return pd.DataFrame(
-        [_pretrain(base, Path(output_root), strategy, objective, seed, name, path) for name, path in lexicons.items()]
+        [
+            _pretrain(base, root, strategy, objective, seed, synonyms, lexicon)
+            for strategy, objective in dict.fromkeys(map(tuple, plan))
+        ]
     )
 
 
