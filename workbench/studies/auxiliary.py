@@ -181,14 +181,15 @@ def this_run(runs: pd.DataFrame) -> str:
         lambda values: "/".join(f"{v:.3f}" for v in values)
     )
     control = runs[runs["num_aux"] == 0].pivot_table(index="seed", columns="method", values="macro_f1")
-    same = int((control[BASELINE] == control[TWO_STAGE]).sum()) if TWO_STAGE in control else 0
+    same = int((control[BASELINE] == control[TWO_STAGE]).sum()) if TWO_STAGE in control else None
     entropy = runs.dropna(subset=["stage1_aux_mass"]).groupby("num_aux")[list(ENTROPY_COLUMNS)].mean()
     return (
         f"This run ({runs['seed'].nunique()} seed(s), test macro-F1): baseline {_cell(metrics, BASELINE)}, "
         f"two-stage at n* = {metrics['chosen_num_aux']} (chosen on validation) {_cell(metrics, TWO_STAGE)}, "
         f"difference paired by seed {mean_std(metrics['delta_macro_f1']['mean'], metrics['delta_macro_f1']['std'])}. "
-        + "".join(f"{PAPER_NAMES[m]} {_cell(metrics, m)}; " for m in METHODS[2:] if f"{m}_macro_f1" in metrics)
-        + f"Two stages at n = 0 gave the baseline's macro-F1 for {same} of {len(control)} seed(s). Per seed: "
+        + "".join(f"{PAPER_NAMES[m]} {_cell(metrics, m)}. " for m in METHODS[2:] if f"{m}_macro_f1" in metrics)
+        + ("" if same is None else f"Two stages at n = 0 gave the baseline's macro-F1 for {same} of {len(control)} seed(s). ")
+        + "Per seed: "
         + "; ".join(f"{method} n={n}: {values}" for (method, n), values in per_seed.items())
         + ". Stage 1 on the evaluation split (mean over seeds): "
         + "; ".join(
