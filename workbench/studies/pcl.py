@@ -57,7 +57,8 @@ def setting_specs(
     specs = {}
     for setting in settings:
         spec = PCL_SETTINGS[setting]
-        extra = {"cost_matrix": [list(row) for row in cost_matrix]} if cost_matrix is not None and spec.name == "pcl" else {}
+        takes_costs = cost_matrix is not None and spec.name == "pcl" and spec.params["variant"] != "reference"
+        extra = {"cost_matrix": [list(row) for row in cost_matrix]} if takes_costs else {}
         specs[setting] = spec.replace(params={**spec.params, "epsilon": epsilon, **extra})
     return specs
 

@@ -40,9 +40,8 @@ def comparison_specs(settings: Sequence[str], epsilon: float, cost_matrix=None) 
     for setting in settings:
         spec = COMPARISON[setting]
         extra = {"epsilon": epsilon} if spec.name in ("ls", "pcl") else {}
-        extra.update(
-            {"cost_matrix": [list(row) for row in cost_matrix]} if cost_matrix is not None and spec.name == "pcl" else {}
-        )
+        if cost_matrix is not None and spec.name == "pcl" and spec.params["variant"] != "reference":
+            extra["cost_matrix"] = [list(row) for row in cost_matrix]
         specs[setting] = spec.replace(params={**spec.params, **extra})
     return specs
 
