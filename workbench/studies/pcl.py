@@ -23,7 +23,7 @@ from datasets import DatasetDict
 from workbench.checks import check_int, check_seeds
 from workbench.data import label_names
 from workbench.losses import QBQTC_LABEL_COUNTS, LossSpec, needs_label_counts, resolve
-from workbench.metrics import classification_report, far_error_rate
+from workbench.metrics import classification_report
 from workbench.stats import formatted, row_statistics, summarize
 from workbench.train import Fitter, build_fitter
 
@@ -148,15 +148,13 @@ def run_ablation(
         for seed in seeds:
             fit = fitter.fit(splits, loss, seed)
             predicted = predictions[(setting, seed)] = fit.test_predictions
-            report = classification_report(gold, predicted, label_names=names)
+            report = classification_report(gold, predicted, label_names=names, ordinal=ordinal)
             confusion[setting] = confusion.get(setting, 0) + np.asarray(report["confusion_matrix"])
             rows.append(
                 {
                     "setting": setting,
                     "seed": seed,
-                    "macro_f1": report["macro_f1"],
-                    "accuracy": report["accuracy"],
-                    **({"far_error_rate": far_error_rate(gold, predicted)} if ordinal else {}),
+                    **{metric: report[metric] for metric in METRICS if metric in report},
                     **{f"recall_{name}": report["per_class"][name]["recall"] for name in names},
                     "best_epoch": fit.best_epoch,
                     "validation_macro_f1": fit.validation_score,

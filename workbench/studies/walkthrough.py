@@ -17,7 +17,7 @@ from datasets import Dataset
 
 from workbench.data import label_counts, label_names
 from workbench.losses import LossSpec
-from workbench.metrics import classification_report, far_error_rate
+from workbench.metrics import classification_report
 from workbench.stats import mean_std, mean_std_table, row_statistics, summarize
 
 COMPARISON: dict[str, LossSpec] = {
@@ -61,9 +61,9 @@ def majority_baseline(splits: Mapping[str, Dataset], ordinal: bool = True) -> di
     names = label_names(splits["train"])
     majority = int(np.argmax(label_counts(splits["train"], len(names))))
     gold = np.asarray(splits["test"]["label"], dtype=np.int64)
-    report = classification_report(gold, np.full_like(gold, majority), label_names=names)
-    scores = {"majority_label": names[majority], "macro_f1": report["macro_f1"], "accuracy": report["accuracy"]}
-    return {**scores, "far_error_rate": far_error_rate(gold, np.full_like(gold, majority))} if ordinal else scores
+    report = classification_report(gold, np.full_like(gold, majority), label_names=names, ordinal=ordinal)
+    metrics = ("macro_f1", "accuracy", "far_error_rate")
+    return {"majority_label": names[majority], **{metric: report[metric] for metric in metrics if metric in report}}
 
 
 def recall_table(runs: pd.DataFrame) -> pd.DataFrame:

@@ -39,6 +39,9 @@ _EXPORTS = {
     "tokenize_splits": "workbench.train.inputs",
     "evaluation_split": "workbench.train.evaluation",
     "drop_weights": "workbench.train.checkpoints",
+    "split_heldout": "workbench.train.heldout",
+    "fixed_mask_batches": "workbench.train.heldout",
+    "evaluate_masked_lm": "workbench.train.heldout",
 }
 
 __all__ = ["TASK_RUNNERS", "Config", "load_config", *_EXPORTS]

@@ -31,36 +31,28 @@ def entropy_figure(
 ) -> go.Figure:
     """Entropy (nats) against n = 0..n_max: the paper's H_k (eq. 2) and H_{k+n} (eq. 3) at ``gamma``.
 
-    ``uniform=True`` adds the aside curves log k and log(k+n); ``logits`` adds
-    the model's entropies (``workbench.information.entropy_table``);
-    ``highlight_n`` marks one auxiliary-label count. Where (k+n-1) gamma >= 1
-    eq. 3 is undefined: the curve stops and the title says from which n.
-    Raises ValueError when (k-1) gamma >= 1 (eq. 2 itself is undefined).
+    ``uniform=True`` adds the aside curves log k and log(k+n); ``logits`` the model's entropies
+    (``workbench.information.entropy_table``); ``highlight_n`` marks one auxiliary-label count.
+    Where (k+n-1) gamma >= 1 eq. 3 is undefined: the curve stops and the title says from which n.
+    Where (k-1) gamma >= 1 eq. 2 itself is undefined: the curves are empty and the title says why.
     """
-    table = entropy_table(k, n_max, logits, auxiliary_logit, gamma=gamma, uniform=uniform)
     if highlight_n is not None and not 0 <= highlight_n <= n_max:
         raise ValueError(f"highlight_n: must be in [0, n_max = {n_max}], got {highlight_n!r}")
-    fig = go.Figure()
-    for column, label in CURVES.items():
-        if column in table:
-            fig.add_trace(go.Scatter(x=table["n"], y=table[column], mode="lines+markers", name=label))
+    title = f"Output entropy with n auxiliary labels (k = {k}, gamma = {gamma:g})"
+    if (k - 1) * gamma < 1.0:
+        table = entropy_table(k, n_max, logits, auxiliary_logit, gamma=gamma, uniform=uniform)
+        undefined = table.loc[table["H_k_plus_n"].isna(), "n"]
+        if len(undefined):
+            title += f"<br>eq. 3 undefined for n >= {int(undefined.iloc[0])}: (k+n-1)*gamma >= 1"
+    else:  # the same curves, empty (any gamma that eq. 2 allows gives the columns)
+        table = entropy_table(k, n_max, logits, auxiliary_logit, gamma=0.5 / k, uniform=uniform).iloc[:0]
+        title = (
+            f"H_k (eq. 2) undefined for k = {k}, gamma = {gamma:g}: (k-1)*gamma = {(k - 1) * gamma:g} >= 1; "
+            f"lower gamma below 1/(k-1) = {1 / (k - 1):g}"
+        )
+    curves = [column for column in CURVES if column in table]
+    fig = go.Figure([go.Scatter(x=table["n"], y=table[column], mode="lines+markers", name=CURVES[column]) for column in curves])
     if highlight_n is not None:
         fig.add_vline(x=highlight_n, line_dash="dot", annotation_text=f"n = {highlight_n}")
-    title = f"Output entropy with n auxiliary labels (k = {k}, gamma = {gamma:g})"
-    undefined = table.loc[table["H_k_plus_n"].isna(), "n"]
-    if len(undefined):
-        title += f"<br>eq. 3 undefined for n >= {int(undefined.iloc[0])}: (k+n-1)*gamma >= 1"
     fig.update_layout(title=title, xaxis_title="auxiliary labels n", yaxis_title="entropy (nats)")
-    return fig
-
-
-def undefined_entropy_figure(k: int, gamma: float) -> go.Figure:
-    """An empty entropy figure whose title says why: (k-1) gamma >= 1 leaves eq. 2 undefined."""
-    fig = go.Figure()
-    fig.update_layout(
-        title=f"H_k (eq. 2) undefined for k = {k}, gamma = {gamma:g}: (k-1)*gamma = {(k - 1) * gamma:g} >= 1; "
-        f"lower gamma below 1/(k-1) = {1 / (k - 1):g}",
-        xaxis_title="auxiliary labels n",
-        yaxis_title="entropy (nats)",
-    )
     return fig
