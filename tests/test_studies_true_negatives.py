@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 import torch
 from torch import nn
+from transformers.modeling_outputs import MaskedLMOutput
 
 from workbench.data import sample_corpus
 from workbench.lexicon import SynonymTable
@@ -39,7 +40,7 @@ class AnswerModel(nn.Module):
         width = input_ids.shape[1]
         logits = torch.zeros(*input_ids.shape, self.vocab_size)
         logits.scatter_(-1, self.answers[: input_ids.shape[0], :width, None], LOGIT)
-        return type("Output", (), {"logits": logits})()
+        return MaskedLMOutput(logits=logits)
 
 
 def answer_model(tokenizer, answer_text: str, rows: int) -> AnswerModel:

@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 import torch
 from torch import nn
+from transformers.modeling_outputs import MaskedLMOutput
 
 from workbench.data import sample_corpus
 from workbench.lexicon import SynonymTable, corpus_word_vectors, write_lexicon_tsv
@@ -43,7 +44,7 @@ class AnswerModel(nn.Module):
     def forward(self, input_ids, attention_mask=None, token_type_ids=None):
         logits = torch.zeros(*input_ids.shape, self.vocab_size)
         logits.scatter_(-1, self.answers[: input_ids.shape[0], : input_ids.shape[1], None], LOGIT)
-        return type("Output", (), {"logits": logits})()
+        return MaskedLMOutput(logits=logits)
 
 
 def answer_model(tokenizer, answer_text: str, rows: int = 1) -> AnswerModel:
@@ -83,7 +84,9 @@ def pretrained(tmp_path_factory):
     plan = [("wwm", "plain"), ("wwm", "hc_word"), ("wwm", "hc"), ("wwm", "sr_sentence"), ("wwm", "plain")]  # a repeat runs once
     runs = experiments.pretraining_runs(base, root / "pre", plan, seed=1)
     lexicon = write_lexicon_tsv(planted_table(), root / "embedding.tsv")
-    sources = experiments.pretraining_runs(base, root / "pre", [("wwm", "hc_word")], seed=1, synonyms="embedding", lexicon=lexicon)
+    sources = experiments.pretraining_runs(
+        base, root / "pre", [("wwm", "hc_word")], seed=1, synonyms="embedding", lexicon=lexicon
+    )
     return base, pd.concat([runs, sources], ignore_index=True), lexicon
 
 
@@ -201,7 +204,9 @@ def test_token_level_corrects_single_token_words_only(tokenizer):
     assert word["corrected"]  # a one-token word is a word at both levels
     beautiful = answer_model(tokenizer, BEIJING.replace("美丽", "漂亮"))
     assert not hard_correction.worked_example(beautiful, BEIJING, "美丽", SynonymTable.default(), tokenizer)["corrected"]
-    assert hard_correction.worked_example(beautiful, BEIJING, "美丽", SynonymTable.default(), tokenizer, level="word")["corrected"]
+    assert hard_correction.worked_example(beautiful, BEIJING, "美丽", SynonymTable.default(), tokenizer, level="word")[
+        "corrected"
+    ]
     with pytest.raises(ValueError, match=r"^level:"):
         hard_correction.worked_example(beautiful, BEIJING, "美丽", SynonymTable.default(), tokenizer, level="sentence")
 
@@ -419,7 +424,9 @@ def test_results_table_spreads_the_levels_and_headline_adds_them():
         }
     )
     line = experiments.this_run(results, epochs, "wwm-hc_word")
-    assert "wwm-hc_word, held-out prediction-level HC rate per checkpoint 50%: 0.00%, 100%: 3.05% (perplexity 49.0 -> 7.0)" in line
+    assert (
+        "wwm-hc_word, held-out prediction-level HC rate per checkpoint 50%: 0.00%, 100%: 3.05% (perplexity 49.0 -> 7.0)" in line
+    )
     assert "Training-time HC rate over the run: wwm-hc_word 4.00%." in line
     assert "token / word level: wwm-plain 0.00% / 10.00%, wwm-hc_word 0.00% / 30.00%." in line
     assert "wwm-plain: train loss 3.000, perplexity 7.40, 1 s, macro-F1 0.500" in line

@@ -21,7 +21,7 @@ from workbench.data import load_texts
 from workbench.lexicon import SynonymTable, corpus_word_vectors, token_text
 from workbench.losses import IGNORE_INDEX, CorrectionStats, HardCorrectionLoss
 from workbench.masking import JiebaSegmenter, build_collator, encode_words
-from workbench.models import build_masked_lm
+from workbench.models import build_masked_lm, labelled_logits
 from workbench.vocab import load_tokenizer
 
 from .masking_demo import BLANK, check_names
@@ -64,7 +64,9 @@ def load_masked_lm(model: Model, tokenizer: Any = None) -> tuple[Any, Any]:
 def _masked_batches(
     model, tokenizer, texts, masking, seed, batch_size, max_length
 ) -> Iterator[tuple[dict, torch.Tensor, list, int]]:
-    """(batch, float32 CPU logits, features, first text index) per chunk of ``texts`` masked by ``masking``'s collator (seeded)."""
+    """(batch, predictions, features, first text index) per chunk of ``texts`` masked by ``masking``'s collator
+    (seeded): the argmax prediction at every masked position (-100 elsewhere), the vocabulary head run at those
+    positions only (:func:`workbench.models.labelled_logits`); the model in eval mode, on the GPU when there is one."""
     check_int("batch_size", batch_size, 1)
     if not texts:
         raise ValueError("texts: must hold at least one text, got none")
@@ -78,7 +80,14 @@ def _masked_batches(
             chunk = features[start : start + batch_size]
             batch = collator(chunk)
             inputs = {key: batch[key].to(device) for key in ("input_ids", "attention_mask", "token_type_ids")}
-            yield batch, model(**inputs).logits.float().cpu(), chunk, start
+            rows, _ = labelled_logits(model, batch["labels"].to(device), **inputs)
+            masked = batch["labels"] != IGNORE_INDEX
+            yield (
+                batch,
+                torch.full_like(batch["labels"], IGNORE_INDEX).masked_scatter(masked, rows.argmax(-1).cpu()),
+                chunk,
+                start,
+            )
 
 
 def correction_statistics(
@@ -105,9 +114,9 @@ def correction_statistics(
     model, tokenizer = load_masked_lm(model, tokenizer)
     correction = HardCorrectionLoss(tokenizer, table, level)
     stats, rows = CorrectionStats(), []
-    for batch, logits, chunk, start in _masked_batches(model, tokenizer, texts, masking, seed, batch_size, max_length):
+    for batch, predictions, chunk, start in _masked_batches(model, tokenizer, texts, masking, seed, batch_size, max_length):
         labels, word_ids = batch["labels"], batch["word_ids"]
-        counts = correction.correction_counts(logits, labels, word_ids)
+        counts = correction.prediction_counts(predictions, labels, word_ids)
         stats.update(counts)
         dropped = torch.nonzero((labels != IGNORE_INDEX) & (counts.labels == IGNORE_INDEX), as_tuple=True)
         for row, word in sorted({(int(row), int(word_ids[row, column])) for row, column in zip(*dropped)})[
@@ -121,7 +130,7 @@ def correction_statistics(
                     "text": texts[start + row],
                     "masked_input": "".join(BLANK if labels[row, i] != IGNORE_INDEX else tokens[i] for i in shown),
                     "gold": gold,
-                    "predicted": token_text(tokenizer.convert_ids_to_tokens(logits[row][span].argmax(-1).tolist())),
+                    "predicted": token_text(tokenizer.convert_ids_to_tokens(predictions[row][span].tolist())),
                     "gold_synonyms": " ".join(sorted(table.synonyms(gold))),
                 }
             )
