@@ -23,15 +23,14 @@ from workbench.studies.auxiliary import (
     RUN_COLUMNS,
     TWO_STAGE,
     TWO_STAGE_FGM,
-    describe_fusion,
     key_metrics,
-    this_run,
     run_study,
     select_num_aux,
     stage_one_entropy,
     summarize,
+    this_run,
 )
-from workbench.train import classification_data, load_config
+from workbench.train import classification_data, fusion_description, load_config
 from workbench.train.fgm import FGM
 from workbench.train.two_stage_training import fusion_encoders, stage_one_model
 from workbench.viz import aux_sweep_figure
@@ -197,13 +196,13 @@ def test_fusion_model_is_the_second_encoder_and_must_share_the_tokenizer(tmp_pat
 
 
 def test_describe_fusion_names_the_fallback(tmp_path):
-    assert "a second tiny BERT of the same size" in describe_fusion(tiny_config())
+    assert "a second tiny BERT of the same size" in fusion_description(tiny_config())
     checkpoint = tiny_config().replace(model={"model_name_or_path": "ckpt"})
     assert (
-        describe_fusion(checkpoint)
+        fusion_description(checkpoint)
         == "ckpt + the same checkpoint again (aux.fusion_model is null: identical weights at the start)"
     )
-    assert describe_fusion(checkpoint.replace(aux={"fusion_model": "other"})) == "ckpt + other"
+    assert fusion_description(checkpoint.replace(aux={"fusion_model": "other"})) == "ckpt + other"
     assert list(PAPER_NAMES) == list(METHODS) and PAPER_NAMES[FUSION_FINETUNE].startswith("M-BERT")
 
 

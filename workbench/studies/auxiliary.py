@@ -9,7 +9,7 @@ auxiliary labels never occur as targets ("expanding the target labels by complem
 Stage 2 freezes the encoder and fits a fresh K-way head. Methods (:data:`PAPER_NAMES`): baseline (BERT), two_stage
 (RE-BERT) for each n, and at n* (chosen on validation) two_stage_fgm, fusion_finetune (M-BERT), fusion (MRE-BERT)
 and fusion_fgm (MRE-BERT-F); the fusion's second encoder is ``aux.fusion_model`` (or a fallback that is not the
-paper's setting, :func:`describe_fusion`). The paper's Na counts auxiliary and target labels: n = Na - Nt.
+paper's setting: ``workbench.train.fusion_description``). The paper's Na counts auxiliary and target labels: n = Na - Nt.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from workbench.config import Config, load_config
 from workbench.information import softmax_entropy
 from workbench.stats import describe, mean_std, row_statistics
 from workbench.stats import summarize as summarize_runs
-from workbench.train import classification_data, evaluation_split, finetune, fusion_description, fusion_finetune, two_stage
+from workbench.train import classification_data, evaluation_split, finetune, fusion_finetune, two_stage
 
 BASELINE, TWO_STAGE, TWO_STAGE_FGM = "baseline", "two_stage", "two_stage_fgm"
 FUSION_FINETUNE, FUSION, FUSION_FGM = "fusion_finetune", "fusion", "fusion_fgm"
@@ -167,11 +167,6 @@ def key_metrics(runs: pd.DataFrame) -> dict[str, Any]:
     seeds = baseline.index.intersection(two_stage_runs.index)
     metrics["delta_macro_f1"] = describe(two_stage_runs[seeds] - baseline[seeds])
     return metrics
-
-
-def describe_fusion(config: Config | Mapping[str, Any]) -> str:
-    """Which two encoders the fusion methods combine, in words (``model`` and ``aux.fusion_model``, or the fallback)."""
-    return fusion_description(load_config(config))
 
 
 def this_run(runs: pd.DataFrame) -> str:
