@@ -15,7 +15,7 @@ from torch import nn
 from transformers.modeling_outputs import MaskedLMOutput
 
 from workbench.data import sample_corpus
-from workbench.lexicon import SynonymTable, corpus_word_vectors, write_lexicon_tsv
+from workbench.lexicon import SynonymTable, corpus_word_vectors, lexicon_coverage, neighbours, write_lexicon_tsv
 from workbench.models import build_masked_lm
 from workbench.studies.true_negatives import experiments, hard_correction
 from workbench.viz import checkpoint_rates_figure, comparison_figure, eval_loss_figure, level_rates_figure
@@ -262,7 +262,8 @@ def test_lexicon_coverage_by_hand(tokenizer, tmp_path):
         write_lexicon_tsv(SynonymTable([["happy", "glad"], ["big", "large"]]), tmp_path / "wordnet.tsv")
     )
     tables = {"lexicon": SynonymTable.default(), "embedding": planted_table(), "wordnet": english}
-    coverage = hard_correction.lexicon_coverage(tables, [BEIJING, SHANGHAI], tokenizer, reference="lexicon").set_index("source")
+    documents, vocabulary = hard_correction.corpus_words([BEIJING, SHANGHAI]), hard_correction.vocabulary_words(tokenizer)
+    coverage = lexicon_coverage(tables, documents, vocabulary, reference="lexicon").set_index("source")
     assert list(coverage.columns) == [
         "words",
         "pairs",
@@ -283,14 +284,14 @@ def test_lexicon_coverage_by_hand(tokenizer, tmp_path):
     assert coverage.loc["lexicon", "vocabulary_tokens"] > 0  # 大 巨 看 瞧 很 ... are
     assert coverage.loc["wordnet", "corpus_word_types"] == 0.0 and coverage.loc["wordnet", "corpus_pairs"] == 0
     assert math.isnan(coverage.loc["wordnet", "in_reference"])
-    table = hard_correction.neighbours(tables, ["美丽", "北京"]).set_index("word")
+    table = neighbours(tables, ["美丽", "北京"]).set_index("word")
     assert (
         table.loc["美丽", "embedding"] == "漂亮"
         and table.loc["北京", "lexicon"] == ""
         and table.loc["北京", "embedding"] == "上海"
     )
     with pytest.raises(ValueError, match=r"^reference:"):
-        hard_correction.lexicon_coverage(tables, [BEIJING], tokenizer, reference="cilin")
+        lexicon_coverage(tables, documents, vocabulary, reference="cilin")
 
 
 def test_corpus_word_vectors_put_substitutable_words_together():

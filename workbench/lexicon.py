@@ -29,12 +29,13 @@ from __future__ import annotations
 import re
 import weakref
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
 import torch
 
 from workbench.checks import check_int
@@ -333,7 +334,7 @@ def _pair_codes(table: SynonymTable, rank: dict[str, int], num_words: int) -> np
 
 
 # --------------------------------------------------------------------------
-# Lexicon builders for notebook 03 (Table 6, second block): word vectors and a lexicon file
+# Lexicon builders for notebook 03 (Table 6, second block): word vectors, a lexicon file, coverage
 # --------------------------------------------------------------------------
 
 _NOT_IN_A_LEXICON_FILE = re.compile(r"[\s_]")
@@ -399,3 +400,48 @@ def write_lexicon_tsv(table: SynonymTable, path: str | Path, prefix: str = "emb"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path
+
+
+def lexicon_coverage(
+    tables: Mapping[str, SynonymTable],
+    documents: Sequence[Sequence[str]],
+    vocabulary: Sequence[str] = (),
+    reference: str | None = None,
+) -> pd.DataFrame:
+    """How much of a corpus each synonym source can correct, one row per ``name -> table``: words (with a synonym),
+    pairs, corpus_word_types / corpus_word_tokens (share of the distinct / running words of ``documents`` with a
+    synonym), corpus_pairs (both words in the corpus), vocabulary_tokens (share of ``vocabulary``, a model's token
+    texts, with a synonym: the measure of the true-negatives paper's footnote 5, without its stopword removal) and,
+    with ``reference``, in_reference (share of the corpus pairs the reference also lists)."""
+    if not tables:
+        raise ValueError("tables: must name at least one synonym table, got none")
+    if reference is not None and reference not in tables:
+        raise ValueError(f"reference: must be one of {list(tables)}, got {reference!r}")
+    occurrences = Counter(word for document in documents for word in document)
+    rows = []
+    for name, table in tables.items():
+        pairs = {(a, b) for group in table.groups for a in group for b in group if a < b}
+        corpus_pairs = [(a, b) for a, b in pairs if a in occurrences and b in occurrences]
+        covered = [word for word in occurrences if word in table]
+        row = {
+            "source": name,
+            "words": len(set().union(*table.groups)),
+            "pairs": len(pairs),
+            "corpus_word_types": len(covered) / max(len(occurrences), 1),
+            "corpus_word_tokens": sum(occurrences[word] for word in covered) / max(sum(occurrences.values()), 1),
+            "corpus_pairs": len(corpus_pairs),
+            "vocabulary_tokens": sum(token in table for token in vocabulary) / max(len(vocabulary), 1),
+        }
+        if reference is not None:
+            row["in_reference"] = (
+                np.mean([tables[reference].are_synonyms(a, b) for a, b in corpus_pairs]) if corpus_pairs else np.nan
+            )
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def neighbours(tables: Mapping[str, SynonymTable], words: Sequence[str]) -> pd.DataFrame:
+    """The synonyms each source lists for each of ``words`` (sorted, space-separated): one row per word, one column per source."""
+    return pd.DataFrame(
+        [{"word": word, **{name: " ".join(sorted(t.synonyms(word))) for name, t in tables.items()}} for word in words]
+    )

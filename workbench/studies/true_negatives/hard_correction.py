@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from functools import lru_cache
 from pathlib import Path
@@ -253,47 +252,9 @@ def word_vectors(
     return model_word_vectors(model, words)
 
 
-def lexicon_coverage(
-    tables: Mapping[str, SynonymTable], texts: Sequence[str], tokenizer: Any = None, reference: str | None = None
-) -> pd.DataFrame:
-    """How much of a corpus each synonym source can correct, one row per ``name -> table``: words (with a synonym),
-    pairs, corpus_word_types / corpus_word_tokens (share of distinct / running jieba words of ``texts`` with a
-    synonym), corpus_pairs (both words in ``texts``), vocabulary_tokens (share of the tokenizer's non-special
-    vocabulary with a synonym: footnote 5's measure) and, with ``reference``, in_reference (share of the corpus pairs
-    the reference also lists). ``tokenizer``: a tokenizer, a checkpoint folder, or None (the shipped vocabulary)."""
-    if not tables:
-        raise ValueError("tables: must name at least one synonym table, got none")
-    if reference is not None:
-        check_choice("reference", reference, list(tables))
+def vocabulary_words(tokenizer: Any = None) -> list[str]:
+    """The texts of a tokenizer's non-special tokens (a tokenizer, a checkpoint folder, or None: the shipped vocabulary),
+    for :func:`workbench.lexicon.lexicon_coverage`."""
     tokenizer = load_tokenizer(tokenizer) if tokenizer is None or isinstance(tokenizer, (str, Path)) else tokenizer
-    occurrences = Counter(word for document in corpus_words(texts) for word in document)
     special = set(tokenizer.all_special_tokens)
-    vocabulary = [
-        token_text([token]) for token in tokenizer.convert_ids_to_tokens(list(range(len(tokenizer)))) if token not in special
-    ]
-    rows = []
-    for name, table in tables.items():
-        pairs = {(a, b) for group in table.groups for a in group for b in group if a < b}
-        corpus_pairs = {(a, b) for a, b in pairs if a in occurrences and b in occurrences}
-        covered = [word for word in occurrences if word in table]
-        row = {
-            "source": name,
-            "words": len(set().union(*table.groups)),
-            "pairs": len(pairs),
-            "corpus_word_types": len(covered) / max(len(occurrences), 1),
-            "corpus_word_tokens": sum(occurrences[word] for word in covered) / max(sum(occurrences.values()), 1),
-            "corpus_pairs": len(corpus_pairs),
-            "vocabulary_tokens": sum(token in table for token in vocabulary) / max(len(vocabulary), 1),
-        }
-        if reference is not None:
-            listed = [tables[reference].are_synonyms(a, b) for a, b in corpus_pairs]
-            row["in_reference"] = float(np.mean(listed)) if listed else np.nan
-        rows.append(row)
-    return pd.DataFrame(rows)
-
-
-def neighbours(tables: Mapping[str, SynonymTable], words: Sequence[str]) -> pd.DataFrame:
-    """The synonyms each source lists for each of ``words`` (sorted, space-separated): one row per word, one column per source."""
-    return pd.DataFrame(
-        [{"word": word, **{name: " ".join(sorted(t.synonyms(word))) for name, t in tables.items()}} for word in words]
-    )
+    return [token_text([token]) for token in tokenizer.convert_ids_to_tokens(list(range(len(tokenizer)))) if token not in special]
