@@ -170,3 +170,27 @@ def test_gpu_dry_run_refuses_a_folder_that_is_no_checkpoint(tmp_path, capsys):
     finally:
         sys.argv = saved
     assert exit_info.value.code == 2 and "error: --encoder:" in capsys.readouterr().err
+
+
+def _script_error(script: str, arguments: list[str], capsys) -> str:
+    import sys
+
+    spec = importlib.util.spec_from_file_location(script, ROOT / "scripts" / f"{script}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    sys.argv, saved = [f"{script}.py", *arguments], sys.argv
+    try:
+        with pytest.raises(SystemExit) as exit_info:
+            module.main()
+    finally:
+        sys.argv = saved
+    assert exit_info.value.code == 2
+    return capsys.readouterr().err
+
+
+def test_scripts_say_plainly_that_the_encoder_is_not_published(tmp_path, capsys):
+    # transformers' own message for a missing local folder is "Repo id must be in the form ..."
+    error = _script_error("publish_encoder", [str(tmp_path / "no-run"), str(tmp_path / "target")], capsys)
+    assert "error: run_dir:" in error and not (tmp_path / "target").exists()
+    error = _script_error("encoder_evidence", ["--qbqtc", "dev.json", "--encoder", f"mini={PUBLISHED}"], capsys)
+    assert "error: --encoder mini:" in error and "not published" in error
