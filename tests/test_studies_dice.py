@@ -198,7 +198,7 @@ def test_summarize_mean_sample_std_and_n_by_hand():
     assert a["macro_f1_std"] == pytest.approx(0.0) and a["n"] == 3
     b = summary[summary["setting"] == "b"].iloc[0]
     assert np.isnan(b["f1_positive_std"]) and b["n"] == 1
-    with pytest.raises(ValueError, match="by/metrics"):
+    with pytest.raises(ValueError, match=r"^by/metrics:"):
         summarize(hand_table(), ["model"], dice.METRICS)
 
 
