@@ -24,6 +24,7 @@ import pandas as pd
 
 from workbench.stats import formatted, summarize
 
+UNPUBLISHED = (Path(__file__).resolve().parents[1] / "models" / "workbench-zh-mini").resolve()
 SCRATCH = {"tiny": {"num_layers": 6, "hidden_size": 256, "num_heads": 4}}
 METRICS = ("macro_f1", "accuracy")
 
@@ -96,6 +97,15 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=1, help="fine-tunes running at once (one GPU can take several)")
     parser.add_argument("--output-dir", type=Path, default=Path("outputs/encoder-evidence"))
     arguments = parser.parse_args()
+    for spec in arguments.encoder:
+        name, _, path = spec.partition("=")
+        if not name or not path:
+            parser.error(f"--encoder {spec!r}: expected NAME=PATH or NAME=scratch")
+        if path != "scratch" and not Path(path).is_dir() and (Path(path).resolve() == UNPUBLISHED or path.startswith((".", "/"))):
+            unpublished = (
+                " (the workbench's own encoder is not published: README, Models)" if Path(path).resolve() == UNPUBLISHED else ""
+            )
+            parser.error(f"--encoder {name}: no checkpoint folder {path!r}{unpublished}")
     planned = jobs(arguments)
     if arguments.jobs > 1:
         with concurrent.futures.ProcessPoolExecutor(arguments.jobs, mp_context=multiprocessing.get_context("spawn")) as pool:

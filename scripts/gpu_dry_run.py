@@ -6,10 +6,12 @@ writes a micro copy of every ``params/gpu/*.yaml`` into ``WORK_DIR/params/gpu`` 
 through the runner into ``WORK_DIR/outputs``. The micro copy keeps every code path of the real set (its loss
 grids, masking strategies, objectives, lexicons, the published-encoder loading) and shrinks its size: one seed,
 one epoch, batch 16, fp32 (bf16 needs CUDA), a few hundred rows of each real data file (copied into
-``WORK_DIR/data``), and ``ENCODER`` (any pretrain_mlm run folder or published checkpoint, e.g. one made by
+``WORK_DIR/data``), and the encoder of ``ENCODER`` in place of models/workbench-zh-mini (which is not published):
+any transformers checkpoint folder, a classifier's, a masked LM's or a pretrain_mlm run's, e.g. one made by
 ``python -m workbench.train params/pretrain/workbench-zh-mini.yaml data.max_train_samples=600
-model.tiny.num_layers=2 model.tiny.hidden_size=64 training.num_train_epochs=1 training.precision=fp32 output_dir=...``)
-in place of models/workbench-zh-mini. It exits non-zero when a notebook fails.
+model.tiny.num_layers=2 model.tiny.hidden_size=64 training.num_train_epochs=1 training.precision=fp32 output_dir=...``.
+Its head is dropped (:func:`stand_in_encoder`): each notebook puts its own head on the encoder, whatever number of
+labels the checkpoint was trained for. It exits 1 when a notebook fails, 2 with one ``error:`` line for bad arguments.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from transformers import AutoModel, AutoTokenizer
 
 from workbench.config import read_yaml_file
 from workbench.runs import run
@@ -31,6 +34,15 @@ TRAINING_SECTIONS = ("training", "pretrain_training", "finetune_training")
 MICRO_TRAINING = {"num_train_epochs": 1, "per_device_train_batch_size": 16, "precision": "fp32"}
 MICRO_ROWS = 400  # rows kept of each real data file
 MICRO_CORPUS_DOCUMENTS = 60
+
+
+def stand_in_encoder(checkpoint: Path, work_dir: Path) -> Path:
+    """The encoder of ``checkpoint`` without its head, with its tokenizer, saved in ``work_dir/encoder``: a classifier
+    head sized for another task would not load into the notebooks' classifiers (AutoModel drops any head)."""
+    target = work_dir / "encoder"
+    AutoModel.from_pretrained(str(checkpoint)).save_pretrained(str(target))
+    AutoTokenizer.from_pretrained(str(checkpoint)).save_pretrained(str(target))
+    return target
 
 
 def micro_copy(source: Path, target_dir: Path, data_dir: Path) -> Path:
@@ -71,8 +83,9 @@ def micro_parameters(parameters: dict[str, Any], encoder: Path, data_dir: Path, 
     for section in TRAINING_SECTIONS:
         if section in micro:
             micro[section] = {**micro[section], **MICRO_TRAINING}
+    if "heldout_texts" in micro:  # notebook 03: its pre-training corpus is the data section
+        micro["data"] = {**micro["data"], "max_train_samples": 30}
     for section, key, value in (
-        ("corpus", "max_train_samples", 30),
         ("finetune_data", "max_train_samples", 200),
         ("finetune_data", "max_eval_samples", 100),
         ("pretrain_training", "time_budget_s", 10),
@@ -106,6 +119,10 @@ def main() -> int:
         parser.error(f"--work-dir: must not exist yet (nothing is overwritten), got {work_dir}")
     params = work_dir / "params" / "gpu"
     params.mkdir(parents=True)
+    try:
+        encoder = stand_in_encoder(encoder, work_dir)
+    except (OSError, ValueError) as error:
+        parser.error(f"--encoder: not a transformers checkpoint folder ({type(error).__name__}: {str(error).splitlines()[0]})")
     for file in sorted((ROOT / "params" / "gpu").glob("*.yaml")):
         micro = micro_parameters(read_yaml_file(file, "params file"), encoder, data_dir, work_dir)
         (params / file.name).write_text(yaml.safe_dump(micro, allow_unicode=True, sort_keys=False), encoding="utf-8")

@@ -37,6 +37,11 @@ def main() -> None:
     parser.add_argument("run_dir", type=Path, help="a pretrain_mlm output_dir")
     parser.add_argument("target", type=Path, help="the folder to publish into, e.g. models/workbench-zh-mini")
     arguments = parser.parse_args()
+    if not (arguments.run_dir / "config.json").is_file():
+        parser.error(
+            f"run_dir: no pretrain_mlm run folder at {str(arguments.run_dir)!r} (train it first: "
+            "python -m workbench.train params/pretrain/workbench-zh-mini.yaml)"
+        )
     size = publish(arguments.run_dir, arguments.target)
     print(f"{arguments.target}: {size / 2**20:.1f} MiB")
 

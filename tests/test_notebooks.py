@@ -10,6 +10,7 @@ import io
 import json
 from pathlib import Path
 
+import nbformat
 import pytest
 import yaml
 from notebook_hygiene import check_notebook_clean
@@ -37,7 +38,7 @@ def test_notebook_is_committed_clean(notebook):
     assert check_notebook_clean(notebook) == []
 
 
-@pytest.mark.parametrize("params_set", PARAMS_SETS)
+@pytest.mark.parametrize("params_set", [*PARAMS_SETS, "own"])
 def test_every_params_set_names_only_known_parameters(params_set):
     for notebook in NOTEBOOKS:
         assert (ROOT / "params" / params_set / f"{notebook.stem}.yaml").is_file(), (params_set, notebook.stem)
@@ -45,6 +46,35 @@ def test_every_params_set_names_only_known_parameters(params_set):
     assert [execution.name for execution in executions] == EXPECTED
     for execution in executions:
         assert execution.parameters.get("interactive") is False, (params_set, execution.name)
+
+
+def _cells(notebook: Path) -> list:
+    return nbformat.read(str(notebook), as_version=4).cells
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda path: path.stem)
+def test_notebook_writes_its_method_in_plain_torch_checked_against_the_library(notebook):
+    method = [cell for cell in _cells(notebook) if "method" in cell.metadata.get("tags", [])]
+    assert method and all(cell.cell_type == "code" and "torch.testing.assert_close" in cell.source for cell in method)
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda path: path.stem)
+def test_notebook_ends_with_exercises_whose_answers_are_solution_cells(notebook):
+    cells = _cells(notebook)
+    start = next(index for index, cell in enumerate(cells) if cell.source.startswith("## Exercises"))
+    solutions = [index for index, cell in enumerate(cells) if "solution" in cell.metadata.get("tags", [])]
+    assert 2 <= len(solutions) <= 3 and min(solutions) > start
+    assert all("solution" not in cell.metadata.get("tags", []) for cell in cells[:start])
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda path: path.stem)
+def test_notebook_prints_its_run_from_the_study_and_cites_papers_not_folders(notebook):
+    cells = _cells(notebook)
+    code = "\n".join(cell.source for cell in cells if cell.cell_type == "code")
+    assert "This run" not in code and ".this_run(" in code  # one study call, not an f-string in the notebook
+    assert all("shared/papers" not in cell.source for cell in cells)
+    first = cells[0].source
+    assert "arXiv:" in first or "2022.coling-1.97" in first
 
 
 @pytest.mark.slow
@@ -112,3 +142,28 @@ def test_gpu_params_paths_resolve_from_the_notebooks_folder():
     if not any(present.values()):
         pytest.skip("the real data sets are not beside this checkout")
     assert all(present.values()), {name: str(paths[name]) for name, ok in present.items() if not ok}
+
+
+@pytest.mark.slow
+def test_the_own_set_runs_on_a_file_the_user_names(tmp_path):
+    from test_data_own_data import news_csv  # 300 Chinese headlines in 3 imbalanced topics, columns text,label
+
+    data = news_csv(tmp_path / "news_zh.csv")
+    (tmp_path / "params" / "own").mkdir(parents=True)
+    for file in (ROOT / "params" / "own").glob("*.yaml"):
+        text = file.read_text(encoding="utf-8").replace("../own_data.csv", str(data))
+        (tmp_path / "params" / "own" / file.name).write_text(text.replace("seeds: [0, 1, 2]", "seeds: [0]"), encoding="utf-8")
+    report = run(
+        params_set="own",
+        only=["05"],
+        notebooks_dir=ROOT / "notebooks",
+        params_dir=tmp_path / "params",
+        outputs_dir=tmp_path / "out",
+        run_id="own",
+        jobs=1,
+        stream=io.StringIO(),
+    )
+    assert {o.execution.name: f"cell {o.failed_cell}: {o.error}" for o in report.failed} == {}
+    metrics = json.loads((report.outcomes[0].output_dir / "metrics.json").read_text())
+    assert metrics["metrics"]["ce_macro_f1"]["mean"] > metrics["metrics"]["majority_macro_f1"]  # more than the majority class
+    assert "far_error_rate" not in json.dumps(metrics["runs"])  # topics are not ordered

@@ -12,7 +12,7 @@ import yaml
 from safetensors import safe_open
 from transformers import AutoModelForMaskedLM, AutoTokenizer
 
-from workbench.models import build_masked_lm
+from workbench.models import build_masked_lm, build_sequence_classifier
 from workbench.train import finetune, pretrain_mlm
 from workbench.vocab import load_tokenizer
 
@@ -119,3 +119,78 @@ def test_the_published_workbench_encoder():
     card = (PUBLISHED / "README.md").read_text(encoding="utf-8")
     for needed in ("perplexity", "python -m workbench.train params/pretrain/workbench-zh-mini.yaml", "licen"):
         assert needed in card, needed
+
+
+def _dry_run_module():
+    spec = importlib.util.spec_from_file_location("gpu_dry_run", ROOT / "scripts" / "gpu_dry_run.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_gpu_dry_run_takes_any_classifier_checkpoint(tmp_path):
+    # a 2-label classifier checkpoint: its head would not load into notebook 02's 3-label classifier
+    classifier = build_sequence_classifier(2, tiny={"num_layers": 1, "hidden_size": 32, "num_heads": 2, "vocab_size": 4500})
+    classifier.save_pretrained(str(tmp_path / "classifier"))
+    load_tokenizer().save_pretrained(str(tmp_path / "classifier"))
+    dry_run = _dry_run_module()
+    encoder = dry_run.stand_in_encoder(tmp_path / "classifier", tmp_path / "work")
+    three_way = build_sequence_classifier(3, model_name_or_path=encoder)
+    masked_lm = build_masked_lm(model_name_or_path=encoder)
+    for model in (three_way, masked_lm):  # the encoder's weights came along, only the heads are new
+        torch.testing.assert_close(
+            model.base_model.embeddings.word_embeddings.weight, classifier.bert.embeddings.word_embeddings.weight
+        )
+    micro = dry_run.micro_parameters(
+        yaml.safe_load((ROOT / "params" / "gpu" / "02_propensity_corrected_loss.yaml").read_text()),
+        encoder,
+        tmp_path / "no-data",
+        tmp_path / "work",
+    )
+    assert micro["encoders"]["workbench-zh-mini"]["model_name_or_path"] == str(encoder) and micro["seeds"] == [0]
+
+
+def test_gpu_dry_run_refuses_a_folder_that_is_no_checkpoint(tmp_path, capsys):
+    import sys
+
+    (tmp_path / "empty").mkdir()
+    argv = [
+        "gpu_dry_run.py",
+        "--encoder",
+        str(tmp_path / "empty"),
+        "--data-dir",
+        str(tmp_path),
+        "--work-dir",
+        str(tmp_path / "w"),
+    ]
+    sys.argv, saved = argv, sys.argv
+    try:
+        with pytest.raises(SystemExit) as exit_info:
+            _dry_run_module().main()
+    finally:
+        sys.argv = saved
+    assert exit_info.value.code == 2 and "error: --encoder:" in capsys.readouterr().err
+
+
+def _script_error(script: str, arguments: list[str], capsys) -> str:
+    import sys
+
+    spec = importlib.util.spec_from_file_location(script, ROOT / "scripts" / f"{script}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    sys.argv, saved = [f"{script}.py", *arguments], sys.argv
+    try:
+        with pytest.raises(SystemExit) as exit_info:
+            module.main()
+    finally:
+        sys.argv = saved
+    assert exit_info.value.code == 2
+    return capsys.readouterr().err
+
+
+def test_scripts_say_plainly_that_the_encoder_is_not_published(tmp_path, capsys):
+    # transformers' own message for a missing local folder is "Repo id must be in the form ..."
+    error = _script_error("publish_encoder", [str(tmp_path / "no-run"), str(tmp_path / "target")], capsys)
+    assert "error: run_dir:" in error and not (tmp_path / "target").exists()
+    error = _script_error("encoder_evidence", ["--qbqtc", "dev.json", "--encoder", f"mini={PUBLISHED}"], capsys)
+    assert "error: --encoder mini:" in error and "not published" in error

@@ -9,11 +9,12 @@ import pandas as pd
 import pytest
 import torch
 from torch import nn
+from transformers.modeling_outputs import MaskedLMOutput
 
 from workbench.data import sample_corpus
 from workbench.lexicon import SynonymTable
 from workbench.masking import JiebaSegmenter, encode_words
-from workbench.studies import true_negatives as study
+from workbench.studies.true_negatives import experiments, hard_correction, masking_demo
 from workbench.viz import downstream_figure, masking_heatmap, pretraining_loss_figure
 from workbench.vocab import load_tokenizer
 
@@ -39,7 +40,7 @@ class AnswerModel(nn.Module):
         width = input_ids.shape[1]
         logits = torch.zeros(*input_ids.shape, self.vocab_size)
         logits.scatter_(-1, self.answers[: input_ids.shape[0], :width, None], LOGIT)
-        return type("Output", (), {"logits": logits})()
+        return MaskedLMOutput(logits=logits)
 
 
 def answer_model(tokenizer, answer_text: str, rows: int) -> AnswerModel:
@@ -58,28 +59,30 @@ def word_positions(tokenizer, text: str, word: str) -> list[int]:
 
 def test_transformers_wwm_is_all_or_nothing_and_ours_hits_the_budget(tokenizer):
     texts = sample_corpus(n_sentences=6, seed=1)
-    chosen, maskable = study.mask_draws(texts, study.TRANSFORMERS_WWM, tokenizer=tokenizer, draws=60, seed=0)
+    chosen, maskable = masking_demo.mask_draws(texts, masking_demo.TRANSFORMERS_WWM, tokenizer=tokenizer, draws=60, seed=0)
     share = (chosen & maskable).sum(axis=2) / maskable.sum(axis=1)
     assert set(np.unique(share)) <= {0.0, 1.0} and (share == 1.0).any()
-    chosen, maskable = study.mask_draws(texts, "random", tokenizer=tokenizer, draws=5, seed=0)
+    chosen, maskable = masking_demo.mask_draws(texts, "random", tokenizer=tokenizer, draws=5, seed=0)
     budget = np.rint(0.15 * maskable.sum(axis=1))
     assert ((chosen & maskable).sum(axis=2) == budget).all() and not (chosen & ~maskable).any()
 
 
 def test_summary_matches_the_draws(tokenizer):
     texts = sample_corpus(n_sentences=4, seed=2)
-    summary = study.masked_share_summary(texts, ["wwm", study.TRANSFORMERS_WWM], draws=40, seed=3).set_index("strategy")
-    transformers = summary.loc[study.TRANSFORMERS_WWM]
+    summary = masking_demo.masked_share_summary(texts, ["wwm", masking_demo.TRANSFORMERS_WWM], draws=40, seed=3).set_index(
+        "strategy"
+    )
+    transformers = summary.loc[masking_demo.TRANSFORMERS_WWM]
     assert transformers["share_nothing_masked"] + transformers["share_fully_masked"] == pytest.approx(1.0)
     assert transformers["mean_masked_share"] == pytest.approx(transformers["share_fully_masked"])
-    chosen, maskable = study.mask_draws(texts, "wwm", tokenizer=tokenizer, draws=40, seed=3)
+    chosen, maskable = masking_demo.mask_draws(texts, "wwm", tokenizer=tokenizer, draws=40, seed=3)
     expected = ((chosen & maskable).sum(axis=2) / maskable.sum(axis=1)).mean()
     assert summary.loc["wwm", "mean_masked_share"] == pytest.approx(expected)
     assert summary.loc["wwm", "share_fully_masked"] == 0.0
 
 
 def test_illustration_masks_whole_words_together(tokenizer):
-    table = study.masking_illustration(TEXT, strategies=["random", "wwm", "kdm"], draws=50, seed=0)
+    table = masking_demo.masking_illustration(TEXT, strategies=["random", "wwm", "kdm"], draws=50, seed=0)
     assert list(table.columns) == ["token", "word", "pos", "random", "wwm", "kdm"]
     assert "".join(table["token"]) == TEXT
     for strategy in ("wwm", "kdm"):  # every token of a word is masked in exactly the same draws
@@ -93,9 +96,9 @@ def test_illustration_masks_whole_words_together(tokenizer):
 
 
 def test_single_draw_blanks_the_budget():
-    table = study.single_draw_masks(TEXT, strategies=["random", "wwm"], seed=4).set_index("strategy")
-    assert table.loc["random", "masked"].count(study.BLANK) == round(0.15 * len(TEXT))
-    assert 0 < table.loc["wwm", "masked"].count(study.BLANK) <= round(0.15 * len(TEXT))
+    table = masking_demo.single_draw_masks(TEXT, strategies=["random", "wwm"], seed=4).set_index("strategy")
+    assert table.loc["random", "masked"].count(masking_demo.BLANK) == round(0.15 * len(TEXT))
+    assert 0 < table.loc["wwm", "masked"].count(masking_demo.BLANK) <= round(0.15 * len(TEXT))
     assert len(table.loc["wwm", "masked"]) == len(TEXT)
 
 
@@ -106,10 +109,10 @@ def test_synonym_predictions_are_all_corrected(tokenizer):
     rows = 24
     texts = [TEXT] * rows
     model = answer_model(tokenizer, TEXT.replace("美丽", "漂亮"), rows)
-    stats = study.correction_statistics(
+    stats = hard_correction.correction_statistics(
         model, texts, SynonymTable.default(), {"strategy": "wwm", "mlm_probability": 0.3}, tokenizer, seed=5, level="word"
     )
-    chosen, _ = study.mask_draws(texts, "wwm", {"mlm_probability": 0.3}, tokenizer, draws=1, seed=5)
+    chosen, _ = masking_demo.mask_draws(texts, "wwm", {"mlm_probability": 0.3}, tokenizer, draws=1, seed=5)
     positions = word_positions(tokenizer, TEXT, "美丽")
     with_word = int(chosen[0][:, positions].all(axis=1).sum())
     assert 0 < with_word < rows
@@ -120,48 +123,49 @@ def test_synonym_predictions_are_all_corrected(tokenizer):
     assert stats["synonym_accuracy"] == 1.0
     assert stats["accuracy"] == pytest.approx(1 - 2 * with_word / stats["masked"])
     # the paper's token rule (footnote 5): 美丽 is two character tokens, so nothing is corrected
-    token = study.correction_statistics(
+    token = hard_correction.correction_statistics(
         model, texts, SynonymTable.default(), {"strategy": "wwm", "mlm_probability": 0.3}, tokenizer, seed=5
     )
     assert token["wrong"] == stats["wrong"] and token["masked"] == stats["masked"]
     assert token["corrected"] == 0 and token["prediction_rate"] == 0.0 and token["synonym_accuracy"] == token["accuracy"]
-    examples = study.corrected_examples(
+    examples = hard_correction.correction_statistics(
         model,
         texts,
         SynonymTable.default(),
         {"strategy": "wwm", "mlm_probability": 0.3},
         tokenizer,
-        limit=3,
         seed=5,
         level="word",
-    )
+        examples=3,
+    )["examples"]
     assert len(examples) == 3
     assert (examples["gold"] == "美丽").all() and (examples["predicted"] == "漂亮").all()
     assert (examples["text"] == TEXT).all() and "漂亮" in examples["gold_synonyms"].iloc[0].split()
     for masked_input in examples["masked_input"]:  # positions shift by one for [CLS]
-        assert len(masked_input) == len(TEXT) and {masked_input[p - 1] for p in positions} == {study.BLANK}
-    assert study.corrected_examples(
-        model, texts, SynonymTable.default(), {"strategy": "wwm", "mlm_probability": 0.3}, tokenizer, seed=5
-    ).empty
+        assert len(masked_input) == len(TEXT) and {masked_input[p - 1] for p in positions} == {masking_demo.BLANK}
+    assert hard_correction.correction_statistics(
+        model, texts, SynonymTable.default(), {"strategy": "wwm", "mlm_probability": 0.3}, tokenizer, seed=5, examples=3
+    )["examples"].empty
+    assert "examples" not in token
 
 
 def test_non_synonym_predictions_are_not_corrected(tokenizer):
     rows = 12
     model = answer_model(tokenizer, TEXT.replace("美丽", "难过"), rows)
-    stats = study.correction_statistics(
+    stats = hard_correction.correction_statistics(
         model, [TEXT] * rows, SynonymTable.default(), {"strategy": "kdm", "mlm_probability": 0.5}, tokenizer, seed=0
     )
     assert stats["corrected"] == 0 and stats["prediction_rate"] == 0.0
     assert stats["synonym_accuracy"] == pytest.approx(stats["accuracy"])
-    examples = study.corrected_examples(
-        model, [TEXT] * rows, SynonymTable.default(), {"strategy": "kdm", "mlm_probability": 0.5}, tokenizer
-    )
+    examples = hard_correction.correction_statistics(
+        model, [TEXT] * rows, SynonymTable.default(), {"strategy": "kdm", "mlm_probability": 0.5}, tokenizer, examples=10
+    )["examples"]
     assert examples.empty and list(examples.columns) == ["text", "masked_input", "gold", "predicted", "gold_synonyms"]
 
 
 def test_worked_example_drops_the_synonym_and_reports_the_plain_loss(tokenizer):
     model = answer_model(tokenizer, TEXT.replace("美丽", "漂亮"), 1)
-    example = study.worked_example(model, TEXT, "美丽", SynonymTable.default(), tokenizer, top_k=2, level="word")
+    example = hard_correction.worked_example(model, TEXT, "美丽", SynonymTable.default(), tokenizer, top_k=2, level="word")
     assert example["predicted"] == "漂亮" and example["corrected"] and "漂亮" in example["synonyms"]
     assert example["masked_input"] == TEXT.replace("美丽", "[MASK][MASK]")
     vocab = len(tokenizer)
@@ -171,22 +175,22 @@ def test_worked_example_drops_the_synonym_and_reports_the_plain_loss(tokenizer):
     top = example["candidates"]
     assert len(top) == 4 and list(top[top["rank"] == 1]["token"]) == ["漂", "亮"]
     assert top[top["rank"] == 1]["probability"].iloc[0] == pytest.approx(math.exp(LOGIT) / (math.exp(LOGIT) + vocab - 1))
-    unrelated = study.worked_example(
+    unrelated = hard_correction.worked_example(
         answer_model(tokenizer, TEXT.replace("美丽", "难过"), 1), TEXT, "美丽", SynonymTable.default(), tokenizer, level="word"
     )
     assert not unrelated["corrected"] and unrelated["loss_hc"] == pytest.approx(unrelated["loss_plain"])
-    token = study.worked_example(model, TEXT, "美丽", SynonymTable.default(), tokenizer, top_k=2)  # footnote 5
+    token = hard_correction.worked_example(model, TEXT, "美丽", SynonymTable.default(), tokenizer, top_k=2)  # footnote 5
     assert token["level"] == "token" and token["predicted"] == "漂亮" and not token["corrected"]
     assert token["loss_hc"] == pytest.approx(token["loss_plain"]) == pytest.approx(expected, rel=1e-5)
 
 
 def test_heldout_texts_follow_the_training_texts():
     data = {"source": "sample_corpus", "n_sentences": 30, "max_train_samples": 20, "seed": 7}
-    assert study.heldout_texts(data, 10) == sample_corpus(n_sentences=30, seed=7)[20:]
-    with pytest.raises(ValueError, match="max_train_samples"):
-        study.heldout_texts({"source": "sample_corpus", "n_sentences": 30}, 5)
-    with pytest.raises(ValueError, match="n_texts"):
-        study.heldout_texts(data, 11)
+    assert hard_correction.heldout_texts(data, 10) == sample_corpus(n_sentences=30, seed=7)[20:]
+    with pytest.raises(ValueError, match=r"^data.max_train_samples:"):
+        hard_correction.heldout_texts({"source": "sample_corpus", "n_sentences": 30}, 5)
+    with pytest.raises(ValueError, match=r"^n_texts:"):
+        hard_correction.heldout_texts(data, 11)
 
 
 # --------------------------------------------------------------------------- grids and summaries
@@ -204,15 +208,15 @@ def test_pretraining_and_downstream_grids_run_end_to_end(tmp_path):
             "logging_steps": 1,
         },
     }
-    runs = study.pretraining_grid(base, tmp_path / "pre", strategies=["wwm"], objectives=["plain", "hc"], seed=1)
+    runs = experiments.pretraining_runs(base, tmp_path / "pre", [("wwm", "plain"), ("wwm", "hc")], seed=1)
     assert list(runs[["masking", "objective"]].itertuples(index=False, name=None)) == [("wwm", "plain"), ("wwm", "hc")]
     plain, hc = runs.iloc[0], runs.iloc[1]
     assert np.isnan(plain["train_prediction_rate"]) and 0.0 <= hc["train_prediction_rate"] <= 1.0
-    history = study.loss_history(runs)
+    history = experiments.loss_history(runs)
     assert len(history) == 4 and set(history["step"]) == {1, 2}  # 32 texts / 16 = 2 steps, logged every step
     assert len(pretraining_loss_figure(history).data) == 2
-    texts = study.heldout_texts(base["data"], 16)
-    corrections = study.correction_table(runs, texts, SynonymTable.default(), max_length=32)
+    texts = hard_correction.heldout_texts(base["data"], 16)
+    corrections = hard_correction.correction_table(runs, texts, SynonymTable.default(), max_length=32)
     # one row per run and HC level (token: the paper's rule, word: whole words), was one row per run
     assert corrections.shape == (4, 10) and corrections["prediction_rate"].between(0, 1).all()
     assert list(corrections["level"]) == ["token", "word", "token", "word"]
@@ -228,14 +232,16 @@ def test_pretraining_and_downstream_grids_run_end_to_end(tmp_path):
             "quiet": True,
         },
     }
-    downstream = study.downstream_grid(finetune_base, {"scratch": None, "wwm-hc": hc["output_dir"]}, tmp_path / "ft", seeds=[0])
-    assert list(downstream["encoder"]) == ["scratch", "wwm-hc"]
-    assert downstream["macro_f1"].between(0, 1).all()
+    finetuned = experiments.downstream_grid(
+        finetune_base, {"scratch": None, "wwm-hc": hc["output_dir"]}, tmp_path / "ft", seeds=[0]
+    )
+    assert list(finetuned["encoder"]) == ["scratch", "wwm-hc"]
+    assert finetuned["macro_f1"].between(0, 1).all()
 
 
 def test_downstream_summary_gives_mean_and_sample_std():
     table = pd.DataFrame({"encoder": ["a", "a", "a", "b"], "macro_f1": [0.2, 0.4, 0.9, 0.5], "accuracy": [0.5] * 4})
-    summary = study.downstream_summary(table).set_index("encoder")
+    summary = experiments.downstream_summary(table).set_index("encoder")
     assert summary.loc["a", "macro_f1_mean"] == pytest.approx(0.5)
     assert summary.loc["a", "macro_f1_std"] == pytest.approx(math.sqrt(((0.3**2) + (0.1**2) + (0.4**2)) / 2))
     assert summary.loc["a", "n"] == 3 and summary.loc["a", "macro_f1"] == "0.500 ± 0.361"
@@ -248,37 +254,42 @@ def test_downstream_summary_gives_mean_and_sample_std():
 
 
 def test_bad_inputs_raise_value_errors_naming_the_parameter(tokenizer, tmp_path):
-    with pytest.raises(ValueError, match="strategies"):
-        study.mask_draws([TEXT], "bert", tokenizer=tokenizer)
-    with pytest.raises(ValueError, match="draws"):
-        study.mask_draws([TEXT], "wwm", tokenizer=tokenizer, draws=0)
-    with pytest.raises(ValueError, match="texts"):
-        study.mask_draws([], "wwm", tokenizer=tokenizer)
-    with pytest.raises(ValueError, match="masking.mlm_probability"):
-        study.mask_draws([TEXT], "wwm", {"mlm_probability": 1.5}, tokenizer)
-    with pytest.raises(ValueError, match="strategies"):
-        study.masking_illustration(TEXT, strategies=[])
-    with pytest.raises(ValueError, match="objectives"):
-        study.pretraining_grid({}, tmp_path, objectives=["dice"])
-    with pytest.raises(ValueError, match="masking.strategy"):
-        study.correction_statistics(
-            answer_model(tokenizer, TEXT, 1), [TEXT], SynonymTable.default(), {"strategy": study.TRANSFORMERS_WWM}, tokenizer
+    with pytest.raises(ValueError, match=r"^strategies:"):
+        masking_demo.mask_draws([TEXT], "bert", tokenizer=tokenizer)
+    with pytest.raises(ValueError, match=r"^draws:"):
+        masking_demo.mask_draws([TEXT], "wwm", tokenizer=tokenizer, draws=0)
+    with pytest.raises(ValueError, match=r"^texts:"):
+        masking_demo.mask_draws([], "wwm", tokenizer=tokenizer)
+    with pytest.raises(ValueError, match=r"^masking.mlm_probability:"):
+        masking_demo.mask_draws([TEXT], "wwm", {"mlm_probability": 1.5}, tokenizer)
+    with pytest.raises(ValueError, match=r"^strategies:"):
+        masking_demo.masking_illustration(TEXT, strategies=[])
+    with pytest.raises(ValueError, match=r"^objectives:"):
+        experiments.pretraining_runs({}, tmp_path, [("wwm", "dice")])
+    with pytest.raises(ValueError, match=r"^masking.strategy:"):
+        hard_correction.correction_statistics(
+            answer_model(tokenizer, TEXT, 1),
+            [TEXT],
+            SynonymTable.default(),
+            {"strategy": masking_demo.TRANSFORMERS_WWM},
+            tokenizer,
         )
-    with pytest.raises(ValueError, match="tokenizer"):
-        study.worked_example(answer_model(tokenizer, TEXT, 1), TEXT, "美丽", SynonymTable.default())
-    with pytest.raises(ValueError, match="word"):
-        study.worked_example(answer_model(tokenizer, TEXT, 1), TEXT, "漂亮", SynonymTable.default(), tokenizer)
-    with pytest.raises(ValueError, match="top_k"):
-        study.worked_example(answer_model(tokenizer, TEXT, 1), TEXT, "美丽", SynonymTable.default(), tokenizer, top_k=0)
-    with pytest.raises(ValueError, match="encoders"):
-        study.downstream_grid({}, {}, tmp_path)
-    with pytest.raises(ValueError, match="by/metrics"):
-        study.downstream_summary(pd.DataFrame({"a": [1]}))
+    with pytest.raises(ValueError, match=r"^tokenizer:"):
+        hard_correction.worked_example(answer_model(tokenizer, TEXT, 1), TEXT, "美丽", SynonymTable.default())
+    with pytest.raises(ValueError, match=r"^word:"):
+        hard_correction.worked_example(answer_model(tokenizer, TEXT, 1), TEXT, "漂亮", SynonymTable.default(), tokenizer)
+    with pytest.raises(ValueError, match=r"^top_k:"):
+        hard_correction.worked_example(answer_model(tokenizer, TEXT, 1), TEXT, "美丽", SynonymTable.default(), tokenizer, top_k=0)
+    with pytest.raises(ValueError, match=r"^encoders:"):
+        experiments.downstream_grid({}, {}, tmp_path)
+    with pytest.raises(ValueError, match=r"^by/metrics:"):
+        experiments.downstream_summary(pd.DataFrame({"a": [1]}))
 
 
 def test_results_table_joins_pretraining_corrections_and_downstream():
     runs = pd.DataFrame(
         {
+            "encoder": ["wwm-plain", "wwm-hc"],
             "masking": ["wwm", "wwm"],
             "objective": ["plain", "hc"],
             "train_loss": [3.0, 2.5],
@@ -286,17 +297,15 @@ def test_results_table_joins_pretraining_corrections_and_downstream():
             "output_dir": ["a", "b"],
         }
     )
-    corrections = pd.DataFrame(
-        {"masking": ["wwm", "wwm"], "objective": ["plain", "hc"], "prediction_rate": [0.1, 0.3], "iteration_rate": [0.4, 0.5]}
-    )
-    downstream = pd.DataFrame(
+    corrections = pd.DataFrame({"encoder": ["wwm-plain", "wwm-hc"], "prediction_rate": [0.1, 0.3], "iteration_rate": [0.4, 0.5]})
+    finetuned = pd.DataFrame(
         {
             "encoder": ["no_pretraining", "no_pretraining", "wwm-plain", "wwm-plain", "wwm-hc", "wwm-hc"],
             "macro_f1": [0.3, 0.5, 0.6, 0.6, 0.2, 0.4],
             "accuracy": [0.5] * 6,
         }
     )
-    results = study.results_table(runs, corrections, study.downstream_summary(downstream))
+    results = experiments.results_table(runs, corrections, experiments.downstream_summary(finetuned))
     assert list(results["encoder"]) == ["no_pretraining", "wwm-plain", "wwm-hc"]
     row = results.set_index("encoder").loc["wwm-hc"]
     assert (
@@ -305,10 +314,10 @@ def test_results_table_joins_pretraining_corrections_and_downstream():
         and row["macro_f1_mean"] == pytest.approx(0.3)
     )
     assert results.set_index("encoder").loc["no_pretraining"][["masking", "heldout_prediction_rate"]].isna().all()
-    metrics = study.headline_metrics(results)
-    assert study.best_encoder(results) == "wwm-plain" and metrics["macro_f1_best"]["mean"] == pytest.approx(0.6)
+    metrics = experiments.headline_metrics(results)
+    assert experiments.best_encoder(results) == "wwm-plain" and metrics["macro_f1_best"]["mean"] == pytest.approx(0.6)
     assert metrics["macro_f1_no_pretraining"] == {"mean": pytest.approx(0.4), "std": pytest.approx(math.sqrt(0.02)), "n": 2}
     assert metrics["heldout_prediction_rate_mean"] == pytest.approx(0.2)
     assert metrics["train_prediction_rate_hc_mean"] == pytest.approx(0.2)
-    with pytest.raises(ValueError, match="baseline"):
-        study.headline_metrics(results, baseline="bert")
+    with pytest.raises(ValueError, match=r"^baseline:"):
+        experiments.headline_metrics(results, baseline="bert")

@@ -8,6 +8,7 @@ import pytest
 import torch
 from datasets import DatasetDict
 
+from workbench.data import load_splits
 from workbench.losses import resolve
 from workbench.studies import pcl
 from workbench.studies import walkthrough as study
@@ -27,7 +28,7 @@ def fitter():
 
 @pytest.fixture(scope="module")
 def splits() -> DatasetDict:
-    return pcl.relevance_splits(seed=0, n_train=200, n_eval=50)
+    return load_splits({"source": "sample_relevance", "seed": 0, "max_train_samples": 200, "max_eval_samples": 50})
 
 
 def run_comparison(splits, fitter, settings=tuple(study.COMPARISON), seeds=SEEDS):
@@ -127,9 +128,9 @@ def test_run_comparison_is_deterministic(splits, fitter):
 @pytest.mark.parametrize(
     ("settings", "seeds", "message"),
     [
-        (["LS", "focal"], [0], "settings: must be among"),
-        (["CE", "DSC"], [0], "must include the baseline 'LS'"),
-        (["LS"], [], "seeds: must be a non-empty list"),
+        (["LS", "focal"], [0], r"^settings:"),
+        (["CE", "DSC"], [0], r"^losses:"),
+        (["LS"], [], r"^seeds:"),
     ],
 )
 def test_run_comparison_rejects_bad_input(splits, fitter, settings, seeds, message):
@@ -166,7 +167,7 @@ def test_recall_table_mean_std_by_hand():
 
 
 def test_recall_table_needs_recall_columns():
-    with pytest.raises(ValueError, match="runs: has no recall_"):
+    with pytest.raises(ValueError, match=r"^runs:"):
         study.recall_table(_hand_runs().drop(columns=["recall_a", "recall_b"]))
 
 
@@ -179,3 +180,30 @@ def test_key_metrics_by_hand():
     assert metrics["pcl_reference_identical_share"] == pytest.approx(0.5)
     assert metrics["ls_macro_f1"]["n"] == 2  # the number of seeds travels with each metric
     assert metrics["pcl_expected_cost_macro_f1"]["std"] == pytest.approx(np.std([0.6, 0.9], ddof=1))
+
+
+def test_this_run_quotes_the_runs_numbers():
+    runs = _hand_runs().assign(recall_a=0.5).rename(columns={"recall_b": "recall_c"})
+    runs = pd.concat([runs, runs[runs["setting"] == "LS"].assign(setting="CE")], ignore_index=True)
+    line = study.this_run(runs, {"majority_label": "b", "accuracy": 0.69, "macro_f1": 0.27})
+    assert line.startswith("This run (2 seed(s), test): always predicting 'b': accuracy 0.690, macro-F1 0.270.")
+    assert "PCL expected_cost (global) 0.750 ± 0.212" in line  # macro-F1 0.6 and 0.9
+    assert "Recall (%) of CE: a 50.0 ± 0.0, c 90.0 ± 0.0" in line and "PCL reference 1/2" in line
+    assert "Far-error rate: LS 0.050 ± 0.071" in line
+    assert "Far-error" not in study.this_run(
+        runs.drop(columns="far_error_rate"), {"majority_label": "b", "accuracy": 0, "macro_f1": 0}
+    )
+
+
+def test_nominal_labels_need_a_cost_matrix_for_pcl(splits, fitter):
+    with pytest.raises(ValueError, match=r"^cost_matrix:"):
+        pcl.run_ablation(splits, study.comparison_specs(["LS", "PCL expected_cost (global)"], 0.1), [0], fitter, ordinal=False)
+    cost = [[0, 2, 1], [2, 0, 1], [1, 1, 0]]
+    specs = study.comparison_specs(["LS", "PCL expected_cost (global)"], 0.1, cost_matrix=cost)
+    assert specs["PCL expected_cost (global)"].params == {
+        "variant": "expected_cost",
+        "counts": "global",
+        "epsilon": 0.1,
+        "cost_matrix": cost,
+    }
+    assert "far_error_rate" not in study.majority_baseline(splits, ordinal=False)

@@ -12,12 +12,14 @@ from __future__ import annotations
 import gzip
 import re
 import weakref
-from collections.abc import Iterable, Sequence
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
 import torch
 
 from workbench.checks import check_int, check_number
@@ -278,3 +280,117 @@ class SynonymIdIndex:
         query = b[..., None] * groups + codes[member.clamp(max=codes.numel() - 1)] % groups  # (b, each group of a)
         found = codes[torch.searchsorted(codes, query).clamp(max=codes.numel() - 1)] == query
         return (first >= 0) & (second >= 0) & (first != second) & (found & (member < stop[..., None])).any(-1)
+
+
+# --------------------------------------------------------------------------
+# Lexicon builders for notebook 03 (Table 6, second block): word vectors, a lexicon file, coverage
+# --------------------------------------------------------------------------
+
+_NOT_IN_A_LEXICON_FILE = re.compile(r"[\s_]")
+
+
+def corpus_word_vectors(
+    documents: Sequence[Sequence[str]], dim: int = 50, window: int = 2, min_count: int = 2
+) -> tuple[np.ndarray, list[str]]:
+    """Count-based word vectors, a stand-in for the paper's Word2Vec / GloVe (Levy, Goldberg & Dagan 2015):
+    ``(vectors, words)`` for the words of ``documents`` (lists of words) seen at least ``min_count`` times, ordered by
+    count, then text.
+
+    PPMI(w, c) = max(0, log(n(w, c) N / (n(w) n_0.75(c)))), n(w, c) counting words at most ``window`` apart,
+    n_0.75(c) = N n(c)^0.75 / sum_c' n(c')^0.75; vectors U_d S_d^(1/2) of its SVD, d = min(``dim``, words).
+    Deterministic (dense SVD up to 4,000 words, ARPACK with a fixed start vector beyond).
+    """
+    from scipy import sparse
+    from scipy.sparse.linalg import svds
+
+    for name, value in (("dim", dim), ("window", window), ("min_count", min_count)):
+        check_int(name, value, 1)
+    counts = Counter(word for document in documents for word in document)
+    words = sorted((word for word, count in counts.items() if count >= min_count), key=lambda word: (-counts[word], word))
+    if len(words) < 2:
+        raise ValueError(f"documents: need at least two words seen min_count={min_count} times, got {len(words)}")
+    index = {word: number for number, word in enumerate(words)}
+    pairs: Counter[tuple[int, int]] = Counter()
+    for document in documents:
+        ids = [index.get(word, -1) for word in document]
+        for position, word in enumerate(ids):
+            context = ids[max(0, position - window) : position] + ids[position + 1 : position + window + 1]
+            pairs.update((word, other) for other in context if word >= 0 and other >= 0)
+    size = len(words)
+    rows, columns = (np.array(side, dtype=np.int64) for side in zip(*pairs)) if pairs else (np.zeros(0, np.int64),) * 2
+    n = np.array(list(pairs.values()), dtype=np.float64)
+    context = np.bincount(columns, weights=n, minlength=size) ** 0.75
+    with np.errstate(divide="ignore"):
+        pmi = np.log(n * context.sum()) - np.log(np.bincount(rows, weights=n, minlength=size)[rows] * context[columns])
+    keep = pmi > 0
+    matrix = sparse.csr_matrix((pmi[keep], (rows[keep], columns[keep])), shape=(size, size))
+    dim = min(dim, size)
+    if size <= 4000 or dim >= size - 1:
+        left, singular, _ = np.linalg.svd(matrix.toarray(), full_matrices=False)
+        left, singular = left[:, :dim], singular[:dim]
+    else:
+        left, singular, _ = svds(matrix, k=dim, v0=np.full(size, 1.0 / np.sqrt(size)))
+    return (left * np.sqrt(singular)).astype(np.float32), words
+
+
+def write_lexicon_tsv(table: SynonymTable, path: str | Path, prefix: str = "emb") -> Path:
+    """Write ``table`` as WordNet-style TSV (``<prefix>NNNNNN<TAB>x<TAB>member...``), which ``objective.lexicon``
+    reads for a ``.tsv`` path; groups sorted, a group listed twice written once. Words must hold no white space or
+    underscore (WordNet's multi-word separator)."""
+    path = Path(path)
+    if path.suffix != ".tsv":
+        raise ValueError(f"path: must end in .tsv (the suffix from_path reads as WordNet TSV), got {str(path)!r}")
+    groups = sorted({tuple(sorted(group)) for group in table.groups})
+    bad = sorted({word for group in groups for word in group if _NOT_IN_A_LEXICON_FILE.search(word)})
+    if bad:
+        raise ValueError(f"table: words with white space or underscores cannot be written to a lexicon file, got {bad[:5]}")
+    lines = ["# synset_id\tpos\tmembers (tab separated): synonym groups written by workbench.lexicon.write_lexicon_tsv"]
+    lines += [f"{prefix}{number:06d}\tx\t" + "\t".join(group) for number, group in enumerate(groups)]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def lexicon_coverage(
+    tables: Mapping[str, SynonymTable],
+    documents: Sequence[Sequence[str]],
+    vocabulary: Sequence[str] = (),
+    reference: str | None = None,
+) -> pd.DataFrame:
+    """How much of a corpus each synonym source can correct, one row per ``name -> table``: words (with a synonym),
+    pairs, corpus_word_types / corpus_word_tokens (share of the distinct / running words of ``documents`` with a
+    synonym), corpus_pairs (both words in the corpus), vocabulary_tokens (share of ``vocabulary``, a model's token
+    texts, with a synonym: the measure of the true-negatives paper's footnote 5, without its stopword removal) and,
+    with ``reference``, in_reference (share of the corpus pairs the reference also lists)."""
+    if not tables:
+        raise ValueError("tables: must name at least one synonym table, got none")
+    if reference is not None and reference not in tables:
+        raise ValueError(f"reference: must be one of {list(tables)}, got {reference!r}")
+    occurrences = Counter(word for document in documents for word in document)
+    rows = []
+    for name, table in tables.items():
+        pairs = {(a, b) for group in table.groups for a in group for b in group if a < b}
+        corpus_pairs = [(a, b) for a, b in pairs if a in occurrences and b in occurrences]
+        covered = [word for word in occurrences if word in table]
+        row = {
+            "source": name,
+            "words": len(set().union(*table.groups)),
+            "pairs": len(pairs),
+            "corpus_word_types": len(covered) / max(len(occurrences), 1),
+            "corpus_word_tokens": sum(occurrences[word] for word in covered) / max(sum(occurrences.values()), 1),
+            "corpus_pairs": len(corpus_pairs),
+            "vocabulary_tokens": sum(token in table for token in vocabulary) / max(len(vocabulary), 1),
+        }
+        if reference is not None:
+            row["in_reference"] = (
+                np.mean([tables[reference].are_synonyms(a, b) for a, b in corpus_pairs]) if corpus_pairs else np.nan
+            )
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def neighbours(tables: Mapping[str, SynonymTable], words: Sequence[str]) -> pd.DataFrame:
+    """The synonyms each source lists for each of ``words`` (sorted, space-separated): one row per word, one column per source."""
+    return pd.DataFrame(
+        [{"word": word, **{name: " ".join(sorted(t.synonyms(word))) for name, t in tables.items()}} for word in words]
+    )

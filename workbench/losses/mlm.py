@@ -1,4 +1,4 @@
-"""Language Model Pre-training on True Negatives (Zhang, Zhao, Utiyama, Sumita, AAAI 2023), Sec. 3 and 5.
+"""Language Model Pre-training on True Negatives (Zhang, Zhao, Utiyama, Sumita, AAAI 2023, arXiv 2212.00460), Sec. 3 and 5.
 
 A masked position whose prediction r_k differs from the gold token w_k but is a synonym of it is a false
 negative: plain MLM punishes a right answer. Three loss modules, registered as ``mlm``, ``mlm_hc``, ``mlm_sr``:

@@ -1,16 +1,9 @@
 """The PCL-vs-Dice teaching walkthrough (notebook 05): the same relevance data, one model, five losses.
 
-A teacher's sequence on the 3-class query-title relevance task (labels 0/1/2, the majority
-class 1; CLUE QBQTC or the generated sample):
-
-* :func:`label_table` and :func:`majority_baseline`: the imbalance, and what always predicting
-  the training majority scores (high accuracy, low macro-F1);
-* :data:`COMPARISON` / :func:`comparison_specs`: CE, LS, DSC (Li et al. 2020, multi-class
-  one-vs-rest, the released code's ``reference`` preset), PCL as released (``reference``) and
-  the gradient-bearing PCL ``expected_cost`` form, as loss specs at one epsilon; the notebook
-  trains them with ``workbench.studies.pcl.run_ablation`` (same seeds, same splits);
-* :func:`recall_table`: per-class recall, mean ± std over seeds;
-* :func:`key_metrics`: the numbers for ``metrics.json``.
+:func:`label_table` and :func:`majority_baseline` (the imbalance, and what always predicting the majority scores);
+:data:`COMPARISON` / :func:`comparison_specs` (CE, LS, DSC one-vs-rest with the released ``reference`` preset, PCL as
+released and the gradient-bearing ``expected_cost``), trained by ``workbench.studies.pcl.run_ablation``;
+:func:`recall_table`; :func:`key_metrics` for metrics.json and :func:`this_run` for the notebook's reading.
 """
 
 from __future__ import annotations
@@ -25,7 +18,7 @@ from datasets import Dataset
 from workbench.data import label_counts, label_names
 from workbench.losses import LossSpec
 from workbench.metrics import classification_report
-from workbench.stats import mean_std_table, row_statistics, summarize
+from workbench.stats import mean_std, mean_std_table, row_statistics, summarize
 
 COMPARISON: dict[str, LossSpec] = {
     "CE": LossSpec("ce"),
@@ -34,52 +27,47 @@ COMPARISON: dict[str, LossSpec] = {
     "PCL reference": LossSpec("pcl", {"variant": "reference"}),
     "PCL expected_cost (global)": LossSpec("pcl", {"variant": "expected_cost", "counts": "global"}),
 }
-"""The walkthrough's side-by-side in teaching order; LS and PCL take epsilon (:func:`comparison_specs`)."""
-
-TAKES_EPSILON = ("ls", "pcl")
-METRICS = ("macro_f1", "accuracy", "far_error_rate")
+"""The side-by-side in teaching order; LS and PCL take epsilon (:func:`comparison_specs`)."""
 
 
-def comparison_specs(settings: Sequence[str], epsilon: float) -> dict[str, LossSpec]:
-    """The specs of ``settings`` (:data:`COMPARISON` keys), LS and PCL at ``epsilon``."""
+def comparison_specs(settings: Sequence[str], epsilon: float, cost_matrix=None) -> dict[str, LossSpec]:
+    """The specs of ``settings`` (:data:`COMPARISON` keys), LS and PCL at ``epsilon``, PCL with ``cost_matrix`` when
+    given (nominal labels need one: ``workbench.studies.pcl.run_ablation``)."""
     unknown = [setting for setting in settings if setting not in COMPARISON]
     if unknown:
         raise ValueError(f"settings: must be among {list(COMPARISON)}, got unknown {unknown}")
-    return {
-        setting: COMPARISON[setting].replace(params={**COMPARISON[setting].params, "epsilon": epsilon})
-        if COMPARISON[setting].name in TAKES_EPSILON
-        else COMPARISON[setting]
-        for setting in settings
-    }
+    specs = {}
+    for setting in settings:
+        spec = COMPARISON[setting]
+        extra = {"epsilon": epsilon} if spec.name in ("ls", "pcl") else {}
+        if cost_matrix is not None and spec.name == "pcl" and spec.params["variant"] != "reference":
+            extra["cost_matrix"] = [list(row) for row in cost_matrix]
+        specs[setting] = spec.replace(params={**spec.params, **extra})
+    return specs
 
 
 def label_table(splits: Mapping[str, Dataset]) -> pd.DataFrame:
-    """Label counts, one row per label name and one column per split, plus each split's shares
-    (``<split> share``)."""
+    """Label counts, one row per label name and one column per split, plus each split's shares (``<split> share``)."""
     names = label_names(splits["train"])
     counts = pd.DataFrame({split: label_counts(data, len(names)) for split, data in splits.items()}, index=names)
-    shares = (counts / counts.sum()).add_suffix(" share")
-    table = pd.concat([counts, shares], axis=1)
+    table = pd.concat([counts, (counts / counts.sum()).add_suffix(" share")], axis=1)
     table.index.name = "label"
     return table
 
 
-def majority_baseline(splits: Mapping[str, Dataset]) -> dict[str, Any]:
-    """Scores on the test split of always predicting the training split's most frequent label.
-
-    Returns ``majority_label`` (its name), ``accuracy`` (= the test share of that label),
-    ``macro_f1`` (the majority's F1 over K: the other classes score 0) and ``far_error_rate``.
-    """
+def majority_baseline(splits: Mapping[str, Dataset], ordinal: bool = True) -> dict[str, Any]:
+    """Test scores of always predicting the training majority: ``majority_label``, ``accuracy`` (its test share),
+    ``macro_f1`` (its F1 over K) and, for ordinal labels, ``far_error_rate``."""
     names = label_names(splits["train"])
     majority = int(np.argmax(label_counts(splits["train"], len(names))))
     gold = np.asarray(splits["test"]["label"], dtype=np.int64)
-    report = classification_report(gold, np.full_like(gold, majority), label_names=names, ordinal=True)
-    return {"majority_label": names[majority], **{metric: report[metric] for metric in METRICS}}
+    report = classification_report(gold, np.full_like(gold, majority), label_names=names, ordinal=ordinal)
+    metrics = ("macro_f1", "accuracy", "far_error_rate")
+    return {"majority_label": names[majority], **{metric: report[metric] for metric in metrics if metric in report}}
 
 
 def recall_table(runs: pd.DataFrame) -> pd.DataFrame:
-    """Per-class test recall (%), one row per setting and one column per label, "mean ± std"
-    over seeds (sample std; the mean alone for one seed)."""
+    """Per-class test recall (%), one row per setting and one column per label, "mean ± std" over seeds."""
     recalls = [column for column in runs.columns if column.startswith("recall_")]
     if not recalls:
         raise ValueError(f"runs: has no recall_<label> columns (columns: {list(runs.columns)})")
@@ -88,21 +76,39 @@ def recall_table(runs: pd.DataFrame) -> pd.DataFrame:
     return mean_std_table(summarize(long, ["setting", "label"], ["recall"]), rows="setting", columns="label", metric="recall")
 
 
-def _key(setting: str) -> str:
-    return setting.split(" (")[0].lower().replace(" ", "_")
-
-
 def key_metrics(runs: pd.DataFrame, baseline: Mapping[str, Any]) -> dict[str, Any]:
-    """metrics.json ``metrics``: ``<setting>_macro_f1`` over seeds (``{"mean", "std", "n"}``; e.g.
-    ``ce_macro_f1``, ``pcl_expected_cost_macro_f1``), the majority baseline's ``majority_macro_f1``
-    and ``majority_accuracy``, and ``pcl_reference_identical_share`` (share of seeds where PCL
-    reference predicted exactly as LS) when that setting ran."""
+    """metrics.json ``metrics``: ``<setting>_macro_f1`` (``{"mean", "std", "n"}``; e.g. ``pcl_expected_cost_macro_f1``),
+    ``majority_macro_f1``, ``majority_accuracy`` and ``pcl_reference_identical_share`` when that setting ran."""
     summary = summarize(runs, ["setting"], ["macro_f1"])
+    key = {setting: setting.split(" (")[0].lower().replace(" ", "_") for setting in summary["setting"]}
     metrics: dict[str, Any] = {
-        f"{_key(row['setting'])}_macro_f1": row_statistics(row, "macro_f1") for _, row in summary.iterrows()
+        f"{key[row['setting']]}_macro_f1": row_statistics(row, "macro_f1") for _, row in summary.iterrows()
     }
     metrics.update(majority_macro_f1=float(baseline["macro_f1"]), majority_accuracy=float(baseline["accuracy"]))
     reference = runs[runs["setting"] == "PCL reference"]
     if len(reference):
         metrics["pcl_reference_identical_share"] = float(reference["identical_to_ls"].mean())
     return metrics
+
+
+def this_run(runs: pd.DataFrame, baseline: Mapping[str, Any]) -> str:
+    """The run's key numbers in one line (test, mean ± std over seeds), which the notebook's reading quotes."""
+    summary = summarize(runs, ["setting"], [m for m in ("macro_f1", "far_error_rate") if m in runs.columns]).set_index("setting")
+    recall = recall_table(runs)
+
+    def cell(setting: str, metric: str = "macro_f1") -> str:
+        return mean_std(summary.loc[setting, f"{metric}_mean"], summary.loc[setting, f"{metric}_std"])
+
+    identical = runs.groupby("setting", sort=False)["identical_to_ls"].agg(["sum", "size"])
+    text = (
+        f"This run ({runs['seed'].nunique()} seed(s), test): always predicting {baseline['majority_label']!r}: accuracy "
+        f"{baseline['accuracy']:.3f}, macro-F1 {baseline['macro_f1']:.3f}. Macro-F1 "
+        + ", ".join(f"{setting} {cell(setting)}" for setting in summary.index)
+        + ". Recall (%) of CE: "
+        + (", ".join(f"{label} {recall.loc['CE', label]}" for label in recall.columns) if "CE" in recall.index else "n/a")
+        + ". Identical predictions to LS: "
+        + ", ".join(f"{setting} {row['sum']}/{row['size']}" for setting, row in identical.iterrows() if setting != "LS")
+    )
+    if "far_error_rate" in runs.columns:
+        text += ". Far-error rate: " + ", ".join(f"{setting} {cell(setting, 'far_error_rate')}" for setting in summary.index)
+    return text + "."
