@@ -75,8 +75,8 @@ def test_parse_sweep_reads_bracketed_lists_and_refuses_equal_values():
     with pytest.raises(ValueError, match=r"--sweep x:1: invalid YAML"):
         parse_sweep(["x=[1,2"])
     assert parse_sweep(["flag=1,true"]) == {"flag": [1, True]}  # equal in Python, yet a count is no flag
-    with pytest.raises(ValueError, match=r"--sweep x: values 'true' and 'yes' are equal after parsing \(True\)"):
-        parse_sweep(["x=true,yes"])
+    with pytest.raises(ValueError, match=r"--sweep x: values 'true' and 'True' are equal after parsing \(True\)"):
+        parse_sweep(["x=true,True"])
 
 
 def test_parse_seeds():
