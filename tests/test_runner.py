@@ -17,7 +17,7 @@ from notebook_hygiene import check_notebook_clean
 from workbench.__main__ import main
 from workbench.runs import run
 from workbench.runs.execute import ensure_kernel, new_run_dir
-from workbench.runs.metrics import metric_statistics, read_metrics, write_json, write_metrics
+from workbench.records import metric_statistics, read_metrics, write_json, write_metrics
 from workbench.runs.plan import (
     cell_slug,
     load_params,

@@ -12,7 +12,7 @@ A run executes notebooks headless into a fresh ``outputs/<run-id>/`` folder:
 
 :mod:`~workbench.runs.plan` plans and checks the executions, :mod:`~workbench.runs.execute`
 runs one, :mod:`~workbench.runs.report` writes the summaries and the index page, and
-:mod:`~workbench.runs.metrics` is the metrics.json format.
+:mod:`workbench.records` is the metrics.json format.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from typing import IO, Any
 
 from workbench.runs.assets import ensure_assets
 from workbench.runs.execute import Outcome, RunningKernels, ensure_kernel, execute, kernel_environment_set, new_run_dir
-from workbench.runs.metrics import read_metrics, write_metrics
+from workbench.records import read_metrics, write_metrics
 from workbench.runs.plan import PARAMS_SETS, Execution, parse_seeds, parse_sweep, plan_executions, select_notebooks
 from workbench.runs.progress import Progress
 from workbench.threads import default_threads, usable_cores

@@ -17,7 +17,7 @@ from typing import Any
 import yaml
 
 from workbench.runs.assets import ensure_assets, export_offline_html, link_figures, run_dir_of
-from workbench.runs.metrics import read_metrics
+from workbench.records import read_metrics
 from workbench.runs.plan import _SLUG_UNSAFE, INJECTED_PARAMETERS_TAG, OUTPUT_DIR_PARAMETER, Execution
 from workbench.threads import kernel_environment
 

@@ -17,7 +17,7 @@ from typing import Any
 import pandas as pd
 
 from workbench.runs.execute import Outcome
-from workbench.runs.metrics import metric_statistics
+from workbench.records import metric_statistics
 
 METRIC_PREFIX = "metric."
 
