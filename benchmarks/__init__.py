@@ -1,4 +1,4 @@
-"""Benchmarks: ``python -m benchmarks {losses,masking,pretrain,threads,train} [options]``.
+"""Benchmarks: ``python -m benchmarks {losses,masking,mlm_head,pretrain,threads,train} [options]``.
 
 Each submodule has a ``main(argv)`` that prints a table; results are recorded
 in docs/benchmarks.md. Benchmarks are never part of the test suite.

@@ -11,7 +11,7 @@ default: the news corpus beside the checkout, else generated sentences) it repor
    ``max_length``) for reference, with the share of characters it keeps;
 2. the cache (:func:`prepare_corpus` into a fresh folder): the first run, a
    rerun that loads it, and their ratio (target >= 20x);
-3. training steps (forward + loss + backward + AdamW step) of a BertForMaskedLM on
+3. training steps (forward with the head at the masked rows, loss, backward, AdamW step) of a BertForMaskedLM on
    the same pre-masked whole-word batches for plain MLM, HC (token and word level)
    and SR (token argmax, token expected, sentence), interleaved ``--repeats`` times
    (the fastest round counts), in samples per second and time relative to plain
@@ -47,7 +47,7 @@ from benchmarks.masking import DEFAULT_CORPUS
 from workbench.data import sample_corpus
 from workbench.lexicon import SynonymTable
 from workbench.losses import build_loss
-from workbench.losses.mlm import CorrectionStats
+from workbench.losses.mlm import CorrectionCounts
 from workbench.masking import (
     JiebaSegmenter,
     WholeWordMaskCollator,
@@ -56,7 +56,7 @@ from workbench.masking import (
     prepare_corpus,
 )
 from workbench.masking.corpus import CHUNK_CHARACTERS, chunk_documents
-from workbench.models import build_masked_lm
+from workbench.models import build_masked_lm, labelled_logits
 from workbench.threads import usable_cores
 from workbench.vocab import load_tokenizer
 
@@ -169,7 +169,7 @@ def _batches(blocks: datasets.Dataset, tokenizer, batch_size: int, count: int, d
 def _step(model, optimizer, loss, batch, stats, autocast) -> None:
     inputs = {key: batch[key] for key in ("input_ids", "attention_mask", "token_type_ids")}
     with autocast():
-        logits = model(**inputs).logits
+        logits, _ = labelled_logits(model, batch["labels"], **inputs)  # the head at the masked rows, as the trainers
         value = loss(logits, batch["labels"], model=model, word_ids=batch["word_ids"], stats=stats, **inputs)
     value.backward()
     optimizer.step()
@@ -198,7 +198,7 @@ def training(blocks, tokenizer, arguments, device: torch.device) -> dict[str, di
         runs[label] = {
             "model": model,
             "loss": build_loss(name, **params),
-            "stats": CorrectionStats() if name == "mlm_hc" else None,
+            "stats": CorrectionCounts() if name == "mlm_hc" else None,
             "optimizer": torch.optim.AdamW(model.parameters(), lr=1e-4),
             "best": float("inf"),
             "best_cpu": float("inf"),

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -57,13 +59,37 @@ def test_every_runner_option_has_help_text():
 
 
 def test_an_interrupted_run_exits_130_with_one_line(monkeypatch, capsys):
-    import workbench.__main__ as runner_cli
+    import workbench.runs
+    from workbench.__main__ import main
 
     def interrupted(**_):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(runner_cli, "run", interrupted)
-    assert runner_cli.main(["run", "--only", "01"]) == 130
+    monkeypatch.setattr(workbench.runs, "run", interrupted)
+    assert main(["run", "--only", "01"]) == 130
     captured = capsys.readouterr()
     assert captured.out == "" and captured.err.count("\n") == 1
-    assert captured.err.startswith("interrupted: the running notebooks were stopped")
+    assert captured.err.startswith("interrupted:")
+
+
+def test_python_m_workbench_help_works_as_the_readme_says():
+    for argv in (["--help"], ["run", "--help"]):
+        completed = subprocess.run(
+            [sys.executable, "-m", "workbench", *argv], capture_output=True, text=True, cwd=ROOT, timeout=120
+        )
+        assert completed.returncode == 0 and completed.stdout.startswith("usage: python -m workbench"), completed.stderr
+
+
+def test_the_readme_runner_commands_plan_as_written():
+    from workbench.runs.plan import parse_seeds, parse_sweep, plan_executions, select_notebooks
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    commands = re.findall(r"^    \.venv/bin/python -m workbench (run .*)$", readme, flags=re.MULTILINE)
+    assert len(commands) >= 2, commands
+    for command in commands:
+        if "--help" in command:
+            continue
+        args = runner_parser().parse_args(shlex.split(command))
+        notebooks = select_notebooks(ROOT / args.notebooks_dir, args.only)
+        seeds = parse_seeds(args.seeds) if args.seeds else None
+        assert plan_executions(notebooks, ROOT / args.params_dir, args.params_set, parse_sweep(args.sweep), seeds), command

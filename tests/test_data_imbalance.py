@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import re
 from collections import Counter
 from itertools import product
 
@@ -49,7 +48,7 @@ def test_upsample_with_augmenter():
     big = upsample(_toy(), label=1, target=5, seed=0, augmenter=lambda text: text + "！")
     assert all(t.endswith("！") and t[:-1] in {"正0", "正1", "正2"} for t in big["text"][15:])
     assert big["label"][15:] == [1, 1]
-    with pytest.raises(ValueError, match="augmenter"):
+    with pytest.raises(ValueError, match=r"^augmenter:"):
         upsample(_toy(), label=1, target=5, augmenter=lambda text: None)
 
 
@@ -91,7 +90,7 @@ def test_rebalance_multiclass_negatives():
     ],
 )
 def test_bad_arguments(call, name):
-    with pytest.raises(ValueError, match=name):
+    with pytest.raises(ValueError, match=rf"^{name}:"):
         call(_toy())
 
 
@@ -107,7 +106,7 @@ def test_bad_arguments(call, name):
 )
 @pytest.mark.parametrize("seed", [-1, 0.5, None])
 def test_seed_must_be_a_non_negative_integer(call, seed):
-    with pytest.raises(ValueError, match=re.escape(f"seed: must be an integer >= 0, got {seed!r}")):
+    with pytest.raises(ValueError, match=r"^seed:"):
         call(_toy(), seed)
 
 
@@ -175,16 +174,16 @@ def test_default_synonym_augmenter_uses_the_shipped_lexicon():
 
 
 @pytest.mark.parametrize(
-    ("call", "message"),
+    ("call", "name"),
     [
-        (lambda seg: synonym_replace("很好", TABLE, seg, 0, n_words=0), "n_words: must be an integer >= 1, got 0"),
-        (lambda seg: SynonymAugmenter(TABLE, seg, n_words=1.5), "n_words: must be an integer >= 1, got 1.5"),
-        (lambda seg: SynonymAugmenter(TABLE, seg, seed=-2), "seed: must be an integer >= 0, got -2"),
-        (lambda seg: synonym_replace("很好", TABLE, seg, -1), "seed: must be an integer >= 0, got -1"),
+        (lambda seg: synonym_replace("很好", TABLE, seg, 0, n_words=0), "n_words"),
+        (lambda seg: SynonymAugmenter(TABLE, seg, n_words=1.5), "n_words"),
+        (lambda seg: SynonymAugmenter(TABLE, seg, seed=-2), "seed"),
+        (lambda seg: synonym_replace("很好", TABLE, seg, -1), "seed"),
     ],
 )
-def test_synonym_bad_arguments(segmenter, call, message):
-    with pytest.raises(ValueError, match=re.escape(message)):
+def test_synonym_bad_arguments(segmenter, call, name):
+    with pytest.raises(ValueError, match=rf"^{name}:"):
         call(segmenter)
 
 
@@ -244,17 +243,14 @@ def test_table8_training_sets_with_an_augmenter_add_new_sentences(segmenter):
 
 
 @pytest.mark.parametrize(
-    ("train", "message"),
+    "train",
     [
-        (
-            build_dataset({"text": list("abcd"), "label": [1, 1, 0, 0]}, ["n", "p"]),
-            "train: must have fewer positives (label 1) than negatives and at least one, got 2 positives and 2 negatives",
-        ),
-        (build_dataset({"text": list("abc"), "label": [0, 0, 0]}, ["n", "p"]), "got 0 positives and 3 negatives"),
+        build_dataset({"text": list("abcd"), "label": [1, 1, 0, 0]}, ["n", "p"]),
+        build_dataset({"text": list("abc"), "label": [0, 0, 0]}, ["n", "p"]),
     ],
 )
-def test_table8_needs_a_positive_minority(train, message):
-    with pytest.raises(ValueError, match=re.escape(message)):
+def test_table8_needs_a_positive_minority(train):
+    with pytest.raises(ValueError, match=r"^train:"):
         table8_training_sets(train, seed=0)
-    with pytest.raises(ValueError, match="positive_label: must be a class id in"):
+    with pytest.raises(ValueError, match=r"^positive_label:"):
         table8_training_sets(_toy(), seed=0, positive_label=2)

@@ -49,22 +49,22 @@ def test_qbqtc_unknown_label_names_file_and_line(tmp_path):
             {"query": "a", "title": "b", "label": "3"},
         ],
     )
-    with pytest.raises(ValueError, match=r"dev\.json:2: unknown label value '3'"):
+    with pytest.raises(ValueError, match=r"dev\.json:2: .*'3'"):
         load_qbqtc(path)
 
 
 def test_qbqtc_missing_column_and_bad_json(tmp_path):
     path = _jsonl(tmp_path / "dev.json", [{"query": "a", "label": "1"}])
-    with pytest.raises(ValueError, match=r"dev\.json:1: missing column 'title'"):
+    with pytest.raises(ValueError, match=r"dev\.json:1: .*'title'"):
         load_qbqtc(path)
     bad = _write(tmp_path / "bad.json", ['{"query": "a", "title": "b", "label": "1"}', "{oops"])
-    with pytest.raises(ValueError, match=r"bad\.json:2: not a JSON object"):
+    with pytest.raises(ValueError, match=r"bad\.json:2:"):
         load_qbqtc(bad)
 
 
 def test_missing_file(tmp_path):
     for loader in (load_qbqtc, load_tnews, load_chnsenticorp, load_lcqmc, load_table):
-        with pytest.raises(ValueError, match="path: no such file"):
+        with pytest.raises(ValueError, match=r"^path:"):
             loader(tmp_path / "absent.txt")
 
 
@@ -97,9 +97,9 @@ def test_tnews_maps_ids_to_contiguous_indices(tmp_path):
 
 def test_tnews_unknown_label(tmp_path):
     path = _jsonl(tmp_path / "train.json", [{"label": "105", "label_desc": "x", "sentence": "s"}])
-    with pytest.raises(ValueError, match=r"train\.json:1: unknown label value '105'"):
+    with pytest.raises(ValueError, match=r"train\.json:1: .*'105'"):
         load_tnews(path)
-    with pytest.raises(ValueError, match="labels_path: no such file"):
+    with pytest.raises(ValueError, match=r"^labels_path:"):
         load_tnews(path, labels_path=tmp_path / "none.json")
 
 
@@ -113,9 +113,9 @@ def test_chnsenticorp_without_and_with_header(tmp_path):
 
 
 def test_chnsenticorp_bad_lines(tmp_path):
-    with pytest.raises(ValueError, match=r"train\.txt:2: expected 2 fields"):
+    with pytest.raises(ValueError, match=r"train\.txt:2:"):
         load_chnsenticorp(_write(tmp_path / "train.txt", ["好\t1", "没有标签"]))
-    with pytest.raises(ValueError, match=r"x\.txt:1: unknown label value '2'"):
+    with pytest.raises(ValueError, match=r"x\.txt:1: .*'2'"):
         load_chnsenticorp(_write(tmp_path / "x.txt", ["好\t2"]))
 
 
@@ -146,15 +146,15 @@ def test_table_jsonl_and_tsv_infer_labels(tmp_path):
 
 def test_table_errors(tmp_path):
     path = _write(tmp_path / "d.csv", ["text,label", "甲,a", "乙,c"])
-    with pytest.raises(ValueError, match=r"d\.csv:3: unknown label value 'c'"):
+    with pytest.raises(ValueError, match=r"d\.csv:3: .*'c'"):
         load_table(path, label_names=["a", "b"])
-    with pytest.raises(ValueError, match=r"d\.csv:2: missing column 'sentence'"):
+    with pytest.raises(ValueError, match=r"d\.csv:2: .*'sentence'"):
         load_table(path, text="sentence")
-    with pytest.raises(ValueError, match="format: cannot infer"):
+    with pytest.raises(ValueError, match=r"^format:"):
         load_table(_write(tmp_path / "d.xyz", ["x"]))
-    with pytest.raises(ValueError, match="format: must be one of"):
+    with pytest.raises(ValueError, match=r"^format:"):
         load_table(path, format="parquet")
-    with pytest.raises(ValueError, match="label_names: must be distinct"):
+    with pytest.raises(ValueError, match=r"^label_names:"):
         load_table(path, label_names=["a", "a"])
 
 
@@ -177,36 +177,36 @@ def test_empty_file_has_no_records(tmp_path, loader, name):
     for content in ("", "\n\n  \n"):
         path = tmp_path / name
         path.write_text(content, encoding="utf-8")
-        with pytest.raises(ValueError, match=re.escape(f"{path}: no records")):
+        with pytest.raises(ValueError, match=f"^{re.escape(str(path))}: "):  # the file, no line
             loader(path)
 
 
 def test_header_without_rows_has_no_records(tmp_path):
     for path in (_write(tmp_path / "d.csv", ["text,label"]), _write(tmp_path / "dev.tsv", ["label\ttext_a"])):
-        with pytest.raises(ValueError, match=re.escape(f"{path}: no records")):
+        with pytest.raises(ValueError, match=f"^{re.escape(str(path))}: "):  # the file, no line
             load_table(path)
-    with pytest.raises(ValueError, match=re.escape(f"{tmp_path / 'dev.tsv'}: no records")):
+    with pytest.raises(ValueError, match=f"^{re.escape(str(tmp_path / 'dev.tsv'))}: "):
         load_chnsenticorp(tmp_path / "dev.tsv")
     labels = tmp_path / "labels.json"
     labels.write_text("", encoding="utf-8")
     data = _jsonl(tmp_path / "train.json", [{"label": "100", "label_desc": "news_story", "sentence": "s"}])
-    with pytest.raises(ValueError, match=re.escape(f"{labels}: no records")):
+    with pytest.raises(ValueError, match=f"^{re.escape(str(labels))}: "):
         load_tnews(data, labels_path=labels)
 
 
 def test_gbk_file_names_file_line_and_the_iconv_fix(tmp_path):
     path = tmp_path / "train.txt"
     path.write_bytes("好\t1\n差\t0\n".encode() + "很好的酒店\t1\n".encode("gbk"))
-    with pytest.raises(ValueError, match=re.escape(f"{path}:3: not UTF-8 text (")) as caught:
+    with pytest.raises(ValueError, match=re.escape(f"{path}:3:")) as caught:
         load_chnsenticorp(path)
-    assert str(caught.value).endswith("; convert it with iconv -f GBK -t UTF-8")
+    assert "iconv -f GBK -t UTF-8" in str(caught.value)  # the fix, runnable as printed
     jsonl = tmp_path / "dev.json"
     jsonl.write_bytes(json.dumps({"query": "小孩", "title": "咳嗽", "label": "1"}, ensure_ascii=False).encode("gbk") + b"\n")
-    with pytest.raises(ValueError, match=re.escape(f"{jsonl}:1: not UTF-8 text (") + ".*iconv -f GBK -t UTF-8"):
+    with pytest.raises(ValueError, match=re.escape(f"{jsonl}:1:") + ".*iconv -f GBK"):
         load_qbqtc(jsonl)
     latin = tmp_path / "d.tsv"  # 0xff is neither UTF-8 nor GBK
     latin.write_bytes(b"text\tlabel\n\xff\xff\ta\n")
-    with pytest.raises(ValueError, match=re.escape(f"{latin}:2: not UTF-8 text (") + r".*iconv -f <its encoding> -t UTF-8"):
+    with pytest.raises(ValueError, match=re.escape(f"{latin}:2:")):
         load_table(latin)
 
 
@@ -240,8 +240,95 @@ def test_csv_errors_name_file_and_line(tmp_path, monkeypatch):
     path = _write(tmp_path / "train.txt", ["好\t1", "很长很长很长很长很长\t0"])
     original = csv.field_size_limit(8)
     try:
-        with pytest.raises(ValueError, match=re.escape(f"{path}:2: field larger than field limit")):
+        with pytest.raises(ValueError, match=re.escape(f"{path}:2:")):
             load_chnsenticorp(path)
         assert csv.field_size_limit() == 8
     finally:
         csv.field_size_limit(original)
+
+
+# --- labels as values, texts as strings, broken files (issue 19, items 2 and 13) --------------
+
+# One labelled record per source, written by ``_source_file(source, tmp_path, rows)``: rows are
+# (text, label) with the label as the file holds it (a JSON value, or the cell text).
+SOURCES = {
+    "qbqtc": lambda rows, path: _jsonl(path / "q.json", [{"query": t, "title": "标题", "label": y} for t, y in rows]),
+    "tnews": lambda rows, path: _jsonl(path / "t.json", [{"sentence": t, "label": y, "label_desc": "x"} for t, y in rows]),
+    "chnsenticorp": lambda rows, path: _write(path / "c.txt", [f"{t}\t{y}" for t, y in rows]),
+    "lcqmc": lambda rows, path: _write(path / "l.txt", [f"{t}\t问题\t{y}" for t, y in rows]),
+    "table_csv": lambda rows, path: _write(path / "d.csv", ["text,label", *(f"{t},{y}" for t, y in rows)]),
+    "table_tsv": lambda rows, path: _write(path / "d.tsv", ["text\tlabel", *(f"{t}\t{y}" for t, y in rows)]),
+    "table_jsonl": lambda rows, path: _jsonl(path / "d.jsonl", [{"text": t, "label": y} for t, y in rows]),
+}
+LOADERS = {
+    "qbqtc": load_qbqtc,
+    "tnews": load_tnews,
+    "chnsenticorp": load_chnsenticorp,
+    "lcqmc": load_lcqmc,
+    "table_csv": load_table,
+    "table_tsv": load_table,
+    "table_jsonl": load_table,
+}
+JSON_SOURCES = ("qbqtc", "tnews", "table_jsonl")
+
+
+@pytest.mark.parametrize("source", list(SOURCES))
+def test_label_values_are_compared_as_values(tmp_path, source):
+    """1, 1.0, "1" and "1.0" are one class in every source (JSON numbers and strings, CSV cells)."""
+    one, zero = ("101", "100") if source == "tnews" else ("1", "0")
+    values = [int(one), float(one), one, f" {one}.0 "] if source in JSON_SOURCES else [one, f"{one}.0", f"{one}.00", f" {one}"]
+    rows = [(f"句子{i}", value) for i, value in enumerate(values)] + [("句子9", zero)]
+    ds = LOADERS[source](SOURCES[source](rows, tmp_path))
+    assert len(set(ds["label"][:4])) == 1 and ds["label"][4] != ds["label"][0]
+
+
+@pytest.mark.parametrize("source", list(SOURCES))
+@pytest.mark.parametrize("empty", ["", "  ", "nan", None])
+def test_an_empty_or_missing_label_names_file_and_line(tmp_path, source, empty):
+    """An empty cell, null or NaN is an error naming file:line, not a class '' or 'NaN'."""
+    if empty is None and source not in JSON_SOURCES:
+        empty = "NaN"
+    path = SOURCES[source]([("好", "100" if source == "tnews" else "0"), ("坏", empty)], tmp_path)
+    line = 3 if source.startswith("table_") and source != "table_jsonl" else 2
+    with pytest.raises(ValueError, match=re.escape(f"{path}:{line}:")):
+        LOADERS[source](path)
+
+
+@pytest.mark.parametrize("source", JSON_SOURCES)
+@pytest.mark.parametrize("text", [{"a": 1}, ["甲", "乙"], None, 12])
+def test_a_text_that_is_not_a_string_names_the_line(tmp_path, source, text):
+    path = SOURCES[source]([("好", "100" if source == "tnews" else "0"), (text, "100" if source == "tnews" else "0")], tmp_path)
+    with pytest.raises(ValueError, match=re.escape(f"{path}:2:")):
+        LOADERS[source](path)
+
+
+@pytest.mark.parametrize("label", [{"a": 1}, [1], True])
+def test_a_label_that_is_not_a_string_or_number_names_the_line(tmp_path, label):
+    path = _jsonl(tmp_path / "d.jsonl", [{"text": "好", "label": 0}, {"text": "坏", "label": label}])
+    with pytest.raises(ValueError, match=re.escape(f"{path}:2:")):
+        load_table(path)
+
+
+@pytest.mark.parametrize("source", JSON_SOURCES)
+def test_a_lone_surrogate_in_jsonl_names_file_and_line(tmp_path, source):
+    label = '"100"' if source == "tnews" else '"0"'
+    text_key = {"qbqtc": "query", "tnews": "sentence", "table_jsonl": "text"}[source]
+    path = tmp_path / "s.jsonl"
+    path.write_text(
+        f'{{"{text_key}": "好", "title": "t", "label": {label}}}\n{{"{text_key}": "坏\\ud800", "title": "t", "label": {label}}}\n',
+        encoding="utf-8",
+    )
+    with pytest.raises(ValueError, match=re.escape(f"{path}:2:")):
+        LOADERS[source](path)
+
+
+def test_gzipped_tables_load_and_broken_gzip_names_the_file(tmp_path):
+    import gzip
+
+    path = tmp_path / "d.csv.gz"
+    path.write_bytes(gzip.compress("text,label\n甲,a\n乙,b\n".encode()))
+    assert load_table(path).to_dict() == {"text": ["甲", "乙"], "label": [0, 1]}
+    not_gzip = tmp_path / "plain.tsv.gz"
+    not_gzip.write_text("text\tlabel\n甲\ta\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=re.escape(f"{not_gzip}:1:")):
+        load_table(not_gzip)

@@ -131,7 +131,7 @@ def test_sentence_splits_raise_when_no_unseen_sentence_is_left(monkeypatch):
     ]:
         monkeypatch.setattr(samples, name, words)
     # 4 distinct sentences: 500 training sentences hold them all, so validation has none left.
-    with pytest.raises(ValueError, match="n_validation: too large"):
+    with pytest.raises(ValueError, match=r"^n_validation:"):
         sample_sentence_splits(seed=0, n_train=500, n_validation=50, n_test=50, positive_share=0.5)
 
 
@@ -147,7 +147,7 @@ def test_relevance_splits_raise_when_no_unseen_pair_is_left(monkeypatch):
         {"phone": (("多少钱", "价格"), ("拍照效果", "样张")), "car": (("油耗", "实测"), ("口碑如何", "评价"))},
     )
     # 8 distinct label-2 pairs: 500 training pairs hold them all, so validation has none left.
-    with pytest.raises(ValueError, match="n_validation"):
+    with pytest.raises(ValueError, match=r"^n_validation:"):
         sample_relevance_splits(seed=0, n_train=500, n_validation=50, n_test=50)
 
 
@@ -223,14 +223,14 @@ def test_corpus_has_entities_verbs_and_synonyms():
     ],
 )
 def test_bad_arguments_raise(call, name):
-    with pytest.raises(ValueError, match=name.replace("+", r"\+")):
+    with pytest.raises(ValueError, match="^" + re.escape(name) + ":"):
         call()
 
 
 def test_label_names_requires_classlabel():
     from datasets import Dataset
 
-    with pytest.raises(ValueError, match="ds"):
+    with pytest.raises(ValueError, match=r"^ds:"):
         label_names(Dataset.from_dict({"text": ["a"], "label": [0]}))
 
 
@@ -247,7 +247,7 @@ def test_label_names_requires_classlabel():
 )
 def test_seed_must_be_a_non_negative_integer(generator, seed):
     # before: random.Random(-1) silently replayed seed 1
-    with pytest.raises(ValueError, match=re.escape(f"seed: must be an integer >= 0, got {seed!r}")):
+    with pytest.raises(ValueError, match=r"^seed:"):
         generator(seed)
 
 

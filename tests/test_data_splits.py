@@ -1,7 +1,5 @@
 from __future__ import annotations
 
-import re
-
 import pytest
 from datasets import DatasetDict
 
@@ -43,15 +41,15 @@ def test_stratified_split_is_seeded():
 
 @pytest.mark.parametrize("fractions", [{"train": 0.7, "test": 0.2}, {"train": 1.2, "test": -0.2}, {}])
 def test_stratified_split_bad_fractions(fractions):
-    with pytest.raises(ValueError, match="fractions"):
+    with pytest.raises(ValueError, match=r"^fractions:"):
         stratified_split(sample_sentences(n=20), fractions)
 
 
 def test_stratified_split_too_small_for_the_fractions():
     ds = sample_sentences(n=5, seed=0)
-    with pytest.raises(ValueError, match=r"fractions: split 'validation' would be empty \(0\.1 of 5 examples"):
+    with pytest.raises(ValueError, match=r"^fractions: split 'validation'"):
         stratified_split(ds)
-    with pytest.raises(ValueError, match="ds: must hold at least one example to split, got an empty dataset"):
+    with pytest.raises(ValueError, match=r"^ds:"):
         stratified_split(ds.select([]))
     # just enough: every split gets at least one example
     parts = stratified_split(sample_sentences(n=40, seed=0), {"train": 0.5, "test": 0.5})
@@ -60,7 +58,7 @@ def test_stratified_split_too_small_for_the_fractions():
 
 @pytest.mark.parametrize("seed", [-1, 2.0, None])
 def test_stratified_split_seed_must_be_a_non_negative_integer(seed):
-    with pytest.raises(ValueError, match=re.escape(f"seed: must be an integer >= 0, got {seed!r}")):
+    with pytest.raises(ValueError, match=r"^seed:"):
         stratified_split(sample_sentences(n=50), seed=seed)
 
 
@@ -99,9 +97,9 @@ def test_deduplicate_single_text_and_errors():
     )
     cleaned, removed = deduplicate_splits(single, priority=("test", "train"))
     assert cleaned["train"]["text"] == ["a"] and removed == {"test": 0, "train": 1}
-    with pytest.raises(ValueError, match="priority"):
+    with pytest.raises(ValueError, match=r"^priority:"):
         deduplicate_splits(single)  # no validation split
-    with pytest.raises(ValueError, match="keys"):
+    with pytest.raises(ValueError, match=r"^keys:"):
         deduplicate_splits(single, keys=("title",), priority=("test", "train"))
 
 
@@ -109,7 +107,7 @@ def test_label_counts():
     ds = build_dataset({"text": ["a", "b", "c"], "label": [2, 0, 2]}, ["x", "y", "z"])
     assert label_counts(ds) == [1, 0, 2]
     assert label_counts(ds, 4) == [1, 0, 2, 0]
-    with pytest.raises(ValueError, match="num_labels"):
+    with pytest.raises(ValueError, match=r"^num_labels:"):
         label_counts(ds, 2)
-    with pytest.raises(ValueError, match="num_labels"):
+    with pytest.raises(ValueError, match=r"^num_labels:"):
         label_counts(ds, 0)

@@ -49,6 +49,7 @@ def run_dir(tmp_path_factory) -> Path:
     notebook.cells.insert(1, new_markdown_cell(EQUATIONS, id="ok-equations"))
     (root / "notebooks").mkdir()
     nbformat.write(notebook, root / "notebooks" / FIXTURE.name)
+    (root / "params" / "default").mkdir(parents=True)  # the params set (a missing one is refused)
     report = run(
         notebooks_dir=root / "notebooks",
         params_dir=root / "params",

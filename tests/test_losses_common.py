@@ -84,20 +84,22 @@ def test_finite_value_and_gradient_at_extreme_logits(name, params):
 def test_bad_inputs_raise(name, params):
     loss = build_loss(name, **params)
     logits = torch.randn(4, 3)
-    with pytest.raises(ValueError, match=r"labels: must lie in \[0, 3\)"):
-        loss(logits, torch.tensor([0, 1, 3, -100]))
-    with pytest.raises(ValueError, match=r"labels: must lie in \[0, 3\)"):
-        loss(logits, torch.tensor([0, -1, 2, 1]))
-    with pytest.raises(ValueError, match="labels: must have the logits. shape"):
-        loss(logits, torch.tensor([0, 1, 2]))
-    with pytest.raises(ValueError, match="integer"):
-        loss(logits, torch.tensor([0.0, 1.0, 2.0, 1.0]))
-    with pytest.raises(ValueError, match=r"\(N, C\) or \(N, T, C\)"):
+    for labels in (
+        torch.tensor([0, 1, 3, -100]),
+        torch.tensor([0, -1, 2, 1]),
+        torch.tensor([0, 1, 2]),
+        torch.tensor([0.0, 1, 2, 1]),
+    ):
+        with pytest.raises(ValueError, match=r"^labels:"):
+            loss(logits, labels)
+    with pytest.raises(ValueError, match=r"^logits:"):
         loss(torch.randn(4), torch.tensor([0, 1, 2, 1]))
+    with pytest.raises(ValueError, match=r"^logits:"):
+        loss(torch.randn(4, 1), torch.tensor([0, 0, 0, 0]))
 
 
 def test_unknown_name_lists_available_losses():
-    with pytest.raises(ValueError, match="name must be one of") as error:
+    with pytest.raises(ValueError, match=r"^name") as error:
         build_loss("dicee")
     for name in available_losses():
         assert repr(name) in str(error.value)
@@ -137,40 +139,27 @@ INF, NAN = float("inf"), float("nan")
     ],
 )
 def test_non_finite_parameters_raise_naming_the_parameter(name, params, parameter):
-    with pytest.raises(ValueError, match=rf"^{parameter}: must .*got .*(inf|nan)"):
+    with pytest.raises(ValueError, match=rf"^{parameter}:"):
         build_loss(name, **params)
 
 
 @pytest.mark.parametrize(
-    ("call", "message"),
+    ("call", "name"),
     [
-        (lambda: build_loss("ls", epsilon=1.5), r"epsilon: must lie in [0, 1), got 1.5"),
-        (lambda: build_loss("focal", gamma=-1), r"gamma: must lie in [0, inf), got -1.0"),
-        (lambda: build_loss("focal", gamma="two"), r"gamma: must be a number in [0, inf), got 'two'"),
-        (lambda: build_loss("wce", label_counts=[3, 4], K=0), r"K: must lie in (0, inf), got 0.0"),
-        (lambda: build_loss("ce", reduction="avg"), r"reduction: must be one of ['mean', 'sum', 'none'], got 'avg'"),
-        (
-            lambda: build_loss("ce", gamma=2.0),
-            r"parameters of 'ce': must be among ['weight', 'reduction', 'validate'], got ['gamma']",
-        ),
-        (
-            lambda: build_loss("ce")(torch.randn(2, 3), torch.tensor([0, 3])),
-            r"labels: must lie in [0, 3) or equal -100 (ignored), got [3]",
-        ),
-        (
-            lambda: build_loss("ce")(torch.randn(2, 3), torch.tensor([0, 1, 2])),
-            r"labels: must have the logits' shape without the class axis (2,), got (3,)",
-        ),
-        (
-            lambda: build_loss("ce", weight=[1, 2])(torch.randn(2, 3), torch.tensor([0, 1])),
-            r"weight: must have C=3 entries (one per class of the logits), got 2",
-        ),
+        (lambda: build_loss("ls", epsilon=1.5), "epsilon"),
+        (lambda: build_loss("focal", gamma=-1), "gamma"),
+        (lambda: build_loss("focal", gamma="two"), "gamma"),
+        (lambda: build_loss("wce", label_counts=[3, 4], K=0), "K"),
+        (lambda: build_loss("ce", reduction="avg"), "reduction"),
+        (lambda: build_loss("ce", gamma=2.0), "parameters of 'ce'"),
+        (lambda: build_loss("ce")(torch.randn(2, 3), torch.tensor([0, 3])), "labels"),
+        (lambda: build_loss("ce")(torch.randn(2, 3), torch.tensor([0, 1, 2])), "labels"),
+        (lambda: build_loss("ce", weight=[1, 2])(torch.randn(2, 3), torch.tensor([0, 1])), "weight"),
     ],
 )
-def test_argument_errors_share_one_format(call, message):
-    with pytest.raises(ValueError) as error:
+def test_argument_errors_share_one_format(call, name):
+    with pytest.raises(ValueError, match=rf"^{name}: must .*, got "):
         call()
-    assert str(error.value) == message
 
 
 @pytest.mark.parametrize(
@@ -191,19 +180,17 @@ def test_fp16_mean_accumulates_in_float32(name, params):
     torch.testing.assert_close(value.double(), expected, rtol=1e-3, atol=0.0)
 
 
-def test_per_class_constants_are_converted_once_and_follow_in_place_changes():
+def test_per_class_weights_follow_in_place_changes_and_the_module_device_and_dtype():
     loss = build_loss("ce", weight=[1.0, 2.0, 3.0])
     logits, labels = torch.randn(5, 3), torch.tensor([0, 1, 2, 2, 1])
-    first = loss.constant("weight", logits.device, logits.dtype)
-    assert loss.constant("weight", logits.device, logits.dtype) is first
     before = loss(logits, labels)
     with torch.no_grad():
         loss.weight[0] = 10.0
-    assert loss.constant("weight", logits.device, logits.dtype) is not first
     torch.testing.assert_close(
         loss(logits, labels), torch.nn.functional.cross_entropy(logits, labels, weight=loss.weight.float())
     )
     assert not torch.equal(loss(logits, labels), before)
+    assert loss.float().weight.dtype == torch.float32  # a buffer: it follows .to() / .float()
 
 
 @pytest.mark.parametrize(("name", "params"), CASES, ids=CASE_IDS)
@@ -217,3 +204,80 @@ def test_autocast_does_not_lower_the_losses_precision(name, params):
         value = loss(logits, labels)
     assert value.dtype == torch.float32
     torch.testing.assert_close(value, expected)
+
+
+# Issue 19 item 6: parameters at the edge of what the constructors accept never give NaN.
+COST = [[0.0, 1e12, 0.0], [1e12, 0.0, 1e12], [1.0, 1e12, 0.0]]
+EDGE_CASES = [
+    ("ce", {"weight": [0.0, 0.0, 0.0]}),
+    ("ce", {"weight": [1e12, 1e-300, 0.0]}),
+    ("wce", {"label_counts": [1e12, 1e-12, 1e-12], "K": 1e300}),
+    ("wce", {"label_counts": [1e-12, 1e12, 1e12]}),
+    ("focal", {"gamma": 1e12, "alpha": [1e12, 0.0, 1e12]}),
+    ("focal", {"gamma": 0.0, "alpha": [0.0, 0.0, 0.0]}),
+    ("focal", {"gamma": 1e-300}),
+    ("dice", {"gamma": 1e-12}),
+    ("dice", {"gamma": 1e-12, "set_level": True, "ohem_ratio": 1e12}),
+    ("dice", {"gamma": 1e12, "square": False}),
+    ("tversky", {"alpha": 0.0, "beta": 0.0, "gamma": 1e-12}),
+    ("tversky", {"alpha": 1e12, "beta": 1e-300, "gamma": 1e-12, "set_level": True}),
+    ("dsc", {"alpha": 1e12, "gamma": 1e-12}),
+    ("dsc", {"alpha": 0.0, "gamma": 1e-12, "preset": "reference", "ohem_ratio": 1e-300}),
+    *[("pcl", {"variant": variant, "label_counts": [1e-12, 1e12, 1e-12]}) for variant in ("reference", "paper", "weighted")],
+    ("pcl", {"variant": "expected_cost", "label_counts": [1e12, 1e-12, 1e12], "cost_matrix": COST, "epsilon": 0.0}),
+    ("pcl", {"variant": "weighted", "counts": "batch", "cost_matrix": COST, "pcl_plus_form": "paper"}),
+]
+EDGE_IDS = [f"{name}-{'-'.join(f'{k}={v}' for k, v in params.items() if k != 'cost_matrix')}" for name, params in EDGE_CASES]
+
+
+def _extreme_batch(dtype: torch.dtype, ignored: str) -> tuple[torch.Tensor, torch.Tensor]:
+    """Logits of +-1e4 (every probability 0 or 1) and a few moderate rows; labels with -100 as asked."""
+    logits = torch.tensor([[1e4, -1e4, 0.0], [-1e4, 1e4, -1e4], [-1e4, -1e4, 1e4], [1e4, -1e4, -1e4], [0.5, 0.0, -0.5]])
+    labels = torch.tensor([0, 1, 2, 2, 1])
+    if ignored == "some":
+        labels[1] = -100
+    elif ignored == "all":
+        labels.fill_(-100)
+    elif ignored == "empty":
+        logits, labels = logits[:0], labels[:0]
+    return logits.to(dtype).requires_grad_(True), labels
+
+
+@pytest.mark.parametrize(("name", "params"), EDGE_CASES + CASES, ids=EDGE_IDS + CASE_IDS)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16], ids=str)
+@pytest.mark.parametrize("ignored", ["none", "some", "all", "empty"])
+def test_accepted_parameters_at_the_edge_never_give_nan(name, params, dtype, ignored):
+    logits, labels = _extreme_batch(dtype, ignored)
+    value = build_loss(name, **params)(logits, labels)
+    value.backward()
+    assert not torch.isnan(value) and not torch.isnan(logits.grad).any()
+    if dtype == torch.float32:  # half precision may overflow to inf when cast back (a weight of 1e12), never to NaN
+        assert torch.isfinite(value) and torch.isfinite(logits.grad).all()
+    if ignored in ("all", "empty"):
+        assert value.item() == 0.0 and torch.all(logits.grad == 0)
+
+
+@pytest.mark.parametrize(
+    ("name", "params", "parameter"),
+    [
+        ("focal", {"alpha": [1e308] * 3}, "alpha"),
+        ("focal", {"gamma": 1e13}, "gamma"),
+        ("ce", {"weight": [1.0, 1e13, 1.0]}, "weight"),
+        ("ce", {"weight": [[1.0, 2.0], [3.0, 4.0]]}, "weight"),
+        ("wce", {"label_counts": [1e308, 1e308, 1e308]}, "label_counts"),
+        ("wce", {"label_counts": [1e-300, 1.0, 1.0]}, "label_counts"),
+        ("dice", {"gamma": 0.0}, "gamma"),
+        ("dice", {"gamma": 1e-300}, "gamma"),
+        ("tversky", {"gamma": 0.0}, "gamma"),
+        ("tversky", {"beta": 1e300}, "beta"),
+        ("dsc", {"gamma": 0.0}, "gamma"),
+        ("dsc", {"alpha": 1e300}, "alpha"),
+        ("dsc", {"ohem_ratio": 1e300}, "ohem_ratio"),
+        ("pcl", {"label_counts": [1e308, 1.0, 1.0]}, "label_counts"),
+        ("pcl", {"label_counts": [[10, 20], [30, 40]]}, "label_counts"),
+        ("pcl", {"label_counts": [10, 20, 30], "cost_matrix": [[0, 1e300, 1], [1, 0, 1], [1, 1, 0]]}, "cost_matrix"),
+    ],
+)
+def test_parameters_that_would_overflow_or_divide_by_zero_are_refused(name, params, parameter):
+    with pytest.raises(ValueError, match=rf"^{parameter}:"):
+        build_loss(name, **params)

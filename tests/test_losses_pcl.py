@@ -159,30 +159,64 @@ def test_explicit_cost_matrix_is_used():
 
 
 @pytest.mark.parametrize(
-    ("params", "match"),
+    ("params", "parameter"),
     [
-        ({}, "label_counts: must be given"),
+        ({}, "label_counts"),
         ({"label_counts": COUNTS, "epsilon": 1.0}, "epsilon"),
         ({"label_counts": COUNTS, "counts": "dataset"}, "counts"),
         ({"label_counts": COUNTS, "variant": "soft"}, "variant"),
         ({"label_counts": COUNTS, "pcl_plus_form": "inverse"}, "pcl_plus_form"),
         ({"label_counts": [10, 0, 4]}, "label_counts"),
         ({"label_counts": [10]}, "label_counts"),
+        ({"label_counts": [[10, 20], [30, 40]]}, "label_counts"),
         ({"counts": "batch", "label_counts": COUNTS}, "label_counts"),
         ({"label_counts": COUNTS, "cost_matrix": [[1, 1, 1], [1, 0, 1], [1, 1, 0]]}, "cost_matrix"),
         ({"label_counts": COUNTS, "cost_matrix": [[0, -1, 1], [1, 0, 1], [1, 1, 0]]}, "cost_matrix"),
+        ({"label_counts": COUNTS, "cost_matrix": [[0, 1], [1, 0], [1, 1]]}, "cost_matrix"),
         ({"label_counts": [5, 5], "cost_matrix": [[0, 1, 1], [1, 0, 1], [1, 1, 0]]}, "label_counts"),
+        ({"label_counts": COUNTS, "variant": "reference", "cost_matrix": [[0, 1, 1], [1, 0, 1], [1, 1, 0]]}, "cost_matrix"),
+        ({"counts": "batch", "variant": "reference", "cost_matrix": [[0, 1, 1], [1, 0, 1], [1, 1, 0]]}, "cost_matrix"),
     ],
 )
-def test_bad_parameters_raise(params, match):
-    with pytest.raises(ValueError, match=match):
+def test_bad_parameters_raise(params, parameter):
+    with pytest.raises(ValueError, match=rf"^{parameter}:"):
         build_loss("pcl", **params)
 
 
 def test_label_counts_of_wrong_length_raise_at_forward():
     logits, labels = _inputs(10)
-    with pytest.raises(ValueError, match="C=3"):
+    with pytest.raises(ValueError, match=r"^label_counts:"):
         build_loss("pcl", label_counts=[5, 6, 7, 8])(logits, labels)
+    with pytest.raises(ValueError, match=r"^cost_matrix:"):
+        build_loss("pcl", counts="batch", cost_matrix=[[0, 1], [1, 0]])(logits, labels)
+
+
+# Nominal labels (issue 22): an explicit cost matrix alone decides near and far.
+NOMINAL_COST = [[0.0, 5.0, 1.0], [1.0, 0.0, 1.0], [2.0, 3.0, 0.0]]  # gold 0: 2 is near, 1 far (the reverse of |y - k|)
+
+
+@pytest.mark.parametrize("counts", ["global", "batch"])
+def test_a_cost_matrix_decides_near_and_far_for_nominal_labels(counts):
+    params = {"label_counts": COUNTS} if counts == "global" else {"counts": "batch"}
+    predicted, labels = [1, 2, 0, 1], torch.tensor([0, 0, 2, 2])
+    logits = torch.cat([_row_predicting(k) for k in predicted])
+    plus, minus = pcl_constants(COUNTS if counts == "global" else [3, 1, 3], "paper")  # batch: add-one counts
+    ls = build_loss("ls", reduction="none")(logits, labels)
+    pcl = build_loss("pcl", variant="paper", cost_matrix=NOMINAL_COST, reduction="none", **params)(logits, labels)
+    # gold 0: predicting 1 (cost 5) is far, 2 (cost 1) near; gold 2: predicting 0 (cost 2) near, 1 (cost 3) far
+    expected = torch.tensor([0.1 * plus, -0.1 * minus, -0.1 * minus, 0.1 * plus], dtype=torch.float64)
+    torch.testing.assert_close(pcl - ls, expected)
+
+
+def test_the_default_severity_is_ordinal_and_a_cost_matrix_replaces_it():
+    near = pcl_weight_matrix("weighted", 0.1, COUNTS) < 1
+    assert near.tolist() == [[False, True, False], [False, False, True], [False, True, False]]  # 0->1, 1->2, 2->1
+    nominal = pcl_weight_matrix("weighted", 0.1, COUNTS, cost_matrix=NOMINAL_COST) < 1
+    assert nominal.tolist() == [[False, False, True], [True, False, True], [True, False, False]]
+    torch.testing.assert_close(
+        pcl_weight_matrix("expected_cost", 0.2, COUNTS, cost_matrix=NOMINAL_COST),
+        0.2 * torch.tensor(NOMINAL_COST, dtype=torch.float64),
+    )
 
 
 # Paper eq. 2-3: PCL+ = eps n0 / (n1 + n2), PCL- = eps (n0 + n2) / n1 (QBQTC counts below).

@@ -10,7 +10,7 @@ PRED = [0, 1, 1, 1, 0, 2, 0, 2]
 
 
 def test_report_matches_hand_computation():
-    report = classification_report(GOLD, PRED, label_names=["irrelevant", "related", "relevant"])
+    report = classification_report(GOLD, PRED, label_names=["irrelevant", "related", "relevant"], ordinal=True)
     # confusion (rows gold, cols predicted): gold0 -> 0,1,2 ; gold1 -> 0,1,1 ; gold2 -> 0,2
     assert report["confusion_matrix"] == [[1, 1, 1], [1, 2, 0], [1, 0, 1]]
     assert report["accuracy"] == pytest.approx(4 / 8)
@@ -36,11 +36,17 @@ def test_absent_class_still_appears_with_zero_scores():
 
 def test_always_majority_baseline_on_qbqtc_proportions():
     gold = np.array([0] * 245 + [1] * 630 + [2] * 125)
-    report = classification_report(gold, np.ones_like(gold))
+    report = classification_report(gold, np.ones_like(gold), ordinal=True)
     # f1 of class 1 = 2*0.63/(1+0.63); the README quotes about 25.8 macro-F1
     assert report["macro_f1"] == pytest.approx(2 * 0.63 / 1.63 / 3)
     assert report["accuracy"] == pytest.approx(0.63)
     assert report["far_error_rate"] == 0.0
+
+
+def test_nominal_labels_have_no_far_error_rate():
+    """Topics have no order: "two steps away" means nothing, so the report leaves the rate out."""
+    assert "far_error_rate" not in classification_report(GOLD, PRED)
+    assert classification_report(GOLD, PRED, ordinal=True)["far_error_rate"] == pytest.approx(2 / 8)
 
 
 def test_far_error_rate_counts_distance_two_or_more():
@@ -62,5 +68,5 @@ def test_far_error_rate_counts_distance_two_or_more():
     ],
 )
 def test_bad_inputs_raise(kwargs, name):
-    with pytest.raises(ValueError, match=name):
+    with pytest.raises(ValueError, match=rf"^{name}:"):
         classification_report(**kwargs)

@@ -1,6 +1,6 @@
 """Hard correction, soft regularization and correction statistics: hand computations, the
-paper's rules, the loss modules, and the vectorised code against the earlier loop versions
-(kept below as oracles)."""
+paper's rules, the loss modules, the vectorised code against the earlier loop versions
+(kept below as oracles), and the head applied at the masked rows only against the full head."""
 
 from __future__ import annotations
 
@@ -9,18 +9,17 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from workbench.lexicon import SynonymTable
+from workbench.lexicon import SynonymTable, token_text
 from workbench.losses import build_loss
 from workbench.losses.mlm import (
     CorrectionCounts,
-    CorrectionStats,
     HardCorrectionLoss,
     MaskedLMLoss,
     SoftRegularizationLoss,
-    hard_correction,
+    labelled_rows,
     soft_regularization,
-    token_text,
 )
+from workbench.models import labelled_logits
 from workbench.vocab import load_tokenizer
 
 
@@ -46,6 +45,16 @@ def confident_logits(predicted: torch.Tensor, vocab_size: int, seed: int = 0) ->
     return logits.requires_grad_()
 
 
+def hard_correction(logits, labels, table, tokenizer, word_ids=None, level=None):
+    """HC's loss and correction of one batch (word level with word ids, token level without, unless ``level``)."""
+    hc = HardCorrectionLoss(tokenizer, table, level or ("token" if word_ids is None else "word"))
+    return hc(logits, labels, word_ids=word_ids), hc.correction_counts(logits, labels, word_ids)
+
+
+def count_tuple(counts):
+    return (counts.masked, counts.wrong, counts.corrected, counts.sequences, counts.sequences_with_correction)
+
+
 def build_case(tokenizer):
     """Two sequences '[CLS] 她很美丽 [SEP]' and '[CLS] 我大看书 [SEP]' with jieba-like word ids.
 
@@ -69,8 +78,7 @@ def test_hc_drops_synonym_word_and_keeps_others(tokenizer, table):
     predicted[1, 3] = ids(tokenizer, "吃")[0]  # 看 -> 吃: wrong, not a synonym
     # 我 (1,1) and 书 (1,4) predicted correctly
     logits = confident_logits(predicted, len(tokenizer))
-    input_ids = torch.where(masked, tokenizer.mask_token_id, gold)
-    loss, counts = hard_correction(logits, labels, input_ids, table, tokenizer, word_ids=word_ids)
+    loss, counts = hard_correction(logits, labels, table, tokenizer, word_ids=word_ids)
     expected_labels = labels.clone()
     expected_labels[0, 3:5] = -100
     expected_labels[1, 2] = -100
@@ -90,7 +98,7 @@ def test_hc_partially_masked_word_is_not_corrected(tokenizer, table):
     labels[0, 3] = gold[0, 3]  # only 美 of 美丽 masked
     predicted = gold.clone()
     predicted[0, 3] = ids(tokenizer, "漂")[0]
-    _, counts = hard_correction(confident_logits(predicted, len(tokenizer)), labels, gold, table, tokenizer, word_ids)
+    _, counts = hard_correction(confident_logits(predicted, len(tokenizer)), labels, table, tokenizer, word_ids)
     assert torch.equal(counts.labels, labels) and counts.corrected == 0 and counts.wrong == 1
 
 
@@ -103,7 +111,7 @@ def test_hc_word_with_one_correct_character(tokenizer, table):
     predicted = gold.clone()
     predicted[0, 2] = ids(tokenizer, "欢")[0]
     logits = confident_logits(predicted, len(tokenizer))
-    loss, counts = hard_correction(logits, labels, gold, table, tokenizer, word_ids)
+    loss, counts = hard_correction(logits, labels, table, tokenizer, word_ids)
     assert (counts.labels == -100).all() and (counts.wrong, counts.corrected) == (1, 1)
     assert loss.item() == 0.0 and loss.requires_grad
     loss.backward()
@@ -118,7 +126,7 @@ def test_hc_token_level_without_word_ids(tokenizer, table):
     predicted = gold.clone()
     predicted[0, 3:5] = torch.tensor(ids(tokenizer, "漂亮"))  # characters 美/漂, 丽/亮 are not synonyms
     predicted[1, 2] = ids(tokenizer, "巨")[0]
-    _, counts = hard_correction(confident_logits(predicted, len(tokenizer)), labels, gold, table, tokenizer)
+    _, counts = hard_correction(confident_logits(predicted, len(tokenizer)), labels, table, tokenizer)
     assert counts.labels[1, 2] == -100 and torch.equal(counts.labels[0], labels[0])
     assert (counts.wrong, counts.corrected, counts.sequences_with_correction) == (3, 1, 1)
 
@@ -127,23 +135,22 @@ def test_hc_without_wrong_predictions_equals_cross_entropy(tokenizer, table):
     gold, word_ids = build_case(tokenizer)
     labels = torch.where(word_ids >= 0, gold, -100)
     logits = confident_logits(gold, len(tokenizer))
-    loss, counts = hard_correction(logits, labels, gold, table, tokenizer, word_ids)
+    loss, counts = hard_correction(logits, labels, table, tokenizer, word_ids)
     reference = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1), ignore_index=-100)
     assert loss.item() == pytest.approx(reference.item(), rel=1e-12)
     assert (counts.wrong, counts.corrected, counts.sequences_with_correction) == (0, 0, 0)
 
 
 def test_hc_rejects_bad_shapes(tokenizer, table):
-    with pytest.raises(ValueError, match="logits"):
-        hard_correction(torch.zeros(2, 3), torch.zeros(2, 3, dtype=torch.long), torch.zeros(2, 3), table, tokenizer)
-    with pytest.raises(ValueError, match="word_ids"):
-        hard_correction(
-            torch.zeros(1, 3, 5),
-            torch.zeros(1, 3, dtype=torch.long),
-            torch.zeros(1, 3),
-            table,
-            tokenizer,
-            word_ids=torch.zeros(1, 4),
+    with pytest.raises(ValueError, match=r"^logits:"):
+        hard_correction(torch.zeros(2, 3), torch.zeros(2, 3, dtype=torch.long), table, tokenizer)
+    with pytest.raises(ValueError, match=r"^logits:"):  # masked rows: one per masked position
+        hard_correction(torch.zeros(2, 5), torch.tensor([[1, -100, 2], [3, -100, -100]]), table, tokenizer)
+    with pytest.raises(ValueError, match=r"^word_ids:"):
+        hard_correction(torch.zeros(1, 3, 5), torch.zeros(1, 3, dtype=torch.long), table, tokenizer, word_ids=torch.zeros(1, 4))
+    with pytest.raises(ValueError, match=r"^predictions:"):  # ELECTRA's sampled ids must line up with the labels
+        HardCorrectionLoss(tokenizer, table).prediction_counts(
+            torch.zeros(1, 4, dtype=torch.long), torch.zeros(1, 3, dtype=torch.long)
         )
 
 
@@ -196,13 +203,13 @@ def test_sr_token_gradcheck_and_empty_mask():
 
 def test_sr_rejects_bad_level_prediction_and_embeddings():
     logits, labels, embeddings = sr_case()
-    with pytest.raises(ValueError, match="level"):
+    with pytest.raises(ValueError, match=r"^level:"):
         soft_regularization(logits, labels, embeddings, level="word")
-    with pytest.raises(ValueError, match="prediction"):
+    with pytest.raises(ValueError, match=r"^prediction:"):
         soft_regularization(logits, labels, embeddings, prediction="sample")
-    with pytest.raises(ValueError, match="embeddings"):
+    with pytest.raises(ValueError, match=r"^embeddings:"):
         soft_regularization(logits, labels, None)
-    with pytest.raises(ValueError, match="model"):
+    with pytest.raises(ValueError, match=r"^model:"):
         soft_regularization(logits, labels, level="sentence")
 
 
@@ -263,21 +270,15 @@ def test_sr_sentence_level_by_hand(tiny_bert):
 # --- statistics -----------------------------------------------------------------------------
 
 
-def counts(masked, wrong, corrected, sequences, with_correction):
-    return CorrectionCounts(torch.tensor([masked, wrong, corrected, sequences, with_correction]), torch.empty(0))
-
-
-def test_correction_stats_rates_by_hand():
-    stats = CorrectionStats()
-    assert stats.as_dict()["prediction_rate"] == 0.0 and stats.iteration_rate == 0.0
-    stats.update(counts(20, 8, 2, 4, 1))
-    stats.update(counts(30, 12, 3, 4, 2))
+def test_correction_counts_add_up_and_give_table_2_rates_by_hand():
+    stats = CorrectionCounts()
+    assert stats.as_dict()["prediction_rate"] == 0.0 and stats.as_dict()["iteration_rate"] == 0.0
+    stats.update(CorrectionCounts(20, 8, 2, 4, 1))
+    stats.update(CorrectionCounts(30, 12, 3, 4, 2))
     result = stats.as_dict()
     assert result["prediction_rate"] == pytest.approx(5 / 20)
     assert result["iteration_rate"] == pytest.approx(3 / 8)
-    assert (result["masked"], result["wrong"], result["corrected"]) == (50, 20, 5)
-    stats.reset()
-    assert stats.as_dict()["sequences"] == 0 and stats.prediction_rate == 0.0
+    assert (result["masked"], result["wrong"], result["corrected"], result["sequences"]) == (50, 20, 5, 8)
 
 
 def test_sr_sentence_level_follows_the_papers_kl_direction(tiny_bert):
@@ -302,7 +303,7 @@ def test_sr_sentence_level_follows_the_papers_kl_direction(tiny_bert):
         F.kl_div(log_p, log_q, log_target=True, reduction="none").sum(-1).mean().item(), rel=1e-9
     )
     assert paper.item() != pytest.approx(reverse.item())
-    with pytest.raises(ValueError, match="kl_direction"):
+    with pytest.raises(ValueError, match=r"^kl_direction:"):
         soft_regularization(logits, labels, kl_direction="p||q", **kwargs)
 
 
@@ -415,10 +416,10 @@ def random_hc_batch(tokenizer, table, seed, rows=6, words_per_row=12):
 def test_vectorised_hc_equals_the_loop_oracle(tokenizer, table, seed, level, with_word_ids):
     logits, labels, word_ids = random_hc_batch(tokenizer, table, seed)
     word_ids = word_ids if with_word_ids else None
-    loss, counts = hard_correction(logits, labels, labels.clamp_min(0), table, tokenizer, word_ids, level=level)
+    loss, counts = hard_correction(logits, labels, table, tokenizer, word_ids, level=level)
     oracle_loss, oracle_labels, summary = oracle_hard_correction(logits, labels, table, tokenizer, word_ids, level)
     assert torch.equal(counts.labels, oracle_labels)
-    assert tuple(counts.counts.tolist()) == summary
+    assert count_tuple(counts) == summary
     assert loss.item() == pytest.approx(oracle_loss.item(), rel=1e-12)
 
 
@@ -427,7 +428,7 @@ def test_random_batches_exercise_corrections(tokenizer, table):
     for seed in range(6):
         logits, labels, word_ids = random_hc_batch(tokenizer, table, seed)
         for level in corrected:
-            corrected[level] += hard_correction(logits, labels, labels, table, tokenizer, word_ids, level=level)[1].corrected
+            corrected[level] += hard_correction(logits, labels, table, tokenizer, word_ids, level=level)[1].corrected
     assert corrected["word"] > corrected["token"] > 0
 
 
@@ -438,7 +439,7 @@ def test_hc_with_a_padded_output_layer(tokenizer, table):
     word_ids = torch.tensor([[-1, 0, 1, -1]])
     labels = torch.tensor([[-100, gold[0, 1], gold[0, 2], -100]])
     predicted = torch.tensor([[cls, ids(tokenizer, "巨")[0], len(tokenizer) + 5, sep]])
-    _, counts = hard_correction(confident_logits(predicted, len(tokenizer) + 64), labels, gold, table, tokenizer, word_ids)
+    _, counts = hard_correction(confident_logits(predicted, len(tokenizer) + 64), labels, table, tokenizer, word_ids)
     assert counts.labels.tolist() == [[-100, -100, labels[0, 2].item(), -100]]
 
 
@@ -456,7 +457,7 @@ def test_hc_token_level_skips_multi_token_words(tokenizer, table):
     assert token_level.correction_counts(logits, labels).labels[0, 1] == -100  # without word ids every token is a word
     single = torch.tensor([[-1, 0, 1, 2, -1]])
     assert token_level.correction_counts(logits, labels, single).labels[0, 1] == -100
-    with pytest.raises(ValueError, match="word_ids"):
+    with pytest.raises(ValueError, match=r"^word_ids:"):
         HardCorrectionLoss(tokenizer, table, level="word").correction_counts(logits, labels)
 
 
@@ -471,22 +472,22 @@ def test_modules_are_registered_and_validate_their_arguments(tokenizer, table):
     sr = build_loss("mlm_sr", weight=0.5)
     assert (sr.prediction, sr.level, sr.kl_direction) == ("argmax", "token", "filled||original")
     assert build_loss("mlm_hc", tokenizer=tokenizer).level == "token"
-    for name, params, parameter in [
-        ("mlm_hc", {}, "tokenizer"),
-        ("mlm_hc", {"tokenizer": tokenizer, "level": "span"}, "level"),
-        ("mlm_hc", {"tokenizer": tokenizer, "table": "/no/such/lexicon.txt"}, "path"),
-        ("mlm_sr", {"weight": -1.0}, "weight"),
-        ("mlm_sr", {"level": "word"}, "level"),
-        ("mlm_sr", {"prediction": "sample"}, "prediction"),
-        ("mlm_sr", {"kl_direction": "forward"}, "kl_direction"),
+    for name, params, message in [
+        ("mlm_hc", {}, r"^tokenizer:"),
+        ("mlm_hc", {"tokenizer": tokenizer, "level": "span"}, r"^level:"),
+        ("mlm_hc", {"tokenizer": tokenizer, "table": "/no/such/lexicon.txt"}, "lexicon.txt"),
+        ("mlm_sr", {"weight": -1.0}, r"^weight:"),
+        ("mlm_sr", {"level": "word"}, r"^level:"),
+        ("mlm_sr", {"prediction": "sample"}, r"^prediction:"),
+        ("mlm_sr", {"kl_direction": "forward"}, r"^kl_direction:"),
         ("mlm_sr", {"lexicon": None}, "lexicon"),
     ]:
-        with pytest.raises(ValueError, match=parameter):
+        with pytest.raises(ValueError, match=message):
             build_loss(name, **params)
     logits, labels, _ = sr_case()
-    with pytest.raises(ValueError, match="context"):
+    with pytest.raises(ValueError, match=r"^context:"):
         build_loss("mlm")(logits, labels, word_id=None)
-    with pytest.raises(ValueError, match="logits"):
+    with pytest.raises(ValueError, match=r"^logits:"):
         build_loss("mlm")(logits[0], labels[0])
 
 
@@ -502,9 +503,9 @@ def test_plain_module_is_masked_cross_entropy_with_item_count():
 
 
 @pytest.mark.parametrize("name", ["mlm", "mlm_hc", "mlm_sr"])
-def test_fp16_mean_accumulates_in_float32(name, tokenizer, table):
+def test_fp16_logits_are_computed_in_float32(name, tokenizer, table):
     # 64 masked positions with a margin of 1e4: each term is about 1e4 (fits fp16, max 65504),
-    # their sum 6.4e5 does not; the mean must still come out near 1e4, in fp16.
+    # their sum 6.4e5 does not; the mean must still come out near 1e4.
     vocab = len(tokenizer)
     logits = torch.zeros(2, 32, vocab, dtype=torch.float64)
     logits[..., 7] = 1e4
@@ -514,22 +515,24 @@ def test_fp16_mean_accumulates_in_float32(name, tokenizer, table):
     loss = build_loss(name, **params)
     expected, items = loss.loss_and_items(logits, labels, **context)
     value, half_items = loss.loss_and_items(logits.half(), labels, **context)
-    assert value.dtype == torch.float16 and torch.isfinite(value)
+    assert value.dtype == torch.float32 and torch.isfinite(value)
     assert items.item() == half_items.item() == 64
     torch.testing.assert_close(value.double(), expected, rtol=1e-3, atol=0.0)
 
 
 def test_hc_module_equals_function_counts_kept_items_and_accumulates_stats(tokenizer, table):
     hc = HardCorrectionLoss(tokenizer, table, level="word")
-    stats = CorrectionStats()
+    stats = CorrectionCounts()
     totals = np.zeros(5, dtype=np.int64)
     for seed in range(3):
         logits, labels, word_ids = random_hc_batch(tokenizer, table, seed)
         loss, items = hc.loss_and_items(logits, labels, word_ids=word_ids, stats=stats, input_ids=labels)
-        reference, counts = hard_correction(logits, labels, labels, table, tokenizer, word_ids, level="word")
+        _, counts = hard_correction(logits, labels, table, tokenizer, word_ids, level="word")
+        kept = counts.labels != -100
+        reference = F.cross_entropy(logits[kept], counts.labels[kept])
         assert loss.item() == pytest.approx(reference.item(), rel=1e-12)
-        assert items.item() == int((counts.labels != -100).sum())
-        totals += counts.counts.numpy()
+        assert items.item() == int(kept.sum())
+        totals += np.array(count_tuple(counts))
     result = stats.as_dict()
     assert [result[key] for key in ("masked", "wrong", "corrected", "sequences", "sequences_with_correction")] == totals.tolist()
     assert result["prediction_rate"] == pytest.approx(totals[2] / totals[1])
@@ -586,3 +589,60 @@ def test_sentence_sr_module_uses_the_model(tiny_bert):
     ce = F.cross_entropy(logits.reshape(-1, 30), labels.reshape(-1), ignore_index=-100)
     penalty = soft_regularization(logits, labels, weight=2.0, level="sentence", **context)
     assert value.item() == pytest.approx((ce + penalty).item(), rel=1e-12)
+
+
+# --- the vocabulary head at the masked rows only (issue 21) ------------------------------------------
+
+HEAD_OBJECTIVES = [
+    ("mlm", {}),
+    ("mlm_hc", {"level": "token"}),
+    ("mlm_hc", {"level": "word"}),
+    ("mlm_sr", {"weight": 0.5}),
+    ("mlm_sr", {"prediction": "expected"}),
+    ("mlm_sr", {"level": "sentence"}),
+    ("mlm_sr", {"level": "sentence", "kl_direction": "original||filled"}),
+]
+
+
+def head_case(tokenizer):
+    """A float64 one-layer BertForMaskedLM over the shipped vocabulary, without dropout, whose output bias favours 巨
+    (a synonym of 大), and build_case's batch with 很, 美丽, 大 and 书 masked."""
+    from transformers import BertForMaskedLM
+
+    from workbench.models import tiny_bert_config
+
+    torch.manual_seed(0)
+    config = tiny_bert_config(len(tokenizer), 1, 16, 2, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+    model = BertForMaskedLM(config).double().train()
+    with torch.no_grad():
+        model.get_output_embeddings().bias[ids(tokenizer, "巨")[0]] += 30.0
+    gold, word_ids = build_case(tokenizer)
+    masked = torch.tensor([[0, 0, 1, 1, 1, 0], [0, 0, 1, 0, 1, 0]], dtype=torch.bool)
+    labels = torch.where(masked, gold, -100)
+    input_ids = torch.where(masked, tokenizer.mask_token_id, gold)
+    inputs = {"input_ids": input_ids, "attention_mask": torch.ones_like(gold), "token_type_ids": torch.zeros_like(gold)}
+    return model, inputs, labels, word_ids
+
+
+@pytest.mark.parametrize(("name", "params"), HEAD_OBJECTIVES, ids=[f"{name}-{params}" for name, params in HEAD_OBJECTIVES])
+def test_the_head_at_the_masked_rows_gives_the_full_heads_loss_gradients_and_counts(name, params, tokenizer, table):
+    model, inputs, labels, word_ids = head_case(tokenizer)
+    loss = build_loss(name, **params, **({"tokenizer": tokenizer, "table": table} if name == "mlm_hc" else {}))
+    results = []
+    for logits_of in (lambda: model(**inputs).logits, lambda: labelled_logits(model, labels, **inputs)[0]):
+        model.zero_grad()
+        stats = CorrectionCounts()
+        context = {"stats": stats} if name == "mlm_hc" else {}
+        value, items = loss.loss_and_items(logits_of(), labels, model=model, word_ids=word_ids, **inputs, **context)
+        value.backward()
+        grads = {key: p.grad.clone() for key, p in model.named_parameters() if p.grad is not None}
+        results.append((value.detach(), int(items), grads, stats))
+    (full, full_items, full_grads, full_stats), (rows, rows_items, rows_grads, rows_stats) = results
+    torch.testing.assert_close(rows, full, rtol=0.0, atol=1e-10)
+    assert rows_items == full_items and rows_stats == full_stats and rows_grads.keys() == full_grads.keys()
+    for key, grad in full_grads.items():
+        torch.testing.assert_close(rows_grads[key], grad, rtol=0.0, atol=1e-10, msg=key)
+    if name == "mlm_hc":  # 大 -> 巨 is corrected at both levels: the counts compared are not all zero
+        assert (full_stats.masked, full_stats.corrected, full_stats.sequences_with_correction) == (5, 1, 1)
+    rows_logits = labelled_logits(model, labels, **inputs)[0]
+    torch.testing.assert_close(rows_logits, labelled_rows(model(**inputs).logits, labels), rtol=0.0, atol=1e-12)

@@ -12,6 +12,8 @@ from workbench.models import (
     build_sequence_classifier,
     build_token_classifier,
     freeze_encoder,
+    labelled_logits,
+    mlm_head,
     replace_head,
     tiny_bert_config,
 )
@@ -46,18 +48,18 @@ def test_tiny_config_defaults():
     ],
 )
 def test_tiny_config_bad_parameters(kwargs, name):
-    with pytest.raises(ValueError, match=name):
+    with pytest.raises(ValueError, match=rf"^{name}:"):
         tiny_bert_config(**kwargs)
 
 
 def test_builders_bad_parameters(tmp_path):
-    with pytest.raises(ValueError, match="num_labels"):
+    with pytest.raises(ValueError, match=r"^num_labels:"):
         build_sequence_classifier(0, tiny=TINY)
-    with pytest.raises(ValueError, match="num_aux"):
+    with pytest.raises(ValueError, match=r"^num_aux:"):
         build_aux_label_classifier(3, 0, tiny=TINY)
-    with pytest.raises(ValueError, match="tiny"):
+    with pytest.raises(ValueError, match=r"^tiny:"):
         build_sequence_classifier(3, model_name_or_path=tmp_path, tiny=TINY)
-    with pytest.raises(ValueError, match="vocab_file"):
+    with pytest.raises(ValueError, match=r"^vocab_file:"):
         load_tokenizer(tmp_path, vocab_file=tmp_path / "vocab.txt")
 
 
@@ -112,9 +114,9 @@ def test_aux_label_head_and_replace_head_keeps_encoder():
 
 
 def test_replace_head_rejects_model_without_linear_head():
-    with pytest.raises(ValueError, match="model"):
+    with pytest.raises(ValueError, match=r"^model:"):
         replace_head(build_masked_lm(tiny=TINY), 3)
-    with pytest.raises(ValueError, match="num_labels"):
+    with pytest.raises(ValueError, match=r"^num_labels:"):
         replace_head(build_sequence_classifier(2, tiny=TINY), 0)
 
 
@@ -149,9 +151,55 @@ def test_fusion_forward_concatenates_two_encoders(representation):
 
 def test_fusion_bad_parameters():
     encoder = build_encoder(tiny=TINY)
-    with pytest.raises(ValueError, match="representation"):
+    with pytest.raises(ValueError, match=r"^representation:"):
         FusionClassifier(encoder, encoder, 2, representation="mean")
-    with pytest.raises(ValueError, match="num_labels"):
+    with pytest.raises(ValueError, match=r"^num_labels:"):
         FusionClassifier(encoder, encoder, 0)
-    with pytest.raises(ValueError, match="dropout"):
+    with pytest.raises(ValueError, match=r"^dropout:"):
         FusionClassifier(encoder, encoder, 2, dropout=1.0)
+
+
+def _masked_lms():
+    from transformers import (
+        BertForPreTraining,
+        DistilBertConfig,
+        DistilBertForMaskedLM,
+        ElectraForMaskedLM,
+        RobertaConfig,
+        RobertaForMaskedLM,
+    )
+
+    from workbench.models import tiny_electra_config
+
+    vocab = len(load_tokenizer())
+    sizes = {"vocab_size": vocab, "hidden_size": 16, "num_attention_heads": 2, "intermediate_size": 32}
+    return {
+        "bert": BertForMaskedLM(tiny_bert_config(vocab, **TINY)),
+        "bert-sop": BertForPreTraining(tiny_bert_config(vocab, **TINY)),
+        "electra": ElectraForMaskedLM(tiny_electra_config(vocab, **TINY)),
+        "roberta": RobertaForMaskedLM(RobertaConfig(num_hidden_layers=1, max_position_embeddings=40, **sizes)),
+        "distilbert (no known head: runs whole)": DistilBertForMaskedLM(
+            DistilBertConfig(vocab_size=vocab, dim=16, n_heads=2, n_layers=1, hidden_dim=32)
+        ),
+    }
+
+
+@pytest.mark.parametrize("kind", list(_masked_lms()))
+def test_labelled_logits_are_the_full_logits_at_the_labelled_positions(kind):
+    torch.manual_seed(0)
+    model = _masked_lms()[kind].double().eval()
+    batch = _batch()
+    if kind.startswith("distilbert"):
+        batch.pop("token_type_ids")
+    labels = torch.full_like(batch["input_ids"], -100)
+    labels[0, [1, 4]], labels[1, 2] = 7, 9
+    logits, sop_logits = labelled_logits(model, labels, **batch)
+    with torch.no_grad():
+        full = model(**batch)
+    expected = full.logits if "logits" in full else full.prediction_logits
+    torch.testing.assert_close(logits, expected[labels != -100], rtol=0.0, atol=1e-12)
+    assert (mlm_head(model) is None) == kind.startswith("distilbert")
+    if kind == "bert-sop":
+        torch.testing.assert_close(sop_logits, full.seq_relationship_logits, rtol=0.0, atol=1e-12)
+    else:
+        assert sop_logits is None

@@ -156,6 +156,7 @@ def _run_into_existing(tmp_path: Path) -> Any:
     from workbench.runs import run
 
     (tmp_path / "taken").mkdir()
+    (tmp_path / "default").mkdir()  # the params set: a missing one is an error of its own
     return run(
         only=["ok"], notebooks_dir=FIXTURES, params_dir=tmp_path, outputs_dir=tmp_path, run_id="taken", stream=io.StringIO()
     )

@@ -15,12 +15,14 @@ from nbformat.v4 import new_code_cell, new_notebook
 from notebook_hygiene import check_notebook_clean
 
 from workbench.__main__ import main
+from workbench.records import metric_statistics, read_metrics, write_json, write_metrics
 from workbench.runs import run
 from workbench.runs.execute import ensure_kernel, new_run_dir
-from workbench.records import metric_statistics, read_metrics, write_json, write_metrics
 from workbench.runs.plan import (
+    MAX_SLUG,
     cell_slug,
     load_params,
+    parse_assignments,
     parse_seeds,
     parse_sweep,
     plan_executions,
@@ -49,47 +51,66 @@ def _write_notebook(path: Path, parameters_source: str, body: str = "pass") -> P
 # ----------------------------------------------------------------------------- parsing and planning
 
 
+def _params(tmp_path: Path, files: dict[str, str] | None = None, name: str = "default") -> Path:
+    """A params folder ``tmp_path/params`` with the set ``name`` holding ``files`` (stem -> YAML)."""
+    folder = tmp_path / "params" / name
+    folder.mkdir(parents=True, exist_ok=True)
+    for stem, text in (files or {}).items():
+        (folder / f"{stem}.yaml").write_text(text, encoding="utf-8")
+    return tmp_path / "params"
+
+
 def test_parse_sweep_reads_yaml_values():
     assert parse_sweep(["epsilon=0.1,0.2", "name=abc", "flag=true"]) == {
         "epsilon": [0.1, 0.2],
         "name": ["abc"],
         "flag": [True],
     }
-
-
-@pytest.mark.parametrize("spec", ["epsilon", "=1,2", "epsilon="])
-def test_parse_sweep_rejects_malformed(spec):
-    with pytest.raises(ValueError, match="--sweep"):
-        parse_sweep([spec])
-
-
-def test_parse_sweep_rejects_repeated_key():
-    with pytest.raises(ValueError, match="'x' given twice"):
-        parse_sweep(["x=1", "x=2"])
-
-
-def test_parse_sweep_reads_bracketed_lists_and_refuses_equal_values():
     assert parse_sweep(["losses=[CE,DSC],[FL]", "lr=1e-3,2e-3"]) == {"losses": [["CE", "DSC"], ["FL"]], "lr": [1e-3, 2e-3]}
-    with pytest.raises(ValueError, match=r"--sweep epsilon: values '0.1' and '0.10' are equal after parsing"):
-        parse_sweep(["epsilon=0.1,0.10"])
-    with pytest.raises(ValueError, match=r"--sweep x:1: invalid YAML"):
-        parse_sweep(["x=[1,2"])
     assert parse_sweep(["flag=1,true"]) == {"flag": [1, True]}  # equal in Python, yet a count is no flag
-    with pytest.raises(ValueError, match=r"--sweep x: values 'true' and 'True' are equal after parsing \(True\)"):
-        parse_sweep(["x=true,True"])
+    assert parse_sweep(["x=''", "path='a,b',c", "mixed=a: b,c"]) == {"x": [""], "path": ["a,b", "c"], "mixed": [{"a": "b"}, "c"]}
 
 
-def test_parse_seeds():
-    assert parse_seeds("1,2,3") == [1, 2, 3]
-    with pytest.raises(ValueError, match="--seeds 'a,b'"):
-        parse_seeds("a,b")
-    with pytest.raises(ValueError, match="once"):
-        parse_seeds("1,1")
-    with pytest.raises(ValueError, match=">= 0"):
-        parse_seeds("-1")
+@pytest.mark.parametrize(
+    ("specs", "names"),
+    [
+        (["epsilon"], "--sweep 'epsilon'"),
+        (["=1,2"], "--sweep '=1,2'"),
+        (["epsilon="], "--sweep 'epsilon='"),
+        (["x=1", "x=2"], "--sweep: parameter 'x'"),
+        (["epsilon=0.1,0.10"], "--sweep epsilon: the value 0.1"),
+        (["x=true,True"], "--sweep x: the value True"),  # yes is a string (YAML as written)
+        (["epsilon=.nan,.NaN"], "--sweep epsilon: the value nan"),  # NaN equals nothing, yet is one point
+        (["x=[1],[1.0]"], "--sweep x: the value [1]"),
+        (["x=0.1,,0.2"], "--sweep x:1:"),
+        (["x=0.1,"], "--sweep x:"),  # an empty value: a typo, not the empty string
+        (["x=a\udcffb"], "--sweep x:"),  # a byte the terminal's encoding could not read
+        (["x=[1,2"], "--sweep x:1:"),  # invalid YAML, with its line
+    ],
+)
+def test_parse_sweep_refuses_bad_specs_naming_the_key(specs, names):
+    with pytest.raises(ValueError, match="^" + re.escape(names)):
+        parse_sweep(specs)
 
 
-def test_cell_slug_is_injective():
+@pytest.mark.parametrize("text", ["a,b", "1,1", "-1", str(2**32), "", "1,,2"])
+def test_parse_seeds_refuses_anything_but_distinct_numpy_seeds(text):
+    assert parse_seeds("1,2,3") == [1, 2, 3] and parse_seeds(str(2**32 - 1)) == [2**32 - 1]
+    with pytest.raises(ValueError, match=r"^--seeds " + re.escape(repr(text))):
+        parse_seeds(text)
+
+
+def test_parse_assignments():
+    assert parse_assignments(["timeout_min=60", "slurm_partition=gpu"], "--slurm") == {
+        "timeout_min": 60,
+        "slurm_partition": "gpu",
+    }
+    for specs in (["timeout_min"], ["=1"], ["a=1", "a=2"]):
+        with pytest.raises(ValueError, match=r"^--slurm "):
+            parse_assignments(specs, "--slurm")
+
+
+def test_cell_slug_is_injective_and_bounded():
     assert cell_slug({"epsilon": 0.1, "gamma": 2}) == "epsilon=0.1,gamma=2"
     assert cell_slug({}) == ""
     sanitised = cell_slug({"path": "a/b c"})
@@ -108,6 +129,16 @@ def test_cell_slug_is_injective():
     assert cell_slug({"x": "0.1"}).startswith("x=0.1-") and cell_slug({"x": 0.1}) == "x=0.1"
     grid = parse_sweep(["x='0.1',0.1,'1',1,1.5,abc,null,'null',true,'true',[1],'[1]'"])["x"]
     assert len({cell_slug({"x": value}) for value in grid}) == len(grid) == 12
+    # a value too long for a folder name (255 bytes): cut, with the hash that keeps points apart
+    long_a, long_b = cell_slug({"x": "a" * 300 + "1"}), cell_slug({"x": "a" * 300 + "2"})
+    assert long_a != long_b and len(long_a) <= MAX_SLUG + 9 and long_a.startswith("x=aaa")
+
+
+def test_points_whose_folders_differ_only_in_case_get_a_hash(tmp_path):
+    plan = plan_executions([OK], _params(tmp_path), "default", parse_sweep(["x=a,A,b"]))
+    slugs = [execution.slug for execution in plan]
+    assert len({slug.casefold() for slug in slugs}) == 3  # macOS and Windows would merge x=a and x=A
+    assert slugs[2] == "x=b"
 
 
 def test_select_notebooks_by_stem_and_prefix(tmp_path):
@@ -115,128 +146,178 @@ def test_select_notebooks_by_stem_and_prefix(tmp_path):
         _write_notebook(tmp_path / f"{name}.ipynb", "output_dir = None")
     assert [p.stem for p in select_notebooks(tmp_path)] == ["01_dice_loss", "02_pcl", "10_walkthrough"]
     assert [p.stem for p in select_notebooks(tmp_path, ["02_pcl.ipynb", "01"])] == ["01_dice_loss", "02_pcl"]
-    with pytest.raises(ValueError, match="--only '99' matches no notebook; available: 01_dice_loss"):
-        select_notebooks(tmp_path, ["99"])
+    for wanted in ("99", "", " "):  # an empty name is a prefix of every notebook: refused, not all of them
+        with pytest.raises(ValueError, match=r"^--only " + re.escape(repr(wanted))):
+            select_notebooks(tmp_path, [wanted])
+    with pytest.raises(ValueError, match=r"^--notebooks-dir "):
+        select_notebooks(tmp_path / "none")
 
 
-def test_missing_params_file_means_notebook_defaults(tmp_path):
-    assert load_params(tmp_path, "smoke", "01_dice_loss") == {}
-    (tmp_path / "smoke").mkdir()
-    (tmp_path / "smoke" / "01_dice_loss.yaml").write_text("gamma: 0.5\n")
-    assert load_params(tmp_path, "smoke", "01_dice_loss") == {"gamma": 0.5}
-    (tmp_path / "smoke" / "bad.yaml").write_text("- 1\n- 2\n")
-    with pytest.raises(ValueError, match="expected a mapping"):
-        load_params(tmp_path, "smoke", "bad")
-    (tmp_path / "smoke" / "broken.yaml").write_text("x: 1\ny: [2\n")
-    with pytest.raises(ValueError, match=r"broken.yaml:\d+: invalid YAML"):
-        load_params(tmp_path, "smoke", "broken")
-    with pytest.raises(ValueError, match="params_set must be one of default, smoke, gpu"):
-        load_params(tmp_path, "large", "01_dice_loss")
+def test_params_sets_are_folders_and_a_missing_file_means_notebook_defaults(tmp_path):
+    params = _params(tmp_path, {"01_dice_loss": "gamma: 0.5\n", "bad": "- 1\n- 2\n", "broken": "x: 1\ny: [2\n"}, "mine")
+    assert load_params(params, "mine", "01_dice_loss") == {"gamma": 0.5}  # any folder is a set
+    assert load_params(params, "mine", "02_other") == {}
+    with pytest.raises(ValueError, match=r"bad\.yaml"):
+        load_params(params, "mine", "bad")
+    with pytest.raises(ValueError, match=r"broken\.yaml:2:"):
+        load_params(params, "mine", "broken")
+    for name in ("smoke", "../params", "", "mine/.."):
+        with pytest.raises(ValueError, match=r"^--params-set " + re.escape(repr(name))):
+            load_params(params, name, "01_dice_loss")
+    with pytest.raises(ValueError, match=r"^--params-dir "):
+        load_params(tmp_path / "nope", "default", "01_dice_loss")
 
 
 def test_plan_is_the_sweep_grid_and_seeds_set_the_seeds_list(tmp_path):
-    (tmp_path / "default").mkdir()
-    (tmp_path / "default" / "ok_metrics.yaml").write_text("x: 5.0\n")
-    plan = plan_executions([OK], tmp_path, "default", {"x": [1, 2]}, [7, 8])
+    params = _params(tmp_path, {"ok_metrics": "x: 5.0\n"})
+    plan = plan_executions([OK], params, "default", {"x": [1, 2]}, [7, 8])
     assert [(e.point, e.slug) for e in plan] == [({"x": 1}, "x=1"), ({"x": 2}, "x=2")]
     assert plan[0].parameters == {"x": 1, "seeds": [7, 8]}  # the sweep overrides the params file; one seed list
-    single = plan_executions([OK], tmp_path, "default")
+    single = plan_executions([OK], params, "default")
     assert [(e.parameters, e.slug) for e in single] == [({"x": 5.0}, "")]
 
 
+def test_plan_sets_interactive_false_and_refuses_it_true(tmp_path):
+    notebook = _write_notebook(tmp_path / "widgets.ipynb", "interactive = True\noutput_dir = None")
+    params = _params(tmp_path)
+    [execution] = plan_executions([notebook], params, "default")
+    assert execution.parameters == {"interactive": False}  # a missing params file no longer means live widgets
+    with pytest.raises(ValueError, match=r"^--sweep: interactive=True"):
+        plan_executions([notebook], params, "default", {"interactive": [True]})
+    _params(tmp_path, {"widgets": "interactive: 1\n"})
+    with pytest.raises(ValueError, match=r"^params file default/widgets.yaml: interactive=1"):
+        plan_executions([notebook], params, "default")
+
+
 @pytest.mark.parametrize(
-    ("params_file", "sweep", "seeds", "message"),
+    ("params_file", "sweep", "seeds", "names"),
     [
-        (
-            "gamma: 1\n",
-            {},
-            None,
-            r"params file default/ok_metrics.yaml: unknown parameter 'gamma' for notebook ok_metrics.ipynb; allowed: seeds, x, output_dir",
-        ),
-        ("", {"epsilon": [0.1]}, None, r"--sweep: unknown parameter 'epsilon' for notebook ok_metrics.ipynb"),
-        ("output_dir: /tmp\n", {}, None, r"'output_dir' is set by the runner"),
-        ("", {"seeds": [[1]]}, [1, 2], r"either with --seeds or with --sweep seeds"),
+        ("gamma: 1\n", {}, None, "params file default/ok_metrics.yaml: unknown parameter 'gamma'"),
+        ("", {"epsilon": [0.1]}, None, "--sweep: unknown parameter 'epsilon'"),
+        ("output_dir: /tmp\n", {}, None, "params file default/ok_metrics.yaml: parameter 'output_dir'"),
+        ("", {"seeds": [[1]]}, [1, 2], "--seeds:"),
     ],
 )
-def test_plan_refuses_bad_parameter_names(tmp_path, params_file, sweep, seeds, message):
-    (tmp_path / "default").mkdir()
-    (tmp_path / "default" / "ok_metrics.yaml").write_text(params_file)
-    with pytest.raises(ValueError, match=message):
-        plan_executions([OK], tmp_path, "default", sweep, seeds)
+def test_plan_refuses_bad_parameter_names(tmp_path, params_file, sweep, seeds, names):
+    params = _params(tmp_path, {"ok_metrics": params_file})
+    with pytest.raises(ValueError, match="^" + re.escape(names)):
+        plan_executions([OK], params, "default", sweep, seeds)
 
 
 def test_seeds_refused_for_notebook_without_seeds_parameter(tmp_path):
     notebook = _write_notebook(tmp_path / "no_seed.ipynb", "x = 1\noutput_dir = None")
-    with pytest.raises(ValueError, match="--seeds: unknown parameter 'seeds' for notebook no_seed.ipynb; allowed: x, output_dir"):
-        plan_executions([notebook], tmp_path, "default", None, [1, 2])
+    with pytest.raises(ValueError, match=r"^--seeds: unknown parameter 'seeds' for notebook no_seed\.ipynb"):
+        plan_executions([notebook], _params(tmp_path), "default", None, [1, 2])
 
 
 def test_notebook_without_output_dir_parameter_refused(tmp_path):
     notebook = _write_notebook(tmp_path / "no_output.ipynb", "x = 1")
-    with pytest.raises(ValueError, match="no_output.ipynb has no 'output_dir' parameter"):
-        plan_executions([notebook], tmp_path, "default")
+    with pytest.raises(ValueError, match=r"^notebook no_output\.ipynb"):
+        plan_executions([notebook], _params(tmp_path), "default")
 
 
-def test_unknown_parameter_refused_before_anything_runs(tmp_path, capsys):
-    outputs = tmp_path / "outputs"
-    code = main(
+def _main(tmp_path: Path, *options: str) -> int:
+    """``python -m workbench run`` on the fixture notebooks, with a params folder and outputs under ``tmp_path``."""
+    return main(
         [
             "run",
             "--notebooks-dir",
             str(FIXTURES),
             "--params-dir",
-            str(tmp_path),
+            str(tmp_path / "params"),
             "--outputs-dir",
-            str(outputs),
-            "--sweep",
-            "epsilon=0.1,0.2",
+            str(tmp_path / "outputs"),
+            *options,
         ]
     )
-    assert code == 2
-    assert "unknown parameter 'epsilon' for notebook" in capsys.readouterr().err
-    assert not outputs.exists()
 
 
 @pytest.mark.parametrize(
-    ("params_file", "sweep", "message"),
+    ("options", "names"),
     [
-        (b"", "x=[1,2", r"error: --sweep x:1: invalid YAML \(expected ',' or '\]', but got '<stream end>'\)"),
-        (b"", "x=1.0,1.00", r"error: --sweep x: values '1.0' and '1.00' are equal after parsing"),
-        (b"x: 1\nseeds: [2\n", "x=1", r"error: \S*default/ok_metrics.yaml:2: invalid YAML"),
-        ("x: 1\n# 说明\n".encode("gbk"), "x=1", r"error: \S*default/ok_metrics.yaml:2: params file is not UTF-8 text"),
+        (["--sweep", "epsilon=0.1,0.2"], "--sweep: unknown parameter 'epsilon'"),
+        (["--params-dir", "nope"], "--params-dir 'nope'"),
+        (["--params-set", "gpu"], "--params-set 'gpu'"),
+        (["--only", ""], "--only ''"),
+        (["--only", "ok", "--sweep", "x=.nan,.NaN"], "--sweep x:"),
+        (["--only", "ok", "--sweep", "x=0.1,"], "--sweep x:"),
+        (["--only", "ok", "--sweep", "x=[1,2"], "--sweep x:1:"),
+        (["--only", "ok", "--seeds", "1,1"], "--seeds '1,1'"),
+        (["--only", "ok", "--seeds", ""], "--seeds ''"),
+        (["--only", "ok", "--jobs", "0"], "jobs:"),
+        (["--only", "ok", "--threads", "0"], "threads:"),
+        (["--only", "ok", "--gpus", "0"], "--gpus '0'"),  # no GPU is visible here
+        (["--only", "ok", "--gpus", ""], "--gpus ''"),
+        (["--only", "ok", "--kernel", "no-such-kernel"], "--kernel 'no-such-kernel'"),
+        (["--only", "ok", "--run-id", "../x"], "--run-id '../x'"),
+        (["--only", "ok", "--run-id", "x" * 300], "--run-id 'xxx"),
+        (["--only", "ok", "--executor", "local", "--slurm", "no_such=1"], "--slurm:"),
+        (["--only", "ok", "--executor", "slurm"], "--slurm:"),  # no Slurm on this machine
+        (["--only", "ok", "--slurm", "timeout_min=5"], "--executor 'threads'"),  # job parameters without jobs
     ],
 )
-def test_bad_yaml_in_a_params_file_or_a_sweep_exits_2_naming_it(tmp_path, capsys, params_file, sweep, message):
-    (tmp_path / "default").mkdir()
-    (tmp_path / "default" / "ok_metrics.yaml").write_bytes(params_file)
-    outputs = tmp_path / "outputs"
-    code = main(
-        [
-            "run",
-            "--only",
-            "ok",
-            "--notebooks-dir",
-            str(FIXTURES),
-            "--params-dir",
-            str(tmp_path),
-            "--outputs-dir",
-            str(outputs),
-            "--sweep",
-            sweep,
-        ]
-    )
+def test_bad_runner_input_exits_2_with_one_line_before_anything_runs(tmp_path, capsys, monkeypatch, options, names):
+    import workbench.runs
+
+    monkeypatch.setattr(workbench.runs, "visible_gpus", lambda: [])
+    _params(tmp_path, {"ok_metrics": "x: 1.0\n"})
+    assert _main(tmp_path, *options) == 2
     error = capsys.readouterr().err
-    assert code == 2 and re.search(message, error) and "Traceback" not in error
-    assert not outputs.exists()
+    assert error.startswith("error: " + names) and error.count("\n") == 1, error
+    assert not any((tmp_path / "outputs").glob("*"))  # no run folder
+
+
+def test_a_params_file_that_names_no_notebook_is_refused(tmp_path, capsys):
+    _params(tmp_path, {"ok_metrics": "x: 2.0\n", "ok_metric": "x: 3.0\n"})  # a typo would run ok_metric's notebook on defaults
+    assert _main(tmp_path, "--only", "ok") == 2
+    assert capsys.readouterr().err.startswith("error: --params-set 'default': ok_metric.yaml")
+    assert not (tmp_path / "outputs").exists()
+
+
+def test_outputs_dir_that_cannot_hold_a_run_exits_2_naming_it(tmp_path, capsys):
+    _params(tmp_path)
+    (tmp_path / "outputs").write_text("a file, not a folder")
+    assert _main(tmp_path, "--only", "ok") == 2
+    assert capsys.readouterr().err.startswith("error: --outputs-dir ")
+    assert (tmp_path / "outputs").read_text() == "a file, not a folder"
+
+
+def test_bad_yaml_in_a_params_file_exits_2_naming_file_and_line(tmp_path, capsys):
+    _params(tmp_path)
+    for content, line in ((b"x: 1\nseeds: [2\n", 2), ("x: 1\n# 说明\n".encode("gbk"), 2)):
+        (tmp_path / "params" / "default" / "ok_metrics.yaml").write_bytes(content)
+        assert _main(tmp_path, "--only", "ok") == 2
+        error = capsys.readouterr().err
+        assert re.match(rf"error: \S*default/ok_metrics\.yaml:{line}: ", error) and "Traceback" not in error
+    (tmp_path / "params" / "default" / "ok_metrics.yaml").write_text("x: 1\n")
+    assert _main(tmp_path, "--only", "ok", "--sweep", "x=[1,2") == 2
+    assert capsys.readouterr().err.startswith("error: --sweep x:1: ")
+    assert not (tmp_path / "outputs").exists()
+
+
+def test_a_missing_package_is_one_line_naming_it_and_the_install_command(tmp_path, capsys, monkeypatch):
+    _params(tmp_path)
+    monkeypatch.setitem(sys.modules, "papermill", None)  # `import papermill` now fails as if it were not installed
+    assert _main(tmp_path, "--only", "ok") == 2
+    error = capsys.readouterr().err
+    assert error.startswith("error: package papermill") and error.count("\n") == 1
+    assert f"{sys.executable} -m pip install papermill" in error
 
 
 def test_existing_run_folder_is_never_reused(tmp_path):
     (tmp_path / "run1").mkdir()
     (tmp_path / "run1" / "keep.txt").write_text("earlier run")
-    with pytest.raises(ValueError, match="run_id 'run1'.*already exists"):
-        run(only=["ok"], notebooks_dir=FIXTURES, params_dir=tmp_path, outputs_dir=tmp_path, run_id="run1", stream=_quiet())
+    with pytest.raises(ValueError, match=r"^--run-id 'run1'"):
+        run(
+            only=["ok"],
+            notebooks_dir=FIXTURES,
+            params_dir=_params(tmp_path),
+            outputs_dir=tmp_path,
+            run_id="run1",
+            stream=_quiet(),
+        )
     assert [p.name for p in (tmp_path / "run1").iterdir()] == ["keep.txt"]
-    with pytest.raises(ValueError, match="run_id '../x'"):
+    with pytest.raises(ValueError, match=r"^--run-id '\.\./x'"):
         new_run_dir(tmp_path, "../x")
     first, second = new_run_dir(tmp_path), new_run_dir(tmp_path)
     assert first != second and first.is_dir() and second.is_dir()
@@ -277,9 +358,9 @@ def test_write_json_converts_numpy_and_torch(tmp_path):
         "name": "x",
     }
     assert [p.name for p in tmp_path.iterdir()] == ["metrics.json"]  # no temporary file left behind
-    with pytest.raises(ValueError, match="metrics must be a dict"):
+    with pytest.raises(ValueError, match=r"^metrics"):
         write_json(tmp_path / "x.json", [1, 2])
-    with pytest.raises(ValueError, match="not JSON-serialisable"):
+    with pytest.raises(ValueError, match=r"^metrics: value <object"):
         write_json(tmp_path / "x.json", {"obj": object()})
 
 
@@ -297,14 +378,14 @@ def test_write_metrics_separates_metrics_from_details(tmp_path):
         "score": {"mean": 2.0, "std": 1.0, "n": 3},
     }
     assert write_metrics(None, {"f1": 1.0}) is None
-    with pytest.raises(ValueError, match="metrics must be a dict"):
+    with pytest.raises(ValueError, match=r"^metrics"):
         write_metrics(tmp_path, [1, 2])
-    with pytest.raises(ValueError, match="entry 'name' must be a number"):
+    with pytest.raises(ValueError, match=r"^metrics: entry 'name'"):
         write_metrics(tmp_path, {"name": "x"})
-    with pytest.raises(ValueError, match="entry 'score' must be a number or a mapping with keys mean, std, n"):
+    with pytest.raises(ValueError, match=r"^metrics: entry 'score'"):
         write_metrics(tmp_path, {"score": {"mean": 1.0}})
     for name in ("f1_std", "n_seeds"):  # summary_agg.csv listed n_seeds and *_std entries as metrics (issue 13)
-        with pytest.raises(ValueError, match=f"entry '{name}' is a spread or a count of runs"):
+        with pytest.raises(ValueError, match=rf"^metrics: entry '{name}'"):
             write_metrics(tmp_path, {"f1": 0.5, name: 2})
 
 
@@ -338,7 +419,7 @@ def sweep_run(tmp_path_factory):
         sweep={"x": [1.0, 2.0]},
         seeds=[1, 2],
         notebooks_dir=FIXTURES,
-        params_dir=root / "params",
+        params_dir=_params(root),
         outputs_dir=root / "outputs",
         stream=_quiet(),
     )
@@ -351,7 +432,7 @@ def mixed_run(tmp_path_factory):
     stream = io.StringIO()
     report = run(
         notebooks_dir=FIXTURES,
-        params_dir=root / "params",
+        params_dir=_params(root),
         outputs_dir=root / "outputs",
         run_id="mixed",
         stream=stream,
@@ -399,6 +480,49 @@ def test_sweep_writes_each_point_and_aggregates_over_the_seeds_list(sweep_run):
     assert 'href="ok_metrics/x=2.0/ok_metrics.html"' in index
 
 
+def _sweep_figure_data(index: str) -> list[dict]:
+    """The traces of every ``Plotly.newPlot`` call in the index page."""
+    decoder, traces = json.JSONDecoder(), []
+    for match in re.finditer(r"Plotly\.newPlot\(\s*\"[^\"]+\",\s*", index):
+        data, _ = decoder.raw_decode(index, match.end())
+        traces.extend(data)
+    return traces
+
+
+@pytest.mark.slow
+def test_a_sweep_is_drawn_in_the_index_as_each_metric_against_the_swept_value(sweep_run):
+    index = (sweep_run.run_dir / "index.html").read_text()
+    assert '<script src="assets/plotly.min.js"></script>' in index  # the run's own copy: opens offline
+    traces = _sweep_figure_data(index)
+    assert len(traces) == 2  # score and x_squared, one line each
+    score = next(trace for trace in traces if trace["y"][0] > 5)
+    assert score["x"] == [1.0, 2.0] and score["y"] == [11.5, 21.5]
+    assert score["error_y"]["array"] == pytest.approx([0.5**0.5, 0.5**0.5])  # std over seeds 1 and 2
+    assert 'scrolling="no"' in index and "height: 480px" not in index  # figures sized to their content
+
+
+def test_the_index_draws_several_swept_keys_as_lines_and_names_metric_descriptions(tmp_path):
+    from workbench.runs.execute import Outcome
+    from workbench.runs.plan import Execution
+    from workbench.runs.report import write_report
+
+    outcomes = []
+    for loss, epsilon, mean in (("CE", 0.2, 3.0), ("CE", 0.1, 1.0), ("FL", 0.1, 2.0), ("FL", 0.2, 4.0)):
+        point = {"epsilon": epsilon, "loss": loss}
+        folder = tmp_path / "nb" / cell_slug(point)
+        metrics = {"metrics": {"f1": {"mean": mean, "std": 0.5, "n": 3}}, "descriptions": {"f1": "macro-F1 on the test split"}}
+        outcomes.append(Outcome(Execution(OK, point, point, cell_slug(point)), folder, "ok", 1.0, metrics=metrics))
+    outcomes.append(Outcome(Execution(OK, {}, {"epsilon": 0.3, "loss": "CE"}, "late"), tmp_path / "late", "interrupted", 0.0))
+    index = write_report(tmp_path, outcomes, ["epsilon", "loss"], interrupted=True).read_text()
+    traces = {trace["name"]: trace for trace in _sweep_figure_data(index)}
+    assert traces.keys() == {"CE", "FL"}  # one line per value of the second key
+    assert traces["CE"]["x"] == [0.1, 0.2] and traces["CE"]["y"] == [1.0, 3.0]  # sorted along the swept value
+    assert "<td>macro-F1 on the test split</td>" in index
+    assert "Interrupted" in index and '<span class="failed">interrupted</span>' in index
+    summary = pd.read_csv(tmp_path / "summary.csv")
+    assert list(summary["status"]) == ["ok"] * 4 + ["interrupted"]
+
+
 @pytest.mark.slow
 def test_failing_notebook_is_reported_and_others_complete(mixed_run):
     report, lines = mixed_run
@@ -434,7 +558,7 @@ def test_rerunning_an_existing_run_id_is_refused(mixed_run, tmp_path):
             "--outputs-dir",
             str(report.run_dir.parent),
             "--params-dir",
-            str(tmp_path),
+            str(_params(tmp_path)),
             "--run-id",
             "mixed",
         ]
@@ -445,22 +569,8 @@ def test_rerunning_an_existing_run_id_is_refused(mixed_run, tmp_path):
 
 @pytest.mark.slow
 def test_cli_exit_code_is_nonzero_when_a_notebook_fails(tmp_path, capsys):
-    code = main(
-        [
-            "run",
-            "--only",
-            "fails",
-            "--notebooks-dir",
-            str(FIXTURES),
-            "--params-dir",
-            str(tmp_path),
-            "--outputs-dir",
-            str(tmp_path / "outputs"),
-            "--run-id",
-            "r1",
-        ]
-    )
-    assert code == 1
+    _params(tmp_path)
+    assert _main(tmp_path, "--only", "fails", "--run-id", "r1") == 1
     out = capsys.readouterr().out
     assert "[1/1] fails_in_cell2 ... FAILED at cell 2: ValueError: boom at x=1.0" in out
     assert "0/1 ok" in out
@@ -469,87 +579,84 @@ def test_cli_exit_code_is_nonzero_when_a_notebook_fails(tmp_path, capsys):
 # ----------------------------------------------------------------------------- progress
 
 
-def _two_notebooks_on_the_board(interactive: bool) -> str:
-    """What a board writes while ``[1/2] a`` (at cell 3/9) and ``[2/2] b`` (at cell 1/4) run and b ends first."""
-    import time
+def _two_notebooks(tmp_path: Path, bars: bool, interval: float, monkeypatch) -> str:
+    """What the progress writes while ``[1/2] a`` (at cell 3 of 4) and ``[2/2] b`` (at cell 1) run and b ends first."""
+    from workbench.runs import progress
+    from workbench.runs.plan import Execution
 
-    from workbench.runs.progress import Progress
-
+    monkeypatch.setattr(progress, "LOG_INTERVAL_S", interval)
+    monkeypatch.setattr(progress, "REDRAW_S", 0.0)
+    notebooks = [_write_notebook(tmp_path / f"{name}.ipynb", "output_dir = None", "pass") for name in "ab"]  # 2 cells + injected
     stream = io.StringIO()
-    with Progress(stream, interactive=interactive, interval=0.05) as board:
-        board.started("[1/2] a", total_cells=9)(cell_index=2)
-        board.started("[2/2] b", total_cells=4)(cell_index=0)
-        time.sleep(0.18)
-        board.finished("[2/2] b", "ok (0.2 s)")
-        time.sleep(0.12)
-        board.finished("[1/2] a", "FAILED at cell 3: ValueError: x (0.3 s)")
+    board = progress.Progress([Execution(notebook, {}, {}, "") for notebook in notebooks], stream, bars=bars)
+    on_cell_a, on_cell_b = board.started(0), board.started(1)
+    for index in range(3):
+        on_cell_a(cell_index=index)
+    on_cell_b(cell_index=0)
+    board.finished(1, "ok (0.2 s)")
+    board.finished(0, "FAILED at cell 3: ValueError: x (0.3 s)")
     return stream.getvalue()
 
 
-def test_progress_in_a_log_adds_a_line_per_running_notebook_and_interval():
-    lines = _two_notebooks_on_the_board(interactive=False).splitlines()
-    status = lines.index("[2/2] b ... ok (0.2 s)")
-    assert lines[-1] == "[1/2] a ... FAILED at cell 3: ValueError: x (0.3 s)"
-    ticks_a = [line for line in lines if line.startswith("    [1/2] a: still running, cell 3/9, ")]
-    ticks_b = [line for line in lines if line.startswith("    [2/2] b: still running, cell 1/4, ")]
-    assert 2 <= len(ticks_b) <= 4 and all(i < status for i, line in enumerate(lines) if line in ticks_b)  # none after b ended
-    assert len(ticks_a) > len(ticks_b)
-    assert all(line in ticks_a + ticks_b or " ... " in line for line in lines)  # every line whole: a tick or a status
+def test_progress_in_a_log_writes_whole_lines_naming_notebook_and_cell(tmp_path, monkeypatch):
+    lines = _two_notebooks(tmp_path, bars=False, interval=0.0, monkeypatch=monkeypatch).splitlines()
+    assert lines == [
+        "    [1/2] a: cell 1/3, 0 s",
+        "    [1/2] a: cell 2/3, 0 s",
+        "    [1/2] a: cell 3/3, 0 s",
+        "    [2/2] b: cell 1/3, 0 s",
+        "[2/2] b ... ok (0.2 s)",
+        "[1/2] a ... FAILED at cell 3: ValueError: x (0.3 s)",
+    ]
 
 
-def test_progress_in_a_log_prints_only_the_status_of_a_short_notebook():
-    from workbench.runs.progress import Progress
-
-    stream = io.StringIO()
-    with Progress(stream, interactive=False, interval=30.0) as board:
-        board.started("[1/5] nb", total_cells=3)
-        board.finished("[1/5] nb", "ok (0.1 s)")
-    assert stream.getvalue() == "[1/5] nb ... ok (0.1 s)\n"
+def test_progress_in_a_log_prints_only_the_status_of_a_short_notebook(tmp_path, monkeypatch):
+    text = _two_notebooks(tmp_path, bars=False, interval=30.0, monkeypatch=monkeypatch)
+    assert text == "[2/2] b ... ok (0.2 s)\n[1/2] a ... FAILED at cell 3: ValueError: x (0.3 s)\n"
 
 
-def test_progress_on_a_terminal_redraws_one_line_naming_every_running_notebook():
-    text = _two_notebooks_on_the_board(interactive=True)
-    before, _, after = text.partition("\r\033[K[2/2] b ... ok (0.2 s)\n")  # the status replaces the drawn line
-    assert after, text
-    assert re.search(r"\rrunning: \[1/2\] a cell 3/9, \d+ s \| \[2/2\] b cell 1/4, \d+ s\033\[K", before)
-    assert "\n" not in before and "[2/2] b" not in after
-    assert re.search(r"\rrunning: \[1/2\] a cell 3/9, \d+ s\033\[K", after)
-    assert after.endswith("\r\033[K[1/2] a ... FAILED at cell 3: ValueError: x (0.3 s)\n")
+def test_progress_on_a_terminal_shows_a_bar_per_running_notebook(tmp_path, monkeypatch):
+    text = _two_notebooks(tmp_path, bars=True, interval=30.0, monkeypatch=monkeypatch)
+    drawn = text.replace("\r", "\n")
+    assert re.search(r"\n\[1/2\] a: [^\n]*\| 3/3 \[00:0", drawn)  # a's bar at its third cell, with the elapsed time
+    assert re.search(r"\n\[2/2\] b: [^\n]*\| 1/3 \[00:0", drawn)
+    assert "\n[2/2] b ... ok (0.2 s)\n" in drawn  # the status line stands on its own
+    assert text.endswith("[1/2] a ... FAILED at cell 3: ValueError: x (0.3 s)\n")
 
 
 def test_progress_without_ticking_writes_only_status_lines():
-    import time
-
+    from workbench.runs.plan import Execution
     from workbench.runs.progress import Progress
 
     stream = io.StringIO()
-    with Progress(stream, interactive=False, interval=0.01, ticking=False) as board:
-        board.started("[1/1] nb", total_cells=3)
-        time.sleep(0.05)
-        board.finished("[1/1] nb", "ok (0.1 s)")
-    assert stream.getvalue() == "[1/1] nb ... ok (0.1 s)\n"
+    board = Progress([Execution(OK, {}, {}, "")], stream, bars=True, ticking=False)
+    assert board.started(0) is None
+    board.finished(0, "ok (0.1 s)")
+    assert stream.getvalue() == "[1/1] ok_metrics ... ok (0.1 s)\n"
+
+
+# ----------------------------------------------------------------------------- kernels, GPUs, concurrency
 
 
 def test_kernels_get_the_thread_count_in_their_environment(tmp_path):
-    notebook = _write_notebook(
+    _write_notebook(
         tmp_path / "threads.ipynb",
         "output_dir = None",
         "import os\nfrom workbench.runs import write_metrics\n"
         "write_metrics(output_dir, {'omp_threads': int(os.environ['OMP_NUM_THREADS'])})",
     )
-    report = run(notebooks_dir=tmp_path, params_dir=tmp_path, outputs_dir=tmp_path / "out", threads=3, stream=_quiet())
+    report = run(notebooks_dir=tmp_path, params_dir=_params(tmp_path), outputs_dir=tmp_path / "out", threads=3, stream=_quiet())
     assert not report.failed and read_metrics(report.outcomes[0].output_dir)["metrics"]["omp_threads"] == 3
-    assert notebook.is_file()
 
 
 def _marker_notebook(path: Path, mine: str, theirs: str) -> Path:
-    """A notebook that writes ``mine`` and then waits up to 60 s for ``theirs``: two of them
-    finish only when they run at the same time."""
+    """A notebook that writes ``mine`` (its working directory and CUDA_VISIBLE_DEVICES) and then waits up
+    to 60 s for ``theirs``: two of them finish only when they run at the same time."""
     return _write_notebook(
         path,
         "output_dir = None\nmarkers = None",
-        "import os, pathlib, time\n"
-        f"pathlib.Path(markers, {mine!r}).write_text(os.getcwd())\n"
+        "import json, os, pathlib, time\n"
+        f"pathlib.Path(markers, {mine!r}).write_text(json.dumps([os.getcwd(), os.environ.get('CUDA_VISIBLE_DEVICES')]))\n"
         "deadline = time.monotonic() + 60\n"
         f"while not pathlib.Path(markers, {theirs!r}).exists():\n"
         "    assert time.monotonic() < deadline, 'the other notebook never started'\n"
@@ -557,29 +664,45 @@ def _marker_notebook(path: Path, mine: str, theirs: str) -> Path:
     )
 
 
-@pytest.mark.slow
-def test_jobs_run_notebooks_at_the_same_time_and_keep_the_plan_order(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)  # relative folders, as `make run` gives them
+def _two_waiting_notebooks(tmp_path: Path) -> Path:
     notebooks, markers = tmp_path / "notebooks", tmp_path / "markers"
     notebooks.mkdir(), markers.mkdir()
     _marker_notebook(notebooks / "a.ipynb", "a", "b")
     _marker_notebook(notebooks / "b.ipynb", "b", "a")
-    (tmp_path / "params" / "default").mkdir(parents=True)
-    for name in ("a", "b"):
-        (tmp_path / "params" / "default" / f"{name}.yaml").write_text(f"markers: {str(markers)!r}\n")
+    _params(tmp_path, {name: f"markers: {str(markers)!r}\n" for name in "ab"})
+    return markers
+
+
+@pytest.mark.slow
+def test_jobs_run_notebooks_at_the_same_time_and_keep_the_plan_order(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # relative folders, as `make run` gives them
+    markers = _two_waiting_notebooks(tmp_path)
     report = run(
         notebooks_dir="notebooks", params_dir="params", outputs_dir="out", jobs=2, threads=1, stream=_quiet(), progress=False
     )
     assert [outcome.execution.name for outcome in report.outcomes] == ["a", "b"]
     assert not report.failed, [outcome.status_text() for outcome in report.failed]
     assert Path.cwd() == tmp_path  # the runner never moves its own working directory
-    assert {(markers / name).read_text() for name in "ab"} == {str(notebooks.resolve())}  # each kernel's own
+    assert {json.loads((markers / name).read_text())[0] for name in "ab"} == {str((tmp_path / "notebooks").resolve())}
+
+
+@pytest.mark.slow
+def test_each_kernel_gets_its_own_gpu_and_jobs_default_to_one_per_gpu(tmp_path, monkeypatch):
+    import workbench.runs
+
+    monkeypatch.setattr(workbench.runs, "visible_gpus", lambda: ["0", "1"])  # a two-GPU box
+    markers = _two_waiting_notebooks(tmp_path)  # they finish only when both run at once: jobs defaulted to 2
+    report = run(
+        notebooks_dir=tmp_path / "notebooks", params_dir=tmp_path / "params", outputs_dir=tmp_path / "out", stream=_quiet()
+    )
+    assert not report.failed, [outcome.status_text() for outcome in report.failed]
+    assert sorted(json.loads((markers / name).read_text())[1] for name in "ab") == ["0", "1"]
 
 
 @pytest.mark.parametrize("jobs", [0, -1, 1.5])
 def test_jobs_below_one_are_refused_before_anything_runs(tmp_path, jobs):
-    with pytest.raises(ValueError, match=r"jobs: must be an int >= 1 \(notebooks run at once\)"):
-        run(only=["ok"], notebooks_dir=FIXTURES, params_dir=tmp_path, outputs_dir=tmp_path / "out", jobs=jobs, stream=_quiet())
+    with pytest.raises(ValueError, match=r"^jobs:"):
+        run(only=["ok"], notebooks_dir=FIXTURES, params_dir=_params(tmp_path), outputs_dir=tmp_path / "out", jobs=jobs)
     assert not (tmp_path / "out").exists()
 
 
@@ -593,13 +716,29 @@ def test_default_jobs_fill_the_cores_with_kernels_of_the_given_threads(monkeypat
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="reads kernel states from /proc (Linux)")
-def test_ctrl_c_stops_the_running_kernels_and_the_run(tmp_path):
-    import os
-    import signal
-    import threading
-    import time
+def test_the_submitit_local_executor_runs_each_point_as_a_job_into_the_same_layout(tmp_path):
+    report = run(
+        only=["ok"],
+        sweep={"x": [1.0, 2.0]},
+        notebooks_dir=FIXTURES,
+        params_dir=_params(tmp_path),
+        outputs_dir=tmp_path / "out",
+        executor="local",
+        stream=_quiet(),
+    )
+    assert not report.failed, [outcome.status_text() for outcome in report.failed]
+    run_dir = report.run_dir
+    assert [outcome.output_dir for outcome in report.outcomes] == [run_dir / "ok_metrics" / f"x={x}" for x in (1.0, 2.0)]
+    assert read_metrics(run_dir / "ok_metrics" / "x=2.0")["metrics"]["score"]["mean"] == 20.0
+    assert sorted(pd.read_csv(run_dir / "summary.csv")["metric.score"]) == [10.0, 20.0]
+    assert (run_dir / "index.html").is_file() and list((run_dir / "submitit").glob("*"))  # the jobs' logs stay with the run
 
+
+# ----------------------------------------------------------------------------- interruptions
+
+
+def _sleeping_notebooks(tmp_path: Path) -> tuple[Path, Path]:
+    """Notebooks a and b that write their kernel's pid into ``markers`` and then sleep 120 s."""
     notebooks, markers = tmp_path / "notebooks", tmp_path / "markers"
     notebooks.mkdir(), markers.mkdir()
     for name in ("a", "b"):
@@ -608,19 +747,46 @@ def test_ctrl_c_stops_the_running_kernels_and_the_run(tmp_path):
             "output_dir = None",
             f"import os, pathlib, time\npathlib.Path({str(markers)!r}, {name!r}).write_text(str(os.getpid()))\ntime.sleep(120)",
         )
+    _params(tmp_path)
+    return notebooks, markers
+
+
+def _wait_for(markers: Path, count: int) -> None:
+    import time
+
+    deadline = time.monotonic() + 60
+    while len(list(markers.iterdir())) < count and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
+def _assert_stopped(markers: Path) -> None:
+    for marker in markers.iterdir():
+        status = Path("/proc", marker.read_text(), "status")
+        assert not status.exists() or "State:\tZ" in status.read_text(), f"kernel of {marker.name} still runs"
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="reads kernel states from /proc (Linux)")
+def test_ctrl_c_stops_the_running_kernels_and_the_run_and_marks_the_index(tmp_path):
+    import os
+    import signal
+    import threading
+    import time
+
+    from workbench.runs import RunInterrupted
+
+    notebooks, markers = _sleeping_notebooks(tmp_path)
 
     def press_ctrl_c_once_both_run() -> None:
-        deadline = time.monotonic() + 60
-        while len(list(markers.iterdir())) < 2 and time.monotonic() < deadline:
-            time.sleep(0.05)
+        _wait_for(markers, 2)
         os.kill(os.getpid(), signal.SIGINT)  # a real signal: Ctrl-C in the terminal
 
     threading.Thread(target=press_ctrl_c_once_both_run, daemon=True).start()
     start = time.monotonic()
-    with pytest.raises(KeyboardInterrupt):
+    with pytest.raises(RunInterrupted) as interrupted:
         run(
             notebooks_dir=notebooks,
-            params_dir=tmp_path,
+            params_dir=tmp_path / "params",
             outputs_dir=tmp_path / "out",
             jobs=2,
             threads=1,
@@ -628,9 +794,38 @@ def test_ctrl_c_stops_the_running_kernels_and_the_run(tmp_path):
             progress=False,
         )
     assert time.monotonic() - start < 60  # not the notebooks' 120 s
-    for marker in markers.iterdir():
-        status = Path("/proc", marker.read_text(), "status")
-        assert not status.exists() or "State:\tZ" in status.read_text(), f"kernel of {marker.name} still runs"
+    _assert_stopped(markers)
+    run_dir = interrupted.value.report.run_dir
+    assert list(pd.read_csv(run_dir / "summary.csv")["status"]) == ["interrupted", "interrupted"]
+    assert "Interrupted" in (run_dir / "index.html").read_text()
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="reads kernel states from /proc (Linux)")
+def test_sigterm_stops_the_run_and_its_index_says_interrupted(tmp_path):
+    import signal
+    import subprocess
+
+    notebooks, markers = _sleeping_notebooks(tmp_path)
+    command = [
+        sys.executable,
+        "-m",
+        "workbench",
+        "run",
+        "--notebooks-dir",
+        str(notebooks),
+        "--params-dir",
+        str(tmp_path / "params"),
+    ]
+    command += ["--outputs-dir", str(tmp_path / "out"), "--run-id", "cut", "--jobs", "1", "--threads", "1"]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    _wait_for(markers, 1)
+    process.send_signal(signal.SIGTERM)  # a CI cancel, `timeout`
+    _, error = process.communicate(timeout=60)
+    assert process.returncode == 130 and error.splitlines()[-1].startswith("interrupted:"), error
+    _assert_stopped(markers)
+    assert list(pd.read_csv(tmp_path / "out" / "cut" / "summary.csv")["status"]) == ["interrupted", "interrupted"]
+    assert "Interrupted" in (tmp_path / "out" / "cut" / "index.html").read_text()
 
 
 def test_a_stopped_kernel_registry_refuses_new_kernels():
@@ -639,6 +834,6 @@ def test_a_stopped_kernel_registry_refuses_new_kernels():
     kernels = RunningKernels()
     manager_class = kernels.manager_class()
     manager_class(kernel_name="python3")  # recorded
-    assert kernels.kill_all() == 0  # none had started a process
-    with pytest.raises(RuntimeError, match="the run was interrupted: no new kernel starts"):
+    kernels.kill_all()  # none had started a process
+    with pytest.raises(RuntimeError, match=r"^the run was interrupted"):
         manager_class(kernel_name="python3")

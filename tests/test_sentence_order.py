@@ -84,4 +84,7 @@ def test_pretraining_with_sop_trains_both_heads(tmp_path):
 
     model = BertForPreTraining.from_pretrained(str(tmp_path / "sop"))
     assert model.cls.seq_relationship.out_features == 2
+    from transformers import AutoModelForMaskedLM
+
+    assert type(AutoModelForMaskedLM.from_pretrained(str(tmp_path / "sop"))).__name__ == "BertForMaskedLM"  # a plain folder
     assert torch.isfinite(torch.tensor(result.metrics["eval_loss"]))

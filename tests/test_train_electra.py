@@ -15,6 +15,7 @@ from transformers import BertForMaskedLM, TrainerCallback
 
 from workbench.config import TrainingConfig, load_config
 from workbench.lexicon import SynonymTable
+from workbench.losses import SoftRegularizationLoss
 from workbench.losses.mlm import HardCorrectionLoss, MaskedLMLoss
 from workbench.models import build_electra, build_sequence_classifier, tiny_bert_config
 from workbench.train import TASK_RUNNERS, finetune, pretrain_electra
@@ -148,6 +149,37 @@ def test_the_pair_shares_embeddings_and_the_discriminator_sees_the_generators_sa
     assert generator.electra.encoder.layer[0].attention.self.query.weight.grad is None
 
 
+@pytest.mark.parametrize("objective", ["plain", "hc", "sr"])
+def test_the_generator_head_at_the_masked_rows_gives_the_full_heads_loss_gradients_and_samples(tokenizer, table, objective):
+    torch.manual_seed(0)
+    model = tiny_pair(tokenizer).double().eval()
+    with torch.no_grad():  # G favours 巨: 大 -> 巨 is an HC correction
+        model.generator.generator_lm_head.bias[ids(tokenizer, "巨")[0]] += 30.0
+    loss = {"plain": MaskedLMLoss(), "hc": HardCorrectionLoss(tokenizer, table), "sr": SoftRegularizationLoss(0.5)}[objective]
+    gold, input_ids, labels, _, word_ids = synonym_batch(tokenizer)
+    inputs = {"input_ids": input_ids, "attention_mask": torch.ones_like(input_ids)}
+    full_logits = model.generator(**inputs).logits
+    output = model(**inputs, labels=labels, sampler=torch.Generator().manual_seed(3))
+    assert torch.equal(output.replaced_ids, sample_replacements(full_logits, input_ids, labels, torch.Generator().manual_seed(3)))
+    results = []
+    for logits in (full_logits, output.generator_logits):
+        model.zero_grad()
+        value, items = loss.loss_and_items(logits, labels, model=model.generator, word_ids=word_ids, **inputs)
+        value.backward(retain_graph=True)
+        counts = loss.correction_counts(logits, labels, word_ids) if objective == "hc" else None
+        results.append(
+            (value.detach(), int(items), {k: p.grad.clone() for k, p in model.named_parameters() if p.grad is not None}, counts)
+        )
+    (full, full_items, full_grads, full_counts), (rows, rows_items, rows_grads, rows_counts) = results
+    torch.testing.assert_close(rows, full, rtol=0.0, atol=1e-10)
+    assert rows_items == full_items and full_grads.keys() == rows_grads.keys()
+    for key, grad in full_grads.items():
+        torch.testing.assert_close(rows_grads[key], grad, rtol=0.0, atol=1e-10, msg=key)
+    if objective == "hc":
+        assert torch.equal(rows_counts.labels, full_counts.labels) and full_counts.corrected == 1
+        assert rows_counts.as_dict() == full_counts.as_dict()
+
+
 def test_the_trainers_hc_loss_relabels_a_synonym_replacement_and_counts_it(tokenizer, table, tmp_path):
     torch.manual_seed(0)
     model = tiny_pair(tokenizer)
@@ -188,27 +220,24 @@ def test_the_pair_saves_each_model_loadable_and_reads_them_back(tokenizer, tmp_p
     model.save_pretrained(tmp_path)
     disc, gen = load_file(str(tmp_path / "model.safetensors")), load_file(str(tmp_path / "generator" / "model.safetensors"))
     assert torch.equal(disc["electra.embeddings.word_embeddings.weight"], gen["electra.embeddings.word_embeddings.weight"])
-    torch.manual_seed(1)
-    other = tiny_pair(tokenizer)
-    other.load_weights(tmp_path)
+    # a checkpoint reloads as the pair: the generator from <folder>/generator (not a new one of size 0.5), sharing again
+    other = ElectraPretrainingModel(*build_electra(0.5, model_name_or_path=tmp_path))
     for name, value in model.state_dict().items():
         assert torch.equal(value, other.state_dict()[name]), name
+    assert other.generator.config.hidden_size == 8
+    assert other.generator.electra.embeddings is other.discriminator.electra.embeddings
     assert other.generator.generator_lm_head.weight is other.discriminator.electra.embeddings.word_embeddings.weight
-    # a checkpoint reloads as the pair: the generator from <folder>/generator, sharing again
-    generator, discriminator = build_electra(0.5, model_name_or_path=tmp_path)
-    assert generator.config.hidden_size == 8  # the saved generator, not a new one of size 0.5
-    assert generator.electra.embeddings is discriminator.electra.embeddings
 
 
 @pytest.mark.parametrize(
     "override, match",
     [
-        ({"electra": {"generator_size": 0}}, r"electra.generator_size: must be in \(0, 1\], got 0"),
-        ({"electra": {"generator_size": 1.5}}, r"electra.generator_size: must be in \(0, 1\]"),
-        ({"electra": {"generator_size": "small"}}, r"electra.generator_size: must be"),
-        ({"electra": {"discriminator_weight": 0}}, r"electra.discriminator_weight: must be a number > 0, got 0"),
-        ({"electra": {"discriminator_weight": -50}}, r"electra.discriminator_weight: must be a number > 0"),
-        ({"electra": {"lambda": 50}}, r"unknown config key 'electra.lambda'.*discriminator_weight, generator_size"),
+        ({"electra": {"generator_size": 0}}, r"^electra.generator_size:"),
+        ({"electra": {"generator_size": 1.5}}, r"^electra.generator_size:"),
+        ({"electra": {"generator_size": "small"}}, r"^electra.generator_size:"),
+        ({"electra": {"discriminator_weight": 0}}, r"^electra.discriminator_weight:"),
+        ({"electra": {"discriminator_weight": -50}}, r"^electra.discriminator_weight:"),
+        ({"electra": {"lambda": 50}}, "electra.lambda"),
     ],
 )
 def test_bad_electra_values_raise_naming_the_key(override, match):
@@ -217,12 +246,12 @@ def test_bad_electra_values_raise_naming_the_key(override, match):
 
 
 def test_electra_refuses_sop_a_generator_of_size_zero_and_a_bert_checkpoint(tmp_path, tokenizer):
-    with pytest.raises(ValueError, match=r"objective.sop: must be false for pretrain_electra"):
+    with pytest.raises(ValueError, match=r"^objective.sop:"):
         pretrain_electra({"output_dir": str(tmp_path / "x"), "objective": {"sop": True}})
-    with pytest.raises(ValueError, match=r"electra.generator_size: must give a generator hidden size >= 1"):
+    with pytest.raises(ValueError, match=r"^electra.generator_size:"):
         build_electra(0.01, tiny={**TINY, "vocab_size": len(tokenizer)})
     BertForMaskedLM(tiny_bert_config(len(tokenizer), **TINY)).save_pretrained(tmp_path / "bert")
-    with pytest.raises(ValueError, match=r"model.model_name_or_path: must be an ELECTRA checkpoint .* got model_type 'bert'"):
+    with pytest.raises(ValueError, match=r"^model.model_name_or_path:"):
         build_electra(0.25, model_name_or_path=tmp_path / "bert")
     assert "pretrain_electra" in TASK_RUNNERS
 

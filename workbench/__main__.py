@@ -3,75 +3,58 @@
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 
-from workbench.runs import PARAMS_SETS, parse_seeds, parse_sweep, run
+PIP_NAMES = {"yaml": "pyyaml", "sklearn": "scikit-learn", "mathjax": "django-static-mathjax"}
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m workbench", description="The Imbalance Workbench's notebook runner.")
     commands = parser.add_subparsers(dest="command", required=True)
-    run_parser = commands.add_parser(
+    run = commands.add_parser(
         "run",
         help="execute notebooks headless through papermill into outputs/<run-id>/",
-        description="Execute notebooks headless into a new outputs/<run-id>/ folder with summaries and index.html "
-        "(docs/runner.md).",
+        description="Execute notebooks headless into a new outputs/<run-id>/ folder with summaries and index.html (docs/runner.md).",
     )
-    run_parser.add_argument(
-        "--params-set",
-        default="default",
-        choices=PARAMS_SETS,
-        help="parameter files params/<set>/<notebook>.yaml: default (CPU, sample data, minutes), "
-        "smoke (seconds, used by the tests) or gpu (real data, the workbench's encoder, bf16); "
-        "default: %(default)s",
+    option = run.add_argument
+    sets = "default (CPU, minutes), smoke (seconds, the tests'), gpu (real data, bf16) or a folder of yours"
+    option("--params-set", default="default", help=f"a folder <params-dir>/<set>/ of <notebook>.yaml files: {sets}")
+    option("--only", nargs="+", metavar="NAME", help="notebook stems or prefixes, e.g. 01 or 01_dice_loss")
+    sweep_help = "one execution per value (several keys: their grid); values are YAML, lists in brackets: losses=[CE,DSC],[FL]"
+    option("--sweep", nargs="+", default=[], metavar="KEY=V1,V2", help=sweep_help)
+    option("--seeds", metavar="1,2,3", help="the seeds list every notebook repeats over (mean and spread)")
+    option(
+        "--threads", type=int, metavar="N", help="CPU threads per kernel (default: half the cores, or the cores over the GPUs)"
     )
-    run_parser.add_argument("--only", nargs="+", metavar="NAME", help="notebook stems or prefixes, e.g. 01 or 01_dice_loss")
-    run_parser.add_argument(
-        "--sweep",
-        nargs="+",
-        default=[],
-        metavar="KEY=V1,V2",
-        help="one execution per value (several keys: their grid); values are YAML, lists in brackets: "
-        "table8_losses=[CE,DSC],[FL]",
+    option(
+        "--jobs", type=int, metavar="N", help="notebooks at once (default: one per GPU, else as many kernels as the cores hold)"
     )
-    run_parser.add_argument("--seeds", metavar="1,2,3", help="the seeds list every notebook repeats over (mean and spread)")
-    run_parser.add_argument(
-        "--threads", type=int, metavar="N", help="CPU threads per kernel (default: half the cores, at least 1)"
-    )
-    run_parser.add_argument(
-        "--jobs",
-        type=int,
-        metavar="N",
-        help="notebooks run at once (default: as many kernels of --threads threads as the cores "
-        "hold, at least 1; 1 runs them one after another, for timings without neighbours)",
-    )
-    run_parser.add_argument(
-        "--notebooks-dir", default="notebooks", metavar="DIR", help="where the notebooks are; default: %(default)s"
-    )
-    run_parser.add_argument(
-        "--params-dir",
-        default="params",
-        metavar="DIR",
-        help="where the parameter sets are (<DIR>/<set>/<notebook>.yaml); default: %(default)s",
-    )
-    run_parser.add_argument(
-        "--outputs-dir", default="outputs", metavar="DIR", help="where run folders are created; default: %(default)s"
-    )
-    run_parser.add_argument("--run-id", help="folder name under outputs-dir (must not exist); default: timestamp + suffix")
-    run_parser.add_argument("--kernel", help="kernelspec name; default: one that runs this interpreter")
+    option("--gpus", metavar="0,1", help="GPU ids; each running kernel gets its own (default: every visible GPU)")
+    executors = "threads: kernels on this machine; slurm: a Slurm array job per execution (submitit); local: submitit locally"
+    option("--executor", default="threads", choices=("threads", "slurm", "local"), help=executors)
+    option("--slurm", nargs="+", default=[], metavar="KEY=VALUE", help="submitit job parameters, e.g. slurm_partition=gpu")
+    option("--notebooks-dir", default="notebooks", metavar="DIR", help="where the notebooks are; default: %(default)s")
+    option("--params-dir", default="params", metavar="DIR", help="where the parameter sets are; default: %(default)s")
+    option("--outputs-dir", default="outputs", metavar="DIR", help="where run folders are created; default: %(default)s")
+    option("--run-id", help="folder name under outputs-dir (must not exist); default: timestamp + suffix")
+    option("--kernel", help="kernelspec name; default: one that runs this interpreter")
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the command; 0 when every notebook succeeded, 1 when any failed, 2 for invalid input,
-    130 when interrupted (Ctrl-C: the running kernels are stopped)."""
+    """Run the command; 0 when every notebook succeeded, 1 when any failed, 2 for invalid input or a
+    missing package, 130 when interrupted (Ctrl-C or SIGTERM: the running kernels are stopped)."""
     args = build_parser().parse_args(argv)
+    previous = signal.signal(signal.SIGTERM, signal.default_int_handler)  # SIGTERM (a CI cancel, `timeout`) acts as Ctrl-C
     try:
+        from workbench.runs import parse_assignments, parse_seeds, parse_sweep, run
+
         report = run(
             params_set=args.params_set,
             only=args.only,
             sweep=parse_sweep(args.sweep),
-            seeds=parse_seeds(args.seeds) if args.seeds else None,
+            seeds=parse_seeds(args.seeds) if args.seeds is not None else None,
             notebooks_dir=args.notebooks_dir,
             params_dir=args.params_dir,
             outputs_dir=args.outputs_dir,
@@ -79,16 +62,28 @@ def main(argv: list[str] | None = None) -> int:
             kernel_name=args.kernel,
             threads=args.threads,
             jobs=args.jobs,
+            gpus=[gpu.strip() for gpu in args.gpus.split(",")] if args.gpus is not None else None,
+            executor=args.executor,
+            slurm=parse_assignments(args.slurm, "--slurm"),
         )
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
+    except ModuleNotFoundError as exc:
+        if not exc.name or exc.name.startswith("workbench"):
+            raise
+        package = PIP_NAMES.get(exc.name.split(".")[0], exc.name.split(".")[0])
         print(
-            "interrupted: the running notebooks were stopped; the run folder keeps what they wrote, without summaries",
-            file=sys.stderr,
+            f"error: package {package} is missing: install it with `{sys.executable} -m pip install {package}`", file=sys.stderr
         )
+        return 2
+    except KeyboardInterrupt as exc:
+        report = getattr(exc, "report", None)  # RunInterrupted: the report of what ran
+        where = f"; report: {report.run_dir / 'index.html'}" if report else ""
+        print(f"interrupted: the running notebooks were stopped{where}", file=sys.stderr)
         return 130
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     print(f"{len(report.outcomes) - len(report.failed)}/{len(report.outcomes)} ok; report: {report.run_dir / 'index.html'}")
     return 1 if report.failed else 0
 

@@ -30,6 +30,7 @@ DATA_SOURCES = (
     "table",
     "corpus",
 )
+ORDINAL_SOURCES = ("qbqtc", "sample_relevance")
 MODEL_KINDS = ("transformer", "probe")
 MASKING_STRATEGIES = ("random", "wwm", "kdm")
 OBJECTIVES = ("plain", "hc", "sr")
@@ -182,8 +183,18 @@ class DataConfig(Section):
     test_path: str | None = option(None, "a separate test file (with validation_path)")
     labels_path: str | None = option(None, "TNEWS labels.json")
     text: str | None = option(None, "table source: the text column")
-    text_pair: str | None = option(None, "table source: the second text column (optional)")
+    text_pair: str | None = option(None, "table source: the second text column (optional; pairs)")
     label: str | None = option(None, "table source: the label column")
+    label_names: list[str] | None = option(
+        None,
+        "table source: the classes of every split, in order (a label is a name or its index); "
+        "null: the training file's distinct values, sorted (numbers by value)",
+    )
+    ordinal: bool | None = option(
+        None,
+        "the labels are ordered (QBQTC's 0 < 1 < 2): far-error rates and PCL's near/far cases; "
+        "null: true for qbqtc and sample_relevance, false otherwise",
+    )
     split: tuple[float, float, float] = option(
         (0.8, 0.1, 0.1), "train/validation/test fractions when one file is split (a 0 test fraction: no test split)"
     )
@@ -225,6 +236,25 @@ class DataConfig(Section):
         check_int(self.key("max_train_samples"), self.max_train_samples, 1, allow_none=True)
         check_int(self.key("max_eval_samples"), self.max_eval_samples, 1, allow_none=True)
         check_int(self.key("n_sentences"), self.n_sentences, 1)
+        if self.ordinal is not None:
+            check_bool(self.key("ordinal"), self.ordinal)
+        if self.test_path is not None and self.validation_path is None:
+            raise ValueError(f"{self.key('test_path')}: needs {self.key('validation_path')} as well, got {self.test_path!r}")
+        if self.label_names is not None:
+            names = self.label_names
+            if (
+                self.source != "table"
+                or not isinstance(names, (list, tuple))
+                or len(names) < 2
+                or len(set(map(str, names))) != len(names)
+            ):
+                raise ValueError(f"{self.key('label_names')}: must be two or more distinct names (source table), got {names!r}")
+            object.__setattr__(self, "label_names", [str(name) for name in names])
+
+    @property
+    def is_ordinal(self) -> bool:
+        """``ordinal``, or its default: true for the sources in ``ORDINAL_SOURCES``."""
+        return self.source in ORDINAL_SOURCES if self.ordinal is None else self.ordinal
 
 
 @dataclass(frozen=True)
@@ -462,6 +492,18 @@ class Config(Section):
         super().__post_init__()
         if self.loss.params.get("reduction", "mean") != "mean":  # a trainer averages the loss of a batch
             raise ValueError(f"loss.params.reduction: must be 'mean' in a trainer, got {self.loss.params['reduction']!r}")
+        if self.task in ("finetune", "two_stage"):
+            check_loss_fits_labels(self.data, self.loss)
+
+
+def check_loss_fits_labels(data: DataConfig, loss: LossSpec) -> None:
+    """PCL's near and far cases need ordered labels: pcl on nominal labels (``data.is_ordinal`` false)
+    without ``loss.params.cost_matrix`` raises ValueError naming both keys."""
+    if loss.name == "pcl" and not data.is_ordinal and loss.params.get("cost_matrix") is None:
+        raise ValueError(
+            "loss.params.cost_matrix: pcl's near and far cases need ordinal labels; give a cost matrix or set "
+            f"data.ordinal: true if the classes are ordered, got nominal labels (source {data.source}, data.ordinal: false)"
+        )
 
 
 # ----------------------------------------------------------------------------- loading

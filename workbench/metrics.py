@@ -43,17 +43,19 @@ def classification_report(
     predictions: Sequence[int] | np.ndarray,
     label_names: Sequence[str] | None = None,
     num_labels: int | None = None,
+    ordinal: bool = False,
 ) -> dict:
     """Scores of ``predictions`` against gold ``labels`` (integer class ids 0..K-1).
 
-    K is ``num_labels``, else ``len(label_names)``, else 1 + the largest id seen.
+    K is ``num_labels``, else ``len(label_names)``, else 1 + the largest id seen; ``ordinal``:
+    the class ids are ordered (QBQTC's relevance), which the far-error rate needs.
     Returns a JSON-ready dict:
 
     * ``macro_f1``: unweighted mean of the K per-class F1 (absent classes count as 0),
     * ``accuracy``,
     * ``per_class``: {name: {precision, recall, f1, support}} (zero_division=0),
     * ``confusion_matrix``: K x K list of lists, rows gold, columns predicted,
-    * ``far_error_rate``: see ``far_error_rate``,
+    * ``far_error_rate`` (only when ``ordinal``): see ``far_error_rate``,
     * ``label_names``, ``num_examples``.
     """
     gold, pred = _validated_pair(labels, predictions)
@@ -69,7 +71,7 @@ def classification_report(
     names = list(label_names) if label_names is not None else [str(k) for k in range(num_labels)]
     classes = list(range(num_labels))
     precision, recall, f1, support = precision_recall_fscore_support(gold, pred, labels=classes, average=None, zero_division=0)
-    return {
+    report = {
         "macro_f1": float(np.mean(f1)),
         "accuracy": float(accuracy_score(gold, pred)),
         "per_class": {
@@ -82,7 +84,7 @@ def classification_report(
             for k in classes
         },
         "confusion_matrix": confusion_matrix(gold, pred, labels=classes).tolist(),
-        "far_error_rate": far_error_rate(gold, pred),
         "label_names": names,
         "num_examples": int(gold.size),
     }
+    return {**report, "far_error_rate": far_error_rate(gold, pred)} if ordinal else report

@@ -1,22 +1,11 @@
-"""Model constructors: tiny BERT configs, checkpoints, classification heads.
+"""Model constructors: tiny BERT configs, checkpoints through the Auto classes, heads.
 
-Every constructor builds either a tiny randomly initialised BERT (from
-``tiny_bert_config(**tiny)``, the default; sized for CPU) or loads a checkpoint
-through the ``transformers`` Auto classes when ``model_name_or_path`` is given,
-always with float32 weights (mixed precision is the trainer's business).
-Classifiers' ``forward`` returns an output with ``.logits``; the workbench
-trainers compute the loss themselves with the workbench losses.
-
-ELECTRA (Clark et al., ICLR 2020) pre-training gets its pair from :func:`build_electra`: a
-small ``ElectraForMaskedLM`` generator and an ``ElectraForPreTraining`` discriminator sharing
-their embeddings (:func:`tiny_electra_config`, :func:`electra_generator_config`).
-
-The auxiliary-label helpers implement the two-stage recipe: stage 1 trains the
-encoder with a head of K+n outputs (n auxiliary labels that never occur,
-``build_aux_label_classifier``); stage 2 freezes the encoder (``freeze_encoder``)
-and fits a fresh K-way head (``replace_head``). ``FusionClassifier`` is the
-MRE-BERT fusion: two encoders' [CLS] (or pooled) vectors concatenated and fed
-to one linear head.
+Every builder makes a tiny randomly initialised BERT (``tiny_bert_config(**tiny)``, sized for CPU) or loads
+``model_name_or_path`` with float32 weights (mixed precision is the trainer's). ELECTRA pre-training gets its
+generator and discriminator with shared embeddings from :func:`build_electra`; :func:`labelled_logits` applies a
+masked LM's vocabulary head at the labelled positions only. Two-stage training with auxiliary labels: a head of
+K+n outputs (:func:`build_aux_label_classifier`), then :func:`freeze_encoder` and a fresh K-way head
+(:func:`replace_head`). :class:`FusionClassifier` is MRE-BERT's fusion of two encoders.
 """
 
 from __future__ import annotations
@@ -47,30 +36,11 @@ from transformers import (
 )
 from transformers.modeling_outputs import SequenceClassifierOutput
 
-from workbench.checks import check_int, check_number
+from workbench.checks import check_choice, check_int, check_number
 from workbench.config import ModelConfig
 from workbench.vocab import load_tokenizer
 
-__all__ = [
-    "FusionClassifier",
-    "GENERATOR_DIR",
-    "build_aux_label_classifier",
-    "build_electra",
-    "build_encoder",
-    "build_masked_lm",
-    "build_sequence_classifier",
-    "build_token_classifier",
-    "freeze_encoder",
-    "replace_head",
-    "electra_generator_config",
-    "tiny_bert_config",
-    "tiny_electra_config",
-    "model_source",
-]
-
-GENERATOR_DIR = "generator"
-"""Where a pretrain_electra run keeps its generator: ``<output_dir>/generator`` (the discriminator is
-``<output_dir>`` itself, so ``finetune`` loads it as ``model.model_name_or_path``)."""
+GENERATOR_DIR = "generator"  # pretrain_electra's generator: <output_dir>/generator; the discriminator is <output_dir>
 
 
 def tiny_bert_config(
@@ -82,23 +52,13 @@ def tiny_bert_config(
     max_position: int = 128,
     **kw: Any,
 ) -> BertConfig:
-    """A small BertConfig for CPU experiments.
-
-    ``vocab_size`` defaults to the shipped tokenizer's size, ``intermediate_size``
-    to ``4 * hidden_size`` (BERT's ratio). Extra keyword arguments go to
-    BertConfig (e.g. ``hidden_dropout_prob``). Raises ValueError naming the
-    parameter for non-positive sizes or ``hidden_size % num_heads != 0``.
-    """
+    """A small BertConfig for CPU experiments: ``vocab_size`` defaults to the shipped tokenizer's size,
+    ``intermediate_size`` to 4 x ``hidden_size`` (BERT's ratio); ``kw`` go to BertConfig. ValueError naming the
+    parameter for non-positive sizes or ``hidden_size % num_heads != 0``."""
     vocab_size = len(load_tokenizer()) if vocab_size is None else vocab_size
     intermediate_size = 4 * hidden_size if intermediate_size is None else intermediate_size
-    for name, value in (
-        ("vocab_size", vocab_size),
-        ("num_layers", num_layers),
-        ("hidden_size", hidden_size),
-        ("num_heads", num_heads),
-        ("intermediate_size", intermediate_size),
-        ("max_position", max_position),
-    ):
+    sizes = dict(vocab_size=vocab_size, num_layers=num_layers, hidden_size=hidden_size, num_heads=num_heads)
+    for name, value in {**sizes, "intermediate_size": intermediate_size, "max_position": max_position}.items():
         check_int(name, value, 1)
     if hidden_size % num_heads:
         raise ValueError(f"hidden_size: must be divisible by num_heads={num_heads}, got {hidden_size}")
@@ -122,38 +82,23 @@ def tiny_electra_config(
     max_position: int = 128,
     **kw: Any,
 ) -> ElectraConfig:
-    """A small ElectraConfig for CPU experiments (the discriminator of ``pretrain_electra``), sized and
-    checked as :func:`tiny_bert_config`; its embedding size equals the hidden size (ELECTRA-Base's
-    choice; ELECTRA-Small uses 128 for a hidden size of 256). Extra keyword arguments go to ElectraConfig."""
+    """:func:`tiny_bert_config`'s sizes and checks as an ElectraConfig (``pretrain_electra``'s discriminator), embedding
+    size = hidden size (ELECTRA-Base's choice); ``kw`` go to ElectraConfig."""
     bert = tiny_bert_config(vocab_size, num_layers, hidden_size, num_heads, intermediate_size, max_position)
-    return ElectraConfig(
-        vocab_size=bert.vocab_size,
-        embedding_size=bert.hidden_size,
-        hidden_size=bert.hidden_size,
-        num_hidden_layers=bert.num_hidden_layers,
-        num_attention_heads=bert.num_attention_heads,
-        intermediate_size=bert.intermediate_size,
-        max_position_embeddings=bert.max_position_embeddings,
-        **kw,
-    )
+    sizes = ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size")
+    shared = {key: getattr(bert, key) for key in (*sizes, "max_position_embeddings")}
+    return ElectraConfig(embedding_size=bert.hidden_size, **shared, **kw)
 
 
 def electra_generator_config(discriminator: ElectraConfig, generator_size: float) -> ElectraConfig:
-    """The generator's config for ``discriminator``, as ELECTRA's ``get_generator_config``
-    (google-research/electra, ``configure_pretraining.py`` / ``run_pretraining.py``; Clark et al. 2020,
-    Sec. 3.2 and App. A): hidden size h = round(``generator_size`` x H), intermediate size 4h,
-    max(1, h // 64) attention heads, the discriminator's layers, embedding size and everything else.
-
-    When h is not a multiple of that head count (tiny sizes; ELECTRA's are multiples of 64) the
-    count is lowered to the largest one that divides h (the workbench's rule). Raises ValueError
-    (``electra.generator_size: ...``) when h would be 0.
-    """
+    """The generator's config, as ELECTRA's ``get_generator_config`` (Clark et al. 2020, Sec. 3.2, App. A): hidden size
+    h = round(``generator_size`` x H), intermediate size 4h, max(1, h // 64) attention heads (lowered until it divides
+    h: the workbench's rule for tiny sizes), the discriminator's layers, embedding size and everything else."""
     check_number("electra.generator_size", generator_size, 0, 1, low_inclusive=False)
     hidden = round(discriminator.hidden_size * generator_size)
     if hidden < 1:
         raise ValueError(
-            f"electra.generator_size: must give a generator hidden size >= 1 (round(size x "
-            f"{discriminator.hidden_size})), got {generator_size!r}"
+            f"electra.generator_size: must give a hidden size round(size x {discriminator.hidden_size}) >= 1, got {generator_size!r}"
         )
     heads = max(1, hidden // 64)
     while hidden % heads:
@@ -167,20 +112,11 @@ def build_electra(
 ) -> tuple[ElectraForMaskedLM, ElectraForPreTraining]:
     """ELECTRA's ``(generator, discriminator)`` with shared embeddings, float32 weights.
 
-    The discriminator is a tiny ELECTRA (:func:`tiny_electra_config` from ``tiny``) or the checkpoint
-    ``model_name_or_path`` (an ELECTRA one: a pretrain_electra output_dir or a hub
-    ``*-discriminator``; ValueError otherwise). The generator is ``<model_name_or_path>/generator``
-    when that folder exists (:data:`GENERATOR_DIR`, a pretrain_electra output_dir), else a new one
-    from :func:`electra_generator_config` (``generator_size`` sizes new generators only).
-
-    Sharing (Clark et al. 2020, Sec. 3.2: "we only share the embeddings (both the token and
-    positional embeddings)"; the official code reuses the whole ``electra/embeddings`` variable
-    scope): the generator's ``electra.embeddings`` module *is* the discriminator's (word, position
-    and token-type embeddings and their LayerNorm), and the generator's output layer stays tied to
-    the shared word embeddings (``tie_weights``), as BERT's and ELECTRA's MLM heads are. The
-    generator's ``embeddings_project`` (embedding size -> its hidden size) and everything above it
-    are its own. transformers has no ELECTRA pre-training model; assigning the module is how
-    PyTorch re-implementations share them.
+    The discriminator: a tiny ELECTRA (:func:`tiny_electra_config` from ``tiny``) or the ELECTRA checkpoint
+    ``model_name_or_path``; the generator: ``<model_name_or_path>/generator`` when it exists (:data:`GENERATOR_DIR`),
+    else a new one of ``generator_size`` (:func:`electra_generator_config`). Sharing (Clark et al. 2020, Sec. 3.2: "we
+    only share the embeddings (both the token and positional embeddings)"): the generator's ``electra.embeddings``
+    module *is* the discriminator's, and its output layer stays tied to the shared word embeddings.
     """
     if model_name_or_path is None:
         discriminator = ElectraForPreTraining(tiny_electra_config(**dict(tiny or {})))
@@ -191,8 +127,7 @@ def build_electra(
         model_type = AutoConfig.from_pretrained(str(model_name_or_path)).model_type
         if model_type != "electra":
             raise ValueError(
-                f"model.model_name_or_path: must be an ELECTRA checkpoint (model_type electra) for "
-                f"pretrain_electra, got model_type {model_type!r} in {str(model_name_or_path)!r}"
+                f"model.model_name_or_path: must be an ELECTRA checkpoint, got model_type {model_type!r} in {str(model_name_or_path)!r}"
             )
         discriminator = ElectraForPreTraining.from_pretrained(str(model_name_or_path), dtype=torch.float32)
         saved_generator = Path(model_name_or_path) / GENERATOR_DIR
@@ -201,18 +136,15 @@ def build_electra(
         else:
             generator = ElectraForMaskedLM(electra_generator_config(discriminator.config, generator_size))
     if generator.config.embedding_size != discriminator.config.embedding_size:
-        raise ValueError(
-            f"model.model_name_or_path: the generator's embedding size {generator.config.embedding_size} "
-            f"must equal the discriminator's {discriminator.config.embedding_size} to share embeddings"
-        )
+        sizes = (generator.config.embedding_size, discriminator.config.embedding_size)
+        raise ValueError(f"model.model_name_or_path: the generator's embedding size must equal the discriminator's, got {sizes}")
     generator.electra.embeddings = discriminator.electra.embeddings
     generator.tie_weights()
     return generator, discriminator
 
 
 def model_source(model: ModelConfig, vocab_size: int, max_length: int) -> dict[str, Any]:
-    """Keyword arguments for the builders below from a config's ``model`` section: the checkpoint,
-    or the tiny config sized to the tokenizer (``vocab_size``) and to ``max_length`` positions."""
+    """The builders' keyword arguments from a ``model`` section: the checkpoint, or the tiny config for ``vocab_size``."""
     if model.kind != "transformer":
         raise ValueError(f"model.kind: must be 'transformer' to build a transformer, got {model.kind!r}")
     if model.model_name_or_path is not None:
@@ -221,18 +153,13 @@ def model_source(model: ModelConfig, vocab_size: int, max_length: int) -> dict[s
 
 
 def _build(
-    auto_class: type,
-    bert_class: type,
-    model_name_or_path: str | Path | None,
-    tiny: Mapping[str, Any] | None,
-    **head_kw: Any,
+    auto_class: type, bert_class: type, model_name_or_path: str | Path | None, tiny: Mapping[str, Any] | None, **head_kw: Any
 ) -> PreTrainedModel:
     """Load ``model_name_or_path`` with ``auto_class`` or build ``bert_class`` from a tiny config."""
     if model_name_or_path is not None:
         if tiny is not None:
             raise ValueError("tiny: give either model_name_or_path or tiny config kwargs, not both")
-        # float32 master weights whatever the checkpoint's dtype (a bf16 checkpoint such as
-        # models/workbench-zh-mini is upcast): training precision comes from training.precision.
+        # float32 master weights whatever the checkpoint's dtype: precision is the trainer's
         return auto_class.from_pretrained(str(model_name_or_path), dtype=torch.float32, **head_kw)
     config = tiny_bert_config(**dict(tiny or {}))
     for key, value in head_kw.items():
@@ -243,20 +170,11 @@ def _build(
 def build_sequence_classifier(
     num_labels: int, model_name_or_path: str | Path | None = None, tiny: Mapping[str, Any] | None = None
 ) -> PreTrainedModel:
-    """A BertForSequenceClassification with ``num_labels`` outputs (tiny), or the checkpoint's own
-    classifier through ``AutoModelForSequenceClassification`` (a pretrain_electra output_dir gives an
-    ElectraForSequenceClassification on its discriminator, with a new head).
-
-    Sentence pairs need nothing special: the tokenizer builds ``[CLS] S1 [SEP] S2 [SEP]``
-    with ``token_type_ids``.
-    """
+    """A BertForSequenceClassification with ``num_labels`` outputs, or the checkpoint's own classifier class (a
+    pretrain_electra output_dir gives an ElectraForSequenceClassification, with a new head)."""
     check_int("num_labels", num_labels, 1)
     return _build(
-        AutoModelForSequenceClassification,
-        BertForSequenceClassification,
-        model_name_or_path,
-        tiny,
-        num_labels=num_labels,
+        AutoModelForSequenceClassification, BertForSequenceClassification, model_name_or_path, tiny, num_labels=num_labels
     )
 
 
@@ -265,24 +183,47 @@ def build_token_classifier(
 ) -> PreTrainedModel:
     """A BertForTokenClassification with ``num_labels`` outputs per token."""
     check_int("num_labels", num_labels, 1)
-    return _build(
-        AutoModelForTokenClassification,
-        BertForTokenClassification,
-        model_name_or_path,
-        tiny,
-        num_labels=num_labels,
-    )
+    return _build(AutoModelForTokenClassification, BertForTokenClassification, model_name_or_path, tiny, num_labels=num_labels)
 
 
 def build_masked_lm(
     model_name_or_path: str | Path | None = None, tiny: Mapping[str, Any] | None = None, sentence_order: bool = False
 ) -> PreTrainedModel:
-    """A BertForMaskedLM (tiny, or from a checkpoint); with ``sentence_order`` a BertForPreTraining,
-    whose two-way ``seq_relationship`` head on the pooled [CLS] serves sentence-order prediction
-    (its logits are ``prediction_logits`` and ``seq_relationship_logits``)."""
+    """A BertForMaskedLM; with ``sentence_order`` a BertForPreTraining, whose ``seq_relationship`` head on the pooled
+    [CLS] predicts the sentence order."""
     if sentence_order:
         return _build(AutoModelForPreTraining, BertForPreTraining, model_name_or_path, tiny)
     return _build(AutoModelForMaskedLM, BertForMaskedLM, model_name_or_path, tiny)
+
+
+def mlm_head(model: nn.Module) -> nn.Module | None:
+    """A masked LM's vocabulary head, hidden states (..., hidden) -> logits (..., vocab): BERT's ``cls.predictions``,
+    ELECTRA's ``generator_predictions`` + ``generator_lm_head``, RoBERTa's ``lm_head``; None for other models (and for
+    a DDP / DataParallel wrapper, whose gradient sync needs its own forward)."""
+    if hasattr(model, "cls"):
+        return model.cls.predictions
+    if hasattr(model, "generator_predictions"):
+        return nn.Sequential(model.generator_predictions, model.get_output_embeddings())
+    return getattr(model, "lm_head", None)
+
+
+def labelled_logits(model: nn.Module, labels: torch.Tensor, **inputs: Any) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """``(logits, sop_logits)``: a masked LM's logits at the labelled positions only (``labels != -100``), (M, vocab)
+    in row-major order, and a BertForPreTraining's sentence-order logits (batch, 2) (None for other models).
+
+    The same values as ``model(**inputs).logits[labels != -100]``: the encoder (``model.base_model``) runs on every
+    position, the vocabulary head (:func:`mlm_head`) on the M labelled hidden states only (Megatron's and NVIDIA's
+    BERT do the same). The boolean gather syncs with the device on CUDA. A model without a known head runs whole.
+    """
+    labelled = labels != -100
+    head = mlm_head(model)
+    if head is None:
+        output = model(**inputs)
+        logits = output["logits"] if "logits" in output else output["prediction_logits"]
+        return logits[labelled], output.get("seq_relationship_logits")
+    encoded = model.base_model(**inputs)
+    sop_head = getattr(getattr(model, "cls", None), "seq_relationship", None)  # BertForPreTraining's
+    return head(encoded.last_hidden_state[labelled]), None if sop_head is None else sop_head(encoded.pooler_output)
 
 
 def build_encoder(model_name_or_path: str | Path | None = None, tiny: Mapping[str, Any] | None = None) -> PreTrainedModel:
@@ -291,18 +232,11 @@ def build_encoder(model_name_or_path: str | Path | None = None, tiny: Mapping[st
 
 
 def build_aux_label_classifier(
-    num_labels: int,
-    num_aux: int,
-    model_name_or_path: str | Path | None = None,
-    tiny: Mapping[str, Any] | None = None,
+    num_labels: int, num_aux: int, model_name_or_path: str | Path | None = None, tiny: Mapping[str, Any] | None = None
 ) -> PreTrainedModel:
-    """Stage 1 of auxiliary-label training: a sequence classifier with K + n outputs.
-
-    Outputs ``0..K-1`` are the task labels (``num_labels`` = K), ``K..K+n-1`` the
-    ``num_aux`` = n auxiliary labels that never occur as gold labels. K and n are
-    recorded on the config as ``num_task_labels`` and ``num_aux_labels`` (saved
-    with ``save_pretrained``).
-    """
+    """Stage 1 of auxiliary-label training: a sequence classifier with K + n outputs, ``0..K-1`` the task labels
+    (``num_labels`` = K), ``K..K+n-1`` the ``num_aux`` = n auxiliary labels that never occur; K and n are recorded on
+    the config as ``num_task_labels`` and ``num_aux_labels``."""
     check_int("num_labels", num_labels, 1)
     check_int("num_aux", num_aux, 1)
     model = build_sequence_classifier(num_labels + num_aux, model_name_or_path, tiny)
@@ -312,13 +246,8 @@ def build_aux_label_classifier(
 
 
 def replace_head(model: PreTrainedModel, num_labels: int, seed: int | None = None) -> PreTrainedModel:
-    """Stage 2 of auxiliary-label training: a fresh ``num_labels``-way linear head on the same encoder.
-
-    The new ``model.classifier`` has weights ~ N(0, config.initializer_range) and
-    zero bias (BERT's initialisation), drawn from a generator seeded with
-    ``seed`` (the global torch RNG when None). Modifies ``model`` in place and
-    returns it; ``config.num_aux_labels`` becomes 0.
-    """
+    """Stage 2 of auxiliary-label training, in place: a fresh ``num_labels``-way linear head, weights ~ N(0,
+    initializer_range) drawn with ``seed`` (the global RNG when None), zero bias (BERT's); ``num_aux_labels`` = 0."""
     check_int("num_labels", num_labels, 1)
     old_head = getattr(model, "classifier", None)
     if not isinstance(old_head, nn.Linear):
@@ -329,16 +258,13 @@ def replace_head(model: PreTrainedModel, num_labels: int, seed: int | None = Non
         head.weight.normal_(0.0, model.config.initializer_range, generator=generator)
         head.bias.zero_()
     model.classifier = head.to(device=old_head.weight.device, dtype=old_head.weight.dtype)
-    model.num_labels = num_labels
-    model.config.num_labels = num_labels
-    model.config.num_task_labels = num_labels
+    model.num_labels = model.config.num_labels = model.config.num_task_labels = num_labels
     model.config.num_aux_labels = 0
     return model
 
 
 def freeze_encoder(model: PreTrainedModel) -> PreTrainedModel:
-    """Set ``requires_grad=False`` on every parameter of the encoder (``model.base_model``:
-    embeddings, layers, pooler); the head stays trainable. Returns ``model``."""
+    """``requires_grad=False`` on every parameter of the encoder (``model.base_model``); the head stays trainable."""
     encoder = model.base_model
     if encoder is model:
         raise ValueError("model: has no separate encoder (model.base_model is the model itself)")
@@ -348,18 +274,11 @@ def freeze_encoder(model: PreTrainedModel) -> PreTrainedModel:
 
 
 class FusionClassifier(nn.Module):
-    """MRE-BERT fusion of two encoders: ``logits = W [h_a ; h_b] + b``.
+    """MRE-BERT fusion of two encoders: ``logits = W [h_a ; h_b] + b`` (the paper says MRE-BERT "fuses the textual
+    representations"; concatenation under one linear head is the workbench's reading).
 
-    The auxiliary-label paper says only that MRE-BERT "fuses the textual representations" of two
-    pre-trained models (M-BERT "unites" them); concatenating the two vectors under one linear
-    head is the workbench's reading.
-
-    ``h_a``, ``h_b`` are each encoder's [CLS] vector (``representation="cls"``:
-    ``last_hidden_state[:, 0]``) or pooled output (``representation="pooled"``),
-    concatenated and passed through dropout and one linear layer. Both encoders
-    read the same ``input_ids`` (they must share the tokenizer). ``forward``
-    returns a SequenceClassifierOutput; with ``labels`` its ``loss`` is the mean
-    cross-entropy (as in the Hugging Face classifiers).
+    ``h_a``, ``h_b``: each encoder's [CLS] vector (``representation="cls"``) or pooled output (``"pooled"``), through
+    dropout. Both encoders read the same ``input_ids``. With ``labels`` the output's ``loss`` is the mean cross-entropy.
     """
 
     REPRESENTATIONS = ("cls", "pooled")
@@ -373,18 +292,11 @@ class FusionClassifier(nn.Module):
         dropout: float = 0.1,
     ) -> None:
         super().__init__()
-        check_int("num_labels", num_labels, 1)
-        if representation not in self.REPRESENTATIONS:
-            raise ValueError(f"representation: must be one of {self.REPRESENTATIONS}, got {representation!r}")
-        if not 0.0 <= dropout < 1.0:
-            raise ValueError(f"dropout: must be in [0, 1), got {dropout!r}")
-        self.encoder_a = encoder_a
-        self.encoder_b = encoder_b
-        self.num_labels = num_labels
-        self.representation = representation
-        self.dropout = nn.Dropout(dropout)
-        width = encoder_a.config.hidden_size + encoder_b.config.hidden_size
-        self.classifier = nn.Linear(width, num_labels)
+        self.num_labels = check_int("num_labels", num_labels, 1)
+        self.representation = check_choice("representation", representation, self.REPRESENTATIONS)
+        self.dropout = nn.Dropout(check_number("dropout", dropout, 0.0, 1.0, high_inclusive=False))
+        self.encoder_a, self.encoder_b = encoder_a, encoder_b
+        self.classifier = nn.Linear(encoder_a.config.hidden_size + encoder_b.config.hidden_size, num_labels)
 
     def _represent(self, encoder: PreTrainedModel, **inputs: torch.Tensor | None) -> torch.Tensor:
         output = encoder(**inputs)

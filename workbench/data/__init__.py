@@ -1,10 +1,6 @@
-"""Datasets for the workbench: generated sample data, loaders of the real
-datasets, seeded splits and imbalance tools.
-
-Every dataset has a ``text`` column (and ``text_pair`` for pairs) and an integer
-``label`` column whose ClassLabel feature carries the class names
-(``label_names(ds)``).
-"""
+"""Datasets: generated samples, loaders of the real files, seeded splits, imbalance tools, and
+:func:`load_splits` / :func:`load_texts` for a config's ``data`` section. Every dataset has ``text``
+(and ``text_pair``) and an integer ``label`` whose ClassLabel names the classes (``label_names(ds)``)."""
 
 from __future__ import annotations
 
@@ -24,7 +20,9 @@ from workbench.data.loaders import (
     load_chnsenticorp,
     load_lcqmc,
     load_qbqtc,
+    load_splits,
     load_table,
+    load_texts,
     load_tnews,
 )
 from workbench.data.samples import (
@@ -36,8 +34,7 @@ from workbench.data.samples import (
     sample_sentence_splits,
     sample_sentences,
 )
-from workbench.data.sources import load_splits, load_texts
-from workbench.data.splits import deduplicate_splits, stratified_split
+from workbench.data.splits import deduplicate_splits, shared_with_train, stratified_split
 
 __all__ = [
     "RELEVANCE_LABEL_NAMES",
@@ -63,6 +60,7 @@ __all__ = [
     "sample_relevance_splits",
     "sample_sentence_splits",
     "sample_sentences",
+    "shared_with_train",
     "stratified_split",
     "synonym_replace",
     "table8_class_counts",

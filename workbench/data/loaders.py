@@ -1,272 +1,215 @@
-"""Loaders for the real datasets (a user points them at downloaded files).
-
-Each loader returns a ``datasets.Dataset`` with ``text`` (and ``text_pair``)
-strings and an integer ``label`` whose ClassLabel feature holds the class names.
-A missing file, a missing column, a malformed line or an unknown label value
-raises ValueError naming the file and the 1-based line number; so does a line
-that is not UTF-8 (e.g. a GBK download: the message gives the iconv command
-that converts it). A file without any record raises ``<path>: no records``.
-A UTF-8 byte-order mark before the first line is dropped (``utf-8-sig``), so
-a header after it is recognised. CSV/TSV fields may be as long as the file:
-the csv module's field-size limit is raised to the file size while it is read.
+"""Readers of the real datasets' files (``.gz`` allowed) and :func:`load_splits` / :func:`load_texts`
+for a config's ``data`` section. Datasets hold ``text`` (and ``text_pair``) strings and an integer
+ClassLabel ``label``; label values are compared as values (``1``, ``1.0``, ``"1"``: one class). Bad
+input raises ValueError naming ``file:line`` (docs/data.md lists the cases; docs/architecture.md says
+why these readers are the workbench's own rather than ``datasets.load_dataset``).
 """
 
 from __future__ import annotations
 
 import csv
+import gzip
 import json
+import zlib
 from collections.abc import Iterator, Mapping, Sequence
+from decimal import Decimal, InvalidOperation
 from pathlib import Path
+from typing import Any
 
-from datasets import Dataset
+from datasets import Dataset, DatasetDict
 
-from workbench.data.features import RELEVANCE_LABEL_NAMES, build_dataset
-
-Record = tuple[int, dict[str, str]]
-"""(1-based line number, field -> raw value)."""
+from workbench.config import DataConfig
+from workbench.data.features import RELEVANCE_LABEL_NAMES, build_dataset, label_names
+from workbench.data.samples import sample_corpus, sample_relevance_splits, sample_sentence_splits
+from workbench.data.splits import stratified_split
 
 FORMATS = ("csv", "tsv", "jsonl")
 _SUFFIX_FORMATS = {".csv": "csv", ".tsv": "tsv", ".txt": "tsv", ".jsonl": "jsonl", ".json": "jsonl"}
-
-TNEWS_LABELS: tuple[tuple[str, str], ...] = (
-    ("100", "news_story"),
-    ("101", "news_culture"),
-    ("102", "news_entertainment"),
-    ("103", "news_sports"),
-    ("104", "news_finance"),
-    ("106", "news_house"),
-    ("107", "news_car"),
-    ("108", "news_edu"),
-    ("109", "news_tech"),
-    ("110", "news_military"),
-    ("112", "news_travel"),
-    ("113", "news_world"),
-    ("114", "news_stock"),
-    ("115", "news_agriculture"),
-    ("116", "news_game"),
-)
-"""CLUE TNEWS label ids and descriptions (the content of its labels.json; 105 and 111 unused)."""
-
-
-def _existing_file(path: str | Path, parameter: str = "path") -> Path:
-    path = Path(path)
-    if not path.is_file():
-        raise ValueError(f"{parameter}: no such file {str(path)!r}")
-    return path
-
-
 _CSV_FIELD_LIMIT_CAP = 2**31 - 1  # csv.field_size_limit takes a C long (32-bit on Windows)
+_TNEWS_IDS = (*range(100, 105), *range(106, 111), *range(112, 117))  # 105 and 111 unused
+_TNEWS_TOPICS = "story culture entertainment sports finance house car edu tech military travel world stock agriculture game"
+TNEWS_LABELS = tuple((str(i), f"news_{topic}") for i, topic in zip(_TNEWS_IDS, _TNEWS_TOPICS.split()))
+"""CLUE TNEWS label ids and descriptions (the content of its labels.json)."""
 
 
-def _undecodable_lines(path: Path) -> Iterator[tuple[int, bytes, UnicodeDecodeError]]:
-    """(1-based line number, raw bytes, error) of every line of ``path`` that is not UTF-8."""
-    with path.open("rb") as handle:
-        for line_no, raw in enumerate(handle, start=1):
+def existing_file(path: str | Path, parameter: str = "path") -> Path:
+    """``path`` as a Path; ValueError naming ``parameter`` when it is not a file."""
+    if not Path(path).is_file():
+        raise ValueError(f"{parameter}: no such file {str(path)!r}")
+    return Path(path)
+
+
+def read_lines(path: Path) -> Iterator[tuple[int, str]]:
+    """(1-based line number, line) of a UTF-8 text file, ``.gz`` read through gzip, a byte-order mark
+    dropped. A line that is not UTF-8 or a broken gzip stream raises ValueError naming path:line."""
+    line_no = 0
+    try:
+        with (gzip.open if path.suffix == ".gz" else open)(path, "rb") as handle:
+            for line_no, raw in enumerate(handle, start=1):
+                try:
+                    line = raw.decode("utf-8-sig" if line_no == 1 else "utf-8")
+                except UnicodeDecodeError as error:
+                    source = "<its encoding>" if "\ufffd" in raw.decode("gbk", "replace") else "GBK"
+                    where = f"{path}:{line_no}: not UTF-8 text ({error.reason} at byte {error.start} of the line)"
+                    raise ValueError(f"{where}; convert it with iconv -f {source} -t UTF-8") from None
+                yield line_no, line
+    except (gzip.BadGzipFile, EOFError, zlib.error) as error:
+        raise ValueError(f"{path}:{line_no + 1}: not a readable gzip file ({error})") from None
+
+
+def _jsonl_records(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    for line_no, line in read_lines(path):
+        if line.strip():
             try:
-                raw.decode("utf-8-sig" if line_no == 1 else "utf-8")
-            except UnicodeDecodeError as error:
-                yield line_no, raw, error
+                record = json.loads(line)
+            except json.JSONDecodeError as error:
+                raise ValueError(f"{path}:{line_no}: not a JSON object ({error.msg})") from None
+            if not isinstance(record, dict):
+                raise ValueError(f"{path}:{line_no}: not a JSON object")
+            yield line_no, record
 
 
-def _not_utf8(path: Path) -> ValueError:
-    """The error for a file that is not UTF-8, naming its first undecodable line and the iconv
-    command that converts it (GBK when that line decodes as GBK)."""
-    line_no, raw, error = next(_undecodable_lines(path))
-    try:
-        raw.decode("gbk")
-        source = "GBK"
-    except UnicodeDecodeError:
-        source = "<its encoding>"
-    return ValueError(
-        f"{path}:{line_no}: not UTF-8 text ({error.reason} at byte {error.start} of the line); "
-        f"convert it with iconv -f {source} -t UTF-8"
-    )
-
-
-def _text_lines(path: Path, newline: str | None) -> Iterator[str]:
-    """The lines of ``path`` read as UTF-8 (``open(newline=newline)``); a byte-order mark
-    before the first line is dropped. A file that is not UTF-8 raises ValueError naming
-    path:line of its first undecodable line."""
-    try:
-        with path.open(encoding="utf-8-sig", newline=newline) as handle:
-            yield from handle
-    except UnicodeDecodeError:
-        raise _not_utf8(path) from None
-
-
-def _jsonl_records(path: Path) -> Iterator[Record]:
-    for line_no, line in enumerate(_text_lines(path, None), start=1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as error:
-            raise ValueError(f"{path}:{line_no}: not a JSON object ({error.msg})") from None
-        if not isinstance(record, dict):
-            raise ValueError(f"{path}:{line_no}: not a JSON object")
-        yield line_no, {key: "" if value is None else str(value) for key, value in record.items()}
-
-
-def _delimited_records(path: Path, delimiter: str, fieldnames: Sequence[str] | None) -> Iterator[Record]:
-    """Rows of a CSV/TSV file. With ``fieldnames`` None the first line is the header.
-
-    With ``fieldnames`` given (a headerless format), a first line that contains
-    the word ``label`` as a field is taken as a header: its ``label`` column is
-    the label and the remaining columns, in order, fill the other fieldnames.
-    """
+def _delimited_records(path: Path, delimiter: str, fieldnames: Sequence[str] | None) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Rows of a CSV/TSV (unquoted) file, its first line the header; with ``fieldnames`` (headerless) a
+    first line with a field ``label`` is a header: its ``label`` column first, the others in order."""
     quoting = csv.QUOTE_MINIMAL if delimiter == "," else csv.QUOTE_NONE
-    previous_limit = csv.field_size_limit()
-    csv.field_size_limit(max(previous_limit, min(path.stat().st_size + 1, _CSV_FIELD_LIMIT_CAP)))
+    previous_limit = csv.field_size_limit(min(path.stat().st_size + 1, _CSV_FIELD_LIMIT_CAP))  # fields as long as the file
+    reader = csv.reader((line for _, line in read_lines(path)), delimiter=delimiter, quoting=quoting)
+    columns = list(fieldnames) if fieldnames is not None else None
     try:
-        reader = csv.reader(_text_lines(path, ""), delimiter=delimiter, quoting=quoting)
-        columns = list(fieldnames) if fieldnames is not None else None
-        for row in _csv_rows(reader, path):
-            line_no = reader.line_num
-            if not any(field.strip() for field in row):
+        for row in reader:
+            names = [field.strip().lower() for field in row]
+            if not any(names):
                 continue
             if columns is None:
                 columns = [field.strip() for field in row]
-                continue
-            if line_no == 1 and fieldnames is not None and "label" in (field.strip().lower() for field in row):
-                columns = _columns_from_header(row, fieldnames)
-                continue
-            if len(row) != len(columns):
-                raise ValueError(f"{path}:{line_no}: expected {len(columns)} fields {columns}, got {len(row)}")
-            yield line_no, dict(zip(columns, row))
+            elif reader.line_num == 1 and fieldnames is not None and "label" in names:
+                if len(names) != len(fieldnames):
+                    raise ValueError(f"{path}:1: header: expected {len(fieldnames)} columns, got {row}")
+                others = iter(name for name in fieldnames if name != "label")
+                columns = ["label" if name == "label" else next(others) for name in names]
+            elif len(row) != len(columns):
+                raise ValueError(f"{path}:{reader.line_num}: expected {len(columns)} fields {columns}, got {len(row)}")
+            else:
+                yield reader.line_num, dict(zip(columns, row))
+    except csv.Error as error:
+        raise ValueError(f"{path}:{reader.line_num}: {error}") from None
     finally:
         csv.field_size_limit(previous_limit)
 
 
-def _csv_rows(reader, path: Path) -> Iterator[list[str]]:
-    """The rows of a csv reader; a csv.Error becomes a ValueError naming path:line."""
+def _text(value: Any, where: str) -> str:
+    if not isinstance(value, str):
+        raise ValueError(f"{where}: must be a string, got {type(value).__name__} {value!r}")
     try:
-        yield from reader
-    except csv.Error as error:
-        raise ValueError(f"{path}:{reader.line_num}: {error}") from None
+        value.encode("utf-8")
+    except UnicodeEncodeError as error:
+        raise ValueError(f"{where}: holds a lone surrogate {value[error.start]!r} (a broken \\u escape)") from None
+    return value
 
 
-def _columns_from_header(header: Sequence[str], fieldnames: Sequence[str]) -> list[str]:
-    names = [field.strip().lower() for field in header]
-    others = [name for name in fieldnames if name != "label"]
-    if len(names) != len(fieldnames):
-        raise ValueError(f"header: expected {len(fieldnames)} columns, got {header}")
-    iterator = iter(others)
-    return ["label" if name == "label" else next(iterator) for name in names]
+def label_value(value: Any, where: str = "label") -> str:
+    """A label as a value: numbers by their number (``1``, ``1.0``, ``"1"`` -> ``"1"``; ``"0.50"`` -> ``"0.5"``), other
+    strings stripped; ValueError naming ``where`` for an empty cell, null, NaN, a list or a mapping."""
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        raise ValueError(f"{where}: label must be a string or a number, got {value!r}")
+    text = _text(value, where).strip() if isinstance(value, str) else repr(value)
+    try:
+        number = Decimal(text)
+    except InvalidOperation:
+        number = None
+    if not text or (number is not None and not number.is_finite()):
+        raise ValueError(f"{where}: empty or missing label, got {value!r}")
+    if number is None or number.adjusted() >= 30:  # text, or a number beyond any class id: as written
+        return text
+    return str(int(number)) if number == number.to_integral_value() else str(number.normalize())
 
 
-def _records(path: Path, format: str, fieldnames: Sequence[str] | None = None) -> Iterator[Record]:
-    if format == "jsonl":
-        return _jsonl_records(path)
-    return _delimited_records(path, "," if format == "csv" else "\t", fieldnames)
-
-
-def _build(
-    records: Iterator[Record],
-    path: Path,
-    text: str,
-    text_pair: str | None,
-    label: str,
-    label_index: Mapping[str, int],
-    names: Sequence[str],
-) -> Dataset:
-    """Dataset from raw records: ``text``/``text_pair`` columns copied, ``label`` mapped by ``label_index``."""
-    columns: dict[str, list] = {"text": [], "label": []}
-    if text_pair is not None:
-        columns["text_pair"] = []
-    wanted = [text, label] + ([text_pair] if text_pair is not None else [])
+def read_table(path: Path, format: str, columns: Mapping[str, str], fieldnames: Sequence[str] | None = None) -> dict[str, list]:
+    """Every record's ``columns`` (output name -> source column; ``label`` read by :func:`label_value`)
+    and ``line`` (line numbers). ValueError naming path:line for a bad record; ``<path>: no records``."""
+    read: dict[str, list] = {name: [] for name in (*columns, "line")}
+    records = (
+        _jsonl_records(path) if format == "jsonl" else _delimited_records(path, "," if format == "csv" else "\t", fieldnames)
+    )
     for line_no, record in records:
-        for source in wanted:
+        for name, source in columns.items():
             if source not in record:
                 raise ValueError(f"{path}:{line_no}: missing column {source!r} (has {sorted(record)})")
-        raw_label = record[label].strip()
-        if raw_label not in label_index:
-            raise ValueError(f"{path}:{line_no}: unknown label value {raw_label!r}; allowed {sorted(label_index)}")
-        columns["text"].append(record[text])
-        if text_pair is not None:
-            columns["text_pair"].append(record[text_pair])
-        columns["label"].append(label_index[raw_label])
-    if not columns["label"]:
+            where = f"{path}:{line_no}: column {source!r}"
+            read[name].append(label_value(record[source], where) if name == "label" else _text(record[source], where))
+        read["line"].append(line_no)
+    if not read["line"]:
         raise ValueError(f"{path}: no records")
-    return build_dataset(columns, names)
+    return read
 
 
-def _index_labels(values: Sequence[str]) -> dict[str, int]:
-    return {value: index for index, value in enumerate(values)}
+def labelled(path: Path, read: dict[str, list], index: Mapping[str, int], names: Sequence[str]) -> Dataset:
+    """The Dataset of :func:`read_table`'s columns, labels mapped by ``index`` (value -> class id);
+    a value not in it raises ValueError naming path:line and the value."""
+    for value, line_no in zip(read["label"], read["line"]):
+        if value not in index:
+            raise ValueError(f"{path}:{line_no}: unknown label value {value!r}; allowed {sorted(index)}")
+    columns = {name: read[name] for name in read if name != "line"}
+    return build_dataset({**columns, "label": [index[value] for value in read["label"]]}, names)
+
+
+def class_values(values: Sequence[str]) -> list[str]:
+    """Distinct label values in class order: by number when all are numbers, else as strings."""
+    distinct = set(values)
+    try:
+        return sorted(distinct, key=Decimal)
+    except InvalidOperation:
+        return sorted(distinct)
+
+
+def _load(path: str | Path, format: str, columns: dict[str, str], classes: dict[str, str], fields: Sequence[str] = ()) -> Dataset:
+    """A file of fixed ``classes`` (label value -> class name, in class order)."""
+    path = existing_file(path)
+    index = {label_value(value): k for k, value in enumerate(classes)}
+    return labelled(path, read_table(path, format, columns, fields or None), index, list(classes.values()))
 
 
 def load_qbqtc(path: str | Path) -> Dataset:
     """CLUE QBQTC JSON lines (id, query, title, label "0"/"1"/"2"): text=query, text_pair=title."""
-    path = _existing_file(path)
-    return _build(_jsonl_records(path), path, "query", "title", "label", _index_labels(["0", "1", "2"]), RELEVANCE_LABEL_NAMES)
-
-
-def _tnews_label_table(labels_path: str | Path | None) -> tuple[tuple[str, str], ...]:
-    if labels_path is None:
-        return TNEWS_LABELS
-    path = _existing_file(labels_path, "labels_path")
-    table = []
-    for line_no, record in _jsonl_records(path):
-        if "label" not in record or "label_desc" not in record:
-            raise ValueError(f"{path}:{line_no}: missing column 'label' or 'label_desc'")
-        table.append((record["label"], record["label_desc"]))
-    if not table:
-        raise ValueError(f"{path}: no records")
-    return tuple(sorted(table, key=lambda pair: int(pair[0]) if pair[0].isdigit() else pair[0]))
+    return _load(
+        path, "jsonl", {"text": "query", "text_pair": "title", "label": "label"}, dict(zip("012", RELEVANCE_LABEL_NAMES))
+    )
 
 
 def load_tnews(path: str | Path, labels_path: str | Path | None = None) -> Dataset:
-    """CLUE TNEWS JSON lines (label, label_desc, sentence, keywords): text=sentence.
-
-    Label ids (e.g. "100".."116") map to contiguous indices in the order of the
-    ids listed in ``labels_path`` (CLUE's labels.json; default: the built-in
-    ``TNEWS_LABELS``, 15 classes); the class names are the label_desc values.
-    """
-    path = _existing_file(path)
-    table = _tnews_label_table(labels_path)
-    return _build(
-        _jsonl_records(path),
-        path,
-        "sentence",
-        None,
-        "label",
-        _index_labels([label_id for label_id, _ in table]),
-        [desc for _, desc in table],
-    )
+    """CLUE TNEWS JSON lines (label, label_desc, sentence): text=sentence; classes: the ids of
+    ``labels_path`` (CLUE's labels.json; default :data:`TNEWS_LABELS`) in order, named by label_desc."""
+    classes = dict(TNEWS_LABELS)
+    if labels_path is not None:
+        read = read_table(existing_file(labels_path, "labels_path"), "jsonl", {"label": "label", "label_desc": "label_desc"})
+        descriptions = dict(zip(read["label"], read["label_desc"]))
+        classes = {value: descriptions[value] for value in class_values(read["label"])}
+    return _load(path, "jsonl", {"text": "sentence", "label": "label"}, classes)
 
 
 def load_chnsenticorp(path: str | Path) -> Dataset:
     """ChnSentiCorp: ``text TAB label`` lines (0 negative, 1 positive); an optional header
     line naming a ``label`` column (e.g. ``label TAB text_a``) sets the column order."""
-    path = _existing_file(path)
-    return _build(
-        _delimited_records(path, "\t", ("text", "label")),
-        path,
-        "text",
-        None,
-        "label",
-        _index_labels(["0", "1"]),
-        ("negative", "positive"),
-    )
+    fields = ("text", "label")
+    return _load(path, "tsv", {name: name for name in fields}, {"0": "negative", "1": "positive"}, fields)
 
 
 def load_lcqmc(path: str | Path) -> Dataset:
     """LCQMC: ``s1 TAB s2 TAB label`` lines (1 same intent, 0 not); optional header with ``label``."""
-    path = _existing_file(path)
-    return _build(
-        _delimited_records(path, "\t", ("text", "text_pair", "label")),
-        path,
-        "text",
-        "text_pair",
-        "label",
-        _index_labels(["0", "1"]),
-        ("different", "same"),
-    )
+    fields = ("text", "text_pair", "label")
+    return _load(path, "tsv", {name: name for name in fields}, {"0": "different", "1": "same"}, fields)
 
 
-def _infer_label_index(values: Sequence[str]) -> tuple[dict[str, int], list[str]]:
-    """Distinct label values sorted (numerically when all are integers) as the class names."""
-    distinct = sorted(set(values), key=lambda v: (0, int(v), "") if v.lstrip("-").isdigit() else (1, 0, v))
-    return _index_labels(distinct), distinct
+def table_format(path: Path, format: str | None = None) -> str:
+    """``format`` checked, or inferred from the suffix (.csv, .tsv/.txt, .jsonl/.json; then .gz allowed)."""
+    if format is None:
+        format = _SUFFIX_FORMATS.get(path.with_suffix("").suffix.lower() if path.suffix == ".gz" else path.suffix.lower())
+        if format is None:
+            raise ValueError(f"format: cannot infer from suffix {''.join(path.suffixes)!r}; pass one of {FORMATS}")
+    if format not in FORMATS:
+        raise ValueError(f"format: must be one of {FORMATS}, got {format!r}")
+    return format
 
 
 def load_table(
@@ -276,30 +219,98 @@ def load_table(
     label: str = "label",
     label_names: Sequence[str] | None = None,
     format: str | None = None,
+    classes: Sequence[str] | None = None,
 ) -> Dataset:
-    """A CSV/TSV (with a header line) or JSON-lines file with a column mapping.
-
-    ``text``/``text_pair``/``label`` name the source columns. ``format`` is one
-    of ``FORMATS``, inferred from the suffix when None (.csv, .tsv/.txt,
-    .jsonl/.json). With ``label_names`` a label value may be a class name or its
-    integer index; without, the distinct values (sorted, numerically when all
-    are integers) become the classes.
-    """
-    path = _existing_file(path)
-    if format is None:
-        format = _SUFFIX_FORMATS.get(path.suffix.lower())
-        if format is None:
-            raise ValueError(f"format: cannot infer from suffix {path.suffix!r}; pass one of {FORMATS}")
-    if format not in FORMATS:
-        raise ValueError(f"format: must be one of {FORMATS}, got {format!r}")
+    """A CSV/TSV (with a header line) or JSON-lines file (``format``: one of ``FORMATS``, default from the
+    suffix) with columns ``text``, ``text_pair`` (optional) and ``label``. The classes: ``label_names`` (a
+    label is a name or its index), else ``classes`` (exact values, e.g. another split's), else the file's
+    distinct values (:func:`class_values`)."""
+    path = existing_file(path)
+    columns = {"text": text, "text_pair": text_pair, "label": label}
+    read = read_table(path, table_format(path, format), {name: source for name, source in columns.items() if source})
     if label_names is not None:
         names = list(label_names)
         if not names or len(set(names)) != len(names):
             raise ValueError(f"label_names: must be distinct and non-empty, got {names}")
-        label_index = {**_index_labels([str(k) for k in range(len(names))]), **_index_labels(names)}
+        indices = {str(k): k for k in range(len(names))}
+        return labelled(path, read, {**indices, **{label_value(name, "label_names"): k for k, name in enumerate(names)}}, names)
+    names = list(classes) if classes is not None else class_values(read["label"])
+    return labelled(path, read, {value: k for k, value in enumerate(names)}, names)
+
+
+# ----------------------------------------------------------------------------- a config's data section
+
+LABELLED_SOURCES = ("sample_relevance", "sample_sentences", "qbqtc", "tnews", "chnsenticorp", "lcqmc", "table")
+
+
+def _paths(data: DataConfig, key: str = "path") -> list[Path]:
+    value = getattr(data, key)
+    if value is None:
+        raise ValueError(f"data.{key}: source {data.source!r} needs a file path")
+    return [existing_file(item, f"data.{key}") for item in (value if isinstance(value, list) else [value])]
+
+
+def _read(data: DataConfig, key: str, classes: list[str] | None = None) -> Dataset:
+    """The labelled file ``data.<key>``; a table's labels must be among ``classes`` when given."""
+    path = _paths(data, key)[0]
+    if data.source == "table":
+        if data.label is None or data.text is None:
+            raise ValueError(f"data.text / data.label: must name the table's columns, got {data.text!r} / {data.label!r}")
+        return load_table(path, data.text, data.text_pair, data.label, data.label_names, classes=classes)
+    if data.source == "tnews":
+        return load_tnews(path, labels_path=data.labels_path)
+    return {"qbqtc": load_qbqtc, "chnsenticorp": load_chnsenticorp, "lcqmc": load_lcqmc}[data.source](path)
+
+
+def _file_splits(data: DataConfig) -> DatasetDict:
+    train = _read(data, "path")
+    if data.validation_path is not None:  # one label vocabulary: train's (or data.label_names)
+        others = {"validation": "validation_path", "test": "test_path"}
+        return DatasetDict(
+            {"train": train, **{name: _read(data, key, label_names(train)) for name, key in others.items() if getattr(data, key)}}
+        )
+    fractions = {name: fraction for name, fraction in zip(("train", "validation", "test"), data.split) if fraction > 0}
+    if "validation" not in fractions:
+        raise ValueError(f"data.split: the validation fraction must be > 0, got {list(data.split)!r}")
+    try:
+        return stratified_split(train, fractions, seed=data.seed)
+    except ValueError as error:
+        raise ValueError(f"data.split: cannot cut {data.path!r} into {list(data.split)!r}: {error}") from None
+
+
+def load_splits(data: DataConfig | Mapping[str, Any]) -> DatasetDict:
+    """Splits ``train``, ``validation`` (and ``test``) of a labelled source: sample sources come split; a
+    file source reads ``data.path`` and ``validation_path`` / ``test_path`` with the training file's
+    classes, or cuts ``path`` by ``stratified_split`` (``data.split``, ``data.seed``; a 0 test fraction:
+    no test). ``max_train_samples`` / ``max_eval_samples`` keep the first N examples."""
+    data = DataConfig.from_mapping(data)
+    if data.source == "sample_relevance":
+        splits = sample_relevance_splits(seed=data.seed)
+    elif data.source == "sample_sentences":
+        splits = sample_sentence_splits(seed=data.seed)
+    elif data.source in LABELLED_SOURCES:
+        splits = _file_splits(data)
     else:
-        values = [record.get(label, "").strip() for _, record in _records(path, format)]
-        if not values:
-            raise ValueError(f"{path}: no records")
-        label_index, names = _infer_label_index(values)
-    return _build(_records(path, format), path, text, text_pair, label, label_index, names)
+        raise ValueError(f"data.source: {data.source!r} has no labels; use one of {', '.join(LABELLED_SOURCES)}")
+    limits = {name: data.max_train_samples if name == "train" else data.max_eval_samples for name in splits}
+    return DatasetDict({name: split.select(range(min(limits[name] or len(split), len(split)))) for name, split in splits.items()})
+
+
+def load_texts(data: DataConfig | Mapping[str, Any]) -> tuple[list[str], list[str] | None]:
+    """Texts (and second segments, or None) for MLM pre-training: ``sample_corpus``'s ``n_sentences``;
+    ``corpus``: the non-blank lines of ``data.path`` (a file or a list, ``.gz`` allowed); a labelled
+    source: its training split. ``max_train_samples`` keeps the first N."""
+    data = DataConfig.from_mapping(data)
+    pairs = None
+    if data.source == "sample_corpus":
+        texts = sample_corpus(n_sentences=data.n_sentences, seed=data.seed)
+    elif data.source == "corpus":
+        paths = _paths(data)
+        texts = [line.strip() for path in paths for _, line in read_lines(path) if line.strip()]
+        if not texts:
+            raise ValueError(f"data.path: must hold at least one non-blank line, got none in {', '.join(map(str, paths))}")
+    else:
+        train = load_splits(data)["train"]
+        texts = list(train["text"])
+        pairs = list(train["text_pair"]) if "text_pair" in train.column_names else None
+    return texts[: data.max_train_samples], (pairs[: data.max_train_samples] if pairs is not None else None)

@@ -1,100 +1,60 @@
-"""Small Chinese datasets the workbench generates itself (no download needed).
-
-Three generators, all pure and seeded (``random.Random(seed)``, seed an integer >= 0), built from the
-word lists below with template slot fillers; every character is in the shipped
-vocabulary (``workbench/resources/vocab.txt``):
-
-* ``sample_relevance_pairs`` -- query/title pairs with QBQTC's three ordinal
-  relevance labels in QBQTC's proportions (24.5% / 63% / 12.6%).
-* ``sample_sentences`` -- binary review sentiment, positive the minority class.
-* ``sample_corpus`` -- raw sentences for MLM pre-training, with person, place
-  and organisation names, verbs and words from common synonym groups.
-
-The sizes suit a tiny BERT (2 layers, hidden 64) trained on 2 CPU cores.
+"""Small Chinese datasets the workbench generates itself, seeded (``random.Random(seed)``), from the word
+lists below (every character in the shipped vocabulary): relevance pairs with QBQTC's ordinal labels,
+review sentiment with a positive minority, and a raw corpus for MLM. The ``*_splits`` functions draw
+train, validation and test in that order from one generator, redrawing (same label) an example that
+an earlier split holds, so no example is in two splits.
 """
 
 from __future__ import annotations
 
 import random
 from collections.abc import Callable, Sequence
+from functools import partial
 
 from datasets import Dataset, DatasetDict
 
+from workbench.checks import check_int, check_number
 from workbench.data.features import RELEVANCE_LABEL_NAMES, build_dataset, check_seed
-
-# --------------------------------------------------------------------------
-# Relevance pairs
-# --------------------------------------------------------------------------
 
 QBQTC_LABEL_PROPORTIONS: tuple[float, float, float] = (0.245, 0.630, 0.126)
 """Label shares of QBQTC (n0=48,997, n1=125,429, n2=25,574 over train+dev)."""
+SENTIMENT_LABEL_NAMES: tuple[str, ...] = ("negative", "positive")
+_MAX_REDRAWS = 1000
 
-# topic -> entities. Every topic's entities end in the same topic word (手机, 汽车, ...)
-# and no entity shares a character with another topic's, so "same topic" is
-# visible as shared characters.
+
+def _words(text: str) -> tuple[str, ...]:
+    return tuple(text.split())
+
+
+def _intents(questions: str, phrases: str) -> tuple[tuple[str, str], ...]:
+    return tuple(zip(questions.split(), phrases.split()))
+
+
+# ----------------------------------------------------------------------------- relevance pairs
+
+# Every topic's entities end in the topic word (手机, 汽车, ...) and share no character with another
+# topic's, so "same topic" is visible as shared characters.
 _TOPIC_ENTITIES: dict[str, tuple[str, ...]] = {
-    "phone": ("华为手机", "小米手机", "苹果手机", "三星手机"),
-    "car": ("大众汽车", "丰田汽车", "本田汽车", "奔驰汽车"),
-    "travel": ("海南旅游", "云南旅游", "西藏旅游", "桂林旅游"),
-    "house": ("深圳买房", "杭州买房", "广州买房", "成都买房"),
-    "exam": ("英语考试", "日语考试", "教师考试", "会计考试"),
-    "disease": ("糖尿病", "心脏病", "胃病", "皮肤病"),
+    "phone": _words("华为手机 小米手机 苹果手机 三星手机"),
+    "car": _words("大众汽车 丰田汽车 本田汽车 奔驰汽车"),
+    "travel": _words("海南旅游 云南旅游 西藏旅游 桂林旅游"),
+    "house": _words("深圳买房 杭州买房 广州买房 成都买房"),
+    "exam": _words("英语考试 日语考试 教师考试 会计考试"),
+    "disease": _words("糖尿病 心脏病 胃病 皮肤病"),
 }
-
-# topic -> intents: (query question, title phrase answering it). No character of a
-# topic's queries occurs in another topic's titles (tested), so a title from
-# another topic shares nothing with the query.
+# topic -> intents (query question, title phrase answering it). No character of a topic's queries
+# occurs in another topic's titles (tested), so a title from another topic shares nothing with the query.
 _TOPIC_INTENTS: dict[str, tuple[tuple[str, str], ...]] = {
-    "phone": (
-        ("多少钱", "各型号售卖行情"),
-        ("续航能力", "电池续航评测"),
-        ("屏幕维修", "维修方法步骤"),
-        ("拍照效果", "拍照样张展示"),
-    ),
-    "car": (("落地价", "经销商行情汇总"), ("油耗", "真实油耗实测"), ("保养费用", "保养费用明细"), ("口碑如何", "车主口碑评价")),
-    "travel": (("攻略", "自由行行程安排"), ("门票", "景点门票汇总"), ("几月去合适", "出行季节推荐"), ("住宿", "酒店民宿推荐")),
-    "house": (
-        ("首付比例", "首付政策解读"),
-        ("贷款利率", "利率调整通知"),
-        ("学区划分", "学区划片学校"),
-        ("交哪些税", "税收缴纳明细"),
-    ),
-    "exam": (
-        ("报名时间", "报名时间安排"),
-        ("复习资料", "真题资料下载"),
-        ("及格线", "历年及格标准"),
-        ("考试科目", "科目题型介绍"),
-    ),
-    "disease": (
-        ("吃什么药", "常见药物清单"),
-        ("可以根治吗", "治疗方法"),
-        ("有什么症状", "早期症状"),
-        ("要注意什么", "饮食注意事项"),
-    ),
+    "phone": _intents("多少钱 续航能力 屏幕维修 拍照效果", "各型号售卖行情 电池续航评测 维修方法步骤 拍照样张展示"),
+    "car": _intents("落地价 油耗 保养费用 口碑如何", "经销商行情汇总 真实油耗实测 保养费用明细 车主口碑评价"),
+    "travel": _intents("攻略 门票 几月去合适 住宿", "自由行行程安排 景点门票汇总 出行季节推荐 酒店民宿推荐"),
+    "house": _intents("首付比例 贷款利率 学区划分 交哪些税", "首付政策解读 利率调整通知 学区划片学校 税收缴纳明细"),
+    "exam": _intents("报名时间 复习资料 及格线 考试科目", "报名时间安排 真题资料下载 历年及格标准 科目题型介绍"),
+    "disease": _intents("吃什么药 可以根治吗 有什么症状 要注意什么", "常见药物清单 治疗方法 早期症状 饮食注意事项"),
 }
-
 _TITLE_SUFFIXES: tuple[str, ...] = ("", "", "_百度知道", "_新浪网", "-网易新闻", "_知乎", "_搜狐", "-家庭网")
 _TITLE_PREFIXES: tuple[str, ...] = ("", "", "", "2023年", "最新", "详细")
 _RELATED_CHANGES: tuple[str, ...] = ("intent", "entity", "both")
-_MAX_REDRAWS = 1000
-_PAIR_COLUMNS = ("text", "text_pair")
-
-
-def _validate_count(name: str, value: int, minimum: int = 1) -> None:
-    if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
-        raise ValueError(f"{name}: must be an integer >= {minimum}, got {value!r}")
-
-
-def _validate_probability(name: str, value: float) -> None:
-    if not 0.0 <= value < 1.0:
-        raise ValueError(f"{name}: must be in [0, 1), got {value!r}")
-
-
-def _validate_noise(near_noise: float, far_noise: float) -> None:
-    _validate_probability("near_noise", near_noise)
-    _validate_probability("far_noise", far_noise)
-    if near_noise + far_noise >= 1.0:
-        raise ValueError(f"near_noise + far_noise: must be < 1, got {near_noise + far_noise!r}")
 
 
 def _relevance_title(rng: random.Random, topic: str, entity: int, intent: int) -> str:
@@ -102,37 +62,26 @@ def _relevance_title(rng: random.Random, topic: str, entity: int, intent: int) -
     return f"{rng.choice(_TITLE_PREFIXES)}{_TOPIC_ENTITIES[topic][entity]}{question}{phrase}{rng.choice(_TITLE_SUFFIXES)}"
 
 
-def _other_index(rng: random.Random, size: int, index: int) -> int:
-    return rng.choice([i for i in range(size) if i != index])
-
-
 def _relevance_pair(rng: random.Random, content_label: int) -> tuple[str, str]:
-    """A (query, title) pair whose content matches ``content_label``.
-
-    Queries read ``entity question``, titles ``[prefix] entity question
-    answer-phrase [site]``. 2: the title's entity and intent are the query's (it
-    contains the whole query); 1: same topic, with the query's entity and another
-    intent, another entity with the query's intent, or both changed (the title
-    still shares the topic word); 0: a title from another topic (no shared word).
-    """
+    """(query ``entity question``, title ``[prefix] entity question answer-phrase [site]``) for
+    ``content_label`` 2: the query's entity and intent; 1: same topic, another intent and/or entity;
+    0: another topic."""
     topics = list(_TOPIC_ENTITIES)
     topic = rng.choice(topics)
     n_entities, n_intents = len(_TOPIC_ENTITIES[topic]), len(_TOPIC_INTENTS[topic])
     entity, intent = rng.randrange(n_entities), rng.randrange(n_intents)
     query = _TOPIC_ENTITIES[topic][entity] + _TOPIC_INTENTS[topic][intent][0]
     if content_label == 2:
-        title = _relevance_title(rng, topic, entity, intent)
-    elif content_label == 1:
+        return query, _relevance_title(rng, topic, entity, intent)
+    if content_label == 1:
         change = rng.choice(_RELATED_CHANGES)
-        title_entity = entity if change == "intent" else _other_index(rng, n_entities, entity)
-        title_intent = intent if change == "entity" else _other_index(rng, n_intents, intent)
-        title = _relevance_title(rng, topic, title_entity, title_intent)
-    else:
-        other = rng.choice([t for t in topics if t != topic])
-        title = _relevance_title(
-            rng, other, rng.randrange(len(_TOPIC_ENTITIES[other])), rng.randrange(len(_TOPIC_INTENTS[other]))
-        )
-    return query, title
+        title_entity = entity if change == "intent" else rng.choice([i for i in range(n_entities) if i != entity])
+        title_intent = intent if change == "entity" else rng.choice([i for i in range(n_intents) if i != intent])
+        return query, _relevance_title(rng, topic, title_entity, title_intent)
+    other = rng.choice([t for t in topics if t != topic])
+    return query, _relevance_title(
+        rng, other, rng.randrange(len(_TOPIC_ENTITIES[other])), rng.randrange(len(_TOPIC_INTENTS[other]))
+    )
 
 
 def _noisy_content_label(rng: random.Random, label: int, near_noise: float, far_noise: float) -> int:
@@ -145,84 +94,61 @@ def _noisy_content_label(rng: random.Random, label: int, near_noise: float, far_
     return label
 
 
-def _draw_columns(
-    n: int,
-    draw_label: Callable[[], tuple[int, int]],
-    draw_texts: Callable[[int], tuple[str, ...]],
-    text_columns: tuple[str, ...],
-    exclude: frozenset[tuple[str, ...]] = frozenset(),
-    size_name: str = "n",
-) -> dict[str, list]:
-    """``n`` labelled examples: ``draw_label() -> (label, content label)``, then
-    ``draw_texts(content label)`` gives the texts; texts in ``exclude`` are redrawn
-    (same labels), so a split can be kept disjoint from earlier ones."""
-    columns: dict[str, list] = {name: [] for name in (*text_columns, "label")}
+def _relevance_label(rng: random.Random, near_noise: float, far_noise: float) -> tuple[int, int]:
+    """(label in QBQTC's proportions, content label after noise)."""
+    label = rng.choices(range(3), weights=QBQTC_LABEL_PROPORTIONS)[0]
+    return label, _noisy_content_label(rng, label, near_noise, far_noise)
+
+
+def _relevance_labels(near_noise: float, far_noise: float) -> Callable:
+    check_number("near_noise", near_noise, 0, 1, high_inclusive=False)
+    check_number("far_noise", far_noise, 0, 1, high_inclusive=False)
+    if near_noise + far_noise >= 1.0:
+        raise ValueError(f"near_noise + far_noise: must be < 1, got {near_noise + far_noise!r}")
+    return partial(_relevance_label, near_noise=near_noise, far_noise=far_noise)
+
+
+def _examples(rng: random.Random, n: int, draw_label: Callable, draw_texts: Callable, exclude=frozenset(), size_name="n") -> list:
+    """``n`` rows ``(*texts, label)``: ``draw_label(rng) -> (label, content label)``, then
+    ``draw_texts(rng, content label)``; texts in ``exclude`` are redrawn (same label)."""
+    rows = []
     for _ in range(n):
-        label, content = draw_label()
-        for _ in range(_MAX_REDRAWS):
-            texts = draw_texts(content)
-            if texts not in exclude:
-                break
-        else:
-            raise ValueError(
-                f"{size_name}: too large, no new example of content label {content} "
-                f"in {_MAX_REDRAWS} draws; use a smaller {size_name}"
-            )
-        for name, text in zip(text_columns, texts):
-            columns[name].append(text)
-        columns["label"].append(label)
-    return columns
+        label, content = draw_label(rng)
+        texts = next((texts for texts in (draw_texts(rng, content) for _ in range(_MAX_REDRAWS)) if texts not in exclude), None)
+        if texts is None:
+            raise ValueError(f"{size_name}: too large, no new example of content label {content} in {_MAX_REDRAWS} draws")
+        rows.append((*texts, label))
+    return rows
+
+
+def _dataset(rows: list[tuple], label_names: Sequence[str]) -> Dataset:
+    """Rows ``(text, label)`` or ``(text, text_pair, label)`` as a Dataset."""
+    names = ("text", "text_pair")[: len(rows[0]) - 1]
+    return build_dataset({name: list(column) for name, column in zip((*names, "label"), zip(*rows))}, label_names)
 
 
 def _disjoint_splits(
-    sizes: dict[str, tuple[str, int]],
-    columns_for: Callable[[int, frozenset, str], dict[str, list]],
-    text_columns: tuple[str, ...],
-    label_names: Sequence[str],
+    rng: random.Random, sizes: tuple[int, ...], draw_label: Callable, draw_texts: Callable, names
 ) -> DatasetDict:
-    """Draw the splits in order (one generator inside ``columns_for``); an example whose
-    texts occur in an earlier split is redrawn, so no example is in two splits."""
-    for size_name, size in sizes.values():
-        _validate_count(size_name, size)
-    splits: dict[str, Dataset] = {}
-    seen: set[tuple[str, ...]] = set()
-    for split, (size_name, size) in sizes.items():
-        columns = columns_for(size, frozenset(seen), size_name)
-        seen.update(zip(*(columns[name] for name in text_columns)))
-        splits[split] = build_dataset(columns, label_names)
+    """Train, validation and test (``n_train``, ``n_validation``, ``n_test`` rows) drawn in that order;
+    an example of an earlier split is redrawn."""
+    splits = dict(zip(("train", "validation", "test"), sizes))
+    for split, size in splits.items():
+        check_int(f"n_{split}", size, 1)
+    seen: set[tuple] = set()
+    for split, size in splits.items():
+        rows = _examples(rng, size, draw_label, draw_texts, frozenset(seen), f"n_{split}")
+        seen.update(row[:-1] for row in rows)
+        splits[split] = _dataset(rows, names)
     return DatasetDict(splits)
 
 
-def _relevance_columns(
-    rng: random.Random,
-    n: int,
-    near_noise: float,
-    far_noise: float,
-    exclude: frozenset[tuple[str, ...]] = frozenset(),
-    size_name: str = "n",
-) -> dict[str, list]:
-    """``n`` labelled pairs drawn with ``rng``; a pair in ``exclude`` is redrawn (same label)."""
-
-    def draw_label() -> tuple[int, int]:
-        label = rng.choices(range(3), weights=QBQTC_LABEL_PROPORTIONS)[0]
-        return label, _noisy_content_label(rng, label, near_noise, far_noise)
-
-    return _draw_columns(n, draw_label, lambda content: _relevance_pair(rng, content), _PAIR_COLUMNS, exclude, size_name)
-
-
 def sample_relevance_pairs(n: int = 2800, seed: int = 0, near_noise: float = 0.08, far_noise: float = 0.01) -> Dataset:
-    """``n`` Chinese query-title pairs with ordinal relevance labels 0/1/2.
-
-    Labels are drawn in QBQTC's proportions; the pair's content then follows the
-    label (see ``_relevance_pair``), except that with probability ``near_noise``
-    the content belongs to an adjacent label (0<->1, 1<->2: the confusions real
-    annotators make) and with probability ``far_noise`` to a label two steps away.
-    A pair may repeat. Columns ``text`` (query), ``text_pair`` (title), ``label`` (ClassLabel).
-    """
-    _validate_count("n", n)
-    _validate_noise(near_noise, far_noise)
-    columns = _relevance_columns(random.Random(check_seed(seed)), n, near_noise, far_noise)
-    return build_dataset(columns, RELEVANCE_LABEL_NAMES)
+    """``n`` query (``text``) / title (``text_pair``) pairs, ordinal labels 0/1/2 in QBQTC's proportions; the
+    content is an adjacent label's with probability ``near_noise``, one two steps away with ``far_noise``."""
+    check_int("n", n, 1)
+    rows = _examples(random.Random(check_seed(seed)), n, _relevance_labels(near_noise, far_noise), _relevance_pair)
+    return _dataset(rows, RELEVANCE_LABEL_NAMES)
 
 
 def sample_relevance_splits(
@@ -233,124 +159,49 @@ def sample_relevance_splits(
     near_noise: float = 0.08,
     far_noise: float = 0.01,
 ) -> DatasetDict:
-    """Disjoint train/validation/test splits of relevance pairs (as ``sample_relevance_pairs``).
-
-    One ``random.Random(seed)`` draws train, then validation, then test; a
-    validation or test pair equal (same ``text`` and ``text_pair``) to a pair of
-    an earlier split is redrawn with the same label, so no pair is in two splits
-    and the label proportions are unchanged. Pairs may repeat within a split.
-    """
-    _validate_noise(near_noise, far_noise)
-    rng = random.Random(check_seed(seed))
-    return _disjoint_splits(
-        _split_sizes(n_train, n_validation, n_test),
-        lambda n, exclude, size_name: _relevance_columns(rng, n, near_noise, far_noise, exclude, size_name),
-        _PAIR_COLUMNS,
-        RELEVANCE_LABEL_NAMES,
-    )
+    """Disjoint train/validation/test splits of relevance pairs (as :func:`sample_relevance_pairs`);
+    pairs may repeat within a split."""
+    draw_label = _relevance_labels(near_noise, far_noise)
+    sizes = (n_train, n_validation, n_test)
+    return _disjoint_splits(random.Random(check_seed(seed)), sizes, draw_label, _relevance_pair, RELEVANCE_LABEL_NAMES)
 
 
-def _split_sizes(n_train: int, n_validation: int, n_test: int) -> dict[str, tuple[str, int]]:
-    return {"train": ("n_train", n_train), "validation": ("n_validation", n_validation), "test": ("n_test", n_test)}
+# ----------------------------------------------------------------------------- sentence sentiment
 
-
-# --------------------------------------------------------------------------
-# Sentence sentiment
-# --------------------------------------------------------------------------
-
-SENTIMENT_LABEL_NAMES: tuple[str, ...] = ("negative", "positive")
-
-_REVIEW_SUBJECTS: tuple[str, ...] = (
-    "这家酒店",
-    "房间",
-    "服务员",
-    "早餐",
-    "这本书",
-    "手机屏幕",
-    "快递",
-    "这台电脑",
-    "价格",
-    "餐厅的菜",
-    "前台",
-    "这部电影",
-    "键盘",
-    "电池",
-    "包装",
-    "环境",
+_REVIEW_SUBJECTS = _words(
+    "这家酒店 房间 服务员 早餐 这本书 手机屏幕 快递 这台电脑 价格 餐厅的菜 前台 这部电影 键盘 电池 包装 环境"
 )
-_POSITIVE_PHRASES: tuple[str, ...] = (
-    "非常好",
-    "很满意",
-    "真不错",
-    "值得推荐",
-    "很喜欢",
-    "超出预期",
-    "特别干净",
-    "十分热情",
-    "物美价廉",
-)
-_NEGATIVE_PHRASES: tuple[str, ...] = (
-    "太差了",
-    "很失望",
-    "非常糟糕",
-    "不推荐",
-    "很后悔",
-    "特别脏",
-    "态度恶劣",
-    "质量不好",
-    "太贵了",
-)
-_NEUTRAL_CLAUSES: tuple[str, ...] = (
-    "",
-    "",
-    "我们住了两天",
-    "上周买的",
-    "朋友介绍的",
-    "第一次来",
-    "出差的时候",
-    "周末和家人一起",
-)
+_POSITIVE_PHRASES = _words("非常好 很满意 真不错 值得推荐 很喜欢 超出预期 特别干净 十分热情 物美价廉")
+_NEGATIVE_PHRASES = _words("太差了 很失望 非常糟糕 不推荐 很后悔 特别脏 态度恶劣 质量不好 太贵了")
+_NEUTRAL_CLAUSES: tuple[str, ...] = ("", "", *_words("我们住了两天 上周买的 朋友介绍的 第一次来 出差的时候 周末和家人一起"))
 _ENDINGS: tuple[str, ...] = ("。", "！", "，下次再说。", "，就这样吧。", "。")
 
 
+def _sentence_label(rng: random.Random, positive_share: float, noise: float) -> tuple[int, int]:
+    """(label, polarity of the sentiment phrase: the other one with probability ``noise``)."""
+    label = int(rng.random() < positive_share)
+    return label, (1 - label if rng.random() < noise else label)
+
+
+def _sentence(rng: random.Random, polarity: int) -> tuple[str]:
+    phrase = rng.choice(_POSITIVE_PHRASES if polarity else _NEGATIVE_PHRASES)
+    clause = rng.choice(_NEUTRAL_CLAUSES)
+    lead = f"{clause}，" if clause else ""
+    return (f"{lead}{rng.choice(_REVIEW_SUBJECTS)}{phrase}{rng.choice(_ENDINGS)}",)
+
+
+def _sentence_labels(positive_share: float, noise: float) -> Callable:
+    check_number("positive_share", positive_share, 0, 1, low_inclusive=False, high_inclusive=False)
+    check_number("noise", noise, 0, 1, high_inclusive=False)
+    return partial(_sentence_label, positive_share=positive_share, noise=noise)
+
+
 def sample_sentences(n: int = 2800, seed: int = 0, positive_share: float = 0.18, noise: float = 0.05) -> Dataset:
-    """``n`` short Chinese review sentences, label 1 positive (share ``positive_share``) or 0 negative.
-
-    The signal is the sentiment phrase attached to the subject; with probability
-    ``noise`` the phrase comes from the other polarity (label noise).
-    """
-    _validate_count("n", n)
-    _validate_sentence_args(positive_share, noise)
-    return build_dataset(_sentence_columns(random.Random(check_seed(seed)), n, positive_share, noise), SENTIMENT_LABEL_NAMES)
-
-
-def _validate_sentence_args(positive_share: float, noise: float) -> None:
-    if not 0.0 < positive_share < 1.0:
-        raise ValueError(f"positive_share: must be in (0, 1), got {positive_share!r}")
-    _validate_probability("noise", noise)
-
-
-def _sentence_columns(
-    rng: random.Random,
-    n: int,
-    positive_share: float,
-    noise: float,
-    exclude: frozenset[tuple[str, ...]] = frozenset(),
-    size_name: str = "n",
-) -> dict[str, list]:
-    """``n`` labelled review sentences drawn with ``rng``; a sentence in ``exclude`` is redrawn."""
-
-    def draw_label() -> tuple[int, int]:
-        label = int(rng.random() < positive_share)
-        return label, (1 - label if rng.random() < noise else label)
-
-    def draw_text(polarity: int) -> tuple[str]:
-        phrase = rng.choice(_POSITIVE_PHRASES if polarity else _NEGATIVE_PHRASES)
-        clause = rng.choice(_NEUTRAL_CLAUSES)
-        lead = f"{clause}，" if clause else ""
-        return (f"{lead}{rng.choice(_REVIEW_SUBJECTS)}{phrase}{rng.choice(_ENDINGS)}",)
-
-    return _draw_columns(n, draw_label, draw_text, ("text",), exclude, size_name)
+    """``n`` short Chinese review sentences, label 1 positive (share ``positive_share``) or 0 negative;
+    with probability ``noise`` the sentiment phrase comes from the other polarity (label noise)."""
+    check_int("n", n, 1)
+    rows = _examples(random.Random(check_seed(seed)), n, _sentence_labels(positive_share, noise), _sentence)
+    return _dataset(rows, SENTIMENT_LABEL_NAMES)
 
 
 def sample_sentence_splits(
@@ -361,51 +212,23 @@ def sample_sentence_splits(
     positive_share: float = 0.18,
     noise: float = 0.05,
 ) -> DatasetDict:
-    """Disjoint train/validation/test splits of review sentences (as ``sample_sentences``).
-
-    One ``random.Random(seed)`` draws train, then validation, then test; a
-    sentence already in an earlier split is redrawn with the same label, so the
-    held-out splits share no sentence with training.
-    """
-    _validate_sentence_args(positive_share, noise)
-    rng = random.Random(check_seed(seed))
-    return _disjoint_splits(
-        _split_sizes(n_train, n_validation, n_test),
-        lambda n, exclude, size_name: _sentence_columns(rng, n, positive_share, noise, exclude, size_name),
-        ("text",),
-        SENTIMENT_LABEL_NAMES,
-    )
+    """Disjoint train/validation/test splits of review sentences (as :func:`sample_sentences`)."""
+    draw_label = _sentence_labels(positive_share, noise)
+    sizes = (n_train, n_validation, n_test)
+    return _disjoint_splits(random.Random(check_seed(seed)), sizes, draw_label, _sentence, SENTIMENT_LABEL_NAMES)
 
 
-# --------------------------------------------------------------------------
-# Raw corpus for MLM
-# --------------------------------------------------------------------------
+# ----------------------------------------------------------------------------- raw corpus for MLM
 
-SYNONYM_GROUPS: tuple[tuple[str, ...], ...] = (
-    ("美丽", "漂亮"),
-    ("开心", "高兴", "快乐"),
-    ("重要", "关键"),
-    ("发展", "进步"),
-    ("迅速", "快速"),
-    ("帮助", "协助"),
-)
+SYNONYM_GROUPS = tuple(map(_words, ("美丽 漂亮", "开心 高兴 快乐", "重要 关键", "发展 进步", "迅速 快速", "帮助 协助")))
 """Synonym groups the corpus draws from, so synonym-based hard correction has hits."""
 
-_PEOPLE: tuple[str, ...] = ("张伟", "李明", "王芳", "刘洋", "陈静", "赵强", "周杰", "孙丽")
-_PLACES: tuple[str, ...] = ("北京", "上海", "广州", "杭州", "深圳", "成都", "武汉", "南京", "西安", "重庆")
-_ORGANISATIONS: tuple[str, ...] = (
-    "清华大学",
-    "北京大学",
-    "中国科学院",
-    "人民银行",
-    "联合国",
-    "国家统计局",
-    "中国移动",
-    "新华社",
-)
-_VERBS: tuple[str, ...] = ("访问", "参观", "考察", "参加", "研究", "建设", "学习", "介绍")
-_NOUNS: tuple[str, ...] = ("经济", "科技", "教育", "文化", "农业", "交通", "城市", "工作")
-_EVENTS: tuple[str, ...] = ("会议", "论坛", "展览", "活动", "比赛")
+_PEOPLE = _words("张伟 李明 王芳 刘洋 陈静 赵强 周杰 孙丽")
+_PLACES = _words("北京 上海 广州 杭州 深圳 成都 武汉 南京 西安 重庆")
+_ORGANISATIONS = _words("清华大学 北京大学 中国科学院 人民银行 联合国 国家统计局 中国移动 新华社")
+_VERBS = _words("访问 参观 考察 参加 研究 建设 学习 介绍")
+_NOUNS = _words("经济 科技 教育 文化 农业 交通 城市 工作")
+_EVENTS = _words("会议 论坛 展览 活动 比赛")
 
 
 def _synonym(rng: random.Random, group: int) -> str:
@@ -427,11 +250,8 @@ _CORPUS_TEMPLATES = (
 
 
 def sample_corpus(n_sentences: int = 2000, seed: int = 0) -> list[str]:
-    """``n_sentences`` raw Chinese sentences for MLM pre-training (seeded).
-
-    Sentences name people (jieba POS ``nr``), places (``ns``) and organisations
-    (``nt``), carry verbs (``v``) and use words from ``SYNONYM_GROUPS``.
-    """
-    _validate_count("n_sentences", n_sentences)
+    """``n_sentences`` raw Chinese sentences for MLM pre-training (seeded): people (jieba POS ``nr``),
+    places (``ns``), organisations (``nt``), verbs (``v``) and words from ``SYNONYM_GROUPS``."""
+    check_int("n_sentences", n_sentences, 1)
     rng = random.Random(check_seed(seed))
     return [rng.choice(_CORPUS_TEMPLATES)(rng) for _ in range(n_sentences)]

@@ -13,15 +13,10 @@ DEFAULT_FRACTIONS: dict[str, float] = {"train": 0.8, "validation": 0.1, "test": 
 
 
 def stratified_split(ds: Dataset, fractions: Mapping[str, float] | None = None, seed: int = 0) -> DatasetDict:
-    """Split ``ds`` into named parts with the same label proportions in each.
-
-    Within each class the examples are permuted with ``np.random.default_rng(seed)``
-    and cut at ``round(n_c * cumsum(fractions))``, so split sizes per class differ
-    from ``n_c * f`` by less than one. Each split keeps the original order.
-    ``fractions`` (default ``DEFAULT_FRACTIONS``) must be positive and sum to 1.
-    Raises ValueError when ``ds`` is empty or a split would get no example
-    (too few examples for the fractions), and for a bad ``seed``.
-    """
+    """Split ``ds`` into named parts with the same label proportions in each: within each class the
+    examples are permuted with ``np.random.default_rng(seed)`` and cut at ``round(n_c * cumsum(fractions))``
+    (positive, summing to 1; default ``DEFAULT_FRACTIONS``). Each split keeps the original order.
+    ValueError for an empty ``ds``, a split that would get no example, or a bad ``seed``."""
     fractions = dict(DEFAULT_FRACTIONS if fractions is None else fractions)
     if not fractions or any(not 0.0 < f <= 1.0 for f in fractions.values()):
         raise ValueError(f"fractions: each must be in (0, 1], got {fractions}")
@@ -52,27 +47,26 @@ def deduplicate_splits(
     keys: Sequence[str] = ("text", "text_pair"),
     priority: Sequence[str] = ("test", "validation", "train"),
 ) -> tuple[DatasetDict, dict[str, int]]:
-    """Remove from each split the examples that occur in a higher-priority split.
-
-    Examples are compared on the ``keys`` columns each split has (``text_pair``
-    is skipped for single-text data). ``priority`` lists every split, highest
-    first: an example in ``test`` is dropped from ``validation`` and ``train``,
-    one in ``validation`` from ``train``. Duplicates within one split stay.
-    Returns the cleaned DatasetDict and ``{split: number removed}``.
-    """
+    """Remove from each split the examples (compared on the ``keys`` columns every split has) that occur
+    in a split before it in ``priority`` (every split, highest first: by default an example in test is
+    dropped from validation and train). Duplicates within one split stay.
+    Returns the cleaned DatasetDict and ``{split: number removed}``."""
     if sorted(priority) != sorted(dsdict) or len(set(priority)) != len(priority):
         raise ValueError(f"priority: must list each split once, splits are {sorted(dsdict)}, got {list(priority)}")
     columns = [key for key in keys if all(key in split.column_names for split in dsdict.values())]
     if not columns:
         raise ValueError(f"keys: none of {list(keys)} is a column of every split")
     seen: set[tuple[str, ...]] = set()
-    cleaned: dict[str, Dataset] = {}
-    removed: dict[str, int] = {}
+    cleaned, removed = {}, {}
     for name in priority:
-        split = dsdict[name]
-        rows = list(zip(*(split[column] for column in columns)))
+        rows = list(zip(*(dsdict[name][column] for column in columns)))
         keep = [i for i, row in enumerate(rows) if row not in seen]
         seen.update(rows)
-        cleaned[name] = split.select(keep)
-        removed[name] = len(rows) - len(keep)
+        cleaned[name], removed[name] = dsdict[name].select(keep), len(rows) - len(keep)
     return DatasetDict({name: cleaned[name] for name in dsdict}), removed
+
+
+def shared_with_train(dsdict: DatasetDict) -> dict[str, int]:
+    """``{split: rows whose text (and text_pair) also occur in train}`` for every other split."""
+    pairs = {name: DatasetDict(train=dsdict["train"], other=split) for name, split in dsdict.items() if name != "train"}
+    return {name: deduplicate_splits(pair, priority=("train", "other"))[1]["other"] for name, pair in pairs.items()}

@@ -1,6 +1,6 @@
 """Chinese MLM masking: jieba segmentation, word-aligned encoding, random / whole-word / knowledge-based
 collators and :func:`build_collator` from a :class:`MaskingSpec`; corpus preparation (sentence packing,
-parallel encoding, on-disk cache) and held-out evaluation."""
+parallel encoding, on-disk cache); held-out evaluation is ``workbench.train.heldout``."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ from workbench.masking.cache import PreparedCorpus, default_cache_dir, prepare_c
 from workbench.masking.collators import KnowledgeMaskCollator, RandomMaskCollator, WholeWordMaskCollator
 from workbench.masking.corpus import count_tokens, encode_corpus
 from workbench.masking.encode import encode_words
-from workbench.masking.heldout import evaluate_masked_lm, fixed_mask_batches, split_heldout
 from workbench.masking.knowledge import compute_idf
 from workbench.masking.packing import pack_documents, split_sentences
 from workbench.masking.segment import JiebaSegmenter
@@ -28,10 +27,7 @@ __all__ = [
     "default_cache_dir",
     "encode_corpus",
     "encode_words",
-    "evaluate_masked_lm",
-    "fixed_mask_batches",
     "pack_documents",
     "prepare_corpus",
-    "split_heldout",
     "split_sentences",
 ]

@@ -1,13 +1,10 @@
 """Sentence-order prediction (SOP): a block's two halves, in order or swapped.
 
-ALBERT (Lan et al., 2020, Sec. 3.1) replaced BERT's next-sentence prediction by SOP: two
-consecutive segments of one document, in their order (label 0) or swapped (label 1); the
-Erlangshen pre-training of the PCL paper uses it too ("Erlangshen is pre-trained with Masked
-Language Modeling (MLM) [...] and Sentence-Order Prediction (SOP) [...] task", Sec. 3.1). The
-workbench reading for its packed blocks: cut each block's tokens at the word boundary
-nearest its middle and swap the halves with probability 0.5, giving
-``[CLS] A [SEP] B [SEP]`` with ``token_type_ids`` 0 for A and 1 for B. The block grows by
-one [SEP], so a corpus for SOP is packed to ``max_length - 1``.
+ALBERT (Lan et al., 2020, Sec. 3.1): two consecutive segments of one document, in order (label 0) or swapped (label
+1); Erlangshen (the PCL paper, Sec. 3.1) is pre-trained "with Masked Language Modeling (MLM) [...] and Sentence-Order
+Prediction (SOP)". The workbench's reading for packed blocks: cut at the word boundary nearest the middle, swap with
+probability 0.5, giving ``[CLS] A [SEP] B [SEP]`` (``token_type_ids`` 0 for A, 1 for B); one [SEP] more, so a corpus
+for SOP is packed to ``max_length - 1``.
 """
 
 from __future__ import annotations
@@ -29,26 +26,21 @@ def _cut(word_ids: list[int]) -> int:
 
 
 def sentence_order(feature: Mapping[str, Any], swap: bool, cls_id: int, sep_id: int) -> dict[str, Any]:
-    """``feature`` (a packed block: ``[CLS] tokens [SEP]`` with ``word_ids`` / ``word_pos``) as two
-    segments, swapped when ``swap``; ``words`` / ``word_tags`` are kept (word ids still index them)."""
-    ids, word_ids, word_pos = list(feature["input_ids"]), list(feature["word_ids"]), list(feature["word_pos"])
+    """``feature`` (a packed block: ``[CLS] tokens [SEP]`` with ``word_ids`` / ``word_pos``) as two segments, swapped
+    when ``swap``; ``words`` / ``word_tags`` are kept (word ids still index them)."""
+    ids, word_ids, word_pos = (list(feature[key]) for key in ("input_ids", "word_ids", "word_pos"))
     if len(ids) < 4:  # [CLS] x [SEP]: nothing to cut
         return dict(feature)
-    inner = slice(1, len(ids) - 1)
-    cut = _cut(word_ids[inner])
-    parts = [
-        (ids[inner][:cut], word_ids[inner][:cut], word_pos[inner][:cut]),
-        (ids[inner][cut:], word_ids[inner][cut:], word_pos[inner][cut:]),
-    ]
-    first, second = parts[::-1] if swap else parts
-    input_ids = [cls_id, *first[0], sep_id, *second[0], sep_id]
+    cut = 1 + _cut(word_ids[1:-1])
+    first, second = (slice(cut, -1), slice(1, cut)) if swap else (slice(1, cut), slice(cut, -1))
+    input_ids = [cls_id, *ids[first], sep_id, *ids[second], sep_id]
     return {
         **feature,
         "input_ids": input_ids,
         "attention_mask": [1] * len(input_ids),
-        "token_type_ids": [0] * (len(first[0]) + 2) + [1] * (len(second[0]) + 1),
-        "word_ids": [NO_WORD, *first[1], NO_WORD, *second[1], NO_WORD],
-        "word_pos": ["", *first[2], "", *second[2], ""],
+        "token_type_ids": [0] * (len(ids[first]) + 2) + [1] * (len(ids[second]) + 1),
+        "word_ids": [NO_WORD, *word_ids[first], NO_WORD, *word_ids[second], NO_WORD],
+        "word_pos": ["", *word_pos[first], "", *word_pos[second], ""],
     }
 
 

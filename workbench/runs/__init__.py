@@ -1,37 +1,38 @@
 """The papermill batch runner behind ``python -m workbench run`` (docs/runner.md).
 
-A run executes notebooks headless into a fresh ``outputs/<run-id>/`` folder:
-
-    outputs/<run-id>/<notebook>/[<sweep-point>/]
-        <notebook>.ipynb   executed notebook
-        <notebook>.html    nbconvert HTML export
-        params.yaml        the parameters injected by the runner
-        metrics.json       written by the notebook itself (:func:`write_metrics`)
-        figures/           written by the notebook (workbench.viz.figures.show)
-    outputs/<run-id>/summary.csv, summary_agg.csv, index.html
-
-:mod:`~workbench.runs.plan` plans and checks the executions, :mod:`~workbench.runs.execute`
-runs one, :mod:`~workbench.runs.report` writes the summaries and the index page, and
-:mod:`workbench.records` is the metrics.json format.
+:mod:`~workbench.runs.plan` plans and checks the executions, :mod:`~workbench.runs.execute` runs one
+(in a thread here, one kernel each, or as a job of a Slurm array through submitit),
+:mod:`~workbench.runs.report` writes ``summary.csv``, ``summary_agg.csv`` and ``index.html``.
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
+import os
+import queue
+import shutil
+from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from workbench.runs.assets import ensure_assets
-from workbench.runs.execute import Outcome, RunningKernels, ensure_kernel, execute, kernel_environment_set, new_run_dir
 from workbench.records import read_metrics, write_metrics
-from workbench.runs.plan import PARAMS_SETS, Execution, parse_seeds, parse_sweep, plan_executions, select_notebooks
+from workbench.runs.assets import ensure_assets
+from workbench.runs.execute import Outcome, RunningKernels, ensure_kernel, execute, new_run_dir
+from workbench.runs.plan import (
+    PARAMS_SETS,
+    params_folder,
+    parse_assignments,
+    parse_seeds,
+    parse_sweep,
+    plan_executions,
+    select_notebooks,
+)
 from workbench.runs.progress import Progress
-from workbench.threads import default_threads, usable_cores
+from workbench.threads import default_threads, kernel_environment, usable_cores
 
-__all__ = ["PARAMS_SETS", "RunReport", "default_jobs", "parse_seeds", "parse_sweep", "read_metrics", "run", "write_metrics"]
+__all__ = ["PARAMS_SETS", "parse_assignments", "parse_seeds", "parse_sweep", "plan_executions", "read_metrics", "write_metrics"]
+EXECUTORS = ("threads", "slurm", "local")  # local: submitit's local executor, the Slurm path on this machine
 
 
 @dataclass
@@ -44,14 +45,78 @@ class RunReport:
         return [outcome for outcome in self.outcomes if not outcome.ok]
 
 
+class RunInterrupted(KeyboardInterrupt):
+    """Ctrl-C or SIGTERM stopped the run; ``report`` holds what ran (index.html says "interrupted")."""
+
+    def __init__(self, report: RunReport) -> None:
+        super().__init__(str(report.run_dir))
+        self.report = report
+
+
 def default_jobs(threads: int) -> int:
-    """How many notebooks run at once by default: as many kernels of ``threads`` threads as the
+    """How many notebooks run at once by default on CPUs: as many kernels of ``threads`` threads as the
     usable cores hold, at least 1 (two on any machine with two or more cores and the default threads)."""
     return max(1, usable_cores() // threads)
 
 
-def _label(number: int, total: int, execution: Execution) -> str:
-    return f"[{number}/{total}] {execution.name}" + (f" {execution.slug}" if execution.slug else "")
+def visible_gpus() -> list[str]:
+    """The GPUs this process sees: ``CUDA_VISIBLE_DEVICES`` when set, else ``0 .. torch.cuda.device_count() - 1``."""
+    if "CUDA_VISIBLE_DEVICES" in os.environ:
+        return [gpu.strip() for gpu in os.environ["CUDA_VISIBLE_DEVICES"].split(",") if gpu.strip()]
+    import torch
+
+    return [str(index) for index in range(torch.cuda.device_count())]
+
+
+def _check_count(name: str, value: Any, what: str) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise ValueError(f"{name}: must be an int >= 1 ({what}), got {value!r}")
+    return value
+
+
+def _in_threads(executions, folders, kernel_name, env, jobs, gpus, board) -> Iterator[tuple[int, Outcome]]:
+    """Run the executions in ``jobs`` threads, each kernel on its own GPU of ``gpus`` (cycled when
+    ``jobs`` exceeds them); yields (index, outcome) as they end. Ctrl-C kills the running kernels."""
+    kernels, free = RunningKernels(), queue.SimpleQueue()
+    for slot in range(jobs):
+        free.put({"CUDA_VISIBLE_DEVICES": gpus[slot % len(gpus)]} if gpus else {})
+
+    def task(index: int) -> Outcome:
+        gpu = free.get()
+        try:
+            return execute(executions[index], folders[index], kernel_name, {**env, **gpu}, board.started(index), kernels)
+        finally:
+            free.put(gpu)
+
+    with ThreadPoolExecutor(max_workers=min(jobs, len(executions)), thread_name_prefix="notebook") as pool:
+        futures = {pool.submit(task, index): index for index in range(len(executions))}
+        try:
+            for future in as_completed(futures):
+                yield futures[future], future.result()
+        except BaseException:  # Ctrl-C (only this thread gets it) or close(): start nothing more, kill the kernels
+            for future in futures:
+                future.cancel()
+            kernels.kill_all()
+            raise
+
+
+def _on_submitit(executor, executions, folders, kernel_name, env) -> Iterator[tuple[int, Outcome]]:
+    """Submit every execution as one job of an array; yields (index, outcome) as jobs end."""
+    import submitit
+
+    with executor.batch():
+        jobs = [executor.submit(execute, execution, folder, kernel_name, env) for execution, folder in zip(executions, folders)]
+    try:
+        for job in submitit.helpers.as_completed(jobs, poll_frequency=1):
+            index = jobs.index(job)
+            try:
+                yield index, job.result()
+            except Exception as error:  # the job died (time limit, node failure, cancelled)
+                yield index, Outcome(executions[index], folders[index], "failed", 0.0, error=str(error).splitlines()[0])
+    except BaseException:  # Ctrl-C or close()
+        for job in jobs:
+            job.cancel(check=False)
+        raise
 
 
 def run(
@@ -66,57 +131,71 @@ def run(
     kernel_name: str | None = None,
     threads: int | None = None,
     jobs: int | None = None,
+    gpus: Sequence[str] | None = None,
+    executor: str = "threads",
+    slurm: dict[str, Any] | None = None,
     stream: IO[str] | None = None,
     progress: bool = True,
 ) -> RunReport:
-    """Execute the selected notebooks over the sweep grid; write summaries and index.html.
+    """Execute the selected notebooks over the sweep grid; write summaries and index.html (docs/runner.md).
 
-    ``seeds`` sets every notebook's ``seeds`` parameter; ``threads`` the CPU threads of every
-    kernel (None: ``workbench.threads.default_threads``); ``jobs`` how many notebooks run at
-    once (None: :func:`default_jobs`, so that jobs x threads fills the cores without
-    oversubscribing them). Each notebook's status line goes to ``stream`` (stdout) when it ends;
-    ``progress`` also shows the running notebooks' current cells and elapsed times
-    (``runs.progress``). Outcomes keep the plan's order. Validation errors (unknown parameter,
-    bad run id, existing run folder, threads or jobs < 1) raise ValueError before any folder is
-    created or notebook runs.
+    ``threads`` per kernel (default: half the cores, or the cores over the GPUs); ``jobs`` at once (default: one
+    per GPU, else :func:`default_jobs`); ``gpus``: one per running kernel (default: every visible one); ``executor``:
+    ``threads`` here, ``slurm`` (a Slurm array through submitit, ``slurm`` its job parameters) or ``local``
+    (submitit's local executor). Bad input raises ValueError before any notebook runs; Ctrl-C stops the run,
+    writes the report with unfinished executions "interrupted" and raises :class:`RunInterrupted`.
     """
     notebooks = select_notebooks(notebooks_dir, only)
+    stems = {notebook.stem for notebook in select_notebooks(notebooks_dir)}
+    for stray in sorted(path.name for path in params_folder(params_dir, params_set).glob("*.yaml") if path.stem not in stems):
+        raise ValueError(f"--params-set {params_set!r}: {stray} names no notebook in {notebooks_dir} (a typo runs on defaults)")
     executions = plan_executions(notebooks, params_dir, params_set, sweep, seeds)
-    threads = default_threads() if threads is None else threads
-    if not isinstance(threads, int) or threads < 1:
-        raise ValueError(f"threads: must be an int >= 1, got {threads!r}")
-    jobs = default_jobs(threads) if jobs is None else jobs
-    if not isinstance(jobs, int) or jobs < 1:
-        raise ValueError(f"jobs: must be an int >= 1 (notebooks run at once), got {jobs!r}")
-    kernel_name = kernel_name or ensure_kernel()
+    if executor not in EXECUTORS or (slurm and executor == "threads"):
+        raise ValueError(f"--executor {executor!r}: must be one of {', '.join(EXECUTORS)} (--slurm parameters: not threads)")
+    visible = visible_gpus() if executor == "threads" else []
+    if gpus is not None and (not gpus or not set(gpus) <= set(visible) or len(set(gpus)) < len(gpus)):
+        raise ValueError(f"--gpus {','.join(gpus)!r}: must name distinct visible GPUs; visible: {', '.join(visible) or 'none'}")
+    gpus = visible if gpus is None else list(gpus)
+    if gpus:  # one kernel per GPU, the cores shared among the kernels
+        jobs = _check_count("jobs", len(gpus) if jobs is None else jobs, "notebooks run at once")
+        threads = _check_count("threads", max(1, usable_cores() // jobs) if threads is None else threads, "per kernel")
+    else:
+        threads = _check_count("threads", default_threads() if threads is None else threads, "per kernel")
+        jobs = _check_count("jobs", default_jobs(threads) if jobs is None else jobs, "notebooks run at once")
+    kernel_name = ensure_kernel(kernel_name)
     run_dir = new_run_dir(outputs_dir, run_id)
-    ensure_assets(run_dir)  # once, before concurrent exports look for them
-    kernels = RunningKernels()  # every kernel the run starts, to stop them on Ctrl-C
+    if executor != "threads":
+        import submitit
 
-    def execute_numbered(numbered: tuple[int, Execution]) -> Outcome:
-        number, execution = numbered
-        label = _label(number, len(executions), execution)
-        output_dir = run_dir / execution.name / execution.slug if execution.slug else run_dir / execution.name
-        cells = len(json.loads(execution.notebook.read_text(encoding="utf-8"))["cells"]) + 1  # + the injected cell
-        outcome = execute(execution, output_dir, kernel_name, on_cell_start=board.started(label, cells), kernels=kernels)
-        board.finished(label, f"{outcome.status_text()} ({outcome.duration_s:.1f} s)")
-        return outcome
-
-    with (
-        kernel_environment_set(threads),
-        Progress(stream, ticking=progress) as board,
-        ThreadPoolExecutor(max_workers=min(jobs, len(executions)), thread_name_prefix="notebook") as pool,
-    ):
-        futures = [pool.submit(execute_numbered, numbered) for numbered in enumerate(executions, start=1)]
         try:
-            outcomes = [future.result() for future in futures]
-        except KeyboardInterrupt:  # Ctrl-C reaches only this thread: stop the kernels the workers wait on
-            for future in futures:
-                future.cancel()
-            kernels.kill_all()
-            raise
-    from workbench.runs.report import write_index, write_summaries  # pandas: imported when a run ends
+            cluster = submitit.AutoExecutor(folder=run_dir / "submitit", cluster=executor)
+            defaults = {"timeout_min": 24 * 60, "cpus_per_task": threads, "slurm_array_parallelism": jobs}
+            cluster.update_parameters(**{**defaults, **(slurm or {})})
+        except (RuntimeError, NameError, AssertionError, TypeError) as error:  # no Slurm here, an unknown or mistyped parameter
+            shutil.rmtree(run_dir)  # nothing ran: leave no run folder
+            raise ValueError(f"--slurm: {str(error).splitlines()[0]}") from None
+    ensure_assets(run_dir)  # once, before concurrent exports look for them
+    folders = [run_dir / execution.name / execution.slug for execution in executions]  # slug "": the notebook's folder
+    env = kernel_environment(threads)
+    board = Progress(executions, stream, ticking=progress)
+    if executor == "threads":
+        ending = _in_threads(executions, folders, kernel_name, env, jobs, gpus, board)
+    else:
+        ending = _on_submitit(cluster, executions, folders, kernel_name, env)
+    outcomes: list[Outcome | None] = [None] * len(executions)
+    interrupted = False
+    try:
+        for index, outcome in ending:
+            outcomes[index] = outcome
+            board.finished(index, f"{outcome.status_text()} ({outcome.duration_s:.1f} s)")
+    except KeyboardInterrupt:
+        interrupted = True
+        ending.close()  # stops what still runs (the generator's own handler), also when Ctrl-C came between two yields
+    from workbench.runs.report import write_report  # pandas: imported when a run ends
 
-    summary, aggregated = write_summaries(run_dir, outcomes, list(sweep or {}))
-    write_index(run_dir, summary, aggregated)
-    return RunReport(run_dir, outcomes)
+    stopped = [Outcome(execution, folder, "interrupted", 0.0) for execution, folder in zip(executions, folders)]
+    report = RunReport(run_dir, [outcome or stop for outcome, stop in zip(outcomes, stopped)])
+    write_report(run_dir, report.outcomes, list(sweep or {}), interrupted)
+    if interrupted:
+        raise RunInterrupted(report)
+    return report

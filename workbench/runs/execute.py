@@ -8,18 +8,16 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from workbench.runs.assets import ensure_assets, export_offline_html, link_figures, run_dir_of
 from workbench.records import read_metrics
+from workbench.runs.assets import ensure_assets, export_offline_html, link_figures, run_dir_of
 from workbench.runs.plan import _SLUG_UNSAFE, INJECTED_PARAMETERS_TAG, OUTPUT_DIR_PARAMETER, Execution
-from workbench.threads import kernel_environment
 
 WORKBENCH_KERNEL = "workbench"
 
@@ -41,58 +39,50 @@ class Outcome:
         return self.status == "ok"
 
     def status_text(self) -> str:
-        if self.ok:
-            return "ok"
+        if self.status in ("ok", "interrupted"):
+            return self.status
         where = f" at cell {self.failed_cell}" if self.failed_cell is not None else ""
         return f"FAILED{where}: {self.error}"
 
 
-# ----------------------------------------------------------------------------- kernel
-
-
-def _kernel_runs_current_python(kernel_name: str) -> bool:
+def _runs_this_python(kernel_name: str) -> bool:
+    """Whether the kernelspec launches this interpreter (jupyter_client runs a bare ``python*`` as ``sys.executable``)."""
     from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
 
     try:
-        spec = KernelSpecManager().get_kernel_spec(kernel_name)
+        executable = KernelSpecManager().get_kernel_spec(kernel_name).argv[0]
     except NoSuchKernel:
         return False
-    executable = spec.argv[0]
-    # jupyter_client launches a bare "python"/"python3"/"python3.X" as sys.executable.
-    bare_names = {"python", f"python{sys.version_info[0]}", "python{}.{}".format(*sys.version_info[:2])}
-    return executable in bare_names or os.path.abspath(executable) == os.path.abspath(sys.executable)
+    bare = {"python", f"python{sys.version_info[0]}", "python{}.{}".format(*sys.version_info[:2])}
+    return executable in bare or os.path.abspath(executable) == os.path.abspath(sys.executable)
 
 
-def ensure_kernel() -> str:
-    """Name of a kernelspec that runs this interpreter (the project .venv).
+def ensure_kernel(kernel_name: str | None = None) -> str:
+    """``kernel_name`` once checked (ValueError when unknown), else a kernelspec that runs this interpreter:
+    ``python3`` when it does, else a ``workbench`` kernelspec installed into ``sys.prefix``."""
+    from ipykernel.kernelspec import install
+    from jupyter_client.kernelspec import KernelSpecManager
 
-    Uses ``python3`` when it already does; otherwise installs a ``workbench``
-    kernelspec into ``sys.prefix`` pointing at ``sys.executable``.
-    """
-    if _kernel_runs_current_python("python3"):
-        return "python3"
-    if not _kernel_runs_current_python(WORKBENCH_KERNEL):
-        from ipykernel.kernelspec import install
-
-        install(kernel_name=WORKBENCH_KERNEL, display_name="Python (workbench)", prefix=sys.prefix)
-        if not _kernel_runs_current_python(WORKBENCH_KERNEL):
-            raise RuntimeError(
-                f"installed kernelspec {WORKBENCH_KERNEL!r} into {sys.prefix} but another one shadows it; "
-                "pass --kernel NAME of a kernel that runs this environment"
-            )
+    if kernel_name is not None:
+        if kernel_name not in (available := KernelSpecManager().find_kernel_specs()):
+            raise ValueError(f"--kernel {kernel_name!r}: no such kernelspec; available: {', '.join(sorted(available))}")
+        return kernel_name
+    for name in ("python3", WORKBENCH_KERNEL):
+        if _runs_this_python(name):
+            return name
+    install(kernel_name=WORKBENCH_KERNEL, display_name="Python (workbench)", prefix=sys.prefix)
+    if not _runs_this_python(WORKBENCH_KERNEL):
+        raise RuntimeError(f"kernelspec {WORKBENCH_KERNEL!r} in {sys.prefix} is shadowed; pass --kernel NAME running this Python")
     return WORKBENCH_KERNEL
 
 
 class RunningKernels:
     """The kernels a run starts, so that an interrupted run can stop them (thread-safe).
 
-    :meth:`manager_class` is the jupyter_client kernel manager papermill is given: it records
-    every kernel it manages, and refuses to start one once :meth:`kill_all` was called. On POSIX
-    it talks to the kernel over IPC (Unix sockets) instead of unencrypted loopback TCP, which
-    ipykernel warns about on every start, and gives each kernel its own socket path prefix in
-    the temporary folder: jupyter_client's default (``kernel-ipc`` in the working directory) is
-    shared by kernels started at once, which then pick the same sockets and reject each other's
-    messages ("Invalid Signature").
+    :meth:`manager_class` is the kernel manager papermill is given: it records each kernel, starts
+    none once :meth:`kill_all` was called, and starts each with this environment updated by ``env``.
+    On POSIX it uses IPC sockets, each kernel its own path (jupyter_client's default ``kernel-ipc``
+    in the working directory is shared by kernels started at once: "Invalid Signature").
     """
 
     def __init__(self) -> None:
@@ -100,7 +90,7 @@ class RunningKernels:
         self._lock = threading.Lock()
         self._stopped = False
 
-    def manager_class(self) -> type:
+    def manager_class(self, env: dict[str, str] | None = None) -> type:
         from jupyter_client.localinterfaces import localhost
         from jupyter_client.manager import AsyncKernelManager
         from traitlets import default
@@ -110,7 +100,10 @@ class RunningKernels:
         class WorkbenchKernelManager(AsyncKernelManager):
             def __init__(self, *args: Any, **kwargs: Any) -> None:
                 super().__init__(*args, **kwargs)
-                kernels._register(self)
+                with kernels._lock:
+                    if kernels._stopped:
+                        raise RuntimeError("the run was interrupted: no new kernel starts")
+                    kernels._managers.append(self)
 
             @default("transport")
             def _default_transport(self) -> str:
@@ -118,44 +111,37 @@ class RunningKernels:
 
             @default("ip")
             def _default_ip(self) -> str:
-                if self.transport != "ipc":
-                    return localhost()
-                return os.path.join(tempfile.gettempdir(), f"workbench-kernel-{secrets.token_hex(8)}-ipc")
+                ipc = os.path.join(tempfile.gettempdir(), f"workbench-kernel-{secrets.token_hex(8)}-ipc")
+                return ipc if self.transport == "ipc" else localhost()
+
+            async def start_kernel(self, **kw: Any) -> None:
+                await super().start_kernel(**{**kw, "env": {**kw.get("env", os.environ), **(env or {})}})
 
         return WorkbenchKernelManager
 
-    def _register(self, manager: Any) -> None:
-        with self._lock:
-            if self._stopped:
-                raise RuntimeError("the run was interrupted: no new kernel starts")
-            self._managers.append(manager)
-
-    def kill_all(self) -> int:
-        """Kill every kernel process still running and start no new one; returns how many were killed.
-        The executions using them then end with a dead-kernel error, as a crashed kernel would."""
+    def kill_all(self) -> None:
+        """Kill every kernel process and start no new one: the executions using them end with a
+        dead-kernel error, as a crashed kernel would."""
         with self._lock:
             self._stopped = True
             processes = [getattr(getattr(manager, "provisioner", None), "process", None) for manager in self._managers]
-        killed = 0
         for process in processes:
             if process is not None and process.poll() is None:
                 process.kill()
-                killed += 1
-        return killed
-
-
-# ----------------------------------------------------------------------------- execution
 
 
 def new_run_dir(outputs_dir: str | Path, run_id: str | None = None) -> Path:
-    """Create ``outputs/<run-id>`` (timestamp + short random suffix by default); never reuse a folder."""
-    if run_id is not None and (not run_id or _SLUG_UNSAFE.search(run_id) or run_id in {".", ".."}):
-        raise ValueError(f"run_id {run_id!r}: use letters, digits and ._=+,- only")
-    run_id = run_id or f"{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(3)}"
-    run_dir = Path(outputs_dir) / run_id
+    """Create ``outputs/<run-id>`` (timestamp + short random suffix by default); never reuse a folder.
+    A bad run id or a folder that cannot be created raises ValueError naming the option."""
+    if run_id is not None and (not run_id or _SLUG_UNSAFE.search(run_id) or run_id in {".", ".."} or len(run_id) > 200):
+        raise ValueError(f"--run-id {run_id!r}: use up to 200 letters, digits and ._=+,- only")
+    run_dir = Path(outputs_dir) / (run_id or f"{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(3)}")
     if run_dir.exists():
-        raise ValueError(f"run_id {run_id!r}: {run_dir} already exists; runs are never overwritten")
-    run_dir.mkdir(parents=True)
+        raise ValueError(f"--run-id {run_dir.name!r}: {run_dir} already exists; runs are never overwritten")
+    try:
+        run_dir.mkdir(parents=True)
+    except OSError as error:  # a file in the way, no permission, a full disk, a race
+        raise ValueError(f"--outputs-dir {str(outputs_dir)!r}: cannot create {run_dir} ({error.strerror})") from None
     return run_dir
 
 
@@ -182,36 +168,20 @@ def export_html(notebook: Path, run_dir: Path | None = None) -> Path:
     return export_offline_html(notebook, notebook.with_suffix(".html"), shared)
 
 
-@contextmanager
-def kernel_environment_set(threads: int) -> Iterator[None]:
-    """Inside the block, kernels started by this process get ``threads`` CPU threads
-    (``workbench.threads.kernel_environment`` set in ``os.environ``; restored after)."""
-    variables = kernel_environment(threads)
-    saved = {name: os.environ.get(name) for name in variables}
-    os.environ.update(variables)
-    try:
-        yield
-    finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
-
-
 def execute(
     execution: Execution,
     output_dir: Path,
     kernel_name: str,
+    env: dict[str, str] | None = None,
     on_cell_start: Callable[..., None] | None = None,
     kernels: RunningKernels | None = None,
 ) -> Outcome:
     """Run one notebook into ``output_dir``; a failure is recorded, never raised.
 
-    The kernel starts in the notebook's folder and inherits this process's environment (the
-    runner sets its threads with :func:`kernel_environment_set`); ``on_cell_start`` is called
-    before each cell (nbclient's hook); ``kernels`` records the kernel so the caller can stop it.
-    Safe to call from several threads at once: nothing changes this process's working directory.
+    The kernel starts in the notebook's folder with this process's environment updated by ``env``;
+    ``on_cell_start`` is called before each cell (nbclient's hook); ``kernels`` records the kernel
+    so the caller can stop it. Safe to call from several threads at once (nothing changes this
+    process's working directory) and in a submitit job.
     """
     import papermill
     from papermill.exceptions import PapermillExecutionError
@@ -222,7 +192,6 @@ def execute(
     executed = output_dir / execution.notebook.name
     failed_cell, error = None, None
     start = time.perf_counter()
-    hooks = {"on_cell_start": on_cell_start} if on_cell_start is not None else {}
     try:
         papermill.execute_notebook(  # absolute paths: papermill resolves relative ones against a process-wide
             str(execution.notebook.resolve()),  # setting that notebooks running at once overwrite
@@ -233,8 +202,8 @@ def execute(
             # whole process, under the feet of the notebooks running beside this one
             resources={"metadata": {"path": str(execution.notebook.parent.resolve())}},
             progress_bar=False,
-            kernel_manager_class=(kernels or RunningKernels()).manager_class(),
-            **hooks,
+            kernel_manager_class=(kernels or RunningKernels()).manager_class(env),
+            on_cell_start=on_cell_start,
         )
     except PapermillExecutionError as exc:
         failed_cell = _source_cell_index(executed, exc.cell_index)
@@ -247,12 +216,4 @@ def execute(
             export_html(executed)
         except Exception as exc:  # the run's own status is what matters; note the export problem
             error = error or f"HTML export failed: {type(exc).__name__}: {exc}"
-    return Outcome(
-        execution=execution,
-        output_dir=output_dir,
-        status="failed" if error else "ok",
-        duration_s=duration,
-        failed_cell=failed_cell,
-        error=error,
-        metrics=read_metrics(output_dir),
-    )
+    return Outcome(execution, output_dir, "failed" if error else "ok", duration, failed_cell, error, read_metrics(output_dir))

@@ -1,9 +1,8 @@
 """Planning a run: which notebooks, with which parameters, in which folders; all checked before anything runs.
 
-Parameters come from ``params/<set>/<notebook-stem>.yaml`` (a missing file means the
-notebook's own defaults), then one ``--sweep`` grid point, then ``--seeds`` (the notebook's
-``seeds`` list parameter), then ``output_dir`` (always injected by the runner). Every name
-is checked against the notebook's ``parameters`` cell.
+Parameters, later ones winning: ``<params-dir>/<set>/<stem>.yaml`` (a missing file: the notebook's
+defaults), one ``--sweep`` grid point, ``--seeds``, then ``output_dir`` and ``interactive = False``
+(set by the runner). Every name is checked against the notebook's ``parameters`` cell.
 """
 
 from __future__ import annotations
@@ -11,7 +10,8 @@ from __future__ import annotations
 import hashlib
 import itertools
 import re
-from collections.abc import Iterable, Sequence
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,10 +21,12 @@ from workbench.config import read_yaml, read_yaml_file
 PARAMETERS_TAG = "parameters"
 INJECTED_PARAMETERS_TAG = "injected-parameters"
 OUTPUT_DIR_PARAMETER = "output_dir"
+INTERACTIVE_PARAMETER = "interactive"
 SEEDS_PARAMETER = "seeds"
-PARAMS_SETS = ("default", "smoke", "gpu")
+PARAMS_SETS = ("default", "smoke", "gpu")  # the sets the project ships; any folder under --params-dir is a set
+MAX_SEED = 2**32 - 1  # numpy's largest seed
+MAX_SLUG = 96  # characters of a sweep point's folder name before its hash (file systems allow 255 bytes)
 _SLUG_UNSAFE = re.compile(r"[^A-Za-z0-9._=+,-]")
-_BRACKETS = {"[": "]", "{": "}", "(": ")"}
 
 
 @dataclass(frozen=True)
@@ -41,128 +43,104 @@ class Execution:
         return self.notebook.stem
 
 
-# ----------------------------------------------------------------------------- parsing
-
-
-def split_values(text: str) -> list[str]:
-    """Split a ``--sweep`` value list on the commas outside brackets and quotes:
-    ``"[CE,DSC],[FL]"`` -> ``["[CE,DSC]", "[FL]"]``."""
-    parts, depth, quote, start = [], [], None, 0
-    for index, character in enumerate(text):
-        if quote:
-            quote = None if character == quote else quote
-        elif character in "'\"":
-            quote = character
-        elif character in _BRACKETS:
-            depth.append(_BRACKETS[character])
-        elif depth and character == depth[-1]:
-            depth.pop()
-        elif character == "," and not depth:
-            parts.append(text[start:index])
-            start = index + 1
-    parts.append(text[start:])
-    return [part.strip() for part in parts]
-
-
 def parse_sweep(specs: Iterable[str]) -> dict[str, list[Any]]:
-    """``["epsilon=0.1,0.2", "losses=[CE,DSC],[FL]"]`` -> ``{"epsilon": [0.1, 0.2], "losses": [["CE", "DSC"], ["FL"]]}``.
-
-    Values are read as YAML (``1e-3`` is a float); a list value is written in brackets. Values
-    equal after parsing (``0.1`` and ``0.10``) are refused: they would be one grid point twice.
-    """
+    """``["epsilon=0.1,0.2", "losses=[CE,DSC],[FL]"]`` -> ``{"epsilon": [0.1, 0.2], "losses": [["CE", "DSC"], ["FL"]]}``:
+    the values read as one YAML flow list. Empty values, control characters and values equal after parsing
+    (``0.1`` and ``0.10``) are refused."""
     sweep: dict[str, list[Any]] = {}
     for spec in specs:
-        key, sep, values = spec.partition("=")
-        key = key.strip()
-        if not sep or not key or not values.strip():
+        key, _, values = (part.strip() for part in spec.partition("="))
+        if not key or not values:
             raise ValueError(f"--sweep {spec!r}: expected key=v1,v2,... with at least one value")
         if key in sweep:
             raise ValueError(f"--sweep: parameter {key!r} given twice; list all its values in one key=v1,v2")
-        raw = split_values(values)
-        parsed = [read_yaml(value, f"--sweep {key}") if value else value for value in raw]
-        for (first, a), (second, b) in itertools.combinations(zip(raw, parsed), 2):
-            if a == b and isinstance(a, bool) == isinstance(b, bool):  # 1 == True, yet a count is no flag
-                raise ValueError(
-                    f"--sweep {key}: values {first!r} and {second!r} are equal after parsing ({a!r}); give each value once"
-                )
+        if not spec.isprintable() or values.endswith(","):  # a control character, a byte the terminal could not decode
+            raise ValueError(f"--sweep {key}: values must be printable and not empty, got {values!r}")
+        parsed = read_yaml(f"[{values}]", f"--sweep {key}")
+        for a, b in itertools.combinations(parsed, 2):
+            if (a == b and isinstance(a, bool) == isinstance(b, bool)) or repr(a) == repr(b):  # 0.1, 0.10; NaN; 1 is no flag
+                raise ValueError(f"--sweep {key}: the value {a!r} is given twice (equal after parsing)")
         sweep[key] = parsed
     return sweep
 
 
 def parse_seeds(text: str) -> list[int]:
-    """``"1,2,3"`` -> ``[1, 2, 3]``; raises ValueError for anything but distinct comma-separated integers >= 0."""
+    """``"1,2,3"`` -> ``[1, 2, 3]``: distinct integers from 0 to 2**32 - 1 (numpy's range)."""
     try:
         seeds = [int(part) for part in text.split(",")]
     except ValueError:
         raise ValueError(f"--seeds {text!r}: expected comma-separated integers, e.g. 1,2,3") from None
-    if any(seed < 0 for seed in seeds):
-        raise ValueError(f"--seeds {text!r}: seeds must be integers >= 0")
+    if any(not 0 <= seed <= MAX_SEED for seed in seeds):
+        raise ValueError(f"--seeds {text!r}: seeds must be integers from 0 to {MAX_SEED}")
     if len(set(seeds)) != len(seeds):
         raise ValueError(f"--seeds {text!r}: each seed may appear once")
     return seeds
 
 
+def parse_assignments(specs: Iterable[str], option: str) -> dict[str, Any]:
+    """``["timeout_min=60", "slurm_partition=gpu"]`` -> ``{"timeout_min": 60, "slurm_partition": "gpu"}`` (YAML values)."""
+    assignments: dict[str, Any] = {}
+    for spec in specs:
+        key, sep, value = (part.strip() for part in spec.partition("="))
+        if not sep or not key or key in assignments:
+            raise ValueError(f"{option} {spec!r}: expected key=value, each key once")
+        assignments[key] = read_yaml(value, f"{option} {key}")
+    return assignments
+
+
 def _reads_back(value: Any) -> bool:
-    """True when the text of ``value`` in a folder name reads back, as a ``--sweep`` value, as that
-    same value: no comma (which separates the keys) and the same YAML value and type
-    (the string ``'0.1'`` writes as ``0.1``, which reads back as a float)."""
-    text = str(value)
-    if "," in text:
-        return False
+    """True when the text of ``value`` reads back as a ``--sweep`` value as that same value and type
+    (the string ``'0.1'`` writes as ``0.1``, a float; ``1,b=2`` as two values)."""
     try:
-        again = read_yaml(text, "a folder name")
+        again = read_yaml(f"[{value}]", "a folder name")
     except ValueError:
         return False
-    return type(again) is type(value) and again == value
+    return again == [value] and type(again[0]) is type(value)
 
 
-def cell_slug(point: dict[str, Any]) -> str:
-    """Folder name of a sweep point, ``epsilon=0.1,gamma=2`` (empty for no sweep); different points
-    never share a folder.
-
-    Characters other than letters, digits and ``._=+,-`` become ``_``; when that changed the
-    text, or a value's text does not read back as that value (:func:`_reads_back`), a short hash
-    of the point (its values with their types) is appended: ``path=a/b`` and ``path=a_b``, or the
-    string ``'0.1'`` and the number ``0.1``, get different names.
-    """
+def cell_slug(point: dict[str, Any], hashed: bool = False) -> str:
+    """Folder name of a sweep point, ``epsilon=0.1,gamma=2`` (empty for no sweep), never shared by two points:
+    unsafe characters become ``_``, and when that changed the text, the text is over ``MAX_SLUG`` (it is cut),
+    a value does not read back (:func:`_reads_back`) or ``hashed`` is set, a hash of the typed point is appended."""
     text = ",".join(f"{key}={value}" for key, value in point.items())
     safe = _SLUG_UNSAFE.sub("_", text)
-    if safe != text or not all(_reads_back(value) for value in point.values()):
-        safe += "-" + hashlib.sha1(repr(point).encode("utf-8")).hexdigest()[:6]
+    if hashed or safe != text or len(safe) > MAX_SLUG or not all(_reads_back(value) for value in point.values()):
+        safe = safe[:MAX_SLUG] + "-" + hashlib.sha1(repr(point).encode("utf-8", "backslashreplace")).hexdigest()[:8]
     return safe
-
-
-# ----------------------------------------------------------------------------- planning
 
 
 def select_notebooks(notebooks_dir: str | Path, only: Sequence[str] | None = None) -> list[Path]:
     """All ``*.ipynb`` in ``notebooks_dir`` sorted, or those whose stem equals or starts with an ``only`` entry."""
     notebooks = sorted(Path(notebooks_dir).glob("*.ipynb"))
     if not notebooks:
-        raise ValueError(f"notebooks_dir {str(notebooks_dir)!r} holds no *.ipynb notebooks")
+        raise ValueError(f"--notebooks-dir {str(notebooks_dir)!r}: holds no *.ipynb notebooks")
     if not only:
         return notebooks
     selected = []
     for wanted in only:
-        stem = wanted.removesuffix(".ipynb")
-        matches = [nb for nb in notebooks if nb.stem == stem or nb.stem.startswith(stem)]
+        stem = wanted.strip().removesuffix(".ipynb")
+        matches = [nb for nb in notebooks if stem and (nb.stem == stem or nb.stem.startswith(stem))]
         if not matches:
-            raise ValueError(f"--only {wanted!r} matches no notebook; available: {', '.join(nb.stem for nb in notebooks)}")
+            raise ValueError(f"--only {wanted!r}: matches no notebook; available: {', '.join(nb.stem for nb in notebooks)}")
         selected.extend(nb for nb in matches if nb not in selected)
     return sorted(selected)
 
 
+def params_folder(params_dir: str | Path, params_set: str) -> Path:
+    """``<params_dir>/<params_set>``: any folder there is a set; a missing one is an error naming it."""
+    if not Path(params_dir).is_dir():
+        raise ValueError(f"--params-dir {str(params_dir)!r}: no such folder")
+    folder = Path(params_dir) / params_set
+    if not params_set or Path(params_set).name != params_set or params_set == ".." or not folder.is_dir():
+        available = sorted(path.name for path in Path(params_dir).iterdir() if path.is_dir())
+        raise ValueError(f"--params-set {params_set!r}: no folder {folder}; available: {', '.join(available) or '(none)'}")
+    return folder
+
+
 def load_params(params_dir: str | Path, params_set: str, notebook_stem: str) -> dict[str, Any]:
-    """``params/<set>/<stem>.yaml`` as a dict; a missing file means the notebook's defaults (``{}``)."""
-    if params_set not in PARAMS_SETS:
-        raise ValueError(f"params_set must be one of {', '.join(PARAMS_SETS)}, got {params_set!r}")
-    path = Path(params_dir) / params_set / f"{notebook_stem}.yaml"
-    if not path.is_file():
-        return {}
-    try:
-        return read_yaml_file(path, "params file")
-    except ValueError as error:
-        raise ValueError(str(error).replace("must hold a mapping", "expected a mapping of parameter -> value")) from None
+    """``<params_dir>/<set>/<stem>.yaml`` as a dict; a missing file means the notebook's defaults (``{}``)."""
+    path = params_folder(params_dir, params_set) / f"{notebook_stem}.yaml"
+    return read_yaml_file(path, "params file") if path.is_file() else {}
 
 
 def notebook_parameters(notebook: str | Path) -> list[str]:
@@ -175,13 +153,15 @@ def notebook_parameters(notebook: str | Path) -> list[str]:
         raise ValueError(f"notebook {Path(notebook).name}: {exc}") from exc
 
 
-def _check_names(notebook: Path, allowed: list[str], names: Iterable[str], source: str) -> None:
-    for name in names:
+def _check_parameters(notebook: Path, allowed: list[str], parameters: Mapping[str, Any], source: str) -> None:
+    for name, value in parameters.items():
         if name == OUTPUT_DIR_PARAMETER:
             raise ValueError(f"{source}: parameter {name!r} is set by the runner, not by the user")
         if name not in allowed:
+            raise ValueError(f"{source}: unknown parameter {name!r} for notebook {notebook.name}; allowed: {', '.join(allowed)}")
+        if name == INTERACTIVE_PARAMETER and value is not False:
             raise ValueError(
-                f"{source}: unknown parameter {name!r} for notebook {notebook.name}; allowed: {', '.join(allowed) or '(none)'}"
+                f"{source}: {name}={value!r}: a headless run has no live widget (figures go missing); allowed: false"
             )
 
 
@@ -192,39 +172,35 @@ def plan_executions(
     sweep: dict[str, list[Any]] | None = None,
     seeds: Sequence[int] | None = None,
 ) -> list[Execution]:
-    """Every execution of the run, validated: unknown parameter names raise ValueError before anything runs.
+    """Every execution of the run, validated: a bad name or value raises ValueError before anything runs.
 
     Args:
-        notebooks: the notebooks to run (:func:`select_notebooks`).
-        params_dir: the folder of the params sets (``params/``).
-        params_set: ``default``, ``smoke`` or ``gpu``: ``<params_dir>/<set>/<stem>.yaml``.
+        notebooks, params_dir, params_set: the notebooks; ``<params_dir>/<params_set>/<stem>.yaml`` their parameters.
         sweep: parameter -> values (:func:`parse_sweep`); one execution per point of their product.
-        seeds: sets each notebook's ``seeds`` list parameter (the notebook repeats over them and
-            reports mean and spread), so no two executions overlap in seeds; refused together with
-            a ``seeds`` sweep.
+        seeds: each notebook's ``seeds`` list parameter; refused together with a ``seeds`` sweep.
 
     Returns:
-        One :class:`Execution` per notebook and sweep point, parameters merged (params file, sweep
-        point, seeds).
+        One :class:`Execution` per notebook and sweep point (params file, sweep point, seeds, ``interactive = False``),
+        each in its own folder (names that differ only in case get a hash: macOS and Windows would merge them).
     """
-    sweep = sweep or {}
-    if seeds and SEEDS_PARAMETER in sweep:
-        raise ValueError(f"give seeds either with --seeds or with --sweep {SEEDS_PARAMETER}=..., not both")
+    sweep, fixed = sweep or {}, {SEEDS_PARAMETER: list(seeds)} if seeds else {}
+    if fixed and SEEDS_PARAMETER in sweep:
+        raise ValueError(f"--seeds: give seeds either with --seeds or with --sweep {SEEDS_PARAMETER}=..., not both")
+    points = [dict(zip(sweep, values)) for values in itertools.product(*sweep.values())]
+    folded = Counter(cell_slug(point).casefold() for point in points)
+    slugs = [cell_slug(point, hashed=folded[cell_slug(point).casefold()] > 1) for point in points]
     executions = []
     for notebook in notebooks:
         allowed = notebook_parameters(notebook)
         if OUTPUT_DIR_PARAMETER not in allowed:
             raise ValueError(
-                f"notebook {notebook.name} has no {OUTPUT_DIR_PARAMETER!r} parameter; "
-                "the runner injects it (add `output_dir = None` to the parameters cell)"
+                f"notebook {notebook.name}: no 'output_dir' parameter (add `output_dir = None` to its parameters cell)"
             )
         base = load_params(params_dir, params_set, notebook.stem)
-        _check_names(notebook, allowed, base, f"params file {params_set}/{notebook.stem}.yaml")
-        _check_names(notebook, allowed, sweep, "--sweep")
-        if seeds:
-            _check_names(notebook, allowed, [SEEDS_PARAMETER], "--seeds")
-        for values in itertools.product(*sweep.values()):
-            point = dict(zip(sweep, values))
-            parameters = {**base, **point, **({SEEDS_PARAMETER: list(seeds)} if seeds else {})}
-            executions.append(Execution(notebook, parameters, point, cell_slug(point)))
+        _check_parameters(notebook, allowed, base, f"params file {params_set}/{notebook.stem}.yaml")
+        _check_parameters(notebook, allowed, fixed, "--seeds")
+        headless = {INTERACTIVE_PARAMETER: False} if INTERACTIVE_PARAMETER in allowed else {}
+        for point, slug in zip(points, slugs):
+            _check_parameters(notebook, allowed, point, "--sweep")
+            executions.append(Execution(notebook, {**base, **point, **fixed, **headless}, point, slug))
     return executions

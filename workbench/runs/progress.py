@@ -1,110 +1,68 @@
-"""What a run's notebooks are doing: the current cell of each running one and its elapsed time.
-
-The runner prints one line per notebook when it ends (``[3/5] 03_true_negatives ... ok (209.9 s)``).
-While notebooks run (one, or several with ``--jobs``):
-
-* on a terminal, one line is redrawn every second, naming each running notebook's cell and time:
-  ``running: [3/5] 03_true_negatives cell 10/27, 42 s | [4/5] 04_auxiliary_labels cell 3/23, 5 s``;
-  a notebook's status line replaces it when that notebook ends;
-* in a log (output not a terminal), a line per running notebook is added every ``LOG_INTERVAL_S``
-  seconds, so short notebooks print nothing but their status and a long one never looks hung::
-
-      [1/5] 01_dice_loss ... ok (26.1 s)
-          [3/5] 03_true_negatives: still running, cell 10/27, 30 s
-      [2/5] 02_propensity_corrected_loss ... ok (19.1 s)
+"""What a run's notebooks are doing, with tqdm: a status line per notebook when it ends
+(``[3/5] 03_true_negatives ... ok (209.9 s)``); while it runs, a tqdm bar (cell, elapsed time) on a
+terminal, or in a log a line ``    [3/5] 03_true_negatives: cell 10/27, 42 s`` when a cell starts
+``LOG_INTERVAL_S`` or more after the previous one, so a short notebook prints only its status line.
 """
 
 from __future__ import annotations
 
+import json
 import sys
-import threading
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
 from typing import IO, Any
 
-TERMINAL_INTERVAL_S = 1.0
+from tqdm import tqdm
+
+from workbench.runs.plan import Execution
+
 LOG_INTERVAL_S = 30.0
-
-
-@dataclass
-class _Running:
-    total_cells: int
-    cell: int = 0
-    start: float = field(default_factory=time.perf_counter)
-
-    def status(self) -> str:
-        return f"cell {self.cell}/{self.total_cells}, {time.perf_counter() - self.start:.0f} s"
+REDRAW_S = 1.0  # tqdm's mininterval on a terminal
 
 
 class Progress:
-    """The runner's progress display, shared by the notebooks running at once (thread-safe).
-
-    :meth:`started` registers a notebook and returns the hook papermill calls before each cell
-    (nbclient's ``on_cell_start``); :meth:`finished` writes its status line. With ``ticking``
-    false only the status lines are written.
-    """
+    """The progress of a run's ``executions`` (thread-safe: tqdm's lock). ``bars``: tqdm bars
+    (default: when ``stream`` is a terminal) or log lines; ``ticking`` false: status lines only."""
 
     def __init__(
-        self, stream: IO[str] | None = None, interactive: bool | None = None, interval: float | None = None, ticking: bool = True
+        self, executions: Sequence[Execution], stream: IO[str] | None = None, bars: bool | None = None, ticking: bool = True
     ) -> None:
+        self.executions = executions
         self.stream = stream if stream is not None else sys.stdout
-        self.interactive = self.stream.isatty() if interactive is None else interactive
-        self.interval = interval if interval is not None else (TERMINAL_INTERVAL_S if self.interactive else LOG_INTERVAL_S)
+        self.bars = self.stream.isatty() if bars is None else bars
         self.ticking = ticking
-        self._running: dict[str, _Running] = {}
-        self._lock = threading.Lock()
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._tick, daemon=True)
-        self._line_drawn = False
+        self._running: dict[int, tqdm] = {}
 
-    def started(self, label: str, total_cells: int) -> Callable[..., None]:
-        """Register ``label`` as running; returns the ``on_cell_start`` hook that tracks its cell."""
-        running = _Running(total_cells)
-        with self._lock:
-            self._running[label] = running
+    def label(self, index: int) -> str:
+        execution = self.executions[index]
+        return f"[{index + 1}/{len(self.executions)}] {execution.name}" + (f" {execution.slug}" if execution.slug else "")
+
+    def started(self, index: int) -> Callable[..., None] | None:
+        """Show execution ``index`` as running; returns the hook papermill calls before each cell
+        (nbclient's ``on_cell_start``), None when not ticking."""
+        if not self.ticking:
+            return None
+        label = self.label(index)
+        cells = len(json.loads(self.executions[index].notebook.read_text(encoding="utf-8"))["cells"]) + 1  # + injected
+        bar = tqdm(
+            total=cells, desc=label, unit="cell", file=self.stream, leave=False, mininterval=REDRAW_S, disable=not self.bars
+        )
+        self._running[index] = bar
+        start = logged = time.monotonic()
 
         def cell_started(cell: Any = None, cell_index: int = 0, **_: Any) -> None:
-            running.cell = cell_index + 1  # cell_index: 0-based, of the executed notebook
+            nonlocal logged
+            bar.update(cell_index + 1 - bar.n)  # cell_index: 0-based, of the executed notebook
+            if not self.bars and time.monotonic() - logged >= LOG_INTERVAL_S:
+                logged = time.monotonic()
+                tqdm.write(f"    {label}: cell {cell_index + 1}/{cells}, {logged - start:.0f} s", file=self.stream)
 
         return cell_started
 
-    def finished(self, label: str, status: str) -> None:
-        """Write ``label ... status`` on a line of its own and stop tracking ``label``."""
-        with self._lock:
-            self._running.pop(label, None)
-            self._clear_line()
-            self.stream.write(f"{label} ... {status}\n")
-            self.stream.flush()
-
-    def _clear_line(self) -> None:
-        if self._line_drawn:
-            self.stream.write("\r\033[K")
-            self._line_drawn = False
-
-    def _tick(self) -> None:
-        while not self._stop.wait(self.interval):
-            with self._lock:
-                running = [(label, state.status()) for label, state in self._running.items()]
-                if not running:
-                    continue
-                if self.interactive:
-                    self.stream.write("\rrunning: " + " | ".join(f"{label} {status}" for label, status in running) + "\033[K")
-                    self._line_drawn = True
-                else:
-                    for label, status in running:
-                        self.stream.write(f"    {label}: still running, {status}\n")
-                self.stream.flush()
-
-    def __enter__(self) -> Progress:
-        if self.ticking:
-            self._thread.start()
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self._stop.set()
-        if self.ticking:
-            self._thread.join()
-        with self._lock:
-            self._clear_line()
-            self.stream.flush()
+    def finished(self, index: int, status: str) -> None:
+        """Close execution ``index``'s bar and write ``label ... status`` on a line of its own."""
+        bar = self._running.pop(index, None)
+        if bar is not None:
+            bar.close()
+        tqdm.write(f"{self.label(index)} ... {status}", file=self.stream)
+        self.stream.flush()

@@ -1,25 +1,27 @@
 """The report of a finished run: ``summary.csv``, ``summary_agg.csv`` and ``index.html``.
 
-``summary.csv`` has one row per notebook x sweep point: its parameters of the sweep, status,
-and every metric's mean as ``metric.<name>``. ``summary_agg.csv`` has one row per notebook x
-sweep point x metric with the mean, the sample standard deviation over the notebook's seeds
-(empty where n = 1) and n. Only the ``metrics`` a notebook recorded are reported, never its
-parameters or detail tables.
+``summary.csv``: one row per notebook x sweep point (sweep values, status, each metric's mean as
+``metric.<name>``). ``summary_agg.csv``: one row per notebook x sweep point x metric (mean, sample
+std over the notebook's seeds, empty where n = 1, n, and the notebook's one-line description).
+Only the ``metrics`` a notebook recorded are reported, never its parameters or detail tables.
 """
 
 from __future__ import annotations
 
 import html
+import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from workbench.runs.execute import Outcome
 from workbench.records import metric_statistics
+from workbench.runs.assets import ASSETS_DIR, PLOTLY_JS
+from workbench.runs.execute import Outcome
 
 METRIC_PREFIX = "metric."
+DESCRIPTIONS = "descriptions"  # metrics.json's entry of one-line metric descriptions, shown in index.html
 
 
 def summary_row(outcome: Outcome, run_dir: Path) -> dict[str, Any]:
@@ -40,38 +42,17 @@ def summary_row(outcome: Outcome, run_dir: Path) -> dict[str, Any]:
 
 def metric_rows(outcomes: Sequence[Outcome], sweep_keys: Sequence[str] = ()) -> pd.DataFrame:
     """Long table: one row per successful notebook x sweep point x metric: mean, std (over the
-    notebook's seeds; empty for one run) and n."""
+    notebook's seeds; empty for one run), n and the notebook's description of the metric."""
     records = []
-    for outcome in outcomes:
-        if not outcome.ok:
-            continue
-        execution = outcome.execution
+    for outcome in (outcome for outcome in outcomes if outcome.ok):
+        execution, descriptions = outcome.execution, outcome.metrics.get(DESCRIPTIONS)
+        descriptions = descriptions if isinstance(descriptions, dict) else {}
+        point = {"notebook": execution.name, "point": execution.slug, **{key: execution.point[key] for key in sweep_keys}}
         for name, stats in metric_statistics(outcome.metrics).items():
             std = stats["std"] if (stats["n"] or 0) > 1 else None
-            records.append(
-                {
-                    "notebook": execution.name,
-                    "point": execution.slug,
-                    **{key: execution.point[key] for key in sweep_keys},
-                    "metric": name,
-                    "mean": stats["mean"],
-                    "std": std,
-                    "n": stats["n"],
-                }
-            )
-    return pd.DataFrame.from_records(records, columns=["notebook", "point", *sweep_keys, "metric", "mean", "std", "n"])
-
-
-def write_summaries(
-    run_dir: str | Path, outcomes: Sequence[Outcome], sweep_keys: Sequence[str] = ()
-) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Write ``summary.csv`` and ``summary_agg.csv`` into ``run_dir``; return both tables."""
-    run_dir = Path(run_dir)
-    summary = pd.DataFrame.from_records([summary_row(outcome, run_dir) for outcome in outcomes])
-    aggregated = metric_rows(outcomes, sweep_keys)
-    summary.to_csv(run_dir / "summary.csv", index=False)
-    aggregated.to_csv(run_dir / "summary_agg.csv", index=False)
-    return summary, aggregated
+            records.append({**point, "metric": name, **stats, "std": std, "description": str(descriptions.get(name, ""))})
+    columns = ["notebook", "point", *sweep_keys, "metric", "mean", "std", "n", "description"]
+    return pd.DataFrame.from_records(records, columns=columns)
 
 
 def _link(href: str, text: str, run_dir: Path) -> str:
@@ -84,22 +65,16 @@ def _status_cell(row: pd.Series) -> str:
     if row["status"] == "ok":
         return '<span class="ok">ok</span>'
     where = f"cell {int(row['failed_cell'])}: " if pd.notna(row.get("failed_cell")) else ""
-    return f'<span class="failed">failed</span> {html.escape(where + str(row["error"]))}'
+    error = html.escape(where + str(row["error"])) if pd.notna(row.get("error")) else ""
+    return f'<span class="failed">{html.escape(row["status"])}</span> {error}'
 
 
 def _runs_table(summary: pd.DataFrame, run_dir: Path) -> str:
     lines = ["<table><tr><th>notebook</th><th>point</th><th>status</th><th>time (s)</th><th>files</th></tr>"]
     for _, row in summary.iterrows():
-        folder = row["folder"]
+        files = {"html": f"{row['notebook']}.html", "ipynb": f"{row['notebook']}.ipynb", "params": "params.yaml"}
         links = " ".join(
-            link
-            for link in (
-                _link(f"{folder}/{row['notebook']}.html", "html", run_dir),
-                _link(f"{folder}/{row['notebook']}.ipynb", "ipynb", run_dir),
-                _link(f"{folder}/params.yaml", "params", run_dir),
-                _link(f"{folder}/metrics.json", "metrics", run_dir),
-            )
-            if link
+            _link(f"{row['folder']}/{name}", text, run_dir) for text, name in {**files, "metrics": "metrics.json"}.items()
         )
         point = row["point"] if isinstance(row["point"], str) else ""
         lines.append(
@@ -111,25 +86,52 @@ def _runs_table(summary: pd.DataFrame, run_dir: Path) -> str:
 
 
 def _figures_section(summary: pd.DataFrame, run_dir: Path) -> str:
+    """Every saved figure in an iframe as tall as the figure (its JSON's layout height), so no
+    figure sits in a scroll box of its own."""
     parts = []
     for folder in summary["folder"]:
         for figure in sorted((run_dir / folder / "figures").glob("*.html")):
             href = html.escape(figure.relative_to(run_dir).as_posix())
+            saved = figure.with_suffix(".json")
+            layout = json.loads(saved.read_text(encoding="utf-8")).get("layout", {}) if saved.is_file() else {}
+            height = (layout.get("height") or 480) + 20  # + the page's margins
             parts.append(
-                f'<figure><figcaption><a href="{href}">{href}</a></figcaption>'
-                f'<iframe src="{href}" loading="lazy" width="100%" height="480" frameborder="0"></iframe></figure>'
+                f'<figure><figcaption><a href="{href}">{href}</a></figcaption><iframe src="{href}" loading="lazy" '
+                f'scrolling="no" style="width: 100%; height: {height}px; border: 0"></iframe></figure>'
             )
     return "\n".join(parts) or "<p>No figures were saved.</p>"
 
 
-_STYLE = """
-body { font-family: sans-serif; margin: 2em; }
-table { border-collapse: collapse; margin-bottom: 2em; }
-td, th { border: 1px solid #ccc; padding: 4px 8px; text-align: left; }
-.ok { color: #1a7f37; font-weight: bold; }
-.failed { color: #cf222e; font-weight: bold; }
-figure { margin: 0 0 2em 0; }
-"""
+def _sweep_figures(aggregated: pd.DataFrame, sweep_keys: Sequence[str]) -> str:
+    """Each notebook's metrics against the first swept value (mean, error bars: std over the seeds),
+    one line per combination of the other swept values."""
+    import plotly.graph_objects as go
+    import plotly.io as pio
+
+    if not sweep_keys or aggregated.empty:
+        return ""
+    x_key, others = sweep_keys[0], list(sweep_keys[1:])
+    parts = []
+    for (notebook, metric), rows in aggregated.groupby(["notebook", "metric"], sort=False):
+        figure = go.Figure(
+            layout={"title": f"{notebook}: {metric}", "xaxis_title": x_key, "height": 360, "showlegend": bool(others)}
+        )
+        numeric = all(isinstance(value, (int, float)) and not isinstance(value, bool) for value in rows[x_key])
+        rows = rows.sort_values(x_key) if numeric else rows.assign(**{x_key: rows[x_key].map(str)})
+        lines = rows[others].astype(str).agg(", ".join, axis=1) if others else pd.Series("", index=rows.index)
+        for line in dict.fromkeys(lines):
+            points = rows[lines == line]
+            x, mean, std = (points[column].tolist() for column in (x_key, "mean", "std"))  # lists: readable in the page
+            figure.add_scatter(x=x, y=mean, error_y={"array": std}, name=line, mode="lines+markers")
+        figure.update_xaxes(type=None if numeric else "category")
+        parts.append(pio.to_html(figure, include_plotlyjs=False, full_html=False, default_height=360))
+    return '<div class="grid">' + "\n".join(parts) + "</div>"
+
+
+_STYLE = """body { font-family: sans-serif; margin: 2em; } table { border-collapse: collapse; margin-bottom: 2em; }
+td, th { border: 1px solid #ccc; padding: 4px 8px; text-align: left; } figure { margin: 0 0 2em 0; }
+.ok { color: #1a7f37; font-weight: bold; } .failed { color: #cf222e; font-weight: bold; }
+.grid { display: grid; grid-template-columns: repeat(auto-fill, minmax(480px, 1fr)); gap: 1em; }"""
 
 
 def _html_table(frame: pd.DataFrame) -> str:
@@ -140,28 +142,36 @@ def _html_table(frame: pd.DataFrame) -> str:
     return shown.to_html(index=False, na_rep="", float_format="{:.4g}".format)
 
 
-def write_index(run_dir: str | Path, summary: pd.DataFrame, aggregated: pd.DataFrame) -> Path:
-    """``index.html``: every execution with status and links, both summary tables and the saved figures."""
+def write_report(
+    run_dir: str | Path, outcomes: Sequence[Outcome], sweep_keys: Sequence[str] = (), interrupted: bool = False
+) -> Path:
+    """Write ``summary.csv``, ``summary_agg.csv`` and ``index.html`` (every execution with its status and
+    files, the sweep figures, both tables, the saved figures) into ``run_dir``; returns the index's path."""
     run_dir = Path(run_dir)
-    failed = int((summary["status"] != "ok").sum()) if len(summary) else 0
+    summary = pd.DataFrame.from_records([summary_row(outcome, run_dir) for outcome in outcomes])
+    aggregated = metric_rows(outcomes, sweep_keys)
+    summary.to_csv(run_dir / "summary.csv", index=False)
+    aggregated.to_csv(run_dir / "summary_agg.csv", index=False)
+    title = f"Run {html.escape(run_dir.name)}"
+    stopped = '<p class="failed">Interrupted (Ctrl-C or SIGTERM): the executions marked "interrupted" did not finish.</p>'
     body = [
-        f"<h1>Run {html.escape(run_dir.name)}</h1>",
-        f"<p>{len(summary)} executions, {failed} failed.</p>",
+        f"<h1>{title}</h1>",
+        stopped if interrupted else "",
+        f"<p>{len(summary)} executions, {int((summary['status'] == 'failed').sum())} failed.</p>",
         "<h2>Executions</h2>",
-        _runs_table(summary, run_dir) if len(summary) else "<p>Nothing ran.</p>",
+        _runs_table(summary, run_dir),
+        f"<h2>Metrics against {html.escape(sweep_keys[0])} (mean ± std over the seeds)</h2>" if sweep_keys else "",
+        _sweep_figures(aggregated, sweep_keys),
         '<h2>Metrics: mean ± std over each notebook\'s seeds (<a href="summary_agg.csv">summary_agg.csv</a>)</h2>',
         _html_table(aggregated),
         '<h2>All executions (<a href="summary.csv">summary.csv</a>)</h2>',
         _html_table(summary),
         "<h2>Figures</h2>",
-        _figures_section(summary, run_dir) if len(summary) else "",
+        _figures_section(summary, run_dir),
     ]
+    head = f'<meta charset="utf-8"><title>{title}</title><style>{_STYLE}</style><script src="{ASSETS_DIR}/{PLOTLY_JS}"></script>'
     page = (
-        '<!DOCTYPE html>\n<html><head><meta charset="utf-8">'
-        f"<title>Run {html.escape(run_dir.name)}</title><style>{_STYLE}</style></head>\n<body>\n"
-        + "\n".join(body)
-        + "\n</body></html>\n"
+        f"<!DOCTYPE html>\n<html><head>{head}</head>\n<body>\n" + "\n".join(part for part in body if part) + "\n</body></html>\n"
     )
-    path = run_dir / "index.html"
-    path.write_text(page, encoding="utf-8")
-    return path
+    (run_dir / "index.html").write_text(page, encoding="utf-8")
+    return run_dir / "index.html"

@@ -174,7 +174,7 @@ def run_ablation(
         for seed in seeds:
             fit = fitter.fit(splits, loss, seed)
             predicted = predictions[(setting, seed)] = fit.test_predictions
-            report = classification_report(gold, predicted, label_names=names)
+            report = classification_report(gold, predicted, label_names=names, ordinal=True)
             confusion[setting] = confusion.get(setting, 0) + np.asarray(report["confusion_matrix"])
             rows.append(
                 {

@@ -73,7 +73,7 @@ def majority_baseline(splits: Mapping[str, Dataset]) -> dict[str, Any]:
     names = label_names(splits["train"])
     majority = int(np.argmax(label_counts(splits["train"], len(names))))
     gold = np.asarray(splits["test"]["label"], dtype=np.int64)
-    report = classification_report(gold, np.full_like(gold, majority), label_names=names)
+    report = classification_report(gold, np.full_like(gold, majority), label_names=names, ordinal=True)
     return {"majority_label": names[majority], **{metric: report[metric] for metric in METRICS}}
 
 

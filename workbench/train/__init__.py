@@ -27,6 +27,7 @@ _EXPORTS = {
     **dict.fromkeys(("ClassificationData", "classification_data", "tokenize_splits"), "workbench.train.inputs"),
     **dict.fromkeys(("evaluation_split",), "workbench.train.evaluation"),
     **dict.fromkeys(("drop_weights",), "workbench.train.checkpoints"),
+    **dict.fromkeys(("split_heldout", "fixed_mask_batches", "evaluate_masked_lm"), "workbench.train.heldout"),
 }
 
 __all__ = ["TASK_RUNNERS", "Config", "load_config", *_EXPORTS]

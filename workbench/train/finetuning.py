@@ -84,8 +84,9 @@ def train_classifier(
     split = evaluation_split(data.encoded)
     probabilities, gold = predict_probabilities(trainer, data.encoded[split], len(data.names))
     metrics = {
-        **classification_report(gold, probabilities.argmax(axis=-1), label_names=data.names),
+        **classification_report(gold, probabilities.argmax(axis=-1), label_names=data.names, ordinal=data.ordinal),
         "evaluated_split": split,
+        "shared_with_train": data.shared_with_train,
         "best_validation_macro_f1": trainer.state.best_metric,
         "train_runtime": train_output.metrics["train_runtime"],
         "train_samples_per_second": train_output.metrics["train_samples_per_second"],

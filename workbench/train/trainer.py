@@ -116,19 +116,17 @@ class LossTrainer(Trainer):
     """A ``transformers.Trainer`` whose training loss is ``loss(outputs.logits, labels)``.
 
     ``loss``: any module with ``forward(logits, labels)`` and a bool ``is_batch_level`` (every ``build_loss``
-    loss), reducing by its mean; ``time_budget_s`` stops the run after that many seconds. Batch keys in
-    ``side_inputs`` (``word_ids``) go to :meth:`batch_loss`, which subclasses with another objective override.
-    A non-finite training or held-out loss stops the run (``FloatingPointError``); a full disk, one line.
+    loss), reducing by its mean; ``time_budget_s`` stops the run after that many seconds. Subclasses with another
+    objective override :meth:`compute_loss` and scale with :meth:`scale_for_accumulation`. A non-finite training
+    or held-out loss stops the run (``FloatingPointError``); a full disk is one ValueError.
     """
 
     loss_is_scaled_for_ga = True
 
-    def __init__(
-        self, *args: Any, loss: nn.Module, side_inputs: tuple[str, ...] = (), time_budget_s: float | None = None, **kwargs: Any
-    ) -> None:
+    def __init__(self, *args: Any, loss: nn.Module, time_budget_s: float | None = None, **kwargs: Any) -> None:
         check_field("loss.params.reduction", getattr(loss, "reduction", "mean"), str, choices=("mean",))
         super().__init__(*args, **kwargs)
-        self.loss, self.side_inputs = loss, side_inputs
+        self.loss = loss
         self.run_dir = (
             os.path.dirname(self.args.output_dir)
             if os.path.basename(self.args.output_dir) == STAGING_DIR
@@ -147,24 +145,16 @@ class LossTrainer(Trainer):
         elif self.pop_callback(ProgressCallback) is not None:
             self.add_callback(BarProgressCallback)
 
-    def batch_loss(
-        self, model: nn.Module, outputs: Any, labels: torch.Tensor, inputs: dict[str, Any], side: dict[str, Any]
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        """One micro-batch's loss before the accumulation scaling, and the number of items it averages over."""
-        return self.loss(outputs.logits, labels), count_items(labels)
-
     def compute_loss(
         self, model: nn.Module, inputs: dict[str, Any], return_outputs: bool = False, num_items_in_batch: Any = None
     ) -> Any:
         inputs = dict(inputs)
         labels = inputs.pop("labels")
-        side = {key: inputs.pop(key) for key in self.side_inputs if key in inputs}
         outputs = model(**inputs)
-        loss, items = self.batch_loss(model, outputs, labels, inputs, side)
+        loss = self.loss(outputs.logits, labels)
         if model.training:
-            loss = self.scale_for_accumulation(
-                loss, items, num_items_in_batch, is_batch_level=bool(getattr(self.loss, "is_batch_level", False))
-            )
+            batch_level = bool(getattr(self.loss, "is_batch_level", False))
+            loss = self.scale_for_accumulation(loss, count_items(labels), num_items_in_batch, is_batch_level=batch_level)
         return (loss, outputs) if return_outputs else loss
 
     def scale_for_accumulation(

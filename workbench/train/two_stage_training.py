@@ -57,7 +57,7 @@ def fusion_encoders(config: Config, tokenizer: Any) -> tuple[nn.Module, nn.Modul
     second = load_tokenizer(config.aux.fusion_model).get_vocab()
     if second != tokenizer.get_vocab():
         raise ValueError(
-            f"aux.fusion_model: must share the model's tokenizer (both encoders read the same token ids), got "
+            f"aux.fusion_model: must share the tokenizer of model (both encoders read the same token ids), got "
             f"{config.aux.fusion_model!r} whose {len(second)}-token vocabulary differs from the model's {len(tokenizer)} tokens"
         )
     return build_encoder(**source), build_encoder(model_name_or_path=config.aux.fusion_model)
