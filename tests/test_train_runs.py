@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import math
 import re
@@ -145,6 +146,38 @@ def test_a_kill_during_a_save_leaves_no_half_checkpoint_and_resume_continues(tmp
     resumed = finetune(tiny_config(tmp_path / "cut", training={**two_epochs, "resume": True}))
     pd.testing.assert_frame_equal(predictions(uninterrupted), predictions(resumed))
     assert not (tmp_path / "cut" / ".staging").exists()
+
+
+def test_a_full_disk_during_a_save_is_one_line_and_leaves_no_staging(tmp_path, monkeypatch, capsys):
+    from workbench.train.trainer import LossTrainer
+
+    def disk_full(self, output_dir):
+        raise OSError(errno.ENOSPC, "No space left on device", output_dir)
+
+    monkeypatch.setattr(LossTrainer, "_save_rng_state", disk_full)  # the first checkpoint finds the disk full
+    path = tmp_path / "run.yaml"
+    path.write_text(yaml.safe_dump({"task": "finetune", **tiny_config(tmp_path / "run")}), encoding="utf-8")
+    assert cli_main([str(path)]) == 2
+    error = capsys.readouterr().err
+    assert error.startswith("error: output_dir:") and "No space left on device" in error and error.count("\n") == 1
+    assert sorted(item.name for item in (tmp_path / "run").iterdir()) == ["run_config.yaml"]  # no .staging, no half checkpoint
+
+
+def test_resuming_from_a_checkpoint_holding_a_file_that_is_not_a_checkpoints_names_it(tmp_path):
+    two_epochs = {"num_train_epochs": 2, "save_total_limit": 2}
+    with pytest.raises(KeyboardInterrupt):
+        finetune(tiny_config(tmp_path / "cut", training=two_epochs), callbacks=[_StopAfterFirstCheckpoint()])
+    (tmp_path / "cut" / "checkpoint-4" / "rng_state.pth").write_bytes(b"not a pickle at all")
+    with pytest.raises(ValueError, match=r"^training.resume: .*checkpoint-4"):
+        finetune(tiny_config(tmp_path / "cut", training={**two_epochs, "resume": True}))
+
+
+def test_report_to_tensorboard_writes_event_files_into_the_run_folder(tmp_path):
+    pytest.importorskip("tensorboard")  # the project's tensorboard extra; make installs it
+    finetune(tiny_config(tmp_path / "run", training={"report_to": "tensorboard", "num_train_epochs": 2}))
+    events = list((tmp_path / "run" / "runs").glob("events.out.tfevents.*"))
+    assert events and all(event.stat().st_size > 0 for event in events)
+    assert not (tmp_path / "run" / ".staging").exists()
 
 
 def test_a_diverging_run_stops_naming_the_step_and_writes_no_result(tmp_path):

@@ -304,6 +304,13 @@ class ModelConfig(Section):
         if self.model_name_or_path is not None and (self.kind == "probe" or self.vocab_file is not None):
             other = "kind" if self.kind == "probe" else "vocab_file"
             raise ValueError(f"{self.key('model_name_or_path')}: must be null with model.{other}={getattr(self, other)!r}")
+        check_checkpoint(self.key("model_name_or_path"), self.model_name_or_path)
+
+
+def check_checkpoint(name: str, path: str | None) -> None:
+    """A local ``path`` must be a checkpoint folder (with config.json), not a file such as a pickle; others are hub names."""
+    if path is not None and os.path.exists(path) and not os.path.isfile(os.path.join(path, "config.json")):
+        raise ValueError(f"{name}: must be a checkpoint folder (holding config.json) or a hub name, got {path!r}")
 
 
 @dataclass(frozen=True)
@@ -374,6 +381,10 @@ class AuxConfig(Section):
     fgm_epsilon: float = option(0.0, "FGM adversarial training in stage 1 when > 0 (the F variant)", "[0, inf)")
     fusion: bool = option(False, "a two-encoder FusionClassifier (MRE) instead of one encoder")
     fusion_model: str | None = option(None, "the fusion's second encoder (null: another tiny BERT / the same checkpoint)")
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_checkpoint(self.key("fusion_model"), self.fusion_model)
 
 
 TRAINING_DEFAULTS: dict[str, Any] = {

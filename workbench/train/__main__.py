@@ -32,9 +32,9 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         result = TASK_RUNNERS[config.task](config)
-    except (ValueError, FloatingPointError) as error:  # bad input found while running; a diverged run
+    except (ValueError, OSError, FloatingPointError) as error:  # bad input (a file too) found while running; divergence
         print(f"error: {error}", file=sys.stderr)
-        return 2 if isinstance(error, ValueError) else 1
+        return 1 if isinstance(error, FloatingPointError) else 2
     if is_main_process():
         scalars = {key: value for key, value in result.metrics.items() if isinstance(value, int | float | str)}
         print(json.dumps({"output_dir": str(result.output_dir), **scalars}, indent=2, default=str))

@@ -17,6 +17,7 @@ from __future__ import annotations
 import errno
 import math
 import os
+import pickle
 import shutil
 import time
 from collections.abc import Mapping
@@ -198,18 +199,20 @@ class LossTrainer(Trainer):
             f"check the loss parameters. Checkpoints saved before are kept in {self.run_dir}"
         )
 
-    def train(self, *args: Any, **kwargs: Any) -> Any:
-        """``Trainer.train``; a full disk or a folder that cannot be written is one ValueError, no staging left."""
+    def train(self, resume_from_checkpoint: str | None = None, **kwargs: Any) -> Any:
+        """``Trainer.train``, with no staging left after an error; a full disk or a folder that cannot be written,
+        and a checkpoint holding a file that is not a checkpoint's, are one ValueError naming the folder."""
         try:
-            return super().train(*args, **kwargs)
+            return super().train(resume_from_checkpoint=resume_from_checkpoint, **kwargs)
         except Exception as error:
             if self.run_dir != self.args.output_dir:
                 shutil.rmtree(self.args.output_dir, ignore_errors=True)
             cause = error if isinstance(error, OSError) else error.__cause__ or error.__context__
-            full = isinstance(cause, OSError) and cause.errno in (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES)
-            if full or "No space left on device" in str(error):
+            if isinstance(cause, OSError) and cause.errno in (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES):
+                raise ValueError(f"output_dir: cannot write into {self.run_dir!r} ({cause.strerror})") from None
+            if resume_from_checkpoint and isinstance(error, pickle.UnpicklingError | EOFError):
                 raise ValueError(
-                    f"output_dir: cannot write into {self.run_dir!r} ({getattr(cause, 'strerror', None) or error})"
+                    f"training.resume: {resume_from_checkpoint!r} holds a file that is not a checkpoint's ({error})"
                 ) from None
             raise
 
