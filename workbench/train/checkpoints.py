@@ -1,10 +1,6 @@
-"""A run's folder: claiming it (:func:`claim_output_dir`), its ``checkpoint-N`` folders (resume, clean-up) and
-:func:`drop_weights`.
-
-A run folder holds ``run_config.yaml`` (the resolved config, locked while the run lives); checkpoints are written
-atomically (``LossTrainer`` saves into ``<folder>/.staging/`` and renames) and count as complete with their trainer
-state and weights. Only direct children ``checkpoint-N`` of a run folder are ever resumed from or removed.
-"""
+"""A run's folder: claimed by :func:`claim_output_dir` (it then holds ``run_config.yaml``, the resolved config,
+locked while the run lives), its ``checkpoint-N`` folders (written atomically by ``LossTrainer``; complete with
+their trainer state and weights; only direct children are resumed from or removed) and :func:`drop_weights`."""
 
 from __future__ import annotations
 
@@ -105,35 +101,24 @@ def is_complete(checkpoint: str | Path) -> bool:
 
 
 def checkpoint_to_resume(output_dir: str | Path, resume: bool) -> str | None:
-    """The latest complete ``checkpoint-N`` in ``output_dir`` when ``resume`` (None if there is none).
-
-    Incomplete checkpoints (a partial copy) are skipped with a warning naming them. A run never overwrites
-    another silently: a folder holding checkpoints (without ``resume``) or a finished run (its saved model
-    or metrics.json, and no checkpoint to resume from) is a ValueError.
-    """
+    """The latest complete ``checkpoint-N`` in ``output_dir`` when ``resume`` (None if there is none); incomplete
+    ones (a partial copy) are skipped with a warning naming them. A folder holding checkpoints without ``resume``,
+    or a finished run (its model or metrics.json, no checkpoint), is a ValueError: no run is overwritten."""
     folder = Path(output_dir)
-    if resume and folder.is_dir() and get_last_checkpoint(folder):
-        checkpoints = sort_checkpoints(str(folder))
-        for checkpoint in (path for path in checkpoints if not is_complete(path)):
-            warnings.warn(
-                f"output_dir: skipping the incomplete checkpoint {checkpoint!r} (no trainer state or weights)", stacklevel=2
-            )
-        complete = [path for path in checkpoints if is_complete(path)]
-        if not complete:
-            raise ValueError(
-                f"output_dir: {str(folder)!r} holds only incomplete checkpoints; remove them or choose another folder"
-            )
-        shutil.rmtree(folder / STAGING_DIR, ignore_errors=True)
-        return complete[-1]
-    if folder.is_dir() and get_last_checkpoint(folder):
-        raise ValueError(
-            f"output_dir: {str(folder)!r} already holds checkpoints; set training.resume=true or choose another folder"
-        )
-    if (folder / "config.json").is_file() or (folder / "metrics.json").is_file():
-        raise ValueError(
-            f"output_dir: {str(folder)!r} already holds a finished run (its checkpoints were removed); choose another"
-        )
-    return None
+    if folder.is_dir() and get_last_checkpoint(folder) and not resume:
+        raise ValueError(f"output_dir: {str(folder)!r} holds checkpoints; set training.resume=true or choose another folder")
+    checkpoints = sort_checkpoints(str(folder)) if folder.is_dir() else []
+    if not checkpoints and ((folder / "config.json").is_file() or (folder / "metrics.json").is_file()):
+        raise ValueError(f"output_dir: {str(folder)!r} holds a finished run (its checkpoints removed); choose another folder")
+    for checkpoint in (path for path in checkpoints if not is_complete(path)):
+        warnings.warn(f"output_dir: skipping the incomplete checkpoint {checkpoint!r}", stacklevel=2)
+    complete = [path for path in checkpoints if is_complete(path)]
+    if checkpoints and not complete:
+        raise ValueError(f"output_dir: {str(folder)!r} holds only incomplete checkpoints; remove them or choose another folder")
+    if not complete:
+        return None
+    shutil.rmtree(folder / STAGING_DIR, ignore_errors=True)  # what a killed run left half-written
+    return complete[-1]
 
 
 def remove_checkpoints(*folders: str | Path) -> None:

@@ -65,31 +65,16 @@ class Fitter:
 
 
 class ProbeFitter(Fitter):
-    """The character probe (:func:`~workbench.train.probes.fit_probe`) over the model's tokenizer, pairs when the
-    splits have ``text_pair``; the splits are encoded once while the same splits are fitted again."""
-
-    def __init__(self, model: ModelConfig | dict[str, Any], training: TrainingConfig | dict[str, Any], max_length: int) -> None:
-        super().__init__(model, training, max_length)
-        self.tokenizer = load_tokenizer(vocab_file=self.model.vocab_file)
-        self._encoded: tuple[tuple[str, ...], dict[str, Any]] = ((), {})
+    """The character probe (:func:`~workbench.train.probes.fit_probe`) over the model's tokenizer, on pairs when the
+    splits have ``text_pair``."""
 
     def _fit(self, splits: DatasetDict, loss: nn.Module, seed: int) -> Fit:
-        key = tuple(splits[name]._fingerprint for name in SPLITS)
-        if self._encoded[0] != key:
-            columns = PAIR_COLUMNS if "text_pair" in splits["train"].column_names else SINGLE_COLUMNS
-            self._encoded = (key, {name: encode_split(splits[name], self.tokenizer, self.max_length, columns) for name in SPLITS})
-        names = label_names(splits["train"])
-        run = fit_probe(
-            self._encoded[1], loss, self.training, self.model.probe, len(self.tokenizer), len(names), seed=seed, label_names=names
-        )
-        return Fit(
-            run.validation_predictions,
-            run.predictions,
-            run.probabilities,
-            run.best_epoch,
-            run.validation["macro_f1"],
-            run.history,
-        )
+        tokenizer, names = load_tokenizer(vocab_file=self.model.vocab_file), label_names(splits["train"])
+        columns = PAIR_COLUMNS if "text_pair" in splits["train"].column_names else SINGLE_COLUMNS
+        encoded = {name: encode_split(splits[name], tokenizer, self.max_length, columns) for name in SPLITS}
+        run = fit_probe(encoded, loss, self.training, self.model.probe, len(tokenizer), len(names), seed=seed, label_names=names)
+        scores = (run.validation_predictions, run.predictions, run.probabilities, run.best_epoch, run.validation["macro_f1"])
+        return Fit(*scores, run.history)
 
 
 class TransformerFitter(Fitter):
@@ -98,35 +83,32 @@ class TransformerFitter(Fitter):
     predictions on a deterministic device."""
 
     def _fit(self, splits: DatasetDict, loss: nn.Module, seed: int) -> Fit:
+        training = self.training.replace(seed=seed, quiet=True)
         with (
             tempfile.TemporaryDirectory(prefix="workbench_fit_") as folder,
             progress_bars(False),
-            torch_threads(self.training.threads),
+            torch_threads(training.threads),
         ):
-            training = self.training.replace(seed=seed, quiet=True)
             config = Config(output_dir=folder, data=DataConfig(max_length=self.max_length), model=self.model, training=training)
             set_seed(seed)
             data = classification_data(config, splits)
-            classifier = build_sequence_classifier(
-                len(data.names), **model_source(config.model, len(data.tokenizer), self.max_length)
-            )
-            trained = train_classifier(config, classifier, loss, data, Path(folder))
+            source = model_source(config.model, len(data.tokenizer), self.max_length)
+            trained = train_classifier(config, build_sequence_classifier(len(data.names), **source), loss, data, Path(folder))
             validation, _ = predict_probabilities(trained.trainer, data.encoded["validation"], len(data.names))
-        state = trained.trainer.state
+        state, probabilities = trained.trainer.state, trained.probabilities
         history = [
-            {"epoch": round(entry["epoch"]), "validation_macro_f1": entry["eval_macro_f1"]}
-            for entry in state.log_history
-            if "eval_macro_f1" in entry
+            {"epoch": round(e["epoch"]), "validation_macro_f1": e["eval_macro_f1"]}
+            for e in state.log_history
+            if "eval_macro_f1" in e
         ]
-        probabilities = trained.probabilities
-        return Fit(
+        scores = (
             validation.argmax(axis=-1),
             probabilities.argmax(axis=-1),
             probabilities,
             trained.best_epoch,
             float(state.best_metric),
-            history,
         )
+        return Fit(*scores, history)
 
 
 def build_fitter(model: ModelConfig | dict[str, Any], training: TrainingConfig | dict[str, Any], max_length: int) -> Fitter:

@@ -1,16 +1,5 @@
-"""The Trainer subclass every workbench trainer uses: any loss, correct under gradient accumulation.
-
-``transformers.Trainer`` sums the gradients of G micro-batches before one optimizer step, so each micro-batch's
-loss L_b is scaled for the update to be the intended one (:func:`scale_for_accumulation`):
-
-* a per-sample (or per-token) mean over n_b items: L_b * n_b / N, N = sum_b n_b (``num_items_in_batch``), the
-  gradient of one big batch;
-* a batch-level loss (set-level Dice, PCL with batch counts: ``is_batch_level``): L_b / G, the mean of the
-  micro-batches' updates.
-
-Checkpoints are written atomically: the Trainer saves into ``<run>/.staging`` (its ``output_dir``) and
-:class:`AtomicCheckpoints` renames each ``checkpoint-N`` into the run folder once complete.
-"""
+"""The Trainer every workbench trainer uses (:class:`LossTrainer`): any loss, correct under gradient accumulation
+(:func:`scale_for_accumulation`), checkpoints written atomically (:class:`AtomicCheckpoints`)."""
 
 from __future__ import annotations
 
@@ -99,8 +88,10 @@ def scale_for_accumulation(
     micro_batches: int,
     num_processes: int = 1,
 ) -> torch.Tensor:
-    """One micro-batch's loss scaled for the accumulated update: ``L_b * n_b * P / N`` for a per-sample mean
-    (``P`` processes, whose average DDP undoes), ``L_b / G`` for a batch-level loss or without ``N``."""
+    """One micro-batch's loss L_b scaled so that G accumulated micro-batches give the intended update: a mean
+    over n_b items (N = ``num_items_in_batch`` over the step) ``L_b * n_b * P / N``, the gradient of one batch of
+    N (P processes, whose average DDP undoes); a batch-level loss (set-level Dice, PCL with batch counts) or no
+    N: ``L_b / G``, the mean of the micro-batches' updates."""
     if micro_batches < 1:
         raise ValueError(f"micro_batches: must be >= 1, got {micro_batches}")
     if is_batch_level or num_items_in_batch is None:
@@ -128,15 +119,12 @@ class LossTrainer(Trainer):
         check_field("loss.params.reduction", getattr(loss, "reduction", "mean"), str, choices=("mean",))
         super().__init__(*args, **kwargs)
         self.loss = loss
-        self.run_dir = (
-            os.path.dirname(self.args.output_dir)
-            if os.path.basename(self.args.output_dir) == STAGING_DIR
-            else self.args.output_dir
-        )
+        staged = os.path.basename(self.args.output_dir) == STAGING_DIR
+        self.run_dir = os.path.dirname(self.args.output_dir) if staged else self.args.output_dir
         self.model_accepts_loss_kwargs = True  # the Trainer counts num_items_in_batch; compute_loss consumes it
-        for callback in [TimeBudget(time_budget_s)] if time_budget_s is not None else []:
-            self.add_callback(callback)
-        if self.run_dir != self.args.output_dir:
+        if time_budget_s is not None:
+            self.add_callback(TimeBudget(time_budget_s))
+        if staged:
             self.callback_handler.callbacks.insert(0, AtomicCheckpoints(self.run_dir))  # before any on_save of others
         for callback in self.callback_handler.callbacks:  # TensorBoard's events go to the run folder
             if isinstance(callback, TensorBoardCallback) and callback.logging_dir is None:
