@@ -541,9 +541,17 @@ def _set_path(tree: dict[str, Any], cls: type[Section], path: list[str], value: 
 def load_config(
     config: str | Path | Mapping[str, Any] | Config | None = None, overrides: Iterable[str] = (), task: str | None = None
 ) -> Config:
-    """The validated :class:`Config` of ``config`` (a YAML file, a mapping of sections, a Config or None: the
-    defaults) with ``overrides`` (``"section.key=value"``, values parsed as YAML, each replacing the node it
-    names: ``loss.params={}`` clears the loss parameters); ``task`` is a trainer's own, filled in or checked."""
+    """Read a config, fill defaults, apply overrides, validate.
+
+    Args:
+        config: a YAML file, a mapping of sections, a :class:`Config`, or None (all defaults).
+        overrides: ``"section.key=value"`` strings, values parsed as YAML; each replaces the node it names
+            (``loss.params={}`` clears the loss parameters, ``loss.params.gamma=2`` sets one).
+        task: a trainer's own task: a config without one gets it, one with another task is refused.
+
+    Returns:
+        The validated :class:`Config`; ValueError naming the key (or the file and line) for bad input.
+    """
     if isinstance(config, str | Path):
         tree = read_yaml_file(config, "config")
     else:

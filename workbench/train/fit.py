@@ -46,15 +46,23 @@ class Fit:
 
 
 class Fitter:
-    """Fits a fresh classifier: ``fit(splits, loss, seed)`` trains on ``splits["train"]`` (``train``,
-    ``validation``, ``test`` with ``text``, optional ``text_pair`` and a ClassLabel ``label``) with ``loss`` (any
-    ``forward(logits, labels)`` module) and ``seed``, and returns the kept epoch's :class:`Fit`."""
+    """Fits a fresh classifier with a loss and a seed (:meth:`fit`)."""
 
     def __init__(self, model: ModelConfig | dict[str, Any], training: TrainingConfig | dict[str, Any], max_length: int) -> None:
         self.model, self.training = ModelConfig.from_mapping(model), TrainingConfig.from_mapping(training)
         self.max_length = check_int("max_length", max_length, 1)
 
     def fit(self, splits: DatasetDict, loss: nn.Module, seed: int) -> Fit:
+        """Train on ``splits["train"]``, keep the epoch with the best validation macro-F1, predict validation and test.
+
+        Args:
+            splits: ``train``, ``validation`` and ``test`` with ``text`` (optional ``text_pair``) and a ClassLabel ``label``.
+            loss: any ``forward(logits, labels)`` module averaging over the batch (``workbench.losses.resolve``).
+            seed: seeds the model's initialisation and the batch order.
+
+        Returns:
+            The kept epoch's :class:`Fit`; ValueError when a split is missing.
+        """
         missing = [name for name in SPLITS if name not in splits]
         if missing:
             raise ValueError(f"splits: must hold {list(SPLITS)}, missing {missing}")
@@ -112,7 +120,15 @@ class TransformerFitter(Fitter):
 
 
 def build_fitter(model: ModelConfig | dict[str, Any], training: TrainingConfig | dict[str, Any], max_length: int) -> Fitter:
-    """The fitter of ``model.kind`` (:class:`ProbeFitter` or :class:`TransformerFitter`) for a config's ``model``
-    and ``training`` sections (or their mappings) and ``max_length`` (tokens per text or pair)."""
+    """The fitter of ``model.kind``.
+
+    Args:
+        model: a config ``model`` section or its mapping (``kind: probe`` with ``probe`` sizes, or a transformer).
+        training: a config ``training`` section or its mapping (num_train_epochs, learning_rate, ...).
+        max_length: tokens per text or pair.
+
+    Returns:
+        A :class:`ProbeFitter` or :class:`TransformerFitter`, whose ``fit(splits, loss, seed)`` every study calls.
+    """
     model = ModelConfig.from_mapping(model)
     return (ProbeFitter if model.kind == "probe" else TransformerFitter)(model, training, max_length)
