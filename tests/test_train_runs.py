@@ -344,7 +344,7 @@ def test_cli_refuses_a_finished_output_dir_in_one_line(tmp_path, capfd):
     captured = capfd.readouterr()
     assert captured.out == ""
     lines = captured.err.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: output_dir: ") and "already holds a finished run" in lines[0]
+    assert len(lines) == 1 and lines[0].startswith("error: output_dir: ") and "finished run" in lines[0]
     assert "Traceback" not in captured.err
 
 
