@@ -26,7 +26,7 @@ ALLOWED: dict[str, set[str]] = {
     "information": {"checks"},
     "lexicon": {"checks"},
     "losses": {"checks", "config", "lexicon"},
-    "masking": {"checks", "config", "losses", "lexicon", "threads"},
+    "masking": {"checks", "config", "lexicon", "threads"},
     "data": {"checks", "config", "lexicon", "masking"},
     "models": {"checks", "config", "vocab"},
     "runs": {"checks", "config", "stats", "threads", "records"},

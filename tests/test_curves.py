@@ -44,20 +44,53 @@ def test_ce_curve_is_minus_log_p():
     np.testing.assert_allclose(positive["dloss_dp"], -1 / np.array([0.2, 0.5, 0.9]))
 
 
-def test_dsc_derivative_is_much_smaller_than_ce_past_one_half():
+def test_dsc_pushes_confident_positives_back_towards_one_half():
     # Eq. 12 for a positive: L = 1 - (2u + 1) / (u + 2), u = (1 - p) p, so dL/dp = -3 (1 - 2p) / (u + 2)^2:
-    # zero at p = 0.5, then positive (an easy positive is no longer pushed towards 1).
-    grid = np.linspace(0.6, 0.99, 40)
+    # zero at p = 0.5 and positive beyond (+0.12 at 0.6, +0.55 at 0.9, +0.75 as p -> 1); dL/dz = dL/dp p (1 - p).
+    grid = np.array([0.3, 0.5, 0.6, 0.9, 0.99])
     dsc = loss_curves("dsc", p=grid, preset="paper")
-    ce = loss_curves("ce", p=grid)
-    dsc_slope = dsc.loc[dsc["example"] == "positive", "dloss_dp"].to_numpy()
-    ce_slope = ce.loc[ce["example"] == "positive", "dloss_dp"].to_numpy()
+    positive = dsc[dsc["example"] == "positive"]
     u = (1 - grid) * grid
-    np.testing.assert_allclose(dsc_slope, -3 * (1 - 2 * grid) / (u + 2) ** 2)
-    assert np.all(np.abs(dsc_slope) < 0.75 * np.abs(ce_slope))
-    assert np.abs(dsc_slope).mean() < 0.35 * np.abs(ce_slope).mean()
-    below = loss_curves("dsc", p=[0.3, 0.45], preset="paper")
-    assert np.all(below.loc[below["example"] == "positive", "dloss_dp"] < 0)
+    hand = -3 * (1 - 2 * grid) / (u + 2) ** 2
+    np.testing.assert_allclose(positive["dloss_dp"], hand, rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(positive["dloss_dp"].to_numpy()[2:], [0.6 / 2.24**2, 2.4 / 2.09**2, 2.94 / 2.0099**2], rtol=1e-12)
+    np.testing.assert_allclose(positive["dloss_dlogit"], hand * u, rtol=1e-12, atol=1e-15)
+    ce = loss_curves("ce", p=grid)
+    ce_positive = ce[ce["example"] == "positive"]
+    np.testing.assert_allclose(ce_positive["dloss_dlogit"], grid - 1, rtol=1e-12)  # CE per logit: p - 1 (-0.01 at 0.99)
+    assert ce_positive["dloss_dlogit"].iloc[-1] < 0 < positive["dloss_dlogit"].iloc[-1]
+
+
+def test_dice_figure1_draws_dl_dz_beside_dl_dp():
+    grid = [0.6, 0.9, 0.99]
+    figure = dice_paper_figure1(p=grid, derivative=("dloss_dp", "dloss_dlogit"))
+    assert [annotation.text for annotation in figure.layout.annotations] == ["loss", "dL/dp", "dL/dz (gold logit)"]
+    dsc = {trace.xaxis: np.asarray(trace.y) for trace in figure.data if trace.name == "DSC"}
+    ce = {trace.xaxis: np.asarray(trace.y) for trace in figure.data if trace.name == "CE"}
+    p = np.array(grid)
+    dsc_dp = 3 * (2 * p - 1) / ((1 - p) * p + 2) ** 2
+    np.testing.assert_allclose(dsc["x2"], dsc_dp, rtol=1e-12)
+    np.testing.assert_allclose(dsc["x3"], dsc_dp * p * (1 - p), rtol=1e-12)
+    np.testing.assert_allclose(ce["x2"], -1 / p, rtol=1e-12)
+    np.testing.assert_allclose(ce["x3"], p - 1, rtol=1e-12)
+    low, high = figure.layout.yaxis2.range
+    assert low <= -3 and dsc_dp.max() < high  # DSC's positive gradient is not cut off
+    assert figure.layout.yaxis3.range is None  # dL/dz stays bounded: autorange
+
+
+def test_both_examples_draw_one_row_each_with_its_own_axes():
+    # Tversky eq. 10, gamma 1. Positive (gold 1): TP = p, FN = 1 - p, FP = 0; negative (gold 0): FP = 1 - p, TP = FN = 0
+    p = np.array([0.3, 0.6, 0.9])
+    figure = figure_loss_curves([("TL", "tversky", {"alpha": 0.7, "beta": 0.3})], example=("positive", "negative"), p=p)
+    loss = {trace.xaxis: np.asarray(trace.y) for trace in figure.data}
+    np.testing.assert_allclose(loss["x"], 1 - (p + 1) / (p + 0.3 * (1 - p) + 1), rtol=1e-12)
+    np.testing.assert_allclose(loss["x3"], 1 - 1 / (0.7 * (1 - p) + 1), rtol=1e-12)
+    assert [annotation.text for annotation in figure.layout.annotations][2:] == [
+        "loss, negative example (gold 0)",
+        "dL/dp, negative example (gold 0)",
+    ]
+    assert figure.layout.yaxis2.range != figure.layout.yaxis4.range  # each row's dL/dp axis spans its own curves
+    assert [trace.showlegend is not False for trace in figure.data] == [True, False, False, False]
 
 
 @pytest.mark.parametrize("variant", ["reference", "paper"])
@@ -80,18 +113,21 @@ def test_figures_have_one_loss_and_one_derivative_trace_per_spec():
     pcl = pcl_vs_ls_figure(p=np.linspace(0.1, 0.9, 5))
     assert len(pcl.data) == 10
     np.testing.assert_array_equal(pcl.data[1].y, pcl.data[3].y)  # LS vs PCL reference derivative
-    assert list(figure.layout.yaxis2.range) == [-3.0, 0.5]  # CE's -1/p must not squash the others
+    assert list(figure.layout.yaxis2.range) == [-3.0, 1.0]  # CE's -1/p must not squash the others
     assert pcl.layout.yaxis2.range is None
 
 
 @pytest.mark.parametrize(
     ("call", "match"),
     [
-        (lambda: loss_curves("ce", p=[0.0, 0.5]), "p must"),
-        (lambda: loss_curves("ce", num_classes=1), "num_classes"),
-        (lambda: loss_curves("nope"), "name must be one of"),
-        (lambda: figure_loss_curves([("CE", "ce", {})], example="both"), "example"),
-        (lambda: figure_loss_curves([("CE", "ce", {})], derivative="d2"), "derivative"),
+        (lambda: loss_curves("ce", p=[0.0, 0.5]), r"^p:"),
+        (lambda: loss_curves("ce", num_classes=1), r"^num_classes:"),
+        (lambda: loss_curves("nope"), "nope"),
+        (lambda: figure_loss_curves([("CE", "ce", {})], example="both"), r"^example:"),
+        (lambda: figure_loss_curves([("CE", "ce", {})], example=()), r"^example:"),
+        (lambda: figure_loss_curves([("CE", "ce", {})], derivative="d2"), r"^derivative:"),
+        (lambda: figure_loss_curves([("CE", "ce", {})], derivative=()), r"^derivative:"),
+        (lambda: figure_loss_curves([("CE", "ce", {})], derivative_range="log"), r"^derivative_range:"),
     ],
 )
 def test_bad_arguments_raise(call, match):
@@ -105,20 +141,22 @@ def test_bad_arguments_raise(call, match):
         dice_paper_figure1(p=np.linspace(0.1, 0.9, 5)),
         pcl_vs_ls_figure(p=np.linspace(0.1, 0.9, 5)),
         figure_loss_curves([("DSC paper", "dsc", {"preset": "paper"}), ("CE", "ce", {})]),
+        figure_loss_curves([("FL", "focal", {}), ("CE", "ce", {})], derivative=("dloss_dp", "dloss_dlogit")),
     ],
-    ids=["figure1", "pcl_vs_ls", "dsc_presets"],
+    ids=["figure1", "pcl_vs_ls", "dsc_presets", "both_derivatives"],
 )
-def test_each_loss_has_one_colour_and_one_legend_entry_across_both_panels(figure):
+def test_each_loss_has_one_colour_and_one_legend_entry_across_its_panels(figure):
+    panels = len(figure.layout.annotations)  # one subplot title per panel: loss, then each derivative
     by_group: dict[str, list] = {}
     for trace in figure.data:
         by_group.setdefault(trace.legendgroup, []).append(trace)
-    assert len(by_group) == len(figure.data) // 2
+    assert len(by_group) == len(figure.data) // panels
     colours = []
     for group, traces in by_group.items():
-        assert [trace.xaxis for trace in traces] == ["x", "x2"]  # loss panel, derivative panel
+        assert [trace.xaxis for trace in traces] == ["x", *(f"x{panel}" for panel in range(2, panels + 1))]
         assert {trace.name for trace in traces} == {group}
         assert len({trace.line.color for trace in traces}) == 1 and traces[0].line.color is not None
-        assert [trace.showlegend is not False for trace in traces] == [True, False]  # one legend entry per loss
+        assert [trace.showlegend is not False for trace in traces] == [True] + [False] * (panels - 1)  # one legend entry
         colours.append(traces[0].line.color)
     assert len(set(colours)) == len(colours)  # different losses, different colours
     ce = by_group.get("CE")
@@ -136,5 +174,3 @@ def test_auto_derivative_range_keeps_the_dlogit_autorange_and_clips_dldp():
     assert low > -10  # ... and not CE's -1/p at p = 0.1
     assert figure_loss_curves([("CE", "ce", {})], derivative_range=None, p=p).layout.yaxis2.range is None
     assert figure_loss_curves([("CE", "ce", {})], derivative="dloss_dlogit", p=p).layout.yaxis2.range is None
-    with pytest.raises(ValueError, match="derivative_range"):
-        figure_loss_curves([("CE", "ce", {})], derivative_range="log")

@@ -1,27 +1,35 @@
 """Offline HTML exports: one plotly.js and one MathJax per run folder, shared by relative paths;
-no remote script, stylesheet or font; equations and figures rendered in headless Chromium
-(skipped where no Chromium is installed)."""
+no remote script, stylesheet or font; no link, class, id or style from TeX; ``python -m workbench
+export``. In headless Chromium: equations typeset, figures drawn, a slider panel's plotly slider
+moved. The browser tests skip only where no Chromium is installed and CI is unset (in CI they fail)."""
 
 from __future__ import annotations
 
+import html
 import io
+import json
+import os
 import re
 import shutil
 import subprocess
+import sys
 import tempfile
 from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
 import nbformat
+import numpy as np
 import plotly.graph_objects as go
 import pytest
-from nbformat.v4 import new_markdown_cell
+from nbformat.v4 import new_code_cell, new_markdown_cell
 from plotly.offline import get_plotlyjs
 
+from workbench.__main__ import main
+from workbench.losses.pcl import pcl_weight_matrix
 from workbench.runs import run
 from workbench.runs.assets import ASSETS_DIR, PLOTLY_JS, RunAssets, ensure_assets, link_figures, run_dir_of
-from workbench.runs.execute import export_html
+from workbench.runs.export import export_html
 from workbench.viz import figures
 
 FIXTURE = Path(__file__).parent / "fixtures" / "notebooks" / "ok_metrics.ipynb"
@@ -37,16 +45,49 @@ $$\mathcal{L}_i = \begin{cases}\mathrm{LS}_i + \mathrm{PCL}^{+} & \text{far mist
 $$\mathcal{L}_{\text{SR}} = \mathcal{L}_{\text{MLM}} + \lambda\,\frac{1}{|\mathcal{M}|}\sum_{i\in\mathcal{M}} \bigl(1 - \cos(e(y_i), e(r_i))\bigr). \tag{3}$$
 """
 INLINE_EQUATIONS, DISPLAY_EQUATIONS = 3, 3
+# Text a notebook shows (a data row, a parameter) that MathJax typesets: none may become a link, a
+# class, an id, a style, an event handler or a loaded script.
+PAYLOADS = [
+    r"$\href{javascript:alert(1)}{X}$",
+    r"$\href{JaVaScRiPt:alert(2)}{X}$",
+    "$\\href{java\tscript:alert(3)}{X}$",  # browsers drop the tab: javascript:
+    r"$\href{data:text/html;base64,PHNjcmlwdD5hbGVydCgxKTwvc2NyaXB0Pg==}{X}$",
+    r"$\href{https://example.org}{X}$",
+    r"$\mmlToken{mi}[href='javascript:alert(5)']{X}$",
+    r"$\class{wbevil}{X}$",
+    r"$\cssId{wbevilid}{X}$",
+    r"$\style{position:fixed;top:0;left:0}{X}$",
+    r"$\data{onclick=alert(6)}{X}$",
+    r"$\unicode{x41}$",
+    r"$\require{action}$",
+]
+PAYLOAD_CELL = f"""import pandas as pd
+from IPython.display import Markdown, display
+
+print("PAYLOADS-START")
+pd.set_option("display.max_colwidth", None)
+display(pd.DataFrame({{"text": {PAYLOADS!r}}}))
+display(Markdown("parameter: " + {PAYLOADS[0]!r}))"""
+PANEL_CELL = """from workbench.viz import PclWeightsPanel
+
+PclWeightsPanel(variants=("weighted", "expected_cost"), interactive=False, name="pcl_panel").display()"""
+SOLUTION = "the solution of the exercise"
 CHROMIUM = next((shutil.which(name) for name in ("chromium", "chromium-browser", "google-chrome") if shutil.which(name)), None)
+needs_chromium = pytest.mark.skipif(
+    CHROMIUM is None and not os.environ.get("CI"), reason="needs Chromium (Debian: apt-get install chromium); runs in CI"
+)
 
 
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory) -> Path:
-    """A real run of the fixture notebook with a markdown cell of equations, at one sweep point
-    (so pages sit two and three folders below the run folder)."""
+    """A real run of the fixture notebook with cells of equations, of MathJax payloads in data, a slider
+    panel and a solution, at one sweep point (so pages sit two and three folders below the run folder)."""
     root = tmp_path_factory.mktemp("exports")
     notebook = nbformat.read(FIXTURE, as_version=4)
     notebook.cells.insert(1, new_markdown_cell(EQUATIONS, id="ok-equations"))
+    notebook.cells.append(new_code_cell(PAYLOAD_CELL, id="payloads"))
+    notebook.cells.append(new_code_cell(PANEL_CELL, id="panel"))
+    notebook.cells.append(new_markdown_cell(SOLUTION, id="solution", metadata={"tags": ["solution"]}))
     (root / "notebooks").mkdir()
     nbformat.write(notebook, root / "notebooks" / FIXTURE.name)
     (root / "params" / "default").mkdir(parents=True)  # the params set (a missing one is refused)
@@ -146,11 +187,21 @@ def test_executed_notebook_and_export_stay_small(run_dir):
     notebook = nbformat.read(cell / "ok_metrics.ipynb", as_version=4)
     outputs = [output for c in notebook.cells for output in c.get("outputs", []) if "data" in output]
     plotly_outputs = [output for output in outputs if "application/vnd.plotly.v1+json" in output.data]
-    assert len(plotly_outputs) == 1  # JupyterLab draws this one with its plotly extension
-    html = plotly_outputs[0].data["text/html"]
-    assert "Plotly.newPlot" in html and "<script src" not in html and "http" not in html
-    assert (cell / "ok_metrics.ipynb").stat().st_size < 100_000
+    assert len(plotly_outputs) == 2  # the line and the panel; JupyterLab draws them with its plotly extension
+    for output in plotly_outputs:
+        html_text = output.data["text/html"]
+        assert "Plotly.newPlot" in html_text and "<script src" not in html_text and "http" not in html_text
+    assert (cell / "ok_metrics.ipynb").stat().st_size < 150_000  # the panel's 12 precomputed steps included
     assert (cell / "ok_metrics.html").stat().st_size < 1_000_000
+
+
+def test_the_page_configures_mathjax_safe(run_dir):
+    page = (_cell(run_dir) / "ok_metrics.html").read_text(encoding="utf-8")
+    config = json.loads(re.search(r"window\.MathJax = (\{.*?\});</script>", page).group(1))
+    assert "ui/safe" in config["loader"]["load"]  # MathJax's safe extension filters what TeX may set
+    assert config["options"]["safeOptions"]["allow"] == {"URLs": "none", "classes": "safe", "cssIDs": "safe", "styles": "safe"}
+    assert config["tex"]["packages"] == {"[-]": ["require"]}  # \require would load more code
+    assert (run_dir / ASSETS_DIR / "mathjax" / "ui" / "safe.js").is_file()
 
 
 # ----------------------------------------------------------------------------- the helpers
@@ -210,9 +261,14 @@ class _VisibleText(HTMLParser):
             self.parts.append(data)
 
 
-def _rendered_dom(page: Path) -> str:
-    """The page's DOM after its scripts ran, in headless Chromium with every http(s) request
-    sent to a closed local port, i.e. without a network."""
+def _rendered_dom(page: Path, script: str | None = None) -> str:
+    """The page's DOM after its scripts (and ``script``, added at the end of a copy of the page) ran, in
+    headless Chromium with every http(s) request sent to a closed local port, i.e. without a network."""
+    assert CHROMIUM is not None, "CI is set and no Chromium is installed (.ci/run installs Debian's chromium)"
+    if script is not None:
+        probed = page.with_name(f"{page.stem}.probe.html")
+        probed.write_text(page.read_text(encoding="utf-8").replace("</body>", script + "</body>"), encoding="utf-8")
+        page = probed
     with tempfile.TemporaryDirectory() as profile:
         completed = subprocess.run(
             [
@@ -240,25 +296,174 @@ def _rendered_dom(page: Path) -> str:
     return completed.stdout
 
 
-@pytest.mark.skipif(CHROMIUM is None, reason="needs Chromium (Debian: apt-get install chromium)")
-def test_export_renders_equations_and_figure_offline_in_chromium(run_dir):
+@needs_chromium
+def test_export_renders_equations_and_figures_offline_in_chromium(run_dir):
     dom = _rendered_dom(_pages(run_dir)[0])
-    containers = re.findall(r"<mjx-container\b[^>]*>", dom)
+    equations = dom[: dom.index("PAYLOADS-START")]
+    containers = re.findall(r"<mjx-container\b[^>]*>", equations)
     assert len(containers) == INLINE_EQUATIONS + DISPLAY_EQUATIONS
     assert sum('display="true"' in tag for tag in containers) == DISPLAY_EQUATIONS
     assert 'jax="SVG"' in containers[0]
-    assert not re.search(r'<[^>]*data-mml-node="merror"', dom)  # no MathJax error box (bad syntax)
-    assert not re.search(r'<[^>]*data-mml-node="mtext"[^>]*fill="red"', dom)  # no undefined macro (drawn red)
+    assert not re.search(r'<[^>]*data-mml-node="merror"', equations)  # no MathJax error box (bad syntax)
+    assert not re.search(r'<[^>]*data-mml-node="mtext"[^>]*fill="red"', equations)  # no undefined macro (drawn red)
     visible = _VisibleText()
-    visible.feed(dom)
+    visible.feed(equations)
     text = "".join(visible.parts)
     assert "Equations as the notebooks write them" in text
     for raw in ("$$", "\\frac", "\\begin{cases}", "\\tag", "\\mathrm"):
         assert raw not in text, f"raw LaTeX {raw!r} left in the visible text"
-    assert len(re.findall(r'class="main-svg"', dom)) >= 2  # plotly drew the figure output
+    assert len(re.findall(r'class="main-svg"', dom)) >= 4  # plotly drew both figure outputs
 
 
-@pytest.mark.skipif(CHROMIUM is None, reason="needs Chromium (Debian: apt-get install chromium)")
-def test_figure_page_renders_offline_in_chromium(run_dir):
-    dom = _rendered_dom(_pages(run_dir)[1])
-    assert len(re.findall(r'class="main-svg"', dom)) >= 2
+class _Attributes(HTMLParser):
+    """Every element's attributes, and the tags found inside MathJax's output."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.elements: list[tuple[str, dict]] = []
+        self.in_math: list[str] = []
+        self._math = 0
+
+    def handle_starttag(self, tag, attrs):
+        self.elements.append((tag, {name: value or "" for name, value in attrs}))
+        if self._math:
+            self.in_math.append(tag)
+        self._math += tag == "mjx-container"
+
+    def handle_endtag(self, tag):
+        self._math -= tag == "mjx-container"
+
+
+@needs_chromium
+def test_tex_in_shown_text_makes_no_link_class_id_style_or_script(run_dir):
+    dom = _rendered_dom(_pages(run_dir)[0])
+    payloads = dom[dom.index("PAYLOADS-START") :]
+    assert len(re.findall(r"<mjx-container\b", payloads)) == len(PAYLOADS) + 1  # each data row and the parameter typeset
+    parsed = _Attributes()
+    parsed.feed(dom)
+    assert "a" not in parsed.in_math  # no link from TeX at all
+    for tag, attributes in parsed.elements:
+        for name, value in attributes.items():
+            url = re.sub(r"[\x00-\x20]", "", value).lower()  # what a browser's URL parser reads
+            if name in ("href", "xlink:href", "src", "action"):  # plotly draws heatmaps as <image>s of data: URLs
+                assert not url.startswith("javascript:") and not (tag == "a" and url.startswith("data:")), (tag, value)
+            assert not name.startswith("on") and name != "data-onclick", (tag, name)
+        assert "wbevil" not in attributes.get("class", "") and attributes.get("id") != "wbevilid", (tag, attributes)
+        assert "fixed" not in attributes.get("style", ""), (tag, attributes)  # MathJax itself sets position: relative
+    scripts = [attributes["src"] for tag, attributes in parsed.elements if tag == "script" and "src" in attributes]
+    assert {Path(src).name for src in scripts} == {"plotly.min.js", "tex-svg-full.js", "safe.js"}  # \require loaded nothing
+
+
+# A user moving the panel's plotly slider: a mouse press on the slider's rail, then release. Headless
+# Chromium with a virtual time budget runs no animation frames, in which plotly.js applies a slider's
+# step: they become timers. The result goes into the DOM as data-probe.
+SLIDER_PROBE = """<script>
+window.addEventListener("load", () => setTimeout(() => {
+  window.requestAnimationFrame = callback => setTimeout(() => callback(performance.now()), 16);
+  const gd = [...document.querySelectorAll(".js-plotly-plot")].find(plot => plot.layout.sliders);
+  const z = () => gd._fullData.map(trace => trace.z.map(row => Array.from(row)));
+  const probe = {before: z(), active_before: gd.layout.sliders[0].active};
+  const rail = gd.querySelector(".slider-rail-touch-rect").getBoundingClientRect();
+  const at = {bubbles: true, view: window, clientX: rail.left + 0.9 * rail.width, clientY: rail.top + rail.height / 2};
+  gd.querySelector(".slider-rail-touch-rect").dispatchEvent(new MouseEvent("mousedown", at));
+  gd.dispatchEvent(new MouseEvent("mouseup", at));
+  setTimeout(() => {
+    const slider = gd.layout.sliders[0];
+    Object.assign(probe, {after: z(), active: slider.active, label: slider.steps[slider.active].label});
+    document.body.setAttribute("data-probe", JSON.stringify(probe));
+  }, 1000);
+}, 1000));
+</script>"""
+
+
+@needs_chromium
+@pytest.mark.parametrize("page", ["ok_metrics.html", "figures/pcl_panel.html"], ids=["export", "figure"])
+def test_moving_a_panels_plotly_slider_redraws_the_figure_offline(run_dir, page):
+    probe = json.loads(
+        html.unescape(re.search(r'data-probe="([^"]*)"', _rendered_dom(_cell(run_dir) / page, SLIDER_PROBE)).group(1))
+    )
+    assert probe["active"] != probe["active_before"]
+    epsilon = float(probe["label"])
+    assert epsilon > 0.5  # 0.9 of the rail: a late step (the panel starts at epsilon = 0.1)
+    for variant, before, after in zip(("weighted", "expected_cost"), probe["before"], probe["after"]):
+        np.testing.assert_allclose(before, pcl_weight_matrix(variant, 0.1).numpy(), rtol=1e-6)
+        np.testing.assert_allclose(after, pcl_weight_matrix(variant, epsilon).numpy(), rtol=1e-6)
+
+
+# ----------------------------------------------------------------------------- python -m workbench export
+
+
+@pytest.fixture
+def executed(run_dir, tmp_path) -> Path:
+    """A copy of the run's executed notebook, outside any run folder."""
+    notebook = tmp_path / "nb" / "ok_metrics.ipynb"
+    notebook.parent.mkdir()
+    shutil.copyfile(_cell(run_dir) / "ok_metrics.ipynb", notebook)
+    return notebook
+
+
+def _error_line(capsys) -> str:
+    captured = capsys.readouterr()
+    assert captured.err.count("\n") == 1 and captured.err.startswith("error: "), captured.err
+    return captured.err
+
+
+def test_export_writes_the_runners_page_and_never_overwrites(executed, capsys):
+    assert main(["export", str(executed)]) == 0
+    page = executed.with_suffix(".html")
+    assert capsys.readouterr().out.strip() == str(page)
+    written = page.read_text(encoding="utf-8")
+    assert {"assets/plotly.min.js", "assets/mathjax/tex-svg-full.js"} <= set(_references(page).loaded)
+    assert SOLUTION in written and "PclWeightsPanel" in written
+    assert main(["export", str(executed)]) == 2  # the page exists: refused, unchanged
+    assert str(page) in _error_line(capsys)
+    assert page.read_text(encoding="utf-8") == written
+
+
+def test_export_for_students_leaves_out_solution_cells(executed, tmp_path, capsys):
+    assert main(["export", str(executed), "--student"]) == 0
+    student = executed.with_name("ok_metrics.student.html").read_text(encoding="utf-8")
+    assert SOLUTION not in student and "PclWeightsPanel" in student
+    target = tmp_path / "elsewhere" / "class.html"
+    target.parent.mkdir()
+    assert main(["export", str(executed), "--student", "-o", str(target)]) == 0
+    assert SOLUTION not in target.read_text(encoding="utf-8")
+    assert (target.parent / ASSETS_DIR / PLOTLY_JS).is_file()  # the assets go beside a page elsewhere
+    assert main(["export", str(executed), "-o", str(target)]) == 2
+    assert "-o" in _error_line(capsys)
+
+
+@pytest.mark.parametrize(
+    ("content", "named"),
+    [
+        (None, "missing.ipynb"),  # no such file
+        (b"not json", "bad.ipynb"),
+        (b"\xff\xfe binary", "bad.ipynb"),
+        (b"[1, 2]", "bad.ipynb"),
+        (b'{"nbformat": 4, "nbformat_minor": 5, "metadata": {}}', "bad.ipynb"),  # no cells
+    ],
+    ids=["missing", "text", "binary", "json-list", "no-cells"],
+)
+def test_export_refuses_what_is_not_a_notebook(tmp_path, capsys, content, named):
+    path = tmp_path / named
+    if content is not None:
+        path.write_bytes(content)
+    assert main(["export", str(path)]) == 2
+    assert re.match(rf"error: NOTEBOOK {re.escape(str(path))}:", _error_line(capsys))
+    assert sorted(tmp_path.iterdir()) == ([path] if content is not None else [])  # nothing written
+
+
+def test_export_refuses_an_output_folder_that_does_not_exist(executed, tmp_path, capsys):
+    assert main(["export", str(executed), "-o", str(tmp_path / "no" / "page.html")]) == 2
+    assert re.match(r"error: -o .*page\.html:", _error_line(capsys))
+
+
+def test_python_m_workbench_export_runs(executed):
+    completed = subprocess.run(
+        [sys.executable, "-m", "workbench", "export", str(executed), "-o", str(executed.with_name("cli.html"))],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert completed.returncode == 0, completed.stderr
+    assert executed.with_name("cli.html").is_file()

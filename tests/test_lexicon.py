@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import pickle
 
 import numpy as np
@@ -48,11 +49,11 @@ def test_synonyms_union_over_groups_exclude_self_and_are_symmetric(cilin_file):
 def test_cilin_malformed_line_and_missing_file_raise(tmp_path):
     bad = tmp_path / "bad.txt"
     bad.write_text("Aa01A01= 人 士\nno flag here\n", encoding="utf-8")
-    with pytest.raises(ValueError, match="line 2"):
+    with pytest.raises(ValueError, match=r"bad\.txt:2: "):
         SynonymTable.from_cilin(bad)
-    with pytest.raises(ValueError, match="path"):
+    with pytest.raises(ValueError, match=r"^path: .*missing\.txt"):
         SynonymTable.from_cilin(tmp_path / "missing.txt")
-    with pytest.raises(ValueError, match="path"):
+    with pytest.raises(ValueError, match=r"^path: .*missing\.tsv"):
         SynonymTable.from_wordnet_tsv(tmp_path / "missing.tsv")
 
 
@@ -68,7 +69,7 @@ def test_wordnet_tsv_members_and_multiwords(tmp_path):
     assert table.are_synonyms("motor car", "auto")
     bad = tmp_path / "bad.tsv"
     bad.write_text("00001-n\tn\n", encoding="utf-8")
-    with pytest.raises(ValueError, match="line 1"):
+    with pytest.raises(ValueError, match=r"bad\.tsv:1: "):
         SynonymTable.from_wordnet_tsv(bad)
 
 
@@ -104,12 +105,13 @@ def test_embedding_defaults_are_the_papers_top_10_without_a_threshold():
 
 
 def test_embedding_arguments_validated():
-    with pytest.raises(ValueError, match="matrix"):
+    with pytest.raises(ValueError, match=r"^matrix:"):
         SynonymTable.from_embeddings(np.zeros((3, 2)), ["a", "b"])
-    with pytest.raises(ValueError, match="k"):
+    with pytest.raises(ValueError, match=r"^k:"):
         SynonymTable.from_embeddings(np.ones((2, 2)), ["a", "b"], k=0)
-    with pytest.raises(ValueError, match="threshold"):
-        SynonymTable.from_embeddings(np.ones((2, 2)), ["a", "b"], threshold=1.5)
+    for bad in (1.5, float("nan")):
+        with pytest.raises(ValueError, match=r"^threshold:"):
+            SynonymTable.from_embeddings(np.ones((2, 2)), ["a", "b"], threshold=bad)
 
 
 def test_default_lexicon_has_words_and_characters_in_vocab():
@@ -128,8 +130,11 @@ def test_from_path_picks_the_format_by_suffix(cilin_file, tmp_path):
     assert SynonymTable.from_path(tsv).are_synonyms("car", "auto")
     assert SynonymTable.from_path(str(cilin_file)).are_synonyms("美丽", "漂亮")
     assert len(SynonymTable.from_path(None)) == len(SynonymTable.default())
-    with pytest.raises(ValueError, match="path"):
+    with pytest.raises(ValueError, match=r"^path: .*missing\.tsv"):
         SynonymTable.from_path(tmp_path / "missing.tsv")
+    gzipped = tmp_path / "synsets.tsv.gz"
+    gzipped.write_bytes(gzip.compress(tsv.read_bytes()))
+    assert SynonymTable.from_path(gzipped).are_synonyms("auto", "car")
 
 
 def test_text_key_is_a_62_bit_polynomial_hash():
@@ -148,6 +153,7 @@ def test_id_index_spans_spell_table_words(cilin_file):
     copy = pickle.loads(pickle.dumps(table))
     assert copy.are_synonyms("美丽", "漂亮") and copy.id_index(tokenizer).num_pairs == index.num_pairs
     assert (index.num_words, index.num_pairs, index.max_chars) == (7, 6 + 6 + 2, 2)
+    assert (index.num_memberships, index.max_groups) == (3 + 3 + 2, 2)  # 好看 is in two groups
     text = "美丽人物好看中看人"
     token_ids = torch.tensor(tokenizer.convert_tokens_to_ids(list(text)))
     spans = torch.tensor([0, 0, 1, 1, 2, 2, 3, 3, 4])
@@ -171,3 +177,38 @@ def test_id_index_ignores_unknown_and_out_of_vocabulary_ids():
     empty = SynonymTable([]).id_index(tokenizer)
     assert empty.span_words(continuation, torch.tensor([0]), 1).tolist() == [-1]
     assert not empty.are_synonyms(torch.tensor([0]), torch.tensor([1])).any()
+
+
+def test_lexicon_files_that_are_not_utf8_text_name_the_file_and_line(tmp_path):
+    good = "Aa01A01= 人 士\nEe01A01= 美丽 漂亮\n"
+    cases = {
+        "gbk.txt": (good.encode("gbk"), r"gbk\.txt:1: "),  # GBK bytes are not UTF-8
+        "surrogate.txt": (good.encode() + "Ee01A02= 好看 ".encode() + b"\xed\xa0\x80\n", r"surrogate\.txt:3: "),
+        "plain.txt.gz": (good.encode(), r"plain\.txt\.gz: "),  # a .gz that is not gzip
+        "cut.txt.gz": (gzip.compress(good.encode() * 50)[:-30], r"cut\.txt\.gz: "),  # truncated
+    }
+    for name, (data, named) in cases.items():
+        (tmp_path / name).write_bytes(data)
+        with pytest.raises(ValueError, match=named):
+            SynonymTable.from_path(tmp_path / name)
+    (tmp_path / "ok.txt.gz").write_bytes(gzip.compress(("\ufeff" + good).encode()))  # gzip and a BOM are fine
+    assert SynonymTable.from_path(tmp_path / "ok.txt.gz").are_synonyms("美丽", "漂亮")
+
+
+def test_the_id_index_grows_linearly_with_a_huge_group():
+    """A group of 40,000 words once asked for 1.6e9 pair codes (11.9 GiB): the index holds one entry per membership."""
+    tokenizer = load_tokenizer()
+    vocab = [token for token in tokenizer.get_vocab() if len(token) == 1 and "\u4e00" <= token <= "\u9fff"]
+    words = [a + b + c for a in vocab[:40] for b in vocab[40:80] for c in vocab[80:105]]  # 40,000 three-character words
+    table = SynonymTable([words, ["美丽", "漂亮"], ["漂亮", words[7]]])
+    index = table.id_index(tokenizer)
+    assert index.num_memberships == 40_000 + 2 + 2 and index.max_groups == 2
+    spelled = [words[0], words[39_999], "美丽", "漂亮", words[7], "好看"]
+    ids = torch.tensor([i for word in spelled for i in tokenizer.convert_tokens_to_ids(list(word))])
+    spans = torch.repeat_interleave(torch.arange(len(spelled)), torch.tensor([len(word) for word in spelled]))
+    numbers = index.span_words(ids, spans, len(spelled))
+    assert (numbers[:5] >= 0).all() and numbers[5] == -1
+    pairs = [(0, 1), (1, 0), (0, 0), (2, 3), (3, 4), (2, 4), (0, 3), (4, 0), (0, 5)]
+    found = index.are_synonyms(numbers[[a for a, _ in pairs]], numbers[[b for _, b in pairs]]).tolist()
+    assert found == [table.are_synonyms(spelled[a], spelled[b]) for a, b in pairs]
+    assert found == [True, True, False, True, True, False, False, True, False]

@@ -53,12 +53,13 @@ def test_matrix_grid_values_and_separate_scales():
 @pytest.mark.parametrize(
     ("call", "message"),
     [
-        (lambda: confusion_figure([[1, 2, 3]], ["a"]), "square K x K"),
-        (lambda: confusion_figure([[1, 2], [3, 4]], ["a"]), "label_names must have K = 2 entries"),
-        (lambda: confusion_figure([[1, -2], [3, 4]], ["a", "b"]), "non-negative counts"),
-        (lambda: confusion_figure([[1, math.nan], [3, 4]], ["a", "b"]), "must be finite"),
-        (lambda: confusion_figure([[1, 2], [3, 4]], ["a", "b"], normalize="pred"), "normalize must be one of"),
-        (lambda: matrix_grid({}, ["a"]), "at least one"),
+        (lambda: confusion_figure([[1, 2, 3]], ["a"]), r"^matrix '':"),
+        (lambda: confusion_figure([[1, 2], [3, 4]], ["a"]), r"^label_names:"),
+        (lambda: confusion_figure([[1, -2], [3, 4]], ["a", "b"]), r"^matrix '':"),
+        (lambda: confusion_figure([[1, math.nan], [3, 4]], ["a", "b"]), r"^matrix '':"),
+        (lambda: confusion_figure([[1, 2], [3, 4]], ["a", "b"], normalize="pred"), r"^normalize:"),
+        (lambda: matrix_grid({}, ["a"]), r"^matrices:"),
+        (lambda: confusion_grid({"ls": [[1, 2], [3, 4]], "pcl": [[1, 2]]}, ["a", "b"]), r"^matrix 'pcl':"),
     ],
 )
 def test_bad_input(call, message):
@@ -79,5 +80,34 @@ def test_entropy_figure_traces():
     assert list(aside.data[3].y) == pytest.approx([math.log(2 + n) for n in range(5)])
     assert fig.layout.shapes[0].x0 == 3
     assert len(entropy_figure(3, 2).data) == 2
-    with pytest.raises(ValueError, match=r"highlight_n: must be in \[0, n_max = 2\]"):
+    with pytest.raises(ValueError, match=r"^highlight_n:"):
         entropy_figure(3, 2, highlight_n=5)
+
+
+# notebook 02's settings: seven panels in one grid
+SETTINGS_02 = [
+    "LS",
+    "PCL reference",
+    "PCL paper",
+    "PCL weighted (global)",
+    "PCL weighted (batch)",
+    "PCL expected_cost (global)",
+    "PCL expected_cost (batch)",
+]
+
+
+def test_seven_panel_grid_titles_fit_their_columns_and_rows_leave_room():
+    fig = confusion_grid({name: MATRIX for name in SETTINGS_02}, NAMES, title="probe: test confusion, summed over seeds")
+    layout = fig.layout.to_plotly_json()
+    xaxes = [axis for name, axis in layout.items() if name.startswith("xaxis")]
+    assert len(xaxes) == 9 and fig.layout.width is None  # three rows of three; the cell's full width
+    width, font = 800, fig.layout.annotations[0].font.size  # a page 800 px wide; plotly's subplot title font
+    for annotation in fig.layout.annotations:
+        column = next(axis["domain"] for axis in xaxes if abs(sum(axis["domain"]) / 2 - annotation.x) < 1e-9)
+        longest = max(len(line) for line in annotation.text.split("<br>"))
+        assert longest * 0.6 * font < (column[1] - column[0]) * width, annotation.text  # about 0.6 em per character
+    plot_height = fig.layout.height - 180  # plotly's default margins: 100 top, 80 bottom
+    rows = sorted({tuple(axis["domain"]) for name, axis in layout.items() if name.startswith("yaxis")}, reverse=True)
+    lines = max(annotation.text.count("<br>") + 1 for annotation in fig.layout.annotations)
+    for upper, lower in zip(rows, rows[1:]):  # tick labels and "predicted" (45 px) below, the next row's titles above
+        assert (upper[0] - lower[1]) * plot_height >= 45 + lines * 1.3 * font

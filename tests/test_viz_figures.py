@@ -19,8 +19,7 @@ def _reset_output_dir():
 
 def test_save_writes_standalone_html_json_and_one_plotly_js(tmp_path):
     figures.set_output_dir(tmp_path, renderer=None)
-    figures_dir = figures.figures_dir()
-    assert figures_dir == tmp_path / "figures"
+    figures_dir = tmp_path / "figures"
     fig = go.Figure(go.Bar(x=["a", "b"], y=[1, 3]))
     html_path, json_path = figures.save(fig, "bars")
     figures.save(fig, "bars_again")
@@ -56,14 +55,14 @@ def test_set_output_dir_sets_the_headless_renderer(tmp_path, monkeypatch):
 @pytest.mark.parametrize("name", ["", "../up", "a b", "/abs"])
 def test_bad_names_rejected(tmp_path, name):
     figures.set_output_dir(tmp_path, renderer=None)
-    with pytest.raises(ValueError, match="name must be a file stem"):
+    with pytest.raises(ValueError, match=r"^name:"):
         figures.show(go.Figure(), name)
 
 
 def test_save_needs_a_folder_and_a_figure(tmp_path):
-    with pytest.raises(ValueError, match="directory is required"):
+    with pytest.raises(ValueError, match=r"^directory:"):
         figures.save(go.Figure(), "x")
-    with pytest.raises(ValueError, match="fig must be a plotly figure"):
+    with pytest.raises(ValueError, match=r"^fig:"):
         figures.save({"data": []}, "x", directory=tmp_path)
 
 

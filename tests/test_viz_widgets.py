@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import math
 
@@ -59,7 +60,6 @@ def test_loss_panel_redraws_in_place_on_slider_change(loss_panel):
     focal_loss = [trace for trace in loss_panel.figure.data if trace.name == "focal"][0]
     p = np.asarray(focal_loss.x)
     np.testing.assert_allclose(focal_loss.y, -((1 - p) ** 0.5) * np.log(p), rtol=1e-12)  # FL = -(1-p)^gamma log p
-    assert loss_panel.figure.layout.title.text == "gamma = 0.5, alpha = 0.5"
 
 
 def test_loss_panel_sliders_redraw_on_release(loss_panel):
@@ -90,6 +90,60 @@ def test_loss_panel_derivative_axis_is_clipped_so_a_slider_change_shows():
     fixed = LossCurvePanel(curves, slider_names=("gamma",), interactive=False, derivative_range=(-3.0, 1.0))
     fixed.sliders["gamma"].value = 2.0
     assert list(fixed.figure.layout.yaxis2.range) == [-3.0, 1.0]
+
+
+# the panels the notebooks ship, at their starting values: 01 (and 05 as first written), 05, 02 and 05, 04
+SHIPPED = {
+    "01_ce_fl_tl": lambda: LossCurvePanel(
+        [
+            LinkedCurve("ce", label="CE"),
+            LinkedCurve("focal", ("gamma",), label="FL"),
+            LinkedCurve("tversky", ("alpha", "beta"), label="TL"),
+        ],
+        slider_names=("gamma", "alpha", "beta"),
+        interactive=False,
+    ),
+    "05_ce_fl_dsc": lambda: LossCurvePanel(
+        [LinkedCurve("ce", label="CE"), LinkedCurve("focal", ("gamma",)), LinkedCurve("dsc", ("alpha",), {"gamma": 1.0})],
+        slider_names=("gamma", "alpha"),
+        interactive=False,
+    ),
+    "02_pcl": lambda: PclWeightsPanel(
+        variants=("reference", "paper", "weighted", "expected_cost"), epsilon=0.1, interactive=False
+    ),
+    "04_entropy": lambda: EntropyPanel(n_max=20, gamma=0.1, interactive=False),
+}
+
+
+def _shown(figure: go.Figure) -> list[np.ndarray]:
+    """What a figure shows, as float arrays: each trace's numeric x, y, z and each shape's position."""
+    traces = [trace.to_plotly_json() for trace in figure.data]
+    values = [np.asarray(trace[name]) for trace in traces for name in ("x", "y", "z") if name in trace]
+    shapes = [np.array([shape.x0, shape.x1, shape.y0, shape.y1], dtype=float) for shape in figure.layout.shapes]
+    return [value.astype(float) for value in values if value.dtype.kind in "fiu"] + shapes
+
+
+def test_tversky_alpha_moves_the_negative_example_by_eq_10():
+    # gold 0, p = P(gold): TP = FN = 0, FP = 1 - p, so TL = 1 - gamma / (alpha (1 - p) + gamma) with gamma = 1
+    panel = SHIPPED["01_ce_fl_tl"]()
+    titles = [annotation.text for annotation in panel.figure.layout.annotations]
+    assert titles == [
+        f"{name}, {example}"
+        for example in ("positive example (gold 1)", "negative example (gold 0)")
+        for name in ("loss", "dL/dp")
+    ]
+    for alpha in (0.1, 0.9):
+        figure = panel.figure_for(alpha=alpha)
+        loss, slope = [trace for trace in figure.data if trace.name == "TL"][2:]  # the negative row: loss, dL/dp
+        p = np.asarray(loss.x)
+        np.testing.assert_allclose(loss.y, 1 - 1 / (alpha * (1 - p) + 1), rtol=1e-12)
+        np.testing.assert_allclose(slope.y, -alpha / (alpha * (1 - p) + 1) ** 2, rtol=1e-9)
+    beta_only = [trace for trace in panel.figure_for(beta=0.9).data if trace.name == "TL"]
+    np.testing.assert_array_equal(beta_only[2].y, [t for t in panel.figure.data if t.name == "TL"][2].y)  # beta: positives only
+    single = LossCurvePanel([LinkedCurve("tversky", ("beta",))], slider_names=("beta",), interactive=False)
+    assert len(single.figure.data) == 2  # no slider acts on negatives only: the positive example alone
+    fixed = LossCurvePanel([LinkedCurve("tversky", ("alpha",))], slider_names=("alpha",), interactive=False, example="negative")
+    assert len(fixed.figure.data) == 2
 
 
 def test_pcl_panel_matches_weight_matrix():
@@ -151,51 +205,207 @@ def test_entropy_panel_shows_where_the_papers_entropy_is_undefined():
     ys = np.asarray(panel.figure.data[1].y, dtype=float)  # k = 2: (1 + n) * 0.2 < 1 for n <= 3
     assert np.isfinite(ys[:4]).all() and np.isnan(ys[4:]).all()
     assert "eq. 3 undefined for n >= 4" in panel.figure.layout.title.text
+    names = [trace.name for trace in panel.figure.data]
     panel.sliders["k"].value = 7  # (7 - 1) * 0.2 >= 1: eq. 2 itself is undefined; no exception in the callback
-    assert len(panel.figure.data) == 0
+    assert [trace.name for trace in panel.figure.data] == names  # the same curves, empty
+    assert all(len(trace.y) == 0 for trace in panel.figure.data)
     assert "H_k (eq. 2) undefined for k = 7, gamma = 0.2" in panel.figure.layout.title.text
 
 
-def test_headless_display_saves_the_current_figure(tmp_path):
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda: make_slider("delta"), r"^name:.*'delta'"),
+        (lambda: make_slider("gamma", width=3), r"^overrides:.*'width'"),
+        (lambda: LossCurvePanel([]), r"^curves:"),
+        (lambda: LossCurvePanel([LinkedCurve("focal", ("epsilon",))]), r"^curves:.*'epsilon'"),
+        (lambda: EntropyPanel(n_max=3).figure_for(gamma=1.0), r"^values:.*'gamma'"),
+        (lambda: EntropyPanel(n_max=-3), r"^n_max:"),
+        (lambda: EntropyPanel(n_max=2.5), r"^n_max:"),
+        (lambda: EntropyPanel(gamma=1.0), r"^gamma:"),
+        (lambda: EntropyPanel(logits=[0.0, 0.0, 0.0], gamma=0.5), r"^gamma:.* k = 3"),
+        (lambda: EntropyPanel(gamma=-0.1), r"^gamma:"),
+        (lambda: PclWeightsPanel(label_counts=[1, 2], label_names=("a", "b", "c")), r"^label_counts:"),
+        (lambda: PclWeightsPanel(label_counts="123"), r"^label_counts:"),
+        (lambda: PclWeightsPanel(label_counts=[5]), r"^label_counts:"),
+        (lambda: PclWeightsPanel(label_counts=[5, 0, 2]), r"^label_counts:"),
+        (lambda: PclWeightsPanel(label_counts=[[1, 2], [3, 4]]), r"^label_counts:"),
+        (lambda: PclWeightsPanel(epsilon=1.0), r"^epsilon:"),
+        (lambda: PclWeightsPanel(epsilon=-0.1), r"^epsilon:"),
+        (lambda: PclWeightsPanel(epsilon="0.1"), r"^epsilon:"),
+    ],
+)
+def test_bad_input(call, message):
+    with pytest.raises(ValueError, match=message):
+        call()
+
+
+# ----------------------------------------------------------------------------- pages: plotly's own sliders
+
+
+def _decode(value):
+    """A step's value as plotly.js reads it: typed-array specs (float32, base64) decoded."""
+    if isinstance(value, dict) and "bdata" in value:
+        shape = [int(size) for size in value["shape"].split(",")]
+        return np.frombuffer(base64.b64decode(value["bdata"]), dtype="<f4").reshape(shape)
+    return value
+
+
+class _Page:
+    """What plotly.js does with a page figure when a slider is moved to a step: ``Plotly.update(*step.args)``."""
+
+    def __init__(self, figure: go.Figure) -> None:
+        self.figure = go.Figure(figure)
+        self.active = [slider.active for slider in figure.layout.sliders]
+
+    def move(self, slider: int, step: int) -> None:
+        self.active[slider] = step
+        data, layout, traces = self.figure.layout.sliders[slider].steps[step].args
+        for name, values in data.items():
+            for index, value in zip(traces, values):
+                self.figure.data[index][name] = _decode(value)
+        for key, value in layout.items():
+            if key.startswith("sliders["):
+                self.active[int(key[8 : key.index("]")])] = value
+            else:
+                self.figure.layout[key] = value
+
+    def shown(self) -> dict:
+        """The slider values the page shows."""
+        return {s.currentvalue.prefix[:-3]: float(s.steps[a].label) for s, a in zip(self.figure.layout.sliders, self.active)}
+
+
+def _assert_close_data(actual: go.Figure, expected: go.Figure) -> None:
+    assert len(actual.data) == len(expected.data)
+    for got, want in zip(actual.data, expected.data):
+        got, want = got.to_plotly_json(), want.to_plotly_json()
+        for name in ("x", "y", "z"):
+            if name in want and np.asarray(want[name]).dtype.kind in "fiu":
+                np.testing.assert_allclose(np.asarray(got[name], dtype=float), np.asarray(want[name], dtype=float), rtol=2e-6)
+            elif name in want:
+                assert list(np.ravel(got[name])) == list(np.ravel(want[name])), name
+        assert np.array_equal(np.asarray(got.get("text")), np.asarray(want.get("text")))
+    for key in ("title", "shapes", "annotations"):
+        assert actual.layout[key] == expected.layout[key], key
+
+
+@pytest.fixture(scope="module")
+def pages():
+    """name -> a shipped panel and its page figure, each computed once."""
+    cache = {}
+
+    def page(name):
+        if name not in cache:
+            panel = SHIPPED[name]()
+            cache[name] = panel, panel.page_figure()
+        return cache[name]
+
+    return page
+
+
+@pytest.fixture(scope="module")
+def loss_page(pages):
+    """Notebook 01's panel (CE, FL linked to gamma, TL to alpha and beta) and its page figure."""
+    return pages("01_ce_fl_tl")
+
+
+@pytest.mark.parametrize("name", SHIPPED)
+def test_every_slider_of_a_shipped_panel_changes_what_it_shows(name, pages):
+    # on the page (and so in figure_for, which the page reproduces): every step but the starting one changes a curve,
+    # a matrix or the marked n
+    _, figure = pages(name)
+    start = _shown(figure)
+    for index, slider in enumerate(figure.layout.sliders):
+        page = _Page(figure)
+        for step in range(len(slider.steps)):  # a step sets every trace its slider changes
+            page.move(index, step)
+            moved = _shown(page.figure)
+            differs = [a.shape != b.shape or not np.allclose(a, b, equal_nan=True) for a, b in zip(moved, start)]
+            assert (len(moved) != len(start) or any(differs)) == (step != slider.active), (slider.currentvalue.prefix, step)
+
+
+@pytest.mark.parametrize(
+    "moves",
+    [[("gamma", 3)], [("gamma", 3), ("alpha", 1)], [("alpha", 1), ("beta", 9)], [("beta", 9), ("gamma", 0), ("alpha", 10)]],
+)
+def test_page_sliders_always_draw_what_they_show(moves, loss_page):
+    panel, figure = loss_page
+    page = _Page(figure)
+    assert [slider.currentvalue.prefix for slider in page.figure.layout.sliders] == ["gamma = ", "alpha = ", "beta = "]
+    assert page.shown() == {"gamma": 1.0, "alpha": 0.5, "beta": 0.5}  # the sliders' starting values
+    names = list(panel.sliders)
+    for name, step in moves:
+        page.move(names.index(name), step)
+        _assert_close_data(page.figure, panel.figure_for(**page.shown()))
+        assert page.shown()[name] == float(page.figure.layout.sliders[names.index(name)].steps[step].label)
+    # FL follows gamma, TL's negative example alpha (FP), its positive example beta (FN): each slider changes its own
+    # traces, so the three move independently
+    if moves == [("gamma", 3), ("alpha", 1)]:
+        assert page.shown() == {"gamma": 1.5, "alpha": 0.1, "beta": 0.5}
+    if moves == [("alpha", 1), ("beta", 9)]:
+        assert page.shown() == {"gamma": 1.0, "alpha": 0.1, "beta": 0.9}
+
+
+def test_page_sliders_of_the_entropy_and_pcl_panels():
+    entropy = EntropyPanel(n_max=20, interactive=False, gamma=0.2)
+    page = _Page(entropy.page_figure())
+    for slider, step in [(1, 6), (0, 11), (2, 10)]:  # k = 7 (eq. 2 undefined at gamma 0.2), n = 20, gamma = 0.45
+        page.move(slider, step)
+        shown = page.shown()
+        expected = entropy.figure_for(
+            n_auxiliary=int(shown["n_auxiliary"]), k=int(shown["k"]), gamma_entropy=shown["gamma_entropy"]
+        )
+        _assert_close_data(page.figure, expected)
+        if step == 6:
+            assert "H_k (eq. 2) undefined for k = 7" in page.figure.layout.title.text
+            assert all(len(trace.y) == 0 for trace in page.figure.data)
+    assert page.shown() == {"n_auxiliary": 20, "k": 2, "gamma_entropy": 0.45}  # k and gamma move together: k is back at 2
+    pcl = PclWeightsPanel(variants=("weighted", "expected_cost"), interactive=False, epsilon=0.25)
+    slider = pcl.page_figure().layout.sliders[0]
+    assert [float(step.label) for step in slider.steps] == pytest.approx(
+        [0, 0.09, 0.18, 0.25, 0.27, 0.36, 0.45, 0.54, 0.63, 0.72, 0.81, 0.9]
+    )
+    assert slider.steps[slider.active].label == "0.25"  # the starting value is a step
+    page = _Page(pcl.page_figure())
+    page.move(0, 4)
+    np.testing.assert_allclose(
+        np.asarray(page.figure.data[1].z, dtype=float), pcl_weight_matrix("expected_cost", 0.27).numpy(), rtol=1e-6
+    )
+
+
+def test_page_figures_stay_small_and_fill_the_width(loss_page):
+    _, page = loss_page
+    assert len(page.to_json()) < 120_000  # 33 steps of 2-4 curves, float32 (JSON floats: about 5 times this)
+    assert page.layout.width is None and page.layout.autosize is not False
+    for steps in (slider.steps for slider in page.layout.sliders):
+        assert all("x" not in step.args[0] for step in steps)  # only what changes travels
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: LossCurvePanel([LinkedCurve("focal", ("gamma",))], slider_names=("gamma",)),
+        lambda: PclWeightsPanel(),
+        lambda: EntropyPanel(n_max=4),
+    ],
+    ids=["loss", "pcl", "entropy"],
+)
+def test_widget_panels_fill_the_cell_width(make):
+    panel = make()
+    assert panel.widget.layout.width == "100%"
+    assert panel.figure.layout.width is None and panel.figure.layout.autosize is not False
+
+
+def test_headless_display_shows_and_saves_the_page_figure(tmp_path):
     panel = EntropyPanel(n_max=3, interactive=False)
     figures.set_output_dir(tmp_path, renderer=None)
     try:
         panel.display()
     finally:
         figures.set_output_dir(None)
-    saved = (tmp_path / "figures" / "entropy.json").read_text()
-    assert json.loads(saved)["data"] == json.loads(panel.figure.to_json())["data"]
-
-
-@pytest.mark.parametrize(
-    ("call", "message"),
-    [
-        (lambda: make_slider("delta"), "name must be one of"),
-        (lambda: make_slider("gamma", width=3), "slider overrides must be among value, min, max, step"),
-        (lambda: LossCurvePanel([]), "at least one LinkedCurve"),
-        (lambda: LossCurvePanel([LinkedCurve("focal", ("epsilon",))]), r"links slider\(s\) \['epsilon'\]"),
-        (
-            lambda: EntropyPanel(n_max=3).figure_for(gamma=1.0),
-            r"unknown slider\(s\) \['gamma'\]; allowed: \['gamma_entropy', 'k', 'n_auxiliary'\]",
-        ),
-        (lambda: EntropyPanel(n_max=-3), "n_max: must be an integer >= 0, got -3"),
-        (lambda: EntropyPanel(n_max=2.5), "n_max: must be an integer >= 0, got 2.5"),
-        (lambda: EntropyPanel(gamma=1.0), r"gamma: must satisfy \(k-1\)\*gamma < 1"),
-        (lambda: EntropyPanel(logits=[0.0, 0.0, 0.0], gamma=0.5), r"gamma: must satisfy \(k-1\)\*gamma < 1 .* k = 3"),
-        (lambda: EntropyPanel(gamma=-0.1), "gamma: must be a finite number > 0"),
-        (
-            lambda: PclWeightsPanel(label_counts=[1, 2], label_names=("a", "b", "c")),
-            r"label_counts: must have one count per entry of label_names \(3",
-        ),
-        (lambda: PclWeightsPanel(label_counts="123"), "label_counts: must be a sequence of at least 2 finite positive counts"),
-        (lambda: PclWeightsPanel(label_counts=[5]), "label_counts: must be a sequence of at least 2"),
-        (lambda: PclWeightsPanel(label_counts=[5, 0, 2]), r"label_counts: .*got \[5, 0, 2\]"),
-        (lambda: PclWeightsPanel(label_counts=[[1, 2], [3, 4]]), "label_counts: must be a sequence"),
-        (lambda: PclWeightsPanel(epsilon=1.0), r"epsilon: must be a number in \[0, 1\), got 1.0"),
-        (lambda: PclWeightsPanel(epsilon=-0.1), r"epsilon: must be a number in \[0, 1\), got -0.1"),
-        (lambda: PclWeightsPanel(epsilon="0.1"), r"epsilon: must be a number in \[0, 1\), got '0.1'"),
-    ],
-)
-def test_bad_input(call, message):
-    with pytest.raises(ValueError, match=message):
-        call()
+    saved = json.loads((tmp_path / "figures" / "entropy.json").read_text())
+    assert [slider["currentvalue"]["prefix"] for slider in saved["layout"]["sliders"]] == [
+        "n_auxiliary = ",
+        "k = ",
+        "gamma_entropy = ",
+    ]

@@ -1,4 +1,4 @@
-"""Command line: ``python -m workbench run [options]`` (see docs/runner.md)."""
+"""Command line: ``python -m workbench run [options]`` and ``python -m workbench export NOTEBOOK`` (docs/runner.md)."""
 
 from __future__ import annotations
 
@@ -39,6 +39,17 @@ def build_parser() -> argparse.ArgumentParser:
     option("--outputs-dir", default="outputs", metavar="DIR", help="where run folders are created; default: %(default)s")
     option("--run-id", help="folder name under outputs-dir (must not exist); default: timestamp + suffix")
     option("--kernel", help="kernelspec name; default: one that runs this interpreter")
+    export = commands.add_parser(
+        "export", help="the offline HTML page of an executed notebook", description="Write the page the runner writes."
+    )
+    export.add_argument("notebook", metavar="NOTEBOOK.ipynb")
+    export.add_argument("--student", action="store_true", help="leave out the cells tagged solution")
+    export.add_argument(
+        "-o",
+        dest="output",
+        metavar="OUT.html",
+        help="default: NOTEBOOK.html beside the notebook (NOTEBOOK.student.html with --student); never overwritten",
+    )
     return parser
 
 
@@ -46,6 +57,15 @@ def main(argv: list[str] | None = None) -> int:
     """Run the command; 0 when every notebook succeeded, 1 when any failed, 2 for invalid input or a
     missing package, 130 when interrupted (Ctrl-C or SIGTERM: the running kernels are stopped)."""
     args = build_parser().parse_args(argv)
+    if args.command == "export":
+        from workbench.runs.export import export_notebook
+
+        try:
+            print(export_notebook(args.notebook, args.output, student=args.student))
+        except ValueError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        return 0
     previous = signal.signal(signal.SIGTERM, signal.default_int_handler)  # SIGTERM (a CI cancel, `timeout`) acts as Ctrl-C
     try:
         from workbench.runs import parse_assignments, parse_seeds, parse_sweep, run

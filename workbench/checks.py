@@ -7,6 +7,9 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+IGNORE_INDEX = -100
+"""The label of a position that carries no loss (torch's ``cross_entropy`` default ``ignore_index``)."""
+
 
 def _fail(name: str, allowed: str, value: Any) -> ValueError:
     return ValueError(f"{name}: must be {allowed}, got {value!r}")

@@ -1,31 +1,15 @@
 """Synonym tables for the true-negative MLM objectives (hard correction, soft regularization).
 
-A :class:`SynonymTable` is a set of synonym groups; two different words are
-synonyms when some group holds both. Three sources:
-
-- HIT Tongyici Cilin (extended), ``from_cilin``: ``Aa01A01= w1 w2 ...``; only
-  ``=`` lines are synonym groups (``#`` lines are related words, ``@`` lines a
-  single word).
-- WordNet synsets as TSV, ``from_wordnet_tsv``: ``synset_id<TAB>pos<TAB>member...``;
-  underscores in multiword members become spaces.
-- Word embeddings, ``from_embeddings``: each word's top-k cosine neighbours (the
-  paper's Word2Vec-style variant: "the top 10 most similar words for each retrieval",
-  no threshold), optionally only those above a cosine threshold (the workbench's
-  option), made symmetric.
-
-``SynonymTable.default()`` loads a tiny Cilin-format lexicon shipped with the
-package (``resources/lexicon_tiny.txt``, about 100 common groups) for tests and
-the default run; pass real lexicons by path (``SynonymTable.from_path``).
-
-Hard correction compares token ids, not strings, at training time:
-:class:`SynonymIdIndex` (built once per table and tokenizer, ``table.id_index``)
-hashes the text of every vocabulary token and every table word, so the text a
-span of token ids spells is looked up with a few tensor operations on the
-device (see :meth:`SynonymIdIndex.span_words`).
+A :class:`SynonymTable` is a set of synonym groups; two different words are synonyms when some group holds both.
+Sources: HIT Tongyici Cilin (extended) ``=`` groups, WordNet synsets as TSV, each word's top-k cosine neighbours
+in word vectors, and a tiny Cilin-format lexicon shipped for tests and the default run (``default``).
+Hard correction compares token ids on the device through :class:`SynonymIdIndex` (``table.id_index``). Tables
+and indexes grow linearly with the lexicon (its (word, group) memberships), whatever the size of a group.
 """
 
 from __future__ import annotations
 
+import gzip
 import re
 import weakref
 from collections.abc import Iterable, Sequence
@@ -36,14 +20,27 @@ from typing import Any
 import numpy as np
 import torch
 
+from workbench.checks import check_int, check_number
+
 _CILIN_LINE = re.compile(r"^(?P<code>\S+?)(?P<flag>[=#@])\s*(?P<members>.*)$")
 
 
-def _read_lines(path: str | Path) -> list[str]:
+def read_lines(path: str | Path, name: str = "path") -> list[str]:
+    """The lines of a UTF-8 text file (``.gz``: gzip) without line ends; ValueError naming ``name`` if it is missing, the
+    file if not gzip or truncated, ``file:line`` for bytes that are not UTF-8 (GBK, an encoded lone surrogate)."""
     path = Path(path)
     if not path.is_file():
-        raise ValueError(f"path: no such lexicon file {str(path)!r}")
-    return path.read_text(encoding="utf-8").splitlines()
+        raise ValueError(f"{name}: no such file {str(path)!r}")
+    lines: list[str] = []
+    try:
+        with (gzip.open if path.suffix == ".gz" else open)(path, "rb") as handle:
+            for raw in handle:
+                lines.append(raw.decode("utf-8-sig" if not lines else "utf-8").rstrip("\r\n"))
+    except UnicodeDecodeError as error:
+        raise ValueError(f"{path}:{len(lines) + 1}: not UTF-8 text (byte {error.object[error.start]:#04x})") from None
+    except (OSError, EOFError) as error:  # gzip.BadGzipFile is an OSError; a truncated .gz ends in EOFError
+        raise ValueError(f"{path}: cannot be read ({error or type(error).__name__})") from None
+    return lines
 
 
 class SynonymTable:
@@ -56,10 +53,9 @@ class SynonymTable:
             members = frozenset(word for word in group if word)
             if len(members) < 2:
                 continue
-            index = len(self._groups)
-            self._groups.append(members)
             for word in members:
-                self._groups_of.setdefault(word, []).append(index)
+                self._groups_of.setdefault(word, []).append(len(self._groups))
+            self._groups.append(members)
         self._id_indexes: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
     def __getstate__(self) -> dict:
@@ -77,52 +73,45 @@ class SynonymTable:
     def __contains__(self, word: str) -> bool:
         return word in self._groups_of
 
-    def synonyms(self, word: str) -> set[str]:
-        """Every word sharing a group with ``word``, without ``word`` itself."""
-        found: set[str] = set()
-        for index in self._groups_of.get(word, ()):
-            found |= self._groups[index]
-        found.discard(word)
-        return found
-
     @property
     def groups(self) -> list[frozenset[str]]:
         """The synonym groups (each with at least two words)."""
         return list(self._groups)
 
+    def synonyms(self, word: str) -> set[str]:
+        """Every word sharing a group with ``word``, without ``word`` itself."""
+        found = set().union(*(self._groups[index] for index in self._groups_of.get(word, ())))
+        found.discard(word)
+        return found
+
     def are_synonyms(self, a: str, b: str) -> bool:
         """True when ``a != b`` and some group holds both (symmetric)."""
-        if a == b:
-            return False
-        groups_a = self._groups_of.get(a)
-        groups_b = self._groups_of.get(b)
-        return bool(groups_a and groups_b and not set(groups_a).isdisjoint(groups_b))
+        return a != b and not set(self._groups_of.get(a, ())).isdisjoint(self._groups_of.get(b, ()))
 
     @classmethod
     def from_cilin(cls, path: str | Path) -> SynonymTable:
-        """Load the ``=`` groups of a HIT Cilin (extended) file; ``#`` and ``@`` lines are skipped."""
+        """The ``=`` groups of a HIT Cilin (extended) file (``Aa01A01= w1 w2 ...``); ``#`` and ``@`` lines are skipped."""
         groups = []
-        for number, line in enumerate(_read_lines(path), start=1):
-            line = line.strip().lstrip("\ufeff")
-            if not line:
+        for number, line in enumerate(read_lines(path), start=1):
+            if not line.strip():
                 continue
-            match = _CILIN_LINE.match(line)
+            match = _CILIN_LINE.match(line.strip())
             if match is None:
-                raise ValueError(f"path: line {number} of {str(path)!r} is not Cilin format 'Aa01A01= w1 w2 ...'")
+                raise ValueError(f"{path}:{number}: not Cilin format 'Aa01A01= w1 w2 ...'")
             if match["flag"] == "=":
                 groups.append(match["members"].split())
         return cls(groups)
 
     @classmethod
     def from_wordnet_tsv(cls, path: str | Path) -> SynonymTable:
-        """Load synsets from ``synset_id<TAB>pos<TAB>member<TAB>...`` lines (``#`` lines are comments)."""
+        """Synsets from ``synset_id<TAB>pos<TAB>member<TAB>...`` lines (``#``: a comment; ``_`` in a member: a space)."""
         groups = []
-        for number, line in enumerate(_read_lines(path), start=1):
+        for number, line in enumerate(read_lines(path), start=1):
             if not line.strip() or line.startswith("#"):
                 continue
-            fields = line.rstrip("\n").split("\t")
+            fields = line.split("\t")
             if len(fields) < 3:
-                raise ValueError(f"path: line {number} of {str(path)!r} needs synset_id, pos and members")
+                raise ValueError(f"{path}:{number}: needs synset_id, pos and members separated by tabs")
             groups.append(" ".join(member.replace("_", " ").split()) for member in fields[2:])
         return cls(groups)
 
@@ -135,29 +124,21 @@ class SynonymTable:
         threshold: float | None = None,
         chunk_size: int = 4096,
     ) -> SynonymTable:
-        """Synonyms from word vectors: ``b`` is a synonym of ``a`` when ``b`` is among the ``k``
-        nearest neighbours of ``a`` by cosine similarity cos(a, b) = a.b / (|a| |b|) and, when
-        ``threshold`` is given, cos(a, b) >= ``threshold``; the relation is made symmetric (a ~ b if
-        either lists the other). The default (k = 10, no threshold) is the true-negatives paper's
-        embedding look-up (sec. 5, footnote 11: "we only take the top 10 most similar words for each
-        retrieval"); a threshold is the workbench's option. Computed in row chunks of ``chunk_size``
-        with one matrix product each.
-        """
+        """``b`` is a synonym of ``a`` when among the ``k`` nearest neighbours of ``a`` by cosine a.b / (|a| |b|) (and at
+        least ``threshold``, the workbench's option); made symmetric. The defaults are the true-negatives paper's
+        (footnote 11: "the top 10 most similar words for each retrieval"). ``chunk_size`` rows per matrix product."""
         vectors = torch.as_tensor(np.asarray(matrix), dtype=torch.float32)
         if vectors.ndim != 2 or vectors.shape[0] != len(vocab):
-            raise ValueError(f"matrix must have shape (len(vocab), dim) = ({len(vocab)}, dim), got {tuple(vectors.shape)}")
-        if k < 1:
-            raise ValueError(f"k must be >= 1, got {k}")
-        if threshold is not None and not -1.0 <= threshold <= 1.0:
-            raise ValueError(f"threshold must be a cosine in [-1, 1] or None, got {threshold}")
+            raise ValueError(f"matrix: must have shape (len(vocab), dim) = ({len(vocab)}, dim), got {tuple(vectors.shape)}")
+        check_int("k", k, 1)
+        check_number("threshold", threshold, -1.0, 1.0, allow_none=True)
         unit = torch.nn.functional.normalize(vectors, dim=1)
-        n_neighbours = min(k, len(vocab) - 1)
         pairs = []
         for start in range(0, len(vocab), chunk_size):
             similarity = unit[start : start + chunk_size] @ unit.T
             rows = torch.arange(similarity.shape[0])
             similarity[rows, rows + start] = -float("inf")
-            values, neighbours = similarity.topk(n_neighbours, dim=1)
+            values, neighbours = similarity.topk(min(k, len(vocab) - 1), dim=1)
             keep = torch.isfinite(values) if threshold is None else values >= threshold
             for row, neighbour in zip((rows[:, None] + start).expand_as(neighbours)[keep].tolist(), neighbours[keep].tolist()):
                 pairs.append((vocab[row], vocab[neighbour]))
@@ -168,30 +149,28 @@ class SynonymTable:
         """The lexicon at ``path``.
 
         Args:
-            path: a WordNet-style TSV (``.tsv``), a Cilin file (anything else), or None.
+            path: a WordNet-style TSV (``.tsv``, ``.tsv.gz``), a Cilin file (anything else), or None.
 
         Returns:
             The :class:`SynonymTable`; None gives the shipped tiny table (:meth:`default`).
         """
         if path is None:
             return cls.default()
-        if Path(path).suffix == ".tsv":
+        if str(path).removesuffix(".gz").endswith(".tsv"):
             return cls.from_wordnet_tsv(path)
         return cls.from_cilin(path)
-
-    def id_index(self, tokenizer: Any) -> SynonymIdIndex:
-        """The :class:`SynonymIdIndex` of this table for ``tokenizer``, built on first use and kept
-        (per tokenizer object) for later calls."""
-        index = self._id_indexes.get(tokenizer)
-        if index is None:
-            index = SynonymIdIndex(self, tokenizer)
-            self._id_indexes[tokenizer] = index
-        return index
 
     @classmethod
     def default(cls) -> SynonymTable:
         """The tiny Cilin-format lexicon shipped with the package (``resources/lexicon_tiny.txt``)."""
         return cls.from_cilin(Path(str(resources.files("workbench") / "resources" / "lexicon_tiny.txt")))
+
+    def id_index(self, tokenizer: Any) -> SynonymIdIndex:
+        """The :class:`SynonymIdIndex` of this table for ``tokenizer``, built on first use and kept per tokenizer."""
+        index = self._id_indexes.get(tokenizer)
+        if index is None:
+            index = self._id_indexes[tokenizer] = SynonymIdIndex(self, tokenizer)
+        return index
 
 
 # Two polynomial string hashes mod primes below 2**31, combined into one 62-bit key: a product
@@ -204,13 +183,10 @@ _KEY_SHIFT = 31
 def text_hashes(text: str) -> tuple[int, int]:
     """``(h_0, h_1)``: ``h_m = sum_i (ord(c_i) + 1) * B_m**(n - 1 - i) mod P_m`` over the ``n``
     characters ``c_i`` of ``text`` (``HASH_BASES``, ``HASH_MODULI``)."""
-    hashes = []
-    for base, modulus in zip(HASH_BASES, HASH_MODULI):
-        value = 0
-        for character in text:
-            value = (value * base + ord(character) + 1) % modulus
-        hashes.append(value)
-    return hashes[0], hashes[1]
+    first, second = 0, 0
+    for code in map(ord, text):
+        first, second = (first * HASH_BASES[0] + code + 1) % HASH_MODULI[0], (second * HASH_BASES[1] + code + 1) % HASH_MODULI[1]
+    return first, second
 
 
 def text_key(text: str) -> int:
@@ -227,54 +203,41 @@ def token_text(tokens: Sequence[str]) -> str:
 class SynonymIdIndex:
     """A :class:`SynonymTable` as tensors over a tokenizer's ids, for look-ups on the device.
 
-    Built once (the paper's "lookup table built offline ... from the model vocabulary"):
-
-    * per vocabulary id ``v``: the text it spells (:func:`token_text`), its length ``len_v`` in characters and its
-      hashes ``h_m(v)`` (see :func:`text_key`);
-    * the table's words, numbered by the rank of their key (``word_keys`` sorted);
-    * every ordered pair ``(a, b)`` of different words sharing a group, as the sorted codes
-      ``a * W + b`` (``W`` words).
-
-    The text of a span of tokens ``v_1 .. v_k`` is the concatenation of theirs, and its
-    hash is ``h_m(span) = sum_j h_m(v_j) * B_m**(chars after v_j in the span) mod P_m``,
-    a segment sum; :meth:`span_words` turns it into a word number with one
-    ``searchsorted``, :meth:`are_synonyms` checks pairs with another. Two different texts
-    share a key with probability about ``2**-62`` per comparison; equal texts always do,
-    so a prediction spelling the gold text is never a "synonym".
-    Ids at or beyond the vocabulary size (a padded output layer) spell no word.
+    Built once (the paper's "lookup table built offline ... from the model vocabulary"): per vocabulary
+    id the text it spells (:func:`token_text`), its length and hashes ``h_m`` (ids at or beyond the
+    vocabulary spell no word); the table's words numbered by the rank of their :func:`text_key`; the
+    sorted membership codes ``word * G + group`` (G groups), linear in the lexicon. A span's hash is
+    ``h_m(span) = sum_j h_m(v_j) * B_m**(chars after v_j) mod P_m``; two different texts share a key
+    with probability about ``2**-62``, equal texts always do (a prediction spelling the gold text is
+    never a synonym).
     """
 
     def __init__(self, table: SynonymTable, tokenizer: Any):
-        vocab_size = len(tokenizer)
-        texts = [token_text([token]) for token in tokenizer.convert_ids_to_tokens(list(range(vocab_size)))]
-        words = sorted(set().union(*table.groups))
-        keys = [text_key(word) for word in words]
-        order = sorted(range(len(words)), key=keys.__getitem__)
-        sorted_keys = [keys[i] for i in order]
-        if len(set(sorted_keys)) != len(sorted_keys):
+        self.vocab_size = len(tokenizer)
+        texts = [token_text([token]) for token in tokenizer.convert_ids_to_tokens(list(range(self.vocab_size)))]
+        keyed = sorted((text_key(word), word) for word in table._groups_of)
+        if len({key for key, _ in keyed}) != len(keyed):
             raise RuntimeError("two lexicon words share a 62-bit text key; change HASH_BASES")
-        rank = {words[i]: position for position, i in enumerate(order)}
-        self.num_words = len(words)
-        self.max_chars = max((len(word) for word in words), default=0)
-        too_long = self.max_chars + 1  # marks ids beyond the vocabulary: no span holding one is a word
-        token_hashes = [text_hashes(text) for text in texts] + [(0, 0)]
-        self.vocab_size = vocab_size
+        groups_of = [table._groups_of[word] for _, word in keyed]
+        self.num_words, self.num_groups = len(keyed), max(len(table), 1)
+        self.max_chars = max((len(word) for _, word in keyed), default=0)
+        self.max_groups = max(map(len, groups_of), default=0)  # the most groups a word is in: a query's cost
+        self.num_pairs = sum(len(group) * (len(group) - 1) for group in table._groups)  # ordered pairs, per group
         self._cpu = {
-            "token_hash": torch.tensor(token_hashes, dtype=torch.int64).T.contiguous(),
-            "token_chars": torch.tensor([len(text) for text in texts] + [too_long], dtype=torch.int64),
+            "token_hash": torch.tensor([text_hashes(text) for text in texts] + [(0, 0)], dtype=torch.int64).T.contiguous(),
+            "token_chars": torch.tensor([len(text) for text in texts] + [self.max_chars + 1], dtype=torch.int64),
             "powers": torch.tensor(
                 [[pow(base, e, modulus) for e in range(self.max_chars + 1)] for base, modulus in zip(HASH_BASES, HASH_MODULI)],
                 dtype=torch.int64,
             ),
-            "word_keys": torch.tensor(sorted_keys, dtype=torch.int64),
-            "pair_codes": torch.from_numpy(_pair_codes(table, rank, self.num_words)),
+            "word_keys": torch.tensor([key for key, _ in keyed], dtype=torch.int64),
+            "member_codes": torch.tensor(
+                sorted(word * self.num_groups + group for word, groups in enumerate(groups_of) for group in groups),
+                dtype=torch.int64,
+            ),
         }
+        self.num_memberships = len(self._cpu["member_codes"])  # the size of the index
         self._on_device: dict[torch.device, dict[str, torch.Tensor]] = {torch.device("cpu"): self._cpu}
-
-    @property
-    def num_pairs(self) -> int:
-        """Ordered synonym pairs (a, b), a != b."""
-        return int(self._cpu["pair_codes"].numel())
 
     def _tensors(self, device: torch.device) -> dict[str, torch.Tensor]:
         if device not in self._on_device:
@@ -282,12 +245,8 @@ class SynonymIdIndex:
         return self._on_device[device]
 
     def span_words(self, token_ids: torch.Tensor, spans: torch.Tensor, num_spans: int) -> torch.Tensor:
-        """The table word (its number, or -1) that each span of tokens spells.
-
-        ``token_ids`` (N,) and ``spans`` (N,): position n belongs to span ``spans[n]``; spans
-        are contiguous runs numbered 0, 1, ... in position order (``spans`` non-decreasing).
-        Returns (``num_spans``,) int64 on the tokens' device, without host synchronisation.
-        """
+        """The table word (its number, or -1) each span spells: position n of ``token_ids`` (N,) is in span ``spans[n]``
+        (contiguous runs numbered 0, 1, ... in order). (``num_spans``,) int64 on the device, no host synchronisation."""
         tensors = self._tensors(token_ids.device)
         if self.num_words == 0:
             return torch.full((num_spans,), -1, dtype=torch.int64, device=token_ids.device)
@@ -308,22 +267,14 @@ class SynonymIdIndex:
         return torch.where(found, position, -1)
 
     def are_synonyms(self, first: torch.Tensor, second: torch.Tensor) -> torch.Tensor:
-        """Elementwise: word numbers ``first`` and ``second`` (from :meth:`span_words`) are
-        different words sharing a group; False where either is -1."""
-        codes = self._tensors(first.device)["pair_codes"]
-        if codes.numel() == 0:
+        """Elementwise: word numbers ``first`` and ``second`` (:meth:`span_words`) are different words
+        and some group of ``first`` holds ``second``; False where either is -1."""
+        codes, groups = self._tensors(first.device)["member_codes"], self.num_groups
+        if self.num_words == 0:
             return torch.zeros_like(first, dtype=torch.bool)
-        valid = (first >= 0) & (second >= 0)
-        query = torch.where(valid, first * self.num_words + second, -1)
-        position = torch.searchsorted(codes, query).clamp(max=codes.numel() - 1)
-        return valid & (codes[position] == query)
-
-
-def _pair_codes(table: SynonymTable, rank: dict[str, int], num_words: int) -> np.ndarray:
-    """Sorted unique codes ``a * W + b`` of the ordered pairs of different words sharing a group."""
-    chunks = [np.zeros(0, dtype=np.int64)]
-    for group in table.groups:
-        members = np.array(sorted(rank[word] for word in group), dtype=np.int64)
-        codes = members[:, None] * num_words + members[None, :]
-        chunks.append(codes[~np.eye(len(members), dtype=bool)])
-    return np.unique(np.concatenate(chunks))
+        a, b = first.clamp(min=0), second.clamp(min=0)
+        start, stop = torch.searchsorted(codes, a * groups), torch.searchsorted(codes, (a + 1) * groups)
+        member = start[..., None] + torch.arange(self.max_groups, device=first.device)  # the memberships of a
+        query = b[..., None] * groups + codes[member.clamp(max=codes.numel() - 1)] % groups  # (b, each group of a)
+        found = codes[torch.searchsorted(codes, query).clamp(max=codes.numel() - 1)] == query
+        return (first >= 0) & (second >= 0) & (first != second) & (found & (member < stop[..., None])).any(-1)

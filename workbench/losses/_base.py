@@ -13,7 +13,8 @@ from collections.abc import Sequence
 import torch
 from torch import nn
 
-IGNORE_INDEX = -100
+from workbench.checks import IGNORE_INDEX  # defined once, below the losses and the masking
+
 REDUCTIONS = ("mean", "sum", "none")
 # Bound of the otherwise unbounded parameters: their products with loss terms stay finite in float32.
 LARGEST = 1e12

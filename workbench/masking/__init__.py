@@ -1,17 +1,18 @@
-"""Chinese MLM masking: jieba segmentation, word-aligned encoding, random / whole-word / knowledge-based
-collators and :func:`build_collator` from a :class:`MaskingSpec`; corpus preparation (sentence packing,
-parallel encoding, on-disk cache); held-out evaluation is ``workbench.train.heldout``."""
+"""Chinese MLM masking: jieba segmentation, word-aligned encoding, the collators and corpus preparation (held-out
+evaluation is ``workbench.train.heldout``)."""
 
 from __future__ import annotations
 
 from workbench.config import MaskingSpec
-from workbench.masking.build import build_collator
-from workbench.masking.cache import PreparedCorpus, default_cache_dir, prepare_corpus
-from workbench.masking.collators import KnowledgeMaskCollator, RandomMaskCollator, WholeWordMaskCollator
-from workbench.masking.corpus import count_tokens, encode_corpus
-from workbench.masking.encode import encode_words
-from workbench.masking.knowledge import compute_idf
-from workbench.masking.packing import pack_documents, split_sentences
+from workbench.masking.collators import (
+    KnowledgeMaskCollator,
+    RandomMaskCollator,
+    WholeWordMaskCollator,
+    build_collator,
+    compute_idf,
+)
+from workbench.masking.corpus import PreparedCorpus, count_tokens, default_cache_dir, encode_corpus, prepare_corpus
+from workbench.masking.packing import encode_words, pack_documents, split_sentences
 from workbench.masking.segment import JiebaSegmenter
 
 __all__ = [

@@ -1,80 +1,58 @@
 """MLM data collators: random token masking, whole-word masking (WWM) and knowledge-based dynamic masking (KDM).
 
-Every collator takes features from :func:`workbench.masking.encode_words`, pads
-them to the longest sequence in the batch and returns tensors for
-``BertForMaskedLM``: ``input_ids``, ``attention_mask``, ``token_type_ids`` and
-``labels`` (-100 where nothing is predicted), plus ``word_ids`` when built with
-``return_word_ids=True`` (the hard-correction objective needs word spans) and ``sop_labels``
-when built with ``sentence_order=True`` (each block cut into two halves, swapped with
-probability 0.5 before masking: :mod:`workbench.masking.sentence_order`).
-
-Masking budget (BERT, Devlin et al. 2019, Sec. 3.1 and its
-``create_pretraining_data.py``): per sequence ``round(p * n)`` tokens, n = the
-number of non-special tokens, p = ``mlm_probability``. Chosen tokens become
-[MASK] with probability 0.8, a random non-special vocabulary token with 0.1,
-and stay unchanged with 0.1. [CLS], [SEP] and padding are never chosen.
-
-Each collator owns a ``numpy.random.Generator`` seeded from ``seed``; it
-advances with every batch, so masks are fresh each epoch ("dynamic" masking)
-yet the same seed replays the same masks. In a ``DataLoader`` worker the
-generator is re-seeded from ``(seed, worker_id)`` so workers do not repeat
-each other.
+A collator pads features of :func:`workbench.masking.encode_words` (or packed blocks) to the longest and returns
+tensors for ``BertForMaskedLM``: ``input_ids``, ``attention_mask``, ``token_type_ids``, ``labels`` (``IGNORE_INDEX``
+where nothing is predicted), with ``return_word_ids`` the ``word_ids`` and with ``sentence_order`` the ``sop_labels``
+(:mod:`workbench.masking.sentence_order`). Budget (BERT, Devlin et al. 2019, Sec. 3.1): ``round(p * n)`` tokens per
+sequence, n = its non-special tokens; a chosen token becomes [MASK] with probability 0.8, a random non-special token
+with 0.1, stays with 0.1. Each collator's generator, seeded from ``seed`` (``(seed, worker_id)`` in a DataLoader
+worker), advances per batch: fresh masks every epoch, the same masks for the same seed.
 """
 
 from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
 from itertools import chain
+from typing import Any
 
 import numpy as np
 import torch
 
-from workbench.checks import check_int, check_number
-from workbench.losses import IGNORE_INDEX
-from workbench.masking.knowledge import word_weights
+from workbench.checks import IGNORE_INDEX, check_int, check_number, is_number
+from workbench.config import MaskingSpec
 from workbench.masking.sentence_order import sentence_order_batch
 
-MASK_TOKEN_SHARE = 0.8
-RANDOM_TOKEN_SHARE = 0.1
-DEFAULT_ENTITY_WEIGHT, DEFAULT_EVENT_WEIGHT, DEFAULT_OTHER_WEIGHT = 10.0, 5.0, 1.0
-"""KnowledgeMaskCollator's type weights (the workbench's choice; the paper gives none)."""
+MASK_TOKEN_SHARE, RANDOM_TOKEN_SHARE = 0.8, 0.1
+DEFAULT_ENTITY_WEIGHT, DEFAULT_EVENT_WEIGHT, DEFAULT_OTHER_WEIGHT = 10.0, 5.0, 1.0  # KDM's (the paper gives none)
 _BRACKETED_TOKEN = re.compile(r"^\[[^\]]+\]$")
 
 
 def _pad(features: Sequence[Mapping], key: str, pad_value: int, width: int) -> np.ndarray:
-    array = np.full((len(features), width), pad_value, dtype=np.int64)
-    for row, feature in enumerate(features):
-        values = feature[key]
-        array[row, : len(values)] = values
-    return array
+    return np.array([[*feature[key], *[pad_value] * (width - len(feature[key]))] for feature in features], dtype=np.int64)
 
 
 class _MaskingCollator:
-    """Shared padding, budget, 80/10/10 replacement and seeding; subclasses choose the masked tokens."""
+    """Padding, budget, 80/10/10 replacement and seeding; subclasses choose the masked tokens."""
 
     def __init__(
         self, tokenizer, mlm_probability: float = 0.15, seed: int = 0, return_word_ids: bool = False, sentence_order: bool = False
     ):
-        self.mlm_probability = check_number(
-            "mlm_probability", mlm_probability, 0.0, 1.0, low_inclusive=False, high_inclusive=False
-        )
+        self.mlm_probability = check_number("mlm_probability", mlm_probability, 0, 1, low_inclusive=False, high_inclusive=False)
         if getattr(tokenizer, "mask_token_id", None) is None or getattr(tokenizer, "pad_token_id", None) is None:
             raise ValueError(f"tokenizer: must define mask_token and pad_token, got {type(tokenizer).__name__}")
-        self.tokenizer = tokenizer
-        self.seed = int(seed)
-        self.return_word_ids = return_word_ids
-        self.sentence_order = bool(sentence_order)
+        self.tokenizer, self.seed = tokenizer, check_int("seed", seed, 0)
+        self.return_word_ids, self.sentence_order = return_word_ids, bool(sentence_order)
         self._worker_id: int | None = None
         self._rng = np.random.default_rng(self.seed)
-        vocab = tokenizer.get_vocab()
         special_ids = set(tokenizer.all_special_ids)
         self._special_ids = np.array(sorted(special_ids - {tokenizer.unk_token_id}), dtype=np.int64)
-        self._replacement_ids = np.array(
-            sorted(i for token, i in vocab.items() if i not in special_ids and not _BRACKETED_TOKEN.match(token)),
-            dtype=np.int64,
+        replacements = (
+            i for token, i in tokenizer.get_vocab().items() if i not in special_ids and not _BRACKETED_TOKEN.match(token)
         )
+        self._replacement_ids = np.array(sorted(replacements), dtype=np.int64)
 
     def _generator(self) -> np.random.Generator:
         info = torch.utils.data.get_worker_info()
@@ -90,24 +68,17 @@ class _MaskingCollator:
         rng = self._generator()
         sop_labels = None
         if self.sentence_order:
-            features, sop_labels = sentence_order_batch(
-                list(features), rng, self.tokenizer.cls_token_id, self.tokenizer.sep_token_id
-            )
+            cls_id, sep_id = self.tokenizer.cls_token_id, self.tokenizer.sep_token_id
+            features, sop_labels = sentence_order_batch(list(features), rng, cls_id, sep_id)
         width = max(len(feature["input_ids"]) for feature in features)
         input_ids = _pad(features, "input_ids", self.tokenizer.pad_token_id, width)
-        batch = {
-            "input_ids": input_ids,
-            "attention_mask": _pad(features, "attention_mask", 0, width),
-            "token_type_ids": _pad(features, "token_type_ids", 0, width)
-            if "token_type_ids" in features[0]
-            else np.zeros_like(input_ids),
-        }
-        if "word_ids" in features[0]:
-            word_ids = _pad(features, "word_ids", -1, width)
-            maskable = word_ids >= 0
-        else:
-            word_ids = None
-            maskable = (batch["attention_mask"] == 1) & ~np.isin(input_ids, self._special_ids)
+        batch = {"input_ids": input_ids, "attention_mask": _pad(features, "attention_mask", 0, width)}
+        has_types = "token_type_ids" in features[0]
+        batch["token_type_ids"] = _pad(features, "token_type_ids", 0, width) if has_types else np.zeros_like(input_ids)
+        word_ids = _pad(features, "word_ids", -1, width) if "word_ids" in features[0] else None
+        maskable = (
+            word_ids >= 0 if word_ids is not None else (batch["attention_mask"] == 1) & ~np.isin(input_ids, self._special_ids)
+        )
         budgets = np.rint(self.mlm_probability * maskable.sum(axis=1)).astype(np.int64)
         masked = self._choose(features, word_ids, maskable, batch["token_type_ids"], budgets, rng)
         batch["input_ids"], batch["labels"] = self._replace(input_ids, masked, rng)
@@ -134,11 +105,8 @@ class _MaskingCollator:
 
 
 class RandomMaskCollator(_MaskingCollator):
-    """BERT token masking: ``round(p * n)`` tokens drawn uniformly without replacement per sequence.
-
-    Works with plain tokenizer features too (no ``word_ids``): special tokens
-    are then recognised by id.
-    """
+    """BERT token masking: ``round(p * n)`` tokens drawn uniformly without replacement per sequence
+    (features without ``word_ids`` too: special tokens are then recognised by id)."""
 
     def _choose(self, features, word_ids, maskable, token_type_ids, budgets, rng) -> np.ndarray:
         keys = np.where(maskable, rng.random(maskable.shape), np.inf)
@@ -147,16 +115,11 @@ class RandomMaskCollator(_MaskingCollator):
 
 
 class _WordMaskCollator(_MaskingCollator):
-    """Masks whole words: fills each sequence's token budget from an ordering of its words.
-
-    A text with no word (empty, or only spaces) gets no mask: its budget is
-    round(p * 0) = 0 and its labels stay -100, also when every text of the
-    batch is empty.
-    """
+    """Masks whole words, filling each sequence's budget from an ordering of its words (a text with no
+    word gets no mask)."""
 
     def _word_order(self, features, word_counts, rng) -> tuple[tuple[np.ndarray, ...], np.ndarray]:
-        """Per batch word (rows concatenated): sort keys for ``np.lexsort`` (last = primary; smaller =
-        masked earlier) and the span length in words."""
+        """Per batch word (rows concatenated): ``np.lexsort`` keys (last = primary; smaller: masked first), span in words."""
         raise NotImplementedError
 
     def _choose(self, features, word_ids, maskable, token_type_ids, budgets, rng) -> np.ndarray:
@@ -166,15 +129,13 @@ class _WordMaskCollator(_MaskingCollator):
         first_word = np.concatenate(([0], np.cumsum(word_counts)[:-1]))
         batch_words = np.where(maskable, word_ids + first_word[:, None], -1)
         total = int(word_counts.sum())
-        if total == 0:  # every text empty (or all whitespace): nothing to mask, labels all -100
+        if total == 0:  # every text empty (or all whitespace): nothing to mask
             return np.zeros_like(maskable)
-        flat = batch_words[maskable]
-        word_lengths = np.bincount(flat, minlength=total)
+        word_lengths = np.bincount(batch_words[maskable], minlength=total)
         word_segment = np.zeros(total, dtype=np.int64)
-        word_segment[flat] = token_type_ids[maskable]
+        word_segment[batch_words[maskable]] = token_type_ids[maskable]
         keys, spans = self._word_order(features, word_counts, rng)
-        rows = np.repeat(np.arange(len(word_counts)), word_counts)
-        order = np.lexsort((*keys, rows)).tolist()
+        order = np.lexsort((*keys, np.repeat(np.arange(len(word_counts)), word_counts))).tolist()
         chosen = bytearray(total)
         lengths, segments, spans = word_lengths.tolist(), word_segment.tolist(), spans.tolist()
         for start, count, budget in zip(first_word.tolist(), word_counts.tolist(), budgets.tolist()):
@@ -184,40 +145,24 @@ class _WordMaskCollator(_MaskingCollator):
 
 
 def _fill_budget(order, end_of_row, budget, lengths, segments, spans, chosen) -> None:
-    """Greedy whole-word selection for one sequence, in ``order``, never exceeding ``budget`` tokens.
-
-    A span starts at word ``w`` and extends over up to ``spans[w]`` following
-    words of the same segment that are not chosen yet, keeping as many words as
-    fit the remaining budget; a start whose first word does not fit is skipped
-    (Google BERT / ALBERT ``create_pretraining_data.py``).
-    """
+    """Greedy whole-word selection for one sequence, in ``order``, never over ``budget`` tokens: a span
+    starts at word ``w`` and takes up to ``spans[w]`` following words of the same segment not chosen yet
+    while they fit; a start whose first word does not fit is skipped (BERT / ALBERT ``create_pretraining_data.py``)."""
     remaining = budget
     for start in order:
         if remaining <= 0:
             return
-        if chosen[start]:
-            continue
-        stop = start
-        while (
-            stop < end_of_row
-            and stop - start < spans[start]
-            and not chosen[stop]
-            and segments[stop] == segments[start]
-            and lengths[stop] <= remaining
-        ):
-            chosen[stop] = 1
-            remaining -= lengths[stop]
-            stop += 1
+        for word in range(start, min(end_of_row, start + spans[start])):
+            if chosen[word] or segments[word] != segments[start] or lengths[word] > remaining:
+                break
+            chosen[word] = 1
+            remaining -= lengths[word]
 
 
 class WholeWordMaskCollator(_WordMaskCollator):
-    """Whole-word masking over jieba words, with optional n-gram spans.
-
-    Words are visited in random order; each visit opens a span of n words with
-    P(n) proportional to 1/n for n = 1..``max_ngram`` (ALBERT, Lan et al. 2020,
-    Sec. 4.1: p(n) = (1/n) / sum_k (1/k)), until ``round(p * n_tokens)`` tokens are masked.
-    Every token of a chosen word is masked, none of the others.
-    """
+    """Whole-word masking over jieba words with n-gram spans: words in random order, each opening a span
+    of n words, P(n) = (1/n) / sum_k (1/k) for n <= ``max_ngram`` (ALBERT, Lan et al. 2020, Sec. 4.1),
+    until ``round(p * n_tokens)`` tokens are masked; a chosen word is masked whole."""
 
     def __init__(
         self,
@@ -228,9 +173,8 @@ class WholeWordMaskCollator(_WordMaskCollator):
         return_word_ids: bool = False,
         sentence_order: bool = False,
     ):
-        check_int("max_ngram", max_ngram, 1)
+        self.max_ngram = check_int("max_ngram", max_ngram, 1)
         super().__init__(tokenizer, mlm_probability, seed, return_word_ids, sentence_order)
-        self.max_ngram = max_ngram
         weights = 1.0 / np.arange(1, max_ngram + 1)
         self._ngram_probabilities = weights / weights.sum()
 
@@ -242,36 +186,40 @@ class WholeWordMaskCollator(_WordMaskCollator):
         return keys, rng.choice(np.arange(1, self.max_ngram + 1), size=total, p=self._ngram_probabilities)
 
 
+# Knowledge-based dynamic masking: word types, sampling weights, corpus IDF
+
+ENTITY_TAGS = frozenset({"ns", "nt", "nz"})
+ENTITY_TAG_PREFIX = "nr"  # nr, nrfg, nrt: person names
+EVENT_TAGS = frozenset({"v", "vn"})
+ENTITY, EVENT, OTHER = 0, 1, 2  # word types: the indices of KnowledgeMaskCollator's type weights
+
+
+def word_type(tag: str) -> int:
+    """ENTITY (0) for a named-entity POS tag (nr*, ns, nt, nz), EVENT (1) for an event tag (v, vn), else OTHER (2)."""
+    return ENTITY if tag in ENTITY_TAGS or tag.startswith(ENTITY_TAG_PREFIX) else EVENT if tag in EVENT_TAGS else OTHER
+
+
+def compute_idf(segmented_texts: Iterable[Iterable[str]]) -> dict[str, float]:
+    """Smoothed IDF of every word of a segmented corpus, counted streaming (a text at a time): idf(w) = ln((1 + N) /
+    (1 + df(w))) + 1, N texts, df(w) texts holding w (scikit-learn's TfidfTransformer, smooth_idf)."""
+    document_frequency: Counter[str] = Counter()
+    n_texts = 0
+    for words in segmented_texts:
+        n_texts += 1
+        document_frequency.update(set(words))
+    if n_texts == 0:
+        raise ValueError("segmented_texts: must hold at least one text, got none")
+    return {word: math.log((1 + n_texts) / (1 + df)) + 1.0 for word, df in document_frequency.items()}
+
+
 class KnowledgeMaskCollator(_WordMaskCollator):
-    """Knowledge-based dynamic masking (KDM): entities and events are masked more often, at random.
-
-    The paper (Erlangshen, arXiv 2208.02959, Sec. 2 and 3.1) proposes KDM "to mask
-    semantically rich tokens such as entities and events" (Sec. 3.1), "a dynamic
-    masking strategy based on knowledge in Masked Language Modeling (MLM) with
-    whole word masking" (abstract); it gives no algorithm. The workbench's reading: every batch draws the
-    masked words afresh at random, each word with weight
-
-        w = type_weight * idf(word)
-
-    type_weight = ``entity_weight`` (default 10) for named entities (jieba POS
-    nr*, ns, nt, nz, or listed in ``entities``), ``event_weight`` (5) for
-    events (POS v, vn), ``other_weight`` (1) for the rest; idf from ``idf``
-    (word -> idf, see :func:`workbench.masking.compute_idf`; missing words
-    count as the rarest, every idf is 1 without a table). The draw is weighted sampling without
-    replacement by exponential keys (Efraimidis & Spirakis 2006): key =
-    E / w with E ~ Exp(1), i.e. -log(U) / w, ascending, so P(a word comes
-    first) = w / sum(w). Whole words are taken in key order until the
-    ``round(p * n_tokens)`` budget is filled (a word that does not fit the
-    remaining budget is skipped). Words of weight 0 come after every word of
-    positive weight, in random order: they are masked only when the others
-    cannot fill the budget. The masks therefore change from epoch to epoch
-    ("dynamic") while entities and events are masked more often than other
-    words; with weights far apart (e.g. 1e9 : 1e4 : 1) the draw approaches a
-    fixed ranking entity > event > other. The default 10 : 5 : 1 are the
-    workbench's choice (the paper gives no weights): on the sample sentences
-    they mask entity and event words about twice as often as plain WWM, and a
-    sentence's mask changes between successive epochs in most draws.
-    Vectorised: one exponential draw per word per batch and one ``np.lexsort``.
+    """Knowledge-based dynamic masking (KDM; Erlangshen, arXiv 2208.02959, Sec. 3.1: "to mask semantically rich tokens
+    such as entities and events"; no algorithm given). The workbench's reading: every batch draws the masked words
+    afresh with weight w = type_weight * idf(word): ``entity_weight`` for named entities (jieba POS nr*, ns, nt, nz, or
+    in ``entities``), ``event_weight`` for events (v, vn), ``other_weight`` else; idf from ``idf`` (:func:`compute_idf`;
+    a missing word counts as the rarest; 1 without a table). Weighted sampling without replacement by exponential keys
+    E / w, E ~ Exp(1), ascending (Efraimidis & Spirakis 2006: P(first) = w / sum w); whole words in key order fill the
+    budget, words of weight 0 last. Weights far apart (1e9 : 1e4 : 1) approach a fixed ranking entity > event > other.
     """
 
     def __init__(
@@ -289,31 +237,56 @@ class KnowledgeMaskCollator(_WordMaskCollator):
     ):
         super().__init__(tokenizer, mlm_probability, seed, return_word_ids, sentence_order)
         weights = {"entity_weight": entity_weight, "event_weight": event_weight, "other_weight": other_weight}
-        for name, value in weights.items():
-            numeric = isinstance(value, (int, float)) and not isinstance(value, bool)
-            if not (numeric and math.isfinite(value) and value >= 0):
-                raise ValueError(f"{name}: must be a finite number >= 0, got {value!r}")
-        if entity_weight == event_weight == other_weight == 0:
+        self.entity_weight, self.event_weight, self.other_weight = (check_number(n, v, 0) for n, v in weights.items())
+        if self.entity_weight == self.event_weight == self.other_weight == 0:
             raise ValueError("entity_weight, event_weight, other_weight: must not all be 0")
-        self.entity_weight, self.event_weight, self.other_weight = map(float, weights.values())
-        self._type_weights = np.array([self.entity_weight, self.event_weight, self.other_weight], dtype=np.float64)
+        self._type_weights = np.array([self.entity_weight, self.event_weight, self.other_weight])
         self.entities = frozenset(entities or ())
         self.idf = dict(idf or {})
-        if any(value < 0 for value in self.idf.values()):
-            raise ValueError(f"idf: must map words to values >= 0 (see compute_idf), got {min(self.idf.values())}")
+        for word in (w for w, v in self.idf.items() if not (is_number(v) and np.isfinite(v) and v >= 0)):
+            check_number(f"idf[{word!r}]", self.idf[word], 0)  # the first bad value: a ValueError naming its word
         self._unseen_idf = max(self.idf.values(), default=0.0)
 
     def _word_order(self, features, word_counts, rng):
-        total = int(word_counts.sum())
         counts = word_counts.tolist()
         tags = list(chain.from_iterable(f["word_tags"][:n] for f, n in zip(features, counts)))
-        needs_words = bool(self.entities or self.idf)
-        words = list(chain.from_iterable(f["words"][:n] for f, n in zip(features, counts))) if needs_words else []
-        weights = word_weights(tags, words, self.entities, self.idf, self._unseen_idf, self._type_weights)
-        exponential = rng.standard_exponential(total)
-        spans = np.ones(total, dtype=np.int64)
+        words = list(chain.from_iterable(f["words"][:n] for f, n in zip(features, counts)))
+        types = [ENTITY if word in self.entities else word_type(tag) for tag, word in zip(tags, words)]
+        idf = np.array([self.idf.get(word, self._unseen_idf) for word in words]) if self.idf else 1.0
+        weights = self._type_weights[np.array(types, dtype=np.int64)] * idf  # w = type_weight * idf(word)
+        exponential = rng.standard_exponential(len(tags))
         unweighted = weights == 0
-        if not unweighted.any():
-            return (exponential / weights,), spans
         keys = np.divide(exponential, weights, out=exponential.copy(), where=~unweighted)
-        return (keys, unweighted), spans
+        return (keys, unweighted), np.ones(len(tags), dtype=np.int64)
+
+
+def build_collator(
+    spec: MaskingSpec | dict[str, Any],
+    tokenizer: Any,
+    seed: int = 0,
+    return_word_ids: bool = False,
+    segmented_texts: Iterable[Sequence[str]] | None = None,
+    sentence_order: bool = False,
+) -> RandomMaskCollator | WholeWordMaskCollator | KnowledgeMaskCollator:
+    """The collator of ``spec.strategy`` with ``spec.mlm_probability``.
+
+    Args:
+        spec: a :class:`MaskingSpec` or its mapping (WWM takes ``spec.max_ngram``).
+        tokenizer: the model's tokenizer (``workbench.vocab.load_tokenizer``).
+        seed: seeds the collator's generator.
+        return_word_ids: keep the word spans in the batch (hard correction needs them).
+        segmented_texts: for KDM, texts as lists of jieba words (e.g. blocks' ``words``, streamed) whose
+            IDF weighs the words; None: no IDF.
+        sentence_order: add sentence-order prediction (``sop_labels``).
+
+    Returns:
+        A ``RandomMaskCollator``, ``WholeWordMaskCollator`` or ``KnowledgeMaskCollator``.
+    """
+    spec = MaskingSpec.from_mapping(spec)
+    common = {"mlm_probability": spec.mlm_probability, "seed": seed, "return_word_ids": return_word_ids}
+    if spec.strategy == "random":
+        return RandomMaskCollator(tokenizer, sentence_order=sentence_order, **common)
+    if spec.strategy == "wwm":
+        return WholeWordMaskCollator(tokenizer, max_ngram=spec.max_ngram, sentence_order=sentence_order, **common)
+    idf = compute_idf(segmented_texts) if segmented_texts is not None else None
+    return KnowledgeMaskCollator(tokenizer, idf=idf, sentence_order=sentence_order, **common)

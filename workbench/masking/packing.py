@@ -1,207 +1,173 @@
-"""Sentence splitting and packing of documents into MLM blocks with word-aligned features.
+"""Word-aligned encoding: each token belongs to the jieba word holding its first character. :func:`encode_words`
+encodes texts (once per dataset; the collators then mask stored word indices); :func:`pack_documents` packs
+documents into MLM blocks that keep sentences and words whole (RoBERTa's FULL-SENTENCES inputs; ``run_mlm``'s
+``group_texts`` cuts every ``block_size`` tokens wherever that falls), in three steps:
 
-``run_mlm``'s ``group_texts`` concatenates all texts and cuts every ``block_size``
-tokens, wherever that falls. :func:`pack_documents` groups text the same way (over
-document boundaries too) but cuts only where it keeps sentences and jieba words
-whole, in the manner of RoBERTa's FULL-SENTENCES inputs:
+1. :func:`segment_document`: sentences end after 。！？ (closing quotes and brackets stay with them) and at
+   whitespace (no token); each sentence is segmented by jieba;
+2. :func:`align_tokens`: each token's word, and where the sentences start;
+3. :class:`Packer`: sentences fill the open block up to ``max_length`` tokens with [CLS] and [SEP];
+   ``block_boundary="sentence"``: a sentence that does not fit opens the next block, ``"word"``: its longest
+   prefix of whole words fills the block first. A longer sentence is cut at word boundaries (a longer word,
+   between tokens). Consecutive documents share a block, separated by one [SEP] (word id -1).
 
-1. a document is split into sentences after 。！？ (with any closing quotes or
-   brackets that follow) and at every run of whitespace (newlines; the space that
-   joins a news story's paragraphs); whitespace yields no token;
-2. each sentence is segmented with jieba and the document tokenized once; every
-   token is aligned with the word holding its first character (as
-   :func:`workbench.masking.encode_words` does);
-3. sentences are appended to the current block while it stays within
-   ``max_length`` tokens including [CLS] and [SEP]. With ``block_boundary="sentence"``
-   (default) a sentence that does not fit closes the block and opens the next, so
-   blocks hold whole sentences; with ``"word"`` the block is first filled with the
-   sentence's longest prefix of whole words that fits (blocks are full, as in
-   ``group_texts``, but may start and end inside a sentence). A sentence longer
-   than a block is cut into block-sized pieces at word boundaries (a word longer
-   than a whole block is cut between tokens);
-4. consecutive documents share a block, separated by one [SEP] (word id -1, never
-   masked): document boundaries are sentence boundaries that cost one token.
-
-No text is dropped: the last block is kept however short. Every block carries the
-features of :func:`workbench.masking.encode_words` (``input_ids``,
-``attention_mask``, ``token_type_ids``, ``word_ids``, ``word_pos``, ``words``,
-``word_tags``), with words numbered from 0 within the block, so the existing
-collators mask blocks unchanged.
+No text is dropped; a block carries the features of ``encode_words``, words numbered from 0 per block.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 
+from workbench.checks import check_choice, check_int
 from workbench.config import BLOCK_BOUNDARIES  # the choices, defined once
 
-from .encode import NO_WORD, _char_to_word
 from .segment import JiebaSegmenter
 
-_BOUNDARY = re.compile(r"[。！？]+[”’」』）》〉】)\]\"']*|\s+")
+NO_WORD = -1
+BLOCK_COLUMNS = ("input_ids", "attention_mask", "token_type_ids", "word_ids", "word_pos", "words", "word_tags")
+"""The features of a block, as :func:`~workbench.masking.encode_words` gives them for a text."""
+_SENTENCE = re.compile(r"[^\s。！？]*[。！？]+[”’」』）》〉】)\]\"']*|[^\s。！？]+")
+
+
+def encode_words(
+    tokenizer, texts: Sequence[str], segmenter: JiebaSegmenter, max_length: int = 128, text_pairs: Sequence[str] | None = None
+) -> list[dict]:
+    """Encode ``texts`` (and ``text_pairs``, truncated to ``max_length``); a token belongs to the jieba word holding its
+    first character. Per text: ``input_ids``, ``attention_mask``, ``token_type_ids``, ``word_ids`` (-1: special), each
+    token's ``word_pos`` ("" for special tokens), and the ``words`` and ``word_tags`` numbered 0, 1, ... in the order of
+    their first token (a pair's second segment continues; a word without a token, e.g. a space, gets no number)."""
+    check_int("max_length", max_length, 2)  # room for [CLS] and [SEP]
+    if not getattr(tokenizer, "is_fast", False):
+        raise ValueError(f"tokenizer: must be a fast tokenizer (offset mappings are needed), got {type(tokenizer).__name__}")
+    texts = list(texts)
+    if text_pairs is not None and len(text_pairs := list(text_pairs)) != len(texts):
+        raise ValueError(f"text_pairs: must have one entry per text ({len(texts)}), got {len(text_pairs)}")
+    encoded = tokenizer(
+        texts, text_pairs, truncation=True, max_length=max_length, return_offsets_mapping=True, return_token_type_ids=True
+    )
+    features = []
+    for row, text in enumerate(texts):
+        segments = [segmenter.segment(part) for part in ([text] if text_pairs is None else [text, text_pairs[row]])]
+        char_words = [[number for number, (word, _) in enumerate(pairs) for _ in word] for pairs in segments]
+        offsets = zip(encoded.sequence_ids(row), encoded["offset_mapping"][row])
+        keys = [None if part is None or end <= start else (part, char_words[part][start]) for part, (start, end) in offsets]
+        number = {key: index for index, key in enumerate(dict.fromkeys(key for key in keys if key is not None))}
+        columns = {name: list(encoded[name][row]) for name in ("input_ids", "attention_mask", "token_type_ids")}
+        columns["word_ids"] = [NO_WORD if key is None else number[key] for key in keys]
+        columns["word_pos"] = ["" if key is None else segments[key[0]][key[1]][1] for key in keys]
+        columns["words"] = [segments[part][word][0] for part, word in number]
+        columns["word_tags"] = [segments[part][word][1] for part, word in number]
+        features.append(columns)
+    return features
 
 
 def split_sentences(text: str) -> list[tuple[int, int]]:
-    """Character spans ``(start, end)`` of the sentences of ``text``, in order.
-
-    A sentence ends after a run of 。！？ (closing quotes and brackets that follow
-    stay with it) and at whitespace, which belongs to no sentence. The spans cover
-    every non-whitespace character exactly once.
-    """
-    spans = []
-    start = 0
-    for match in _BOUNDARY.finditer(text):
-        whitespace = match.group()[0].isspace()
-        end = match.start() if whitespace else match.end()
-        if end > start:
-            spans.append((start, end))
-        start = match.end()
-    if start < len(text):
-        spans.append((start, len(text)))
-    return spans
+    """Character spans ``(start, end)`` of the sentences of ``text``, in order, covering every non-whitespace character
+    once: a sentence ends after a run of 。！？ (with the closing quotes and brackets that follow) and at whitespace."""
+    return [match.span() for match in _SENTENCE.finditer(text)]
 
 
-@dataclass
-class _Document:
-    """One tokenized document: token ids, each token's word (-1: none), the words and POS tags,
-    the token ranges of its sentences, and where a block may start without splitting a word."""
-
-    ids: list[int]
-    token_word: list[int]
-    words: list[str]
-    tags: list[str]
-    sentences: list[tuple[int, int]]
-    word_starts: list[bool]
-
-    def last_word_start(self, start: int, limit: int) -> int | None:
-        """The last token index in (start, limit] where a word starts, or None."""
-        for cut in range(limit, start, -1):
-            if self.word_starts[cut]:
-                return cut
-        return None
+def segment_document(text: str, segmenter: JiebaSegmenter) -> tuple[list[str], list[str], list[int]]:
+    """Step 1: the jieba words and POS tags of the sentences of ``text``, and the number of words of each sentence."""
+    words, tags, counts = [], [], []
+    for start, end in split_sentences(text):
+        pairs = segmenter.segment(text[start:end])
+        words += [word for word, _ in pairs]
+        tags += [tag for _, tag in pairs]
+        counts.append(len(pairs))
+    return words, tags, counts
 
 
-def _analyse(text: str, ids: list[int], offsets: list[tuple[int, int]], segmenter: JiebaSegmenter) -> _Document:
-    char_word = [NO_WORD] * len(text)
-    char_sentence = [0] * len(text)
-    words: list[str] = []
-    tags: list[str] = []
-    for number, (start, end) in enumerate(split_sentences(text)):
-        sentence_word, sentence_words, sentence_tags = _char_to_word(text[start:end], segmenter)
-        first = len(words)
-        char_word[start:end] = [word + first for word in sentence_word]
-        char_sentence[start:end] = [number] * (end - start)
-        words += sentence_words
-        tags += sentence_tags
+def align_tokens(text: str, offsets: Sequence, words: Sequence[str], sentence_words: Sequence[int]) -> tuple[list, list]:
+    """Step 2: per token (character ``offsets``), the word holding its first character (-1: none), and
+    the token where each sentence with a token starts."""
+    char_word, char_sentence = [NO_WORD] * len(text), [0] * len(text)
+    lengths = iter(map(len, words))
+    word = 0
+    for sentence, ((start, _), count) in enumerate(zip(split_sentences(text), sentence_words)):
+        for _ in range(count):
+            end = start + next(lengths)
+            char_word[start:end] = [word] * (end - start)
+            char_sentence[start:end] = [sentence] * (end - start)
+            start, word = end, word + 1
     token_word = [char_word[start] if end > start else NO_WORD for start, end in offsets]
     token_sentence = [char_sentence[min(start, len(text) - 1)] for start, _ in offsets]
-    sentences = []
-    word_starts = []
-    for index, (word, sentence) in enumerate(zip(token_word, token_sentence)):
-        new_sentence = index == 0 or sentence != token_sentence[index - 1]
-        if new_sentence:
-            sentences.append([index, index + 1])
-        else:
-            sentences[-1][1] = index + 1
-        word_starts.append(new_sentence or word < 0 or word != token_word[index - 1])
-    word_starts.append(True)  # the end of the document
-    return _Document(ids, token_word, words, tags, [tuple(span) for span in sentences], word_starts)
+    return token_word, [i for i, sentence in enumerate(token_sentence) if i == 0 or sentence != token_sentence[i - 1]]
 
 
-class _Packer:
-    """Greedy sentence packing into blocks of at most ``capacity`` tokens (without [CLS]/[SEP])."""
+class Packer:
+    """Step 3: greedy packing of documents' sentences into blocks of at most ``max_length`` tokens."""
 
-    def __init__(self, cls_id: int, sep_id: int, capacity: int, block_boundary: str):
-        self.cls_id, self.sep_id, self.capacity = cls_id, sep_id, capacity
+    def __init__(self, cls_id: int, sep_id: int, max_length: int, block_boundary: str):
+        self.cls_id, self.sep_id, self.capacity = cls_id, sep_id, max_length - 2
         self.fill_with_words = block_boundary == "word"
         self.blocks: list[dict] = []
-        self.pieces: list[list] = []  # [document, start, end] token ranges of the open block
-        self.used = 0
+        self.tokens: list[tuple] = []  # the open block: (token id, (document, word, text, tag) or None)
+        self.documents = self.last = 0  # documents added; the document of the open block's last token
 
-    def add(self, document: _Document) -> None:
-        for start, end in document.sentences:
-            separator = int(bool(self.pieces) and self.pieces[-1][0] is not document)
-            room = self.capacity - self.used - separator
+    def add(self, ids: list[int], token_word: list[int], sentence_starts: list[int], words: list[str], tags: list[str]):
+        """Append a document (none without tokens): token ids, token words, sentence starts (step 2), words, tags (step 1)."""
+        if not ids:
+            return
+        self.documents += 1
+        tokens = [(i, None if w < 0 else (self.documents, w, words[w], tags[w])) for i, w in zip(ids, token_word)]
+        starts = set(sentence_starts)
+        word_starts = [i in starts or w < 0 or w != token_word[i - 1] for i, w in enumerate(token_word)] + [True]
+
+        def last_word_start(start: int, limit: int) -> int | None:  # the last token in (start, limit] starting a word
+            return next((cut for cut in range(limit, start, -1) if word_starts[cut]), None)
+
+        bounds = [*sentence_starts, len(ids)]
+        for start, end in zip(bounds, bounds[1:]):
+            separator = int(bool(self.tokens) and self.last != self.documents)
+            room = self.capacity - len(self.tokens) - separator
             if end - start <= room:
-                self._append(document, start, end, separator)
+                self._append(tokens[start:end], separator)
                 continue
-            cut = document.last_word_start(start, start + room) if self.fill_with_words and room > 0 else None
+            cut = last_word_start(start, start + room) if self.fill_with_words and room > 0 else None
             if cut is not None:
-                self._append(document, start, cut, separator)
+                self._append(tokens[start:cut], separator)
                 start = cut
             self._close()
             while end - start > self.capacity:
-                cut = document.last_word_start(start, start + self.capacity) or start + self.capacity
-                self._append(document, start, cut, 0)
+                cut = last_word_start(start, start + self.capacity) or start + self.capacity
+                self._append(tokens[start:cut], 0)
                 self._close()
                 start = cut
-            self._append(document, start, end, 0)
+            self._append(tokens[start:end], 0)
 
     def finish(self) -> list[dict]:
+        """The blocks, the open one closed."""
         self._close()
         return self.blocks
 
-    def _append(self, document: _Document, start: int, end: int, separator: int) -> None:
-        if self.pieces and self.pieces[-1][0] is document and self.pieces[-1][2] == start:
-            self.pieces[-1][2] = end
-        else:
-            self.pieces.append([document, start, end])
-        self.used += separator + end - start
+    def _append(self, tokens: list[tuple], separator: int) -> None:
+        self.tokens += [(self.sep_id, None)] * separator + tokens
+        self.last = self.documents
 
     def _close(self) -> None:
-        if self.pieces:
-            self.blocks.append(self._features())
-        self.pieces, self.used = [], 0
-
-    def _features(self) -> dict:
-        input_ids, word_ids, word_pos = [self.cls_id], [NO_WORD], [""]
-        words: list[str] = []
-        word_tags: list[str] = []
-        for number, (document, start, end) in enumerate(self.pieces):
-            if number and document is not self.pieces[number - 1][0]:
-                input_ids.append(self.sep_id)
-                word_ids.append(NO_WORD)
-                word_pos.append("")
-            renumbered: dict[int, int] = {}
-            for token in range(start, end):
-                input_ids.append(document.ids[token])
-                word = document.token_word[token]
-                if word < 0:
-                    word_ids.append(NO_WORD)
-                    word_pos.append("")
-                    continue
-                if word not in renumbered:
-                    renumbered[word] = len(words)
-                    words.append(document.words[word])
-                    word_tags.append(document.tags[word])
-                word_ids.append(renumbered[word])
-                word_pos.append(document.tags[word])
-        input_ids.append(self.sep_id)
-        word_ids.append(NO_WORD)
-        word_pos.append("")
-        return {
-            "input_ids": input_ids,
-            "attention_mask": [1] * len(input_ids),
-            "token_type_ids": [0] * len(input_ids),
-            "word_ids": word_ids,
-            "word_pos": word_pos,
-            "words": words,
-            "word_tags": word_tags,
-        }
+        if self.tokens:
+            numbered: dict[tuple, tuple] = {}  # (document, word) -> (text, tag), numbered in order of appearance
+            for _, word in self.tokens:
+                if word is not None:
+                    numbered.setdefault(word[:2], word[2:])
+            number = {key: index for index, key in enumerate(numbered)}
+            input_ids = [self.cls_id, *(token for token, _ in self.tokens), self.sep_id]
+            word_ids = [NO_WORD, *(NO_WORD if w is None else number[w[:2]] for _, w in self.tokens), NO_WORD]
+            word_pos = ["", *("" if w is None else w[3] for _, w in self.tokens), ""]
+            words, tags = [text for text, _ in numbered.values()], [tag for _, tag in numbered.values()]
+            ones, zeros = [1] * len(input_ids), [0] * len(input_ids)
+            self.blocks.append(dict(zip(BLOCK_COLUMNS, (input_ids, ones, zeros, word_ids, word_pos, words, tags))))
+        self.tokens = []
 
 
-def check_max_length(max_length: int) -> None:
-    """Raise ValueError unless ``max_length`` leaves room for [CLS], one token and [SEP]."""
-    if isinstance(max_length, bool) or not isinstance(max_length, int) or max_length < 3:
-        raise ValueError(f"max_length: must be an integer >= 3 ([CLS], a token, [SEP]), got {max_length!r}")
-
-
-def check_block_boundary(block_boundary: str) -> None:
-    """Raise ValueError unless ``block_boundary`` is one of :data:`BLOCK_BOUNDARIES`."""
-    if block_boundary not in BLOCK_BOUNDARIES:
-        raise ValueError(f"block_boundary: must be one of {list(BLOCK_BOUNDARIES)}, got {block_boundary!r}")
+def check_packing(tokenizer, max_length: int, block_boundary: str) -> None:
+    """ValueError naming ``max_length`` (room for [CLS], a token, [SEP]), ``block_boundary`` or ``tokenizer`` (fast)."""
+    check_int("max_length", max_length, 3)
+    check_choice("block_boundary", block_boundary, BLOCK_BOUNDARIES)
+    if not getattr(tokenizer, "is_fast", False):
+        raise ValueError(f"tokenizer: must be a fast tokenizer (offset mappings are needed), got {type(tokenizer).__name__}")
 
 
 def pack_documents(
@@ -211,29 +177,13 @@ def pack_documents(
     max_length: int = 128,
     block_boundary: str = "sentence",
 ) -> list[dict]:
-    """Pack ``documents`` into blocks of at most ``max_length`` tokens (see the module docstring);
-    ``block_boundary``: blocks end at sentence boundaries (``"sentence"``) or fill up to
-    ``max_length`` and end at word boundaries (``"word"``).
-
-    Returns one feature dict per block, as :func:`workbench.masking.encode_words` does for
-    texts; a piece of a document that continues in the next block keeps the same words
-    (a word is only ever split when it alone is longer than ``max_length - 2`` tokens).
-    Documents with no token (empty, whitespace) are skipped.
-    """
-    check_max_length(max_length)
-    check_block_boundary(block_boundary)
-    if not getattr(tokenizer, "is_fast", False):
-        raise ValueError("tokenizer must be a fast tokenizer (offset mappings are needed)")
+    """The three steps in memory: ``documents`` packed into blocks of at most ``max_length`` tokens
+    (module docstring), one feature dict per block; documents with no token are skipped."""
+    check_packing(tokenizer, max_length, block_boundary)
     documents = list(documents)
-    encoded = tokenizer(
-        documents,
-        add_special_tokens=False,
-        return_offsets_mapping=True,
-        return_attention_mask=False,
-        return_token_type_ids=False,
-    )
-    packer = _Packer(tokenizer.cls_token_id, tokenizer.sep_token_id, max_length - 2, block_boundary)
+    encoded = tokenizer(documents, add_special_tokens=False, return_offsets_mapping=True, return_attention_mask=False)
+    packer = Packer(tokenizer.cls_token_id, tokenizer.sep_token_id, max_length, block_boundary)
     for text, ids, offsets in zip(documents, encoded["input_ids"], encoded["offset_mapping"]):
-        if ids:
-            packer.add(_analyse(text, list(ids), offsets, segmenter))
+        words, tags, counts = segment_document(text, segmenter)
+        packer.add(list(ids), *align_tokens(text, offsets, words, counts), words, tags)
     return packer.finish()

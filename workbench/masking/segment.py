@@ -1,10 +1,4 @@
-"""Chinese word segmentation with jieba, loaded once per process and cached per text.
-
-jieba's dictionary takes about a second to load, so the jieba tokenizers live at
-module level (one per user dictionary, built lazily on first use) and are shared
-by every :class:`JiebaSegmenter`. Each segmenter also keeps an LRU cache keyed by
-the text, so a corpus is segmented once rather than once per epoch.
-"""
+"""Chinese word segmentation with jieba: the dictionaries load once per process, each segmenter caches per text."""
 
 from __future__ import annotations
 
@@ -15,6 +9,7 @@ from pathlib import Path
 import jieba
 
 from workbench.checks import check_int
+from workbench.lexicon import read_lines
 
 jieba.setLogLevel(logging.WARNING)
 
@@ -23,35 +18,35 @@ DEFAULT_CACHE_SIZE = 200_000
 
 @cache
 def _jieba_tokenizers(user_dict: str | None):
-    """The (jieba.Tokenizer, jieba.posseg.POSTokenizer) pair for one user dictionary, built once."""
-    import jieba.posseg
+    """The jieba tokenizer and POS tokenizer of one user dictionary (None: jieba's default ones), loaded once."""
+    import jieba.posseg  # about a second: on first use only
 
-    if user_dict is None:
-        tokenizer, pos_tokenizer = jieba.dt, jieba.posseg.dt
-    else:
-        tokenizer = jieba.Tokenizer()
-        pos_tokenizer = jieba.posseg.POSTokenizer(tokenizer)
+    tokenizer = jieba.dt if user_dict is None else jieba.Tokenizer()
     tokenizer.initialize()
     if user_dict is not None:
         tokenizer.load_userdict(user_dict)
-    return tokenizer, pos_tokenizer
+    return tokenizer, jieba.posseg.dt if user_dict is None else jieba.posseg.POSTokenizer(tokenizer)
 
 
 class JiebaSegmenter:
     """Segments Chinese text into jieba words with part-of-speech tags.
 
-    ``user_dict``: optional jieba user dictionary (``word [freq] [tag]`` per line).
-    ``pos``: when False, words come from the faster ``jieba.cut`` and their tag is "".
-    ``cache_size``: how many distinct texts keep their segmentation (LRU).
+    Args:
+        user_dict: a jieba user dictionary (UTF-8, ``word [freq] [tag]`` a line), or None.
+        pos: False: words from the faster ``jieba.cut``, tag "".
+        cache_size: distinct texts whose segmentation is kept (LRU).
     """
 
     def __init__(self, user_dict: str | Path | None = None, pos: bool = True, cache_size: int = DEFAULT_CACHE_SIZE):
-        if user_dict is not None and not Path(user_dict).is_file():
-            raise ValueError(f"user_dict: no such file {str(user_dict)!r}")
-        check_int("cache_size", cache_size, 1)
+        if user_dict is not None:
+            read_lines(user_dict, "user_dict")  # a ValueError unless the file exists and is UTF-8 text
         self.user_dict = None if user_dict is None else str(Path(user_dict).resolve())
-        self.pos = pos
+        self.pos, self.cache_size = pos, check_int("cache_size", cache_size, 1)
         self._segment_cached = lru_cache(maxsize=cache_size)(self._segment_uncached)
+
+    def __reduce__(self):
+        """Pickled by its settings (for datasets' processes), with an empty cache."""
+        return JiebaSegmenter, (self.user_dict, self.pos, self.cache_size)
 
     def _segment_uncached(self, text: str) -> tuple[tuple[str, str], ...]:
         tokenizer, pos_tokenizer = _jieba_tokenizers(self.user_dict)

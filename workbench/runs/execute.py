@@ -16,7 +16,7 @@ from typing import Any
 import yaml
 
 from workbench.records import read_metrics
-from workbench.runs.assets import ensure_assets, export_offline_html, link_figures, run_dir_of
+from workbench.runs.export import export_html
 from workbench.runs.plan import _SLUG_UNSAFE, INJECTED_PARAMETERS_TAG, OUTPUT_DIR_PARAMETER, Execution
 
 WORKBENCH_KERNEL = "workbench"
@@ -151,21 +151,6 @@ def _source_cell_index(executed_notebook: Path, executed_index: int) -> int:
 
     cells = nbformat.read(executed_notebook, as_version=4).cells[:executed_index]
     return executed_index - sum(INJECTED_PARAMETERS_TAG in cell.metadata.get("tags", []) for cell in cells)
-
-
-def export_html(notebook: Path, run_dir: Path | None = None) -> Path:
-    """HTML export next to the executed notebook that opens offline, sharing the run's assets.
-
-    plotly.js and MathJax are copied once into ``<run_dir>/assets/`` (workbench.runs.assets)
-    and referenced relatively from the export; the figure pages under the notebook's
-    ``figures/`` are pointed at the same plotly.js. ``run_dir`` defaults to the run folder
-    of the runner's layout (``assets.run_dir_of``), or the notebook's folder outside it.
-    """
-    shared = ensure_assets(run_dir_of(notebook) if run_dir is None else run_dir)
-    figures_dir = notebook.parent / "figures"
-    if figures_dir.is_dir():
-        link_figures(figures_dir, shared)
-    return export_offline_html(notebook, notebook.with_suffix(".html"), shared)
 
 
 def execute(

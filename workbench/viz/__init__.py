@@ -1,9 +1,4 @@
-"""Plots and widgets: plotly figures and ipywidgets panels over plain library functions.
-
-Notebooks import their figures from here; studies return tables and never draw.
-"""
-
-from __future__ import annotations
+"""Plotly figures and ipywidgets panels over plain library functions: notebooks draw from here, studies never draw."""
 
 from workbench.viz import figures
 from workbench.viz.confusion import confusion_figure, confusion_grid, matrix_grid
@@ -11,15 +6,18 @@ from workbench.viz.curves import dice_paper_figure1, figure_loss_curves, loss_cu
 from workbench.viz.entropy import entropy_figure
 from workbench.viz.experiments import (
     aux_sweep_figure,
+    checkpoint_rates_figure,
+    comparison_figure,
     downstream_figure,
+    eval_loss_figure,
     grouped_bars,
     label_count_bars,
+    level_rates_figure,
     masking_heatmap,
     metric_lines,
     pretraining_loss_figure,
 )
 from workbench.viz.figures import set_output_dir, show
-from workbench.viz.pretraining import checkpoint_rates_figure, comparison_figure, eval_loss_figure, level_rates_figure
 from workbench.viz.widgets import EntropyPanel, LinkedCurve, LossCurvePanel, PclWeightsPanel
 
 __all__ = [

@@ -1,13 +1,14 @@
-"""Loss and gradient curves against the predicted probability of the gold class.
+"""Loss and gradient curves against p, the predicted probability of the gold class, by autograd through ``build_loss``.
 
-Every value comes from autograd through the registered loss modules (``build_loss``),
-so the curves never hold a second copy of a formula. For a one-position batch with C
-classes the gold logit is z and the others are 0, so p = e^z / (e^z + C - 1); z is the
-autograd leaf and dL/dp = (dL/dz) / (dp/dz) with dp/dz = p (1 - p).
+One position, C classes: the gold logit is z, the others 0, so p = e^z / (e^z + C - 1) and dL/dp = (dL/dz) / (p (1 - p)).
+DSC (Dice paper eq. 12) for a positive: dL/dp = -3 (1 - 2p) / ((1 - p) p + 2)^2 is positive beyond p = 0.5 (+0.55 at
+0.9, +0.75 as p -> 1): confident positives are pushed back towards 0.5, not faded out (the paper's "approaches zero right
+after p exceeds 0.5" does not hold for eq. 12 as printed). CE's dL/dp = -1/p stays large; per logit dL/dz = p - 1.
 """
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 
 import numpy as np
@@ -17,122 +18,106 @@ import plotly.io as pio
 import torch
 from plotly.subplots import make_subplots
 
+from workbench.checks import check_choice, check_int
 from workbench.losses import QBQTC_LABEL_COUNTS, build_loss
 
-EXAMPLES = {"positive": 1, "negative": 0}
-DERIVATIVES = ("dloss_dp", "dloss_dlogit")
+EXAMPLES = {"positive": 1, "negative": 0}  # the gold class of each example
+DERIVATIVES = {"dloss_dp": "dL/dp", "dloss_dlogit": "dL/dz (gold logit)"}
 CurveSpec = tuple[str, str, dict]
-# one colour per loss, shared by its loss and derivative traces (plotly's default colourway)
-CURVE_COLOURS = tuple(pio.templates["plotly"].layout.colorway)
-# "auto" derivative ranges span the dL/dp curves from this p on (see figure_loss_curves)
-AUTO_RANGE_FROM_P = 0.2
+CURVE_COLOURS = tuple(pio.templates["plotly"].layout.colorway)  # one per loss, shared by its traces
+AUTO_RANGE_FROM_P = 0.2  # "auto" dL/dp axes span the curves from this p on
 
 
 def default_probabilities() -> np.ndarray:
     return np.linspace(0.01, 0.99, 99)
 
 
-def loss_curves(name: str, p: Sequence[float] | np.ndarray | None = None, num_classes: int = 2, **params: object) -> pd.DataFrame:
-    """Loss, dL/dp and dL/dz (gold logit) against the gold-class probability p.
+def loss_curves(
+    name: str,
+    p: Sequence[float] | np.ndarray | None = None,
+    num_classes: int = 2,
+    examples: Sequence[str] = tuple(EXAMPLES),
+    **params: object,
+) -> pd.DataFrame:
+    """Columns ``loss_name, example, p, loss, dloss_dp, dloss_dlogit`` against the gold-class probability p.
 
-    Rows for a positive example (gold = 1) and a negative example (gold = 0); columns
-    ``loss_name, example, p, loss, dloss_dp, dloss_dlogit``. ``p`` values must lie in
-    (0, 1) (default 0.01 ... 0.99); ``num_classes`` >= 2; ``params`` go to ``build_loss``.
+    Args: the loss ``name`` and ``params`` (``build_loss``); ``p`` in (0, 1) (default 0.01 ... 0.99);
+    ``num_classes`` >= 2; ``examples``: "positive" (gold 1) and/or "negative" (gold 0).
     """
-    probabilities = default_probabilities() if p is None else np.asarray(p, dtype=np.float64).ravel()
-    if probabilities.size == 0 or not np.all((probabilities > 0) & (probabilities < 1)):
-        raise ValueError("p must be a non-empty sequence of probabilities in (0, 1)")
-    if int(num_classes) != num_classes or num_classes < 2:
-        raise ValueError(f"num_classes must be an integer >= 2, got {num_classes}")
+    p = default_probabilities() if p is None else np.asarray(p, dtype=np.float64).ravel()
+    if p.size == 0 or not np.all((p > 0) & (p < 1)):
+        raise ValueError(f"p: must be a non-empty sequence of probabilities in (0, 1), got {p.tolist()}")
+    check_int("num_classes", num_classes, 2)
     loss = build_loss(name, **params)
-    rows = []
-    for example, gold in EXAMPLES.items():
-        for probability in probabilities:
-            odds = probability * (num_classes - 1) / (1 - probability)
-            gold_logit = torch.tensor(np.log(odds), dtype=torch.float64, requires_grad=True)
-            labels = torch.tensor([gold])
-            logits = torch.nn.functional.one_hot(labels, num_classes).to(torch.float64) * gold_logit
-            value = loss(logits, labels)
-            (gradient,) = torch.autograd.grad(value, gold_logit)
-            dloss_dlogit = gradient.item()
-            rows.append(
-                (name, example, probability, value.item(), dloss_dlogit / (probability * (1 - probability)), dloss_dlogit)
-            )
-    return pd.DataFrame(rows, columns=["loss_name", "example", "p", "loss", "dloss_dp", "dloss_dlogit"])
+    frames = []
+    for example in examples:
+        labels = torch.tensor([EXAMPLES[check_choice("examples", example, list(EXAMPLES))]])
+        one_hot = torch.nn.functional.one_hot(labels, num_classes).double()
+        gold_logits = torch.tensor(np.log(p * (num_classes - 1) / (1 - p)), requires_grad=True)
+        values = torch.stack([loss(one_hot * gold_logit, labels) for gold_logit in gold_logits])  # a batch of one per p
+        dloss_dz = torch.autograd.grad(values.sum(), gold_logits)[0].numpy()
+        columns = {"p": p, "loss": values.detach().numpy(), "dloss_dp": dloss_dz / (p * (1 - p)), "dloss_dlogit": dloss_dz}
+        frames.append(pd.DataFrame({"loss_name": name, "example": example, **columns}))
+    return pd.concat(frames, ignore_index=True)
+
+
+def _choices(name: str, value: str | Sequence[str], allowed: dict) -> list[str]:
+    """``value`` (one choice or several, at least one) as a list; ValueError naming ``name`` otherwise."""
+    values = [value] if isinstance(value, str) else list(value)
+    for item in values or [None]:
+        check_choice(name, item, list(allowed))
+    return values
+
+
+def _span(values: np.ndarray) -> tuple[float, float] | None:
+    """The span of the finite ``values``, padded by 5 %; None when there is none."""
+    values = values[np.isfinite(values)]
+    pad = 0.05 * max(np.ptp(values), 1e-6) if values.size else None
+    return None if pad is None else (float(values.min() - pad), float(values.max() + pad))
 
 
 def figure_loss_curves(
     specs: Sequence[CurveSpec],
-    example: str = "positive",
-    derivative: str = "dloss_dp",
+    example: str | Sequence[str] = "positive",
+    derivative: str | Sequence[str] = "dloss_dp",
     p: Sequence[float] | np.ndarray | None = None,
     num_classes: int = 2,
     title: str | None = None,
     derivative_range: tuple[float, float] | str | None = "auto",
 ) -> go.Figure:
-    """Two panels, loss and ``derivative`` against p, one trace per ``(label, name, params)`` spec.
+    """Panels against p: the loss, then each derivative; one row per example; one colour and legend entry per spec.
 
-    Each spec keeps one colour (plotly's default colourway, in order) in both panels and
-    one legend group with one legend entry, so the single legend names the derivative
-    curves too (clicking it hides both traces of a loss).
-
-    ``derivative_range`` fixes the derivative panel's y axis: a ``(low, high)`` pair, None
-    for plotly's autorange, or ``"auto"`` (default): for dL/dp, the span the curves take
-    for p >= ``AUTO_RANGE_FROM_P`` (CE's -1/p reaches -100 at p = 0.01 and would
-    otherwise squash every other curve, so a slider's change would be invisible); for
-    dL/dz, which stays bounded, autorange."""
-    if example not in EXAMPLES:
-        raise ValueError(f"example must be one of {list(EXAMPLES)}, got {example!r}")
-    if derivative not in DERIVATIVES:
-        raise ValueError(f"derivative must be one of {list(DERIVATIVES)}, got {derivative!r}")
+    Args: ``example``: "positive", "negative" or both; ``derivative``: "dloss_dp", "dloss_dlogit" or both (dL/dz
+    beside dL/dp); ``derivative_range``: (low, high), None (autorange) or "auto": dL/dp axes span the curves for
+    p >= AUTO_RANGE_FROM_P (CE's -1/p reaches -100 at p = 0.01 and would squash the others), dL/dz autoranges.
+    """
+    examples, derivatives = _choices("example", example, EXAMPLES), _choices("derivative", derivative, DERIVATIVES)
     if isinstance(derivative_range, str) and derivative_range != "auto":
-        raise ValueError(f"derivative_range must be 'auto', None or a (low, high) pair, got {derivative_range!r}")
-    derivative_title = "dL/dp" if derivative == "dloss_dp" else "dL/dz (gold logit)"
-    figure = make_subplots(rows=1, cols=2, subplot_titles=("loss", derivative_title))
-    frames = []
-    for index, (label, name, params) in enumerate(specs):
-        frame = loss_curves(name, p=p, num_classes=num_classes, **params)
-        frame = frame[frame["example"] == example]
-        frames.append(frame)
-        line = {"color": CURVE_COLOURS[index % len(CURVE_COLOURS)]}
-        figure.add_trace(
-            go.Scatter(x=frame["p"], y=frame["loss"], name=label, legendgroup=label, mode="lines", line=line),
-            row=1,
-            col=1,
-        )
-        figure.add_trace(
-            go.Scatter(
-                x=frame["p"], y=frame[derivative], name=label, legendgroup=label, mode="lines", line=line, showlegend=False
-            ),
-            row=1,
-            col=2,
-        )
-    if derivative_range == "auto":
-        derivative_range = _auto_range(frames, derivative) if derivative == "dloss_dp" else None
+        raise ValueError(f"derivative_range: must be 'auto', None or a (low, high) pair, got {derivative_range!r}")
+    quantities = ["loss", *derivatives]
+    suffix = {example: f", {example} example (gold {EXAMPLES[example]})" if len(examples) > 1 else "" for example in examples}
+    titles = [DERIVATIVES.get(quantity, quantity) + suffix[example] for example in examples for quantity in quantities]
+    figure = make_subplots(rows=len(examples), cols=len(quantities), subplot_titles=titles)
+    frames = [loss_curves(name, p, num_classes, examples, **params) for _, name, params in specs]
+    for (label, _, _), frame, colour in zip(specs, frames, itertools.cycle(CURVE_COLOURS)):
+        for row, example in enumerate(examples, start=1):
+            rows = frame[frame["example"] == example]
+            for column, quantity in enumerate(quantities, start=1):
+                trace = go.Scatter(x=rows["p"], y=rows[quantity], name=label, legendgroup=label, mode="lines")
+                figure.add_trace(trace.update(line_color=colour, showlegend=row == column == 1), row=row, col=column)
+    for (row, example), (column, quantity) in itertools.product(enumerate(examples, 1), enumerate(derivatives, 2)):
+        axis_range = derivative_range
+        if derivative_range == "auto":
+            shown = [frame.loc[(frame["example"] == example) & (frame["p"] >= AUTO_RANGE_FROM_P), quantity] for frame in frames]
+            axis_range = _span(np.concatenate([[], *shown])) if quantity == "dloss_dp" else None
+        figure.update_yaxes(range=axis_range, row=row, col=column)  # None: autorange
     figure.update_xaxes(title_text="p (probability of the gold class)")
-    if derivative_range is not None:
-        figure.update_yaxes(range=list(derivative_range), row=1, col=2)
-    figure.update_layout(title=title)
-    return figure
+    return figure.update_layout(title=title, height=100 + 350 * len(examples))
 
 
-def _auto_range(frames: Sequence[pd.DataFrame], column: str) -> tuple[float, float] | None:
-    """The span of ``column`` over every frame's rows with p >= AUTO_RANGE_FROM_P, padded by 5 %;
-    None (autorange) when no row qualifies."""
-    if not frames:
-        return None
-    values = np.concatenate([frame.loc[frame["p"] >= AUTO_RANGE_FROM_P, column].to_numpy() for frame in frames])
-    values = values[np.isfinite(values)]
-    if values.size == 0:
-        return None
-    low, high = float(values.min()), float(values.max())
-    pad = 0.05 * max(high - low, 1e-6)
-    return (low - pad, high + pad)
-
-
-def dice_paper_figure1(p: Sequence[float] | np.ndarray | None = None) -> go.Figure:
-    """The Dice paper's Figure 1: CE, FL (gamma 1), DL (gamma 1), TL (beta 0.5) and DSC against p
-    for a positive example. DSC's derivative nearly vanishes once p passes 0.5."""
+def dice_paper_figure1(p: Sequence[float] | np.ndarray | None = None, derivative: str | Sequence[str] = "dloss_dp") -> go.Figure:
+    """The Dice paper's Figure 1: CE, FL (gamma 1), DL (gamma 1), TL (beta 0.5) and DSC against p for a positive
+    example; ``derivative=("dloss_dp", "dloss_dlogit")`` draws dL/dz beside dL/dp. The dL/dp axis is [-3, 1]."""
     specs = [
         ("CE", "ce", {}),
         ("FL (gamma=1)", "focal", {"gamma": 1.0}),
@@ -140,25 +125,20 @@ def dice_paper_figure1(p: Sequence[float] | np.ndarray | None = None) -> go.Figu
         ("TL (beta=0.5)", "tversky", {"alpha": 0.5, "beta": 0.5}),
         ("DSC", "dsc", {"preset": "paper"}),
     ]
-    return figure_loss_curves(
-        specs, p=p, title="Dice paper Figure 1: loss and derivative against p", derivative_range=(-3.0, 0.5)
-    )
+    derivatives = _choices("derivative", derivative, DERIVATIVES)
+    figure = figure_loss_curves(specs, p=p, derivative=derivatives, title="Dice paper Figure 1: loss and derivatives against p")
+    if "dloss_dp" in derivatives:
+        figure.update_yaxes(range=[-3.0, 1.0], row=1, col=2 + derivatives.index("dloss_dp"))
+    return figure
 
 
 def pcl_vs_ls_figure(
-    epsilon: float = 0.1,
-    label_counts: Sequence[float] = QBQTC_LABEL_COUNTS,
-    p: Sequence[float] | np.ndarray | None = None,
+    epsilon: float = 0.1, label_counts: Sequence[float] = QBQTC_LABEL_COUNTS, p: Sequence[float] | np.ndarray | None = None
 ) -> go.Figure:
     """3-class curves for gold 1: PCL ``reference`` and ``paper`` share LS's gradient
     (their loss curves are shifted by constants); ``weighted`` and ``expected_cost`` differ."""
     specs: list[CurveSpec] = [("LS", "ls", {"epsilon": epsilon})]
     for variant in ("reference", "paper", "weighted", "expected_cost"):
         specs.append((f"PCL {variant}", "pcl", {"epsilon": epsilon, "label_counts": label_counts, "variant": variant}))
-    return figure_loss_curves(
-        specs,
-        derivative="dloss_dlogit",
-        p=p,
-        num_classes=3,
-        title=f"PCL vs label smoothing (epsilon={epsilon}, gold class 1)",
-    )
+    title = f"PCL vs label smoothing (epsilon={epsilon}, gold class 1)"
+    return figure_loss_curves(specs, derivative="dloss_dlogit", p=p, num_classes=3, title=title)

@@ -1,6 +1,4 @@
-"""Entropy curves H_k vs H_{k+n} over the auxiliary-label count n: the paper's eq. 2-3 at a
-false-label probability gamma (see ``workbench.information``), with the uniform entropy
-log k only as a labelled aside."""
+"""The auxiliary-label paper's H_k (eq. 2) vs H_{k+n} (eq. 3) over the auxiliary-label count n (``workbench.information``)."""
 
 from __future__ import annotations
 
@@ -29,38 +27,25 @@ def entropy_figure(
     gamma: float = 0.1,
     uniform: bool = False,
 ) -> go.Figure:
-    """Entropy (nats) against n = 0..n_max: the paper's H_k (eq. 2) and H_{k+n} (eq. 3) at ``gamma``.
+    """Entropy (nats) against n = 0..n_max: H_k (eq. 2) and H_{k+n} (eq. 3), every false label at probability ``gamma``.
 
-    ``uniform=True`` adds the aside curves log k and log(k+n); ``logits`` adds
-    the model's entropies (``workbench.information.entropy_table``);
-    ``highlight_n`` marks one auxiliary-label count. Where (k+n-1) gamma >= 1
-    eq. 3 is undefined: the curve stops and the title says from which n.
-    Raises ValueError when (k-1) gamma >= 1 (eq. 2 itself is undefined).
+    ``logits`` add the model's entropies (``entropy_table``), ``uniform`` log k and log(k+n); ``highlight_n`` marks an n.
+    Where eq. 3 or eq. 2 is undefined ((k+n-1) or (k-1) gamma >= 1) the curves stop and the title says so.
     """
-    table = entropy_table(k, n_max, logits, auxiliary_logit, gamma=gamma, uniform=uniform)
     if highlight_n is not None and not 0 <= highlight_n <= n_max:
         raise ValueError(f"highlight_n: must be in [0, n_max = {n_max}], got {highlight_n!r}")
-    fig = go.Figure()
-    for column, label in CURVES.items():
-        if column in table:
-            fig.add_trace(go.Scatter(x=table["n"], y=table[column], mode="lines+markers", name=label))
+    title = f"Output entropy with n auxiliary labels (k = {k}, gamma = {gamma:g})"
+    defined = (k - 1) * gamma < 1.0
+    table = entropy_table(k, n_max, logits, auxiliary_logit, gamma=gamma if defined else 0.5 / k, uniform=uniform)
+    undefined = table.loc[table["H_k_plus_n"].isna(), "n"]
+    if not defined:  # the same curves, empty
+        table = table.iloc[:0]
+        title = f"H_k (eq. 2) undefined for k = {k}, gamma = {gamma:g}: (k-1)*gamma = {(k - 1) * gamma:g} >= 1; "
+        title += f"lower gamma below 1/(k-1) = {1 / (k - 1):g}"
+    elif len(undefined):
+        title += f"<br>eq. 3 undefined for n >= {int(undefined.iloc[0])}: (k+n-1)*gamma >= 1"
+    curves = [column for column in CURVES if column in table]
+    fig = go.Figure([go.Scatter(x=table["n"], y=table[column], mode="lines+markers", name=CURVES[column]) for column in curves])
     if highlight_n is not None:
         fig.add_vline(x=highlight_n, line_dash="dot", annotation_text=f"n = {highlight_n}")
-    title = f"Output entropy with n auxiliary labels (k = {k}, gamma = {gamma:g})"
-    undefined = table.loc[table["H_k_plus_n"].isna(), "n"]
-    if len(undefined):
-        title += f"<br>eq. 3 undefined for n >= {int(undefined.iloc[0])}: (k+n-1)*gamma >= 1"
-    fig.update_layout(title=title, xaxis_title="auxiliary labels n", yaxis_title="entropy (nats)")
-    return fig
-
-
-def undefined_entropy_figure(k: int, gamma: float) -> go.Figure:
-    """An empty entropy figure whose title says why: (k-1) gamma >= 1 leaves eq. 2 undefined."""
-    fig = go.Figure()
-    fig.update_layout(
-        title=f"H_k (eq. 2) undefined for k = {k}, gamma = {gamma:g}: (k-1)*gamma = {(k - 1) * gamma:g} >= 1; "
-        f"lower gamma below 1/(k-1) = {1 / (k - 1):g}",
-        xaxis_title="auxiliary labels n",
-        yaxis_title="entropy (nats)",
-    )
-    return fig
+    return fig.update_layout(title=title, xaxis_title="auxiliary labels n", yaxis_title="entropy (nats)")

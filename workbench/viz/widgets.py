@@ -1,24 +1,11 @@
-"""ipywidgets panels: sliders that redraw plotly figures live in JupyterLab.
-
-Every panel has
-
-* ``sliders``: name -> ipywidgets slider;
-* ``figure_for(**values) -> go.Figure``: the plain, testable drawing function
-  (names not given take the sliders' current values);
-* ``figure``: the current figure (a ``go.FigureWidget`` updated in place by
-  slider observers when ``interactive``, else a ``go.Figure`` replaced on change);
-* ``widget``: the VBox to display; ``display()`` shows it, or in a headless run
-  (``interactive=False``, e.g. from a notebook parameter) shows the figure as a
-  static output through ``workbench.viz.figures.show``.
-
-Callbacks only call ``figure_for``: exceptions inside widget callbacks are
-swallowed by ipywidgets, so the plain functions are what the tests check.
-Sliders whose figure is costly (loss curves need autograd over a grid) use
-``continuous_update=False``: they redraw on release.
-"""
+"""Slider panels: ipywidgets sliders redraw a plotly figure in JupyterLab (``interactive=True``); headless, ``display()``
+shows ``page_figure()``, plotly's own sliders over precomputed steps, so a run's pages stay interactive offline."""
 
 from __future__ import annotations
 
+import base64
+import itertools
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -26,12 +13,15 @@ from typing import Any
 import ipywidgets as widgets
 import numpy as np
 import plotly.graph_objects as go
+from IPython.display import display
 
+from workbench.checks import check_choice, check_int, check_number
 from workbench.information import paper_entropy
+from workbench.losses.pcl import QBQTC_LABEL_COUNTS, check_counts, pcl_weight_matrix
 from workbench.viz import figures
 from workbench.viz.confusion import matrix_grid
 from workbench.viz.curves import figure_loss_curves
-from workbench.viz.entropy import entropy_figure, undefined_entropy_figure
+from workbench.viz.entropy import entropy_figure
 
 SLIDERS: dict[str, dict[str, Any]] = {
     "epsilon": {"value": 0.1, "min": 0.0, "max": 0.9, "step": 0.01},
@@ -40,37 +30,76 @@ SLIDERS: dict[str, dict[str, Any]] = {
     "beta": {"value": 0.5, "min": 0.0, "max": 1.0, "step": 0.05},
     "n_auxiliary": {"value": 3, "min": 0, "max": 20, "step": 1},
     "k": {"value": 2, "min": 1, "max": 10, "step": 1},
-    # the auxiliary-label paper's gamma (eq. 2-3): each false label's probability; not focal's "gamma"
-    "gamma_entropy": {"value": 0.1, "min": 0.01, "max": 0.5, "step": 0.01},
+    "gamma_entropy": {"value": 0.1, "min": 0.01, "max": 0.5, "step": 0.01},  # the aux-label paper's eq. 2-3 gamma
 }
-INTEGER_SLIDERS = ("n_auxiliary", "k")
+# (loss, parameter) pairs that change a negative example's curves only: Tversky eq. 10's FP = p (1 - y) is 0 for a positive
+NEGATIVE_ONLY = {("tversky", "alpha")}
+PAGE_STEPS = 11  # a page slider's steps: every position up to this many, else this many spread evenly
+TRACE_ATTRIBUTES = ("x", "y", "z", "text")  # what a page slider's step may change in a trace
 
 
 def make_slider(name: str, continuous_update: bool = True, **overrides: Any) -> widgets.widget.Widget:
-    """A preconfigured slider for ``name`` (one of SLIDERS); ``overrides`` change value/min/max/step."""
-    if name not in SLIDERS:
-        raise ValueError(f"name must be one of {sorted(SLIDERS)}, got {name!r}")
+    """A preconfigured slider for ``name`` (one of SLIDERS); ``overrides`` change value, min, max, step.
+    The range is widened to hold the value (ipywidgets would clamp it silently)."""
+    check_choice("name", name, sorted(SLIDERS))
     unknown = sorted(set(overrides) - {"value", "min", "max", "step"})
     if unknown:
-        raise ValueError(f"slider overrides must be among value, min, max, step; got {unknown}")
+        raise ValueError(f"overrides: must be among value, min, max, step, got {unknown}")
     settings = {**SLIDERS[name], **overrides}
-    slider_class = widgets.IntSlider if name in INTEGER_SLIDERS else widgets.FloatSlider
-    return slider_class(description=name, continuous_update=continuous_update, **settings)
+    settings.update(min=min(settings["min"], settings["value"]), max=max(settings["max"], settings["value"]))
+    slider_class = widgets.IntSlider if isinstance(SLIDERS[name]["value"], int) else widgets.FloatSlider
+    return slider_class(description=name, continuous_update=continuous_update, style={"description_width": "initial"}, **settings)
+
+
+def _page_grid(slider: widgets.widget.Widget) -> list[float]:
+    """A page slider's values: ``slider``'s positions (PAGE_STEPS of them at most, spread evenly) and its value."""
+    count = round((slider.max - slider.min) / slider.step) + 1
+    positions = np.linspace(0, count - 1, min(count, PAGE_STEPS)).round()
+    return sorted({type(slider.value)(round(slider.min + position * slider.step, 10)) for position in positions} | {slider.value})
+
+
+def _typed(values: Any) -> Any:
+    """Numbers as plotly's float32 typed-array spec (a fifth of their JSON text); text as it is."""
+    array = np.asarray(values)
+    if array.dtype.kind not in "fiu":
+        return values
+    data = base64.b64encode(array.astype("<f4").tobytes()).decode()
+    return {"dtype": "f4", "bdata": data, "shape": ",".join(map(str, array.shape))}
+
+
+def _parts(figure: go.Figure) -> dict[tuple[Any, str | None], str]:
+    """JSON text per (trace index, attribute in TRACE_ATTRIBUTES) and per (layout entry, None)."""
+    dump = json.loads(figure.to_json())
+    traces = {(index, name): json.dumps(trace.get(name)) for index, trace in enumerate(dump["data"]) for name in TRACE_ATTRIBUTES}
+    return traces | {(key, None): json.dumps(value, sort_keys=True) for key, value in dump["layout"].items()}
+
+
+def _hold_axis_ranges(figures: Sequence[go.Figure]) -> None:
+    """Give each axis with a range in one of ``figures`` the range spanning them all."""
+    for key in {key for figure in figures for key in figure.layout.to_plotly_json() if key.startswith(("xaxis", "yaxis"))}:
+        ranges = [figure.layout[key].range for figure in figures if figure.layout[key].range is not None]
+        for figure in figures:
+            figure.layout[key].range = [min(low for low, _ in ranges), max(high for _, high in ranges)] if ranges else None
+
+
+def _update_args(step: go.Figure, parts: set[tuple[Any, str | None]], back: dict[str, int]) -> list[Any]:
+    """``Plotly.update`` arguments: ``step``'s values of ``parts`` and the sliders set ``back`` (``sliders[i].active``)."""
+    traces = sorted({index for index, name in parts if name})
+    layout = step.layout.to_plotly_json()
+    data = {name: [_typed(step.data[index][name]) for index in traces] for name in sorted({name for _, name in parts if name})}
+    return [data, {key: layout.get(key) for key, name in parts if not name} | back, traces]
 
 
 class Panel:
-    """Sliders + one figure redrawn from ``figure_for`` (subclasses implement ``draw``)."""
+    """Sliders + one figure redrawn from ``figure_for``; subclasses implement ``draw``."""
 
     def __init__(self, sliders: Mapping[str, widgets.widget.Widget], name: str, interactive: bool = True) -> None:
-        self.sliders = dict(sliders)
-        self.name = name
-        self.interactive = interactive
-        initial = self.figure_for()
-        self.figure: go.Figure = go.FigureWidget(initial) if interactive else initial
+        self.sliders, self.name, self.interactive = dict(sliders), name, interactive
+        self.figure: go.Figure = go.FigureWidget(self.figure_for()) if interactive else self.figure_for()
         for slider in self.sliders.values():
             slider.observe(self._redraw, names="value")
-        controls = widgets.HBox(list(self.sliders.values()))
-        self.widget = widgets.VBox([controls, self.figure] if interactive else [controls])
+        controls = widgets.HBox(list(self.sliders.values()), layout=widgets.Layout(flex_flow="row wrap"))
+        self.widget = widgets.VBox([controls, self.figure] if interactive else [controls], layout=widgets.Layout(width="100%"))
 
     def draw(self, **values: Any) -> go.Figure:
         raise NotImplementedError
@@ -80,139 +109,96 @@ class Panel:
         return {name: slider.value for name, slider in self.sliders.items()}
 
     def figure_for(self, **values: Any) -> go.Figure:
-        """The figure for these slider values (others: current values); ValueError for unknown names."""
+        """The figure for these slider values (others: current values), the cell's width; ValueError for unknown names."""
         unknown = sorted(set(values) - set(self.sliders))
         if unknown:
-            raise ValueError(f"{type(self).__name__}: unknown slider(s) {unknown}; allowed: {sorted(self.sliders)}")
-        return self.draw(**{**self.values(), **values})
+            raise ValueError(f"values: {unknown} are not sliders of {type(self).__name__}; allowed: {sorted(self.sliders)}")
+        return self.draw(**{**self.values(), **values}).update_layout(autosize=True, width=None)
 
     def _redraw(self, change: Any = None) -> None:
         new = self.figure_for()
-        if isinstance(self.figure, go.FigureWidget):
-            with self.figure.batch_update():
-                self.figure.data = ()
-                self.figure.add_traces(list(new.data))
-                self.figure.layout = new.layout
-        else:
-            self.figure = new
+        self.figure.update(data=new.data, layout=new.layout, overwrite=True)  # in place: a FigureWidget redraws
+
+    def page_figure(self) -> go.Figure:
+        """The figure with one plotly slider per panel slider, its steps ``figure_for`` at ``_page_grid`` values.
+
+        Sliders that change the same traces or layout entries form a group: a step puts the others of its group
+        back to their values, so the figure shows what the sliders say. Axis ranges hold the span of every step."""
+        start, grids = self.values(), {name: _page_grid(slider) for name, slider in self.sliders.items()}
+        figure = self.figure_for()
+        steps = {name: [self.figure_for(**{name: value}) for value in grid] for name, grid in grids.items()}
+        _hold_axis_ranges([figure, *itertools.chain(*steps.values())])
+        base = _parts(figure)
+        changed = {
+            name: {part for step in drawn for part, text in _parts(step).items() if base.get(part) != text}
+            for name, drawn in steps.items()
+        }
+        groups = {name: {name} for name in grids}
+        for one, other in itertools.combinations(grids, 2):
+            if {part[0] for part in changed[one]} & {part[0] for part in changed[other]}:
+                merged = groups[one] | groups[other]
+                groups.update(dict.fromkeys(merged, merged))
+        sliders = []
+        for index, (name, grid) in enumerate(grids.items()):
+            parts = set().union(*(changed[member] for member in groups[name]))
+            back = {f"sliders[{i}].active": grids[n].index(start[n]) for i, n in enumerate(grids) if n in groups[name] - {name}}
+            args = [_update_args(step, parts, back) for step in steps[name]]
+            moves = [{"label": f"{value:g}", "method": "update", "args": arguments} for value, arguments in zip(grid, args)]
+            slider = {"active": grid.index(start[name]), "currentvalue": {"prefix": f"{name} = "}, "pad": {"t": 60 + 90 * index}}
+            sliders.append(slider | {"steps": moves})
+        height = (figure.layout.height or 450) + 90 * len(sliders)
+        return figure.update_layout(sliders=sliders, height=height, margin={"b": 60 + 90 * len(sliders)})
 
     def display(self) -> None:
-        """Show the live widget, or (headless) the current figure as a static, saved output."""
+        """Show the live widget, or (headless) ``page_figure()`` through ``figures.show`` (saved in a run)."""
         if self.interactive:
-            from IPython.display import display
-
             display(self.widget)
         else:
-            figures.show(self.figure, self.name)
-
-
-# ----------------------------------------------------------------------------- loss curves
+            figures.show(self.page_figure(), self.name)
 
 
 @dataclass(frozen=True)
 class LinkedCurve:
-    """One curve: loss ``loss`` (registry name) with ``fixed`` parameters, plus the slider
-    values named in ``linked`` passed under the same parameter names."""
+    """One curve: loss ``loss`` with ``fixed`` parameters and the sliders named in ``linked``; legend ``label`` (or ``loss``)."""
 
     loss: str
     linked: tuple[str, ...] = ()
     fixed: Mapping[str, Any] = field(default_factory=dict)
     label: str | None = None
 
-    @property
-    def name(self) -> str:
-        return self.label or self.loss
-
-    def parameters(self, values: Mapping[str, Any]) -> dict[str, Any]:
-        return {**self.fixed, **{name: values[name] for name in self.linked}}
-
 
 class LossCurvePanel(Panel):
-    """Loss and gradient curves (``workbench.viz.curves.figure_loss_curves``) redrawn from sliders.
-
-    ``derivative_range`` goes to ``figure_loss_curves``: the default ``"auto"`` clips a
-    dL/dp panel to the curves' span from p = 0.2 on, so a slider's effect stays visible
-    next to CE's -1/p; a ``(low, high)`` pair fixes the axis across redraws.
-    """
+    """Loss and gradient curves redrawn from sliders; ``options`` go to ``figure_loss_curves`` (``example``: default
+    "positive", and "negative" too when a slider is in NEGATIVE_ONLY; ``derivative``, ``derivative_range``, ...)."""
 
     def __init__(
         self,
         curves: Sequence[LinkedCurve],
         slider_names: Sequence[str] = ("gamma", "alpha"),
-        num_classes: int = 2,
-        example: str = "positive",
-        derivative: str = "dloss_dp",
         interactive: bool = True,
         name: str = "loss_curves",
-        derivative_range: tuple[float, float] | str | None = "auto",
+        **options: Any,
     ) -> None:
         if not curves:
-            raise ValueError("curves must hold at least one LinkedCurve")
-        for curve in curves:
-            missing = sorted(set(curve.linked) - set(slider_names))
-            if missing:
-                raise ValueError(f"curve {curve.name!r} links slider(s) {missing} not in slider_names {list(slider_names)}")
-        self.curves = list(curves)
-        self.num_classes = num_classes
-        self.example = example
-        self.derivative = derivative
-        self.derivative_range = derivative_range
-        sliders = {slider: make_slider(slider, continuous_update=False) for slider in slider_names}
-        super().__init__(sliders, name, interactive)
+            raise ValueError("curves: must hold at least one LinkedCurve, got none")
+        unknown = sorted({slider for curve in curves for slider in curve.linked} - set(slider_names))
+        if unknown:
+            raise ValueError(f"curves: link slider(s) {unknown} that are not in slider_names {list(slider_names)}")
+        if any((curve.loss, slider) in NEGATIVE_ONLY for curve in curves for slider in curve.linked):
+            options.setdefault("example", ("positive", "negative"))
+        self.curves, self.options = list(curves), options
+        super().__init__({slider: make_slider(slider, continuous_update=False) for slider in slider_names}, name, interactive)
 
     def draw(self, **values: Any) -> go.Figure:
-        specs = [(curve.name, curve.loss, curve.parameters(values)) for curve in self.curves]
-        settings = ", ".join(f"{name} = {value:g}" for name, value in values.items())
-        return figure_loss_curves(
-            specs,
-            example=self.example,
-            derivative=self.derivative,
-            num_classes=self.num_classes,
-            title=settings,
-            derivative_range=self.derivative_range,
-        )
-
-
-# ----------------------------------------------------------------------------- PCL weights
-
-
-def _check_epsilon(epsilon: float) -> float:
-    """The PCL epsilon as a float in [0, 1) (the domain of ``pcl_weight_matrix``)."""
-    numeric = isinstance(epsilon, (int, float, np.integer, np.floating)) and not isinstance(epsilon, bool)
-    if not (numeric and 0.0 <= epsilon < 1.0):
-        raise ValueError(f"epsilon: must be a number in [0, 1), got {epsilon!r}")
-    return float(epsilon)
-
-
-def _slider_with_start(name: str, value: float) -> widgets.widget.Widget:
-    """``make_slider(name)`` starting at ``value``; its range is widened to hold ``value``
-    (an ipywidgets slider would clamp it silently)."""
-    settings = SLIDERS[name]
-    return make_slider(name, value=value, min=min(settings["min"], value), max=max(settings["max"], value))
-
-
-def _check_label_counts(label_counts: Sequence[float]) -> tuple[float, ...]:
-    """Per-class counts: a 1-d, non-string sequence of at least 2 finite positive numbers."""
-    message = f"label_counts: must be a sequence of at least 2 finite positive counts, one per class, got {label_counts!r}"
-    if isinstance(label_counts, (str, bytes, Mapping)):
-        raise ValueError(message)
-    try:
-        counts = np.asarray(label_counts, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise ValueError(message) from None
-    if counts.ndim != 1 or counts.size < 2 or not (np.isfinite(counts).all() and (counts > 0).all()):
-        raise ValueError(message)
-    return tuple(counts.tolist())
+        linked = [{**curve.fixed, **{name: values[name] for name in curve.linked}} for curve in self.curves]
+        specs = [(curve.label or curve.loss, curve.loss, parameters) for curve, parameters in zip(self.curves, linked)]
+        return figure_loss_curves(specs, **self.options)
 
 
 class PclWeightsPanel(Panel):
-    """The PCL per-(gold, predicted) matrices of several variants against epsilon.
-
-    ``epsilon`` (in [0, 1), the domain of ``pcl_weight_matrix``) is the
-    slider's starting value, so a notebook parameter sweep changes the figure.
-    ``label_counts`` (default QBQTC's) sets K; ``label_names`` defaults to
-    "0".."K-1" and must have one name per count.
-    """
+    """The PCL per-(gold, predicted) matrices (``pcl_weight_matrix``) of ``variants`` against epsilon, which starts at
+    ``epsilon`` in [0, 1) (a notebook sweep changes the figure); ``label_counts`` (default QBQTC's) set K and
+    ``label_names`` (default "0".."K-1")."""
 
     def __init__(
         self,
@@ -223,74 +209,38 @@ class PclWeightsPanel(Panel):
         name: str = "pcl_weights",
         epsilon: float = 0.1,
     ) -> None:
-        from workbench.losses.pcl import QBQTC_LABEL_COUNTS
-
-        self.label_counts = QBQTC_LABEL_COUNTS if label_counts is None else _check_label_counts(label_counts)
-        num_labels = len(self.label_counts)
-        if label_names is None:
-            label_names = [str(index) for index in range(num_labels)]
-        elif len(label_names) != num_labels:
-            raise ValueError(
-                f"label_counts: must have one count per entry of label_names ({len(label_names)}: "
-                f"{list(label_names)}), got {num_labels} counts {list(self.label_counts)}"
-            )
+        self.label_counts = tuple(check_counts(QBQTC_LABEL_COUNTS if label_counts is None else label_counts).tolist())
+        self.label_names = [str(index) for index in range(len(self.label_counts))] if label_names is None else list(label_names)
+        if len(self.label_names) != len(self.label_counts):
+            raise ValueError(f"label_counts: must have one count per label name {self.label_names}, got {self.label_counts}")
         self.variants = list(variants)
-        self.label_names = list(label_names)
-        super().__init__({"epsilon": _slider_with_start("epsilon", _check_epsilon(epsilon))}, name, interactive)
+        epsilon = check_number("epsilon", epsilon, 0.0, 1.0, high_inclusive=False)
+        super().__init__({"epsilon": make_slider("epsilon", value=epsilon)}, name, interactive)
 
     def draw(self, epsilon: float) -> go.Figure:
-        from workbench.losses.pcl import pcl_weight_matrix
-
-        matrices = {
-            variant: pcl_weight_matrix(variant, epsilon, label_counts=self.label_counts).numpy() for variant in self.variants
-        }
-        return matrix_grid(
-            matrices, self.label_names, title=f"PCL matrices M[gold, predicted], epsilon = {epsilon:g}", shared_scale=False
-        )
-
-
-# ----------------------------------------------------------------------------- entropy
+        matrices = {variant: pcl_weight_matrix(variant, epsilon, self.label_counts).numpy() for variant in self.variants}
+        title = f"PCL matrices M[gold, predicted], epsilon = {epsilon:g}"
+        return matrix_grid(matrices, self.label_names, title=title, shared_scale=False)
 
 
 class EntropyPanel(Panel):
-    """The auxiliary-label paper's H_k (eq. 2) vs H_{k+n} (eq. 3) over the auxiliary-label count.
+    """H_k (eq. 2) vs H_{k+n} (eq. 3) over n (``entropy_figure``, with ``options``: logits, auxiliary_logit, uniform).
 
-    Sliders: ``n_auxiliary`` (the marked n, 0..``n_max``), ``k`` (unless
-    ``logits`` fix it) and ``gamma_entropy``, the paper's gamma: every false
-    label's probability (starting at ``gamma``). ``uniform=True`` adds the aside
-    curves log k and log(k+n) (not the paper's quantity); ``logits`` add the
-    model's entropies. Where (k-1) gamma >= 1 eq. 2 is undefined and the figure
-    is empty with a title saying so (widget callbacks must not raise).
+    Sliders: ``n_auxiliary`` (the marked n, 0..``n_max``), ``k`` (unless ``logits`` fix it) and ``gamma_entropy``, the
+    auxiliary-label paper's gamma (starting at ``gamma``). Where (k-1) gamma >= 1 the curves are empty (no exception).
     """
 
     def __init__(
-        self,
-        n_max: int = 20,
-        logits: Sequence[float] | None = None,
-        auxiliary_logit: float = 0.0,
-        interactive: bool = True,
-        name: str = "entropy",
-        gamma: float = 0.1,
-        uniform: bool = False,
+        self, n_max: int = 20, gamma: float = 0.1, interactive: bool = True, name: str = "entropy", **options: Any
     ) -> None:
-        if isinstance(n_max, bool) or not isinstance(n_max, int) or n_max < 0:
-            raise ValueError(f"n_max: must be an integer >= 0, got {n_max!r}")
-        self.n_max = n_max
-        self.logits = None if logits is None else list(logits)
-        self.auxiliary_logit = auxiliary_logit
-        self.uniform = uniform
-        initial_k = len(self.logits) if self.logits is not None else SLIDERS["k"]["value"]
-        paper_entropy(initial_k, gamma)  # ValueError naming gamma unless gamma > 0 and (k-1)*gamma < 1
+        check_int("n_max", n_max, 0)
+        self.logits, self.options = options.get("logits"), {"n_max": n_max, **options}
+        paper_entropy(SLIDERS["k"]["value"] if self.logits is None else len(self.logits), gamma)  # ValueError naming gamma
         sliders = {"n_auxiliary": make_slider("n_auxiliary", max=n_max, value=min(3, n_max))}
-        if logits is None:
+        if self.logits is None:
             sliders["k"] = make_slider("k")
-        sliders["gamma_entropy"] = _slider_with_start("gamma_entropy", float(gamma))
+        sliders["gamma_entropy"] = make_slider("gamma_entropy", value=float(gamma))
         super().__init__(sliders, name, interactive)
 
     def draw(self, n_auxiliary: int, gamma_entropy: float, k: int | None = None) -> go.Figure:
-        k = len(self.logits) if self.logits is not None else k
-        if (k - 1) * gamma_entropy >= 1.0:
-            return undefined_entropy_figure(k, gamma_entropy)
-        return entropy_figure(
-            k, self.n_max, self.logits, self.auxiliary_logit, highlight_n=n_auxiliary, gamma=gamma_entropy, uniform=self.uniform
-        )
+        return entropy_figure(k or len(self.logits), highlight_n=n_auxiliary, gamma=gamma_entropy, **self.options)
