@@ -263,7 +263,7 @@ def test_pretraining_packs_labelled_pairs_and_reports_text_characters_and_tokens
             },
         }
     )
-    data = prepare_pretraining(config, return_word_ids=False)
+    data = prepare_pretraining(config)
     texts, pairs = load_texts(config.data)
     text = "".join("".join(f"{first} {second}".split()) for first, second in zip(texts, pairs))
     tokenizer = data.tokenizer
@@ -278,7 +278,7 @@ def test_pretraining_packs_labelled_pairs_and_reports_text_characters_and_tokens
     assert metrics["corpus_characters"] == len(text)
     assert metrics["tokens_per_epoch"] == sum(i not in special for ids in data.train_blocks["input_ids"] for i in ids)
     assert metrics["blocks"] == {"train": len(blocks) - len(data.eval_blocks), "eval": len(data.eval_blocks)}
-    assert metrics["cache_hit"] is False and prepare_pretraining(config, return_word_ids=False).metrics()["cache_hit"] is True
+    assert metrics["cache_hit"] is False and prepare_pretraining(config).metrics()["cache_hit"] is True
 
 
 def test_an_empty_corpus_file_is_named(tmp_path):
@@ -308,7 +308,7 @@ def test_pretraining_draws_masks_in_persistent_dataloader_workers(tmp_path, work
             },
         }
     )
-    data = prepare_pretraining(config, return_word_ids=False)
+    data = prepare_pretraining(config)
     kwargs = pretraining_trainer_kwargs(config, data, [])
     assert kwargs["args"].dataloader_num_workers == expected
     assert kwargs["args"].dataloader_persistent_workers == (expected > 0)  # one generator per worker for the whole run

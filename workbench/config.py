@@ -505,6 +505,8 @@ class Config(Section):
             raise ValueError(f"loss.params.reduction: must be 'mean' in a trainer, got {self.loss.params['reduction']!r}")
         if self.task in ("finetune", "two_stage"):
             check_loss_fits_labels(self.data, self.loss)
+        if self.task == "pretrain_electra" and self.objective.sop:
+            raise ValueError("objective.sop: must be false for pretrain_electra (ELECTRA has no sentence-order head), got True")
 
 
 def check_loss_fits_labels(data: DataConfig, loss: LossSpec) -> None:

@@ -17,19 +17,18 @@ from typing import Any
 
 from workbench.config import TASKS, Config, load_config
 
-_EXPORTS = {
-    **dict.fromkeys(("finetune",), "workbench.train.finetuning"),
-    **dict.fromkeys(("pretrain_mlm",), "workbench.train.pretraining"),
-    **dict.fromkeys(("two_stage", "fusion_finetune", "fusion_description"), "workbench.train.two_stage_training"),
-    **dict.fromkeys(("pretrain_electra",), "workbench.train.electra"),
-    **dict.fromkeys(("Result",), "workbench.train.result"),
-    **dict.fromkeys(("Fit", "Fitter", "ProbeFitter", "TransformerFitter", "build_fitter"), "workbench.train.fit"),
-    **dict.fromkeys(("ClassificationData", "classification_data", "tokenize_splits"), "workbench.train.inputs"),
-    **dict.fromkeys(("evaluation_split",), "workbench.train.evaluation"),
-    **dict.fromkeys(("drop_weights",), "workbench.train.checkpoints"),
-    **dict.fromkeys(("split_heldout", "fixed_mask_batches", "evaluate_masked_lm"), "workbench.train.heldout"),
+_MODULES = {
+    "finetuning": ("finetune",),
+    "pretraining": ("pretrain_mlm",),
+    "two_stage_training": ("two_stage", "fusion_finetune", "fusion_description"),
+    "electra": ("pretrain_electra",),
+    "checkpoints": ("Result", "drop_weights"),
+    "fit": ("Fit", "Fitter", "ProbeFitter", "TransformerFitter", "build_fitter"),
+    "inputs": ("ClassificationData", "classification_data", "tokenize_splits"),
+    "evaluation": ("evaluation_split",),
+    "heldout": ("split_heldout", "fixed_mask_batches", "evaluate_masked_lm"),
 }
-
+_EXPORTS = {name: f"workbench.train.{module}" for module, names in _MODULES.items() for name in names}
 __all__ = ["TASK_RUNNERS", "Config", "load_config", *_EXPORTS]
 
 

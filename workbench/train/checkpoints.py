@@ -1,22 +1,32 @@
 """A run's folder: claimed by :func:`claim_output_dir` (it then holds ``run_config.yaml``, the resolved config,
 locked while the run lives), its ``checkpoint-N`` folders (written atomically by ``LossTrainer``; complete with
-their trainer state and weights; only direct children are resumed from or removed) and :func:`drop_weights`."""
+their trainer state and weights; only direct children are resumed from or removed), :func:`drop_weights`, and
+what a finished run returns and writes (:class:`Result`, ``metrics.json``)."""
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
+import html
 import json
+import os
 import shutil
 import warnings
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
-from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR, get_last_checkpoint, sort_checkpoints
+from torch import nn
+from transformers import PreTrainedModel, set_seed
+from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR, sort_checkpoints
 
-from workbench.config import Config
-from workbench.train.result import is_main_process
+from workbench.checks import is_number
+from workbench.config import Config, load_config
+from workbench.records import METRICS_FILE, write_json
+from workbench.threads import torch_threads
+from workbench.train.verbosity import progress_bars
 from workbench.yaml_files import read_yaml_file
 
 RUN_CONFIG = "run_config.yaml"
@@ -46,7 +56,7 @@ def claim_output_dir(config: Config, *subfolders: str) -> contextlib.ExitStack:
     (:func:`checkpoint_to_resume`); with it, one whose run had another config outside :data:`RESUMABLE_KEYS`;
     one that cannot be written; one in use by a live run (its lock; a dead run's the system releases).
     Writes the resolved config to ``run_config.yaml`` and holds its lock until the returned stack closes
-    (``with claim_output_dir(config):``), :func:`~workbench.train.result.write_result` or the process ends.
+    (``with claim_output_dir(config):``) or the process ends.
     """
     folder = Path(config.output_dir).absolute()
     if folder.exists() and not folder.is_dir():
@@ -80,15 +90,19 @@ def claim_output_dir(config: Config, *subfolders: str) -> contextlib.ExitStack:
     lock.write(yaml.safe_dump(config.to_dict(), sort_keys=False, allow_unicode=True))
     lock.flush()
     stack = contextlib.ExitStack()
-    stack.callback(release_output_dir, folder)
+    stack.enter_context(lock)
+    stack.callback(_LOCKS.pop, folder, None)
     return stack
 
 
-def release_output_dir(output_dir: str | Path) -> None:
-    """Release the lock :func:`claim_output_dir` holds on ``output_dir`` (nothing when none is held)."""
-    lock = _LOCKS.pop(Path(output_dir).absolute(), None)
-    if lock is not None:
-        lock.close()
+@contextlib.contextmanager
+def training_run(config: Any, task: str, *subfolders: str) -> Iterator[Config]:
+    """The frame of a run: ``config`` loaded for ``task``, its output_dir (and ``subfolders``) claimed before any
+    data is loaded (:func:`claim_output_dir`), bars, threads and seed set; yields the config."""
+    config = load_config(config, task=task)
+    with claim_output_dir(config, *subfolders), progress_bars(not config.training.quiet), torch_threads(config.training.threads):
+        set_seed(config.training.seed)
+        yield config
 
 
 def is_complete(checkpoint: str | Path) -> bool:
@@ -105,10 +119,10 @@ def checkpoint_to_resume(output_dir: str | Path, resume: bool) -> str | None:
     ones (a partial copy) are skipped with a warning naming them. A folder holding checkpoints without ``resume``,
     or a finished run (its model or metrics.json, no checkpoint), is a ValueError: no run is overwritten."""
     folder = Path(output_dir)
-    if folder.is_dir() and get_last_checkpoint(folder) and not resume:
-        raise ValueError(f"output_dir: {str(folder)!r} holds checkpoints; set training.resume=true or choose another folder")
     checkpoints = sort_checkpoints(str(folder)) if folder.is_dir() else []
-    if not checkpoints and ((folder / "config.json").is_file() or (folder / "metrics.json").is_file()):
+    if checkpoints and not resume:
+        raise ValueError(f"output_dir: {str(folder)!r} holds checkpoints; set training.resume=true or choose another folder")
+    if not checkpoints and ((folder / "config.json").is_file() or (folder / METRICS_FILE).is_file()):
         raise ValueError(f"output_dir: {str(folder)!r} holds a finished run (its checkpoints removed); choose another folder")
     for checkpoint in (path for path in checkpoints if not is_complete(path)):
         warnings.warn(f"output_dir: skipping the incomplete checkpoint {checkpoint!r}", stacklevel=2)
@@ -142,3 +156,37 @@ def drop_weights(root: str | Path) -> int:
             freed += path.stat().st_size
             path.unlink()
     return freed
+
+
+@dataclass
+class Result:
+    """What a run produced: its folder, ``metrics`` (as in metrics.json), best checkpoint, log history."""
+
+    output_dir: Path
+    metrics: dict[str, Any]
+    best_checkpoint: str | None = None
+    history: list[dict[str, Any]] = field(default_factory=list)
+
+    def _repr_html_(self) -> str:
+        numbers = {key: value for key, value in self.metrics.items() if is_number(value)}
+        rows = "".join(f"<tr><td>{html.escape(key)}</td><td>{value:.4g}</td></tr>" for key, value in numbers.items())
+        where = f"{html.escape(str(self.output_dir))}<br>best checkpoint: {html.escape(str(self.best_checkpoint))}"
+        return f"<b>Result</b> {where}<table>{rows}</table>"
+
+
+def is_main_process() -> bool:
+    """True unless this is a non-zero rank of a ``torchrun`` / ``accelerate launch`` job (env ``RANK``); where a
+    trainer exists, ``trainer.is_world_process_zero()`` says the same."""
+    return int(os.environ.get("RANK", "0")) == 0
+
+
+def count_parameters(model: nn.Module) -> dict[str, int]:
+    """Total and trainable parameter counts (``PreTrainedModel.num_parameters``, for a fusion of two encoders too)."""
+    return {"total": PreTrainedModel.num_parameters(model), "trainable": PreTrainedModel.num_parameters(model, True)}
+
+
+def write_result(output_dir: str | Path, metrics: Mapping[str, Any], best_checkpoint: str | None, history: list) -> Result:
+    """Write ``metrics`` (with ``history``) to ``output_dir/metrics.json`` (main process only); return the Result."""
+    if is_main_process():
+        write_json(Path(output_dir) / METRICS_FILE, {**metrics, "history": history})
+    return Result(Path(output_dir), dict(metrics), best_checkpoint, history)

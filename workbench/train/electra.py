@@ -23,10 +23,8 @@ plain targets, on the fixed held-out masks with seeded samples (deterministic fo
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -34,27 +32,23 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
-from transformers import ElectraForMaskedLM, ElectraForPreTraining, TrainerCallback, set_seed
+from transformers import ElectraForMaskedLM, ElectraForPreTraining, TrainerCallback
 from transformers.trainer import TRAINING_ARGS_NAME
 from transformers.utils import ModelOutput
 
-from workbench.config import Config, load_config
+from workbench.config import Config
 from workbench.losses.mlm import IGNORE_INDEX, Correction, CorrectionCounts, HardCorrectionLoss, labelled_rows
 from workbench.models import GENERATOR_DIR, build_electra, labelled_logits, model_source
-from workbench.threads import torch_threads
-from workbench.train.checkpoints import checkpoint_to_resume, claim_output_dir
-from workbench.train.heldout import MODEL_INPUTS, evaluate_masked_lm
+from workbench.train.checkpoints import Result, count_parameters, training_run
+from workbench.train.heldout import MODEL_INPUTS, evaluate_masked_lm, evaluation_mode
 from workbench.train.pretraining import (
     EVAL_SEED,
     CorrectionLog,
     MaskedLMTrainer,
-    objective_loss,
     prepare_pretraining,
     pretraining_trainer_kwargs,
     run_pretraining,
 )
-from workbench.train.result import Result, count_parameters
-from workbench.train.verbosity import progress_bars
 
 
 @dataclass
@@ -130,6 +124,11 @@ class ElectraPretrainingModel(nn.Module):
         self.generator.save_pretrained(Path(folder) / GENERATOR_DIR)
 
 
+def loss_means(sums: np.ndarray) -> dict[str, float]:
+    """G's and D's mean loss from ``sums`` (G's sum, D's sum, micro-batches); empty without micro-batches."""
+    return {"generator_loss": sums[0] / sums[2], "discriminator_loss": sums[1] / sums[2]} if sums[2] else {}
+
+
 class ElectraTrainer(MaskedLMTrainer):
     """The Trainer of ``pretrain_electra``: :class:`MaskedLMTrainer`'s objective (plain / HC / SR) on G, plus
     ``discriminator_weight`` x L_disc.
@@ -137,7 +136,7 @@ class ElectraTrainer(MaskedLMTrainer):
     Gradient accumulation: G's loss is a mean over masked positions (the kept ones with HC), scaled as any MLM loss;
     L_disc, a mean over the micro-batch's real tokens, as a batch-level loss (1/G over G micro-batches). With HC, D's
     relabellings are counted in ``corrections["disc_hc"]``. Logged steps carry ``generator_loss`` and
-    ``discriminator_loss`` (means since the last log); :meth:`loss_means` gives this session's.
+    ``discriminator_loss`` (means since the last log).
     """
 
     def __init__(self, *args: Any, discriminator_weight: float, **kwargs: Any) -> None:
@@ -166,19 +165,26 @@ class ElectraTrainer(MaskedLMTrainer):
         loss = generator_loss + self.discriminator_weight * disc_loss
         return (loss, outputs) if return_outputs else loss
 
-    @staticmethod
-    def _means(sums: np.ndarray) -> dict[str, float]:
-        return {"generator_loss": sums[0] / sums[2], "discriminator_loss": sums[1] / sums[2]} if sums[2] else {}
-
-    def loss_means(self) -> dict[str, float]:
-        """G's and D's unscaled losses averaged over this session's micro-batches (a resumed run: since it resumed)."""
-        return self._means(self.losses_total)
-
     def log(self, logs: dict[str, float], start_time: float | None = None) -> None:
         if "loss" in logs:
-            logs = {**logs, **self._means(self.losses_since_log)}
+            logs = {**logs, **loss_means(self.losses_since_log)}
             self.losses_since_log = np.zeros(3)
         super().log(logs, start_time)
+
+    def run_metrics(self) -> dict[str, Any]:
+        """:class:`MaskedLMTrainer`'s, G's and D's unscaled losses averaged over this session's micro-batches (a resumed
+        run: since it resumed), each model's parameter count and with HC D's ``discriminator_correction``."""
+        means = loss_means(self.losses_total)
+        metrics = {
+            **super().run_metrics(),
+            "train_generator_loss": means.get("generator_loss"),
+            "train_discriminator_loss": means.get("discriminator_loss"),
+            "num_parameters_generator": count_parameters(self.model.generator),
+            "num_parameters_discriminator": count_parameters(self.model.discriminator),
+        }
+        if self.correcting:
+            metrics["discriminator_correction"] = self.corrections["disc_hc"].totals.as_dict()
+        return metrics
 
     def save_model(self, output_dir: str | None = None, _internal_call: bool = False) -> None:
         """D into ``output_dir``, G into ``output_dir/generator``, the tokenizer into both, the training arguments beside
@@ -208,31 +214,22 @@ def evaluate_discriminator(
     over the real tokens: eval_disc_loss (mean BCE), eval_disc_accuracy (1[logit > 0] = y), eval_disc_precision and
     eval_disc_recall of "replaced", eval_replaced_share; with ``correction`` the HC relabelling counts and rates of the
     same replacements as ``disc_hc_<name>``. Runs in eval mode, restores the mode after."""
-    if len(batches) == 0:
-        raise ValueError("batches: there is no eval batch")
-    device = next(model.parameters()).device
-    sampler = torch.Generator(device=device).manual_seed(seed)
-    was_training = model.training
-    model.eval()
     totals, counts = np.zeros(6), CorrectionCounts()  # loss sum, real tokens, right, true positives, predicted, replaced
-    try:
+    with evaluation_mode(model, batches) as device:
+        sampler = torch.Generator(device=device).manual_seed(seed)
         for batch in batches:
-            inputs = {key: batch[key].to(device) for key in MODEL_INPUTS if key in batch}
-            labels = batch["labels"].to(device)
-            output = model(**inputs, labels=labels, sampler=sampler)
-            real = inputs["attention_mask"].bool()
-            targets = discriminator_targets(output.replaced_ids, labels)[0] & real
-            loss, tokens = discriminator_loss(output.discriminator_logits, targets, inputs["attention_mask"])
+            batch = {key: value.to(device) for key, value in batch.items()}
+            output = model(**{key: batch[key] for key in MODEL_INPUTS if key in batch}, labels=batch["labels"], sampler=sampler)
+            real = batch["attention_mask"].bool()
+            targets = discriminator_targets(output.replaced_ids, batch["labels"])[0] & real
+            loss, tokens = discriminator_loss(output.discriminator_logits, targets, batch["attention_mask"])
             predicted = (output.discriminator_logits > 0) & real
             right = (predicted == targets) & real
             totals += torch.stack(
                 [loss * tokens, tokens, right.sum(), (predicted & targets).sum(), predicted.sum(), targets.sum()]
             ).tolist()
             if correction is not None:
-                word_ids = batch["word_ids"].to(device) if "word_ids" in batch else None
-                counts.update(correction.prediction_counts(output.replaced_ids, labels, word_ids))
-    finally:
-        model.train(was_training)
+                counts.update(correction.prediction_counts(output.replaced_ids, batch["labels"], batch.get("word_ids")))
     loss_sum, tokens, right, true_positives, predicted, replaced = totals
     result = {
         "eval_disc_loss": loss_sum / tokens,
@@ -254,49 +251,15 @@ def pretrain_electra(config: str | Path | Mapping[str, Any] | Config, callbacks:
 
     The data are ``pretrain_mlm``'s (:func:`~workbench.train.pretraining.prepare_pretraining`). D: a tiny ELECTRA
     (``model.tiny``) or the ELECTRA checkpoint ``model.model_name_or_path``; G: ``electra.generator_size`` times its
-    hidden size, sharing its embeddings. ``objective``: plain, hc or sr; ``objective.sop`` is refused. D and the
+    hidden size, sharing its embeddings. ``objective``: plain, hc or sr (``objective.sop`` is refused). D and the
     tokenizer go into ``output_dir`` (``finetune`` loads it), G into ``output_dir/generator``. metrics.json:
-    pretrain_mlm's keys (eval_loss and perplexity are G's) plus D's evaluation, train_generator_loss,
-    train_discriminator_loss, each model's parameter count, the ``electra`` section, and with HC ``correction`` (G)
-    and ``discriminator_correction``.
+    pretrain_mlm's keys (eval_loss and perplexity are G's) plus D's evaluation and
+    :meth:`ElectraTrainer.run_metrics`, and the ``electra`` section.
     """
-    config = load_config(config, task="pretrain_electra")
-    if config.objective.sop:
-        raise ValueError("objective.sop: must be false for pretrain_electra (ELECTRA has no sentence-order head), got True")
-    with progress_bars(not config.training.quiet), torch_threads(config.training.threads):
-        return _pretrain_electra(config, callbacks)
-
-
-def _pretrain_electra(config: Config, callbacks: Sequence[TrainerCallback]) -> Result:
-    start = time.perf_counter()
-    objective = config.objective
-    set_seed(config.training.seed)
-    claim_output_dir(config)  # the run folder's guards; the lock is released by write_result
-    resume_from = checkpoint_to_resume(config.output_dir, config.training.resume)
-    data = prepare_pretraining(config, return_word_ids=objective.name == "hc")
-    source = model_source(config.model, len(data.tokenizer), config.data.max_length)
-    model = ElectraPretrainingModel(*build_electra(config.electra.generator_size, **source))
-    loss = objective_loss(objective, data.tokenizer)
-    weight = config.electra.discriminator_weight
-    trainer = ElectraTrainer(
-        model=model, loss=loss, discriminator_weight=weight, **pretraining_trainer_kwargs(config, data, callbacks)
-    )
-    correction = HardCorrectionLoss(data.tokenizer, objective.lexicon, objective.hc_level)
-
-    def task_metrics() -> dict[str, Any]:
-        means = trainer.loss_means()
-        metrics: dict[str, Any] = {
-            "train_generator_loss": means.get("generator_loss"),
-            "train_discriminator_loss": means.get("discriminator_loss"),
-            "num_parameters_generator": count_parameters(model.generator),
-            "num_parameters_discriminator": count_parameters(model.discriminator),
-            "electra": config.electra.to_dict(),
-        }
-        if trainer.correcting:
-            metrics["correction"] = trainer.corrections["hc"].totals.as_dict()
-            metrics["discriminator_correction"] = trainer.corrections["disc_hc"].totals.as_dict()
-        return metrics
-
-    evaluate = partial(evaluate_electra, batches=data.eval_batches, correction=correction)
-    headline = ("eval_loss", "perplexity", "eval_disc_loss", "eval_disc_accuracy")
-    return run_pretraining(trainer, evaluate, config, data, start, resume_from, headline, task_metrics)
+    with training_run(config, "pretrain_electra") as config:
+        data = prepare_pretraining(config)
+        source = model_source(config.model, len(data.tokenizer), config.data.max_length)
+        model = ElectraPretrainingModel(*build_electra(config.electra.generator_size, **source))
+        weight = config.electra.discriminator_weight
+        trainer = ElectraTrainer(model=model, discriminator_weight=weight, **pretraining_trainer_kwargs(config, data, callbacks))
+        return run_pretraining(trainer, config, data, evaluate_electra, electra=config.electra.to_dict())

@@ -51,9 +51,8 @@ def predict_probabilities(trainer: Trainer, dataset: Dataset, num_labels: int) -
 
 def write_predictions(output_dir: str | Path, gold: np.ndarray, probabilities: np.ndarray, label_names: Sequence[str]) -> Path:
     """``predictions.csv``: gold, pred (the argmax) and one ``p_<label>`` column per label."""
-    table = pd.DataFrame({"gold": gold, "pred": probabilities.argmax(axis=-1)})
-    for index, name in enumerate(label_names):
-        table[f"p_{name}"] = probabilities[:, index]
+    columns = {f"p_{name}": probabilities[:, index] for index, name in enumerate(label_names)}
+    table = pd.DataFrame({"gold": gold, "pred": probabilities.argmax(axis=-1), **columns})
     Path(output_dir).mkdir(parents=True, exist_ok=True)
     table.to_csv(Path(output_dir) / PREDICTIONS_FILE, index=False)
     return Path(output_dir) / PREDICTIONS_FILE

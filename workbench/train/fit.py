@@ -17,18 +17,16 @@ from typing import Any
 import numpy as np
 from datasets import DatasetDict
 from torch import nn
-from transformers import set_seed
 
 from workbench.checks import check_int
 from workbench.config import Config, DataConfig, ModelConfig, TrainingConfig
 from workbench.data import label_names
 from workbench.models import build_sequence_classifier, model_source
-from workbench.threads import torch_threads
+from workbench.train.checkpoints import training_run
 from workbench.train.evaluation import predict_probabilities
 from workbench.train.finetuning import train_classifier
 from workbench.train.inputs import classification_data
 from workbench.train.probes import PAIR_COLUMNS, SINGLE_COLUMNS, SPLITS, encode_split, fit_probe
-from workbench.train.verbosity import progress_bars
 from workbench.vocab import load_tokenizer
 
 
@@ -81,8 +79,8 @@ class ProbeFitter(Fitter):
         columns = PAIR_COLUMNS if "text_pair" in splits["train"].column_names else SINGLE_COLUMNS
         encoded = {name: encode_split(splits[name], tokenizer, self.max_length, columns) for name in SPLITS}
         run = fit_probe(encoded, loss, self.training, self.model.probe, len(tokenizer), len(names), seed=seed, label_names=names)
-        scores = (run.validation_predictions, run.predictions, run.probabilities, run.best_epoch, run.validation["macro_f1"])
-        return Fit(*scores, run.history)
+        scores = (run.validation_predictions, run.predictions, run.probabilities)
+        return Fit(*scores, run.best_epoch, run.validation["macro_f1"], run.history)
 
 
 class TransformerFitter(Fitter):
@@ -92,31 +90,17 @@ class TransformerFitter(Fitter):
 
     def _fit(self, splits: DatasetDict, loss: nn.Module, seed: int) -> Fit:
         training = self.training.replace(seed=seed, quiet=True)
-        with (
-            tempfile.TemporaryDirectory(prefix="workbench_fit_") as folder,
-            progress_bars(False),
-            torch_threads(training.threads),
-        ):
+        with tempfile.TemporaryDirectory(prefix="workbench_fit_") as folder:
             config = Config(output_dir=folder, data=DataConfig(max_length=self.max_length), model=self.model, training=training)
-            set_seed(seed)
-            data = classification_data(config, splits)
-            source = model_source(config.model, len(data.tokenizer), self.max_length)
-            trained = train_classifier(config, build_sequence_classifier(len(data.names), **source), loss, data, Path(folder))
-            validation, _ = predict_probabilities(trained.trainer, data.encoded["validation"], len(data.names))
-        state, probabilities = trained.trainer.state, trained.probabilities
-        history = [
-            {"epoch": round(e["epoch"]), "validation_macro_f1": e["eval_macro_f1"]}
-            for e in state.log_history
-            if "eval_macro_f1" in e
-        ]
-        scores = (
-            validation.argmax(axis=-1),
-            probabilities.argmax(axis=-1),
-            probabilities,
-            trained.best_epoch,
-            float(state.best_metric),
-        )
-        return Fit(*scores, history)
+            with training_run(config, "finetune") as config:
+                data = classification_data(config, splits)
+                source = model_source(config.model, len(data.tokenizer), self.max_length)
+                trained = train_classifier(config, build_sequence_classifier(len(data.names), **source), loss, data, Path(folder))
+                validation, _ = predict_probabilities(trained.trainer, data.encoded["validation"], len(data.names))
+        state, test = trained.trainer.state, trained.probabilities
+        evaluations = [entry for entry in state.log_history if "eval_macro_f1" in entry]
+        history = [{"epoch": round(e["epoch"]), "validation_macro_f1": e["eval_macro_f1"]} for e in evaluations]
+        return Fit(validation.argmax(-1), test.argmax(-1), test, trained.best_epoch, float(state.best_metric), history)
 
 
 def build_fitter(model: ModelConfig | dict[str, Any], training: TrainingConfig | dict[str, Any], max_length: int) -> Fitter:

@@ -1,14 +1,12 @@
-"""Held-out evaluation of MLM pre-training: a block split, eval masks drawn once, eval loss, perplexity, HC rates.
-
-Masks drawn afresh at every evaluation would make the eval loss noisy and incomparable across runs: the held-out
-blocks are masked once (:func:`fixed_mask_batches`), so every evaluation scores the same predictions.
-:func:`evaluate_masked_lm` reports the plain MLM loss whatever the training objective, so plain, HC and SR runs compare.
-"""
+"""Held-out evaluation of MLM pre-training: a block split, eval masks drawn once (:func:`fixed_mask_batches`, so every
+evaluation scores the same predictions), the plain MLM eval loss whatever the training objective (plain, HC and SR
+runs compare), perplexity and HC rates."""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import datasets
@@ -48,12 +46,21 @@ def fixed_mask_batches(
     check_int("batch_size", batch_size, 1)
     if len(blocks) == 0:
         raise ValueError("blocks: there is no held-out block to mask")
-    batches = []
-    for start in range(0, len(blocks), batch_size):
-        rows = blocks[start : start + batch_size]
-        features = [dict(zip(rows, values)) for values in zip(*rows.values())] if isinstance(rows, dict) else list(rows)
-        batches.append(collator(features))
-    return batches
+    rows = list(blocks)
+    return [collator(rows[start : start + batch_size]) for start in range(0, len(rows), batch_size)]
+
+
+@contextmanager
+def evaluation_mode(model: torch.nn.Module, batches: Sequence) -> Iterator[torch.device]:
+    """``model`` in eval mode inside the block (its mode restored after), yielding its device; ValueError without ``batches``."""
+    if len(batches) == 0:
+        raise ValueError("batches: there is no eval batch")
+    was_training = model.training
+    model.eval()
+    try:
+        yield next(model.parameters()).device
+    finally:
+        model.train(was_training)
 
 
 @torch.no_grad()
@@ -66,23 +73,15 @@ def evaluate_masked_lm(
     With ``correction`` (a :class:`HardCorrectionLoss`) the HC counts and Table 2 rates of the same predictions are
     added as ``hc_<name>`` (batches need ``word_ids`` at word level). Runs in eval mode, restores the mode after.
     """
-    if len(batches) == 0:
-        raise ValueError("batches: there is no eval batch")
-    device = next(model.parameters()).device
-    was_training = model.training
-    model.eval()
     total, masked, counts = 0.0, 0, CorrectionCounts()
-    try:
+    with evaluation_mode(model, batches) as device:
         for batch in batches:
-            labels = batch["labels"].to(device)
-            logits, _ = labelled_logits(model, labels, **{key: batch[key].to(device) for key in MODEL_INPUTS if key in batch})
-            total += F.cross_entropy(logits.float(), labels[labels != IGNORE_INDEX], reduction="sum").item()
+            batch = {key: value.to(device) for key, value in batch.items()}
+            logits, _ = labelled_logits(model, batch["labels"], **{key: batch[key] for key in MODEL_INPUTS if key in batch})
+            total += F.cross_entropy(logits.float(), batch["labels"][batch["labels"] != IGNORE_INDEX], reduction="sum").item()
             masked += len(logits)
             if correction is not None:
-                word_ids = batch["word_ids"].to(device) if "word_ids" in batch else None
-                counts.update(correction.correction_counts(logits, labels, word_ids))
-    finally:
-        model.train(was_training)
+                counts.update(correction.correction_counts(logits, batch["labels"], batch.get("word_ids")))
     if masked == 0:
         raise ValueError("batches: no position is masked (labels are all -100)")
     loss = total / masked

@@ -2,7 +2,7 @@
 workers, a held-out eval loss every epoch; random / whole-word / knowledge masking, plain / HC / SR objectives,
 optionally sentence-order prediction. The vocabulary head runs at the masked positions only
 (:func:`workbench.models.labelled_logits`). ``pretrain_electra`` (``electra.py``) shares the data
-(:func:`prepare_pretraining`), the Trainer arguments, the HC logs and the run's ending (:func:`run_pretraining`)."""
+(:func:`prepare_pretraining`), the Trainer, the HC logs and the run's ending (:func:`run_pretraining`)."""
 
 from __future__ import annotations
 
@@ -18,26 +18,26 @@ import datasets
 import torch
 import torch.nn.functional as F
 from torch import nn
-from transformers import TrainerCallback, set_seed
+from transformers import TrainerCallback
 
-from workbench.config import Config, MaskingSpec, ObjectiveConfig, load_config
+from workbench.config import Config, MaskingSpec, ObjectiveConfig
 from workbench.data import load_texts
 from workbench.losses import build_loss
 from workbench.losses.mlm import CorrectionCounts, HardCorrectionLoss
 from workbench.masking import PreparedCorpus, build_collator, count_tokens, prepare_corpus
 from workbench.models import build_masked_lm, labelled_logits, model_source
-from workbench.threads import torch_threads, usable_cores
-from workbench.train.checkpoints import checkpoint_to_resume, claim_output_dir, remove_checkpoints
+from workbench.threads import usable_cores
+from workbench.train.checkpoints import Result, count_parameters, remove_checkpoints, training_run, write_result
 from workbench.train.heldout import evaluate_masked_lm, fixed_mask_batches, split_heldout
-from workbench.train.result import Result, count_parameters, write_result
 from workbench.train.trainer import LossTrainer, training_arguments
-from workbench.train.verbosity import progress_bars
 from workbench.vocab import load_tokenizer
 
 EVAL_MASKING = MaskingSpec(strategy="wwm")
 """The held-out blocks are masked once with whole-word masking and :data:`EVAL_SEED`, whatever the training strategy,
 so the eval loss of runs with different masking strategies and objectives compares."""
 EVAL_SEED = 12345
+HEADLINE = ("eval_loss", "perplexity", "eval_disc_loss", "eval_disc_accuracy")
+"""The last evaluation's keys metrics.json holds at the top level (those a task's evaluation reports)."""
 
 
 def objective_loss(objective: ObjectiveConfig, tokenizer: Any) -> nn.Module:
@@ -73,14 +73,13 @@ class MaskedLMTrainer(LossTrainer):
 
     The model's head runs at the masked positions only (:func:`labelled_logits`). The loss module gets the batch's
     context (``model``, ``input_ids``, ``word_ids``, ...) and returns ``(loss, items)``; ``items`` (the positions its
-    mean runs over, after correction for HC) scales micro-batches under gradient accumulation. With SOP the
-    sentence-order cross-entropy is added (Lan et al. 2020: L = L_MLM + L_SOP). HC counts (Table 2) accumulate in
+    mean runs over, after correction for HC) scales micro-batches under gradient accumulation. With SOP labels in the
+    batch the sentence-order cross-entropy is added (Lan et al. 2020: L = L_MLM + L_SOP). HC counts (Table 2) accumulate in
     ``corrections`` (name -> :class:`CorrectionLog`, ``"hc"`` for the MLM's), logged with each step as ``<name>_*``.
     """
 
-    def __init__(self, *args: Any, sentence_order: bool = False, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.sentence_order = sentence_order
         self.correcting = isinstance(self.loss, HardCorrectionLoss)
         self.corrections: dict[str, CorrectionLog] = {"hc": CorrectionLog()} if self.correcting else {}
 
@@ -98,7 +97,7 @@ class MaskedLMTrainer(LossTrainer):
         labels, word_ids, sop_labels = inputs.pop("labels"), inputs.pop("word_ids", None), inputs.pop("sop_labels", None)
         logits, sop_logits = labelled_logits(model, labels, **inputs)
         loss, items = self.mlm_loss(self.accelerator.unwrap_model(model), logits, labels, inputs, word_ids)
-        if self.sentence_order:
+        if sop_labels is not None:
             loss = loss + F.cross_entropy(sop_logits.float(), sop_labels)
         if model.training:
             loss = self.scale_for_accumulation(loss, items, num_items_in_batch, is_batch_level=False)
@@ -110,15 +109,24 @@ class MaskedLMTrainer(LossTrainer):
                 logs = {**logs, **running.take("since_log", name)}
         super().log(logs, start_time)
 
+    def run_metrics(self) -> dict[str, Any]:
+        """What this trainer adds to metrics.json: with HC the run's ``correction`` counts."""
+        return {"correction": self.corrections["hc"].totals.as_dict()} if self.correcting else {}
+
 
 class EpochEvaluation(TrainerCallback):
     """At every epoch end: ``evaluate(model)`` on the fixed held-out batches (eval loss, perplexity, HC rates of the
     model's predictions there) and the epoch's training HC rates (``train_<name>_*``, Table 2 per checkpoint), logged
-    and kept in ``epochs``. A non-finite eval loss stops the run before the epoch's checkpoint."""
+    and kept in ``epochs``. A non-finite eval loss stops the run before the epoch's checkpoint. ``first_step``: the
+    wall-clock time the first optimisation step began (to report the share spent before it)."""
 
     def __init__(self, trainer: MaskedLMTrainer, evaluate: Callable[[nn.Module], dict[str, float]]) -> None:
         self.trainer, self.evaluate = trainer, evaluate
         self.epochs: list[dict[str, Any]] = []
+        self.first_step: float | None = None
+
+    def on_step_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        self.first_step = self.first_step or time.perf_counter()
 
     def on_epoch_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         evaluation = self.evaluate(self.trainer.model)
@@ -131,16 +139,6 @@ class EpochEvaluation(TrainerCallback):
         self.trainer.log({key: value for key, value in record.items() if key not in ("epoch", "step")})
 
 
-class FirstStep(TrainerCallback):
-    """Wall-clock time when the first optimisation step begins (to report the share spent before it)."""
-
-    at: float | None = None
-
-    def on_step_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
-        if self.at is None:
-            self.at = time.perf_counter()
-
-
 def default_dataloader_workers() -> int:
     """min(4, cores): masks are drawn in these processes while the model trains."""
     return min(4, usable_cores())
@@ -148,15 +146,18 @@ def default_dataloader_workers() -> int:
 
 @dataclass
 class PretrainingData:
-    """A pre-training run's data (:func:`prepare_pretraining`): the tokenizer, the packed corpus, its training and
-    held-out blocks, the training collator (fresh masks every batch) and the held-out blocks masked once."""
+    """A pre-training run's data (:func:`prepare_pretraining`, begun at ``started``): the tokenizer, the packed corpus,
+    its training and held-out blocks, the training collator (fresh masks every batch), the held-out blocks masked
+    once and the HC ``correction`` their evaluation counts with."""
 
+    started: float
     tokenizer: Any
     corpus: PreparedCorpus
     train_blocks: datasets.Dataset
     eval_blocks: datasets.Dataset
     collator: Callable[[list[dict]], dict[str, torch.Tensor]]
     eval_batches: list[dict[str, torch.Tensor]]
+    correction: HardCorrectionLoss
 
     def metrics(self) -> dict[str, Any]:
         """corpus_characters (non-space), blocks (train / eval), tokens_per_epoch (training tokens without [CLS] /
@@ -170,48 +171,36 @@ class PretrainingData:
         }
 
 
-def prepare_pretraining(config: Config, *, return_word_ids: bool, sentence_order: bool = False) -> PretrainingData:
+def prepare_pretraining(config: Config) -> PretrainingData:
     """The data of a pre-training run from ``config``.
 
     Texts from ``data`` (pairs joined by a newline) are packed into blocks of ``data.max_length`` tokens (one fewer
-    with ``sentence_order``, whose swap adds a [SEP]), segmented in ``data.num_proc`` processes and cached
+    with ``objective.sop``, whose swap adds a [SEP]), segmented in ``data.num_proc`` processes and cached
     (:func:`workbench.masking.prepare_corpus`). ``data.eval_fraction`` of the blocks is held out and masked once
     (:data:`EVAL_MASKING`, word ids kept for HC rates). The training collator is ``config.masking``'s, seeded with
-    ``training.seed`` (KDM weighs words by the training blocks' IDF); ``return_word_ids`` keeps the spans HC needs.
+    ``training.seed`` (KDM weighs words by the training blocks' IDF), with the word spans HC needs.
     """
-    data, training = config.data, config.training
+    started, data, objective = time.perf_counter(), config.data, config.objective
     tokenizer = load_tokenizer(config.model.model_name_or_path, config.model.vocab_file)
     texts, pairs = load_texts(data)
     documents = texts if pairs is None else [f"{text}\n{pair}" for text, pair in zip(texts, pairs)]
-    max_length = data.max_length - (1 if sentence_order else 0)
-    corpus = prepare_corpus(
-        documents,
-        tokenizer,
-        max_length=max_length,
-        cache_dir=data.cache_dir,
-        num_proc=data.num_proc,
-        block_boundary=data.block_boundary,
-    )
+    packing = {"cache_dir": data.cache_dir, "num_proc": data.num_proc, "block_boundary": data.block_boundary}
+    corpus = prepare_corpus(documents, tokenizer, max_length=data.max_length - (1 if objective.sop else 0), **packing)
     train_blocks, eval_blocks = split_heldout(corpus.dataset, data.eval_fraction, seed=data.seed)
     words = train_blocks["words"] if config.masking.strategy == "kdm" else None
-    collator = build_collator(
-        config.masking,
-        tokenizer,
-        training.seed,
-        return_word_ids=return_word_ids,
-        sentence_order=sentence_order,
-        segmented_texts=words,
-    )
+    masking = {"return_word_ids": objective.name == "hc", "sentence_order": objective.sop, "segmented_texts": words}
+    collator = build_collator(config.masking, tokenizer, config.training.seed, **masking)
     eval_masking = EVAL_MASKING.replace(mlm_probability=config.masking.mlm_probability)
     eval_collator = build_collator(eval_masking, tokenizer, EVAL_SEED, return_word_ids=True)
-    eval_batches = fixed_mask_batches(eval_blocks, eval_collator, batch_size=training.per_device_eval_batch_size)
-    return PretrainingData(tokenizer, corpus, train_blocks, eval_blocks, collator, eval_batches)
+    eval_batches = fixed_mask_batches(eval_blocks, eval_collator, batch_size=config.training.per_device_eval_batch_size)
+    correction = HardCorrectionLoss(tokenizer, objective.lexicon, objective.hc_level)
+    return PretrainingData(started, tokenizer, corpus, train_blocks, eval_blocks, collator, eval_batches, correction)
 
 
 def pretraining_trainer_kwargs(config: Config, data: PretrainingData, callbacks: Sequence[TrainerCallback]) -> dict[str, Any]:
     """The Trainer keyword arguments both pre-training tasks share: the training arguments (no Trainer evaluation,
     ``training.dataloader_num_workers`` persistent processes drawing the masks), the training blocks and collator, the
-    tokenizer, ``callbacks`` and ``training.time_budget_s``."""
+    tokenizer, the config's loss (``objective``), ``callbacks`` and ``training.time_budget_s``."""
     training = config.training
     workers = default_dataloader_workers() if training.dataloader_num_workers is None else training.dataloader_num_workers
     loading = {"dataloader_num_workers": workers, "dataloader_persistent_workers": workers > 0}
@@ -220,32 +209,30 @@ def pretraining_trainer_kwargs(config: Config, data: PretrainingData, callbacks:
         "train_dataset": data.train_blocks,
         "data_collator": data.collator,
         "processing_class": data.tokenizer,
+        "loss": objective_loss(config.objective, data.tokenizer),
         "callbacks": list(callbacks),
         "time_budget_s": training.time_budget_s,
     }
 
 
-def run_pretraining(
-    trainer, evaluate, config: Config, data: PretrainingData, start, resume_from, headline, task_metrics
-) -> Result:
-    """What both pre-training tasks do with their ``trainer`` (started at ``start``, a ``time.perf_counter()``):
-    ``evaluate(model)`` at every epoch end (:class:`EpochEvaluation`), train (from ``resume_from``), save into ``output_dir``, evaluate once more when training stopped mid-epoch
-    (``training.time_budget_s``), remove the checkpoints (unless ``training.keep_checkpoints``), write metrics.json.
+def run_pretraining(trainer: MaskedLMTrainer, config: Config, data: PretrainingData, evaluate: Callable, **extra: Any) -> Result:
+    """What both pre-training tasks do with their ``trainer``: ``evaluate(model, batches, correction)`` on the held-out
+    batches at every epoch end (:class:`EpochEvaluation`), train, save into ``output_dir``, evaluate once more when
+    training stopped mid-epoch (``training.time_budget_s``), remove the checkpoints (unless
+    ``training.keep_checkpoints``), write metrics.json.
 
     Metrics: task, masking, objective, :meth:`PretrainingData.metrics`, share_before_first_step, train_loss,
-    train_runtime, train_samples_per_second, the last evaluation's ``headline`` keys (non-finite as null), epochs,
-    time, num_parameters, parameters (the config), then ``task_metrics()``.
+    train_runtime, train_samples_per_second, the last evaluation's :data:`HEADLINE` keys (non-finite as null), epochs,
+    time, num_parameters, parameters (the config), the trainer's ``run_metrics()`` and ``extra``.
     """
-    first_step, evaluation = FirstStep(), EpochEvaluation(trainer, evaluate)
-    trainer.add_callback(first_step)
+    evaluation = EpochEvaluation(trainer, partial(evaluate, batches=data.eval_batches, correction=data.correction))
     trainer.add_callback(evaluation)
-    train_output = trainer.train(resume_from_checkpoint=resume_from)
+    train_output = trainer.train()
     trainer.save_model(config.output_dir)
     if not evaluation.epochs or evaluation.epochs[-1]["step"] != trainer.state.global_step:  # stopped mid-epoch
         evaluation.on_epoch_end(trainer.args, trainer.state, trainer.control)
-    final = evaluation.epochs[-1]
-    wall = time.perf_counter() - start
-    before_first_step = wall if first_step.at is None else first_step.at - start
+    final, wall = evaluation.epochs[-1], time.perf_counter() - data.started
+    before_first_step = wall if evaluation.first_step is None else evaluation.first_step - data.started
     metrics: dict[str, Any] = {
         "task": config.task,
         "masking": config.masking.strategy,
@@ -255,12 +242,13 @@ def run_pretraining(
         "train_loss": train_output.training_loss,
         "train_runtime": train_output.metrics["train_runtime"],
         "train_samples_per_second": train_output.metrics["train_samples_per_second"],
-        **{key: final[key] if math.isfinite(final[key]) else None for key in headline},
+        **{key: final[key] if math.isfinite(final[key]) else None for key in HEADLINE if key in final},
         "epochs": evaluation.epochs,
         "time": wall,
         "num_parameters": count_parameters(trainer.model),
         "parameters": config.to_dict(),
-        **task_metrics(),
+        **trainer.run_metrics(),
+        **extra,
     }
     if not config.training.keep_checkpoints:
         remove_checkpoints(Path(config.output_dir))
@@ -277,29 +265,9 @@ def pretrain_mlm(config: str | Path | Mapping[str, Any] | Config, callbacks: Seq
     loss) and HC rates. The model and tokenizer go into ``output_dir``; metrics.json as :func:`run_pretraining`
     says, plus ``sop`` and with HC the run's ``correction`` counts.
     """
-    config = load_config(config, task="pretrain_mlm")
-    with progress_bars(not config.training.quiet), torch_threads(config.training.threads):
-        return _pretrain_mlm(config, callbacks)
-
-
-def _pretrain_mlm(config: Config, callbacks: Sequence[TrainerCallback]) -> Result:
-    start = time.perf_counter()
-    objective = config.objective
-    set_seed(config.training.seed)
-    claim_output_dir(config)  # the run folder's guards; the lock is released by write_result
-    resume_from = checkpoint_to_resume(config.output_dir, config.training.resume)
-    data = prepare_pretraining(config, return_word_ids=objective.name == "hc", sentence_order=objective.sop)
-    source = model_source(config.model, len(data.tokenizer), config.data.max_length)
-    model = build_masked_lm(**source, sentence_order=objective.sop)
-    loss = objective_loss(objective, data.tokenizer)
-    trainer = MaskedLMTrainer(
-        model=model, loss=loss, sentence_order=objective.sop, **pretraining_trainer_kwargs(config, data, callbacks)
-    )
-    correction = HardCorrectionLoss(data.tokenizer, objective.lexicon, objective.hc_level)
-
-    def task_metrics() -> dict[str, Any]:
-        hc = {"correction": trainer.corrections["hc"].totals.as_dict()} if trainer.correcting else {}
-        return {"sop": objective.sop, **hc}
-
-    evaluate = partial(evaluate_masked_lm, batches=data.eval_batches, correction=correction)
-    return run_pretraining(trainer, evaluate, config, data, start, resume_from, ("eval_loss", "perplexity"), task_metrics)
+    with training_run(config, "pretrain_mlm") as config:
+        sop = config.objective.sop
+        data = prepare_pretraining(config)
+        model = build_masked_lm(**model_source(config.model, len(data.tokenizer), config.data.max_length), sentence_order=sop)
+        trainer = MaskedLMTrainer(model=model, **pretraining_trainer_kwargs(config, data, callbacks))
+        return run_pretraining(trainer, config, data, evaluate_masked_lm, sop=sop)

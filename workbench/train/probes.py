@@ -1,13 +1,7 @@
 """Bag-of-characters probes and their seeded training loop: about a second a run on a CPU, where fine-tuning even
-a tiny BERT through the Trainer is too slow for a notebook's grid of runs.
-
-* :func:`encode_split`: a split's texts (or query / title pairs) as padded character ids and labels;
-* :class:`CharacterProbe`: fastText for one text (Joulin et al., 2017, eq. 1: mean of the character embeddings,
-  then a linear layer); for a pair, a siamese matcher over the InferSent features [u, v, u * v, |u - v|]
-  (Conneau et al., 2017, sec. 3.1);
-* :func:`fit_probe`: one seeded run (AdamW on the config's ``training`` section: ``num_train_epochs``,
-  ``per_device_train_batch_size``, ``learning_rate``, ``weight_decay``), the best validation epoch kept.
-"""
+a tiny BERT is too slow for a notebook's grid of runs. :class:`CharacterProbe` is fastText for one text (Joulin et
+al., 2017, eq. 1) and a siamese matcher over the InferSent features for a pair (Conneau et al., 2017, sec. 3.1);
+:func:`fit_probe` trains one seeded run, :func:`encode_split` gives its inputs."""
 
 from __future__ import annotations
 
@@ -99,12 +93,10 @@ class CharacterProbe(nn.Module):
         self.pair = bool(pair)
         self.embedding = nn.EmbeddingBag(vocab_size, embedding_size, mode="mean", padding_idx=PAD_ID)
         features = 4 * embedding_size if self.pair else embedding_size
-        layers = (
-            [nn.Linear(features, num_labels)]
-            if hidden_size is None
-            else [nn.Linear(features, hidden_size), nn.ReLU(), nn.Linear(hidden_size, num_labels)]
-        )
-        self.head = layers[0] if len(layers) == 1 else nn.Sequential(*layers)
+        if hidden_size is None:
+            self.head = nn.Linear(features, num_labels)
+        else:
+            self.head = nn.Sequential(nn.Linear(features, hidden_size), nn.ReLU(), nn.Linear(hidden_size, num_labels))
 
     def forward(self, input_ids: torch.Tensor, pair_ids: torch.Tensor | None = None) -> torch.Tensor:
         """Logits (n, num_labels) of texts ``input_ids`` (n, length), or of pairs with ``pair_ids``."""
@@ -181,9 +173,8 @@ def fit_probe(
     train = encoded.get("train")
     with torch_threads(1), torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
-        model = CharacterProbe(
-            vocab_size, num_labels, probe.embedding_size, probe.hidden_size, pair=bool(train and train.is_pair)
-        )
+        pair = bool(train and train.is_pair)
+        model = CharacterProbe(vocab_size, num_labels, probe.embedding_size, probe.hidden_size, pair=pair)
         _check_encoded(encoded, vocab_size, num_labels)
         optimizer = torch.optim.AdamW(model.parameters(), lr=training.learning_rate, weight_decay=training.weight_decay)
         order = torch.Generator().manual_seed(seed)
@@ -191,9 +182,9 @@ def fit_probe(
         def predict(name: str) -> tuple[torch.Tensor, dict[str, Any]]:
             with torch.no_grad():
                 probabilities = torch.softmax(model(*encoded[name].ids), dim=-1)
-            labels = encoded[name].labels.numpy()
+            predicted = probabilities.argmax(-1).numpy()
             return probabilities, classification_report(
-                labels, probabilities.argmax(-1).numpy(), label_names=label_names, num_labels=num_labels
+                encoded[name].labels.numpy(), predicted, label_names, num_labels=num_labels
             )
 
         best, history = None, []

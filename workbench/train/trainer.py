@@ -20,7 +20,7 @@ from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR, rotate_checkpoints
 
 from workbench.config import PRECISIONS, TrainingConfig, check_field
 from workbench.losses import IGNORE_INDEX
-from workbench.train.checkpoints import STAGING_DIR
+from workbench.train.checkpoints import STAGING_DIR, checkpoint_to_resume
 
 
 class BarProgressCallback(ProgressCallback):
@@ -35,8 +35,8 @@ class BarProgressCallback(ProgressCallback):
             return
         if "loss" in logs:
             self.training_bar.set_postfix(loss=f"{logs['loss']:.4g}", refresh=False)
-        shown = {key[5:]: value for key, value in logs.items() if key.startswith("eval_") and isinstance(value, float)}
-        shown = {key: value for key, value in shown.items() if not key.endswith(("runtime", "_per_second"))}
+        timing = ("runtime", "_per_second")
+        shown = {k[5:]: v for k, v in logs.items() if k.startswith("eval_") and isinstance(v, float) and not k.endswith(timing)}
         if shown:
             self.training_bar.write(f"epoch {state.epoch:.0f} validation: " + ", ".join(f"{k} {v:.4g}" for k, v in shown.items()))
 
@@ -45,7 +45,7 @@ class TimeBudget(TrainerCallback):
     """Stops training once ``seconds`` have passed since it began (checked after every step)."""
 
     def __init__(self, seconds: float) -> None:
-        self.seconds, self.start = seconds, time.perf_counter()
+        self.seconds = seconds
 
     def on_train_begin(self, *args: Any, **kwargs: Any) -> None:
         self.start = time.perf_counter()
@@ -188,8 +188,10 @@ class LossTrainer(Trainer):
         )
 
     def train(self, resume_from_checkpoint: str | None = None, **kwargs: Any) -> Any:
-        """``Trainer.train``, with no staging left after an error; a full disk or a folder that cannot be written,
-        and a checkpoint holding a file that is not a checkpoint's, are one ValueError naming the folder."""
+        """``Trainer.train`` from ``args.resume_from_checkpoint`` by default, with no staging left after an error; a
+        full disk or a folder that cannot be written, and a checkpoint holding a file that is not a checkpoint's,
+        are one ValueError naming the folder."""
+        resume_from_checkpoint = resume_from_checkpoint or self.args.resume_from_checkpoint
         try:
             return super().train(resume_from_checkpoint=resume_from_checkpoint, **kwargs)
         except Exception as error:
@@ -219,8 +221,9 @@ def resolve_precision(precision: str) -> str:
 def training_arguments(training: TrainingConfig, output_dir: str, *, evaluate: bool, **extra: Any) -> TrainingArguments:
     """``TrainingArguments`` of the config's ``training`` section (its TrainingArguments fields as given) and what
     the workbench sets: ``precision``, ``quiet``, a save (and an evaluation, when ``evaluate``) every epoch with
-    the best checkpoint by validation macro-F1 kept, staged in ``<output_dir>/.staging``. ``extra`` overrides any
-    of them (stage 2's epochs and learning rate, pre-training's workers; None keeps the config's)."""
+    the best checkpoint by validation macro-F1 kept, staged in ``<output_dir>/.staging``, and the checkpoint to
+    resume from (:func:`checkpoint_to_resume`). ``extra`` overrides any of them (stage 2's epochs and learning
+    rate, pre-training's workers; None keeps the config's)."""
     precision = resolve_precision(training.precision)
     arguments = {
         "data_seed": training.seed,
@@ -238,6 +241,7 @@ def training_arguments(training: TrainingConfig, output_dir: str, *, evaluate: b
         "greater_is_better": True if evaluate else None,
         "logging_nan_inf_filter": False,  # training_step stops a run at a non-finite loss
         "remove_unused_columns": False,
+        "resume_from_checkpoint": checkpoint_to_resume(output_dir, training.resume),
         **extra,
     }
     return TrainingArguments(**{key: value for key, value in arguments.items() if value is not None})

@@ -15,6 +15,7 @@ the fusion fine-tuned in one stage, without auxiliary labels.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -32,9 +33,11 @@ from workbench.models import (
     model_source,
     replace_head,
 )
+from workbench.train.checkpoints import Result, training_run, write_result
 from workbench.train.fgm import FGMTrainer
-from workbench.train.finetuning import classifier_run, finished_checkpoint, train_classifier, write_classifier_result
-from workbench.train.result import Result, write_result
+from workbench.train.finetuning import finished_checkpoint, train_classifier, write_classifier_result
+from workbench.train.inputs import classification_data
+from workbench.train.trainer import LossTrainer
 from workbench.vocab import load_tokenizer
 
 
@@ -91,21 +94,16 @@ def two_stage(config: str | Path | Mapping[str, Any] | Config, callbacks: Sequen
     scored on the first K), stage 2 into ``output_dir/stage2`` (frozen encoder, fresh head, ``loss``,
     ``aux.stage2_epochs`` / ``aux.stage2_lr``), each keeping its best epoch by validation macro-F1;
     ``output_dir/metrics.json`` holds both stages' metrics, stage 2's report at the top level."""
-    with classifier_run(config, "two_stage", "stage1", "stage2") as (config, data):
-        output_dir, keep = Path(config.output_dir), config.training.keep_checkpoints
+    with training_run(config, "two_stage", "stage1", "stage2") as config:
+        data, output_dir, keep = classification_data(config), Path(config.output_dir), config.training.keep_checkpoints
         model = stage_one_model(config, len(data.tokenizer), len(data.names), data.tokenizer)
-        fgm = (
-            {"trainer_class": FGMTrainer, "trainer_kwargs": {"fgm_epsilon": config.aux.fgm_epsilon}}
-            if config.aux.fgm_epsilon > 0
-            else {}
-        )
-        stage_one = train_classifier(config, model, build_loss("ce"), data, output_dir / "stage1", callbacks, **fgm)
+        fgm = partial(FGMTrainer, fgm_epsilon=config.aux.fgm_epsilon) if config.aux.fgm_epsilon > 0 else LossTrainer
+        stage_one = train_classifier(config, model, build_loss("ce"), data, output_dir / "stage1", callbacks, fgm)
         model = stage_two_model(stage_one.trainer.model, len(data.names), seed=config.training.seed)
         loss = resolve(config.loss, data.splits["train"])
         overrides = {"num_train_epochs": config.aux.stage2_epochs, "learning_rate": config.aux.stage2_lr}
         stage_two = train_classifier(config, model, loss, data, output_dir / "stage2", callbacks, **overrides)
         finished_checkpoint(stage_one, output_dir / "stage1", keep)
-        best = finished_checkpoint(stage_two, output_dir / "stage2", keep)
         metrics = {
             "task": "two_stage",
             **{key: stage_two.metrics[key] for key in ("macro_f1", "accuracy")},
@@ -114,22 +112,19 @@ def two_stage(config: str | Path | Mapping[str, Any] | Config, callbacks: Sequen
             "time": stage_one.metrics["time"] + stage_two.metrics["time"],
             "parameters": config.to_dict(),
         }
-        history = [
-            {**entry, "stage": stage}
-            for stage, run in ((1, stage_one), (2, stage_two))
-            for entry in run.trainer.state.log_history
-        ]
-        return write_result(output_dir, metrics, best, history)
+        stages = ((1, stage_one), (2, stage_two))
+        history = [{**entry, "stage": stage} for stage, run in stages for entry in run.trainer.state.log_history]
+        return write_result(output_dir, metrics, finished_checkpoint(stage_two, output_dir / "stage2", keep), history)
 
 
 def fusion_finetune(config: str | Path | Mapping[str, Any] | Config, callbacks: Sequence[TrainerCallback] = ()) -> Result:
     """The paper's M-BERT: a FusionClassifier of ``model`` and ``aux.fusion_model`` with a K-way head, both encoders
     fine-tuned in one stage with ``loss`` (``aux.num_aux``, ``aux.fgm_epsilon``, ``aux.fusion`` ignored); writes
     ``output_dir`` as :func:`workbench.train.finetune` does."""
-    with classifier_run(config, "finetune") as (config, data):
+    with training_run(config, "finetune") as config:
+        data = classification_data(config)
         model = FusionClassifier(*fusion_encoders(config, data.tokenizer), len(data.names))
-        trained = train_classifier(
-            config, model, resolve(config.loss, data.splits["train"]), data, Path(config.output_dir), callbacks
-        )
+        loss = resolve(config.loss, data.splits["train"])
+        trained = train_classifier(config, model, loss, data, Path(config.output_dir), callbacks)
         head = {"task": "fusion_finetune", "fusion": fusion_description(config), "loss": config.loss.to_dict()}
         return write_classifier_result(config, trained, data, head)
