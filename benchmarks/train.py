@@ -35,9 +35,9 @@ from transformers import DataCollatorWithPadding, PrinterCallback, Trainer, Trai
 from workbench.config import Config, load_config
 from workbench.losses import resolve
 from workbench.models import build_sequence_classifier, model_source
-from workbench.train.inputs import ClassificationData, classification_data
+from workbench.train.checkpoints import progress_bars
+from workbench.train.finetuning import ClassificationData, classification_data
 from workbench.train.trainer import LossTrainer, training_arguments
-from workbench.train.verbosity import progress_bars
 
 BASELINE = "plain Trainer (built-in CE)"
 

@@ -12,7 +12,7 @@ import pytest
 from workbench.config import DataConfig, LossSpec, check_loss_fits_labels, load_config
 from workbench.data import label_names, load_splits, load_texts, sample_relevance_splits, shared_with_train
 from workbench.train import tokenize_splits
-from workbench.train.inputs import classification_data, unreadable_share
+from workbench.train.finetuning import classification_data, unreadable_share
 from workbench.vocab import load_tokenizer
 
 

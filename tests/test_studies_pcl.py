@@ -11,7 +11,7 @@ from workbench.data import load_splits
 from workbench.losses import QBQTC_LABEL_COUNTS, pcl_constants, pcl_weight_matrix, resolve
 from workbench.studies import pcl as study
 from workbench.train import ProbeFitter, TransformerFitter, build_fitter
-from workbench.train.evaluation import best_epoch
+from workbench.train.finetuning import best_epoch
 
 EPSILON = 0.1
 PROBE = {"kind": "probe", "probe": {"embedding_size": 16, "hidden_size": 16}}

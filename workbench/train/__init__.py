@@ -18,14 +18,12 @@ from typing import Any
 from workbench.config import TASKS, Config, load_config
 
 _MODULES = {
-    "finetuning": ("finetune",),
+    "finetuning": ("finetune", "ClassificationData", "classification_data", "tokenize_splits", "evaluation_split"),
     "pretraining": ("pretrain_mlm",),
     "two_stage_training": ("two_stage", "fusion_finetune", "fusion_description"),
     "electra": ("pretrain_electra",),
     "checkpoints": ("Result", "drop_weights"),
     "fit": ("Fit", "Fitter", "ProbeFitter", "TransformerFitter", "build_fitter"),
-    "inputs": ("ClassificationData", "classification_data", "tokenize_splits"),
-    "evaluation": ("evaluation_split",),
     "heldout": ("split_heldout", "fixed_mask_batches", "evaluate_masked_lm"),
 }
 _EXPORTS = {name: f"workbench.train.{module}" for module, names in _MODULES.items() for name in names}

@@ -1,7 +1,6 @@
-"""A run's folder: claimed by :func:`claim_output_dir` (it then holds ``run_config.yaml``, the resolved config,
-locked while the run lives), its ``checkpoint-N`` folders (written atomically by ``LossTrainer``; complete with
-their trainer state and weights; only direct children are resumed from or removed), :func:`drop_weights`, and
-what a finished run returns and writes (:class:`Result`, ``metrics.json``)."""
+"""A run's frame (:func:`training_run`: its folder claimed by :func:`claim_output_dir`, ``run_config.yaml`` locked while
+the run lives; :func:`progress_bars`), its ``checkpoint-N`` folders (written atomically by ``LossTrainer``; only direct
+children are resumed from or removed), :func:`drop_weights`, and what a finished run writes (:class:`Result`)."""
 
 from __future__ import annotations
 
@@ -17,16 +16,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import datasets
 import yaml
 from torch import nn
 from transformers import PreTrainedModel, set_seed
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR, sort_checkpoints
+from transformers.utils import logging
 
 from workbench.checks import is_number
 from workbench.config import Config, load_config
 from workbench.records import METRICS_FILE, write_json
 from workbench.threads import torch_threads
-from workbench.train.verbosity import progress_bars
 from workbench.yaml_files import read_yaml_file
 
 RUN_CONFIG = "run_config.yaml"
@@ -49,15 +49,10 @@ def _flat(tree: Any, prefix: str = "") -> dict[str, Any]:
 
 
 def claim_output_dir(config: Config, *subfolders: str) -> contextlib.ExitStack:
-    """Make ``config.output_dir`` this run's folder before any data is loaded, or raise ValueError naming it.
-
-    Refused: a file; a folder inside another run's folder; one holding files of no run (a user's
-    predictions.csv); one (or its ``subfolders``) holding a run without ``training.resume``
-    (:func:`checkpoint_to_resume`); with it, one whose run had another config outside :data:`RESUMABLE_KEYS`;
-    one that cannot be written; one in use by a live run (its lock; a dead run's the system releases).
-    Writes the resolved config to ``run_config.yaml`` and holds its lock until the returned stack closes
-    (``with claim_output_dir(config):``) or the process ends.
-    """
+    """Make ``config.output_dir`` this run's folder, or raise ValueError naming it: refused are a file, a folder inside
+    another run's, one holding files of no run, one (or its ``subfolders``) holding a run without ``training.resume``
+    (with it: one whose run had another config outside :data:`RESUMABLE_KEYS`), one that cannot be written, one in use
+    by a live run. Writes ``run_config.yaml`` and holds its lock until the returned stack closes or the process ends."""
     folder = Path(config.output_dir).absolute()
     if folder.exists() and not folder.is_dir():
         raise ValueError(f"output_dir: {str(folder)!r} is a file; choose a folder")
@@ -93,6 +88,30 @@ def claim_output_dir(config: Config, *subfolders: str) -> contextlib.ExitStack:
     stack.enter_context(lock)
     stack.callback(_LOCKS.pop, folder, None)
     return stack
+
+
+@contextlib.contextmanager
+def progress_bars(enabled: bool) -> Iterator[None]:
+    """Inside the block, only the bars worth watching: transformers' bars for reading and writing model files
+    (a 0-to-100% flash) are off; with ``enabled`` false (quiet runs) the bars of ``datasets`` and transformers'
+    warnings below errors (e.g. the LOAD REPORT of a fresh head) too. The Trainer's bar follows ``training.quiet``."""
+    bars, datasets_bars, verbosity = (
+        logging.is_progress_bar_enabled(),
+        datasets.is_progress_bar_enabled(),
+        logging.get_verbosity(),
+    )
+    logging.disable_progress_bar()
+    if not enabled:
+        datasets.disable_progress_bars()
+        logging.set_verbosity_error()
+    try:
+        yield
+    finally:
+        logging.set_verbosity(verbosity)
+        if bars:
+            logging.enable_progress_bar()
+        if datasets_bars:
+            datasets.enable_progress_bars()
 
 
 @contextlib.contextmanager
@@ -136,8 +155,7 @@ def checkpoint_to_resume(output_dir: str | Path, resume: bool) -> str | None:
 
 
 def remove_checkpoints(*folders: str | Path) -> None:
-    """Delete the ``checkpoint-N`` folders directly inside each of ``folders`` and their staging folder (main
-    process only): once a run has finished its best model is saved in its folder. Nothing deeper is touched."""
+    """Delete the ``checkpoint-N`` folders directly inside each of ``folders`` and their staging folder (main process)."""
     for folder in folders if is_main_process() else ():
         for checkpoint in sort_checkpoints(str(folder)):
             shutil.rmtree(checkpoint)
@@ -145,9 +163,8 @@ def remove_checkpoints(*folders: str | Path) -> None:
 
 
 def drop_weights(root: str | Path) -> int:
-    """Delete the saved model weights of every finished run under ``root`` (at any depth), keeping everything
-    else (metrics, predictions, configs, tokenizer; the weights inside ``checkpoint-N`` and staging folders of
-    an interrupted run); the runs stay refused as new output_dirs. Main process only; returns the bytes freed."""
+    """Delete the saved model weights of every finished run under ``root`` (at any depth; not inside ``checkpoint-N``
+    or staging folders), keeping everything else: the runs stay refused as new output_dirs. Returns the bytes freed."""
     freed = 0
     weights = [path for pattern in ("model*.safetensors", "pytorch_model*.bin") for path in sorted(Path(root).rglob(pattern))]
     for path in weights if is_main_process() else ():
@@ -175,8 +192,7 @@ class Result:
 
 
 def is_main_process() -> bool:
-    """True unless this is a non-zero rank of a ``torchrun`` / ``accelerate launch`` job (env ``RANK``); where a
-    trainer exists, ``trainer.is_world_process_zero()`` says the same."""
+    """False in a non-zero rank of a ``torchrun`` / ``accelerate launch`` job (env ``RANK``), where no trainer can say."""
     return int(os.environ.get("RANK", "0")) == 0
 
 

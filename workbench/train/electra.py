@@ -1,23 +1,15 @@
 """ELECTRA pre-training (``pretrain_electra``) with the true-negatives objectives HC and SR.
 
-ELECTRA (Clark et al., ICLR 2020, Sec. 2): a small generator G (a masked LM) and a discriminator D share their
-embeddings (:func:`workbench.models.build_electra`). G predicts the masked positions (L_MLM, eq. 1 of Zhang et al.;
-its head runs at those positions only); each is replaced by a token sampled from G's softmax, without gradient
-through the sampling, giving x^c; D predicts for every real token t whether it was replaced, y_t = 1[x^c_t != x_t]:
-L_disc = -(1/n) sum_t [y_t log D(x^c, t) + (1 - y_t) log(1 - D(x^c, t))] over the n real tokens, and
-L = L_MLM(G) + lambda L_disc, lambda = ``electra.discriminator_weight`` (50 in ELECTRA).
+ELECTRA (Clark et al., ICLR 2020, Sec. 2): a small generator G (a masked LM, its head at the masked positions only)
+and a discriminator D share their embeddings (:func:`workbench.models.build_electra`). Each masked position is replaced
+by a token sampled from G's softmax (no gradient through the sampling), giving x^c; D predicts for every real token
+y_t = 1[x^c_t != x_t]: L_disc = -(1/n) sum_t [y_t log D(x^c, t) + (1 - y_t) log(1 - D(x^c, t))] over the n real
+tokens, and L = L_MLM(G) + lambda L_disc, lambda = ``electra.discriminator_weight`` (50 in ELECTRA).
 
-True negatives (Zhang et al., AAAI 2023, App. A, "How HC and SR work in ELECTRA"):
-
-* HC "affect[s] both the generator and discriminator": G's MLM loss is eq. 2 on G's argmax r_k, as in
-  ``pretrain_mlm``; for D "the position will also be considered as the original word instead of the replaced one":
-  y_t = 0 where the sampled replacement (the token D sees) is a synonym of the original (:func:`discriminator_targets`;
-  reading this on the sample is the workbench's). Both use ``objective.hc_level`` and ``objective.lexicon``.
-* SR is added to G's MLM loss on the shared embeddings, "the gradient will be passed thorough [sic] back to the
-  Embedding layer to guide the training of both modules"; the sentence-level KL uses G's encoder.
-
-Every epoch: G's plain MLM eval loss and perplexity, and D's loss, accuracy, precision and recall of "replaced" with
-plain targets, on the fixed held-out masks with seeded samples (deterministic for given weights).
+True negatives (Zhang et al., AAAI 2023, App. A): HC "affect[s] both the generator and discriminator": G's MLM loss is
+eq. 2 on G's argmax; for D "the position will also be considered as the original word", y_t = 0 where the sampled
+replacement is a synonym of the original (:func:`discriminator_targets`; reading this on the sample is the
+workbench's). SR is added to G's MLM loss on the shared embeddings (sentence level: G's encoder).
 """
 
 from __future__ import annotations
@@ -100,12 +92,9 @@ def discriminator_loss(
 
 
 class ElectraPretrainingModel(nn.Module):
-    """ELECTRA's generator and discriminator as one module for the Trainer (sharing embeddings, :func:`build_electra`).
-
-    ``forward(input_ids, attention_mask, token_type_ids=None, labels=..., sampler=None)``: G at the masked positions,
-    those filled with samples (:func:`sample_replacements`), D on the result. ``save_pretrained(folder)`` writes D into
-    ``folder`` (``finetune`` loads it) and G into ``folder/generator``, from where :func:`build_electra` loads both.
-    """
+    """ELECTRA's G and D as one module for the Trainer: ``forward`` runs G at the masked positions, fills them with
+    samples (:func:`sample_replacements`) and runs D on the result; ``save_pretrained(folder)`` writes D into ``folder``
+    (``finetune`` loads it) and G into ``folder/generator``, from where :func:`build_electra` loads both."""
 
     def __init__(self, generator: ElectraForMaskedLM, discriminator: ElectraForPreTraining) -> None:
         super().__init__()
@@ -130,14 +119,10 @@ def loss_means(sums: np.ndarray) -> dict[str, float]:
 
 
 class ElectraTrainer(MaskedLMTrainer):
-    """The Trainer of ``pretrain_electra``: :class:`MaskedLMTrainer`'s objective (plain / HC / SR) on G, plus
-    ``discriminator_weight`` x L_disc.
-
-    Gradient accumulation: G's loss is a mean over masked positions (the kept ones with HC), scaled as any MLM loss;
-    L_disc, a mean over the micro-batch's real tokens, as a batch-level loss (1/G over G micro-batches). With HC, D's
-    relabellings are counted in ``corrections["disc_hc"]``. Logged steps carry ``generator_loss`` and
-    ``discriminator_loss`` (means since the last log).
-    """
+    """:class:`MaskedLMTrainer`'s objective (plain / HC / SR) on G plus ``discriminator_weight`` x L_disc. Under
+    gradient accumulation G's loss scales as any MLM loss, L_disc (a mean over real tokens) as a batch-level loss. With
+    HC, D's relabellings are counted in ``corrections["disc_hc"]``; logged steps carry ``generator_loss`` and
+    ``discriminator_loss`` (means since the last log)."""
 
     def __init__(self, *args: Any, discriminator_weight: float, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -225,9 +210,8 @@ def evaluate_discriminator(
             loss, tokens = discriminator_loss(output.discriminator_logits, targets, batch["attention_mask"])
             predicted = (output.discriminator_logits > 0) & real
             right = (predicted == targets) & real
-            totals += torch.stack(
-                [loss * tokens, tokens, right.sum(), (predicted & targets).sum(), predicted.sum(), targets.sum()]
-            ).tolist()
+            counted = [loss * tokens, tokens, right.sum(), (predicted & targets).sum(), predicted.sum(), targets.sum()]
+            totals += torch.stack(counted).tolist()
             if correction is not None:
                 counts.update(correction.prediction_counts(output.replaced_ids, batch["labels"], batch.get("word_ids")))
     loss_sum, tokens, right, true_positives, predicted, replaced = totals
@@ -247,15 +231,10 @@ def evaluate_electra(model: ElectraPretrainingModel, batches: Sequence, correcti
 
 
 def pretrain_electra(config: str | Path | Mapping[str, Any] | Config, callbacks: Sequence[TrainerCallback] = ()) -> Result:
-    """ELECTRA pre-training on ``config`` (docs/training.md and this module's docstring).
-
-    The data are ``pretrain_mlm``'s (:func:`~workbench.train.pretraining.prepare_pretraining`). D: a tiny ELECTRA
-    (``model.tiny``) or the ELECTRA checkpoint ``model.model_name_or_path``; G: ``electra.generator_size`` times its
-    hidden size, sharing its embeddings. ``objective``: plain, hc or sr (``objective.sop`` is refused). D and the
-    tokenizer go into ``output_dir`` (``finetune`` loads it), G into ``output_dir/generator``. metrics.json:
-    pretrain_mlm's keys (eval_loss and perplexity are G's) plus D's evaluation and
-    :meth:`ElectraTrainer.run_metrics`, and the ``electra`` section.
-    """
+    """ELECTRA pre-training on ``config`` (docs/training.md), with ``pretrain_mlm``'s data: D is a tiny ELECTRA
+    (``model.tiny``) or the ELECTRA checkpoint ``model.model_name_or_path``, G ``electra.generator_size`` times its
+    hidden size. D and the tokenizer go into ``output_dir`` (``finetune`` loads it), G into ``output_dir/generator``;
+    metrics.json: pretrain_mlm's keys (G's), D's evaluation, :meth:`ElectraTrainer.run_metrics`, ``electra``."""
     with training_run(config, "pretrain_electra") as config:
         data = prepare_pretraining(config)
         source = model_source(config.model, len(data.tokenizer), config.data.max_length)

@@ -1,26 +1,149 @@
-"""Fine-tune a sequence classifier with any workbench loss (``finetune``); what every classifier trainer shares
-(:func:`train_classifier`, :func:`write_classifier_result`)."""
+"""Fine-tune a sequence classifier with any workbench loss (``finetune``) and what every classifier trainer shares:
+the config's splits tokenized (:func:`classification_data`), per-epoch metrics, training (:func:`train_classifier`),
+predictions and the run folder (:func:`write_classifier_result`). Predictions take the argmax over the first
+``num_labels`` logits, so a stage-1 auxiliary-label model (K+n outputs) is scored on its K task labels."""
 
 from __future__ import annotations
 
+import re
 import time
+import warnings
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
+import torch
+from datasets import Dataset, DatasetDict
 from torch import nn
-from transformers import DataCollatorWithPadding, TrainerCallback
+from transformers import DataCollatorWithPadding, EvalPrediction, Trainer, TrainerCallback, TrainerState
 
 from workbench.config import Config
+from workbench.data import label_names, load_splits, shared_with_train
 from workbench.losses import resolve
 from workbench.metrics import classification_report
 from workbench.models import build_sequence_classifier, model_source
 from workbench.train.checkpoints import Result, count_parameters, remove_checkpoints, training_run, write_result
-from workbench.train.evaluation import best_epoch, epoch_metrics, evaluation_split, predict_probabilities, write_predictions
-from workbench.train.inputs import ClassificationData, classification_data
 from workbench.train.trainer import LossTrainer, training_arguments
+from workbench.vocab import load_tokenizer
+
+UNREADABLE_SHARE = 0.1  # a split with more than this share of unreadable samples gets a warning
+
+
+def unreadable_share(encoded: Dataset, tokenizer: Any) -> float:
+    """Share of samples whose tokens (special tokens aside) are mostly ``[UNK]`` or single Latin letters
+    (e.g. English split into letters by a Chinese character vocabulary)."""
+    letter = re.compile(r"(##)?[A-Za-z]")
+    unreadable = {i for token, i in tokenizer.get_vocab().items() if token == tokenizer.unk_token or letter.fullmatch(token)}
+    special = set(tokenizer.all_special_ids) - {tokenizer.unk_token_id}
+    tokens = ([i for i in ids if i not in special] for ids in encoded["input_ids"])
+    return sum(bool(row) and sum(i in unreadable for i in row) > len(row) / 2 for row in tokens) / max(len(encoded), 1)
+
+
+def tokenize_splits(splits: DatasetDict, tokenizer: Any, max_length: int) -> DatasetDict:
+    """Tokenize ``text`` (and ``text_pair``) to at most ``max_length`` tokens, unpadded, ``label`` -> ``labels``;
+    one warning names the splits the vocabulary cannot read (:func:`unreadable_share` > ``UNREADABLE_SHARE``)."""
+
+    def encode(batch: dict[str, list]) -> dict[str, list]:
+        encoded = tokenizer(batch["text"], batch.get("text_pair"), truncation=True, max_length=max_length)
+        return {**encoded, "labels": batch["label"]}
+
+    encoded = DatasetDict(
+        {
+            name: split.map(encode, batched=True, remove_columns=split.column_names, desc=f"tokenize {name}")
+            for name, split in splits.items()
+        }
+    )
+    shares = {name: unreadable_share(split, tokenizer) for name, split in encoded.items()}
+    unreadable = ", ".join(f"{share:.0%} of {name}" for name, share in shares.items() if share > UNREADABLE_SHARE)
+    if unreadable:
+        warnings.warn(
+            f"text the vocabulary cannot read: {unreadable} samples are mostly [UNK] or single Latin letters; use a vocabulary "
+            "that fits the language (model.vocab_file) or a model.model_name_or_path whose tokenizer does",
+            stacklevel=2,
+        )
+    return encoded
+
+
+@dataclass
+class ClassificationData:
+    """A config's splits, label names, tokenizer, tokenized splits, ``data.is_ordinal``, rows shared with train."""
+
+    splits: DatasetDict
+    names: list[str]
+    tokenizer: Any
+    encoded: DatasetDict
+    ordinal: bool = False
+    shared_with_train: dict[str, int] = field(default_factory=dict)
+
+
+def classification_data(config: Config, splits: DatasetDict | None = None) -> ClassificationData:
+    """Load ``config.data``'s splits (or take ``splits``) and tokenize them with ``config.model``'s tokenizer;
+    a split sharing rows with train gets a warning with the count."""
+    splits = load_splits(config.data) if splits is None else splits
+    shared = shared_with_train(splits)
+    if any(shared.values()):
+        counts = ", ".join(f"{name} {count} of {len(splits[name])}" for name, count in shared.items() if count)
+        warnings.warn(
+            f"rows shared with train (text, text_pair): {counts}; workbench.data.deduplicate_splits removes them", stacklevel=2
+        )
+    tokenizer = load_tokenizer(config.model.model_name_or_path, config.model.vocab_file)
+    encoded = tokenize_splits(splits, tokenizer, config.data.max_length)
+    return ClassificationData(splits, label_names(splits["train"]), tokenizer, encoded, config.data.is_ordinal, shared)
+
+
+PREDICTIONS_FILE = "predictions.csv"
+
+
+def _logits(predictions: Any) -> np.ndarray:
+    return np.asarray(predictions[0] if isinstance(predictions, tuple) else predictions)
+
+
+def epoch_metrics(label_names: Sequence[str]) -> Callable[[EvalPrediction], dict[str, float]]:
+    """``compute_metrics`` for the Trainer: validation ``macro_f1`` and ``accuracy``."""
+
+    def compute(prediction: EvalPrediction) -> dict[str, float]:
+        predicted = _logits(prediction.predictions)[:, : len(label_names)].argmax(axis=-1)
+        report = classification_report(prediction.label_ids, predicted, label_names=list(label_names))
+        return {"macro_f1": report["macro_f1"], "accuracy": report["accuracy"]}
+
+    return compute
+
+
+def evaluation_split(splits: Any) -> str:
+    """The split the final report is computed on: ``test`` when present, else ``validation``."""
+    return "test" if "test" in splits else "validation"
+
+
+def predict_probabilities(trainer: Trainer, dataset: Dataset, num_labels: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(probabilities (n, num_labels), gold labels (n,))`` of ``dataset``: float64 softmax over the first
+    ``num_labels`` logits of the trainer's model."""
+    output = trainer.predict(dataset)
+    logits = torch.as_tensor(_logits(output.predictions)[:, :num_labels], dtype=torch.float64)
+    return torch.softmax(logits, dim=-1).numpy(), np.asarray(output.label_ids)
+
+
+def write_predictions(output_dir: str | Path, gold: np.ndarray, probabilities: np.ndarray, label_names: Sequence[str]) -> Path:
+    """``predictions.csv``: gold, pred (the argmax) and one ``p_<label>`` column per label."""
+    columns = {f"p_{name}": probabilities[:, index] for index, name in enumerate(label_names)}
+    table = pd.DataFrame({"gold": gold, "pred": probabilities.argmax(axis=-1), **columns})
+    Path(output_dir).mkdir(parents=True, exist_ok=True)
+    table.to_csv(Path(output_dir) / PREDICTIONS_FILE, index=False)
+    return Path(output_dir) / PREDICTIONS_FILE
+
+
+def best_epoch(state: TrainerState) -> int:
+    """The 1-based epoch whose checkpoint the Trainer kept as best (``best_model_checkpoint`` ends in
+    ``checkpoint-<global step>``; the epoch is that of the evaluation logged at that step)."""
+    if state.best_model_checkpoint is None:
+        raise ValueError("state: has no best_model_checkpoint (evaluation and saving must run every epoch)")
+    step = int(Path(state.best_model_checkpoint).name.rsplit("-", 1)[1])
+    for entry in state.log_history:
+        if entry.get("step") == step and "eval_macro_f1" in entry:
+            return int(round(entry["epoch"]))
+    raise ValueError(f"state: no evaluation was logged at step {step}, the best checkpoint's step")
 
 
 @dataclass

@@ -1,11 +1,6 @@
-"""One way to fit a classifier for a study: ``Fitter.fit(splits, loss, seed) -> Fit``.
-
-:class:`ProbeFitter` (``model.kind: probe``, :mod:`workbench.train.probes`, about a second a run on a CPU) and
-:class:`TransformerFitter` (a tiny BERT or a checkpoint trained by :func:`~workbench.train.finetuning.train_classifier`
-in a temporary folder, quietly) share it, so a study runs the same grid with either. Both evaluate validation every
-epoch, keep the epoch with the best validation macro-F1 (the first on ties) and predict validation and test with
-it; test is never used for selection. :func:`build_fitter` picks one from a config's ``model`` section.
-"""
+"""One way to fit a classifier for a study, ``Fitter.fit(splits, loss, seed) -> Fit``: :class:`ProbeFitter` (the
+character probe, about a second a run on a CPU) or :class:`TransformerFitter`. Both keep the epoch with the best
+validation macro-F1 (the first on ties) and predict validation and test with it; test is never used for selection."""
 
 from __future__ import annotations
 
@@ -23,9 +18,7 @@ from workbench.config import Config, DataConfig, ModelConfig, TrainingConfig
 from workbench.data import label_names
 from workbench.models import build_sequence_classifier, model_source
 from workbench.train.checkpoints import training_run
-from workbench.train.evaluation import predict_probabilities
-from workbench.train.finetuning import train_classifier
-from workbench.train.inputs import classification_data
+from workbench.train.finetuning import classification_data, predict_probabilities, train_classifier
 from workbench.train.probes import PAIR_COLUMNS, SINGLE_COLUMNS, SPLITS, encode_split, fit_probe
 from workbench.vocab import load_tokenizer
 
@@ -71,8 +64,7 @@ class Fitter:
 
 
 class ProbeFitter(Fitter):
-    """The character probe (:func:`~workbench.train.probes.fit_probe`) over the model's tokenizer, on pairs when the
-    splits have ``text_pair``."""
+    """The character probe (:func:`~workbench.train.probes.fit_probe`), on pairs when the splits have ``text_pair``."""
 
     def _fit(self, splits: DatasetDict, loss: nn.Module, seed: int) -> Fit:
         tokenizer, names = load_tokenizer(vocab_file=self.model.vocab_file), label_names(splits["train"])
@@ -84,9 +76,8 @@ class ProbeFitter(Fitter):
 
 
 class TransformerFitter(Fitter):
-    """A transformer classifier trained by ``train_classifier`` (``LossTrainer``) in a temporary folder, built after
-    ``set_seed(seed)`` (``training.seed`` is replaced by ``seed``): two losses with equal gradients give equal
-    predictions on a deterministic device."""
+    """A transformer classifier trained quietly by ``train_classifier`` in a temporary folder with ``training.seed`` =
+    ``seed``: two losses with equal gradients give equal predictions on a deterministic device."""
 
     def _fit(self, splits: DatasetDict, loss: nn.Module, seed: int) -> Fit:
         training = self.training.replace(seed=seed, quiet=True)

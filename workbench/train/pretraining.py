@@ -51,8 +51,7 @@ def objective_loss(objective: ObjectiveConfig, tokenizer: Any) -> nn.Module:
 
 
 class CorrectionLog:
-    """Running hard-correction counts of one kind: since the last logged step (``since_log``), this epoch
-    (``epoch``) and the whole run (``totals``); ``update`` adds one batch's to all three."""
+    """Running hard-correction counts since the last logged step (``since_log``), this epoch and the whole run (``totals``)."""
 
     def __init__(self) -> None:
         self.since_log, self.epoch, self.totals = CorrectionCounts(), CorrectionCounts(), CorrectionCounts()
@@ -69,14 +68,10 @@ class CorrectionLog:
 
 
 class MaskedLMTrainer(LossTrainer):
-    """``LossTrainer`` for the MLM objectives (``workbench.losses.mlm``) with optional SOP.
-
-    The model's head runs at the masked positions only (:func:`labelled_logits`). The loss module gets the batch's
-    context (``model``, ``input_ids``, ``word_ids``, ...) and returns ``(loss, items)``; ``items`` (the positions its
-    mean runs over, after correction for HC) scales micro-batches under gradient accumulation. With SOP labels in the
-    batch the sentence-order cross-entropy is added (Lan et al. 2020: L = L_MLM + L_SOP). HC counts (Table 2) accumulate in
-    ``corrections`` (name -> :class:`CorrectionLog`, ``"hc"`` for the MLM's), logged with each step as ``<name>_*``.
-    """
+    """``LossTrainer`` for the MLM objectives (``workbench.losses.mlm``), the head at the masked positions only
+    (:func:`labelled_logits`). The loss returns ``(loss, items)``; ``items`` (the positions its mean runs over, after HC)
+    scales micro-batches under gradient accumulation. With SOP labels the sentence-order cross-entropy is added (Lan et
+    al. 2020: L = L_MLM + L_SOP). HC counts (Table 2) accumulate in ``corrections`` (``"hc"``: the MLM's), logged."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -115,10 +110,9 @@ class MaskedLMTrainer(LossTrainer):
 
 
 class EpochEvaluation(TrainerCallback):
-    """At every epoch end: ``evaluate(model)`` on the fixed held-out batches (eval loss, perplexity, HC rates of the
-    model's predictions there) and the epoch's training HC rates (``train_<name>_*``, Table 2 per checkpoint), logged
-    and kept in ``epochs``. A non-finite eval loss stops the run before the epoch's checkpoint. ``first_step``: the
-    wall-clock time the first optimisation step began (to report the share spent before it)."""
+    """At every epoch end ``evaluate(model)`` (eval loss, perplexity, HC rates) and the epoch's training HC rates
+    (``train_<name>_*``, Table 2 per checkpoint), logged and kept in ``epochs``; a non-finite eval loss stops the run
+    before the epoch's checkpoint. ``first_step``: when the first optimisation step began."""
 
     def __init__(self, trainer: MaskedLMTrainer, evaluate: Callable[[nn.Module], dict[str, float]]) -> None:
         self.trainer, self.evaluate = trainer, evaluate
@@ -146,9 +140,8 @@ def default_dataloader_workers() -> int:
 
 @dataclass
 class PretrainingData:
-    """A pre-training run's data (:func:`prepare_pretraining`, begun at ``started``): the tokenizer, the packed corpus,
-    its training and held-out blocks, the training collator (fresh masks every batch), the held-out blocks masked
-    once and the HC ``correction`` their evaluation counts with."""
+    """A pre-training run's data (:func:`prepare_pretraining`, begun at ``started``): the packed corpus split into
+    training and held-out blocks, the training collator (fresh masks every batch), the held-out batches masked once."""
 
     started: float
     tokenizer: Any
@@ -172,14 +165,10 @@ class PretrainingData:
 
 
 def prepare_pretraining(config: Config) -> PretrainingData:
-    """The data of a pre-training run from ``config``.
-
-    Texts from ``data`` (pairs joined by a newline) are packed into blocks of ``data.max_length`` tokens (one fewer
-    with ``objective.sop``, whose swap adds a [SEP]), segmented in ``data.num_proc`` processes and cached
-    (:func:`workbench.masking.prepare_corpus`). ``data.eval_fraction`` of the blocks is held out and masked once
-    (:data:`EVAL_MASKING`, word ids kept for HC rates). The training collator is ``config.masking``'s, seeded with
-    ``training.seed`` (KDM weighs words by the training blocks' IDF), with the word spans HC needs.
-    """
+    """The data of a pre-training run: ``data``'s texts (pairs joined by a newline) packed into blocks of
+    ``data.max_length`` tokens (one fewer with ``objective.sop``: its swap adds a [SEP]) and cached
+    (:func:`workbench.masking.prepare_corpus`); ``data.eval_fraction`` of the blocks held out and masked once
+    (:data:`EVAL_MASKING`); ``config.masking``'s collator seeded with ``training.seed`` (KDM: the training blocks' IDF)."""
     started, data, objective = time.perf_counter(), config.data, config.objective
     tokenizer = load_tokenizer(config.model.model_name_or_path, config.model.vocab_file)
     texts, pairs = load_texts(data)
@@ -198,9 +187,8 @@ def prepare_pretraining(config: Config) -> PretrainingData:
 
 
 def pretraining_trainer_kwargs(config: Config, data: PretrainingData, callbacks: Sequence[TrainerCallback]) -> dict[str, Any]:
-    """The Trainer keyword arguments both pre-training tasks share: the training arguments (no Trainer evaluation,
-    ``training.dataloader_num_workers`` persistent processes drawing the masks), the training blocks and collator, the
-    tokenizer, the config's loss (``objective``), ``callbacks`` and ``training.time_budget_s``."""
+    """The Trainer keyword arguments both pre-training tasks share: no Trainer evaluation, masks drawn in
+    ``training.dataloader_num_workers`` persistent processes, the ``objective``'s loss, ``callbacks``, the time budget."""
     training = config.training
     workers = default_dataloader_workers() if training.dataloader_num_workers is None else training.dataloader_num_workers
     loading = {"dataloader_num_workers": workers, "dataloader_persistent_workers": workers > 0}
@@ -216,15 +204,11 @@ def pretraining_trainer_kwargs(config: Config, data: PretrainingData, callbacks:
 
 
 def run_pretraining(trainer: MaskedLMTrainer, config: Config, data: PretrainingData, evaluate: Callable, **extra: Any) -> Result:
-    """What both pre-training tasks do with their ``trainer``: ``evaluate(model, batches, correction)`` on the held-out
-    batches at every epoch end (:class:`EpochEvaluation`), train, save into ``output_dir``, evaluate once more when
-    training stopped mid-epoch (``training.time_budget_s``), remove the checkpoints (unless
-    ``training.keep_checkpoints``), write metrics.json.
-
-    Metrics: task, masking, objective, :meth:`PretrainingData.metrics`, share_before_first_step, train_loss,
-    train_runtime, train_samples_per_second, the last evaluation's :data:`HEADLINE` keys (non-finite as null), epochs,
-    time, num_parameters, parameters (the config), the trainer's ``run_metrics()`` and ``extra``.
-    """
+    """Train ``trainer`` with ``evaluate(model, batches, correction)`` at every epoch end (once more when stopped
+    mid-epoch), save into ``output_dir``, remove the checkpoints (unless ``training.keep_checkpoints``) and write
+    metrics.json: task, masking, objective, :meth:`PretrainingData.metrics`, share_before_first_step, the training
+    statistics, the last evaluation's :data:`HEADLINE` (non-finite: null), epochs, time, num_parameters, parameters,
+    ``trainer.run_metrics()`` and ``extra``."""
     evaluation = EpochEvaluation(trainer, partial(evaluate, batches=data.eval_batches, correction=data.correction))
     trainer.add_callback(evaluation)
     train_output = trainer.train()
@@ -258,12 +242,9 @@ def run_pretraining(trainer: MaskedLMTrainer, config: Config, data: PretrainingD
 def pretrain_mlm(config: str | Path | Mapping[str, Any] | Config, callbacks: Sequence[TrainerCallback] = ()) -> Result:
     """MLM pre-training on ``config`` (docs/training.md); writes a BertForMaskedLM checkpoint ``finetune`` loads.
 
-    The corpus is packed, cached and split by :func:`prepare_pretraining`; the ``masking`` collator draws fresh masks
-    in ``training.dataloader_num_workers`` processes. ``objective``: plain MLM, HC or SR (``mlm``, ``mlm_hc``,
-    ``mlm_sr``), plus sentence-order prediction with ``objective.sop`` (a BertForPreTraining). Every epoch: a
-    checkpoint (``training.resume`` continues from the latest) and the held-out eval loss, perplexity = exp(eval
-    loss) and HC rates. The model and tokenizer go into ``output_dir``; metrics.json as :func:`run_pretraining`
-    says, plus ``sop`` and with HC the run's ``correction`` counts.
+    ``objective``: plain MLM, HC or SR, plus sentence-order prediction with ``objective.sop`` (a BertForPreTraining).
+    Every epoch: a checkpoint (``training.resume`` continues from the latest), the held-out eval loss, perplexity =
+    exp(eval loss) and HC rates. metrics.json as :func:`run_pretraining` says, plus ``sop``.
     """
     with training_run(config, "pretrain_mlm") as config:
         sop = config.objective.sop

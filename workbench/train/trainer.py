@@ -83,8 +83,8 @@ def scale_for_accumulation(
     loss: torch.Tensor,
     *,
     is_batch_level: bool,
-    items_in_micro_batch: int | torch.Tensor,
-    num_items_in_batch: int | torch.Tensor | None,
+    items_in_micro_batch: Any,
+    num_items_in_batch: Any,
     micro_batches: int,
     num_processes: int = 1,
 ) -> torch.Tensor:
@@ -105,13 +105,10 @@ def count_items(labels: torch.Tensor) -> torch.Tensor:
 
 
 class LossTrainer(Trainer):
-    """A ``transformers.Trainer`` whose training loss is ``loss(outputs.logits, labels)``.
-
-    ``loss``: any module with ``forward(logits, labels)`` and a bool ``is_batch_level`` (every ``build_loss``
-    loss), reducing by its mean; ``time_budget_s`` stops the run after that many seconds. Subclasses with another
-    objective override :meth:`compute_loss` and scale with :meth:`scale_for_accumulation`. A non-finite training
-    or held-out loss stops the run (``FloatingPointError``); a full disk is one ValueError.
-    """
+    """A ``transformers.Trainer`` whose training loss is ``loss(outputs.logits, labels)``: any ``build_loss`` loss
+    (mean reduction); ``time_budget_s`` stops the run after that many seconds. Subclasses with another objective
+    override :meth:`compute_loss` and scale with :meth:`scale_for_accumulation`. A non-finite training or held-out
+    loss stops the run (``FloatingPointError``)."""
 
     loss_is_scaled_for_ga = True
 
@@ -173,9 +170,8 @@ class LossTrainer(Trainer):
         return metrics
 
     def check_evaluation(self, metrics: Mapping[str, Any]) -> None:
-        """Stop a run whose held-out loss (any ``*loss`` of ``metrics``) is NaN or inf: weights overflowed by
-        one huge step can leave the training loss finite. Evaluation runs before the epoch's save, so the
-        last good checkpoint is kept."""
+        """Stop a run whose held-out loss (any ``*loss`` of ``metrics``) is not finite (weights overflowed by one huge
+        step can leave the training loss finite), before the epoch's save: the last good checkpoint is kept."""
         for key, value in metrics.items():
             if key.endswith("loss") and isinstance(value, float) and not math.isfinite(value):
                 raise self.diverged(self.state.global_step, f"the held-out {key} is {value} (the model's outputs are not finite)")

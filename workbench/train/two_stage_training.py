@@ -1,15 +1,10 @@
 """Two-stage training with auxiliary labels (``two_stage``) and the fusion baseline (``fusion_finetune``).
 
-Xu Zhang et al., "Complicate Then Simplify" (COLING 2022), sec. 3.2 and 4.2. Stage 1 trains encoder + a K+n
-head with cross-entropy over all K+n logits (eq. 10): the n auxiliary labels are never targets ("only the
-original categories are involved in the calculation of the cross-entropy loss") but share the softmax ("the
-auxiliary labels also have predicted probability values"). Stage 2 freezes the encoder and trains a fresh
-K-way head with the configured loss. Options: FGM in stage 1 (``aux.fgm_epsilon`` > 0, the "F" variant) and
-the two-encoder fusion (``aux.fusion``, MRE-BERT: "fuses the textual representations of the BERT-wwm and the
-BERT-wwm-ext models"). The fusion's encoders are ``model`` and ``aux.fusion_model``; the paper fuses two
-different pre-trained encoders, the workbench's fallback without ``aux.fusion_model`` is ``model`` again (a
-second tiny BERT with its own initialisation, or the same checkpoint twice). :func:`fusion_finetune` is M-BERT:
-the fusion fine-tuned in one stage, without auxiliary labels.
+Xu Zhang et al., "Complicate Then Simplify" (COLING 2022), sec. 3.2 and 4.2. Stage 1 trains encoder + a K+n head
+with cross-entropy over all K+n logits (eq. 10): the n auxiliary labels are never targets but share the softmax.
+Stage 2 freezes the encoder and trains a fresh K-way head with the configured loss. Options: FGM in stage 1
+(``aux.fgm_epsilon`` > 0, the "F" variant) and the two-encoder fusion (``aux.fusion``, MRE-BERT) of ``model`` and
+``aux.fusion_model`` (without it: ``model`` again, a second tiny BERT or the same checkpoint twice).
 """
 
 from __future__ import annotations
@@ -35,14 +30,13 @@ from workbench.models import (
 )
 from workbench.train.checkpoints import Result, training_run, write_result
 from workbench.train.fgm import FGMTrainer
-from workbench.train.finetuning import finished_checkpoint, train_classifier, write_classifier_result
-from workbench.train.inputs import classification_data
+from workbench.train.finetuning import classification_data, finished_checkpoint, train_classifier, write_classifier_result
 from workbench.train.trainer import LossTrainer
 from workbench.vocab import load_tokenizer
 
 
 def fusion_description(config: Config) -> str:
-    """Which two encoders a fusion of ``config`` combines, in words (the fallback named as such)."""
+    """Which two encoders a fusion of ``config`` combines, in words."""
     first = config.model.model_name_or_path or f"a tiny BERT {config.model.tiny.to_dict()} from scratch"
     if config.aux.fusion_model is not None:
         return f"{first} + {config.aux.fusion_model}"
@@ -52,8 +46,8 @@ def fusion_description(config: Config) -> str:
 
 
 def fusion_encoders(config: Config, tokenizer: Any) -> tuple[nn.Module, nn.Module]:
-    """The fusion's two encoders, ``model`` and ``aux.fusion_model`` (the module doc's fallback when null); both
-    read the same token ids, so ``aux.fusion_model`` must have the tokenizer's vocabulary (ValueError otherwise)."""
+    """The fusion's two encoders, ``model`` and ``aux.fusion_model``, reading the same token ids (ValueError when
+    ``aux.fusion_model``'s vocabulary differs from the tokenizer's)."""
     source = model_source(config.model, len(tokenizer), config.data.max_length)
     if config.aux.fusion_model is None:
         return build_encoder(**source), build_encoder(**source)
