@@ -1,6 +1,6 @@
-"""The one configuration system: frozen section dataclasses whose fields carry their help and check (a bad
-value: ``ValueError`` naming its key), ``key.path=value`` overrides, and ``training`` as
-``transformers.TrainingArguments`` by its own names (:class:`TrainingConfig`). No torch is imported here."""
+"""The one configuration system: frozen sections whose fields carry their help and check (a bad value: ``ValueError``
+naming its key), ``key.path=value`` overrides, and ``training`` as ``transformers.TrainingArguments`` by its own
+names (:class:`TrainingConfig`). No torch is imported here."""
 
 from __future__ import annotations
 
@@ -51,18 +51,13 @@ def option(default: Any = None, help: str = "", within: str | None = None, choic
     return field(default_factory=factory, metadata=metadata) if factory else field(default=default, metadata=metadata)
 
 
-# ----------------------------------------------------------------------------- sections
-
-
-def _path_text(value: Any) -> Any:
-    return os.fspath(value) if isinstance(value, os.PathLike) else value
-
-
 def check_field(name: str, value: Any, hint: Any, within: str | None = None, choices: Any = None) -> Any:
-    """``value`` checked by its type ``hint`` (bool, int, float or str, each optionally ``| None``) with the
-    ``workbench.checks`` check, within the interval ``within`` (``"(0, 1]"``) or one of ``choices``."""
+    """``value`` checked by its type ``hint`` (bool, int, float or str (a path too), each optionally ``| None``) with
+    the ``workbench.checks`` check, within the interval ``within`` (``"(0, 1]"``) or one of ``choices``."""
     options = typing.get_args(hint) if typing.get_origin(hint) in (typing.Union, types.UnionType) else (hint,)
     kinds, allow_none = [kind for kind in options if kind is not type(None)], type(None) in options
+    if value is None and allow_none:
+        return None
     ends = [float(end) for end in (within or "[-inf, inf]")[1:-1].split(",")]
     low, high = (None if abs(end) == math.inf else int(end) if end.is_integer() else end for end in ends)
     if choices is not None:
@@ -75,15 +70,14 @@ def check_field(name: str, value: Any, hint: Any, within: str | None = None, cho
         closed = {"low_inclusive": not (within or "").startswith("("), "high_inclusive": not (within or "").endswith(")")}
         check_number(name, value, low, high, **closed, allow_none=allow_none)
     if kinds == [str]:
-        return check_text(name, _path_text(value), allow_none=allow_none)
+        return check_text(name, os.fspath(value) if isinstance(value, os.PathLike) else value, allow_none=allow_none)
     return value
 
 
 @cache
 def _section_fields(cls: type) -> dict[str, Any]:
     """Field name -> its type hint."""
-    hints = typing.get_type_hints(cls)
-    return {item.name: hints[item.name] for item in fields(cls)}
+    return {item.name: typing.get_type_hints(cls)[item.name] for item in fields(cls)}
 
 
 def _nested(cls: type, name: str) -> type | None:
@@ -98,12 +92,15 @@ def _unknown(cls: type, key: str) -> ValueError:
 
 @dataclass(frozen=True)
 class Section:
-    """Base of every config section: built from a mapping with unknown keys refused; each field checked on
-    creation by :func:`check_field`. ``prefix`` is the section's key path (``model.tiny``), ``free_mappings``
-    names fields holding a free-form mapping (``loss.params``)."""
+    """Base of every config section, each field checked on creation by :func:`check_field`: ``prefix`` is its key path
+    (``model.tiny``), ``free_mappings`` names fields holding a free-form mapping (``loss.params``)."""
 
     prefix: ClassVar[str] = ""
     free_mappings: ClassVar[tuple[str, ...]] = ()
+
+    def __init_subclass__(cls, prefix: str = "", free_mappings: tuple[str, ...] = (), **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.prefix, cls.free_mappings = prefix, free_mappings
 
     def __post_init__(self) -> None:
         hints = _section_fields(type(self))
@@ -120,16 +117,13 @@ class Section:
         """The section from a mapping (missing keys take their defaults), an instance, or None (all defaults)."""
         if values is None or isinstance(values, cls):
             return cls() if values is None else values
+        allowed = _section_fields(cls)
         if not isinstance(values, Mapping):
-            raise ValueError(
-                f"{cls.prefix}: must be a mapping with keys {', '.join(sorted(_section_fields(cls)))}, got {values!r}"
-            )
+            raise ValueError(f"{cls.prefix}: must be a mapping with keys {', '.join(sorted(allowed))}, got {values!r}")
         for key in values:
-            if key not in _section_fields(cls):
+            if key not in allowed:
                 raise _unknown(cls, f"{cls.prefix}.{key}" if cls.prefix else key)
-        return cls(
-            **{key: _nested(cls, key).from_mapping(value) if _nested(cls, key) else value for key, value in values.items()}
-        )
+        return cls(**{key: _nested(cls, key).from_mapping(item) if _nested(cls, key) else item for key, item in values.items()})
 
     def to_dict(self) -> dict[str, Any]:
         """Plain nested dict (tuples as lists), ready for YAML or JSON."""
@@ -137,14 +131,10 @@ class Section:
 
     def replace(self: SectionT, **changes: Any) -> SectionT:
         """A copy with ``changes``; nested sections may be given as mappings (merged over the current ones)."""
-        nested = {key: _nested(type(self), key) and isinstance(value, Mapping) for key, value in changes.items()}
-        return dataclasses.replace(
-            self, **{key: getattr(self, key).merged(value) if nested[key] else value for key, value in changes.items()}
-        )
-
-    def merged(self: SectionT, values: Mapping[str, Any] | None) -> SectionT:
-        """This section with ``values`` merged in key by key (nested sections merged too)."""
-        return type(self).from_mapping(_merge(self.to_dict(), values or {}))
+        for key, value in changes.items():
+            if _nested(type(self), key) and isinstance(value, Mapping):
+                changes[key] = _nested(type(self), key).from_mapping(_merge(getattr(self, key).to_dict(), value))
+        return dataclasses.replace(self, **changes)
 
 
 def _plain(value: Any) -> Any:
@@ -164,21 +154,15 @@ def _merge(base: Mapping[str, Any], update: Mapping[str, Any]) -> dict[str, Any]
 
 
 @dataclass(frozen=True)
-class DataConfig(Section):
+class DataConfig(Section, prefix="data"):
     """Where the examples come from and how they are cut."""
-
-    prefix: ClassVar[str] = "data"
 
     source: str = option(
         "sample_relevance",
-        "sample_relevance, sample_sentences, sample_corpus (MLM only), qbqtc, tnews, "
-        "chnsenticorp, lcqmc, table, corpus (MLM only: one text a line, .gz allowed)",
+        f"{', '.join(DATA_SOURCES)}; sample_corpus and corpus (one text a line, .gz allowed): MLM only",
+        choices=DATA_SOURCES,
     )
-    path: str | list[str] | None = option(
-        None,
-        "the file of a file source (train file, or the only file, which is then "
-        "split); source corpus: one file or a list of files, read in order",
-    )
+    path: str | list[str] | None = option(None, "a file source's file (train, or the only one, split); corpus: a list too")
     validation_path: str | None = option(None, "a separate validation file (without it, path is cut by stratified_split)")
     test_path: str | None = option(None, "a separate test file (with validation_path)")
     labels_path: str | None = option(None, "TNEWS labels.json")
@@ -186,68 +170,39 @@ class DataConfig(Section):
     text_pair: str | None = option(None, "table source: the second text column (optional; pairs)")
     label: str | None = option(None, "table source: the label column")
     label_names: list[str] | None = option(
-        None,
-        "table source: the classes of every split, in order (a label is a name or its index); "
-        "null: the training file's distinct values, sorted (numbers by value)",
+        None, "table source: the classes, in order (a label is a name or its index); null: the training file's values, sorted"
     )
-    ordinal: bool | None = option(
-        None,
-        "the labels are ordered (QBQTC's 0 < 1 < 2): far-error rates and PCL's near/far cases; "
-        "null: true for qbqtc and sample_relevance, false otherwise",
-    )
-    split: tuple[float, float, float] = option(
-        (0.8, 0.1, 0.1), "train/validation/test fractions when one file is split (a 0 test fraction: no test split)"
-    )
-    seed: int = option(0, "seed of the sample generators and of the split")
-    max_length: int = option(128, "tokens per example (truncation), 8-512")
-    max_train_samples: int | None = option(None, "keep the first N training examples")
-    max_eval_samples: int | None = option(None, "keep the first N validation and test examples")
-    n_sentences: int = option(2000, "size of sample_corpus")
-    num_proc: int | None = option(None, "pretrain_*: processes that segment and encode the corpus; null: every core")
+    ordinal: bool | None = option(None, "the labels are ordered (far-error rates, PCL); null: true for qbqtc, sample_relevance")
+    split: tuple[float, float, float] = option((0.8, 0.1, 0.1), "train/validation/test shares of one file (test 0: none)")
+    seed: int = option(0, "seed of the sample generators and of the split", "[0, inf)")
+    max_length: int = option(128, "tokens per example (truncation), 8-512", "[8, 512]")
+    max_train_samples: int | None = option(None, "keep the first N training examples", "[1, inf)")
+    max_eval_samples: int | None = option(None, "keep the first N validation and test examples", "[1, inf)")
+    n_sentences: int = option(2000, "size of sample_corpus", "[1, inf)")
+    num_proc: int | None = option(None, "pretrain_*: processes that segment and encode the corpus; null: every core", "[1, inf)")
     cache_dir: str | None = option(None, "pretrain_*: cache of encoded corpora; null: $WORKBENCH_CACHE or ~/.cache/workbench")
-    eval_fraction: float = option(0.01, "pretrain_*: share of the packed blocks held out for the eval loss, (0, 0.5]")
-    block_boundary: str = option("sentence", "pretrain_*: blocks end at a sentence end (sentence) or at any word (word)")
+    eval_fraction: float = option(0.01, "pretrain_*: share of the packed blocks held out for the eval loss", "(0, 0.5]")
+    block_boundary: str = option("sentence", "pretrain_*: blocks end at a sentence end or at any word", choices=BLOCK_BOUNDARIES)
 
     def __post_init__(self) -> None:
-        check_choice(self.key("source"), self.source, DATA_SOURCES)
-        if isinstance(self.path, (list, tuple)):
+        super().__post_init__()
+        if isinstance(self.path, list | tuple):
             if self.source != "corpus" or not self.path:
                 raise ValueError(f"{self.key('path')}: must be one file (a list only for source corpus), got {self.path!r}")
-            object.__setattr__(self, "path", [check_text(self.key("path"), _path_text(item)) for item in self.path])
+            object.__setattr__(self, "path", [check_field(self.key("path"), item, str) for item in self.path])
         else:
-            object.__setattr__(self, "path", check_text(self.key("path"), _path_text(self.path), allow_none=True))
-        for name in ("validation_path", "test_path", "labels_path", "text", "text_pair", "label", "cache_dir"):
-            object.__setattr__(self, name, check_text(self.key(name), _path_text(getattr(self, name)), allow_none=True))
-        check_int(self.key("num_proc"), self.num_proc, 1, allow_none=True)
-        check_number(self.key("eval_fraction"), self.eval_fraction, 0, 0.5, low_inclusive=False)
-        check_choice(self.key("block_boundary"), self.block_boundary, BLOCK_BOUNDARIES)
+            object.__setattr__(self, "path", check_field(self.key("path"), self.path, str | None))
         split = self.split
-        if not (
-            isinstance(split, (list, tuple))
-            and len(split) == 3
-            and all(is_number(f) and 0 <= f <= 1 for f in split)
-            and abs(sum(split) - 1.0) < 1e-6
-            and split[0] > 0
-        ):
+        fractions = isinstance(split, list | tuple) and len(split) == 3 and all(is_number(f) and 0 <= f <= 1 for f in split)
+        if not fractions or abs(sum(split) - 1.0) > 1e-6 or split[0] <= 0:
             raise ValueError(f"{self.key('split')}: must be three fractions in [0, 1] (train > 0) summing to 1, got {split!r}")
         object.__setattr__(self, "split", tuple(float(f) for f in split))
-        check_int(self.key("seed"), self.seed, 0)
-        check_int(self.key("max_length"), self.max_length, 8, 512)
-        check_int(self.key("max_train_samples"), self.max_train_samples, 1, allow_none=True)
-        check_int(self.key("max_eval_samples"), self.max_eval_samples, 1, allow_none=True)
-        check_int(self.key("n_sentences"), self.n_sentences, 1)
-        if self.ordinal is not None:
-            check_bool(self.key("ordinal"), self.ordinal)
         if self.test_path is not None and self.validation_path is None:
             raise ValueError(f"{self.key('test_path')}: needs {self.key('validation_path')} as well, got {self.test_path!r}")
-        if self.label_names is not None:
-            names = self.label_names
-            if (
-                self.source != "table"
-                or not isinstance(names, (list, tuple))
-                or len(names) < 2
-                or len(set(map(str, names))) != len(names)
-            ):
+        names = self.label_names
+        if names is not None:
+            distinct = isinstance(names, list | tuple) and len(names) >= 2 and len(set(map(str, names))) == len(names)
+            if self.source != "table" or not distinct:
                 raise ValueError(f"{self.key('label_names')}: must be two or more distinct names (source table), got {names!r}")
             object.__setattr__(self, "label_names", [str(name) for name in names])
 
@@ -258,10 +213,8 @@ class DataConfig(Section):
 
 
 @dataclass(frozen=True)
-class TinyConfig(Section):
+class TinyConfig(Section, prefix="model.tiny"):
     """A randomly initialised tiny BERT, sized for a CPU."""
-
-    prefix: ClassVar[str] = "model.tiny"
 
     num_layers: int = option(2, "transformer layers", "[1, inf)")
     hidden_size: int = option(64, "hidden size (a multiple of num_heads)", "[1, inf)")
@@ -271,32 +224,26 @@ class TinyConfig(Section):
         super().__post_init__()
         if self.hidden_size % self.num_heads:
             raise ValueError(
-                f"{self.key('hidden_size')}: must be a multiple of num_heads ({self.num_heads}), got {self.hidden_size}"
+                f"{self.key('hidden_size')}: must be a multiple of num_heads={self.num_heads}, got {self.hidden_size}"
             )
 
 
 @dataclass(frozen=True)
-class ProbeConfig(Section):
+class ProbeConfig(Section, prefix="model.probe"):
     """The bag-of-characters probe (``model.kind: probe``): fast enough for many seeds on a CPU."""
-
-    prefix: ClassVar[str] = "model.probe"
 
     embedding_size: int = option(32, "character embedding size", "[1, inf)")
     hidden_size: int | None = option(64, "hidden layer of the head; null: a linear head (fastText)", "[1, inf)")
 
 
 @dataclass(frozen=True)
-class ModelConfig(Section):
+class ModelConfig(Section, prefix="model"):
     """Which model is trained: a transformer (tiny, or a checkpoint) or the character probe."""
-
-    prefix: ClassVar[str] = "model"
 
     kind: str = option("transformer", "transformer (tiny or a checkpoint) or probe (bag of characters)", choices=MODEL_KINDS)
     model_name_or_path: str | None = option(None, "a checkpoint folder (a pretrain_* output_dir) or hub name, with its tokenizer")
     vocab_file: str | None = option(None, "WordPiece vocab without a checkpoint (null: the shipped 4,500-token vocab)")
-    tiny: TinyConfig = option(
-        help="the tiny BERT built without a checkpoint (pretrain_electra: its discriminator)", factory=TinyConfig
-    )
+    tiny: TinyConfig = option(help="the tiny BERT built without a checkpoint (pretrain_electra: D)", factory=TinyConfig)
     probe: ProbeConfig = option(help="the probe's sizes (kind: probe)", factory=ProbeConfig)
 
     def __post_init__(self) -> None:
@@ -314,11 +261,8 @@ def check_checkpoint(name: str, path: str | None) -> None:
 
 
 @dataclass(frozen=True)
-class LossSpec(Section):
+class LossSpec(Section, prefix="loss", free_mappings=("params",)):
     """A ``workbench.losses.build_loss`` name and its parameters (``resolve`` adds the training split's counts)."""
-
-    prefix: ClassVar[str] = "loss"
-    free_mappings: ClassVar[tuple[str, ...]] = ("params",)
 
     name: str = option("ce", "any build_loss name: ce, wce, ls, focal, dice, tversky, dsc, pcl")
     params: dict[str, Any] = option(help="its keyword arguments (an override loss.params={...} replaces them all)", factory=dict)
@@ -331,10 +275,8 @@ class LossSpec(Section):
 
 
 @dataclass(frozen=True)
-class MaskingSpec(Section):
+class MaskingSpec(Section, prefix="masking"):
     """How MLM pre-training chooses the tokens to predict (``workbench.masking.build_collator``)."""
-
-    prefix: ClassVar[str] = "masking"
 
     strategy: str = option("wwm", "random (tokens), wwm (jieba words), kdm (entities, events first)", choices=MASKING_STRATEGIES)
     mlm_probability: float = option(0.15, "share of tokens masked", "(0, 1)")
@@ -342,10 +284,8 @@ class MaskingSpec(Section):
 
 
 @dataclass(frozen=True)
-class ObjectiveConfig(Section):
+class ObjectiveConfig(Section, prefix="objective"):
     """The MLM objective: plain, hard correction (HC) or soft regularization (SR)."""
-
-    prefix: ClassVar[str] = "objective"
 
     name: str = option("plain", "plain MLM, hc (hard correction) or sr (soft regularization)", choices=OBJECTIVES)
     weight: float = option(1.0, "SR weight (loss = MLM CE + weight x SR)", "[0, inf)")
@@ -360,20 +300,16 @@ class ObjectiveConfig(Section):
 
 
 @dataclass(frozen=True)
-class ElectraSpec(Section):
+class ElectraSpec(Section, prefix="electra"):
     """ELECTRA (Clark et al., ICLR 2020): L = L_MLM(generator) + discriminator_weight x L_disc."""
-
-    prefix: ClassVar[str] = "electra"
 
     generator_size: float = option(0.25, "generator hidden size as a share of the discriminator's (same layers)", "(0, 1]")
     discriminator_weight: float = option(50.0, "lambda of the discriminator's replaced-token loss (ELECTRA: 50)", "(0, inf)")
 
 
 @dataclass(frozen=True)
-class AuxConfig(Section):
+class AuxConfig(Section, prefix="aux"):
     """Two-stage training with auxiliary labels."""
-
-    prefix: ClassVar[str] = "aux"
 
     num_aux: int = option(2, "n auxiliary labels of the stage-1 head (K + n outputs)", "[0, inf)")
     stage2_epochs: float | None = option(None, "stage 2's epochs (null: training.num_train_epochs)", "(0, 1e6]")
@@ -444,11 +380,9 @@ def check_training_arguments(arguments: Mapping[str, Any]) -> dict[str, Any]:
 
 
 @dataclass(frozen=True)
-class TrainingConfig(Section):
+class TrainingConfig(Section, prefix="training"):
     """``transformers.TrainingArguments`` by their own names (any field, given flat, read as attributes:
     ``training.learning_rate``; checked by :func:`check_training_arguments`) and the workbench's own keys."""
-
-    prefix: ClassVar[str] = "training"
 
     time_budget_s: float | None = option(None, "stop after this many seconds (pretrain_*: one more evaluation)", "(0, inf)")
     threads: int | None = option(None, "torch CPU threads; null: OMP_NUM_THREADS when set, else half the cores", "[1, inf)")
@@ -517,9 +451,6 @@ def check_loss_fits_labels(data: DataConfig, loss: LossSpec) -> None:
             "loss.params.cost_matrix: pcl's near and far cases need ordinal labels; give a cost matrix or set "
             f"data.ordinal: true if the classes are ordered, got nominal labels (source {data.source}, data.ordinal: false)"
         )
-
-
-# ----------------------------------------------------------------------------- loading
 
 
 def _set_path(tree: dict[str, Any], cls: type[Section], path: list[str], value: Any) -> None:

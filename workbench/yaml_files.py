@@ -1,9 +1,4 @@
-"""YAML as the workbench reads it, for configs, params files, overrides and ``--sweep`` values.
-
-The rules (docs/training.md): booleans only ``true`` / ``false``, decimal numbers (``1e-4`` too,
-``.inf`` / ``.nan``), ``null``; anything else (``yes``, ``off``, ``1:30``, ``0777``, ``2024-01-01``)
-is a string, read as written. A repeated key is an error naming the file and line.
-"""
+"""YAML as the workbench reads it (configs, params files, overrides, ``--sweep`` values; docs/training.md)."""
 
 from __future__ import annotations
 
@@ -17,8 +12,8 @@ import yaml
 
 
 class _YamlLoader(yaml.SafeLoader):
-    """YAML as written (docs/training.md): booleans only true / false, decimal numbers (``1e-4`` too), null;
-    anything else (yes, off, 1:30, 0777, 2024-01-01) is a string. A repeated key is an error."""
+    """YAML as written: booleans only true / false, decimal numbers (``1e-4``, ``.inf`` too), null; anything else (yes,
+    off, 1:30, 0777, 2024-01-01) is a string, read as written. A repeated key is an error naming the file and line."""
 
     yaml_implicit_resolvers: ClassVar[dict] = {}
 
