@@ -194,7 +194,7 @@ def preparation(args) -> None:
 
 def idf_memory(args) -> None:
     """Peak memory of KDM's IDF table over the whole corpus (module docstring)."""
-    from workbench.train.heldout import split_heldout
+    from workbench.train import split_heldout
 
     with gzip.open(args.corpus, "rt", encoding="utf-8") as handle:
         stories = [line.strip() for line in handle if line.strip()]

@@ -1,14 +1,7 @@
-"""Trainers and fitters (docs/training.md).
-
-* ``finetune`` (any workbench loss), ``pretrain_mlm`` (WWM/KDM + HC/SR), ``two_stage`` (auxiliary labels) and
-  ``pretrain_electra`` read one config (:func:`load_config`), run on ``transformers.Trainer`` through
-  ``LossTrainer`` and return a :class:`Result`; ``python -m workbench.train CONFIG.yaml [key=value ...]`` runs
-  any of them, also under ``torchrun`` / ``accelerate launch``. ``fusion_finetune`` (M-BERT) and
-  ``fusion_description`` serve the auxiliary-label study.
-* :class:`Fitter` (``build_fitter``): how a study fits a classifier with a loss and a seed (probe or transformer).
-
-Names are imported on first use (PEP 562), so ``python -m workbench.train --help`` loads no torch.
-"""
+"""Trainers and fitters (docs/training.md): ``finetune``, ``pretrain_mlm``, ``two_stage`` and ``pretrain_electra`` read
+one config (:func:`load_config`) and return a :class:`Result` (``python -m workbench.train CONFIG.yaml [key=value ...]``
+runs any of them); ``fusion_finetune`` (M-BERT); :class:`Fitter`: how a study fits a classifier with a loss and a seed.
+Names are imported on first use (PEP 562), so ``python -m workbench.train --help`` loads no torch."""
 
 from __future__ import annotations
 
@@ -19,12 +12,11 @@ from workbench.config import TASKS, Config, load_config
 
 _MODULES = {
     "finetuning": ("finetune", "ClassificationData", "classification_data", "tokenize_splits", "evaluation_split"),
-    "pretraining": ("pretrain_mlm",),
     "two_stage_training": ("two_stage", "fusion_finetune", "fusion_description"),
     "electra": ("pretrain_electra",),
     "checkpoints": ("Result", "drop_weights"),
     "fit": ("Fit", "Fitter", "ProbeFitter", "TransformerFitter", "build_fitter"),
-    "heldout": ("split_heldout", "fixed_mask_batches", "evaluate_masked_lm"),
+    "pretraining": ("pretrain_mlm", "split_heldout", "fixed_mask_batches", "evaluate_masked_lm"),
 }
 _EXPORTS = {name: f"workbench.train.{module}" for module, names in _MODULES.items() for name in names}
 __all__ = ["TASK_RUNNERS", "Config", "load_config", *_EXPORTS]

@@ -32,11 +32,13 @@ from workbench.config import Config
 from workbench.losses.mlm import IGNORE_INDEX, Correction, CorrectionCounts, HardCorrectionLoss, labelled_rows
 from workbench.models import GENERATOR_DIR, build_electra, labelled_logits, model_source
 from workbench.train.checkpoints import Result, count_parameters, training_run
-from workbench.train.heldout import MODEL_INPUTS, evaluate_masked_lm, evaluation_mode
 from workbench.train.pretraining import (
     EVAL_SEED,
+    MODEL_INPUTS,
     CorrectionLog,
     MaskedLMTrainer,
+    evaluate_masked_lm,
+    evaluation_mode,
     prepare_pretraining,
     pretraining_trainer_kwargs,
     run_pretraining,

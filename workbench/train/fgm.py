@@ -1,11 +1,7 @@
-"""Fast Gradient Method (FGM) adversarial training on the word embeddings.
-
-Miyato, Dai, Goodfellow (ICLR 2017), eq. 2-3: r_adv = epsilon * g / ||g||_2 with g = grad_emb L(x, y), and
-L(x + r_adv, y) is added to the clean loss. As in the common BERT implementation the perturbation goes on each
-word-embedding matrix (one per encoder), normalised by its own gradient. The auxiliary-label paper's "F"
-variant adds "adversarial perturbations to the embedding layer only" in stage 1 without naming a method:
-FGM is the workbench's reading of it.
-"""
+"""Fast Gradient Method (FGM) adversarial training on the word embeddings, Miyato et al. (ICLR 2017) eq. 2-3:
+r_adv = epsilon * g / ||g||_2 with g = grad_emb L(x, y), L(x + r_adv, y) added to the clean loss; each word-embedding
+matrix (one per encoder) normalised by its own gradient. The workbench's reading of the auxiliary-label paper's "F"
+variant ("adversarial perturbations to the embedding layer only", no method named)."""
 
 from __future__ import annotations
 
@@ -25,9 +21,8 @@ class FGM:
         if not epsilon > 0:
             raise ValueError(f"epsilon: must be > 0, got {epsilon!r}")
         self.epsilon = float(epsilon)
-        self.parameters = [
-            weight for name, weight in model.named_parameters() if "word_embeddings" in name and weight.requires_grad
-        ]
+        named = model.named_parameters()
+        self.parameters = [weight for name, weight in named if "word_embeddings" in name and weight.requires_grad]
         if not self.parameters:
             raise ValueError("model: has no trainable parameter named *word_embeddings* to perturb")
         self._backup: list[torch.Tensor] = []
@@ -48,9 +43,8 @@ class FGM:
 
 
 class FGMTrainer(LossTrainer):
-    """``LossTrainer`` whose every micro-batch also backwards the FGM adversarial loss (same scaling): clean
-    backward, perturb (:class:`FGM`), adversarial backward, restore. The logged loss is the clean one; under
-    gradient accumulation g also holds the earlier micro-batches' gradients."""
+    """``LossTrainer`` whose every micro-batch also backwards the FGM adversarial loss (clean backward, :class:`FGM`
+    attack, adversarial backward, restore); the logged loss is the clean one."""
 
     def __init__(self, *args: Any, fgm_epsilon: float, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

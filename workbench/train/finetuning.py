@@ -1,7 +1,6 @@
-"""Fine-tune a sequence classifier with any workbench loss (``finetune``) and what every classifier trainer shares:
-the config's splits tokenized (:func:`classification_data`), per-epoch metrics, training (:func:`train_classifier`),
-predictions and the run folder (:func:`write_classifier_result`). Predictions take the argmax over the first
-``num_labels`` logits, so a stage-1 auxiliary-label model (K+n outputs) is scored on its K task labels."""
+"""Fine-tune a sequence classifier with any workbench loss (``finetune``), and what every classifier trainer shares:
+tokenized splits, per-epoch metrics, training, predictions (argmax over the first ``num_labels`` logits: a stage-1
+model's K+n outputs are scored on its K task labels) and the run folder."""
 
 from __future__ import annotations
 
@@ -33,8 +32,7 @@ UNREADABLE_SHARE = 0.1  # a split with more than this share of unreadable sample
 
 
 def unreadable_share(encoded: Dataset, tokenizer: Any) -> float:
-    """Share of samples whose tokens (special tokens aside) are mostly ``[UNK]`` or single Latin letters
-    (e.g. English split into letters by a Chinese character vocabulary)."""
+    """Share of samples whose tokens (special tokens aside) are mostly ``[UNK]`` or single Latin letters."""
     letter = re.compile(r"(##)?[A-Za-z]")
     unreadable = {i for token, i in tokenizer.get_vocab().items() if token == tokenizer.unk_token or letter.fullmatch(token)}
     special = set(tokenizer.all_special_ids) - {tokenizer.unk_token_id}
@@ -43,8 +41,8 @@ def unreadable_share(encoded: Dataset, tokenizer: Any) -> float:
 
 
 def tokenize_splits(splits: DatasetDict, tokenizer: Any, max_length: int) -> DatasetDict:
-    """Tokenize ``text`` (and ``text_pair``) to at most ``max_length`` tokens, unpadded, ``label`` -> ``labels``;
-    one warning names the splits the vocabulary cannot read (:func:`unreadable_share` > ``UNREADABLE_SHARE``)."""
+    """``text`` (and ``text_pair``) as at most ``max_length`` tokens, unpadded, ``label`` -> ``labels``; a warning names
+    the splits the vocabulary cannot read (:func:`unreadable_share` > ``UNREADABLE_SHARE``)."""
 
     def encode(batch: dict[str, list]) -> dict[str, list]:
         encoded = tokenizer(batch["text"], batch.get("text_pair"), truncation=True, max_length=max_length)
@@ -80,8 +78,7 @@ class ClassificationData:
 
 
 def classification_data(config: Config, splits: DatasetDict | None = None) -> ClassificationData:
-    """Load ``config.data``'s splits (or take ``splits``) and tokenize them with ``config.model``'s tokenizer;
-    a split sharing rows with train gets a warning with the count."""
+    """``config.data``'s splits (or ``splits``) tokenized by ``config.model``'s tokenizer; a warning counts rows shared with train."""
     splits = load_splits(config.data) if splits is None else splits
     shared = shared_with_train(splits)
     if any(shared.values()):
@@ -118,8 +115,7 @@ def evaluation_split(splits: Any) -> str:
 
 
 def predict_probabilities(trainer: Trainer, dataset: Dataset, num_labels: int) -> tuple[np.ndarray, np.ndarray]:
-    """``(probabilities (n, num_labels), gold labels (n,))`` of ``dataset``: float64 softmax over the first
-    ``num_labels`` logits of the trainer's model."""
+    """``(probabilities (n, num_labels), gold labels (n,))``: float64 softmax over the first ``num_labels`` logits."""
     output = trainer.predict(dataset)
     logits = torch.as_tensor(_logits(output.predictions)[:, :num_labels], dtype=torch.float64)
     return torch.softmax(logits, dim=-1).numpy(), np.asarray(output.label_ids)
@@ -135,8 +131,7 @@ def write_predictions(output_dir: str | Path, gold: np.ndarray, probabilities: n
 
 
 def best_epoch(state: TrainerState) -> int:
-    """The 1-based epoch whose checkpoint the Trainer kept as best (``best_model_checkpoint`` ends in
-    ``checkpoint-<global step>``; the epoch is that of the evaluation logged at that step)."""
+    """The 1-based epoch of the evaluation logged at the step of ``best_model_checkpoint`` (``checkpoint-<step>``)."""
     if state.best_model_checkpoint is None:
         raise ValueError("state: has no best_model_checkpoint (evaluation and saving must run every epoch)")
     step = int(Path(state.best_model_checkpoint).name.rsplit("-", 1)[1])
@@ -148,8 +143,8 @@ def best_epoch(state: TrainerState) -> int:
 
 @dataclass
 class TrainedClassifier:
-    """What :func:`train_classifier` returns: the trainer (its model the kept epoch's), the evaluation split's
-    report with run statistics (``metrics``), that split's name, probabilities and gold labels, the kept epoch."""
+    """:func:`train_classifier`'s trainer (its model the kept epoch's), the evaluation split's report with run
+    statistics, that split's name, probabilities and gold labels, and the kept epoch."""
 
     trainer: LossTrainer
     metrics: dict[str, Any]
@@ -169,9 +164,8 @@ def train_classifier(
     trainer_class: Callable[..., LossTrainer] = LossTrainer,
     **argument_overrides: Any,
 ) -> TrainedClassifier:
-    """Train ``model`` with ``loss`` (validation every epoch, the best by macro-F1 kept; ``training.resume``
-    continues from the latest checkpoint), save it and the tokenizer into ``output_dir`` and predict the evaluation
-    split (test, else validation). ``argument_overrides`` go to :func:`~workbench.train.trainer.training_arguments`."""
+    """Train ``model`` with ``loss`` (the best epoch by validation macro-F1 kept), save it with the tokenizer into
+    ``output_dir`` and predict test (else validation); ``argument_overrides`` go to ``training_arguments``."""
     start = time.perf_counter()
     trainer = trainer_class(
         model=model,
@@ -203,8 +197,7 @@ def train_classifier(
 
 
 def finished_checkpoint(trained: TrainedClassifier, folder: Path, keep_checkpoints: bool) -> str | None:
-    """Where a finished run's kept model lives: its checkpoint when ``keep_checkpoints``, else ``folder`` (whose
-    checkpoints are removed; the best model was saved into it)."""
+    """Where the kept model lives: its checkpoint when ``keep_checkpoints``, else ``folder`` (checkpoints removed)."""
     if keep_checkpoints:
         return trained.trainer.state.best_model_checkpoint
     remove_checkpoints(folder)
@@ -222,13 +215,9 @@ def write_classifier_result(config: Config, trained: TrainedClassifier, data: Cl
 
 
 def finetune(config: str | Path | Mapping[str, Any] | Config, callbacks: Sequence[TrainerCallback] = ()) -> Result:
-    """Fine-tune a classifier on ``config`` (docs/training.md) and write its run folder.
-
-    The model is a tiny BERT or ``model.model_name_or_path``, the loss ``workbench.losses.resolve(config.loss)``
-    (label counts of the training split for wce / pcl), trained by :func:`train_classifier`; ``output_dir`` gets
-    the best model and tokenizer, ``metrics.json`` and ``predictions.csv`` of the test split (validation without
-    one). ``callbacks``: extra TrainerCallbacks.
-    """
+    """Fine-tune a tiny BERT or ``model.model_name_or_path`` on ``config`` (docs/training.md) with
+    ``workbench.losses.resolve(config.loss)``; ``output_dir`` gets the best model and tokenizer, ``metrics.json`` and
+    ``predictions.csv`` of test (else validation). ``callbacks``: extra TrainerCallbacks."""
     with training_run(config, "finetune") as config:
         data = classification_data(config)
         source = model_source(config.model, len(data.tokenizer), config.data.max_length)

@@ -1,43 +1,112 @@
 """MLM pre-training at corpus scale (``pretrain_mlm``): packed blocks, cached encoding, masks drawn in DataLoader
-workers, a held-out eval loss every epoch; random / whole-word / knowledge masking, plain / HC / SR objectives,
-optionally sentence-order prediction. The vocabulary head runs at the masked positions only
-(:func:`workbench.models.labelled_logits`). ``pretrain_electra`` (``electra.py``) shares the data
-(:func:`prepare_pretraining`), the Trainer, the HC logs and the run's ending (:func:`run_pretraining`)."""
+workers; random / whole-word / knowledge masking, plain / HC / SR objectives, optionally sentence-order prediction;
+the vocabulary head at the masked positions only (:func:`workbench.models.labelled_logits`). Every epoch a held-out
+evaluation on blocks masked once (:func:`fixed_mask_batches`: every evaluation scores the same predictions), with the
+plain MLM loss whatever the objective (:func:`evaluate_masked_lm`: plain, HC and SR runs compare). ``pretrain_electra``
+shares the data (:func:`prepare_pretraining`), the Trainer, the HC logs and the run's ending (:func:`run_pretraining`)."""
 
 from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Any
 
 import datasets
+import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
 from transformers import TrainerCallback
 
+from workbench.checks import check_int, check_number
 from workbench.config import Config, MaskingSpec, ObjectiveConfig
 from workbench.data import load_texts
 from workbench.losses import build_loss
-from workbench.losses.mlm import CorrectionCounts, HardCorrectionLoss
+from workbench.losses.mlm import IGNORE_INDEX, CorrectionCounts, HardCorrectionLoss
 from workbench.masking import PreparedCorpus, build_collator, count_tokens, prepare_corpus
 from workbench.models import build_masked_lm, labelled_logits, model_source
 from workbench.threads import usable_cores
 from workbench.train.checkpoints import Result, count_parameters, remove_checkpoints, training_run, write_result
-from workbench.train.heldout import evaluate_masked_lm, fixed_mask_batches, split_heldout
 from workbench.train.trainer import LossTrainer, training_arguments
 from workbench.vocab import load_tokenizer
 
-EVAL_MASKING = MaskingSpec(strategy="wwm")
-"""The held-out blocks are masked once with whole-word masking and :data:`EVAL_SEED`, whatever the training strategy,
-so the eval loss of runs with different masking strategies and objectives compares."""
-EVAL_SEED = 12345
-HEADLINE = ("eval_loss", "perplexity", "eval_disc_loss", "eval_disc_accuracy")
-"""The last evaluation's keys metrics.json holds at the top level (those a task's evaluation reports)."""
+MODEL_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
+
+
+def split_heldout(
+    blocks: datasets.Dataset, eval_fraction: float = 0.01, seed: int = 0
+) -> tuple[datasets.Dataset, datasets.Dataset]:
+    """``(train, eval)``: max(1, round(``eval_fraction`` x n)) of the n >= 2 ``blocks`` held out at random (``seed``),
+    ``eval_fraction`` in (0, 0.5]; both keep the blocks' order."""
+    check_number("eval_fraction", eval_fraction, 0.0, 0.5, low_inclusive=False)
+    total = len(blocks)
+    if total < 2:
+        raise ValueError(f"blocks: holding out blocks needs at least 2, got {total}")
+    held_out = max(1, round(eval_fraction * total))
+    chosen = np.zeros(total, dtype=bool)
+    chosen[np.random.default_rng(seed).choice(total, size=held_out, replace=False)] = True
+    return blocks.select(np.flatnonzero(~chosen)), blocks.select(np.flatnonzero(chosen))
+
+
+def fixed_mask_batches(
+    blocks: datasets.Dataset | Sequence[Mapping[str, Any]],
+    collator: Callable[[list[dict]], dict[str, torch.Tensor]],
+    batch_size: int = 64,
+) -> list[dict[str, torch.Tensor]]:
+    """The held-out ``blocks`` masked once: ``collator`` (its own, with a fixed seed and word ids) on consecutive batches."""
+    check_int("batch_size", batch_size, 1)
+    if len(blocks) == 0:
+        raise ValueError("blocks: there is no held-out block to mask")
+    rows = list(blocks)
+    return [collator(rows[start : start + batch_size]) for start in range(0, len(rows), batch_size)]
+
+
+@contextmanager
+def evaluation_mode(model: torch.nn.Module, batches: Sequence) -> Iterator[torch.device]:
+    """``model`` in eval mode inside the block (its mode restored after), yielding its device; ValueError without ``batches``."""
+    if len(batches) == 0:
+        raise ValueError("batches: there is no eval batch")
+    was_training = model.training
+    model.eval()
+    try:
+        yield next(model.parameters()).device
+    finally:
+        model.train(was_training)
+
+
+@torch.no_grad()
+def evaluate_masked_lm(
+    model: torch.nn.Module, batches: Sequence[Mapping[str, torch.Tensor]], correction: HardCorrectionLoss | None = None
+) -> dict[str, float]:
+    """Plain MLM loss on pre-masked ``batches``: eval_loss = (sum over the M masked positions of -log p(w_k | s)) / M,
+    perplexity = exp(eval_loss), eval_masked_tokens = M; with ``correction`` the HC counts and Table 2 rates of the
+    same predictions as ``hc_<name>`` (word level: batches need ``word_ids``)."""
+    total, masked, counts = 0.0, 0, CorrectionCounts()
+    with evaluation_mode(model, batches) as device:
+        for batch in batches:
+            batch = {key: value.to(device) for key, value in batch.items()}
+            logits, _ = labelled_logits(model, batch["labels"], **{key: batch[key] for key in MODEL_INPUTS if key in batch})
+            total += F.cross_entropy(logits.float(), batch["labels"][batch["labels"] != IGNORE_INDEX], reduction="sum").item()
+            masked += len(logits)
+            if correction is not None:
+                counts.update(correction.correction_counts(logits, batch["labels"], batch.get("word_ids")))
+    if masked == 0:
+        raise ValueError("batches: no position is masked (labels are all -100)")
+    loss = total / masked
+    perplexity = math.exp(loss) if loss < math.log(np.finfo(np.float64).max) else math.inf
+    result = {"eval_loss": loss, "perplexity": perplexity, "eval_masked_tokens": masked}
+    if correction is not None:
+        result.update({f"hc_{name}": value for name, value in counts.as_dict().items()})
+    return result
+
+
+EVAL_MASKING, EVAL_SEED = MaskingSpec(strategy="wwm"), 12345  # the held-out masks, whatever the training's: runs compare
+HEADLINE = ("eval_loss", "perplexity", "eval_disc_loss", "eval_disc_accuracy")  # metrics.json's top-level evaluation
 
 
 def objective_loss(objective: ObjectiveConfig, tokenizer: Any) -> nn.Module:

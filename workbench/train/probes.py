@@ -21,8 +21,7 @@ from workbench.config import ProbeConfig, TrainingConfig
 from workbench.metrics import classification_report
 from workbench.threads import torch_threads
 
-PAD_ID = 0
-"""Padding id of the workbench tokenizers ([PAD] = 0); the embedding ignores it."""
+PAD_ID = 0  # [PAD] of the workbench tokenizers; the embedding ignores it
 SINGLE_COLUMNS = ("text",)
 PAIR_COLUMNS = ("text", "text_pair")
 SPLITS = ("train", "validation", "test")
@@ -30,8 +29,7 @@ SPLITS = ("train", "validation", "test")
 
 @dataclass(frozen=True)
 class EncodedSplit:
-    """One split: ``ids``, one (texts) or two (query, title) int64 tensors (n, length) right-padded with
-    ``PAD_ID``, and ``labels`` (n,)."""
+    """One split: ``ids``, one (texts) or two (query, title) int64 tensors (n, length) padded with ``PAD_ID``, ``labels``."""
 
     ids: tuple[torch.Tensor, ...]
     labels: torch.Tensor
@@ -39,9 +37,7 @@ class EncodedSplit:
     def __post_init__(self) -> None:
         shapes = [tuple(ids.shape) for ids in self.ids]
         if len(self.ids) not in (1, 2) or any(len(shape) != 2 or shape[0] != len(self.labels) for shape in shapes):
-            raise ValueError(
-                f"ids: must be 1 or 2 tensors of shape (n, length) with n = len(labels) = {len(self.labels)}, got {shapes}"
-            )
+            raise ValueError(f"ids: must be 1 or 2 tensors (n, length) with n = len(labels) = {len(self.labels)}, got {shapes}")
         if self.labels.dim() != 1:
             raise ValueError(f"labels: must be one-dimensional, got shape {tuple(self.labels.shape)}")
 
@@ -59,7 +55,7 @@ class EncodedSplit:
 
 def encode_split(split: Dataset, tokenizer: Any, max_length: int, columns: Sequence[str] = SINGLE_COLUMNS) -> EncodedSplit:
     """``split``'s ``columns`` (``SINGLE_COLUMNS`` or ``PAIR_COLUMNS``) as token ids without [CLS] / [SEP], cut at
-    ``max_length`` and right-padded with ``PAD_ID``, and its ``label`` column."""
+    ``max_length``, right-padded with ``PAD_ID``, and its ``label`` column."""
     check_int("max_length", max_length, 1)
     if len(columns) not in (1, 2):
         raise ValueError(f"columns: must name 1 (texts) or 2 (pairs) text columns, got {list(columns)}")
@@ -69,13 +65,11 @@ def encode_split(split: Dataset, tokenizer: Any, max_length: int, columns: Seque
 
     def ids(texts: list[str]) -> torch.Tensor:
         rows = tokenizer(texts, add_special_tokens=False, truncation=True, max_length=max_length)["input_ids"]
-        return nn.utils.rnn.pad_sequence(
-            [torch.tensor(row, dtype=torch.long) for row in rows], batch_first=True, padding_value=PAD_ID
-        )
+        tensors = [torch.tensor(row, dtype=torch.long) for row in rows]
+        return nn.utils.rnn.pad_sequence(tensors, batch_first=True, padding_value=PAD_ID)
 
-    return EncodedSplit(
-        tuple(ids(list(split[column])) for column in columns), torch.tensor(np.asarray(split["label"], dtype=np.int64))
-    )
+    labels = torch.tensor(np.asarray(split["label"], dtype=np.int64))
+    return EncodedSplit(tuple(ids(list(split[column])) for column in columns), labels)
 
 
 class CharacterProbe(nn.Module):

@@ -1,5 +1,5 @@
-"""The Trainer every workbench trainer uses (:class:`LossTrainer`): any loss, correct under gradient accumulation
-(:func:`scale_for_accumulation`), checkpoints written atomically (:class:`AtomicCheckpoints`)."""
+"""The Trainer every workbench trainer uses (:class:`LossTrainer`): any loss, correct under gradient accumulation,
+checkpoints written atomically."""
 
 from __future__ import annotations
 
@@ -24,8 +24,7 @@ from workbench.train.checkpoints import STAGING_DIR, checkpoint_to_resume
 
 
 class BarProgressCallback(ProgressCallback):
-    """The Trainer's bar without a printed line per logging step: the training loss in the bar's postfix, one
-    line per evaluation (which draws no bar of its own)."""
+    """The Trainer's bar with the training loss in its postfix and one line per evaluation (no line per log, no eval bar)."""
 
     def on_prediction_step(self, *args: Any, **kwargs: Any) -> None:
         return
@@ -56,8 +55,8 @@ class TimeBudget(TrainerCallback):
 
 
 class AtomicCheckpoints(TrainerCallback):
-    """Moves each ``checkpoint-N`` the Trainer wrote complete into ``<run>/.staging`` to ``<run>/checkpoint-N``
-    (a kill mid-save leaves no half ``checkpoint-N``) and keeps ``save_total_limit`` of them and the best."""
+    """Moves each complete ``<run>/.staging/checkpoint-N`` to ``<run>/checkpoint-N`` (a kill mid-save leaves no half
+    checkpoint), keeping ``save_total_limit`` of them and the best."""
 
     def __init__(self, run_dir: str) -> None:
         self.run_dir = run_dir
@@ -184,9 +183,8 @@ class LossTrainer(Trainer):
         )
 
     def train(self, resume_from_checkpoint: str | None = None, **kwargs: Any) -> Any:
-        """``Trainer.train`` from ``args.resume_from_checkpoint`` by default, with no staging left after an error; a
-        full disk or a folder that cannot be written, and a checkpoint holding a file that is not a checkpoint's,
-        are one ValueError naming the folder."""
+        """``Trainer.train`` from ``args.resume_from_checkpoint`` by default, no staging left after an error; a folder that
+        cannot be written and a checkpoint holding a file that is not a checkpoint's are a ValueError naming it."""
         resume_from_checkpoint = resume_from_checkpoint or self.args.resume_from_checkpoint
         try:
             return super().train(resume_from_checkpoint=resume_from_checkpoint, **kwargs)
@@ -215,11 +213,9 @@ def resolve_precision(precision: str) -> str:
 
 
 def training_arguments(training: TrainingConfig, output_dir: str, *, evaluate: bool, **extra: Any) -> TrainingArguments:
-    """``TrainingArguments`` of the config's ``training`` section (its TrainingArguments fields as given) and what
-    the workbench sets: ``precision``, ``quiet``, a save (and an evaluation, when ``evaluate``) every epoch with
-    the best checkpoint by validation macro-F1 kept, staged in ``<output_dir>/.staging``, and the checkpoint to
-    resume from (:func:`checkpoint_to_resume`). ``extra`` overrides any of them (stage 2's epochs and learning
-    rate, pre-training's workers; None keeps the config's)."""
+    """``TrainingArguments`` of the ``training`` section and what the workbench sets: ``precision``, ``quiet``, a save
+    (and an evaluation when ``evaluate``) every epoch staged in ``<output_dir>/.staging``, the best by validation
+    macro-F1 kept, the checkpoint to resume from. ``extra`` overrides any of them (None keeps the config's)."""
     precision = resolve_precision(training.precision)
     arguments = {
         "data_seed": training.seed,
