@@ -103,24 +103,16 @@ def test_batch_level_loss_accumulates_to_mean_of_micro_batch_updates(tmp_path):
 
 def test_scale_for_accumulation_values():
     loss = torch.tensor(3.0, dtype=torch.float64)
-    per_sample = scale_for_accumulation(
-        loss, is_batch_level=False, items_in_micro_batch=8, num_items_in_batch=24, micro_batches=2
-    )
-    assert per_sample.item() == pytest.approx(1.0)
-    two_processes = scale_for_accumulation(
-        loss, is_batch_level=False, items_in_micro_batch=8, num_items_in_batch=24, micro_batches=2, num_processes=2
-    )
+    per_sample = scale_for_accumulation(loss, items=8, num_items_in_batch=24, micro_batches=2)
+    assert per_sample.item() == pytest.approx(1.0)  # 3 * 8 / 24
+    two_processes = scale_for_accumulation(loss, items=8, num_items_in_batch=24, micro_batches=2, num_processes=2)
     assert two_processes.item() == pytest.approx(2.0)
-    batch_level = scale_for_accumulation(
-        loss, is_batch_level=True, items_in_micro_batch=8, num_items_in_batch=24, micro_batches=3
-    )
-    assert batch_level.item() == pytest.approx(1.0)
-    uncounted = scale_for_accumulation(
-        loss, is_batch_level=False, items_in_micro_batch=8, num_items_in_batch=None, micro_batches=2
-    )
+    batch_level = scale_for_accumulation(loss, items=8, num_items_in_batch=24, micro_batches=3, is_batch_level=True)
+    assert batch_level.item() == pytest.approx(1.0)  # 3 / 3
+    uncounted = scale_for_accumulation(loss, items=8, num_items_in_batch=None, micro_batches=2)
     assert uncounted.item() == pytest.approx(1.5)
     with pytest.raises(ValueError, match=r"^micro_batches:"):
-        scale_for_accumulation(loss, is_batch_level=True, items_in_micro_batch=8, num_items_in_batch=24, micro_batches=0)
+        scale_for_accumulation(loss, items=8, num_items_in_batch=24, micro_batches=0, is_batch_level=True)
 
 
 def test_count_items_ignores_minus_100():

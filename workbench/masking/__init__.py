@@ -1,5 +1,5 @@
 """Chinese MLM masking: jieba segmentation, word-aligned encoding, the collators and corpus preparation (held-out
-evaluation is ``workbench.train.heldout``)."""
+evaluation is ``workbench.train.pretraining``)."""
 
 from __future__ import annotations
 

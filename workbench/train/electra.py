@@ -147,7 +147,7 @@ class ElectraTrainer(MaskedLMTrainer):
             step = np.array([generator_loss.item(), disc_loss.item(), 1.0])
             self.losses_since_log += step
             self.losses_total += step
-            generator_loss = self.scale_for_accumulation(generator_loss, items, num_items_in_batch, is_batch_level=False)
+            generator_loss = self.scale_for_accumulation(generator_loss, items, num_items_in_batch)
             disc_loss = self.scale_for_accumulation(disc_loss, 1, None, is_batch_level=True)
         loss = generator_loss + self.discriminator_weight * disc_loss
         return (loss, outputs) if return_outputs else loss

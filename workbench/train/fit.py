@@ -1,6 +1,5 @@
-"""One way to fit a classifier for a study, ``Fitter.fit(splits, loss, seed) -> Fit``: :class:`ProbeFitter` (the
-character probe, about a second a run on a CPU) or :class:`TransformerFitter`. Both keep the epoch with the best
-validation macro-F1 (the first on ties) and predict validation and test with it; test is never used for selection."""
+"""How a study fits a classifier, ``Fitter.fit(splits, loss, seed) -> Fit``: the character probe or a transformer, the
+epoch with the best validation macro-F1 (the first on ties) kept to predict validation and test."""
 
 from __future__ import annotations
 

@@ -164,7 +164,7 @@ class MaskedLMTrainer(LossTrainer):
         if sop_labels is not None:
             loss = loss + F.cross_entropy(sop_logits.float(), sop_labels)
         if model.training:
-            loss = self.scale_for_accumulation(loss, items, num_items_in_batch, is_batch_level=False)
+            loss = self.scale_for_accumulation(loss, items, num_items_in_batch)
         return (loss, logits) if return_outputs else loss
 
     def log(self, logs: dict[str, float], start_time: float | None = None) -> None:
@@ -273,11 +273,9 @@ def pretraining_trainer_kwargs(config: Config, data: PretrainingData, callbacks:
 
 
 def run_pretraining(trainer: MaskedLMTrainer, config: Config, data: PretrainingData, evaluate: Callable, **extra: Any) -> Result:
-    """Train ``trainer`` with ``evaluate(model, batches, correction)`` at every epoch end (once more when stopped
-    mid-epoch), save into ``output_dir``, remove the checkpoints (unless ``training.keep_checkpoints``) and write
-    metrics.json: task, masking, objective, :meth:`PretrainingData.metrics`, share_before_first_step, the training
-    statistics, the last evaluation's :data:`HEADLINE` (non-finite: null), epochs, time, num_parameters, parameters,
-    ``trainer.run_metrics()`` and ``extra``."""
+    """Train ``trainer`` with ``evaluate(model, batches, correction)`` at every epoch end (and when stopped mid-epoch),
+    save into ``output_dir``, remove the checkpoints (unless kept) and write metrics.json: the run's data, timing and
+    training statistics, the last evaluation's :data:`HEADLINE`, ``epochs``, ``trainer.run_metrics()``, ``extra``."""
     evaluation = EpochEvaluation(trainer, partial(evaluate, batches=data.eval_batches, correction=data.correction))
     trainer.add_callback(evaluation)
     train_output = trainer.train()
@@ -309,12 +307,9 @@ def run_pretraining(trainer: MaskedLMTrainer, config: Config, data: PretrainingD
 
 
 def pretrain_mlm(config: str | Path | Mapping[str, Any] | Config, callbacks: Sequence[TrainerCallback] = ()) -> Result:
-    """MLM pre-training on ``config`` (docs/training.md); writes a BertForMaskedLM checkpoint ``finetune`` loads.
-
-    ``objective``: plain MLM, HC or SR, plus sentence-order prediction with ``objective.sop`` (a BertForPreTraining).
-    Every epoch: a checkpoint (``training.resume`` continues from the latest), the held-out eval loss, perplexity =
-    exp(eval loss) and HC rates. metrics.json as :func:`run_pretraining` says, plus ``sop``.
-    """
+    """MLM pre-training on ``config`` (docs/training.md): plain MLM, HC or SR, plus sentence-order prediction with
+    ``objective.sop`` (a BertForPreTraining); writes a checkpoint ``finetune`` loads and metrics.json
+    (:func:`run_pretraining`, plus ``sop``)."""
     with training_run(config, "pretrain_mlm") as config:
         sop = config.objective.sop
         data = prepare_pretraining(config)

@@ -107,9 +107,8 @@ class CharacterProbe(nn.Module):
 
 @dataclass(frozen=True)
 class ProbeFit:
-    """:func:`fit_probe`'s result: the kept 1-based ``best_epoch``, the ``validation`` and ``test`` reports
-    (``classification_report``) of that epoch's model, its validation and test predictions, test softmax
-    ``probabilities`` and the per-epoch ``history`` (mean training loss, validation macro-F1)."""
+    """:func:`fit_probe`'s kept 1-based ``best_epoch``, that epoch's ``validation`` and ``test`` reports and predictions,
+    test ``probabilities`` and the per-epoch ``history`` (mean training loss, validation macro-F1)."""
 
     best_epoch: int
     validation: dict[str, Any]

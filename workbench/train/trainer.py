@@ -79,13 +79,7 @@ class AtomicCheckpoints(TrainerCallback):
 
 
 def scale_for_accumulation(
-    loss: torch.Tensor,
-    *,
-    is_batch_level: bool,
-    items_in_micro_batch: Any,
-    num_items_in_batch: Any,
-    micro_batches: int,
-    num_processes: int = 1,
+    loss: torch.Tensor, items: Any, num_items_in_batch: Any, micro_batches: int, is_batch_level=False, num_processes=1
 ) -> torch.Tensor:
     """One micro-batch's loss L_b scaled so that G accumulated micro-batches give the intended update: a mean
     over n_b items (N = ``num_items_in_batch`` over the step) ``L_b * n_b * P / N``, the gradient of one batch of
@@ -95,7 +89,7 @@ def scale_for_accumulation(
         raise ValueError(f"micro_batches: must be >= 1, got {micro_batches}")
     if is_batch_level or num_items_in_batch is None:
         return loss / micro_batches
-    return loss * (items_in_micro_batch * num_processes / num_items_in_batch)
+    return loss * (items * num_processes / num_items_in_batch)
 
 
 def count_items(labels: torch.Tensor) -> torch.Tensor:
@@ -139,22 +133,16 @@ class LossTrainer(Trainer):
         loss = self.loss(outputs.logits, labels)
         if model.training:
             batch_level = bool(getattr(self.loss, "is_batch_level", False))
-            loss = self.scale_for_accumulation(loss, count_items(labels), num_items_in_batch, is_batch_level=batch_level)
+            loss = self.scale_for_accumulation(loss, count_items(labels), num_items_in_batch, batch_level)
         return (loss, outputs) if return_outputs else loss
 
     def scale_for_accumulation(
-        self, loss: torch.Tensor, items: Any, num_items_in_batch: Any, *, is_batch_level: bool
+        self, loss: torch.Tensor, items: Any, num_items_in_batch: Any, is_batch_level=False
     ) -> torch.Tensor:
         """:func:`scale_for_accumulation` for this accumulation step and these processes."""
         averaging = self.args.average_tokens_across_devices and self.args.world_size > 1
-        return scale_for_accumulation(
-            loss,
-            is_batch_level=is_batch_level,
-            items_in_micro_batch=items,
-            num_items_in_batch=num_items_in_batch,
-            micro_batches=self.current_gradient_accumulation_steps,
-            num_processes=self.accelerator.num_processes if averaging else 1,
-        )
+        processes, steps = self.accelerator.num_processes if averaging else 1, self.current_gradient_accumulation_steps
+        return scale_for_accumulation(loss, items, num_items_in_batch, steps, is_batch_level, processes)
 
     def training_step(self, model: nn.Module, inputs: dict[str, Any], num_items_in_batch: Any = None) -> torch.Tensor:
         """One micro-step; a non-finite loss stops the run naming the step (earlier checkpoints are kept)."""
