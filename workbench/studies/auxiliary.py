@@ -22,9 +22,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import torch
+from torch.utils.data import DataLoader
 from transformers import AutoModelForSequenceClassification, DataCollatorWithPadding
 
-from workbench.checks import check_number, check_seeds
+from workbench.checks import check_number, check_seeds, is_int
 from workbench.config import Config, load_config
 from workbench.information import softmax_entropy
 from workbench.stats import describe, mean_std, row_statistics
@@ -58,17 +59,13 @@ def stage_one_entropy(run_dir: str | Path, config: Config, batch_size: int = 128
     model = AutoModelForSequenceClassification.from_pretrained(str(Path(run_dir) / "stage1")).eval()
     data = classification_data(config)
     dataset = data.encoded[evaluation_split(data.encoded)].remove_columns("labels")
-    collate = DataCollatorWithPadding(data.tokenizer)
-    batches = [
-        collate([dataset[i] for i in range(start, min(start + batch_size, len(dataset)))])
-        for start in range(0, len(dataset), batch_size)
-    ]
-    logits = np.concatenate([model(**batch).logits.double().numpy() for batch in batches])
+    batches = DataLoader(dataset, batch_size=batch_size, collate_fn=DataCollatorWithPadding(data.tokenizer))
+    logits = torch.cat([model(**batch).logits.double() for batch in batches])
     k = int(model.config.num_task_labels)
     return {
-        "entropy_k": float(np.mean(softmax_entropy(logits[:, :k]))),
-        "entropy_k_plus_n": float(np.mean(softmax_entropy(logits))),
-        "aux_mass": float(torch.softmax(torch.as_tensor(logits), dim=-1)[:, k:].sum(dim=-1).mean()),
+        "entropy_k": float(np.mean(softmax_entropy(logits[:, :k].numpy()))),
+        "entropy_k_plus_n": float(np.mean(softmax_entropy(logits.numpy()))),
+        "aux_mass": float(logits.softmax(-1)[:, k:].sum(-1).mean()),
     }
 
 
@@ -83,9 +80,8 @@ def _run(config: Config, method: str, num_aux: int, seed: int, output_root: Path
         row["validation_macro_f1"] = metrics["best_validation_macro_f1"]
     else:
         metrics = two_stage(run_config.replace(task="two_stage")).metrics
-        row.update(
-            validation_macro_f1=metrics["stage2"]["best_validation_macro_f1"], stage1_macro_f1=metrics["stage1"]["macro_f1"]
-        )
+        row["validation_macro_f1"] = metrics["stage2"]["best_validation_macro_f1"]
+        row["stage1_macro_f1"] = metrics["stage1"]["macro_f1"]
         if method not in FUSION_METHODS and num_aux > 0:
             row.update({f"stage1_{key}": value for key, value in stage_one_entropy(run_dir, run_config).items()})
     return {**row, "macro_f1": metrics["macro_f1"], "accuracy": metrics["accuracy"], "time": metrics["time"]}
@@ -113,10 +109,9 @@ def run_study(
     (``fgm_epsilon`` > 0), and with ``fusion`` M-BERT, MRE-BERT and (with FGM) MRE-BERT-F. ``config`` is a trainer
     config; the seed goes to ``training.seed`` (the split stays ``data.seed``). Run folders go under ``output_root``
     (a temporary folder when None)."""
-    if not num_aux_values or any(isinstance(n, bool) or not isinstance(n, int) or n < 0 for n in num_aux_values):
-        raise ValueError(f"num_aux_values: must be a non-empty list of ints >= 0, got {num_aux_values!r}")
-    if len(set(num_aux_values)) != len(num_aux_values):
-        raise ValueError(f"num_aux_values: must not repeat a value, got {num_aux_values!r}")
+    distinct = all(is_int(n) and n >= 0 for n in num_aux_values) and len(set(num_aux_values)) == len(num_aux_values)
+    if not num_aux_values or not distinct:
+        raise ValueError(f"num_aux_values: must be a non-empty list of distinct ints >= 0, got {num_aux_values!r}")
     check_seeds("seeds", seeds)
     check_number("fgm_epsilon", fgm_epsilon, 0)
     config = load_config(config)

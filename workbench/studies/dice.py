@@ -51,26 +51,24 @@ POSITIVE_LABEL = 1
 
 
 def study_splits(data: DataConfig | Mapping[str, Any], positive_share: float | None = None) -> DatasetDict:
-    """Train / validation / test of a binary task (label 1 the positive class) from a config ``data`` section
-    (:func:`workbench.data.load_splits`); with ``positive_share`` in (0, 0.5] the training positives are
-    down-sampled to that share (validation and test keep theirs)."""
+    """Train / validation / test of a binary task (label 1 positive) from a config ``data`` section; with
+    ``positive_share`` in (0, 0.5] the training positives are down-sampled to that share."""
     splits = load_splits(data)
     if len(label_names(splits["train"])) != 2 or "test" not in splits:
         raise ValueError(f"data: must give two labels (1 = positive) and a test split, got {label_names(splits['train'])}")
     if positive_share is None:
         return splits
     check_number("positive_share", positive_share, 0, 0.5, low_inclusive=False)
+    seed = DataConfig.from_mapping(data).seed
     ratio = positive_share / (1.0 - positive_share)
-    train = rebalance(
-        splits["train"], ratio, positive_label=POSITIVE_LABEL, method="downsample", seed=DataConfig.from_mapping(data).seed
-    )
+    train = rebalance(splits["train"], ratio, positive_label=POSITIVE_LABEL, method="downsample", seed=seed)
     return DatasetDict({**splits, "train": train})
 
 
 @dataclass
 class Table8Sets:
-    """The Table 8 training sets: ``sets`` (setting -> training split), the ``augmentation``, ``calls`` (texts given
-    to the synonym augmenter) and ``unchanged`` (of those, the ones with no word in the lexicon: added as copies)."""
+    """The Table 8 training sets (setting -> training split), the ``augmentation``, ``calls`` (texts given to the
+    synonym augmenter) and ``unchanged`` (of those, the ones with no word in the lexicon: added as copies)."""
 
     sets: OrderedDict[str, Dataset]
     augmentation: str
@@ -95,24 +93,15 @@ def table8_sets(
 def table8_counts(table8: Table8Sets) -> pd.DataFrame:
     """Per setting: negative, positive, total, positive share, added (rows appended to the original) and added rows
     whose text equals an original training text (every copy, and replacements that found no synonym)."""
-    original = table8.sets["original"]
+    sets, original = table8.sets, table8.sets["original"]
+    counts = pd.DataFrame([label_counts(train, 2) for train in sets.values()], index=list(sets), columns=["negative", "positive"])
+    counts["total"] = counts.sum(axis=1)
+    counts["positive share"] = counts["positive"] / counts["total"]
+    added = [train["text"][len(original) :] for train in sets.values()]
+    counts["added"] = [len(texts) for texts in added]
     seen = set(original["text"])
-    rows = []
-    for setting, train in table8.sets.items():
-        negative, positive = label_counts(train, 2)
-        added = train["text"][len(original) :]
-        rows.append(
-            {
-                "setting": setting,
-                "negative": negative,
-                "positive": positive,
-                "total": len(train),
-                "positive share": positive / len(train),
-                "added": len(added),
-                "added, same text as an original example": sum(text in seen for text in added),
-            }
-        )
-    return pd.DataFrame(rows).set_index("setting")
+    counts["added, same text as an original example"] = [sum(text in seen for text in texts) for texts in added]
+    return counts.rename_axis("setting")
 
 
 def balanced_splits(splits: DatasetDict, seed: int = 0) -> DatasetDict:
@@ -121,20 +110,21 @@ def balanced_splits(splits: DatasetDict, seed: int = 0) -> DatasetDict:
 
 
 def fit_and_score(splits: DatasetDict, loss: LossSpec, seed: int, fitter: Fitter) -> dict[str, float]:
-    """Train on ``splits["train"]`` with ``loss`` (wce: the training counts) and ``seed``; the epoch is kept on
-    validation macro-F1. Test ``f1_positive``, ``macro_f1``, ``accuracy`` and ``validation_f1_positive``."""
+    """Train with ``loss`` (wce: the training counts) and ``seed``, the epoch kept on validation macro-F1: test
+    ``f1_positive``, ``macro_f1``, ``accuracy`` and ``validation_f1_positive``."""
     names = label_names(splits["train"])
     fit = fitter.fit(splits, resolve(loss, splits["train"]), seed)
-    scores = {}
-    for split, predicted, prefix in (
-        ("test", fit.test_predictions, ""),
-        ("validation", fit.validation_predictions, "validation_"),
-    ):
-        report = classification_report(np.asarray(splits[split]["label"]), predicted, label_names=names)
-        scores[f"{prefix}f1_positive"] = report["per_class"][names[POSITIVE_LABEL]]["f1"]
-        if not prefix:
-            scores.update(macro_f1=report["macro_f1"], accuracy=report["accuracy"])
-    return scores
+    test, validation = (
+        classification_report(np.asarray(splits[split]["label"]), predicted, label_names=names)
+        for split, predicted in (("test", fit.test_predictions), ("validation", fit.validation_predictions))
+    )
+    positive = names[POSITIVE_LABEL]
+    return {
+        "f1_positive": test["per_class"][positive]["f1"],
+        "macro_f1": test["macro_f1"],
+        "accuracy": test["accuracy"],
+        "validation_f1_positive": validation["per_class"][positive]["f1"],
+    }
 
 
 def run_grid(
@@ -161,19 +151,13 @@ def imbalance_study(
     fitter: Fitter,
     resample_seed: int = 0,
     *,
-    training_sets: Table8Sets | Mapping[str, Dataset] | None = None,
-    augmentation: str = "synonyms",
-    lexicon: str | None = None,
+    training_sets: Table8Sets | None = None,
 ) -> pd.DataFrame:
     """Table 8: :func:`run_grid` over the five training sets (``training_sets``, else :func:`table8_sets` of
     ``splits["train"]``), the same validation and test for each."""
-    if training_sets is None:
-        training_sets = table8_sets(splits["train"], seed=resample_seed, augmentation=augmentation, lexicon=lexicon)
-    if isinstance(training_sets, Table8Sets):
-        training_sets = training_sets.sets
-    return run_grid(
-        {name: DatasetDict({**splits, "train": train}) for name, train in training_sets.items()}, losses, seeds, fitter
-    )
+    training_sets = training_sets or table8_sets(splits["train"], seed=resample_seed)
+    settings = {name: DatasetDict({**splits, "train": train}) for name, train in training_sets.sets.items()}
+    return run_grid(settings, losses, seeds, fitter)
 
 
 def tversky_sweep(
@@ -208,26 +192,24 @@ def saturation_check(logit_gap: float = 30.0, alpha: float = 0.01) -> pd.DataFra
     the released factor (1 - p)^alpha p (gradient alpha (1 - p)^(alpha - 1) dp/dz = inf x 0 = NaN) against the
     workbench's ``dsc`` presets. Columns implementation, p, loss_finite, gradient_finite."""
     check_number("logit_gap", logit_gap, 0, low_inclusive=False)
-    names = {"released": f"released code: (1-p)^{alpha:g} p", "reference": "workbench dsc preset='reference'"}
-    names["paper"] = "workbench dsc preset='paper'"
-    logits = {name: torch.tensor([[-logit_gap / 2, logit_gap / 2]], requires_grad=True) for name in names}
-    p = logits["released"].softmax(-1)[:, 1]
-    values = {"released": ((1 - p) ** alpha * p).sum()}
-    values.update(
-        {preset: build_loss("dsc", preset=preset)(logits[preset], torch.tensor([1])) for preset in ("reference", "paper")}
-    )
+
+    def released(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        p = logits.softmax(-1)[:, 1]
+        return ((1 - p) ** alpha * p).sum()
+
+    losses = {
+        f"released code: (1-p)^{alpha:g} p": released,
+        "workbench dsc preset='reference'": build_loss("dsc", preset="reference"),
+        "workbench dsc preset='paper'": build_loss("dsc", preset="paper"),
+    }
     rows = []
-    for name, value in values.items():
-        value.backward()
-        rows.append(
-            {
-                "implementation": names[name],
-                "p": logits[name].detach().softmax(-1)[0, 1].item(),
-                "loss_finite": bool(torch.isfinite(value)),
-                "gradient_finite": bool(torch.isfinite(logits[name].grad).all()),
-            }
-        )
-    return pd.DataFrame(rows)
+    for name, loss in losses.items():
+        logits = torch.tensor([[-logit_gap / 2, logit_gap / 2]], requires_grad=True)
+        value = loss(logits, torch.tensor([1]))
+        (gradient,) = torch.autograd.grad(value, logits)
+        p = logits.detach().softmax(-1)[0, 1].item()
+        rows.append((name, p, bool(torch.isfinite(value)), bool(torch.isfinite(gradient).all())))
+    return pd.DataFrame(rows, columns=["implementation", "p", "loss_finite", "gradient_finite"])
 
 
 def this_run(

@@ -20,7 +20,7 @@ import pandas as pd
 import torch
 from datasets import DatasetDict
 
-from workbench.checks import check_int, check_seeds
+from workbench.checks import check_choice, check_int, check_seeds
 from workbench.data import label_names
 from workbench.losses import QBQTC_LABEL_COUNTS, LossSpec, needs_label_counts, resolve
 from workbench.metrics import classification_report
@@ -51,15 +51,12 @@ def setting_specs(
 ) -> dict[str, LossSpec]:
     """The loss spec of each of ``settings`` (:data:`PCL_SETTINGS` keys) at ``epsilon``; a ``cost_matrix`` (K x K)
     replaces the PCL forms' severity, as nominal labels need (:func:`run_ablation`)."""
-    unknown = [setting for setting in settings if setting not in PCL_SETTINGS]
-    if unknown:
-        raise ValueError(f"settings: must be among {list(PCL_SETTINGS)}, got unknown {unknown}")
     specs = {}
     for setting in settings:
-        spec = PCL_SETTINGS[setting]
-        takes_costs = cost_matrix is not None and spec.name == "pcl" and spec.params["variant"] != "reference"
-        extra = {"cost_matrix": [list(row) for row in cost_matrix]} if takes_costs else {}
-        specs[setting] = spec.replace(params={**spec.params, "epsilon": epsilon, **extra})
+        spec = PCL_SETTINGS[check_choice("settings", setting, list(PCL_SETTINGS))]
+        takes_costs = cost_matrix is not None and setting not in (BASELINE, "PCL reference")
+        costs = {"cost_matrix": [list(row) for row in cost_matrix]} if takes_costs else {}
+        specs[setting] = spec.replace(params={**spec.params, "epsilon": epsilon, **costs})
     return specs
 
 
@@ -81,22 +78,18 @@ def gradient_comparison(
     logits = 2.0 * torch.randn(batch_size, len(shares), generator=generator, dtype=torch.float64)
     values, gradients = {}, {}
     for setting, spec in specs.items():
-        if needs_label_counts(spec):
-            spec = spec.replace(params={**spec.params, "label_counts": list(label_counts)})
+        counts = {"label_counts": list(label_counts)} if needs_label_counts(spec) else {}
         leaf = logits.clone().requires_grad_(True)
-        value = resolve(spec)(leaf, labels)
+        value = resolve(spec.replace(params={**spec.params, **counts}))(leaf, labels)
         values[setting], (gradients[setting],) = value.item(), torch.autograd.grad(value, leaf)
     return pd.DataFrame(
-        [
-            {
-                "setting": setting,
-                "loss": values[setting],
-                "loss_minus_ls": values[setting] - values[BASELINE],
-                "max_abs_grad_diff": (gradients[setting] - gradients[BASELINE]).abs().max().item(),
-                "same_gradient": bool(torch.equal(gradients[setting], gradients[BASELINE])),
-            }
-            for setting in settings
-        ]
+        {
+            "setting": list(settings),
+            "loss": [values[setting] for setting in settings],
+            "loss_minus_ls": [values[setting] - values[BASELINE] for setting in settings],
+            "max_abs_grad_diff": [(gradients[setting] - gradients[BASELINE]).abs().max().item() for setting in settings],
+            "same_gradient": [torch.equal(gradients[setting], gradients[BASELINE]) for setting in settings],
+        }
     )
 
 
@@ -112,20 +105,14 @@ class Ablation:
 
 
 def run_ablation(
-    splits: DatasetDict,
-    losses: Mapping[str, LossSpec],
-    seeds: Sequence[int],
-    fitter: Fitter,
-    baseline: str = BASELINE,
-    ordinal: bool = True,
+    splits: DatasetDict, losses: Mapping[str, LossSpec], seeds: Sequence[int], fitter: Fitter, ordinal: bool = True
 ) -> Ablation:
     """Train one classifier per loss x seed through ``fitter`` and score the test split.
 
-    ``losses`` (setting -> spec, e.g. :func:`setting_specs`) must hold ``baseline``, whose test predictions every
-    setting is compared with at the same seed (``identical_to_ls``); each loss is built once by
-    ``workbench.losses.resolve`` (global counts from the training split). ``runs``: setting, seed, test macro_f1,
-    accuracy (and far_error_rate when ``ordinal``), ``recall_<label>``, best_epoch, validation_macro_f1, identical_to_ls.
-    Nominal labels have no near and far mistakes: PCL runs on them only with a ``cost_matrix``, never as released.
+    ``losses`` (setting -> spec, e.g. :func:`setting_specs`) must hold LS, whose test predictions every setting is
+    compared with at the same seed (``identical_to_ls``); global counts come from the training split. ``runs``:
+    setting, seed, test macro_f1, accuracy (and far_error_rate when ``ordinal``), ``recall_<label>``, best_epoch,
+    validation_macro_f1, identical_to_ls. Nominal labels run PCL only with a ``cost_matrix``, never as released.
     """
     pcl = [name for name, spec in losses.items() if spec.name == "pcl"]
     if not ordinal and any(
@@ -135,21 +122,21 @@ def run_ablation(
             f"cost_matrix: PCL's near and far cases need ordinal labels (data.ordinal: false); give one (not for "
             f"PCL reference) or drop {pcl} from the settings"
         )
-    if baseline not in losses:
+    if BASELINE not in losses:
         raise ValueError(
-            f"losses: must include the baseline {baseline!r} (the 'identical predictions' reference), got {list(losses)}"
+            f"losses: must include the baseline {BASELINE!r} (the 'identical predictions' reference), got {list(losses)}"
         )
     seeds = check_seeds("seeds", seeds)
     names = label_names(splits["train"])
     gold = np.asarray(splits["test"]["label"], dtype=np.int64)
-    rows, predictions, confusion = [], {}, {}
-    for setting in [baseline, *(setting for setting in losses if setting != baseline)]:
-        loss = resolve(losses[setting], splits["train"])
+    rows, predictions, confusion = [], {}, dict.fromkeys(losses, 0)
+    for setting, spec in losses.items():
+        loss = resolve(spec, splits["train"])
         for seed in seeds:
             fit = fitter.fit(splits, loss, seed)
-            predicted = predictions[(setting, seed)] = fit.test_predictions
-            report = classification_report(gold, predicted, label_names=names, ordinal=ordinal)
-            confusion[setting] = confusion.get(setting, 0) + np.asarray(report["confusion_matrix"])
+            predictions[(setting, seed)] = fit.test_predictions
+            report = classification_report(gold, fit.test_predictions, label_names=names, ordinal=ordinal)
+            confusion[setting] += np.asarray(report["confusion_matrix"])
             rows.append(
                 {
                     "setting": setting,
@@ -158,12 +145,11 @@ def run_ablation(
                     **{f"recall_{name}": report["per_class"][name]["recall"] for name in names},
                     "best_epoch": fit.best_epoch,
                     "validation_macro_f1": fit.validation_score,
-                    "identical_to_ls": bool(np.array_equal(predicted, predictions[(baseline, seed)])),
                 }
             )
-    order = {setting: index for index, setting in enumerate(losses)}
-    runs = pd.DataFrame(rows).sort_values("setting", key=lambda column: column.map(order), kind="stable")
-    return Ablation(runs.reset_index(drop=True), predictions, {setting: confusion[setting] for setting in losses}, names)
+    runs = pd.DataFrame(rows)
+    same = [np.array_equal(predictions[key], predictions[(BASELINE, key[1])]) for key in zip(runs["setting"], runs["seed"])]
+    return Ablation(runs.assign(identical_to_ls=same), predictions, confusion, names)
 
 
 def encoder_fitters(encoders: Mapping[str, Mapping[str, Any]], training: Mapping[str, Any], max_length: int) -> dict[str, Fitter]:
@@ -184,56 +170,45 @@ class EncoderAblation:
 
 
 def run_encoder_ablation(
-    splits: DatasetDict,
-    losses: Mapping[str, LossSpec],
-    seeds: Sequence[int],
-    fitters: Mapping[str, Fitter],
-    baseline: str = BASELINE,
-    ordinal: bool = True,
+    splits: DatasetDict, losses: Mapping[str, LossSpec], seeds: Sequence[int], fitters: Mapping[str, Fitter], ordinal: bool = True
 ) -> EncoderAblation:
     """Table 4's grid: :func:`run_ablation` for every encoder of ``fitters``, each with its own LS baseline."""
     if not isinstance(fitters, Mapping) or not fitters:
         raise ValueError(f"fitters: must be a non-empty mapping of encoder name -> Fitter, got {fitters!r}")
-    ablations = {name: run_ablation(splits, losses, seeds, fitter, baseline, ordinal) for name, fitter in fitters.items()}
-    runs = pd.concat([ablation.runs.assign(encoder=name) for name, ablation in ablations.items()], ignore_index=True)
-    return EncoderAblation(runs[["encoder", *runs.columns.drop("encoder")]], ablations)
+    ablations = {name: run_ablation(splits, losses, seeds, fitter, ordinal) for name, fitter in fitters.items()}
+    runs = pd.concat({name: ablation.runs for name, ablation in ablations.items()}, names=["encoder", None])
+    return EncoderAblation(runs.reset_index(level="encoder").reset_index(drop=True), ablations)
 
 
 def _metrics(runs: pd.DataFrame) -> list[str]:
     return [metric for metric in METRICS if metric in runs.columns]
 
 
-def ablation_table(runs: pd.DataFrame, digits: int = 3) -> pd.DataFrame:
+def ablation_table(runs: pd.DataFrame) -> pd.DataFrame:
     """One row per (encoder,) setting: "mean ± std" over seeds (ddof = 1) of each metric and "identical predictions
     to LS" as "k/n" seeds."""
     groups = ["encoder", "setting"] if "encoder" in runs.columns else ["setting"]
-    table = formatted(summarize(runs, groups, _metrics(runs)), _metrics(runs), digits)[[*groups, *_metrics(runs)]].set_index(
-        groups
-    )
+    table = formatted(summarize(runs, groups, _metrics(runs)), _metrics(runs)).set_index(groups)[_metrics(runs)]
     identical = runs.groupby(groups, sort=False)["identical_to_ls"].agg(["sum", "size"]).loc[table.index]
-    table["identical predictions to LS"] = [f"{same}/{size}" for same, size in zip(identical["sum"], identical["size"])]
+    table["identical predictions to LS"] = identical["sum"].astype(str) + "/" + identical["size"].astype(str)
     return table
 
 
-def table4(
-    runs: pd.DataFrame, metrics: Sequence[str] = TABLE4_METRICS, digits: int = 3, baseline: str = BASELINE
-) -> pd.DataFrame:
+def table4(runs: pd.DataFrame, metrics: Sequence[str] = TABLE4_METRICS, digits: int = 3) -> pd.DataFrame:
     """The paper's Table 4 layout: one row per encoder ("encoder" when ``runs`` has no such column), columns
-    (setting, metric) "mean ± std" over seeds, other settings with their mean minus the baseline's in brackets (the
-    paper's "(+2.09)"). QBQTC's F1 is macro-F1."""
+    (setting, metric) "mean ± std" over seeds, other settings with their mean minus LS's in brackets (the paper's
+    "(+2.09)"). QBQTC's F1 is macro-F1."""
     runs = runs if "encoder" in runs.columns else runs.assign(encoder="encoder")
     summary = summarize(runs, ["encoder", "setting"], metrics)
     cells = formatted(summary, metrics, digits)
-    base = summary[summary["setting"] == baseline].set_index("encoder")
+    base = summary[summary["setting"] == BASELINE].set_index("encoder")
     for metric in metrics:
         delta = summary[f"{metric}_mean"] - summary["encoder"].map(base[f"{metric}_mean"])
-        shown = (summary["setting"] != baseline) & delta.notna()
+        shown = (summary["setting"] != BASELINE) & delta.notna()
         cells[metric] += np.where(shown, delta.map(lambda value: f" ({value:+.{digits}f})"), "")
     table = cells.pivot(index="encoder", columns="setting", values=list(metrics)).swaplevel(axis=1).fillna("")
-    columns = [(setting, metric) for setting in dict.fromkeys(runs["setting"]) for metric in metrics]
-    return table.reindex(
-        index=list(dict.fromkeys(runs["encoder"])), columns=pd.MultiIndex.from_tuples(columns, names=["setting", "metric"])
-    )
+    columns = pd.MultiIndex.from_product([list(dict.fromkeys(runs["setting"])), metrics], names=["setting", "metric"])
+    return table.reindex(index=list(dict.fromkeys(runs["encoder"])), columns=columns)
 
 
 def best_gradient_bearing(runs: pd.DataFrame) -> str | None:
@@ -279,12 +254,11 @@ def this_run(runs: pd.DataFrame) -> str:
     for encoder, block in runs.groupby("encoder", sort=False):
         rows = table.loc[encoder]
         text = f"{encoder}: macro-F1 " + ", ".join(f"{setting} {rows.loc[setting, 'macro_f1']}" for setting in rows.index)
-        text += "; identical predictions to LS: " + ", ".join(
-            f"{setting} {rows.loc[setting, 'identical predictions to LS']}" for setting in rows.index if setting != BASELINE
-        )
+        identical = rows["identical predictions to LS"].drop(BASELINE, errors="ignore")
+        text += "; identical predictions to LS: " + ", ".join(f"{setting} {cell}" for setting, cell in identical.items())
         best = best_gradient_bearing(block)
         text += f"; best gradient-bearing form: {best}" if best else ""
         if "far_error_rate" in rows.columns:
-            text += "; far-error rate " + ", ".join(f"{setting} {rows.loc[setting, 'far_error_rate']}" for setting in rows.index)
+            text += "; far-error rate " + ", ".join(f"{setting} {cell}" for setting, cell in rows["far_error_rate"].items())
         parts.append(text)
     return f"This run ({runs['seed'].nunique()} seed(s), test): " + "; ".join(parts) + "."

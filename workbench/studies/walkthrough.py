@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 from datasets import Dataset
 
+from workbench.checks import check_choice
 from workbench.data import label_counts, label_names
 from workbench.losses import LossSpec
 from workbench.metrics import classification_report
@@ -33,14 +34,11 @@ COMPARISON: dict[str, LossSpec] = {
 def comparison_specs(settings: Sequence[str], epsilon: float, cost_matrix=None) -> dict[str, LossSpec]:
     """The specs of ``settings`` (:data:`COMPARISON` keys), LS and PCL at ``epsilon``, PCL with ``cost_matrix`` when
     given (nominal labels need one: ``workbench.studies.pcl.run_ablation``)."""
-    unknown = [setting for setting in settings if setting not in COMPARISON]
-    if unknown:
-        raise ValueError(f"settings: must be among {list(COMPARISON)}, got unknown {unknown}")
     specs = {}
     for setting in settings:
-        spec = COMPARISON[setting]
+        spec = COMPARISON[check_choice("settings", setting, list(COMPARISON))]
         extra = {"epsilon": epsilon} if spec.name in ("ls", "pcl") else {}
-        if cost_matrix is not None and spec.name == "pcl" and spec.params["variant"] != "reference":
+        if cost_matrix is not None and setting == "PCL expected_cost (global)":
             extra["cost_matrix"] = [list(row) for row in cost_matrix]
         specs[setting] = spec.replace(params={**spec.params, **extra})
     return specs

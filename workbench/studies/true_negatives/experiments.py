@@ -33,21 +33,15 @@ DEFAULT_SOURCE = "lexicon"
 RATES = ("prediction_rate", "iteration_rate", "wrong", "corrected")
 
 
-def encoder_name(masking: str, objective: str, synonyms: str = DEFAULT_SOURCE) -> str:
-    """``<masking>-<objective>``, with ``@<synonyms>`` for another synonym source than the lexicon."""
-    return f"{masking}-{objective}" + ("" if synonyms == DEFAULT_SOURCE else f"@{synonyms}")
-
-
-def _pretrain(base: Config, root: Path, strategy: str, objective: str, seed: int, synonyms: str = DEFAULT_SOURCE, lexicon=None):
-    """One pretrain_mlm run into ``root/<encoder>``; its row of :func:`pretraining_grid`."""
-    name = encoder_name(strategy, objective, synonyms)
+def _pretrain(base: Config, root: Path, strategy: str, objective: str, seed: int, synonyms: str, lexicon: str | Path | None):
+    """One pretrain_mlm run into ``root/<masking>-<objective>[@<synonyms>]``; its row of :func:`pretraining_runs`."""
+    name = f"{strategy}-{objective}" + ("" if synonyms == DEFAULT_SOURCE else f"@{synonyms}")
     overrides = {**OBJECTIVE_VARIANTS[objective], **({} if lexicon is None else {"lexicon": str(lexicon)})}
     config = base.replace(
         output_dir=str(root / name), masking={"strategy": strategy}, objective=overrides, training={"seed": seed}
     )
     metrics = pretrain_mlm(config).metrics
-    final = (metrics.get("epochs") or [{}])[-1]
-    correction = metrics.get("correction", {})
+    final, correction = (metrics.get("epochs") or [{}])[-1], metrics.get("correction", {})
     return {
         "encoder": name,
         "masking": strategy,
@@ -74,13 +68,10 @@ def pretraining_runs(
     lexicon: str | Path | None = None,
 ) -> pd.DataFrame:
     """:func:`~workbench.train.pretrain_mlm` for each ``(strategy, objective variant)`` of ``plan`` (repeats run once)
-    into ``output_root/<encoder>`` (:func:`encoder_name`); ``lexicon`` (a Cilin or WordNet .tsv file named ``synonyms``)
-    replaces the base config's synonym table (Table 6's second block).
-
-    One row per run: encoder, masking, objective, synonyms, hc_level, seed, train_loss, the final held-out eval_loss,
-    perplexity and HC rates (``eval_prediction_rate``, ``eval_iteration_rate``), the training-time HC rates
-    (``train_*``; NaN for plain and SR), time and output_dir.
-    """
+    into ``output_root/<encoder>``; ``lexicon`` (a Cilin or WordNet .tsv file named ``synonyms``) replaces the base
+    config's synonym table (Table 6's second block). One row per run: encoder, masking, objective, synonyms, hc_level,
+    seed, train_loss, the final held-out eval_loss, perplexity and HC rates (``eval_*``), the training-time HC rates
+    (``train_*``; NaN for plain and SR), time and output_dir."""
     if not plan or any(len(pair) != 2 for pair in plan):
         raise ValueError(f"plan: must be a non-empty list of (strategy, objective) pairs, got {plan!r}")
     check_names("strategies", [pair[0] for pair in plan], STRATEGIES)
@@ -90,13 +81,8 @@ def pretraining_runs(
             f"synonyms: must name the lexicon file's source (not {DEFAULT_SOURCE!r}) exactly when one is given, got {synonyms!r}"
         )
     base = load_config(base_config, task="pretrain_mlm")
-    root = Path(output_root)
-    return pd.DataFrame(
-        [
-            _pretrain(base, root, strategy, objective, seed, synonyms, lexicon)
-            for strategy, objective in dict.fromkeys(map(tuple, plan))
-        ]
-    )
+    pairs = dict.fromkeys(map(tuple, plan))
+    return pd.DataFrame([_pretrain(base, Path(output_root), *pair, seed, synonyms, lexicon) for pair in pairs])
 
 
 def _metrics_file(output_dir: str | Path) -> dict[str, Any]:
@@ -124,30 +110,23 @@ def epoch_table(runs: pd.DataFrame) -> pd.DataFrame:
     """Every run's per-epoch records (metrics.json ``epochs``), one row per (run, epoch): :data:`EPOCH_COLUMNS`.
 
     ``checkpoint``: the share of the run's steps done, in % (Table 2's "Check."); ``eval_*``: held-out blocks with
-    fixed whole-word masks (plain MLM loss, perplexity = exp(loss), HC rates of the predictions with the run's
-    table and ``hc_level``); ``train_*``: the HC rates of that epoch's training batches (NaN unless HC). Rates are
-    fractions: prediction = corrected / wrong, iteration = sequences with a correction / sequences.
+    fixed whole-word masks (plain MLM loss, perplexity = exp(loss), HC rates with the run's table and ``hc_level``);
+    ``train_*``: the HC rates of that epoch's training batches (NaN unless HC). Rates are fractions: prediction =
+    corrected / wrong, iteration = sequences with a correction / sequences.
     """
-    rows = []
-    for run, name in zip(runs.itertuples(), runs["encoder"]):
-        epochs = _metrics_file(run.output_dir).get("epochs", [])
-        last_step = max((record["step"] for record in epochs), default=0)
-        rows += [
-            {
-                "encoder": name,
-                "masking": run.masking,
-                "objective": run.objective,
-                "synonyms": getattr(run, "synonyms", DEFAULT_SOURCE),
-                "epoch": record["epoch"],
-                "step": record["step"],
-                "checkpoint": 100.0 * record["step"] / last_step if last_step else np.nan,
-                "eval_loss": record["eval_loss"],
-                "perplexity": record["perplexity"],
-                **{f"{side}_{rate}": record.get(f"{side}_hc_{rate}", np.nan) for side in ("eval", "train") for rate in RATES},
-            }
-            for record in epochs
-        ]
-    return pd.DataFrame(rows, columns=list(EPOCH_COLUMNS))
+    records = [
+        {
+            "encoder": run.encoder,
+            "masking": run.masking,
+            "objective": run.objective,
+            "synonyms": getattr(run, "synonyms", DEFAULT_SOURCE),
+            **{key.replace("_hc_", "_"): value for key, value in record.items()},
+        }
+        for run in runs.itertuples()
+        for record in _metrics_file(run.output_dir).get("epochs", [])
+    ]
+    epochs = pd.DataFrame(records, columns=list(EPOCH_COLUMNS))
+    return epochs.assign(checkpoint=100.0 * epochs["step"] / epochs.groupby("encoder")["step"].transform("max"))
 
 
 def table2(epochs: pd.DataFrame, encoder: str) -> pd.DataFrame:
@@ -170,9 +149,8 @@ def table2(epochs: pd.DataFrame, encoder: str) -> pd.DataFrame:
 
 
 DOWNSTREAM_METRICS = ("macro_f1", "accuracy")
-RATE_KEYS = ("prediction_rate", "iteration_rate")
 RUN_COLUMNS = ("masking", "objective", "synonyms", "train_loss", "eval_loss", "perplexity", "time")
-RUN_COLUMNS += tuple(f"{side}_{rate}" for side in ("train", "eval") for rate in RATE_KEYS)
+RUN_COLUMNS += tuple(f"{side}_{rate}" for side in ("train", "eval") for rate in RATES[:2])
 COMPARISON_COLUMNS = ("encoder", "variant", *RUN_COLUMNS[3:], "heldout_prediction_rate")
 COMPARISON_COLUMNS += ("macro_f1", "macro_f1_mean", "macro_f1_std", "delta_macro_f1", "n")
 
@@ -190,23 +168,15 @@ def downstream_grid(
         raise ValueError("encoders: must name at least one encoder, got none")
     seeds = check_seeds("seeds", seeds)
     base = load_config(base_config, task="finetune")
-    rows = []
+    rows, keys = [], (*DOWNSTREAM_METRICS, "best_validation_macro_f1")
     for name, checkpoint in encoders.items():
         model = (
             {"model_name_or_path": None} if checkpoint is None else {"model_name_or_path": str(checkpoint), "vocab_file": None}
         )
         for seed in seeds:
-            config = base.replace(
-                output_dir=str(Path(output_root) / f"{name}-seed{seed}"), training={"seed": int(seed)}, model=model
-            )
-            metrics = finetune(config).metrics
-            rows.append(
-                {
-                    "encoder": name,
-                    "seed": int(seed),
-                    **{key: metrics[key] for key in (*DOWNSTREAM_METRICS, "best_validation_macro_f1")},
-                }
-            )
+            output_dir = str(Path(output_root) / f"{name}-seed{seed}")
+            metrics = finetune(base.replace(output_dir=output_dir, training={"seed": int(seed)}, model=model)).metrics
+            rows.append({"encoder": name, "seed": int(seed), **{key: metrics[key] for key in keys}})
     return pd.DataFrame(rows)
 
 
@@ -223,12 +193,12 @@ def results_table(runs: pd.DataFrame, corrections: pd.DataFrame, summary: pd.Dat
     if "level" not in corrections.columns:
         corrections = corrections.assign(level=level)
     check_choice("level", level, sorted(set(corrections["level"])))
-    wide = corrections.pivot(index="encoder", columns="level", values=list(RATE_KEYS))
+    wide = corrections.pivot(index="encoder", columns="level", values=list(RATES[:2]))
     heldout = pd.DataFrame({f"heldout_{rate}_{lvl}": wide[(rate, lvl)] for rate, lvl in wide.columns})
-    heldout = heldout.assign(**{f"heldout_{rate}": wide[(rate, level)] for rate in RATE_KEYS}).reset_index()
+    heldout = heldout.assign(**{f"heldout_{rate}": wide[(rate, level)] for rate in RATES[:2]}).reset_index()
     downstream = summary[["encoder", "macro_f1_mean", "macro_f1_std", "macro_f1", "accuracy_mean", "accuracy_std", "n"]]
     table = downstream.merge(pretraining, on="encoder", how="left").merge(heldout, on="encoder", how="left")
-    first = ["encoder", "masking", "objective", "train_loss", "train_prediction_rate", *(f"heldout_{rate}" for rate in RATE_KEYS)]
+    first = ["encoder", "masking", "objective", "train_loss", "train_prediction_rate", *(f"heldout_{rate}" for rate in RATES[:2])]
     first += ["macro_f1", "macro_f1_mean", "macro_f1_std", "accuracy_mean", "accuracy_std", "n"]
     return table[first + [column for column in table.columns if column not in first]]
 

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping, Sequence
-from functools import lru_cache
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +25,7 @@ from workbench.vocab import load_tokenizer
 from .masking_demo import BLANK, check_names
 
 Model = str | Path | PreTrainedModel
+MODEL_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 CORRECTION_COLUMNS = ("prediction_rate", "iteration_rate", "accuracy", "synonym_accuracy", "wrong", "corrected")
 
 
@@ -60,35 +60,6 @@ def load_masked_lm(model: Model, tokenizer: Any = None) -> tuple[Any, Any]:
     return model, tokenizer
 
 
-def _masked_batches(
-    model, tokenizer, texts, masking, seed, batch_size, max_length
-) -> Iterator[tuple[dict, torch.Tensor, list, int]]:
-    """(batch, predictions, features, first text index) per chunk of ``texts`` masked by ``masking``'s collator
-    (seeded): the argmax prediction at every masked position (-100 elsewhere), the vocabulary head run at those
-    positions only (:func:`workbench.models.labelled_logits`); the model in eval mode, on the GPU when there is one."""
-    check_int("batch_size", batch_size, 1)
-    if not texts:
-        raise ValueError("texts: must hold at least one text, got none")
-    features = encode_words(tokenizer, texts, JiebaSegmenter(), max_length=max_length)
-    masking = MaskingSpec.from_mapping(masking)
-    collator = build_collator(masking, tokenizer, seed, return_word_ids=True, segmented_texts=[f["words"] for f in features])
-    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    model.to(device).eval()
-    with torch.no_grad():
-        for start in range(0, len(features), batch_size):
-            chunk = features[start : start + batch_size]
-            batch = collator(chunk)
-            inputs = {key: batch[key].to(device) for key in ("input_ids", "attention_mask", "token_type_ids")}
-            rows, _ = labelled_logits(model, batch["labels"].to(device), **inputs)
-            masked = batch["labels"] != IGNORE_INDEX
-            yield (
-                batch,
-                torch.full_like(batch["labels"], IGNORE_INDEX).masked_scatter(masked, rows.argmax(-1).cpu()),
-                chunk,
-                start,
-            )
-
-
 def correction_statistics(
     model: Model,
     texts: Sequence[str],
@@ -106,36 +77,46 @@ def correction_statistics(
     :meth:`CorrectionStats.as_dict` at ``level`` (``token``: the paper's rule; ``word``: whole jieba words) plus
     ``accuracy`` = (masked - wrong) / masked and ``synonym_accuracy`` = (masked - wrong + corrected) / masked; with
     ``examples`` > 0 also ``examples``: up to that many corrected words (text, masked_input with chosen tokens as ＿,
-    gold, predicted, gold_synonyms).
+    gold, predicted, gold_synonyms). The model runs in eval mode, on the GPU when there is one.
     """
     check_choice("level", level, HC_LEVELS)
     check_int("examples", examples, 0)
+    check_int("batch_size", batch_size, 1)
+    if not texts:
+        raise ValueError("texts: must hold at least one text, got none")
     model, tokenizer = load_masked_lm(model, tokenizer)
-    correction = HardCorrectionLoss(tokenizer, table, level)
-    stats, rows = CorrectionStats(), []
-    for batch, predictions, chunk, start in _masked_batches(model, tokenizer, texts, masking, seed, batch_size, max_length):
-        labels, word_ids = batch["labels"], batch["word_ids"]
+    features = encode_words(tokenizer, texts, JiebaSegmenter(), max_length=max_length)
+    segmented = [feature["words"] for feature in features]
+    collator = build_collator(MaskingSpec.from_mapping(masking), tokenizer, seed, return_word_ids=True, segmented_texts=segmented)
+    correction, stats, rows = HardCorrectionLoss(tokenizer, table, level), CorrectionStats(), []
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    model.to(device).eval()
+    for start in range(0, len(features), batch_size):
+        batch = collator(features[start : start + batch_size])
+        labels, word_ids, masked = batch["labels"], batch["word_ids"], batch["labels"] != IGNORE_INDEX
+        with torch.no_grad():  # the vocabulary head at the masked positions only
+            logits, _ = labelled_logits(model, labels.to(device), **{key: batch[key].to(device) for key in MODEL_INPUTS})
+        predictions = torch.full_like(labels, IGNORE_INDEX).masked_scatter(masked, logits.argmax(-1).cpu())
         counts = correction.prediction_counts(predictions, labels, word_ids)
         stats.update(counts)
-        dropped = torch.nonzero((labels != IGNORE_INDEX) & (counts.labels == IGNORE_INDEX), as_tuple=True)
-        for row, word in sorted({(int(row), int(word_ids[row, column])) for row, column in zip(*dropped)})[
-            : examples - len(rows)
-        ]:
-            span, tokens = word_ids[row] == word, tokenizer.convert_ids_to_tokens(chunk[row]["input_ids"])
+        dropped = torch.nonzero(masked & (counts.labels == IGNORE_INDEX), as_tuple=True)
+        corrected_words = sorted({(int(row), int(word_ids[row, column])) for row, column in zip(*dropped)})
+        for row, word in corrected_words[: examples - len(rows)]:
+            span, tokens = word_ids[row] == word, tokenizer.convert_ids_to_tokens(features[start + row]["input_ids"])
             gold = token_text(tokenizer.convert_ids_to_tokens(labels[row][span].tolist()))
             shown = torch.nonzero(word_ids[row] >= 0).flatten().tolist()
             rows.append(
                 {
                     "text": texts[start + row],
-                    "masked_input": "".join(BLANK if labels[row, i] != IGNORE_INDEX else tokens[i] for i in shown),
+                    "masked_input": "".join(BLANK if masked[row, i] else tokens[i] for i in shown),
                     "gold": gold,
                     "predicted": token_text(tokenizer.convert_ids_to_tokens(predictions[row][span].tolist())),
                     "gold_synonyms": " ".join(sorted(table.synonyms(gold))),
                 }
             )
     result = stats.as_dict()
-    masked, right = max(result["masked"], 1), result["masked"] - result["wrong"]
-    result.update(accuracy=right / masked, synonym_accuracy=(right + result["corrected"]) / masked)
+    total, right = max(result["masked"], 1), result["masked"] - result["wrong"]
+    result.update(accuracy=right / total, synonym_accuracy=(right + result["corrected"]) / total)
     if examples:
         result["examples"] = pd.DataFrame(rows, columns=["text", "masked_input", "gold", "predicted", "gold_synonyms"])
     return result
@@ -210,15 +191,11 @@ def worked_example(
 EMBEDDING_SOURCES = ("corpus", "model")
 
 
-@lru_cache(maxsize=1)
-def _segmenter() -> JiebaSegmenter:
-    return JiebaSegmenter()
-
-
 def corpus_words(texts: Sequence[str]) -> list[list[str]]:
     """The jieba words of each text, without punctuation and without words a lexicon file cannot hold (space, ``_``)."""
+    segmenter = JiebaSegmenter()
     return [
-        [word for word in _segmenter().words(text) if re.search(r"\w", word) and not re.search(r"[\s_]", word)] for text in texts
+        [word for word in segmenter.words(text) if re.search(r"\w", word) and not re.search(r"[\s_]", word)] for text in texts
     ]
 
 

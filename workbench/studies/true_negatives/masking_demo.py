@@ -110,12 +110,5 @@ def masked_share_summary(
     for strategy in strategies:
         chosen, maskable = mask_draws(texts, strategy, masking, tokenizer, draws, seed)
         share = (chosen & maskable).sum(axis=2) / maskable.sum(axis=1)
-        rows.append(
-            {
-                "strategy": strategy,
-                "mean_masked_share": float(share.mean()),
-                "share_nothing_masked": float((share == 0).mean()),
-                "share_fully_masked": float((share == 1).mean()),
-            }
-        )
-    return pd.DataFrame(rows)
+        rows.append((strategy, share.mean(), (share == 0).mean(), (share == 1).mean()))
+    return pd.DataFrame(rows, columns=["strategy", "mean_masked_share", "share_nothing_masked", "share_fully_masked"])
