@@ -32,7 +32,7 @@ from workbench.data import (
 from workbench.lexicon import SynonymTable
 from workbench.losses import LossSpec, build_loss, resolve
 from workbench.metrics import classification_report
-from workbench.stats import mean_std, row_statistics, summarize
+from workbench.stats import formatted, row_statistics, summarize
 from workbench.train import Fitter
 
 LOSS_ZOO: dict[str, LossSpec] = {
@@ -114,10 +114,8 @@ def fit_and_score(splits: DatasetDict, loss: LossSpec, seed: int, fitter: Fitter
     ``f1_positive``, ``macro_f1``, ``accuracy`` and ``validation_f1_positive``."""
     names = label_names(splits["train"])
     fit = fitter.fit(splits, resolve(loss, splits["train"]), seed)
-    test, validation = (
-        classification_report(np.asarray(splits[split]["label"]), predicted, label_names=names)
-        for split, predicted in (("test", fit.test_predictions), ("validation", fit.validation_predictions))
-    )
+    test = classification_report(np.asarray(splits["test"]["label"]), fit.test_predictions, label_names=names)
+    validation = classification_report(np.asarray(splits["validation"]["label"]), fit.validation_predictions, label_names=names)
     positive = names[POSITIVE_LABEL]
     return {
         "f1_positive": test["per_class"][positive]["f1"],
@@ -149,13 +147,11 @@ def imbalance_study(
     losses: Mapping[str, LossSpec],
     seeds: Sequence[int],
     fitter: Fitter,
-    resample_seed: int = 0,
-    *,
     training_sets: Table8Sets | None = None,
 ) -> pd.DataFrame:
     """Table 8: :func:`run_grid` over the five training sets (``training_sets``, else :func:`table8_sets` of
     ``splits["train"]``), the same validation and test for each."""
-    training_sets = training_sets or table8_sets(splits["train"], seed=resample_seed)
+    training_sets = training_sets or table8_sets(splits["train"])
     settings = {name: DatasetDict({**splits, "train": train}) for name, train in training_sets.sets.items()}
     return run_grid(settings, losses, seeds, fitter)
 
@@ -216,15 +212,12 @@ def this_run(
     table8: pd.DataFrame, table9: pd.DataFrame, presets: pd.DataFrame, sets: Table8Sets, chosen: Mapping[str, float]
 ) -> str:
     """The run's key numbers in one line (test, x100, mean ± std over seeds), which the notebook's reading quotes."""
-    cells = summarize(
-        pd.concat([table8, table9.assign(setting="balanced"), presets.assign(setting="presets")]), ["setting", "loss"], METRICS
-    )
-    cells = cells.set_index(["setting", "loss"])
+    tables = pd.concat([table8, table9.assign(setting="balanced"), presets.assign(setting="presets")])
+    summary = summarize(tables, ["setting", "loss"], METRICS)
+    cells = formatted(summary, METRICS, digits=1, scale=100).set_index(["setting", "loss"])
 
     def cell(setting: str, loss: str, metric: str = "f1_positive") -> str:
-        if (setting, loss) not in cells.index:
-            return "n/a"
-        return mean_std(cells.loc[(setting, loss), f"{metric}_mean"], cells.loc[(setting, loss), f"{metric}_std"], 1, 100)
+        return cells[metric].get((setting, loss), "n/a")
 
     losses = list(dict.fromkeys(table8["loss"]))
     per_setting = "; ".join(

@@ -19,7 +19,7 @@ from workbench.checks import check_choice
 from workbench.data import label_counts, label_names
 from workbench.losses import LossSpec
 from workbench.metrics import classification_report
-from workbench.stats import mean_std, mean_std_table, row_statistics, summarize
+from workbench.stats import formatted, mean_std_table, row_statistics, summarize
 
 COMPARISON: dict[str, LossSpec] = {
     "CE": LossSpec("ce"),
@@ -38,7 +38,7 @@ def comparison_specs(settings: Sequence[str], epsilon: float, cost_matrix=None) 
     for setting in settings:
         spec = COMPARISON[check_choice("settings", setting, list(COMPARISON))]
         extra = {"epsilon": epsilon} if spec.name in ("ls", "pcl") else {}
-        if cost_matrix is not None and setting == "PCL expected_cost (global)":
+        if cost_matrix is not None and spec.name == "pcl" and spec.params["variant"] != "reference":
             extra["cost_matrix"] = [list(row) for row in cost_matrix]
         specs[setting] = spec.replace(params={**spec.params, **extra})
     return specs
@@ -91,22 +91,19 @@ def key_metrics(runs: pd.DataFrame, baseline: Mapping[str, Any]) -> dict[str, An
 
 def this_run(runs: pd.DataFrame, baseline: Mapping[str, Any]) -> str:
     """The run's key numbers in one line (test, mean ± std over seeds), which the notebook's reading quotes."""
-    summary = summarize(runs, ["setting"], [m for m in ("macro_f1", "far_error_rate") if m in runs.columns]).set_index("setting")
+    metrics = [metric for metric in ("macro_f1", "far_error_rate") if metric in runs.columns]
+    cells = formatted(summarize(runs, ["setting"], metrics), metrics).set_index("setting")
     recall = recall_table(runs)
-
-    def cell(setting: str, metric: str = "macro_f1") -> str:
-        return mean_std(summary.loc[setting, f"{metric}_mean"], summary.loc[setting, f"{metric}_std"])
-
     identical = runs.groupby("setting", sort=False)["identical_to_ls"].agg(["sum", "size"])
     text = (
         f"This run ({runs['seed'].nunique()} seed(s), test): always predicting {baseline['majority_label']!r}: accuracy "
         f"{baseline['accuracy']:.3f}, macro-F1 {baseline['macro_f1']:.3f}. Macro-F1 "
-        + ", ".join(f"{setting} {cell(setting)}" for setting in summary.index)
+        + ", ".join(f"{setting} {cell}" for setting, cell in cells["macro_f1"].items())
         + ". Recall (%) of CE: "
         + (", ".join(f"{label} {recall.loc['CE', label]}" for label in recall.columns) if "CE" in recall.index else "n/a")
         + ". Identical predictions to LS: "
         + ", ".join(f"{setting} {row['sum']}/{row['size']}" for setting, row in identical.iterrows() if setting != "LS")
     )
     if "far_error_rate" in runs.columns:
-        text += ". Far-error rate: " + ", ".join(f"{setting} {cell(setting, 'far_error_rate')}" for setting in summary.index)
+        text += ". Far-error rate: " + ", ".join(f"{setting} {cell}" for setting, cell in cells["far_error_rate"].items())
     return text + "."

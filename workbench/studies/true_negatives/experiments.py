@@ -37,9 +37,8 @@ def _pretrain(base: Config, root: Path, strategy: str, objective: str, seed: int
     """One pretrain_mlm run into ``root/<masking>-<objective>[@<synonyms>]``; its row of :func:`pretraining_runs`."""
     name = f"{strategy}-{objective}" + ("" if synonyms == DEFAULT_SOURCE else f"@{synonyms}")
     overrides = {**OBJECTIVE_VARIANTS[objective], **({} if lexicon is None else {"lexicon": str(lexicon)})}
-    config = base.replace(
-        output_dir=str(root / name), masking={"strategy": strategy}, objective=overrides, training={"seed": seed}
-    )
+    masking, training = {"strategy": strategy}, {"seed": seed}
+    config = base.replace(output_dir=str(root / name), masking=masking, objective=overrides, training=training)
     metrics = pretrain_mlm(config).metrics
     final, correction = (metrics.get("epochs") or [{}])[-1], metrics.get("correction", {})
     return {
@@ -67,11 +66,10 @@ def pretraining_runs(
     synonyms: str = DEFAULT_SOURCE,
     lexicon: str | Path | None = None,
 ) -> pd.DataFrame:
-    """:func:`~workbench.train.pretrain_mlm` for each ``(strategy, objective variant)`` of ``plan`` (repeats run once)
-    into ``output_root/<encoder>``; ``lexicon`` (a Cilin or WordNet .tsv file named ``synonyms``) replaces the base
-    config's synonym table (Table 6's second block). One row per run: encoder, masking, objective, synonyms, hc_level,
-    seed, train_loss, the final held-out eval_loss, perplexity and HC rates (``eval_*``), the training-time HC rates
-    (``train_*``; NaN for plain and SR), time and output_dir."""
+    """:func:`~workbench.train.pretrain_mlm` per ``(strategy, objective variant)`` of ``plan`` (repeats run once) into
+    ``output_root/<encoder>``; ``lexicon``, a .tsv file named ``synonyms``, replaces the synonym table (Table 6's second
+    block). One row per run: its settings, train_loss, the final held-out eval_loss, perplexity and HC rates
+    (``eval_*``), the training-time HC rates (``train_*``; NaN for plain and SR), time and output_dir."""
     if not plan or any(len(pair) != 2 for pair in plan):
         raise ValueError(f"plan: must be a non-empty list of (strategy, objective) pairs, got {plan!r}")
     check_names("strategies", [pair[0] for pair in plan], STRATEGIES)
@@ -108,12 +106,9 @@ EPOCH_COLUMNS = (
 
 def epoch_table(runs: pd.DataFrame) -> pd.DataFrame:
     """Every run's per-epoch records (metrics.json ``epochs``), one row per (run, epoch): :data:`EPOCH_COLUMNS`.
-
-    ``checkpoint``: the share of the run's steps done, in % (Table 2's "Check."); ``eval_*``: held-out blocks with
-    fixed whole-word masks (plain MLM loss, perplexity = exp(loss), HC rates with the run's table and ``hc_level``);
-    ``train_*``: the HC rates of that epoch's training batches (NaN unless HC). Rates are fractions: prediction =
-    corrected / wrong, iteration = sequences with a correction / sequences.
-    """
+    ``checkpoint``: the share of the run's steps done, in % (Table 2's "Check."); ``eval_*``: held-out blocks with fixed
+    masks; ``train_*``: that epoch's training batches (NaN unless HC). Rates: corrected / wrong (prediction level),
+    sequences with a correction / sequences (iteration level)."""
     records = [
         {
             "encoder": run.encoder,
@@ -158,12 +153,9 @@ COMPARISON_COLUMNS += ("macro_f1", "macro_f1_mean", "macro_f1_std", "delta_macro
 def downstream_grid(
     base_config: Config | Mapping[str, Any], encoders: Mapping[str, str | Path | None], output_root: str | Path, seeds=(0,)
 ) -> pd.DataFrame:
-    """Fine-tune each encoder (a checkpoint folder, or None: a fresh tiny BERT from ``model.tiny``) with each seed.
-
-    ``base_config``: a finetune config; ``output_dir``, ``model.model_name_or_path`` and ``training.seed`` are set per
-    run (a checkpoint brings its tokenizer: ``model.vocab_file`` is cleared). The split stays ``data.seed``; the epoch
-    is chosen on validation macro-F1. One row per run: encoder, seed, test macro_f1 and accuracy, best_validation_macro_f1.
-    """
+    """Fine-tune (``base_config``, a finetune config) each encoder, a checkpoint folder (its tokenizer replaces
+    ``model.vocab_file``) or None (a fresh ``model.tiny``), with each seed (``training.seed``; the split stays
+    ``data.seed``). One row per run: encoder, seed, test macro_f1 and accuracy, best_validation_macro_f1."""
     if not encoders:
         raise ValueError("encoders: must name at least one encoder, got none")
     seeds = check_seeds("seeds", seeds)
@@ -247,11 +239,9 @@ def headline_metrics(results: pd.DataFrame, baseline: str = "no_pretraining") ->
     metrics: dict[str, Any] = {
         "macro_f1_best": row_statistics(by_encoder.loc[best_encoder(results)], "macro_f1"),
         f"macro_f1_{baseline}": row_statistics(by_encoder.loc[baseline], "macro_f1"),
-        "heldout_prediction_rate_mean": float(results["heldout_prediction_rate"].mean()),
     }
-    for level in HC_LEVELS:
-        if f"heldout_prediction_rate_{level}" in results.columns:
-            metrics[f"heldout_prediction_rate_{level}_mean"] = float(results[f"heldout_prediction_rate_{level}"].mean())
+    heldout = [column for column in results.columns if column.startswith("heldout_prediction_rate")]  # and per level
+    metrics.update({f"{column}_mean": float(results[column].mean()) for column in heldout})
     for objective in ("hc", "hc_word"):
         rates = results.loc[results["objective"] == objective, "train_prediction_rate"]
         if objective == "hc" or len(rates):

@@ -1,4 +1,5 @@
-"""Notebook 03, sections 4-6: hard-correction statistics on held-out text (token and word level), Figure 3, and\nTable 6's synonym sources (a lexicon against embedding look-up)."""
+"""Notebook 03, sections 4-6: hard-correction statistics on held-out text (token and word level), Figure 3, and
+Table 6's synonym sources (a lexicon against embedding look-up)."""
 
 from __future__ import annotations
 
@@ -146,13 +147,10 @@ def correction_table(
 def worked_example(
     model: Model, text: str, word: str, table: SynonymTable, tokenizer: Any = None, top_k: int = 5, level: str = "token"
 ) -> dict[str, Any]:
-    """The paper's Figure 3 on one sentence: mask every token of the jieba word ``word`` (first occurrence), predict,
-    apply HC at ``level``.
-
-    Returns text, masked_input, gold, predicted (argmax per token, joined), synonyms, level, corrected (at ``token``
-    level a word of several tokens never is, footnote 5), loss_plain (mean CE over the word's tokens), loss_hc (0 when
-    corrected) and candidates (the ``top_k`` predictions per masked position: position, rank, token, probability).
-    """
+    """The paper's Figure 3: mask every token of the jieba word ``word`` (first occurrence) in ``text``, predict, apply
+    HC at ``level``. Returns text, masked_input, gold, predicted (argmax per token), synonyms, level, corrected (never a
+    word of several tokens at ``token`` level, footnote 5), loss_plain (mean CE over the word's tokens), loss_hc (0 when
+    corrected) and candidates (the ``top_k`` predictions per masked position: position, rank, token, probability)."""
     check_int("top_k", top_k, 1)
     check_choice("level", level, HC_LEVELS)
     model, tokenizer = load_masked_lm(model, tokenizer)
@@ -173,22 +171,19 @@ def worked_example(
         for position, (tokens, probabilities) in enumerate(zip(top.indices, top.values))
         for rank, (token, p) in enumerate(zip(tokens, probabilities))
     ]
-    shown = zip(tokenizer.convert_ids_to_tokens(feature["input_ids"]), span[0], word_ids[0] >= 0)
+    shown = zip(tokenizer.convert_ids_to_tokens(masked_ids[0].tolist()), word_ids[0] >= 0)
     return {
         "text": text,
-        "masked_input": "".join("[MASK]" if hit else token for token, hit, keep in shown if keep),
+        "masked_input": "".join(token for token, keep in shown if keep),
         "gold": word,
         "predicted": token_text(tokenizer.convert_ids_to_tokens(logits[span].argmax(dim=-1).tolist())),
         "synonyms": sorted(table.synonyms(word)),
         "level": level,
         "corrected": correction.correction_counts(logits, labels, word_ids).sequences_with_correction == 1,
         "loss_plain": float(torch.nn.functional.cross_entropy(logits[span], input_ids[span])),
-        "loss_hc": float(correction.loss_and_items(logits, labels, word_ids=word_ids)[0]),
+        "loss_hc": float(correction(logits, labels, word_ids=word_ids)),
         "candidates": pd.DataFrame(candidates),
     }
-
-
-EMBEDDING_SOURCES = ("corpus", "model")
 
 
 def corpus_words(texts: Sequence[str]) -> list[list[str]]:
@@ -220,7 +215,7 @@ def word_vectors(
 ) -> tuple[np.ndarray, list[str]]:
     """The vectors of embedding look-up over the jieba words of ``texts`` seen ``min_count`` times: learnt from
     ``texts`` (``corpus``: :func:`workbench.lexicon.corpus_word_vectors`) or ``model``'s input embeddings (``model``)."""
-    check_choice("source", source, EMBEDDING_SOURCES)
+    check_choice("source", source, ("corpus", "model"))
     vectors, words = corpus_word_vectors(corpus_words(texts), dim=dim, window=window, min_count=min_count)
     if source == "corpus":
         return vectors, words
