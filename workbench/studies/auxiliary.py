@@ -6,10 +6,8 @@ auxiliary labels never occur as targets ("expanding the target labels by complem
 
     L_1 = -log softmax(z)_y = -z_y + log( sum_{j<K} e^{z_j} + sum_{a=K}^{K+n-1} e^{z_a} )
 
-Stage 2 freezes the encoder and fits a fresh K-way head. Methods (:data:`PAPER_NAMES`): baseline (BERT), two_stage
-(RE-BERT) for each n, and at n* (chosen on validation) two_stage_fgm, fusion_finetune (M-BERT), fusion (MRE-BERT)
-and fusion_fgm (MRE-BERT-F); the fusion's second encoder is ``aux.fusion_model`` (or a fallback that is not the
-paper's setting: ``workbench.train.fusion_description``). The paper's Na counts auxiliary and target labels: n = Na - Nt.
+Stage 2 freezes the encoder and fits a fresh K-way head. Methods: :data:`PAPER_NAMES`; the fusion's second encoder is
+``aux.fusion_model`` (``workbench.train.fusion_description``). The paper's Na counts all labels: n = Na - Nt.
 """
 
 from __future__ import annotations
@@ -104,11 +102,10 @@ def run_study(
     fusion: bool = False,
     output_root: str | Path | None = None,
 ) -> pd.DataFrame:
-    """Train the grid, one row per run (:data:`RUN_COLUMNS`): per seed the baseline and ``two_stage`` for each n
-    (n = 0: two stages without auxiliary labels, a control); then at n* = :func:`select_num_aux` ``two_stage_fgm``
-    (``fgm_epsilon`` > 0), and with ``fusion`` M-BERT, MRE-BERT and (with FGM) MRE-BERT-F. ``config`` is a trainer
-    config; the seed goes to ``training.seed`` (the split stays ``data.seed``). Run folders go under ``output_root``
-    (a temporary folder when None)."""
+    """Train the grid, one row per run (:data:`RUN_COLUMNS`): per seed the baseline and ``two_stage`` for each n (n = 0:
+    a control without auxiliary labels), then at n* (:func:`select_num_aux`) the FGM (``fgm_epsilon`` > 0) and
+    ``fusion`` variants. The seed goes to ``training.seed`` (the split stays ``data.seed``); run folders under
+    ``output_root`` (None: a temporary folder)."""
     distinct = all(is_int(n) and n >= 0 for n in num_aux_values) and len(set(num_aux_values)) == len(num_aux_values)
     if not num_aux_values or not distinct:
         raise ValueError(f"num_aux_values: must be a non-empty list of distinct ints >= 0, got {num_aux_values!r}")
@@ -124,14 +121,12 @@ def run_study(
         for seed in seeds
         for method, n in [(BASELINE, 0), *((TWO_STAGE, n) for n in num_aux_values)]
     ]
-    variants = ([TWO_STAGE_FGM] if fgm_epsilon > 0 else []) + ([FUSION_FINETUNE, FUSION] if fusion else [])
-    variants += [FUSION_FGM] if fusion and fgm_epsilon > 0 else []
+    variants = [m for m in METHODS[2:] if (m not in FGM_METHODS or fgm_epsilon > 0) and (m not in FUSION_METHODS or fusion)]
     if variants:
         chosen = select_num_aux(pd.DataFrame(rows))
-        for seed in seeds:
-            rows += [
-                _run(config, method, 0 if method == FUSION_FINETUNE else chosen, seed, root, fgm_epsilon) for method in variants
-            ]
+        rows += [
+            _run(config, m, 0 if m == FUSION_FINETUNE else chosen, seed, root, fgm_epsilon) for seed in seeds for m in variants
+        ]
     return pd.DataFrame(rows, columns=list(RUN_COLUMNS))
 
 
@@ -151,12 +146,8 @@ def key_metrics(runs: pd.DataFrame) -> dict[str, Any]:
     summary = summarize(runs)
     chosen = select_num_aux(runs)
     metrics: dict[str, Any] = {"chosen_num_aux": chosen}
-    for method in METHODS:
-        rows = summary[summary["method"] == method]
-        if method in (BASELINE, TWO_STAGE):
-            rows = rows[rows["num_aux"] == (0 if method == BASELINE else chosen)]
-        if len(rows) == 1:
-            metrics.update({f"{method}_{metric}": row_statistics(rows.iloc[0], metric) for metric in METRICS})
+    for _, row in summary[(summary["method"] != TWO_STAGE) | (summary["num_aux"] == chosen)].iterrows():
+        metrics.update({f"{row['method']}_{metric}": row_statistics(row, metric) for metric in METRICS})
     baseline = runs[runs["method"] == BASELINE].set_index("seed")["macro_f1"]
     two_stage_runs = runs[(runs["method"] == TWO_STAGE) & (runs["num_aux"] == chosen)].set_index("seed")["macro_f1"]
     seeds = baseline.index.intersection(two_stage_runs.index)

@@ -76,16 +76,14 @@ class Table8Sets:
     unchanged: int
 
 
-def table8_sets(
-    train: Dataset, seed: int = 0, augmentation: str = "synonyms", lexicon: str | None = None, n_words: int = 1
-) -> Table8Sets:
+def table8_sets(train: Dataset, seed: int = 0, augmentation: str = "synonyms", lexicon: str | None = None) -> Table8Sets:
     """The five training sets of Table 8 (:func:`workbench.data.table8_training_sets`). ``synonyms``: each added
-    example is a template with ``n_words`` jieba words replaced from ``lexicon`` (a Cilin / WordNet .tsv path; None:
-    the shipped tiny lexicon); ``copies``: exact copies (the workbench's option, not the paper's method)."""
+    example is a template with a jieba word replaced from ``lexicon`` (a Cilin / WordNet .tsv path; None: the shipped
+    tiny lexicon); ``copies``: exact copies (the workbench's option, not the paper's method)."""
     check_choice("augmentation", augmentation, AUGMENTATIONS)
     augmenter = None
     if augmentation == "synonyms":
-        augmenter = SynonymAugmenter(SynonymTable.from_path(lexicon), seed=seed, n_words=n_words)
+        augmenter = SynonymAugmenter(SynonymTable.from_path(lexicon), seed=seed)
     sets = table8_training_sets(train, seed, augmenter, positive_label=POSITIVE_LABEL)
     return Table8Sets(sets, augmentation, getattr(augmenter, "calls", 0), getattr(augmenter, "unchanged", 0))
 
@@ -156,14 +154,13 @@ def imbalance_study(
     return run_grid(settings, losses, seeds, fitter)
 
 
-def tversky_sweep(
-    splits: DatasetDict, alphas: Sequence[float], seeds: Sequence[int], fitter: Fitter, gamma: float = 1.0
-) -> pd.DataFrame:
-    """Table 10: Tversky with alpha (false-positive weight) over ``alphas``, beta = 1 - alpha; :func:`run_grid`'s
-    table with a column ``alpha``."""
+def tversky_sweep(splits: DatasetDict, alphas: Sequence[float], seeds: Sequence[int], fitter: Fitter) -> pd.DataFrame:
+    """Table 10: :data:`LOSS_ZOO`'s TL with alpha (false-positive weight) over ``alphas``, beta = 1 - alpha;
+    :func:`run_grid`'s table with a column ``alpha``."""
     for alpha in alphas:
         check_number("alphas", alpha, 0, 1)
-    losses = {f"{alpha:g}": LossSpec("tversky", {"alpha": alpha, "beta": 1.0 - alpha, "gamma": gamma}) for alpha in alphas}
+    tversky = LOSS_ZOO["TL"]
+    losses = {f"{a:g}": tversky.replace(params={**tversky.params, "alpha": a, "beta": 1.0 - a}) for a in alphas}
     table = run_grid({"TL": splits}, losses, seeds, fitter)
     return table.assign(alpha=table["loss"].astype(float), loss="TL")
 

@@ -3,9 +3,7 @@
 "Towards No.1 in CLUE Semantic Matching Challenge: Pre-trained Language Model Erlangshen with Propensity-Corrected
 Loss" (arXiv 2208.02959), sec. 3.2, eq. 2-4: PCL+ = eps n_0 / (n_1 + n_2), PCL- = eps (n_0 + n_2) / n_1 and
 L = LS - PCL- (condition 1), LS + PCL+ (condition 2), LS (condition 3); released code: Fengshenbang-LM
-``fengshen/examples/clue_sim/loss.py``. Its Table 4 is encoders x {LS, PCL}; the study has the same shape:
-encoders (:func:`encoder_fitters`) x {LS, the PCL forms} (:func:`setting_specs`), over seeds
-(:func:`run_encoder_ablation`), laid out by :func:`ablation_table` and :func:`table4`.
+``fengshen/examples/clue_sim/loss.py``. Table 4, encoders x {LS, PCL} over seeds: :func:`run_encoder_ablation`.
 """
 
 from __future__ import annotations
@@ -54,31 +52,26 @@ def setting_specs(
     specs = {}
     for setting in settings:
         spec = PCL_SETTINGS[check_choice("settings", setting, list(PCL_SETTINGS))]
-        takes_costs = cost_matrix is not None and setting not in (BASELINE, "PCL reference")
+        takes_costs = cost_matrix is not None and spec.name == "pcl" and spec.params["variant"] != "reference"
         costs = {"cost_matrix": [list(row) for row in cost_matrix]} if takes_costs else {}
         specs[setting] = spec.replace(params={**spec.params, "epsilon": epsilon, **costs})
     return specs
 
 
 def gradient_comparison(
-    epsilon: float = 0.1,
-    label_counts: Sequence[float] = QBQTC_LABEL_COUNTS,
-    batch_size: int = 64,
-    seed: int = 0,
-    settings: Sequence[str] = tuple(PCL_SETTINGS),
+    epsilon: float = 0.1, batch_size: int = 64, seed: int = 0, settings: Sequence[str] = tuple(PCL_SETTINGS)
 ) -> pd.DataFrame:
-    """Each setting's loss and gradient against LS's on one seeded float64 batch: logits ~ N(0, 2^2), labels in
-    ``label_counts`` shares (also the global counts). Columns setting, loss, ``loss_minus_ls`` (the added
-    correction), ``max_abs_grad_diff`` (max |dL/dz - dL_LS/dz|) and ``same_gradient`` (bitwise equal)."""
+    """Each setting's loss and gradient against LS's on one seeded float64 batch (logits ~ N(0, 2^2), labels in QBQTC's
+    shares, its counts the global ones): loss, ``loss_minus_ls``, ``max_abs_grad_diff`` and ``same_gradient`` (bitwise)."""
     check_int("batch_size", batch_size, 1)
     specs = setting_specs([BASELINE, *settings], epsilon)
     generator = torch.Generator().manual_seed(seed)
-    shares = torch.as_tensor(label_counts, dtype=torch.float64)
+    shares = torch.as_tensor(QBQTC_LABEL_COUNTS, dtype=torch.float64)
     labels = torch.multinomial(shares / shares.sum(), batch_size, replacement=True, generator=generator)
     logits = 2.0 * torch.randn(batch_size, len(shares), generator=generator, dtype=torch.float64)
     values, gradients = {}, {}
     for setting, spec in specs.items():
-        counts = {"label_counts": list(label_counts)} if needs_label_counts(spec) else {}
+        counts = {"label_counts": list(QBQTC_LABEL_COUNTS)} if needs_label_counts(spec) else {}
         leaf = logits.clone().requires_grad_(True)
         value = resolve(spec.replace(params={**spec.params, **counts}))(leaf, labels)
         values[setting], (gradients[setting],) = value.item(), torch.autograd.grad(value, leaf)
@@ -107,13 +100,10 @@ class Ablation:
 def run_ablation(
     splits: DatasetDict, losses: Mapping[str, LossSpec], seeds: Sequence[int], fitter: Fitter, ordinal: bool = True
 ) -> Ablation:
-    """Train one classifier per loss x seed through ``fitter`` and score the test split.
-
-    ``losses`` (setting -> spec, e.g. :func:`setting_specs`) must hold LS, whose test predictions every setting is
-    compared with at the same seed (``identical_to_ls``); global counts come from the training split. ``runs``:
-    setting, seed, test macro_f1, accuracy (and far_error_rate when ``ordinal``), ``recall_<label>``, best_epoch,
-    validation_macro_f1, identical_to_ls. Nominal labels run PCL only with a ``cost_matrix``, never as released.
-    """
+    """One classifier per loss x seed through ``fitter``, scored on the test split. ``losses`` (e.g. :func:`setting_specs`)
+    must hold LS, whose predictions each setting is compared with at the same seed. ``runs``: setting, seed, test
+    scores (far_error_rate when ``ordinal``), ``recall_<label>``, best_epoch, validation_macro_f1, identical_to_ls.
+    Nominal labels run PCL only with a ``cost_matrix``, never as released."""
     pcl = [name for name, spec in losses.items() if spec.name == "pcl"]
     if not ordinal and any(
         losses[name].params.get("cost_matrix") is None or losses[name].params.get("variant") == "reference" for name in pcl
@@ -137,16 +127,10 @@ def run_ablation(
             predictions[(setting, seed)] = fit.test_predictions
             report = classification_report(gold, fit.test_predictions, label_names=names, ordinal=ordinal)
             confusion[setting] += np.asarray(report["confusion_matrix"])
-            rows.append(
-                {
-                    "setting": setting,
-                    "seed": seed,
-                    **{metric: report[metric] for metric in METRICS if metric in report},
-                    **{f"recall_{name}": report["per_class"][name]["recall"] for name in names},
-                    "best_epoch": fit.best_epoch,
-                    "validation_macro_f1": fit.validation_score,
-                }
-            )
+            scores = {metric: report[metric] for metric in METRICS if metric in report}
+            recalls = {f"recall_{name}": report["per_class"][name]["recall"] for name in names}
+            selection = {"best_epoch": fit.best_epoch, "validation_macro_f1": fit.validation_score}
+            rows.append({"setting": setting, "seed": seed, **scores, **recalls, **selection})
     runs = pd.DataFrame(rows)
     same = [np.array_equal(predictions[key], predictions[(BASELINE, key[1])]) for key in zip(runs["setting"], runs["seed"])]
     return Ablation(runs.assign(identical_to_ls=same), predictions, confusion, names)
@@ -188,7 +172,8 @@ def ablation_table(runs: pd.DataFrame) -> pd.DataFrame:
     """One row per (encoder,) setting: "mean ± std" over seeds (ddof = 1) of each metric and "identical predictions
     to LS" as "k/n" seeds."""
     groups = ["encoder", "setting"] if "encoder" in runs.columns else ["setting"]
-    table = formatted(summarize(runs, groups, _metrics(runs)), _metrics(runs)).set_index(groups)[_metrics(runs)]
+    metrics = _metrics(runs)
+    table = formatted(summarize(runs, groups, metrics), metrics).set_index(groups)[metrics]
     identical = runs.groupby(groups, sort=False)["identical_to_ls"].agg(["sum", "size"]).loc[table.index]
     table["identical predictions to LS"] = identical["sum"].astype(str) + "/" + identical["size"].astype(str)
     return table
@@ -253,7 +238,7 @@ def this_run(runs: pd.DataFrame) -> str:
     parts = []
     for encoder, block in runs.groupby("encoder", sort=False):
         rows = table.loc[encoder]
-        text = f"{encoder}: macro-F1 " + ", ".join(f"{setting} {rows.loc[setting, 'macro_f1']}" for setting in rows.index)
+        text = f"{encoder}: macro-F1 " + ", ".join(f"{setting} {cell}" for setting, cell in rows["macro_f1"].items())
         identical = rows["identical predictions to LS"].drop(BASELINE, errors="ignore")
         text += "; identical predictions to LS: " + ", ".join(f"{setting} {cell}" for setting, cell in identical.items())
         best = best_gradient_bearing(block)

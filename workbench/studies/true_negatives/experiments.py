@@ -132,11 +132,10 @@ def table2(epochs: pd.DataFrame, encoder: str) -> pd.DataFrame:
     return pd.DataFrame(
         {
             "Check.": rows["checkpoint"],
-            **{
-                f"{side} {short}": 100 * rows[f"{key}_{rate}_rate"]
-                for side, key in (("held-out", "eval"), ("train", "train"))
-                for short, rate in (("Iter.", "iteration"), ("Pred.", "prediction"))
-            },
+            "held-out Iter.": 100 * rows["eval_iteration_rate"],
+            "held-out Pred.": 100 * rows["eval_prediction_rate"],
+            "train Iter.": 100 * rows["train_iteration_rate"],
+            "train Pred.": 100 * rows["train_prediction_rate"],
             "eval loss": rows["eval_loss"],
             "perplexity": rows["perplexity"],
         }
