@@ -51,9 +51,8 @@ RUN_COLUMNS = ("method", "num_aux", "seed", *METRICS, "validation_macro_f1", "st
 
 @torch.no_grad()
 def stage_one_entropy(run_dir: str | Path, config: Config, batch_size: int = 128) -> dict[str, float]:
-    """Mean entropies (nats) of the stage-1 model in ``run_dir/stage1`` on ``config``'s evaluation split, for z its
-    K+n logits (a measurement of the workbench, not eq. 2-3): ``entropy_k`` = H(softmax(z[:K])), ``entropy_k_plus_n``
-    = H(softmax(z)) and ``aux_mass`` = sum_{a >= K} softmax(z)_a."""
+    """Mean over ``config``'s evaluation split of the stage-1 model's (``run_dir/stage1``) K+n logits z (nats; the
+    workbench's measurement): H(softmax(z[:K])), H(softmax(z)) and the auxiliary mass sum_{a >= K} softmax(z)_a."""
     model = AutoModelForSequenceClassification.from_pretrained(str(Path(run_dir) / "stage1")).eval()
     data = classification_data(config)
     dataset = data.encoded[evaluation_split(data.encoded)].remove_columns("labels")
@@ -102,10 +101,9 @@ def run_study(
     fusion: bool = False,
     output_root: str | Path | None = None,
 ) -> pd.DataFrame:
-    """Train the grid, one row per run (:data:`RUN_COLUMNS`): per seed the baseline and ``two_stage`` for each n (n = 0:
-    a control without auxiliary labels), then at n* (:func:`select_num_aux`) the FGM (``fgm_epsilon`` > 0) and
-    ``fusion`` variants. The seed goes to ``training.seed`` (the split stays ``data.seed``); run folders under
-    ``output_root`` (None: a temporary folder)."""
+    """One row per run (:data:`RUN_COLUMNS`): per seed (``training.seed``) the baseline and ``two_stage`` for each n
+    (n = 0: a control), then at n* (:func:`select_num_aux`) the FGM (``fgm_epsilon`` > 0) and ``fusion`` variants.
+    Run folders go under ``output_root`` (None: a temporary folder)."""
     distinct = all(is_int(n) and n >= 0 for n in num_aux_values) and len(set(num_aux_values)) == len(num_aux_values)
     if not num_aux_values or not distinct:
         raise ValueError(f"num_aux_values: must be a non-empty list of distinct ints >= 0, got {num_aux_values!r}")
@@ -140,9 +138,8 @@ def summarize(runs: pd.DataFrame, metrics: Sequence[str] = METRICS) -> pd.DataFr
 
 
 def key_metrics(runs: pd.DataFrame) -> dict[str, Any]:
-    """metrics.json ``metrics``: ``chosen_num_aux`` (n*), ``<method>_<metric>`` (``{"mean", "std", "n"}``) of the
-    baseline, two-stage at n* and each variant that ran, and ``delta_macro_f1``: two-stage at n* minus the baseline,
-    paired by seed."""
+    """metrics.json ``metrics``: ``chosen_num_aux`` (n*), ``<method>_<metric>`` (``{"mean", "std", "n"}``; two-stage at
+    n*) and ``delta_macro_f1``, two-stage at n* minus the baseline, paired by seed."""
     summary = summarize(runs)
     chosen = select_num_aux(runs)
     metrics: dict[str, Any] = {"chosen_num_aux": chosen}
@@ -158,17 +155,20 @@ def key_metrics(runs: pd.DataFrame) -> dict[str, Any]:
 def this_run(runs: pd.DataFrame) -> str:
     """The run's key numbers in one line (test, mean ± std over seeds), which the notebook's reading quotes."""
     metrics = key_metrics(runs)
-    per_seed = runs.groupby(["method", "num_aux"], sort=False)["macro_f1"].agg(
-        lambda values: "/".join(f"{v:.3f}" for v in values)
-    )
+
+    def cell(key: str) -> str:
+        return mean_std(metrics[key]["mean"], metrics[key]["std"])
+
+    scores = runs.groupby(["method", "num_aux"], sort=False)["macro_f1"]
+    per_seed = scores.agg(lambda values: "/".join(values.map("{:.3f}".format)))
     control = runs[runs["num_aux"] == 0].pivot_table(index="seed", columns="method", values="macro_f1")
     same = int((control[BASELINE] == control[TWO_STAGE]).sum()) if TWO_STAGE in control else None
     entropy = runs.dropna(subset=["stage1_aux_mass"]).groupby("num_aux")[list(ENTROPY_COLUMNS)].mean()
     return (
-        f"This run ({runs['seed'].nunique()} seed(s), test macro-F1): baseline {_cell(metrics, BASELINE)}, "
-        f"two-stage at n* = {metrics['chosen_num_aux']} (chosen on validation) {_cell(metrics, TWO_STAGE)}, "
-        f"difference paired by seed {mean_std(metrics['delta_macro_f1']['mean'], metrics['delta_macro_f1']['std'])}. "
-        + "".join(f"{PAPER_NAMES[m]} {_cell(metrics, m)}. " for m in METHODS[2:] if f"{m}_macro_f1" in metrics)
+        f"This run ({runs['seed'].nunique()} seed(s), test macro-F1): baseline {cell('baseline_macro_f1')}, "
+        f"two-stage at n* = {metrics['chosen_num_aux']} (chosen on validation) {cell('two_stage_macro_f1')}, "
+        f"difference paired by seed {cell('delta_macro_f1')}. "
+        + "".join(f"{PAPER_NAMES[m]} {cell(f'{m}_macro_f1')}. " for m in METHODS[2:] if f"{m}_macro_f1" in metrics)
         + ("" if same is None else f"Two stages at n = 0 gave the baseline's macro-F1 for {same} of {len(control)} seed(s). ")
         + "Per seed: "
         + "; ".join(f"{method} n={n}: {values}" for (method, n), values in per_seed.items())
@@ -180,7 +180,3 @@ def this_run(runs: pd.DataFrame) -> str:
         )
         + "."
     )
-
-
-def _cell(metrics: Mapping[str, Any], method: str) -> str:
-    return mean_std(metrics[f"{method}_macro_f1"]["mean"], metrics[f"{method}_macro_f1"]["std"])

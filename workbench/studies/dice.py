@@ -1,9 +1,8 @@
 """Experiments of "Dice Loss for Data-imbalanced NLP Tasks" (Li et al., ACL 2020, arXiv 1911.02855), notebook 01.
 
-Table 8 (:func:`table8_sets`, :func:`imbalance_study`), Table 9 (:func:`balanced_splits`), Table 10
-(:func:`tversky_sweep`) and the released code's NaN at p = 1 (:func:`saturation_check`). Every run trains one
-classifier through a :class:`workbench.train.Fitter` and scores the test split: F1 of the positive class (label 1,
-the paper's metric), macro-F1 and accuracy, plus validation F1 for any selection.
+Table 8 (:func:`imbalance_study`), Table 9 (:func:`balanced_splits`), Table 10 (:func:`tversky_sweep`) and the
+released code's NaN at p = 1 (:func:`saturation_check`). Each run fits a :class:`workbench.train.Fitter`; the scores
+are the test F1 of the positive class (label 1, the paper's metric), macro-F1 and accuracy.
 """
 
 from __future__ import annotations
@@ -51,8 +50,7 @@ POSITIVE_LABEL = 1
 
 
 def study_splits(data: DataConfig | Mapping[str, Any], positive_share: float | None = None) -> DatasetDict:
-    """Train / validation / test of a binary task (label 1 positive) from a config ``data`` section; with
-    ``positive_share`` in (0, 0.5] the training positives are down-sampled to that share."""
+    """A binary task's splits (label 1 positive); ``positive_share`` in (0, 0.5] down-samples the training positives."""
     splits = load_splits(data)
     if len(label_names(splits["train"])) != 2 or "test" not in splits:
         raise ValueError(f"data: must give two labels (1 = positive) and a test split, got {label_names(splits['train'])}")
@@ -67,8 +65,7 @@ def study_splits(data: DataConfig | Mapping[str, Any], positive_share: float | N
 
 @dataclass
 class Table8Sets:
-    """The Table 8 training sets (setting -> training split), the ``augmentation``, ``calls`` (texts given to the
-    synonym augmenter) and ``unchanged`` (of those, the ones with no word in the lexicon: added as copies)."""
+    """Table 8's training sets (setting -> split), the ``augmentation``, the augmenter's ``calls`` and ``unchanged``."""
 
     sets: OrderedDict[str, Dataset]
     augmentation: str
@@ -77,13 +74,10 @@ class Table8Sets:
 
 
 def table8_sets(train: Dataset, seed: int = 0, augmentation: str = "synonyms", lexicon: str | None = None) -> Table8Sets:
-    """The five training sets of Table 8 (:func:`workbench.data.table8_training_sets`). ``synonyms``: each added
-    example is a template with a jieba word replaced from ``lexicon`` (a Cilin / WordNet .tsv path; None: the shipped
-    tiny lexicon); ``copies``: exact copies (the workbench's option, not the paper's method)."""
+    """Table 8's five training sets (:func:`workbench.data.table8_training_sets`), added examples by ``synonyms`` (a
+    jieba word replaced from ``lexicon``, a Cilin / .tsv path or None: the shipped one) or ``copies`` (not the paper's)."""
     check_choice("augmentation", augmentation, AUGMENTATIONS)
-    augmenter = None
-    if augmentation == "synonyms":
-        augmenter = SynonymAugmenter(SynonymTable.from_path(lexicon), seed=seed)
+    augmenter = SynonymAugmenter(SynonymTable.from_path(lexicon), seed=seed) if augmentation == "synonyms" else None
     sets = table8_training_sets(train, seed, augmenter, positive_label=POSITIVE_LABEL)
     return Table8Sets(sets, augmentation, getattr(augmenter, "calls", 0), getattr(augmenter, "unchanged", 0))
 
@@ -108,8 +102,7 @@ def balanced_splits(splits: DatasetDict, seed: int = 0) -> DatasetDict:
 
 
 def fit_and_score(splits: DatasetDict, loss: LossSpec, seed: int, fitter: Fitter) -> dict[str, float]:
-    """Train with ``loss`` (wce: the training counts) and ``seed``, the epoch kept on validation macro-F1: test
-    ``f1_positive``, ``macro_f1``, ``accuracy`` and ``validation_f1_positive``."""
+    """Fit ``loss`` at ``seed`` (epoch kept on validation macro-F1): test f1_positive, macro_f1, accuracy; validation F1."""
     names = label_names(splits["train"])
     fit = fitter.fit(splits, resolve(loss, splits["train"]), seed)
     test = classification_report(np.asarray(splits["test"]["label"]), fit.test_predictions, label_names=names)
@@ -147,8 +140,7 @@ def imbalance_study(
     fitter: Fitter,
     training_sets: Table8Sets | None = None,
 ) -> pd.DataFrame:
-    """Table 8: :func:`run_grid` over the five training sets (``training_sets``, else :func:`table8_sets` of
-    ``splits["train"]``), the same validation and test for each."""
+    """Table 8: :func:`run_grid` over the five training sets (``training_sets``, else :func:`table8_sets`)."""
     training_sets = training_sets or table8_sets(splits["train"])
     settings = {name: DatasetDict({**splits, "train": train}) for name, train in training_sets.sets.items()}
     return run_grid(settings, losses, seeds, fitter)

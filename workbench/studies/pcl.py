@@ -88,8 +88,7 @@ def gradient_comparison(
 
 @dataclass
 class Ablation:
-    """:func:`run_ablation`'s result: ``runs`` (one row per setting x seed), test ``predictions[(setting, seed)]``,
-    test ``confusion[setting]`` summed over seeds, and ``label_names``."""
+    """:func:`run_ablation`'s result: ``runs``, test ``predictions[(setting, seed)]``, ``confusion[setting]`` (summed)."""
 
     runs: pd.DataFrame
     predictions: dict[tuple[str, int], np.ndarray]
@@ -100,10 +99,9 @@ class Ablation:
 def run_ablation(
     splits: DatasetDict, losses: Mapping[str, LossSpec], seeds: Sequence[int], fitter: Fitter, ordinal: bool = True
 ) -> Ablation:
-    """One classifier per loss x seed through ``fitter``, scored on the test split. ``losses`` (e.g. :func:`setting_specs`)
-    must hold LS, whose predictions each setting is compared with at the same seed. ``runs``: setting, seed, test
-    scores (far_error_rate when ``ordinal``), ``recall_<label>``, best_epoch, validation_macro_f1, identical_to_ls.
-    Nominal labels run PCL only with a ``cost_matrix``, never as released."""
+    """One classifier per loss (:func:`setting_specs`, LS included) x seed. ``runs``: setting, seed, test scores
+    (far_error_rate when ``ordinal``), ``recall_<label>``, best_epoch, validation_macro_f1 and identical_to_ls (the
+    same test predictions as LS at that seed). Nominal labels run PCL only with a ``cost_matrix``, never as released."""
     pcl = [name for name, spec in losses.items() if spec.name == "pcl"]
     if not ordinal and any(
         losses[name].params.get("cost_matrix") is None or losses[name].params.get("variant") == "reference" for name in pcl
@@ -113,9 +111,7 @@ def run_ablation(
             f"PCL reference) or drop {pcl} from the settings"
         )
     if BASELINE not in losses:
-        raise ValueError(
-            f"losses: must include the baseline {BASELINE!r} (the 'identical predictions' reference), got {list(losses)}"
-        )
+        raise ValueError(f"losses: must include the baseline {BASELINE!r}, got {list(losses)}")
     seeds = check_seeds("seeds", seeds)
     names = label_names(splits["train"])
     gold = np.asarray(splits["test"]["label"], dtype=np.int64)
@@ -137,8 +133,7 @@ def run_ablation(
 
 
 def encoder_fitters(encoders: Mapping[str, Mapping[str, Any]], training: Mapping[str, Any], max_length: int) -> dict[str, Fitter]:
-    """Table 4's encoder axis: ``{name: build_fitter(model_section, training, max_length)}`` per entry of ``encoders``
-    (name -> a config ``model`` section: the probe, a tiny BERT from scratch, or a checkpoint), in order."""
+    """Table 4's encoder axis: a :func:`~workbench.train.build_fitter` per ``encoders`` entry (name -> ``model`` section)."""
     if not isinstance(encoders, Mapping) or not encoders or not all(isinstance(name, str) and name.strip() for name in encoders):
         raise ValueError(f"encoders: must be a non-empty mapping of name -> model section, got {encoders!r}")
     return {name: build_fitter(section, training, max_length) for name, section in encoders.items()}
@@ -146,8 +141,7 @@ def encoder_fitters(encoders: Mapping[str, Mapping[str, Any]], training: Mapping
 
 @dataclass
 class EncoderAblation:
-    """:func:`run_encoder_ablation`'s result: ``runs`` (:func:`run_ablation`'s rows with a first column ``encoder``)
-    and ``ablations`` (encoder -> its :class:`Ablation`)."""
+    """:func:`run_encoder_ablation`'s result: ``runs`` (with a first column ``encoder``) and ``ablations`` per encoder."""
 
     runs: pd.DataFrame
     ablations: dict[str, Ablation]
@@ -164,15 +158,10 @@ def run_encoder_ablation(
     return EncoderAblation(runs.reset_index(level="encoder").reset_index(drop=True), ablations)
 
 
-def _metrics(runs: pd.DataFrame) -> list[str]:
-    return [metric for metric in METRICS if metric in runs.columns]
-
-
 def ablation_table(runs: pd.DataFrame) -> pd.DataFrame:
-    """One row per (encoder,) setting: "mean ± std" over seeds (ddof = 1) of each metric and "identical predictions
-    to LS" as "k/n" seeds."""
+    """One row per (encoder,) setting: each metric's "mean ± std" over seeds, "identical predictions to LS" (k/n)."""
     groups = ["encoder", "setting"] if "encoder" in runs.columns else ["setting"]
-    metrics = _metrics(runs)
+    metrics = [metric for metric in METRICS if metric in runs.columns]
     table = formatted(summarize(runs, groups, metrics), metrics).set_index(groups)[metrics]
     identical = runs.groupby(groups, sort=False)["identical_to_ls"].agg(["sum", "size"]).loc[table.index]
     table["identical predictions to LS"] = identical["sum"].astype(str) + "/" + identical["size"].astype(str)
@@ -180,9 +169,8 @@ def ablation_table(runs: pd.DataFrame) -> pd.DataFrame:
 
 
 def table4(runs: pd.DataFrame, metrics: Sequence[str] = TABLE4_METRICS, digits: int = 3) -> pd.DataFrame:
-    """The paper's Table 4 layout: one row per encoder ("encoder" when ``runs`` has no such column), columns
-    (setting, metric) "mean ± std" over seeds, other settings with their mean minus LS's in brackets (the paper's
-    "(+2.09)"). QBQTC's F1 is macro-F1."""
+    """Table 4's layout: one row per encoder, columns (setting, metric) "mean ± std" over seeds, with the mean minus
+    LS's in brackets (the paper's "(+2.09)"). QBQTC's F1 is macro-F1."""
     runs = runs if "encoder" in runs.columns else runs.assign(encoder="encoder")
     summary = summarize(runs, ["encoder", "setting"], metrics)
     cells = formatted(summary, metrics, digits)
@@ -197,8 +185,7 @@ def table4(runs: pd.DataFrame, metrics: Sequence[str] = TABLE4_METRICS, digits: 
 
 
 def best_gradient_bearing(runs: pd.DataFrame) -> str | None:
-    """The gradient-bearing setting (not LS, not the constant-offset forms) with the best mean test macro-F1 in one
-    encoder's runs; None when there is none."""
+    """One encoder's gradient-bearing setting (not LS or a constant offset) of best mean macro-F1; None if none ran."""
     if "encoder" in runs.columns and runs["encoder"].nunique() > 1:
         raise ValueError(f"runs: must hold one encoder's runs, got encoders {list(dict.fromkeys(runs['encoder']))}")
     means = runs[~runs["setting"].isin([BASELINE, *GRADIENT_FREE])].groupby("setting", sort=False)["macro_f1"].mean()
@@ -220,8 +207,9 @@ def headline_metrics(runs: pd.DataFrame) -> dict[str, Any]:
             for encoder, block in runs.groupby("encoder", sort=False)
             for key, value in headline_metrics(block.drop(columns="encoder")).items()
         }
-    summary = summarize(runs, ["setting"], _metrics(runs)).set_index("setting")
-    metrics = {f"ls_{metric}": row_statistics(summary.loc[BASELINE], metric) for metric in _metrics(runs) if metric != "accuracy"}
+    scores = [metric for metric in METRICS if metric in runs.columns]
+    summary = summarize(runs, ["setting"], scores).set_index("setting")
+    metrics = {f"ls_{metric}": row_statistics(summary.loc[BASELINE], metric) for metric in scores if metric != "accuracy"}
     free = runs["setting"].isin(GRADIENT_FREE)
     if free.any():
         metrics["gradient_free_identical_share"] = float(runs[free]["identical_to_ls"].mean())

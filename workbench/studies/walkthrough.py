@@ -1,9 +1,7 @@
 """The PCL-vs-Dice teaching walkthrough (notebook 05): the same relevance data, one model, five losses.
 
-:func:`label_table` and :func:`majority_baseline` (the imbalance, and what always predicting the majority scores);
-:data:`COMPARISON` / :func:`comparison_specs` (CE, LS, DSC one-vs-rest with the released ``reference`` preset, PCL as
-released and the gradient-bearing ``expected_cost``), trained by ``workbench.studies.pcl.run_ablation``;
-:func:`recall_table`; :func:`key_metrics` for metrics.json and :func:`this_run` for the notebook's reading.
+:func:`label_table` and :func:`majority_baseline` (the imbalance); :data:`COMPARISON` (CE, LS, DSC with the released
+``reference`` preset, PCL as released and the gradient-bearing ``expected_cost``), run by ``pcl.run_ablation``.
 """
 
 from __future__ import annotations
@@ -32,8 +30,7 @@ COMPARISON: dict[str, LossSpec] = {
 
 
 def comparison_specs(settings: Sequence[str], epsilon: float, cost_matrix=None) -> dict[str, LossSpec]:
-    """The specs of ``settings`` (:data:`COMPARISON` keys), LS and PCL at ``epsilon``, PCL with ``cost_matrix`` when
-    given (nominal labels need one: ``workbench.studies.pcl.run_ablation``)."""
+    """The specs of ``settings`` (:data:`COMPARISON` keys): LS and PCL at ``epsilon``, PCL with ``cost_matrix`` if given."""
     specs = {}
     for setting in settings:
         spec = COMPARISON[check_choice("settings", setting, list(COMPARISON))]
@@ -54,8 +51,7 @@ def label_table(splits: Mapping[str, Dataset]) -> pd.DataFrame:
 
 
 def majority_baseline(splits: Mapping[str, Dataset], ordinal: bool = True) -> dict[str, Any]:
-    """Test scores of always predicting the training majority: ``majority_label``, ``accuracy`` (its test share),
-    ``macro_f1`` (its F1 over K) and, for ordinal labels, ``far_error_rate``."""
+    """Always predicting the training majority: majority_label and its test accuracy, macro_f1 (far_error_rate)."""
     names = label_names(splits["train"])
     majority = int(np.argmax(label_counts(splits["train"], len(names))))
     gold = np.asarray(splits["test"]["label"], dtype=np.int64)
@@ -77,11 +73,9 @@ def recall_table(runs: pd.DataFrame) -> pd.DataFrame:
 def key_metrics(runs: pd.DataFrame, baseline: Mapping[str, Any]) -> dict[str, Any]:
     """metrics.json ``metrics``: ``<setting>_macro_f1`` (``{"mean", "std", "n"}``; e.g. ``pcl_expected_cost_macro_f1``),
     ``majority_macro_f1``, ``majority_accuracy`` and ``pcl_reference_identical_share`` when that setting ran."""
-    summary = summarize(runs, ["setting"], ["macro_f1"])
-    key = {setting: setting.split(" (")[0].lower().replace(" ", "_") for setting in summary["setting"]}
-    metrics: dict[str, Any] = {
-        f"{key[row['setting']]}_macro_f1": row_statistics(row, "macro_f1") for _, row in summary.iterrows()
-    }
+    metrics: dict[str, Any] = {}
+    for _, row in summarize(runs, ["setting"], ["macro_f1"]).iterrows():
+        metrics[row["setting"].split(" (")[0].lower().replace(" ", "_") + "_macro_f1"] = row_statistics(row, "macro_f1")
     metrics.update(majority_macro_f1=float(baseline["macro_f1"]), majority_accuracy=float(baseline["accuracy"]))
     reference = runs[runs["setting"] == "PCL reference"]
     if len(reference):

@@ -33,31 +33,6 @@ DEFAULT_SOURCE = "lexicon"
 RATES = ("prediction_rate", "iteration_rate", "wrong", "corrected")
 
 
-def _pretrain(base: Config, root: Path, strategy: str, objective: str, seed: int, synonyms: str, lexicon: str | Path | None):
-    """One pretrain_mlm run into ``root/<masking>-<objective>[@<synonyms>]``; its row of :func:`pretraining_runs`."""
-    name = f"{strategy}-{objective}" + ("" if synonyms == DEFAULT_SOURCE else f"@{synonyms}")
-    overrides = {**OBJECTIVE_VARIANTS[objective], **({} if lexicon is None else {"lexicon": str(lexicon)})}
-    masking, training = {"strategy": strategy}, {"seed": seed}
-    config = base.replace(output_dir=str(root / name), masking=masking, objective=overrides, training=training)
-    metrics = pretrain_mlm(config).metrics
-    final, correction = (metrics.get("epochs") or [{}])[-1], metrics.get("correction", {})
-    return {
-        "encoder": name,
-        "masking": strategy,
-        "objective": objective,
-        "synonyms": synonyms,
-        "hc_level": config.objective.hc_level,
-        "seed": seed,
-        "train_loss": metrics["train_loss"],
-        "eval_loss": metrics["eval_loss"],
-        "perplexity": np.nan if metrics.get("perplexity") is None else metrics["perplexity"],
-        **{f"eval_{rate}": final.get(f"eval_hc_{rate}", np.nan) for rate in RATES[:2]},
-        **{f"train_{rate}": correction.get(rate, np.nan) for rate in RATES[:2]},
-        "time": metrics["time"],
-        "output_dir": config.output_dir,
-    }
-
-
 def pretraining_runs(
     base_config: Config | Mapping[str, Any],
     output_root: str | Path,
@@ -67,20 +42,43 @@ def pretraining_runs(
     lexicon: str | Path | None = None,
 ) -> pd.DataFrame:
     """:func:`~workbench.train.pretrain_mlm` per ``(strategy, objective variant)`` of ``plan`` (repeats run once) into
-    ``output_root/<encoder>``; ``lexicon``, a .tsv file named ``synonyms``, replaces the synonym table (Table 6's second
-    block). One row per run: its settings, train_loss, the final held-out eval_loss, perplexity and HC rates
-    (``eval_*``), the training-time HC rates (``train_*``; NaN for plain and SR), time and output_dir."""
+    ``output_root/<masking>-<objective>[@<synonyms>]``; ``lexicon``, a .tsv file named ``synonyms``, replaces the
+    synonym table (Table 6). One row per run: settings, train_loss, the final held-out eval_loss, perplexity and HC
+    rates (``eval_*``), the training-time HC rates (``train_*``; NaN for plain and SR), time and output_dir."""
     if not plan or any(len(pair) != 2 for pair in plan):
         raise ValueError(f"plan: must be a non-empty list of (strategy, objective) pairs, got {plan!r}")
     check_names("strategies", [pair[0] for pair in plan], STRATEGIES)
     check_names("objectives", [pair[1] for pair in plan], list(OBJECTIVE_VARIANTS))
     if (lexicon is None) != (synonyms == DEFAULT_SOURCE):
         raise ValueError(
-            f"synonyms: must name the lexicon file's source (not {DEFAULT_SOURCE!r}) exactly when one is given, got {synonyms!r}"
+            f"synonyms: must name the source of lexicon (not {DEFAULT_SOURCE!r}) when one is given, got {synonyms!r}"
         )
-    base = load_config(base_config, task="pretrain_mlm")
-    pairs = dict.fromkeys(map(tuple, plan))
-    return pd.DataFrame([_pretrain(base, Path(output_root), *pair, seed, synonyms, lexicon) for pair in pairs])
+    base, rows = load_config(base_config, task="pretrain_mlm"), []
+    for strategy, objective in dict.fromkeys(map(tuple, plan)):
+        name = f"{strategy}-{objective}" + ("" if synonyms == DEFAULT_SOURCE else f"@{synonyms}")
+        overrides = {**OBJECTIVE_VARIANTS[objective], **({} if lexicon is None else {"lexicon": str(lexicon)})}
+        masking, training = {"strategy": strategy}, {"seed": seed}
+        config = base.replace(output_dir=str(Path(output_root) / name), masking=masking, objective=overrides, training=training)
+        metrics = pretrain_mlm(config).metrics
+        final, correction = (metrics.get("epochs") or [{}])[-1], metrics.get("correction", {})
+        rows.append(
+            {
+                "encoder": name,
+                "masking": strategy,
+                "objective": objective,
+                "synonyms": synonyms,
+                "hc_level": config.objective.hc_level,
+                "seed": seed,
+                "train_loss": metrics["train_loss"],
+                "eval_loss": metrics["eval_loss"],
+                "perplexity": np.nan if metrics.get("perplexity") is None else metrics["perplexity"],
+                **{f"eval_{rate}": final.get(f"eval_hc_{rate}", np.nan) for rate in RATES[:2]},
+                **{f"train_{rate}": correction.get(rate, np.nan) for rate in RATES[:2]},
+                "time": metrics["time"],
+                "output_dir": config.output_dir,
+            }
+        )
+    return pd.DataFrame(rows)
 
 
 def _metrics_file(output_dir: str | Path) -> dict[str, Any]:
@@ -105,10 +103,9 @@ EPOCH_COLUMNS = (
 
 
 def epoch_table(runs: pd.DataFrame) -> pd.DataFrame:
-    """Every run's per-epoch records (metrics.json ``epochs``), one row per (run, epoch): :data:`EPOCH_COLUMNS`.
-    ``checkpoint``: the share of the run's steps done, in % (Table 2's "Check."); ``eval_*``: held-out blocks with fixed
-    masks; ``train_*``: that epoch's training batches (NaN unless HC). Rates: corrected / wrong (prediction level),
-    sequences with a correction / sequences (iteration level)."""
+    """Every run's per-epoch records (metrics.json ``epochs``): :data:`EPOCH_COLUMNS`. ``checkpoint``: the share of the
+    run's steps done, in % (Table 2's "Check."); ``eval_*``: held-out blocks with fixed masks; ``train_*``: that epoch's
+    training batches (NaN unless HC). Rates: corrected / wrong (prediction), corrected sequences / sequences (iteration)."""
     records = [
         {
             "encoder": run.encoder,
@@ -125,8 +122,7 @@ def epoch_table(runs: pd.DataFrame) -> pd.DataFrame:
 
 
 def table2(epochs: pd.DataFrame, encoder: str) -> pd.DataFrame:
-    """One run of :func:`epoch_table` as the paper's Table 2, in %: ``Check.``, ``Iter.`` and ``Pred.`` on the held-out
-    blocks and the epoch's training batches, and the held-out eval loss and perplexity."""
+    """One run of :func:`epoch_table` as the paper's Table 2 (rates in %), held-out and training batches side by side."""
     check_choice("encoder", encoder, sorted(set(epochs["encoder"])))
     rows = epochs[epochs["encoder"] == encoder].reset_index(drop=True)
     return pd.DataFrame(
@@ -177,9 +173,8 @@ def downstream_summary(downstream: pd.DataFrame) -> pd.DataFrame:
 
 
 def results_table(runs: pd.DataFrame, corrections: pd.DataFrame, summary: pd.DataFrame, level: str = "word") -> pd.DataFrame:
-    """One row per encoder of ``summary``: its pre-training (:data:`RUN_COLUMNS` that ``runs`` has), the held-out
-    correction rates (``heldout_<rate>_<level>`` per level, ``heldout_<rate>`` at ``level``) and the downstream scores.
-    Encoders without pre-training have empty pre-training columns."""
+    """One row per encoder of ``summary``: its pre-training (:data:`RUN_COLUMNS`; empty without), the held-out HC rates
+    (``heldout_<rate>_<level>`` per level, ``heldout_<rate>`` at ``level``) and the downstream scores."""
     pretraining = runs[["encoder", *(column for column in RUN_COLUMNS if column in runs.columns)]]
     if "level" not in corrections.columns:
         corrections = corrections.assign(level=level)
@@ -200,8 +195,7 @@ def best_encoder(results: pd.DataFrame) -> str:
 
 
 def _comparison(results: pd.DataFrame, variants: Mapping[str, str], baseline: str) -> pd.DataFrame:
-    """``baseline``'s row, then each present ``label -> encoder`` of ``variants``, with ``delta_macro_f1`` = mean
-    macro-F1 minus the baseline's (the paper's Δ column)."""
+    """``baseline``'s row, then each present ``label -> encoder`` of ``variants``; ``delta_macro_f1``: the paper's Δ."""
     by_encoder = results.set_index("encoder")
     check_choice("baseline", baseline, list(by_encoder.index))
     rows = {"baseline": baseline, **{label: encoder for label, encoder in variants.items() if encoder in by_encoder.index}}
@@ -230,9 +224,8 @@ def sr_level_table(results: pd.DataFrame, masking: str = "wwm") -> pd.DataFrame:
 
 
 def headline_metrics(results: pd.DataFrame, baseline: str = "no_pretraining") -> dict[str, Any]:
-    """metrics.json ``metrics``: ``macro_f1_best`` and ``macro_f1_<baseline>`` (``{"mean", "std", "n"}``), the mean
-    held-out prediction-level rate (also per level), the mean training-time rate of ``hc`` and ``hc_word`` runs and
-    the lowest held-out perplexity."""
+    """metrics.json ``metrics``: ``macro_f1_best``, ``macro_f1_<baseline>``, the mean held-out HC rate (also per level),
+    the mean training-time rate of ``hc`` and ``hc_word`` runs and the lowest held-out perplexity."""
     by_encoder = results.set_index("encoder")
     check_choice("baseline", baseline, list(by_encoder.index))
     metrics: dict[str, Any] = {

@@ -39,9 +39,7 @@ def heldout_texts(data: DataConfig | Mapping[str, Any], n_texts: int) -> list[st
         raise ValueError("data.max_train_samples: must be set so that the texts after it are held out, got None")
     texts, _ = load_texts(data.replace(max_train_samples=None))
     if len(texts) < limit + n_texts:
-        raise ValueError(
-            f"n_texts: the source has {len(texts)} texts, fewer than max_train_samples + n_texts = {limit + n_texts}"
-        )
+        raise ValueError(f"n_texts: must be at most {len(texts) - limit} (texts after max_train_samples), got {n_texts}")
     return texts[limit : limit + n_texts]
 
 
@@ -61,6 +59,7 @@ def load_masked_lm(model: Model, tokenizer: Any = None) -> tuple[Any, Any]:
     return model, tokenizer
 
 
+@torch.no_grad()
 def correction_statistics(
     model: Model,
     texts: Sequence[str],
@@ -73,13 +72,9 @@ def correction_statistics(
     level: str = "token",
     examples: int = 0,
 ) -> dict[str, Any]:
-    """Hard-correction counts of a masked LM on ``texts`` masked by ``masking`` (default WWM, seeded), as Table 2.
-
-    :meth:`CorrectionStats.as_dict` at ``level`` (``token``: the paper's rule; ``word``: whole jieba words) plus
-    ``accuracy`` = (masked - wrong) / masked and ``synonym_accuracy`` = (masked - wrong + corrected) / masked; with
-    ``examples`` > 0 also ``examples``: up to that many corrected words (text, masked_input with chosen tokens as ＿,
-    gold, predicted, gold_synonyms). The model runs in eval mode, on the GPU when there is one.
-    """
+    """Table 2's hard-correction counts (:meth:`CorrectionStats.as_dict`) at ``level`` of a masked LM on ``texts``
+    masked by ``masking`` (default WWM, seeded), ``accuracy`` = (masked - wrong) / masked, ``synonym_accuracy`` =
+    (masked - wrong + corrected) / masked and, with ``examples`` > 0, a table of that many corrected words."""
     check_choice("level", level, HC_LEVELS)
     check_int("examples", examples, 0)
     check_int("batch_size", batch_size, 1)
@@ -95,8 +90,7 @@ def correction_statistics(
     for start in range(0, len(features), batch_size):
         batch = collator(features[start : start + batch_size])
         labels, word_ids, masked = batch["labels"], batch["word_ids"], batch["labels"] != IGNORE_INDEX
-        with torch.no_grad():  # the vocabulary head at the masked positions only
-            logits, _ = labelled_logits(model, labels.to(device), **{key: batch[key].to(device) for key in MODEL_INPUTS})
+        logits, _ = labelled_logits(model, labels.to(device), **{key: batch[key].to(device) for key in MODEL_INPUTS})
         predictions = torch.full_like(labels, IGNORE_INDEX).masked_scatter(masked, logits.argmax(-1).cpu())
         counts = correction.prediction_counts(predictions, labels, word_ids)
         stats.update(counts)
@@ -124,26 +118,21 @@ def correction_statistics(
 
 
 def correction_table(
-    runs: pd.DataFrame,
-    texts: Sequence[str],
-    table: SynonymTable,
-    masking: MaskingSpec | Mapping[str, Any] | None = None,
-    seed: int = 0,
-    levels: Sequence[str] = HC_LEVELS,
-    **options: Any,
+    runs: pd.DataFrame, texts: Sequence[str], table: SynonymTable, levels: Sequence[str] = HC_LEVELS, **options: Any
 ) -> pd.DataFrame:
-    """:func:`correction_statistics` of every run's model on the same ``texts``, masks and ``table``, at each of
-    ``levels``: one row per (run, level) with encoder, masking, objective, level and :data:`CORRECTION_COLUMNS`."""
+    """:func:`correction_statistics` (``options``: masking, seed, ...) of every run's model on the same ``texts``, masks
+    and ``table`` at each of ``levels``: one row per (run, level), encoder, masking, objective, level and the counts."""
     check_names("levels", levels, HC_LEVELS)
     rows = []
-    for run, name in zip(runs.itertuples(), runs["encoder"]):
+    for run in runs.itertuples():
         model, tokenizer = load_masked_lm(run.output_dir)
         for level in levels:
-            stats = correction_statistics(model, texts, table, masking, tokenizer, seed=seed, level=level, **options)
-            rows.append({"encoder": name, "masking": run.masking, "objective": run.objective, "level": level, **stats})
+            stats = correction_statistics(model, texts, table, tokenizer=tokenizer, level=level, **options)
+            rows.append({"encoder": run.encoder, "masking": run.masking, "objective": run.objective, "level": level, **stats})
     return pd.DataFrame(rows, columns=["encoder", "masking", "objective", "level", *CORRECTION_COLUMNS])
 
 
+@torch.no_grad()
 def worked_example(
     model: Model, text: str, word: str, table: SynonymTable, tokenizer: Any = None, top_k: int = 5, level: str = "token"
 ) -> dict[str, Any]:
@@ -160,10 +149,9 @@ def worked_example(
     span = word_ids == feature["words"].index(word)
     labels = torch.where(span, input_ids, IGNORE_INDEX)
     masked_ids = torch.where(span, tokenizer.mask_token_id, input_ids)
+    inputs = {key: torch.tensor([feature[key]]) for key in ("attention_mask", "token_type_ids")}
     model.eval()
-    with torch.no_grad():
-        inputs = {key: torch.tensor([feature[key]]) for key in ("attention_mask", "token_type_ids")}
-        logits = model(input_ids=masked_ids, **inputs).logits.float().cpu()
+    logits = model(input_ids=masked_ids, **inputs).logits.float().cpu()
     correction = HardCorrectionLoss(tokenizer, table, level)
     top = logits[span].softmax(dim=-1).topk(top_k, dim=-1)
     candidates = [
@@ -195,8 +183,7 @@ def corpus_words(texts: Sequence[str]) -> list[list[str]]:
 
 
 def model_word_vectors(model: Model, words: Sequence[str], tokenizer: Any = None) -> tuple[np.ndarray, list[str]]:
-    """``(vectors, words kept)``: each word's vector is the mean of its tokens' rows of the model's input embedding
-    matrix; words with an [UNK] token are left out."""
+    """``(vectors, words kept)``: a word's vector is the mean input embedding of its tokens; words with [UNK] left out."""
     model, tokenizer = load_masked_lm(model, tokenizer)
     matrix = model.get_input_embeddings().weight.detach().float().cpu()
     vectors, kept = [], []
@@ -225,8 +212,7 @@ def word_vectors(
 
 
 def vocabulary_words(tokenizer: Any = None) -> list[str]:
-    """The texts of a tokenizer's non-special tokens (a tokenizer, a checkpoint folder, or None: the shipped vocabulary),
-    for :func:`workbench.lexicon.lexicon_coverage`."""
+    """The texts of the non-special tokens of ``tokenizer`` (or a checkpoint folder; None: the shipped vocabulary)."""
     tokenizer = load_tokenizer(tokenizer) if tokenizer is None or isinstance(tokenizer, (str, Path)) else tokenizer
     special = set(tokenizer.all_special_tokens)
     return [token_text([token]) for token in tokenizer.convert_ids_to_tokens(list(range(len(tokenizer)))) if token not in special]

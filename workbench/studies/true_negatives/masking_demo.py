@@ -101,9 +101,8 @@ def masked_share_summary(
     masking: Any = None,
     seed: int = 0,
 ) -> pd.DataFrame:
-    """Per strategy, over (text, draw) pairs: the mean share of a sentence's tokens chosen and the share of pairs
-    with nothing / everything chosen. Ours hit round(p n) per sentence; transformers' WWM sees an unspaced Chinese
-    sentence as one word, so it masks all of it or nothing."""
+    """Per strategy, over (text, draw) pairs: the mean share of tokens chosen and the share of pairs with nothing /
+    everything chosen (transformers' WWM sees an unspaced Chinese sentence as one word: all or nothing)."""
     check_names("strategies", strategies, ILLUSTRATION_STRATEGIES)
     tokenizer = load_tokenizer()
     rows = []
