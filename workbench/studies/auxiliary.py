@@ -90,7 +90,7 @@ def select_num_aux(runs: pd.DataFrame) -> int:
     if candidates.empty:
         raise ValueError("runs: needs two_stage rows with num_aux > 0 to select n from")
     means = candidates.groupby("num_aux")["validation_macro_f1"].mean()
-    return int(means[means == means.max()].index.min())
+    return int(means.idxmax())  # the first maximum: num_aux ascending
 
 
 def run_study(

@@ -102,13 +102,11 @@ def run_ablation(
     """One classifier per loss (:func:`setting_specs`, LS included) x seed. ``runs``: setting, seed, test scores
     (far_error_rate when ``ordinal``), ``recall_<label>``, best_epoch, validation_macro_f1 and identical_to_ls (the
     same test predictions as LS at that seed). Nominal labels run PCL only with a ``cost_matrix``, never as released."""
-    pcl = [name for name, spec in losses.items() if spec.name == "pcl"]
-    if not ordinal and any(
-        losses[name].params.get("cost_matrix") is None or losses[name].params.get("variant") == "reference" for name in pcl
-    ):
+    pcl = {name: spec.params for name, spec in losses.items() if spec.name == "pcl"}
+    if not ordinal and any(params.get("cost_matrix") is None or params.get("variant") == "reference" for params in pcl.values()):
         raise ValueError(
             f"cost_matrix: PCL's near and far cases need ordinal labels (data.ordinal: false); give one (not for "
-            f"PCL reference) or drop {pcl} from the settings"
+            f"PCL reference) or drop {list(pcl)} from the settings"
         )
     if BASELINE not in losses:
         raise ValueError(f"losses: must include the baseline {BASELINE!r}, got {list(losses)}")

@@ -25,9 +25,8 @@ OBJECTIVE_VARIANTS: dict[str, dict[str, str]] = {
     "sr": {"name": "sr", "level": "token"},
     "sr_sentence": {"name": "sr", "level": "sentence"},
 }
-"""``objective`` overrides per run: ``hc`` the paper's token rule (eq. 2, footnote 5), ``hc_word`` the workbench's
-whole-word extension, ``sr`` eq. 3 (Table 6's "word-level" SR), ``sr_sentence`` the KL of Sec. 5; every other
-``objective`` setting comes from the base config."""
+"""``objective`` overrides per run: ``hc`` eq. 2 at the paper's token level (footnote 5), ``hc_word`` the workbench's
+whole-word level, ``sr`` eq. 3 (Table 6's word level), ``sr_sentence`` the KL of Sec. 5; the rest from the base config."""
 DEFAULT_SOURCE = "lexicon"
 """The ``synonyms`` label of runs that use the base config's ``objective.lexicon``."""
 RATES = ("prediction_rate", "iteration_rate", "wrong", "corrected")
@@ -156,10 +155,8 @@ def downstream_grid(
     seeds = check_seeds("seeds", seeds)
     base = load_config(base_config, task="finetune")
     rows, keys = [], (*DOWNSTREAM_METRICS, "best_validation_macro_f1")
-    for name, checkpoint in encoders.items():
-        model = (
-            {"model_name_or_path": None} if checkpoint is None else {"model_name_or_path": str(checkpoint), "vocab_file": None}
-        )
+    for name, path in encoders.items():
+        model = {"model_name_or_path": None} if path is None else {"model_name_or_path": str(path), "vocab_file": None}
         for seed in seeds:
             output_dir = str(Path(output_root) / f"{name}-seed{seed}")
             metrics = finetune(base.replace(output_dir=output_dir, training={"seed": int(seed)}, model=model)).metrics

@@ -99,16 +99,9 @@ def correction_statistics(
         for row, word in corrected_words[: examples - len(rows)]:
             span, tokens = word_ids[row] == word, tokenizer.convert_ids_to_tokens(features[start + row]["input_ids"])
             gold = token_text(tokenizer.convert_ids_to_tokens(labels[row][span].tolist()))
-            shown = torch.nonzero(word_ids[row] >= 0).flatten().tolist()
-            rows.append(
-                {
-                    "text": texts[start + row],
-                    "masked_input": "".join(BLANK if masked[row, i] else tokens[i] for i in shown),
-                    "gold": gold,
-                    "predicted": token_text(tokenizer.convert_ids_to_tokens(predictions[row][span].tolist())),
-                    "gold_synonyms": " ".join(sorted(table.synonyms(gold))),
-                }
-            )
+            masked_input = "".join(BLANK if masked[row, i] else token for i, token in enumerate(tokens) if word_ids[row, i] >= 0)
+            predicted = token_text(tokenizer.convert_ids_to_tokens(predictions[row][span].tolist()))
+            rows.append((texts[start + row], masked_input, gold, predicted, " ".join(sorted(table.synonyms(gold)))))
     result = stats.as_dict()
     total, right = max(result["masked"], 1), result["masked"] - result["wrong"]
     result.update(accuracy=right / total, synonym_accuracy=(right + result["corrected"]) / total)
