@@ -45,9 +45,7 @@ def label_table(splits: Mapping[str, Dataset]) -> pd.DataFrame:
     """Label counts, one row per label name and one column per split, plus each split's shares (``<split> share``)."""
     names = label_names(splits["train"])
     counts = pd.DataFrame({split: label_counts(data, len(names)) for split, data in splits.items()}, index=names)
-    table = pd.concat([counts, (counts / counts.sum()).add_suffix(" share")], axis=1)
-    table.index.name = "label"
-    return table
+    return pd.concat([counts, (counts / counts.sum()).add_suffix(" share")], axis=1).rename_axis("label")
 
 
 def majority_baseline(splits: Mapping[str, Dataset], ordinal: bool = True) -> dict[str, Any]:

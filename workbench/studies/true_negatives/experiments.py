@@ -87,8 +87,8 @@ def _metrics_file(output_dir: str | Path) -> dict[str, Any]:
 def loss_history(runs: pd.DataFrame) -> pd.DataFrame:
     """The logged training loss of every run (its metrics.json): columns masking, objective (with ``@<source>``), step, loss."""
     rows = [
-        {"masking": run.masking, "objective": name.removeprefix(f"{run.masking}-"), "step": entry["step"], "loss": entry["loss"]}
-        for run, name in zip(runs.itertuples(), runs["encoder"])
+        (run.masking, run.encoder.removeprefix(f"{run.masking}-"), entry["step"], entry["loss"])
+        for run in runs.itertuples()
         for entry in _metrics_file(run.output_dir)["history"]
         if "loss" in entry
     ]

@@ -41,7 +41,7 @@ def mask_draws(
 ) -> tuple[np.ndarray, np.ndarray]:
     """``(chosen, maskable)``: chosen (draws, n_texts, width) is True where ``strategy``'s collator kept
     the label in each of ``draws`` batches of ``texts``; maskable (n_texts, width) marks non-special tokens."""
-    check_names("strategies", [strategy], ILLUSTRATION_STRATEGIES)
+    check_choice("strategies", strategy, ILLUSTRATION_STRATEGIES)
     check_int("draws", draws, 1)
     if not texts:
         raise ValueError("texts: must hold at least one text, got none")
