@@ -16,7 +16,7 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet --upgrade pip
 	# torch first with an exact pin: a looser pin pulls gigabytes of CUDA packages
 	$(PY) -m pip install --quiet $(TORCH)
-	$(PY) -m pip install --quiet -e ".[test]"
+	$(PY) -m pip install --quiet -e ".[test,tensorboard]"
 	touch $(STAMP)
 
 run: $(STAMP)

@@ -13,12 +13,14 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "workbench"
 
-FOUNDATION = {"checks", "config", "stats", "threads", "vocab", "metrics", "information", "lexicon"}
+FOUNDATION = {"checks", "config", "stats", "threads", "vocab", "metrics", "information", "lexicon", "records", "yaml_files"}
 ALLOWED: dict[str, set[str]] = {
     "checks": set(),
     "stats": set(),
     "threads": set(),
-    "config": {"checks"},
+    "config": {"checks", "yaml_files"},
+    "records": set(),
+    "yaml_files": set(),
     "vocab": set(),
     "metrics": {"checks"},
     "information": {"checks"},
@@ -27,8 +29,8 @@ ALLOWED: dict[str, set[str]] = {
     "masking": {"checks", "config", "lexicon", "threads"},
     "data": {"checks", "config", "lexicon", "masking"},
     "models": {"checks", "config", "vocab"},
-    "runs": {"checks", "config", "stats", "threads"},
-    "train": FOUNDATION | {"losses", "masking", "data", "models", "runs"},
+    "runs": {"checks", "config", "stats", "threads", "records"},
+    "train": FOUNDATION | {"losses", "masking", "data", "models"},  # not the runner: metrics.json via records
     "viz": {"checks", "config", "losses", "information"},
     "studies": FOUNDATION | {"losses", "masking", "data", "models", "train"},
     "__main__": {"runs"},

@@ -186,13 +186,13 @@ def test_weight_decay_changes_training():
     ],
 )
 def test_probe_settings_reject_bad_values(section, field, value):
-    with pytest.raises(ValueError, match=f"{section.prefix}.{field}"):
+    with pytest.raises(ValueError, match=rf"^{section.prefix}.{field}:"):
         section.from_mapping({field: value})
 
 
 def test_fit_probe_needs_whole_epochs_and_reports_its_history():
     encoded = _splits(_texts_toy)
-    with pytest.raises(ValueError, match="training.num_train_epochs: must be a whole number"):
+    with pytest.raises(ValueError, match=r"^training.num_train_epochs:"):
         fit_probe(encoded, build_loss("ce"), QUICK.replace(num_train_epochs=1.5), PROBE, VOCAB, 2)
     fit = fit_probe(encoded, build_loss("ce"), QUICK, PROBE, VOCAB, 2, seed=0)
     assert [entry["epoch"] for entry in fit.history] == list(range(1, 7))
@@ -220,29 +220,29 @@ def test_fit_probe_stops_loudly_when_training_diverges():
     ],
 )
 def test_character_probe_rejects_bad_sizes(kwargs, match):
-    with pytest.raises(ValueError, match=match):
+    with pytest.raises(ValueError, match=rf"^{match}:"):
         CharacterProbe(**{"vocab_size": 10, "num_labels": 2, **kwargs})
 
 
 def test_character_probe_rejects_the_wrong_number_of_inputs():
     ids = torch.tensor([[2, 3]])
-    with pytest.raises(ValueError, match="pair_ids"):
+    with pytest.raises(ValueError, match=r"^pair_ids:"):
         CharacterProbe(10, 2)(ids, ids)
-    with pytest.raises(ValueError, match="pair_ids"):
+    with pytest.raises(ValueError, match=r"^pair_ids:"):
         CharacterProbe(10, 2, pair=True)(ids)
 
 
 def test_encoded_split_and_encode_split_reject_bad_input(tokenizer):
-    with pytest.raises(ValueError, match="ids"):
+    with pytest.raises(ValueError, match=r"^ids:"):
         EncodedSplit((), torch.tensor([0]))
-    with pytest.raises(ValueError, match="ids"):
+    with pytest.raises(ValueError, match=r"^ids:"):
         EncodedSplit((torch.zeros(3, 2, dtype=torch.long),), torch.tensor([0, 1]))
     split = Dataset.from_dict({"text": ["好"], "label": [0]})
-    with pytest.raises(ValueError, match="split"):
+    with pytest.raises(ValueError, match=r"^split:"):
         encode_split(split, tokenizer, 8, PAIR_COLUMNS)
-    with pytest.raises(ValueError, match="columns"):
+    with pytest.raises(ValueError, match=r"^columns:"):
         encode_split(split, tokenizer, 8, ("text", "text", "text"))
-    with pytest.raises(ValueError, match="max_length"):
+    with pytest.raises(ValueError, match=r"^max_length:"):
         encode_split(split, tokenizer, 0)
 
 
@@ -260,5 +260,5 @@ def test_encoded_split_and_encode_split_reject_bad_input(tokenizer):
 )
 def test_fit_probe_rejects_bad_input(change, match):
     encoded, arguments = change(_splits(_texts_toy), {"training": QUICK, "probe": PROBE, "vocab_size": VOCAB, "num_labels": 2})
-    with pytest.raises(ValueError, match=match):
+    with pytest.raises(ValueError, match=rf"^{match}:"):
         fit_probe(encoded, build_loss("ce"), **arguments)

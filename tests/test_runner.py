@@ -15,9 +15,9 @@ from nbformat.v4 import new_code_cell, new_notebook
 from notebook_hygiene import check_notebook_clean
 
 from workbench.__main__ import main
+from workbench.records import metric_statistics, read_metrics, write_json, write_metrics
 from workbench.runs import run
 from workbench.runs.execute import ensure_kernel, new_run_dir
-from workbench.runs.metrics import metric_statistics, read_metrics, write_json, write_metrics
 from workbench.runs.plan import (
     MAX_SLUG,
     cell_slug,
@@ -79,7 +79,7 @@ def test_parse_sweep_reads_yaml_values():
         (["epsilon="], "--sweep 'epsilon='"),
         (["x=1", "x=2"], "--sweep: parameter 'x'"),
         (["epsilon=0.1,0.10"], "--sweep epsilon: the value 0.1"),
-        (["x=true,yes"], "--sweep x: the value True"),
+        (["x=true,True"], "--sweep x: the value True"),  # yes is a string (YAML as written)
         (["epsilon=.nan,.NaN"], "--sweep epsilon: the value nan"),  # NaN equals nothing, yet is one point
         (["x=[1],[1.0]"], "--sweep x: the value [1]"),
         (["x=0.1,,0.2"], "--sweep x:1:"),

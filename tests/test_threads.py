@@ -33,7 +33,7 @@ def test_torch_threads_sets_and_restores():
     with torch_threads(1) as used:
         assert used == 1 and torch.get_num_threads() == 1
     assert torch.get_num_threads() == before
-    with pytest.raises(ValueError, match="threads"):
+    with pytest.raises(ValueError, match=r"^threads:"):
         with torch_threads(0):
             pass
     assert torch.get_num_threads() == before
@@ -47,7 +47,7 @@ def test_kernel_environment_names_every_thread_variable():
 def test_training_threads_is_validated():
     assert load_config({"training": {"threads": 2}}).training.threads == 2
     assert load_config({}).training.threads is None
-    with pytest.raises(ValueError, match="training.threads"):
+    with pytest.raises(ValueError, match=r"^training.threads:"):
         load_config({"training": {"threads": 0}})
 
 
@@ -100,9 +100,10 @@ def test_busy_core_spins_one_process_and_stops_it():
     psutil = pytest.importorskip("psutil")
     with busy_core() as pid:
         process = psutil.Process(pid)
-        start = process.cpu_times().user
-        time.sleep(0.5)
-        assert process.cpu_times().user - start > 0.2  # it computes (on a loaded machine: a share of a core)
+        start, deadline = process.cpu_times().user, time.monotonic() + 60
+        while process.cpu_times().user <= start and time.monotonic() < deadline:  # no timing: a loaded machine is slow
+            time.sleep(0.05)
+        assert process.cpu_times().user > start  # it computes
     assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
 
 

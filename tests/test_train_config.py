@@ -9,7 +9,8 @@ import typing
 import pytest
 import yaml
 
-from workbench.config import TRAINING_SET_BY, Config, LossSpec, TrainingConfig, load_config, parse_override
+from workbench.config import SET_BY_THE_WORKBENCH, Config, LossSpec, TrainingConfig, load_config, parse_override
+from workbench.yaml_files import read_yaml, read_yaml_file
 
 
 def test_defaults_are_complete_and_valid():
@@ -131,7 +132,7 @@ def test_bad_config_raises_naming_the_key(config, key):
 def test_training_passes_any_training_arguments_field_through():
     training = load_config({"training": {"lr_scheduler_type": "cosine", "adam_beta2": 0.98, "report_to": "none"}}).training
     assert (training.lr_scheduler_type, training.adam_beta2, training.warmup_steps) == ("cosine", 0.98, 0.1)
-    assert training.max_steps == -1  # a field not given: TrainingArguments' default
+    assert "max_steps" not in training.to_dict() and not hasattr(training, "max_steps")  # not given: TrainingArguments' own
 
 
 @pytest.mark.parametrize(
@@ -221,7 +222,9 @@ def _numeric_keys(section: type = Config, prefix: str = "") -> list[str]:
     if section is TrainingConfig:
         from transformers import TrainingArguments
 
-        arguments = [item for item in dataclasses.fields(TrainingArguments) if item.init and item.name not in TRAINING_SET_BY]
+        arguments = [
+            item for item in dataclasses.fields(TrainingArguments) if item.init and item.name not in SET_BY_THE_WORKBENCH
+        ]
         keys += [
             prefix + item.name for item in arguments if re.fullmatch(r"<class '(int|float)'>|(int|float) \| None", str(item.type))
         ]
@@ -259,3 +262,56 @@ def test_defaults_follow_the_papers_readings():
     assert (config.electra.generator_size, config.electra.discriminator_weight) == (0.25, 50.0)
     # auxiliary labels: n = Na - Nt = 4 - 2 (Table 1, ChnSentiCorp), no fusion second encoder unless named
     assert (config.aux.num_aux, config.aux.fusion_model, config.aux.fgm_epsilon) == (2, None, 0.0)
+
+
+# ----------------------------------------------------------------------------- YAML as written (issue 19, item 4)
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ("true", True),
+        ("False", False),
+        ("yes", "yes"),  # YAML 1.1 reads yes / no / on / off / y / n as booleans; here they are strings
+        ("off", "off"),
+        ("n", "n"),
+        ("1:30", "1:30"),  # YAML 1.1: sexagesimal 90
+        ("0777", "0777"),  # YAML 1.1: octal 511
+        ("0x1F", "0x1F"),
+        ("2024-01-01", "2024-01-01"),  # YAML 1.1: a date
+        ("1e-4", 1e-4),  # YAML 1.1: a string
+        ("5.0e-3", 5e-3),
+        (".5", 0.5),
+        ("-3", -3),
+        ("0", 0),
+        ("~", None),
+        ("null", None),
+        ("", None),
+        ("[1, 2.5, x]", [1, 2.5, "x"]),
+    ],
+)
+def test_yaml_values_are_read_as_written(text, value):
+    assert read_yaml(text, "test") == value and type(read_yaml(text, "test")) is type(value)
+
+
+def test_yaml_infinities_are_floats_that_every_numeric_key_refuses():
+    assert read_yaml(".inf", "t") == float("inf") and read_yaml(".nan", "t") != read_yaml(".nan", "t")
+    with pytest.raises(ValueError, match=r"^training.quiet:"):
+        load_config({}, ["training.quiet=yes"])  # a string now, refused by the bool key
+
+
+@pytest.mark.parametrize(
+    "text, line",
+    [
+        ("task: finetune\ntraining:\n  learning_rate: 1.0e-3\ntraining:\n  seed: 3\n", 4),  # a second training block
+        ("training:\n  seed: 1\n  quiet: true\n  seed: 2\n", 4),
+        ("training: {seed: 1, seed: 2}\n", 1),
+    ],
+)
+def test_a_repeated_key_names_the_file_and_line(tmp_path, text, line):
+    path = tmp_path / "twice.yaml"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(ValueError, match=rf"^{re.escape(str(path))}:{line}: invalid YAML \(duplicate key"):
+        load_config(path)
+    with pytest.raises(ValueError, match=rf"^{re.escape(str(path))}:{line}:"):
+        read_yaml_file(path, "params")  # params files are read by the same function

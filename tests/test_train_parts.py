@@ -3,22 +3,31 @@
 from __future__ import annotations
 
 import os
+import pickle
+import re
 import shutil
+import stat
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 import torch
 from torch import nn
 
-from workbench.config import DataConfig, LossSpec, load_config
+from workbench.config import Config, DataConfig, LossSpec, ProbeConfig, TrainingConfig, load_config
 from workbench.data import label_counts, load_splits, load_texts, sample_relevance_splits
 from workbench.data.features import build_dataset
 from workbench.lexicon import token_text
-from workbench.losses import pcl_constants, resolve
+from workbench.losses import build_loss, pcl_constants, resolve
+from workbench.records import write_json
 from workbench.train import tokenize_splits
-from workbench.train.checkpoints import checkpoint_to_resume, drop_weights, remove_checkpoints
+from workbench.train.__main__ import main as cli_main
+from workbench.train.checkpoints import checkpoint_to_resume, claim_output_dir, drop_weights, remove_checkpoints
 from workbench.train.fgm import FGM
 from workbench.train.pretraining import prepare_pretraining, pretraining_trainer_kwargs
+from workbench.train.probes import EncodedSplit, fit_probe
+from workbench.train.trainer import LossTrainer, training_arguments
 from workbench.vocab import load_tokenizer
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "params" / "examples"
@@ -149,9 +158,9 @@ def test_fgm_moves_embeddings_by_epsilon_along_the_normalised_gradient_and_resto
 
 
 def test_fgm_bad_inputs():
-    with pytest.raises(ValueError, match="epsilon: must be > 0"):
+    with pytest.raises(ValueError, match=r"^epsilon:"):
         FGM(_embedding_model(), epsilon=0.0)
-    with pytest.raises(ValueError, match="no trainable parameter named"):
+    with pytest.raises(ValueError, match=r"^model:"):
         FGM(nn.Linear(2, 2), epsilon=1.0)
 
 
@@ -171,7 +180,7 @@ def test_checkpoint_to_resume(tmp_path):
     _checkpoint(tmp_path, 12)
     _checkpoint(tmp_path, 9)
     assert checkpoint_to_resume(tmp_path, resume=True).endswith("checkpoint-12")
-    with pytest.raises(ValueError, match="training.resume=true"):
+    with pytest.raises(ValueError, match=r"^output_dir:"):
         checkpoint_to_resume(tmp_path, resume=False)
 
 
@@ -180,12 +189,12 @@ def test_resume_skips_an_incomplete_checkpoint_with_a_warning_naming_it(tmp_path
     _checkpoint(tmp_path, 8, state='{"global_st')  # killed while writing the trainer state
     _checkpoint(tmp_path, 12, weights=False)  # killed before the weights
     (tmp_path / ".staging" / "checkpoint-16").mkdir(parents=True)  # an interrupted atomic save
-    with pytest.warns(UserWarning, match="incomplete checkpoint .*checkpoint-12"):
+    with pytest.warns(UserWarning, match=r"^output_dir: .*checkpoint-12"):
         assert checkpoint_to_resume(tmp_path, resume=True).endswith("checkpoint-4")
     assert not (tmp_path / ".staging").exists()
     for path in (tmp_path / "checkpoint-4", tmp_path / "checkpoint-8"):
         shutil.rmtree(path)
-    with pytest.raises(ValueError, match="holds only incomplete checkpoints \\['checkpoint-12'\\]"), pytest.warns(UserWarning):
+    with pytest.raises(ValueError, match=r"^output_dir:"), pytest.warns(UserWarning):
         checkpoint_to_resume(tmp_path, resume=True)
 
 
@@ -221,7 +230,7 @@ def test_drop_weights_keeps_results_and_checkpoints_and_the_refusal(tmp_path):
     ]
     assert (runs / "finetune" / "a-seed0" / "predictions.csv").is_file()
     assert (runs / "pretrain" / "a" / "metrics.json").is_file() and (runs / "pretrain" / "a" / "tokenizer.json").is_file()
-    with pytest.raises(ValueError, match="already holds a finished run"):
+    with pytest.raises(ValueError, match=r"^output_dir:"):
         checkpoint_to_resume(runs / "pretrain" / "a", resume=False)
     assert drop_weights(runs) == 0 and drop_weights(tmp_path / "missing") == 0
 
@@ -304,3 +313,129 @@ def test_pretraining_draws_masks_in_persistent_dataloader_workers(tmp_path, work
     assert kwargs["args"].dataloader_num_workers == expected
     assert kwargs["args"].dataloader_persistent_workers == (expected > 0)  # one generator per worker for the whole run
     assert kwargs["data_collator"] is data.collator and kwargs["train_dataset"] is data.train_blocks
+
+
+# ----------------------------------------------------------------------------- run folders (issue 19, round 2)
+
+
+def _run_config(folder: Path, **sections) -> Config:
+    return load_config({"output_dir": str(folder), "training": {"quiet": True}, **sections})
+
+
+def test_a_folder_holding_files_of_no_run_is_refused_and_left_alone(tmp_path, capsys):
+    folder = tmp_path / "mine"
+    folder.mkdir()
+    (folder / "predictions.csv").write_text("gold,pred\n1,1\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"^output_dir: .*'predictions.csv'"):
+        claim_output_dir(_run_config(folder))
+    config = tmp_path / "run.yaml"
+    config.write_text(f"task: finetune\noutput_dir: {folder}\n", encoding="utf-8")
+    assert cli_main([str(config)]) == 2  # before any data is loaded
+    assert capsys.readouterr().err.startswith("error: output_dir:")
+    assert [path.name for path in folder.iterdir()] == ["predictions.csv"]
+    assert (folder / "predictions.csv").read_text(encoding="utf-8") == "gold,pred\n1,1\n"
+
+
+def test_an_output_dir_inside_another_run_is_refused(tmp_path):
+    with claim_output_dir(_run_config(tmp_path / "outer")):
+        pass
+    (tmp_path / "outer" / "checkpoint-4").mkdir()  # the outer run removes its checkpoints when it finishes
+    for inner in (tmp_path / "outer" / "checkpoint-4" / "inner", tmp_path / "outer" / "inner"):
+        with pytest.raises(ValueError, match=rf"^output_dir: .*{re.escape(str(tmp_path / 'outer'))}"):
+            claim_output_dir(_run_config(inner))
+        assert not inner.exists()
+
+
+def test_a_second_run_into_a_live_runs_folder_is_refused_and_a_dead_runs_lock_is_gone(tmp_path):
+    folder = tmp_path / "run"
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD_A_RUN_FOLDER, str(folder)], stdout=subprocess.PIPE, text=True, env={**os.environ}
+    )
+    try:
+        assert holder.stdout.readline().strip() == "claimed"
+        with pytest.raises(ValueError, match=r"^output_dir: .*in use"):
+            claim_output_dir(_run_config(folder, training={"quiet": True, "resume": True}))
+    finally:
+        holder.kill()  # a run that dies without cleaning up: the system releases its lock
+        holder.wait()
+    with claim_output_dir(_run_config(folder, training={"quiet": True, "resume": True})):
+        assert (folder / "run_config.yaml").is_file()
+
+
+HOLD_A_RUN_FOLDER = """
+import sys, time
+from workbench.config import load_config
+from workbench.train.checkpoints import claim_output_dir
+claim_output_dir(load_config({"output_dir": sys.argv[1], "training": {"quiet": True}}))
+print("claimed", flush=True)
+time.sleep(600)
+"""
+
+
+def test_resume_with_a_changed_config_names_the_keys_that_changed(tmp_path):
+    folder = tmp_path / "run"
+    first = _run_config(folder, loss={"name": "ce"}, training={"learning_rate": 5e-5, "quiet": True})
+    with claim_output_dir(first):
+        pass
+    assert load_config(folder / "run_config.yaml") == first  # the resolved config, saved with the run
+    resumed = {"resume": True, "num_train_epochs": 13, "quiet": False}  # how long it trains may change
+    with claim_output_dir(_run_config(folder, loss={"name": "ce"}, training={"learning_rate": 5e-5, **resumed})):
+        pass
+    changed = _run_config(folder, loss={"name": "focal"}, training={"learning_rate": 1e-3, **resumed})
+    with pytest.raises(ValueError, match=r"^training.resume: .*had another loss.name, training.learning_rate "):
+        claim_output_dir(changed)
+    bigger = _run_config(folder, model={"tiny": {"hidden_size": 128}}, training={"learning_rate": 5e-5, **resumed})
+    with pytest.raises(ValueError, match=r"^training.resume: .*model.tiny.hidden_size"):  # not a size-mismatch traceback
+        claim_output_dir(bigger)
+    other_classes = _run_config(folder, data={"source": "sample_sentences"}, training={"learning_rate": 5e-5, **resumed})
+    with pytest.raises(ValueError, match=r"^training.resume: .*data.source"):
+        claim_output_dir(other_classes)
+
+
+def test_an_output_dir_that_is_a_file_or_cannot_be_written_is_refused(tmp_path, monkeypatch):
+    (tmp_path / "file").write_text("x", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"^output_dir: .*'[^']*file'"):
+        claim_output_dir(_run_config(tmp_path / "file"))
+
+    def read_only(self, *args, **kwargs):
+        raise PermissionError(13, "Permission denied", str(self))
+
+    monkeypatch.setattr(Path, "mkdir", read_only)  # as a read-only folder does for any user but root
+    with pytest.raises(ValueError, match=r"^output_dir: .*Permission denied"):
+        claim_output_dir(_run_config(tmp_path / "read-only" / "run"))
+
+
+def test_a_model_path_that_is_not_a_checkpoint_folder_is_refused_before_loading(tmp_path):
+    pickled = tmp_path / "model.pkl"
+    pickled.write_bytes(pickle.dumps({"weights": [1, 2, 3]}))
+    for key in ("model.model_name_or_path", "aux.fusion_model"):
+        for path in (pickled, tmp_path):  # a pickle file; a folder without config.json
+            with pytest.raises(ValueError, match=rf"^{key}: .*{re.escape(str(path))}"):
+                load_config({}, [f"{key}={path}"])
+
+
+def test_a_loss_that_does_not_average_is_refused_by_every_trainer(tmp_path):
+    with pytest.raises(ValueError, match=r"^loss.params.reduction:"):
+        load_config({"loss": {"name": "ce", "params": {"reduction": "none"}}})
+    loss = build_loss("ce", reduction="sum")
+    with pytest.raises(ValueError, match=r"^loss.params.reduction:"):
+        LossTrainer(
+            model=torch.nn.Linear(2, 2), args=training_arguments(TrainingConfig(), str(tmp_path), evaluate=False), loss=loss
+        )
+    encoded = {
+        name: EncodedSplit((torch.tensor([[1, 2], [3, 0]]),), torch.tensor([0, 1])) for name in ("train", "validation", "test")
+    }
+    with pytest.raises(ValueError, match=r"^loss.params.reduction:"):
+        fit_probe(encoded, build_loss("ce", reduction="none"), TrainingConfig(), ProbeConfig(), 10, 2)
+
+
+def test_metrics_json_is_written_readable_like_the_rest_of_the_run_folder(tmp_path):
+    umask = os.umask(0o022)
+    try:
+        path = write_json(tmp_path / "metrics.json", {"macro_f1": 0.5})
+        other = tmp_path / "predictions.csv"
+        other.write_text("gold\n", encoding="utf-8")
+    finally:
+        os.umask(umask)
+    assert stat.S_IMODE(path.stat().st_mode) == stat.S_IMODE(other.stat().st_mode) == 0o644
+    assert [item.name for item in tmp_path.iterdir() if item.name.startswith(".")] == []  # no temporary file left

@@ -119,7 +119,7 @@ def test_scale_for_accumulation_values():
         loss, is_batch_level=False, items_in_micro_batch=8, num_items_in_batch=None, micro_batches=2
     )
     assert uncounted.item() == pytest.approx(1.5)
-    with pytest.raises(ValueError, match="micro_batches"):
+    with pytest.raises(ValueError, match=r"^micro_batches:"):
         scale_for_accumulation(loss, is_batch_level=True, items_in_micro_batch=8, num_items_in_batch=24, micro_batches=0)
 
 
@@ -148,9 +148,9 @@ def test_precision_resolution_on_this_machine():
         pytest.skip("CPU-only expectations")
     assert resolve_precision("auto") == "fp32"
     assert resolve_precision("fp32") == "fp32"
-    with pytest.raises(ValueError, match="training.precision"):
+    with pytest.raises(ValueError, match=r"^training.precision:"):
         resolve_precision("bf16")
-    with pytest.raises(ValueError, match="training.precision"):
+    with pytest.raises(ValueError, match=r"^training.precision:"):
         resolve_precision("fp8")
 
 

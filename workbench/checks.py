@@ -1,10 +1,5 @@
-"""Argument checks shared by the whole package, with one message format.
-
-Every check raises ``ValueError("<name>: must be <what is allowed>, got <value>")`` so a
-message always names the parameter (or config key, e.g. ``training.learning_rate``) and the allowed
-values. Each returns the value (converted where it says so), so a constructor can write
-``self.gamma = check_number("gamma", gamma, low=0)``.
-"""
+"""Argument checks shared by the whole package: each returns the value or raises ``ValueError("<name>: must be
+<what is allowed>, got <value>")``, naming the parameter or config key (``training.learning_rate``)."""
 
 from __future__ import annotations
 
@@ -45,11 +40,8 @@ def check_number(
     high_inclusive: bool = True,
     allow_none: bool = False,
 ) -> float | None:
-    """``float(value)`` for a finite number within the bounds (None passes when ``allow_none``).
-
-    Messages: "must be a number > 0", "must be in [0, 1)", "must be null or a number > 0".
-    NaN and +-inf are always rejected.
-    """
+    """``float(value)`` for a finite number within the bounds (None passes when ``allow_none``): "must be a number
+    > 0", "must be in [0, 1)", "must be null or a number > 0"; NaN and +-inf never pass."""
     if value is None and allow_none:
         return None
     too_low = is_number(value) and low is not None and (value < low if low_inclusive else value <= low)
@@ -68,10 +60,7 @@ def check_number(
 
 
 def check_int(name: str, value: Any, low: int | None = None, high: int | None = None, *, allow_none: bool = False) -> int | None:
-    """``value`` when it is an int within ``[low, high]`` (None passes when ``allow_none``).
-
-    Messages: "must be an int >= 1", "must be an int in [8, 512]", "must be null or an int >= 1".
-    """
+    """``value`` when it is an int in ``[low, high]`` (None passes when ``allow_none``): "must be an int >= 1"."""
     if value is None and allow_none:
         return None
     if not is_int(value) or (low is not None and value < low) or (high is not None and value > high):

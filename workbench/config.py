@@ -1,26 +1,13 @@
-"""The one configuration system: section dataclasses, YAML reading and ``key.path=value`` overrides.
-
-A :class:`Config` has one section per concern, each a frozen dataclass in the style of
-``transformers.TrainingArguments`` (every field carries help text and is checked in
-``__post_init__``, so a bad value raises ``ValueError`` naming its key, e.g.
-``training.learning_rate: must be a number > 0, got 0``):
-
-* :class:`DataConfig` (``data``), :class:`ModelConfig` (``model``, with ``model.tiny`` and
-  ``model.probe``), :class:`LossSpec` (``loss``), :class:`MaskingSpec` (``masking``),
-  :class:`ObjectiveConfig` (``objective``), :class:`ElectraSpec` (``electra``), :class:`AuxConfig`
-  (``aux``) and :class:`TrainingConfig` (``training``).
-
-The trainer CLI, the trainers, the notebook runner and the notebooks all use them: a
-notebook's ``model`` / ``training`` parameters are these sections' mappings. YAML (config
-files, params files, overrides and ``--sweep`` values) is read by :func:`read_yaml` only.
-This module imports no torch, so command-line help and the runner start fast.
-"""
+"""The one configuration system: frozen section dataclasses whose fields carry their help and check (a bad
+value: ``ValueError`` naming its key), ``key.path=value`` overrides, and ``training`` as
+``transformers.TrainingArguments`` by its own names (:class:`TrainingConfig`). No torch is imported here."""
 
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
-import re
+import types
 import typing
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields
@@ -28,9 +15,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
-import yaml
-
 from workbench.checks import check_bool, check_choice, check_int, check_number, check_text, is_number
+from workbench.yaml_files import parse_override, read_yaml, read_yaml_file  # noqa: F401 - read_yaml re-exported
 
 TASKS = ("finetune", "pretrain_mlm", "two_stage", "pretrain_electra")
 DATA_SOURCES = (
@@ -54,75 +40,15 @@ HC_LEVELS = ("token", "word")
 KL_DIRECTIONS = ("filled||original", "original||filled")
 BLOCK_BOUNDARIES = ("sentence", "word")
 PRECISIONS = ("auto", "fp32", "bf16", "fp16")
+INT_MAX = 2**31 - 1
 
 SectionT = TypeVar("SectionT", bound="Section")
 
 
-def option(default: Any = None, help: str = "", factory: Any = None) -> Any:
-    """A dataclass field with help text (``metadata["help"]``), as ``TrainingArguments`` has."""
-    if factory is not None:
-        return field(default_factory=factory, metadata={"help": help})
-    return field(default=default, metadata={"help": help})
-
-
-# ----------------------------------------------------------------------------- YAML
-
-
-class _YamlLoader(yaml.SafeLoader):
-    """SafeLoader that also reads exponent floats without a dot (``1e-4``), which YAML 1.1 leaves as strings."""
-
-
-_YamlLoader.add_implicit_resolver(
-    "tag:yaml.org,2002:float",
-    re.compile(r"^[-+]?(?:[0-9][0-9_]*)(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"),
-    list("-+0123456789"),
-)
-
-
-def read_yaml(text: str, source: str) -> Any:
-    """Parse YAML ``text`` (``5e-5`` is a float); ``source`` (a file name or an argument) names it in
-    errors: ``ValueError("<source>:<line>: invalid YAML (<problem>)")``."""
-    try:
-        return yaml.load(text, Loader=_YamlLoader)  # noqa: S506 - a SafeLoader subclass
-    except yaml.YAMLError as error:
-        mark = getattr(error, "problem_mark", None)  # at the end of the text: the last line
-        where = f"{source}:{min(mark.line + 1, len(text.splitlines()) or 1)}" if mark is not None else source
-        problem = getattr(error, "problem", None) or str(error).splitlines()[0]
-        raise ValueError(f"{where}: invalid YAML ({problem})") from None
-
-
-def read_yaml_file(path: str | Path, what: str) -> dict[str, Any]:
-    """A YAML file holding a mapping (an empty file is ``{}``); ``what`` names the file's role in errors,
-    which also name the file (and the line, for a syntax error or a byte that is not UTF-8)."""
-    path = Path(path)
-    if not path.is_file():
-        raise ValueError(f"{what}: no such file {str(path)!r}")
-    raw = path.read_bytes()
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as error:
-        line, column = raw.count(b"\n", 0, error.start) + 1, error.start - raw.rfind(b"\n", 0, error.start) - 1
-        raise ValueError(
-            f"{path}:{line}: {what} is not UTF-8 text ({error.reason} at byte {column} of the line); save it as UTF-8"
-        ) from None
-    loaded = read_yaml(text, str(path))
-    if loaded is None:
-        return {}
-    if not isinstance(loaded, Mapping):
-        raise ValueError(f"{what}: {str(path)!r} must hold a mapping at top level, got {type(loaded).__name__}")
-    return dict(loaded)
-
-
-def parse_override(override: str) -> tuple[list[str], Any]:
-    """Split ``"a.b.c=value"`` into (["a", "b", "c"], YAML-parsed value)."""
-    key, sep, raw = override.partition("=")
-    if not sep or not key.strip():
-        raise ValueError(f"overrides: expected 'section.key=value', got {override!r}")
-    try:
-        value = read_yaml(raw, f"override {override!r}")
-    except ValueError as error:
-        raise ValueError(f"overrides: cannot parse the value of {override!r} as YAML: {error}") from None
-    return key.strip().split("."), value
+def option(default: Any = None, help: str = "", within: str | None = None, choices: Any = None, factory: Any = None) -> Any:
+    """A dataclass field with its help and check: ``within`` an interval such as ``"(0, 1]"``, or ``choices``."""
+    metadata = {"help": help, "check": {"within": within, "choices": choices}}
+    return field(default_factory=factory, metadata=metadata) if factory else field(default=default, metadata=metadata)
 
 
 # ----------------------------------------------------------------------------- sections
@@ -132,50 +58,78 @@ def _path_text(value: Any) -> Any:
     return os.fspath(value) if isinstance(value, os.PathLike) else value
 
 
+def check_field(name: str, value: Any, hint: Any, within: str | None = None, choices: Any = None) -> Any:
+    """``value`` checked by its type ``hint`` (bool, int, float or str, each optionally ``| None``) with the
+    ``workbench.checks`` check, within the interval ``within`` (``"(0, 1]"``) or one of ``choices``."""
+    options = typing.get_args(hint) if typing.get_origin(hint) in (typing.Union, types.UnionType) else (hint,)
+    kinds, allow_none = [kind for kind in options if kind is not type(None)], type(None) in options
+    ends = [float(end) for end in (within or "[-inf, inf]")[1:-1].split(",")]
+    low, high = (None if abs(end) == math.inf else int(end) if end.is_integer() else end for end in ends)
+    if choices is not None:
+        return check_choice(name, value, choices)
+    if kinds == [bool]:
+        return check_bool(name, value)
+    if kinds == [int]:
+        return check_int(name, value, low, INT_MAX if high is None else high, allow_none=allow_none)
+    if kinds == [float]:
+        closed = {"low_inclusive": not (within or "").startswith("("), "high_inclusive": not (within or "").endswith(")")}
+        check_number(name, value, low, high, **closed, allow_none=allow_none)
+    if kinds == [str]:
+        return check_text(name, _path_text(value), allow_none=allow_none)
+    return value
+
+
 @cache
-def _section_fields(cls: type) -> dict[str, type | None]:
-    """Field name -> the Section subclass of a nested section (None for plain fields)."""
+def _section_fields(cls: type) -> dict[str, Any]:
+    """Field name -> its type hint."""
     hints = typing.get_type_hints(cls)
-    nested = {}
-    for item in fields(cls):
-        hint = hints[item.name]
-        nested[item.name] = hint if isinstance(hint, type) and issubclass(hint, Section) else None
-    return nested
+    return {item.name: hints[item.name] for item in fields(cls)}
+
+
+def _nested(cls: type, name: str) -> type | None:
+    hint = _section_fields(cls).get(name)
+    return hint if isinstance(hint, type) and issubclass(hint, Section) else None
+
+
+def _unknown(cls: type, key: str) -> ValueError:
+    where = f" in {cls.prefix}" if cls.prefix else ""
+    return ValueError(f"unknown config key {key!r}; allowed keys{where}: {', '.join(sorted(_section_fields(cls)))}")
 
 
 @dataclass(frozen=True)
 class Section:
-    """Base of every config section: built from a mapping with unknown keys refused, checked on creation.
-
-    ``prefix`` is the section's key path (``training``, ``model.tiny``), used in messages.
-    ``free_mappings`` names fields whose value is a free-form mapping (``loss.params``).
-    """
+    """Base of every config section: built from a mapping with unknown keys refused; each field checked on
+    creation by :func:`check_field`. ``prefix`` is the section's key path (``model.tiny``), ``free_mappings``
+    names fields holding a free-form mapping (``loss.params``)."""
 
     prefix: ClassVar[str] = ""
     free_mappings: ClassVar[tuple[str, ...]] = ()
 
+    def __post_init__(self) -> None:
+        hints = _section_fields(type(self))
+        for item in fields(self):
+            value = check_field(self.key(item.name), getattr(self, item.name), hints[item.name], **item.metadata["check"])
+            object.__setattr__(self, item.name, value)
+
     def key(self, name: str) -> str:
-        """The full key of field ``name`` (``training.learning_rate``)."""
+        """The full key of field ``name`` (``training.seed``)."""
         return f"{self.prefix}.{name}" if self.prefix else name
 
     @classmethod
     def from_mapping(cls: type[SectionT], values: Mapping[str, Any] | SectionT | None) -> SectionT:
         """The section from a mapping (missing keys take their defaults), an instance, or None (all defaults)."""
-        if values is None:
-            return cls()
-        if isinstance(values, cls):
-            return values
-        allowed = sorted(item.name for item in fields(cls))
+        if values is None or isinstance(values, cls):
+            return cls() if values is None else values
         if not isinstance(values, Mapping):
-            raise ValueError(f"{cls.prefix}: must be a mapping with keys {', '.join(allowed)}, got {values!r}")
-        unknown = [key for key in values if key not in allowed]
-        if unknown:
-            where = f" in {cls.prefix}" if cls.prefix else ""
-            full = f"{cls.prefix}.{unknown[0]}" if cls.prefix else unknown[0]
-            raise ValueError(f"unknown config key {full!r}; allowed keys{where}: {', '.join(allowed)}")
-        nested = _section_fields(cls)
-        kwargs = {key: nested[key].from_mapping(value) if nested[key] is not None else value for key, value in values.items()}
-        return cls(**kwargs)
+            raise ValueError(
+                f"{cls.prefix}: must be a mapping with keys {', '.join(sorted(_section_fields(cls)))}, got {values!r}"
+            )
+        for key in values:
+            if key not in _section_fields(cls):
+                raise _unknown(cls, f"{cls.prefix}.{key}" if cls.prefix else key)
+        return cls(
+            **{key: _nested(cls, key).from_mapping(value) if _nested(cls, key) else value for key, value in values.items()}
+        )
 
     def to_dict(self) -> dict[str, Any]:
         """Plain nested dict (tuples as lists), ready for YAML or JSON."""
@@ -183,18 +137,14 @@ class Section:
 
     def replace(self: SectionT, **changes: Any) -> SectionT:
         """A copy with ``changes``; nested sections may be given as mappings (merged over the current ones)."""
-        nested = _section_fields(type(self))
-        merged = {
-            key: getattr(self, key).merged(value) if nested.get(key) is not None and isinstance(value, Mapping) else value
-            for key, value in changes.items()
-        }
-        return dataclasses.replace(self, **merged)
+        nested = {key: _nested(type(self), key) and isinstance(value, Mapping) for key, value in changes.items()}
+        return dataclasses.replace(
+            self, **{key: getattr(self, key).merged(value) if nested[key] else value for key, value in changes.items()}
+        )
 
     def merged(self: SectionT, values: Mapping[str, Any] | None) -> SectionT:
         """This section with ``values`` merged in key by key (nested sections merged too)."""
-        if not values:
-            return self
-        return type(self).from_mapping(_merge(self.to_dict(), values))
+        return type(self).from_mapping(_merge(self.to_dict(), values or {}))
 
 
 def _plain(value: Any) -> Any:
@@ -202,18 +152,14 @@ def _plain(value: Any) -> Any:
         return value.to_dict()
     if isinstance(value, Mapping):
         return {key: _plain(item) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(item) for item in value]
-    return value
+    return [_plain(item) for item in value] if isinstance(value, list | tuple) else value
 
 
 def _merge(base: Mapping[str, Any], update: Mapping[str, Any]) -> dict[str, Any]:
     merged = dict(base)
     for key, value in update.items():
-        if isinstance(merged.get(key), Mapping) and isinstance(value, Mapping):
-            merged[key] = _merge(merged[key], value)
-        else:
-            merged[key] = value
+        both = isinstance(merged.get(key), Mapping) and isinstance(value, Mapping)
+        merged[key] = _merge(merged[key], value) if both else value
     return merged
 
 
@@ -317,16 +263,15 @@ class TinyConfig(Section):
 
     prefix: ClassVar[str] = "model.tiny"
 
-    num_layers: int = option(2, "transformer layers")
-    hidden_size: int = option(64, "hidden size (a multiple of num_heads)")
-    num_heads: int = option(2, "attention heads")
+    num_layers: int = option(2, "transformer layers", "[1, inf)")
+    hidden_size: int = option(64, "hidden size (a multiple of num_heads)", "[1, inf)")
+    num_heads: int = option(2, "attention heads", "[1, inf)")
 
     def __post_init__(self) -> None:
-        for name in ("num_layers", "hidden_size", "num_heads"):
-            check_int(self.key(name), getattr(self, name), 1)
+        super().__post_init__()
         if self.hidden_size % self.num_heads:
             raise ValueError(
-                f"{self.key('hidden_size')}: must be a multiple of {self.key('num_heads')} ({self.num_heads}), got {self.hidden_size}"
+                f"{self.key('hidden_size')}: must be a multiple of num_heads ({self.num_heads}), got {self.hidden_size}"
             )
 
 
@@ -336,12 +281,8 @@ class ProbeConfig(Section):
 
     prefix: ClassVar[str] = "model.probe"
 
-    embedding_size: int = option(32, "character embedding size")
-    hidden_size: int | None = option(64, "hidden layer of the head; null: a linear head (fastText)")
-
-    def __post_init__(self) -> None:
-        check_int(self.key("embedding_size"), self.embedding_size, 1)
-        check_int(self.key("hidden_size"), self.hidden_size, 1, allow_none=True)
+    embedding_size: int = option(32, "character embedding size", "[1, inf)")
+    hidden_size: int | None = option(64, "hidden layer of the head; null: a linear head (fastText)", "[1, inf)")
 
 
 @dataclass(frozen=True)
@@ -350,60 +291,43 @@ class ModelConfig(Section):
 
     prefix: ClassVar[str] = "model"
 
-    kind: str = option("transformer", "transformer (a tiny BERT or model_name_or_path) or probe (bag of characters)")
-    model_name_or_path: str | None = option(
-        None,
-        "a checkpoint folder (e.g. ../models/workbench-zh-mini, a pretrain_mlm "
-        "or pretrain_electra output_dir) or hub name; its tokenizer is used",
-    )
-    vocab_file: str | None = option(None, "WordPiece vocab when no checkpoint is given (null: the shipped 4,500-token vocab)")
+    kind: str = option("transformer", "transformer (tiny or a checkpoint) or probe (bag of characters)", choices=MODEL_KINDS)
+    model_name_or_path: str | None = option(None, "a checkpoint folder (a pretrain_* output_dir) or hub name, with its tokenizer")
+    vocab_file: str | None = option(None, "WordPiece vocab without a checkpoint (null: the shipped 4,500-token vocab)")
     tiny: TinyConfig = option(
-        help="the tiny BERT built when no checkpoint is given (pretrain_electra: the tiny ELECTRA discriminator)",
-        factory=TinyConfig,
+        help="the tiny BERT built without a checkpoint (pretrain_electra: its discriminator)", factory=TinyConfig
     )
     probe: ProbeConfig = option(help="the probe's sizes (kind: probe)", factory=ProbeConfig)
 
     def __post_init__(self) -> None:
-        check_choice(self.key("kind"), self.kind, MODEL_KINDS)
-        object.__setattr__(
-            self,
-            "model_name_or_path",
-            check_text(self.key("model_name_or_path"), _path_text(self.model_name_or_path), allow_none=True),
-        )
-        object.__setattr__(self, "vocab_file", check_text(self.key("vocab_file"), _path_text(self.vocab_file), allow_none=True))
-        if self.kind == "probe" and self.model_name_or_path is not None:
-            raise ValueError(
-                f"{self.key('model_name_or_path')}: must be null with model.kind=probe, got {self.model_name_or_path!r}"
-            )
-        if self.model_name_or_path is not None and self.vocab_file is not None:
-            raise ValueError(
-                f"{self.key('vocab_file')}: must be null when model_name_or_path is set (the checkpoint's "
-                f"tokenizer is used), got {self.vocab_file!r}"
-            )
+        super().__post_init__()
+        if self.model_name_or_path is not None and (self.kind == "probe" or self.vocab_file is not None):
+            other = "kind" if self.kind == "probe" else "vocab_file"
+            raise ValueError(f"{self.key('model_name_or_path')}: must be null with model.{other}={getattr(self, other)!r}")
+        check_checkpoint(self.key("model_name_or_path"), self.model_name_or_path)
+
+
+def check_checkpoint(name: str, path: str | None) -> None:
+    """A local ``path`` must be a checkpoint folder (with config.json), not a file such as a pickle; others are hub names."""
+    if path is not None and os.path.exists(path) and not os.path.isfile(os.path.join(path, "config.json")):
+        raise ValueError(f"{name}: must be a checkpoint folder (holding config.json) or a hub name, got {path!r}")
 
 
 @dataclass(frozen=True)
 class LossSpec(Section):
-    """A loss: a ``workbench.losses.build_loss`` name and its parameters (``workbench.losses.resolve``
-    builds it, giving wce and global-count pcl the training split's label counts)."""
+    """A ``workbench.losses.build_loss`` name and its parameters (``resolve`` adds the training split's counts)."""
 
     prefix: ClassVar[str] = "loss"
     free_mappings: ClassVar[tuple[str, ...]] = ("params",)
 
     name: str = option("ce", "any build_loss name: ce, wce, ls, focal, dice, tversky, dsc, pcl")
-    params: dict[str, Any] = option(
-        help="keyword arguments of that loss; wce and pcl with counts: global get label_counts "
-        "from the training split unless given. An override loss.params={...} (or null) "
-        "replaces the whole mapping",
-        factory=dict,
-    )
+    params: dict[str, Any] = option(help="its keyword arguments (an override loss.params={...} replaces them all)", factory=dict)
 
     def __post_init__(self) -> None:
-        check_text(self.key("name"), self.name)
-        params = {} if self.params is None else self.params
-        if not isinstance(params, Mapping):
+        super().__post_init__()
+        if not isinstance(self.params, Mapping | None):
             raise ValueError(f"{self.key('params')}: must be a mapping of parameters, got {self.params!r}")
-        object.__setattr__(self, "params", dict(params))
+        object.__setattr__(self, "params", dict(self.params or {}))
 
 
 @dataclass(frozen=True)
@@ -412,18 +336,9 @@ class MaskingSpec(Section):
 
     prefix: ClassVar[str] = "masking"
 
-    strategy: str = option(
-        "wwm", "random (BERT tokens), wwm (jieba whole words), kdm (knowledge-based dynamic masking: entities and events first)"
-    )
-    mlm_probability: float = option(0.15, "share of tokens masked")
-    max_ngram: int = option(
-        1, "WWM n-gram spans of up to this many words (1: plain whole-word masking; >1: the ALBERT/MacBERT-style n-gram option)"
-    )
-
-    def __post_init__(self) -> None:
-        check_choice(self.key("strategy"), self.strategy, MASKING_STRATEGIES)
-        check_number(self.key("mlm_probability"), self.mlm_probability, 0, 1, low_inclusive=False, high_inclusive=False)
-        check_int(self.key("max_ngram"), self.max_ngram, 1)
+    strategy: str = option("wwm", "random (tokens), wwm (jieba words), kdm (entities, events first)", choices=MASKING_STRATEGIES)
+    mlm_probability: float = option(0.15, "share of tokens masked", "(0, 1)")
+    max_ngram: int = option(1, "WWM spans of up to this many words (>1: the ALBERT/MacBERT n-gram option)", "[1, inf)")
 
 
 @dataclass(frozen=True)
@@ -432,53 +347,26 @@ class ObjectiveConfig(Section):
 
     prefix: ClassVar[str] = "objective"
 
-    name: str = option("plain", "plain MLM, hc (hard correction) or sr (soft regularization)")
-    weight: float = option(1.0, "SR weight (loss = MLM CE + weight x SR)")
-    level: str = option("token", "SR level: token (1 - cos of embeddings, eq. 3) or sentence (KL of hidden states)")
-    prediction: str = option(
-        "argmax",
-        "SR's predicted embedding: argmax (the paper's E[r_k]) or expected (the workbench's "
-        "softmax(z) E, which also reaches the logits)",
-    )
+    name: str = option("plain", "plain MLM, hc (hard correction) or sr (soft regularization)", choices=OBJECTIVES)
+    weight: float = option(1.0, "SR weight (loss = MLM CE + weight x SR)", "[0, inf)")
+    level: str = option("token", "SR: token (1 - cos of embeddings, eq. 3) or sentence (KL of hidden states)", choices=SR_LEVELS)
+    prediction: str = option("argmax", "SR's predicted embedding: argmax (the paper's) or expected", choices=SR_PREDICTIONS)
     kl_direction: str = option(
-        "filled||original", "sentence-level SR: KL(prediction-filled || original) (the paper) or original||filled"
+        "filled||original", "sentence SR: KL(filled || original) (the paper) or reverse", choices=KL_DIRECTIONS
     )
-    hc_level: str = option(
-        "token",
-        "HC: token (the paper, footnote 5: words of several tokens are not corrected) or word "
-        "(the workbench's whole-word extension for Chinese)",
-    )
-    lexicon: str | None = option(None, "HC synonym lexicon: a Cilin file, or a WordNet .tsv; null: the shipped tiny lexicon")
-    sop: bool = option(False, "add sentence-order prediction: each block's halves swapped with p = 0.5 (Erlangshen, ALBERT)")
-
-    def __post_init__(self) -> None:
-        check_choice(self.key("name"), self.name, OBJECTIVES)
-        check_number(self.key("weight"), self.weight, 0)
-        check_choice(self.key("level"), self.level, SR_LEVELS)
-        check_choice(self.key("prediction"), self.prediction, SR_PREDICTIONS)
-        check_choice(self.key("kl_direction"), self.kl_direction, KL_DIRECTIONS)
-        check_choice(self.key("hc_level"), self.hc_level, HC_LEVELS)
-        object.__setattr__(self, "lexicon", check_text(self.key("lexicon"), _path_text(self.lexicon), allow_none=True))
-        check_bool(self.key("sop"), self.sop)
+    hc_level: str = option("token", "HC: token (the paper, footnote 5) or word (the workbench's extension)", choices=HC_LEVELS)
+    lexicon: str | None = option(None, "HC synonym lexicon: a Cilin file or a WordNet .tsv; null: the shipped tiny lexicon")
+    sop: bool = option(False, "add sentence-order prediction: each block's halves swapped with p = 0.5 (ALBERT)")
 
 
 @dataclass(frozen=True)
 class ElectraSpec(Section):
-    """ELECTRA pre-training (``pretrain_electra``; Clark et al., ICLR 2020): the generator's size and
-    the weight of the discriminator's loss, L = L_MLM(generator) + discriminator_weight x L_disc."""
+    """ELECTRA (Clark et al., ICLR 2020): L = L_MLM(generator) + discriminator_weight x L_disc."""
 
     prefix: ClassVar[str] = "electra"
 
-    generator_size: float = option(
-        0.25,
-        "generator hidden size as a share of the discriminator's, (0, 1] (ELECTRA: 1/4 "
-        "small, 1/3 base); same layers, max(1, hidden // 64) heads, embeddings shared",
-    )
-    discriminator_weight: float = option(50.0, "lambda of the discriminator's replaced-token loss, > 0 (ELECTRA: 50)")
-
-    def __post_init__(self) -> None:
-        check_number(self.key("generator_size"), self.generator_size, 0, 1, low_inclusive=False)
-        check_number(self.key("discriminator_weight"), self.discriminator_weight, 0, low_inclusive=False)
+    generator_size: float = option(0.25, "generator hidden size as a share of the discriminator's (same layers)", "(0, 1]")
+    discriminator_weight: float = option(50.0, "lambda of the discriminator's replaced-token loss (ELECTRA: 50)", "(0, inf)")
 
 
 @dataclass(frozen=True)
@@ -487,25 +375,21 @@ class AuxConfig(Section):
 
     prefix: ClassVar[str] = "aux"
 
-    num_aux: int = option(2, "n auxiliary labels of the stage-1 head (K + n outputs)")
-    stage2_epochs: float | None = option(None, "stage 2's epochs, at most 1e6 (null: training.num_train_epochs)")
-    stage2_lr: float | None = option(None, "stage 2's learning rate (null: training.learning_rate)")
-    fgm_epsilon: float = option(0.0, "FGM adversarial training in stage 1 when > 0 (the F variant)")
+    num_aux: int = option(2, "n auxiliary labels of the stage-1 head (K + n outputs)", "[0, inf)")
+    stage2_epochs: float | None = option(None, "stage 2's epochs (null: training.num_train_epochs)", "(0, 1e6]")
+    stage2_lr: float | None = option(None, "stage 2's learning rate (null: training.learning_rate)", "(0, inf)")
+    fgm_epsilon: float = option(0.0, "FGM adversarial training in stage 1 when > 0 (the F variant)", "[0, inf)")
     fusion: bool = option(False, "a two-encoder FusionClassifier (MRE) instead of one encoder")
-    fusion_model: str | None = option(None, "the second encoder's checkpoint (null: another tiny BERT / the same checkpoint)")
+    fusion_model: str | None = option(None, "the fusion's second encoder (null: another tiny BERT / the same checkpoint)")
 
     def __post_init__(self) -> None:
-        check_int(self.key("num_aux"), self.num_aux, 0)
-        check_number(self.key("stage2_epochs"), self.stage2_epochs, 0, 1e6, low_inclusive=False, allow_none=True)
-        check_number(self.key("stage2_lr"), self.stage2_lr, 0, low_inclusive=False, allow_none=True)
-        check_number(self.key("fgm_epsilon"), self.fgm_epsilon, 0)
-        check_bool(self.key("fusion"), self.fusion)
-        object.__setattr__(
-            self, "fusion_model", check_text(self.key("fusion_model"), _path_text(self.fusion_model), allow_none=True)
-        )
+        super().__post_init__()
+        check_checkpoint(self.key("fusion_model"), self.fusion_model)
 
 
 TRAINING_DEFAULTS: dict[str, Any] = {
+    "num_train_epochs": 3,
+    "learning_rate": 5e-5,
     "per_device_train_batch_size": 16,
     "per_device_eval_batch_size": 64,
     "warmup_steps": 0.1,  # below 1: a share of the steps
@@ -517,152 +401,80 @@ TRAINING_DEFAULTS: dict[str, Any] = {
 }
 """The workbench's defaults where they differ from ``transformers.TrainingArguments``'."""
 
-TRAINING_SET_BY = {
-    "output_dir": "output_dir",
-    "bf16": "training.precision",
-    "fp16": "training.precision",
-    "disable_tqdm": "training.quiet",
-    "log_level": "training.quiet",
-    "resume_from_checkpoint": "training.resume",
-    **dict.fromkeys(
-        ("eval_strategy", "save_strategy", "load_best_model_at_end", "metric_for_best_model", "greater_is_better"),
-        "the trainer (evaluation and a checkpoint every epoch, the best by validation macro_f1 kept)",
-    ),
-    **dict.fromkeys(("remove_unused_columns", "logging_nan_inf_filter", "do_train", "do_eval", "do_predict"), "the trainer"),
+SET_BY_THE_WORKBENCH = (
+    *("output_dir", "bf16", "fp16", "disable_tqdm", "log_level", "resume_from_checkpoint", "remove_unused_columns"),
+    *("eval_strategy", "save_strategy", "load_best_model_at_end", "metric_for_best_model", "greater_is_better"),
+    *("logging_nan_inf_filter", "do_train", "do_eval", "do_predict"),
+)
+"""TrainingArguments fields the workbench sets (docs/training.md says from what); refused in a config."""
+
+TRAINING_BOUNDS = {
+    "num_train_epochs": "(0, 1e6]",
+    "learning_rate": "(0, inf)",
+    **dict.fromkeys(("per_device_train_batch_size", "per_device_eval_batch_size", "gradient_accumulation_steps"), "[1, inf)"),
+    "save_total_limit": "[1, inf)",
+    **dict.fromkeys(("weight_decay", "max_grad_norm", "seed", "data_seed", "dataloader_num_workers"), "[0, inf)"),
 }
-"""TrainingArguments fields the workbench sets itself, and what sets them."""
-
-RENAMED = {
-    "epochs": "num_train_epochs",
-    "lr": "learning_rate",
-    "batch_size": "per_device_train_batch_size",
-    "eval_batch_size": "per_device_eval_batch_size",
-    "grad_accumulation": "gradient_accumulation_steps",
-    "warmup_ratio": "warmup_steps",
-    "dataloader_workers": "dataloader_num_workers",
-}
-"""The workbench's former names of TrainingArguments fields (named in the error for an old config)."""
-
-INT_MAX = 2**31 - 1
-TRAINING_BOUNDS: dict[str, tuple[float | None, float | None, bool]] = {
-    "num_train_epochs": (0, 1e6, False),
-    "learning_rate": (0, None, False),
-    "warmup_steps": (0, None, True),
-    "weight_decay": (0, None, True),
-    "max_grad_norm": (0, None, True),
-    "logging_steps": (0, None, False),
-    "seed": (0, None, True),
-    "dataloader_num_workers": (0, None, True),
-    **dict.fromkeys(
-        ("per_device_train_batch_size", "per_device_eval_batch_size", "gradient_accumulation_steps", "save_total_limit"),
-        (1, None, True),
-    ),
-}
-"""(low, high, low inclusive) of the numbers the workbench bounds beyond TrainingArguments' own checks;
-every number is finite and every int at most 2**31 - 1."""
-
-
-def _check_argument(key: str, value: Any, hint: Any) -> None:
-    """Type and bounds of TrainingArguments field ``key`` from its annotation (int, float, bool or str,
-    optionally or None; null also where :data:`TRAINING_DEFAULTS` has it); others are left to TrainingArguments."""
-    kinds = [kind for kind in typing.get_args(hint) or (hint,) if kind is not type(None)]
-    if value is None and (len(kinds) < len(typing.get_args(hint) or (hint,)) or TRAINING_DEFAULTS.get(key, 0) is None):
-        return
-    low, high, low_inclusive = TRAINING_BOUNDS.get(key, (None, None, True))
-    name = f"training.{key}"
-    if kinds == [bool]:
-        check_bool(name, value)
-    elif kinds == [int]:
-        check_int(name, value, low, INT_MAX)
-    elif kinds == [float]:
-        check_number(name, value, low, high, low_inclusive=low_inclusive)
-    elif kinds == [str] and not isinstance(value, str):
-        raise ValueError(f"{name}: must be a string, got {value!r}")
+"""Bounds beyond TrainingArguments' checks (and everywhere: numbers finite, ints <= 2**31 - 1)."""
 
 
 def check_training_arguments(arguments: Mapping[str, Any]) -> dict[str, Any]:
-    """``arguments`` when ``transformers.TrainingArguments`` accepts them (with the workbench's bounds and
-    its own checks); ValueError naming ``training.<key>`` otherwise."""
+    """``arguments`` when ``transformers.TrainingArguments`` takes them: fields of the right type within
+    :data:`TRAINING_BOUNDS`, an installed ``report_to``, its own checks; else ValueError naming ``training.<key>``."""
     from transformers import TrainingArguments
     from transformers.integrations import get_available_reporting_integrations
 
     hints = {item.name: item.type for item in fields(TrainingArguments) if item.init}
     for key, value in arguments.items():
-        if key in TRAINING_SET_BY:
-            raise ValueError(f"training.{key}: is set by {TRAINING_SET_BY[key]}, not by the config")
-        if key not in hints:
-            known = f"renamed to training.{RENAMED[key]}" if key in RENAMED else "not a transformers.TrainingArguments field"
-            raise ValueError(f"training.{key}: unknown key ({known}); see docs/training.md")
-        _check_argument(key, value, hints[key])
+        if key in SET_BY_THE_WORKBENCH or key not in hints:
+            what = "is set by the workbench" if key in hints else "is not a transformers.TrainingArguments field"
+            raise ValueError(f"training.{key}: {what} (docs/training.md)")
+        if value is not None or TRAINING_DEFAULTS.get(key, 0) is not None:
+            check_field(f"training.{key}", value, hints[key], TRAINING_BOUNDS.get(key))
     reporters = arguments.get("report_to") or "none"
     for name in [reporters] if isinstance(reporters, str) else reporters:
-        if name not in ("none", "all", *get_available_reporting_integrations()):
-            available = ", ".join(["none", "all", *get_available_reporting_integrations()])
-            raise ValueError(f"training.report_to: must be one of {available} (installed integrations), got {name!r}")
-    given = {key: value for key, value in arguments.items() if value is not None}
-    for end in range(len(given)):  # TrainingArguments' own checks, the first key that fails named
+        check_choice("training.report_to", name, ["none", "all", *get_available_reporting_integrations()])
+    given = [(key, value) for key, value in arguments.items() if value is not None]
+    for end, (key, _) in enumerate(given, 1):  # TrainingArguments' own checks; the first key that fails is named
         try:
-            TrainingArguments(output_dir=None, **dict(list(given.items())[: end + 1]))
+            TrainingArguments(output_dir=None, **dict(given[:end]))
         except (ValueError, TypeError) as error:
-            raise ValueError(f"training.{list(given)[end]}: {str(error).splitlines()[0]}") from None
+            raise ValueError(f"training.{key}: {str(error).splitlines()[0]}") from None
     return dict(arguments)
 
 
 @dataclass(frozen=True)
 class TrainingConfig(Section):
-    """The run's ``transformers.TrainingArguments``, by their names (any field, checked by it at load:
-    :func:`check_training_arguments`; the workbench's defaults in :data:`TRAINING_DEFAULTS`), and the
-    workbench's own keys below. The probe reads num_train_epochs, per_device_train_batch_size,
-    learning_rate and weight_decay."""
+    """``transformers.TrainingArguments`` by their own names (any field, given flat, read as attributes:
+    ``training.learning_rate``; checked by :func:`check_training_arguments`) and the workbench's own keys."""
 
     prefix: ClassVar[str] = "training"
-    open_keys: ClassVar[bool] = True
 
-    time_budget_s: float | None = option(
-        None,
-        "stop training after this many seconds (the step in progress finishes; "
-        "pretrain_* then evaluate once more); null: no limit",
-    )
-    threads: int | None = option(
-        None,
-        "torch CPU threads; null: OMP_NUM_THREADS when set (the runner sets it per kernel), "
-        "else half the cores, at least 1 (a busy core elsewhere does not stall training)",
-    )
-    precision: str = option(
-        "auto", "auto (bf16 on a CUDA device that supports it, else fp32), fp32, bf16, fp16 (these two need CUDA)"
-    )
+    time_budget_s: float | None = option(None, "stop after this many seconds (pretrain_*: one more evaluation)", "(0, inf)")
+    threads: int | None = option(None, "torch CPU threads; null: OMP_NUM_THREADS when set, else half the cores", "[1, inf)")
+    precision: str = option("auto", "auto (bf16 on a CUDA device that has it, else fp32), fp32, bf16, fp16", choices=PRECISIONS)
     quiet: bool = option(False, "no progress bars, no per-step log prints (headless / papermill)")
-    resume: bool = option(False, "continue from the latest checkpoint-N in output_dir")
+    resume: bool = option(False, "continue from the latest checkpoint-N in output_dir (docs/training.md: what may change)")
     keep_checkpoints: bool = option(False, "keep the checkpoint-N folders after the run finishes")
     arguments: dict[str, Any] = option(help="the TrainingArguments fields (given flat, beside the keys above)", factory=dict)
 
     def __post_init__(self) -> None:
-        check_number(self.key("time_budget_s"), self.time_budget_s, 0, low_inclusive=False, allow_none=True)
-        check_int(self.key("threads"), self.threads, 1, INT_MAX, allow_none=True)
-        check_choice(self.key("precision"), self.precision, PRECISIONS)
-        for name in ("quiet", "resume", "keep_checkpoints"):
-            check_bool(self.key(name), getattr(self, name))
+        super().__post_init__()
         object.__setattr__(self, "arguments", check_training_arguments({**TRAINING_DEFAULTS, **self.arguments}))
 
     @classmethod
     def from_mapping(cls, values: Any) -> TrainingConfig:
         if not isinstance(values, Mapping):
             return super().from_mapping(values)
-        own = [item.name for item in fields(cls) if item.name != "arguments"]
-        arguments = {key: value for key, value in values.items() if key not in own}
-        return cls(**{key: value for key, value in values.items() if key in own}, arguments=arguments)
+        own = {key: values[key] for key in _section_fields(cls) if key in values and key != "arguments"}
+        return cls(**own, arguments={key: value for key, value in values.items() if key not in own})
 
     def __getattr__(self, name: str) -> Any:
-        """A TrainingArguments field as this config sets it: ``training.learning_rate``."""
-        arguments = self.__dict__.get("arguments", {})
-        if name in arguments:
-            return arguments[name]
-        from transformers import TrainingArguments
-
-        default = next((item.default for item in fields(TrainingArguments) if item.name == name), dataclasses.MISSING)
-        if default is dataclasses.MISSING or name.startswith("_"):
-            raise AttributeError(f"'TrainingConfig' object has no attribute {name!r}")
-        return default
+        """A TrainingArguments field this config sets (given or in :data:`TRAINING_DEFAULTS`)."""
+        try:
+            return self.__dict__["arguments"][name]
+        except KeyError:
+            raise AttributeError(f"'TrainingConfig' object has no attribute {name!r}") from None
 
     def to_dict(self) -> dict[str, Any]:
         plain = super().to_dict()
@@ -676,24 +488,21 @@ class TrainingConfig(Section):
 class Config(Section):
     """A whole trainer config: the task, its run folder and every section."""
 
-    task: str = option("finetune", "finetune, pretrain_mlm, two_stage or pretrain_electra (the CLI runs this one)")
-    output_dir: str = option("outputs/train", "run folder; holding checkpoints already is an error unless training.resume")
+    task: str = option("finetune", "finetune, pretrain_mlm, two_stage or pretrain_electra (the CLI runs this one)", choices=TASKS)
+    output_dir: str = option("outputs/train", "run folder: new, empty or this run's own (training.resume continues it)")
     data: DataConfig = option(help="", factory=DataConfig)
     model: ModelConfig = option(help="", factory=ModelConfig)
     loss: LossSpec = option(help="finetune; two_stage's stage 2", factory=LossSpec)
     masking: MaskingSpec = option(help="pretrain_mlm, pretrain_electra", factory=MaskingSpec)
-    objective: ObjectiveConfig = option(
-        help="pretrain_mlm, pretrain_electra (its generator's MLM; HC also relabels the discriminator's targets)",
-        factory=ObjectiveConfig,
-    )
+    objective: ObjectiveConfig = option(help="pretrain_* (pretrain_electra: its generator's MLM)", factory=ObjectiveConfig)
     electra: ElectraSpec = option(help="pretrain_electra", factory=ElectraSpec)
     aux: AuxConfig = option(help="two_stage", factory=AuxConfig)
     training: TrainingConfig = option(help="", factory=TrainingConfig)
 
     def __post_init__(self) -> None:
-        check_choice("task", self.task, TASKS)
-        output_dir = _path_text(self.output_dir)
-        object.__setattr__(self, "output_dir", check_text("output_dir", output_dir))
+        super().__post_init__()
+        if self.loss.params.get("reduction", "mean") != "mean":  # a trainer averages the loss of a batch
+            raise ValueError(f"loss.params.reduction: must be 'mean' in a trainer, got {self.loss.params['reduction']!r}")
         if self.task in ("finetune", "two_stage"):
             check_loss_fits_labels(self.data, self.loss)
 
@@ -711,114 +520,46 @@ def check_loss_fits_labels(data: DataConfig, loss: LossSpec) -> None:
 # ----------------------------------------------------------------------------- loading
 
 
-def _set_path(tree: dict[str, Any], section: type[Section], path: list[str], value: Any) -> None:
-    """Set ``tree[path] = value`` (the override replaces the node it names), refusing unknown keys."""
-    node, cls = tree, section
+def _set_path(tree: dict[str, Any], cls: type[Section], path: list[str], value: Any) -> None:
+    """Set ``tree[path] = value`` (the override replaces the node it names), refusing unknown keys; below a
+    free mapping (``loss.params``) or in ``training`` any key is set and checked when the section is built."""
     for depth, key in enumerate(path):
-        if getattr(cls, "open_keys", False):  # training: any TrainingArguments field, checked on creation
-            _set_free(node, path[depth:], value)
+        if cls is TrainingConfig or key in cls.free_mappings:
+            for part in path[depth:-1]:
+                tree[part] = dict(tree[part]) if isinstance(tree.get(part), Mapping) else {}
+                tree = tree[part]
+            tree[path[-1]] = value
             return
-        full = ".".join(path[: depth + 1])
-        allowed = sorted(item.name for item in fields(cls))
-        if key not in allowed:
-            where = f" in {cls.prefix}" if cls.prefix else ""
-            raise ValueError(f"unknown config key {full!r}; allowed keys{where}: {', '.join(allowed)}")
+        if key not in _section_fields(cls) or depth < len(path) - 1 and not _nested(cls, key):
+            raise _unknown(cls, ".".join(path if key in _section_fields(cls) else path[: depth + 1]))
         if depth == len(path) - 1:
-            node[key] = value
+            tree[key] = value
             return
-        if key in cls.free_mappings:
-            free = node.get(key) if isinstance(node.get(key), Mapping) else {}
-            node[key] = {**free}
-            _set_free(node[key], path[depth + 1 :], value)
-            return
-        nested = _section_fields(cls)[key]
-        if nested is None:
-            raise ValueError(f"unknown config key {'.'.join(path)!r}; {full} is not a section")
-        node = node.setdefault(key, {})
-        cls = nested
-
-
-def _set_free(node: dict[str, Any], path: list[str], value: Any) -> None:
-    for key in path[:-1]:
-        node = node.setdefault(key, {})
-    node[path[-1]] = value
+        tree, cls = tree.setdefault(key, {}), _nested(cls, key)
 
 
 def load_config(
-    config: str | Path | Mapping[str, Any] | Config | None = None,
-    overrides: Iterable[str] = (),
-    task: str | None = None,
+    config: str | Path | Mapping[str, Any] | Config | None = None, overrides: Iterable[str] = (), task: str | None = None
 ) -> Config:
-    """Read a config (YAML path, mapping or :class:`Config`), fill defaults, apply overrides, validate.
+    """Read a config, fill defaults, apply overrides, validate.
 
     Args:
         config: a YAML file, a mapping of sections, a :class:`Config`, or None (all defaults).
-        overrides: ``"section.key=value"`` strings, values parsed as YAML (``training.learning_rate=1e-4`` is a
-            float). An override replaces the node it names: ``loss.params={}`` (or ``null``) clears
-            the loss parameters, ``loss.params.gamma=2`` sets one.
-        task: for a trainer loading its config: a config without a task gets it, one with another
-            task is refused.
+        overrides: ``"section.key=value"`` strings, values parsed as YAML; each replaces the node it names
+            (``loss.params={}`` clears the loss parameters, ``loss.params.gamma=2`` sets one).
+        task: a trainer's own task: a config without one gets it, one with another task is refused.
 
     Returns:
-        The validated :class:`Config`. Raises ValueError naming the key for an unknown key, a
-        malformed override or a bad value, and naming the file and line for bad YAML.
+        The validated :class:`Config`; ValueError naming the key (or the file and line) for bad input.
     """
-    if config is None:
-        tree: dict[str, Any] = {}
-    elif isinstance(config, Config):
-        tree = config.to_dict()
-    elif isinstance(config, Mapping):
-        tree = _plain(dict(config))
-    else:
+    if isinstance(config, str | Path):
         tree = read_yaml_file(config, "config")
+    else:
+        tree = _plain(config.to_dict() if isinstance(config, Config) else dict(config or {}))
     for override in overrides:
-        path, value = parse_override(override)
-        _set_path(tree, Config, path, value)
+        _set_path(tree, Config, *parse_override(override))
     if task is not None:
-        check_choice("task", task, TASKS)
-        given = tree.setdefault("task", task)
+        given = tree.setdefault("task", check_choice("task", task, TASKS))
         if given != task:
             raise ValueError(f"task: {task}() cannot run a config whose task is {given!r}")
     return Config.from_mapping(tree)
-
-
-# ----------------------------------------------------------------------------- docs
-
-
-def _default_text(item: dataclasses.Field) -> str:
-    if item.default_factory is not dataclasses.MISSING:  # type: ignore[misc]
-        value = item.default_factory()  # type: ignore[misc]
-        return "" if isinstance(value, Section) else f"`{_plain(value)}`"
-    value = item.default
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return f"`{str(value).lower()}`"
-    return f"`{list(value) if isinstance(value, tuple) else value}`"
-
-
-def markdown_table() -> str:
-    """The docs/training.md table of every config key: key, default, meaning (from the fields' help)."""
-    rows = ["| key | default | meaning |", "|---|---|---|"]
-
-    def walk(cls: type[Section]) -> None:
-        for item in fields(cls):
-            nested = _section_fields(cls)[item.name]
-            key = f"{cls.prefix}.{item.name}" if cls.prefix else item.name
-            if nested is not None and nested is not TinyConfig and nested is not ProbeConfig:
-                help_text = item.metadata.get("help", "")
-                rows.append(f"| **{key}** | | {help_text} |")
-                walk(nested)
-            elif nested is not None:
-                defaults = ", ".join(f"{sub.name}: {_default_text(sub).strip('`')}" for sub in fields(nested))
-                rows.append(f"| `{key}` | `{{{defaults}}}` | {item.metadata.get('help', '')} |")
-            elif item.name != "arguments" or cls is not TrainingConfig:
-                rows.append(f"| `{key}` | {_default_text(item)} | {item.metadata.get('help', '')} |")
-        if cls is TrainingConfig:
-            for name, value in TRAINING_DEFAULTS.items():
-                default = "null" if value is None else f"`{value}`"
-                rows.append(f"| `training.{name}` | {default} | TrainingArguments' (the workbench's default) |")
-            rows.append("| `training.<field>` | TrainingArguments' | any other `transformers.TrainingArguments` field |")
-
-    walk(Config)
-    return "\n".join(rows)

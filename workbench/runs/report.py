@@ -16,9 +16,9 @@ from typing import Any
 
 import pandas as pd
 
+from workbench.records import metric_statistics
 from workbench.runs.assets import ASSETS_DIR, PLOTLY_JS
 from workbench.runs.execute import Outcome
-from workbench.runs.metrics import metric_statistics
 
 METRIC_PREFIX = "metric."
 DESCRIPTIONS = "descriptions"  # metrics.json's entry of one-line metric descriptions, shown in index.html

@@ -1,8 +1,5 @@
-"""``python -m workbench.train CONFIG.yaml [section.key=value ...]``: run the config's task.
-
-Runs unchanged under ``torchrun --nproc_per_node=N -m workbench.train ...`` or
-``accelerate launch -m workbench.train ...`` (the Trainer's distributed support).
-"""
+"""``python -m workbench.train CONFIG.yaml [section.key=value ...]``: run the config's task (also under
+``torchrun --nproc_per_node=N -m workbench.train ...`` or ``accelerate launch -m workbench.train ...``)."""
 
 from __future__ import annotations
 
@@ -14,7 +11,8 @@ import sys
 EXAMPLE = "python -m workbench.train params/examples/finetune_qbqtc_sample_pcl.yaml loss.params.epsilon=0.2"
 
 
-def build_parser() -> argparse.ArgumentParser:
+def main(argv: list[str] | None = None) -> int:
+    """Run the config's task; 0 on success, 2 for bad input (config, data, output_dir), 1 when training diverged."""
     parser = argparse.ArgumentParser(
         prog="python -m workbench.train",
         description="Run a trainer config: finetune, pretrain_mlm, two_stage or pretrain_electra (docs/training.md).",
@@ -22,12 +20,6 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("config", help="YAML config file (docs/training.md lists every key)")
     parser.add_argument("overrides", nargs="*", help="section.key=value overrides; values are parsed as YAML")
-    return parser
-
-
-def main(argv: list[str] | None = None) -> int:
-    """Run the config's task; 0 on success, 2 for bad input (config, data, output_dir), 1 when training diverged."""
-    parser = build_parser()
     arguments = parser.parse_args(argv)
     from workbench.config import load_config  # after parsing: --help stays fast
 
@@ -40,14 +32,11 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         result = TASK_RUNNERS[config.task](config)
-    except ValueError as error:  # bad input found while running (data, an occupied output_dir): one line
+    except (ValueError, OSError, FloatingPointError) as error:  # bad input (a file too) found while running; divergence
         print(f"error: {error}", file=sys.stderr)
-        return 2
-    except FloatingPointError as error:  # a diverged run
-        print(f"error: {error}", file=sys.stderr)
-        return 1
+        return 1 if isinstance(error, FloatingPointError) else 2
     if is_main_process():
-        scalars = {key: value for key, value in result.metrics.items() if isinstance(value, (int, float, str))}
+        scalars = {key: value for key, value in result.metrics.items() if isinstance(value, int | float | str)}
         print(json.dumps({"output_dir": str(result.output_dir), **scalars}, indent=2, default=str))
     return 0
 

@@ -42,7 +42,7 @@ from workbench.config import Config, load_config
 from workbench.losses.mlm import IGNORE_INDEX, Correction, CorrectionCounts, HardCorrectionLoss, labelled_rows
 from workbench.models import GENERATOR_DIR, build_electra, labelled_logits, model_source
 from workbench.threads import torch_threads
-from workbench.train.checkpoints import checkpoint_to_resume
+from workbench.train.checkpoints import checkpoint_to_resume, claim_output_dir
 from workbench.train.heldout import MODEL_INPUTS, evaluate_masked_lm
 from workbench.train.pretraining import (
     EVAL_SEED,
@@ -271,6 +271,7 @@ def _pretrain_electra(config: Config, callbacks: Sequence[TrainerCallback]) -> R
     start = time.perf_counter()
     objective = config.objective
     set_seed(config.training.seed)
+    claim_output_dir(config)  # the run folder's guards; the lock is released by write_result
     resume_from = checkpoint_to_resume(config.output_dir, config.training.resume)
     data = prepare_pretraining(config, return_word_ids=objective.name == "hc")
     source = model_source(config.model, len(data.tokenizer), config.data.max_length)

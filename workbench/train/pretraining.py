@@ -27,7 +27,7 @@ from workbench.losses.mlm import CorrectionCounts, HardCorrectionLoss
 from workbench.masking import PreparedCorpus, build_collator, count_tokens, prepare_corpus
 from workbench.models import build_masked_lm, labelled_logits, model_source
 from workbench.threads import torch_threads, usable_cores
-from workbench.train.checkpoints import checkpoint_to_resume, remove_checkpoints
+from workbench.train.checkpoints import checkpoint_to_resume, claim_output_dir, remove_checkpoints
 from workbench.train.heldout import evaluate_masked_lm, fixed_mask_batches, split_heldout
 from workbench.train.result import Result, count_parameters, write_result
 from workbench.train.trainer import LossTrainer, training_arguments
@@ -286,6 +286,7 @@ def _pretrain_mlm(config: Config, callbacks: Sequence[TrainerCallback]) -> Resul
     start = time.perf_counter()
     objective = config.objective
     set_seed(config.training.seed)
+    claim_output_dir(config)  # the run folder's guards; the lock is released by write_result
     resume_from = checkpoint_to_resume(config.output_dir, config.training.resume)
     data = prepare_pretraining(config, return_word_ids=objective.name == "hc", sentence_order=objective.sop)
     source = model_source(config.model, len(data.tokenizer), config.data.max_length)

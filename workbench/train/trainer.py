@@ -1,29 +1,12 @@
-"""The Trainer subclass every workbench trainer uses: any loss, correct under gradient accumulation.
-
-``transformers.Trainer`` sums the gradients of ``gradient_accumulation_steps``
-micro-batches before one optimizer step. What each micro-batch's loss must be
-scaled by so that the accumulated update is the intended one depends on what
-the loss is:
-
-* a per-sample (or per-token) mean, ``L_b = (1/n_b) sum_{i in b} l_i``: the
-  accumulated gradient must equal that of one big batch,
-  ``(1/N) sum_i l_i`` with ``N = sum_b n_b`` (the ``num_items_in_batch`` the
-  Trainer counts over the whole accumulated batch), so each micro-batch
-  contributes ``L_b * n_b / N``;
-* a batch-level loss (set-level Dice, PCL with batch counts: ``is_batch_level``),
-  whose value is not a mean of per-sample terms: the update must be the MEAN of
-  the micro-batches' updates, so each contributes ``L_b / G`` with ``G`` the
-  number of micro-batches in this accumulation step.
-
-The subclass therefore sets ``loss_is_scaled_for_ga = True`` and scales in
-``compute_loss`` (``Trainer(compute_loss_func=...)`` alone would not divide by
-``G``, scaling a batch-mean loss up ``G``-fold).
-"""
+"""The Trainer every workbench trainer uses (:class:`LossTrainer`): any loss, correct under gradient accumulation
+(:func:`scale_for_accumulation`), checkpoints written atomically (:class:`AtomicCheckpoints`)."""
 
 from __future__ import annotations
 
+import errno
 import math
 import os
+import pickle
 import shutil
 import time
 from collections.abc import Mapping
@@ -32,21 +15,19 @@ from typing import Any
 import torch
 from torch import nn
 from transformers import PrinterCallback, ProgressCallback, Trainer, TrainerCallback, TrainingArguments
-from transformers.trainer import TRAINER_STATE_NAME
+from transformers.integrations import TensorBoardCallback
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR, rotate_checkpoints
 
-from workbench.checks import check_choice
-from workbench.config import PRECISIONS, TrainingConfig
+from workbench.config import PRECISIONS, TrainingConfig, check_field
 from workbench.losses import IGNORE_INDEX
 from workbench.train.checkpoints import STAGING_DIR
 
 
 class BarProgressCallback(ProgressCallback):
-    """The Trainer's progress bar without a printed line per logging step: the latest training
-    loss sits in the bar's postfix, and only evaluations (once per epoch) get a line. Evaluations
-    draw no bar of their own (a second bar flashing under the first); their line follows."""
+    """The Trainer's bar without a printed line per logging step: the training loss in the bar's postfix, one
+    line per evaluation (which draws no bar of its own)."""
 
-    def on_prediction_step(self, args: Any, state: Any, control: Any, eval_dataloader: Any = None, **kwargs: Any) -> None:
+    def on_prediction_step(self, *args: Any, **kwargs: Any) -> None:
         return
 
     def on_log(self, args: Any, state: Any, control: Any, logs: dict[str, Any] | None = None, **kwargs: Any) -> None:
@@ -54,30 +35,48 @@ class BarProgressCallback(ProgressCallback):
             return
         if "loss" in logs:
             self.training_bar.set_postfix(loss=f"{logs['loss']:.4g}", refresh=False)
-        evaluation = {
-            key.removeprefix("eval_"): f"{value:.4g}"
-            for key, value in logs.items()
-            if key.startswith("eval_") and isinstance(value, float) and not key.endswith(("runtime", "_per_second"))
-        }
-        if evaluation:
-            self.training_bar.write(
-                f"epoch {state.epoch:.0f} validation: " + ", ".join(f"{k} {v}" for k, v in evaluation.items())
-            )
+        shown = {key[5:]: value for key, value in logs.items() if key.startswith("eval_") and isinstance(value, float)}
+        shown = {key: value for key, value in shown.items() if not key.endswith(("runtime", "_per_second"))}
+        if shown:
+            self.training_bar.write(f"epoch {state.epoch:.0f} validation: " + ", ".join(f"{k} {v:.4g}" for k, v in shown.items()))
 
 
 class TimeBudget(TrainerCallback):
     """Stops training once ``seconds`` have passed since it began (checked after every step)."""
 
     def __init__(self, seconds: float) -> None:
-        self.seconds = seconds
-        self.start = time.perf_counter()
+        self.seconds, self.start = seconds, time.perf_counter()
 
-    def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+    def on_train_begin(self, *args: Any, **kwargs: Any) -> None:
         self.start = time.perf_counter()
 
     def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         if time.perf_counter() - self.start >= self.seconds:
             control.should_training_stop = True
+
+
+class AtomicCheckpoints(TrainerCallback):
+    """Moves each ``checkpoint-N`` the Trainer wrote complete into ``<run>/.staging`` to ``<run>/checkpoint-N``
+    (a kill mid-save leaves no half ``checkpoint-N``) and keeps ``save_total_limit`` of them and the best."""
+
+    def __init__(self, run_dir: str) -> None:
+        self.run_dir = run_dir
+
+    def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        if state.is_world_process_zero:  # what a killed run left half-written
+            shutil.rmtree(args.output_dir, ignore_errors=True)
+
+    def on_save(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        name = f"{PREFIX_CHECKPOINT_DIR}-{state.global_step}"
+        staged, final = os.path.join(args.output_dir, name), os.path.join(self.run_dir, name)
+        if not state.is_world_process_zero or not os.path.isdir(staged):
+            return
+        if state.best_model_checkpoint == staged:  # the state names the checkpoint's final place
+            state.best_model_checkpoint = final
+            state.save_to_json(os.path.join(staged, "trainer_state.json"))
+        shutil.rmtree(final, ignore_errors=True)
+        os.replace(staged, final)
+        rotate_checkpoints(self.run_dir, args.save_total_limit, state.best_model_checkpoint)
 
 
 def scale_for_accumulation(
@@ -89,18 +88,10 @@ def scale_for_accumulation(
     micro_batches: int,
     num_processes: int = 1,
 ) -> torch.Tensor:
-    """Scale one micro-batch's loss so the summed gradients give the intended update.
-
-    Per-sample mean loss: ``L_b * n_b * P / N`` where ``n_b`` counts this
-    micro-batch's non-ignored labels, ``N`` (``num_items_in_batch``) all of them
-    in the accumulation step over every process and ``P`` the number of
-    processes (DDP averages gradients over processes, the factor undoes it), so
-    the update equals that of one batch of ``N`` items. Without ``N`` (the
-    Trainer did not count) it falls back to ``L_b / G``.
-
-    Batch-level loss: ``L_b / G`` with ``G = micro_batches``, the mean of the
-    micro-batches' updates (DDP's average over processes keeps it a mean).
-    """
+    """One micro-batch's loss L_b scaled so that G accumulated micro-batches give the intended update: a mean
+    over n_b items (N = ``num_items_in_batch`` over the step) ``L_b * n_b * P / N``, the gradient of one batch of
+    N (P processes, whose average DDP undoes); a batch-level loss (set-level Dice, PCL with batch counts) or no
+    N: ``L_b / G``, the mean of the micro-batches' updates."""
     if micro_batches < 1:
         raise ValueError(f"micro_batches: must be >= 1, got {micro_batches}")
     if is_batch_level or num_items_in_batch is None:
@@ -116,100 +107,75 @@ def count_items(labels: torch.Tensor) -> torch.Tensor:
 class LossTrainer(Trainer):
     """A ``transformers.Trainer`` whose training loss is ``loss(outputs.logits, labels)``.
 
-    ``loss`` is any module with ``forward(logits, labels)`` and a bool
-    ``is_batch_level`` (every ``workbench.losses.build_loss`` loss); ``time_budget_s`` stops the
-    run after that many seconds (:class:`TimeBudget`). Batch keys
-    listed in ``side_inputs`` (e.g. ``word_ids``) are taken out of the batch
-    before the forward pass and handed to :meth:`batch_loss`. Subclasses with
-    another objective override :meth:`batch_loss`; the gradient-accumulation
-    scaling (:func:`scale_for_accumulation`) stays here.
+    ``loss``: any module with ``forward(logits, labels)`` and a bool ``is_batch_level`` (every ``build_loss``
+    loss), reducing by its mean; ``time_budget_s`` stops the run after that many seconds. Subclasses with another
+    objective override :meth:`compute_loss` and scale with :meth:`scale_for_accumulation`. A non-finite training
+    or held-out loss stops the run (``FloatingPointError``); a full disk is one ValueError.
     """
 
     loss_is_scaled_for_ga = True
 
-    def __init__(
-        self, *args: Any, loss: nn.Module, side_inputs: tuple[str, ...] = (), time_budget_s: float | None = None, **kwargs: Any
-    ) -> None:
+    def __init__(self, *args: Any, loss: nn.Module, time_budget_s: float | None = None, **kwargs: Any) -> None:
+        check_field("loss.params.reduction", getattr(loss, "reduction", "mean"), str, choices=("mean",))
         super().__init__(*args, **kwargs)
         self.loss = loss
-        self.side_inputs = side_inputs
+        staged = os.path.basename(self.args.output_dir) == STAGING_DIR
+        self.run_dir = os.path.dirname(self.args.output_dir) if staged else self.args.output_dir
+        self.model_accepts_loss_kwargs = True  # the Trainer counts num_items_in_batch; compute_loss consumes it
         if time_budget_s is not None:
             self.add_callback(TimeBudget(time_budget_s))
-        # Make the Trainer count the labels of each accumulation step (num_items_in_batch);
-        # compute_loss below consumes the count, it is never passed to the model.
-        self.model_accepts_loss_kwargs = True
+        if staged:
+            self.callback_handler.callbacks.insert(0, AtomicCheckpoints(self.run_dir))  # before any on_save of others
+        for callback in self.callback_handler.callbacks:  # TensorBoard's events go to the run folder
+            if isinstance(callback, TensorBoardCallback) and callback.logging_dir is None:
+                callback.logging_dir = os.path.join(self.run_dir, "runs")
         if self.args.disable_tqdm:  # quiet: no bars and no per-step log prints
             self.remove_callback(PrinterCallback)
-        elif self.pop_callback(ProgressCallback) is not None:  # a bar, not a line per logging step
+        elif self.pop_callback(ProgressCallback) is not None:
             self.add_callback(BarProgressCallback)
 
-    def batch_loss(
-        self, model: nn.Module, outputs: Any, labels: torch.Tensor, inputs: dict[str, Any], side: dict[str, Any]
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        """The loss of one micro-batch before gradient-accumulation scaling, and the number of
-        items it averages over (the labels that are not -100)."""
-        return self.loss(outputs.logits, labels), count_items(labels)
-
     def compute_loss(
-        self,
-        model: nn.Module,
-        inputs: dict[str, Any],
-        return_outputs: bool = False,
-        num_items_in_batch: torch.Tensor | int | None = None,
-    ) -> torch.Tensor | tuple[torch.Tensor, Any]:
+        self, model: nn.Module, inputs: dict[str, Any], return_outputs: bool = False, num_items_in_batch: Any = None
+    ) -> Any:
         inputs = dict(inputs)
         labels = inputs.pop("labels")
-        side = {key: inputs.pop(key) for key in self.side_inputs if key in inputs}
         outputs = model(**inputs)
-        loss, items = self.batch_loss(model, outputs, labels, inputs, side)
+        loss = self.loss(outputs.logits, labels)
         if model.training:
-            loss = self.scale_for_accumulation(
-                loss, items, num_items_in_batch, is_batch_level=bool(getattr(self.loss, "is_batch_level", False))
-            )
+            batch_level = bool(getattr(self.loss, "is_batch_level", False))
+            loss = self.scale_for_accumulation(loss, count_items(labels), num_items_in_batch, is_batch_level=batch_level)
         return (loss, outputs) if return_outputs else loss
 
     def scale_for_accumulation(
-        self,
-        loss: torch.Tensor,
-        items: int | torch.Tensor,
-        num_items_in_batch: int | torch.Tensor | None,
-        *,
-        is_batch_level: bool,
+        self, loss: torch.Tensor, items: Any, num_items_in_batch: Any, *, is_batch_level: bool
     ) -> torch.Tensor:
-        """One training micro-batch's ``loss`` (a mean over ``items``, or batch-level) scaled by
-        :func:`scale_for_accumulation` for this accumulation step and these processes."""
+        """:func:`scale_for_accumulation` for this accumulation step and these processes."""
+        averaging = self.args.average_tokens_across_devices and self.args.world_size > 1
         return scale_for_accumulation(
             loss,
             is_batch_level=is_batch_level,
             items_in_micro_batch=items,
             num_items_in_batch=num_items_in_batch,
             micro_batches=self.current_gradient_accumulation_steps,
-            num_processes=self._gradient_averaging_processes(),
+            num_processes=self.accelerator.num_processes if averaging else 1,
         )
 
-    def training_step(
-        self, model: nn.Module, inputs: dict[str, Any], num_items_in_batch: torch.Tensor | int | None = None
-    ) -> torch.Tensor:
-        """One optimisation micro-step; a non-finite loss stops the run with ``FloatingPointError``
-        naming the step (the checkpoints saved so far are kept, so the run can be inspected or resumed)."""
+    def training_step(self, model: nn.Module, inputs: dict[str, Any], num_items_in_batch: Any = None) -> torch.Tensor:
+        """One micro-step; a non-finite loss stops the run naming the step (earlier checkpoints are kept)."""
         loss = super().training_step(model, inputs, num_items_in_batch)
         if not torch.isfinite(loss):
             raise self.diverged(self.state.global_step + 1, f"the loss is {loss.item()}")
         return loss
 
     def evaluate(self, *args: Any, **kwargs: Any) -> dict[str, float]:
-        """The Trainer's evaluation, stopped by :meth:`check_evaluation` when its loss is not finite."""
         metrics = super().evaluate(*args, **kwargs)
         self.check_evaluation(metrics)
         return metrics
 
     def check_evaluation(self, metrics: Mapping[str, Any]) -> None:
-        """Stop a diverged run whose held-out loss (any ``*loss`` entry of ``metrics``) is NaN or inf.
-
-        The training loss can stay finite while an update leaves weights that overflow (one huge
-        step at the end of an epoch): the model's outputs are then non-finite. Evaluation runs
-        before the epoch's checkpoint is saved, so that checkpoint is never written and the last
-        good one is kept; no metrics.json or predictions follow."""
+        """Stop a run whose held-out loss (any ``*loss`` of ``metrics``) is NaN or inf: weights overflowed by
+        one huge step can leave the training loss finite. Evaluation runs before the epoch's save, so the
+        last good checkpoint is kept."""
         for key, value in metrics.items():
             if key.endswith("loss") and isinstance(value, float) and not math.isfinite(value):
                 raise self.diverged(self.state.global_step, f"the held-out {key} is {value} (the model's outputs are not finite)")
@@ -218,53 +184,30 @@ class LossTrainer(Trainer):
         """The error that stops a diverged run at ``step``: ``what`` went non-finite."""
         return FloatingPointError(
             f"training diverged at step {step} (epoch {self.state.epoch or 0:.2f}): {what}; lower training.learning_rate or "
-            f"check the loss parameters. Checkpoints saved before are kept in {self.args.output_dir}"
+            f"check the loss parameters. Checkpoints saved before are kept in {self.run_dir}"
         )
 
-    def _get_output_dir(self, trial: Any) -> str:
-        run_dir = super()._get_output_dir(trial)
-        return os.path.join(run_dir, STAGING_DIR) if getattr(self, "_staging_checkpoint", False) else run_dir
-
-    def _save_checkpoint(self, model: nn.Module, trial: Any) -> None:
-        """Write ``checkpoint-N`` atomically: the Trainer saves it under ``<output_dir>/.staging/``, then
-        it is renamed into place, so a run killed mid-save never leaves a half-written ``checkpoint-N``."""
-        run_dir = self._get_output_dir(trial)
-        name = f"{PREFIX_CHECKPOINT_DIR}-{self.state.global_step}"
-        self._staging_checkpoint = True
+    def train(self, resume_from_checkpoint: str | None = None, **kwargs: Any) -> Any:
+        """``Trainer.train``, with no staging left after an error; a full disk or a folder that cannot be written,
+        and a checkpoint holding a file that is not a checkpoint's, are one ValueError naming the folder."""
         try:
-            super()._save_checkpoint(model, trial)
-        finally:
-            self._staging_checkpoint = False
-        if not self.args.should_save:
-            return
-        staged, final = os.path.join(run_dir, STAGING_DIR, name), os.path.join(run_dir, name)
-        if self.state.best_model_checkpoint == staged:  # the state must name the checkpoint's final place
-            self.state.best_model_checkpoint = final
-            self.state.save_to_json(os.path.join(staged, TRAINER_STATE_NAME))
-        if os.path.isdir(final):
-            shutil.rmtree(final)
-        os.replace(staged, final)
-        shutil.rmtree(os.path.join(run_dir, STAGING_DIR), ignore_errors=True)
-        rotate_checkpoints(
-            output_dir=run_dir,
-            save_total_limit=self.args.save_total_limit,
-            best_model_checkpoint=self.state.best_model_checkpoint,
-            use_mtime=False,
-        )
-
-    def _gradient_averaging_processes(self) -> int:
-        """Processes whose gradients DDP averages when ``num_items_in_batch`` is a global count."""
-        if self.args.average_tokens_across_devices and self.args.world_size > 1:
-            return self.accelerator.num_processes
-        return 1
+            return super().train(resume_from_checkpoint=resume_from_checkpoint, **kwargs)
+        except Exception as error:
+            if self.run_dir != self.args.output_dir:
+                shutil.rmtree(self.args.output_dir, ignore_errors=True)
+            cause = error if isinstance(error, OSError) else error.__cause__ or error.__context__
+            if isinstance(cause, OSError) and cause.errno in (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES):
+                raise ValueError(f"output_dir: cannot write into {self.run_dir!r} ({cause.strerror})") from None
+            if resume_from_checkpoint and isinstance(error, pickle.UnpicklingError | EOFError):
+                raise ValueError(
+                    f"training.resume: {resume_from_checkpoint!r} holds a file that is not a checkpoint's ({error})"
+                ) from None
+            raise
 
 
 def resolve_precision(precision: str) -> str:
-    """``auto`` -> ``bf16`` on a CUDA device that supports it, else ``fp32``; others pass through.
-
-    Raises ValueError for fp16/bf16 without CUDA (they need a GPU here).
-    """
-    check_choice("training.precision", precision, PRECISIONS)
+    """``auto`` -> ``bf16`` on a CUDA device that supports it, else ``fp32``; fp16 / bf16 need CUDA."""
+    check_field("training.precision", precision, str, choices=PRECISIONS)
     cuda = torch.cuda.is_available()
     if precision == "auto":
         return "bf16" if cuda and torch.cuda.is_bf16_supported() else "fp32"
@@ -274,19 +217,16 @@ def resolve_precision(precision: str) -> str:
 
 
 def training_arguments(training: TrainingConfig, output_dir: str, *, evaluate: bool, **extra: Any) -> TrainingArguments:
-    """``TrainingArguments`` from the config's ``training`` section (its TrainingArguments fields as given).
-
-    The workbench sets the rest: a save (and an evaluation, when ``evaluate``) once per epoch so that
-    runs resume and the best checkpoint by validation macro-F1 is kept; ``precision``; ``quiet``
-    (no tqdm bars, no per-step log prints). ``extra`` overrides any argument (stage 2's epochs and
-    learning rate, pre-training's DataLoader workers; None keeps the config's)."""
+    """``TrainingArguments`` of the config's ``training`` section (its TrainingArguments fields as given) and what
+    the workbench sets: ``precision``, ``quiet``, a save (and an evaluation, when ``evaluate``) every epoch with
+    the best checkpoint by validation macro-F1 kept, staged in ``<output_dir>/.staging``. ``extra`` overrides any
+    of them (stage 2's epochs and learning rate, pre-training's workers; None keeps the config's)."""
     precision = resolve_precision(training.precision)
-    given = {key: value for key, value in {**training.arguments, **extra}.items() if value is not None}
-    arguments: dict[str, Any] = {
+    arguments = {
         "data_seed": training.seed,
         "use_cpu": not torch.cuda.is_available(),
-        **given,
-        "output_dir": output_dir,
+        **training.arguments,
+        "output_dir": os.path.join(output_dir, STAGING_DIR),
         "bf16": precision == "bf16",
         "fp16": precision == "fp16",
         "disable_tqdm": training.quiet,
@@ -296,7 +236,8 @@ def training_arguments(training: TrainingConfig, output_dir: str, *, evaluate: b
         "load_best_model_at_end": evaluate,
         "metric_for_best_model": "macro_f1" if evaluate else None,
         "greater_is_better": True if evaluate else None,
-        "logging_nan_inf_filter": False,  # LossTrainer.training_step stops a run at a non-finite loss
+        "logging_nan_inf_filter": False,  # training_step stops a run at a non-finite loss
         "remove_unused_columns": False,
+        **extra,
     }
-    return TrainingArguments(**arguments)
+    return TrainingArguments(**{key: value for key, value in arguments.items() if value is not None})

@@ -11,37 +11,26 @@ from transformers.utils import logging as transformers_logging
 
 @contextmanager
 def progress_bars(enabled: bool) -> Iterator[None]:
-    """Inside the block, only the progress bars worth watching; the previous settings are restored after.
+    """Inside the block, only the bars worth watching; the previous settings are restored after.
 
-    transformers' bars for reading and writing model files ("Loading weights", "Writing model
-    shards": a 0-to-100% flash for the workbench's one-shard models) are always off. With
-    ``enabled`` false (quiet runs), the bars of ``datasets`` are off too, and transformers'
-    warnings below errors (e.g. the LOAD REPORT of a classifier built from an MLM checkpoint,
-    whose fresh head is expected); the Trainer's own bar is the trainer's business
-    (``training.quiet``, workbench.train.trainer).
+    transformers' bars for reading and writing model files (a 0-to-100% flash for one-shard models) are always
+    off; with ``enabled`` false (quiet runs) the bars of ``datasets`` and transformers' warnings below errors
+    (e.g. the LOAD REPORT of a fresh classifier head) too. The Trainer's own bar follows ``training.quiet``.
     """
-    transformers_were_on = transformers_logging.is_progress_bar_enabled()
+    bars, datasets_bars, verbosity = (
+        transformers_logging.is_progress_bar_enabled(),
+        not datasets.are_progress_bars_disabled(),
+        transformers_logging.get_verbosity(),
+    )
     transformers_logging.disable_progress_bar()
-    try:
-        if enabled:
-            yield
-        else:
-            with _quiet_datasets_and_warnings():
-                yield
-    finally:
-        if transformers_were_on:
-            transformers_logging.enable_progress_bar()
-
-
-@contextmanager
-def _quiet_datasets_and_warnings() -> Iterator[None]:
-    datasets_were_on = not datasets.are_progress_bars_disabled()
-    verbosity = transformers_logging.get_verbosity()
-    datasets.disable_progress_bars()
-    transformers_logging.set_verbosity_error()
+    if not enabled:
+        datasets.disable_progress_bars()
+        transformers_logging.set_verbosity_error()
     try:
         yield
     finally:
         transformers_logging.set_verbosity(verbosity)
-        if datasets_were_on:
+        if bars:
+            transformers_logging.enable_progress_bar()
+        if datasets_bars:
             datasets.enable_progress_bars()

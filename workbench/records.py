@@ -1,9 +1,8 @@
-"""The ``metrics.json`` of a run folder: writing it (JSON-safe, atomic) and reading it back.
+"""The ``metrics.json`` of a run folder, written (JSON-safe, atomic, mode 0644 under the umask) and read back by
+the runner and the trainers alike.
 
-A notebook run records ``{"metrics": {...}, <details>...}`` with :func:`write_metrics`: each
-metric is a number, or ``{"mean", "std", "n"}`` over the notebook's seeds
-(``workbench.stats.describe``); the runner aggregates only this ``metrics`` mapping, never the
-parameters or detail tables. Trainer runs write their flat result with :func:`write_json`.
+A notebook run records ``{"metrics": {...}, <details>...}`` (:func:`write_metrics`): each metric a number or
+``{"mean", "std", "n"}`` over its seeds, the only part the runner aggregates. Trainers write theirs with :func:`write_json`.
 """
 
 from __future__ import annotations
@@ -12,7 +11,7 @@ import json
 import math
 import numbers
 import os
-import tempfile
+import secrets
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -22,11 +21,8 @@ STAT_KEYS = ("mean", "std", "n")
 
 
 def to_jsonable(value: Any) -> Any:
-    """Convert numpy / torch scalars and arrays, paths and tuples to plain JSON types.
-
-    Non-finite floats (NaN, +-inf) become ``None`` so the file stays strict JSON.
-    Raises ValueError for a value of a type JSON cannot hold.
-    """
+    """``value`` in plain JSON types (numpy / torch scalars and arrays, paths, tuples converted; NaN and +-inf as
+    None, so the file stays strict JSON); ValueError for a type JSON cannot hold."""
     if isinstance(value, Mapping):
         return {str(key): to_jsonable(item) for key, item in value.items()}
     if isinstance(value, (list, tuple)):
@@ -49,15 +45,14 @@ def to_jsonable(value: Any) -> Any:
 
 
 def write_json(path: str | Path, data: Mapping[str, Any]) -> Path:
-    """Write ``data`` as indented JSON to ``path`` atomically (a temporary file, then a rename)."""
+    """Write ``data`` as indented JSON to ``path`` atomically (a temporary file, then a rename), readable as the
+    umask allows (0644 under the usual 022)."""
     if not isinstance(data, Mapping):
         raise ValueError(f"metrics must be a dict of name -> value, got {type(data).__name__}")
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    text = json.dumps(to_jsonable(data), indent=2, sort_keys=True) + "\n"
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    with os.fdopen(handle, "w", encoding="utf-8") as stream:
-        stream.write(text)
+    temporary = path.with_name(f".{path.name}.{secrets.token_hex(6)}")
+    temporary.write_text(json.dumps(to_jsonable(data), indent=2, sort_keys=True) + "\n", encoding="utf-8")
     os.replace(temporary, path)
     return path
 
@@ -97,9 +92,7 @@ def write_metrics(output_dir: str | Path | None, metrics: Mapping[str, Any], **d
 def read_metrics(output_dir: str | Path) -> dict[str, Any]:
     """The ``metrics.json`` in ``output_dir`` as a dict; an empty dict when there is none."""
     path = Path(output_dir) / METRICS_FILE
-    if not path.is_file():
-        return {}
-    return json.loads(path.read_text(encoding="utf-8"))
+    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
 
 
 def metric_statistics(recorded: Mapping[str, Any]) -> dict[str, dict[str, float | int | None]]:

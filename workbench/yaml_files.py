@@ -1,0 +1,83 @@
+"""YAML as the workbench reads it, for configs, params files, overrides and ``--sweep`` values.
+
+The rules (docs/training.md): booleans only ``true`` / ``false``, decimal numbers (``1e-4`` too,
+``.inf`` / ``.nan``), ``null``; anything else (``yes``, ``off``, ``1:30``, ``0777``, ``2024-01-01``)
+is a string, read as written. A repeated key is an error naming the file and line.
+"""
+
+from __future__ import annotations
+
+import re
+import typing
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, ClassVar
+
+import yaml
+
+
+class _YamlLoader(yaml.SafeLoader):
+    """YAML as written (docs/training.md): booleans only true / false, decimal numbers (``1e-4`` too), null;
+    anything else (yes, off, 1:30, 0777, 2024-01-01) is a string. A repeated key is an error."""
+
+    yaml_implicit_resolvers: ClassVar[dict] = {}
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:
+        keys = [self.construct_object(key, deep=True) for key, _ in node.value]
+        for index, key in enumerate(keys):
+            if isinstance(key, typing.Hashable) and key in keys[:index]:
+                raise yaml.constructor.ConstructorError(None, None, f"duplicate key {key!r}", node.value[index][0].start_mark)
+        return super().construct_mapping(node, deep)
+
+
+for _tag, _pattern, _first in (
+    ("bool", r"true|True|TRUE|false|False|FALSE", "tTfF"),
+    ("int", r"[-+]?(?:0|[1-9][0-9_]*)", "-+0123456789"),
+    ("float", r"[-+]?(?:[0-9][0-9_]*)?\.[0-9_]*(?:[eE][-+]?[0-9]+)?|[-+]?[0-9][0-9_]*[eE][-+]?[0-9]+", "-+.0123456789"),
+    ("float", r"[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN)", "-+."),
+    ("null", r"~|null|Null|NULL|", ["~", "n", "N", ""]),
+    ("merge", r"<<", "<"),
+):
+    _YamlLoader.add_implicit_resolver(f"tag:yaml.org,2002:{_tag}", re.compile(rf"^(?:{_pattern})$"), list(_first))
+
+
+def read_yaml(text: str, source: str) -> Any:
+    """Parse YAML ``text`` (:class:`_YamlLoader`'s rules); errors name ``source`` (a file or an argument)
+    and the line: ``ValueError("<source>:<line>: invalid YAML (<problem>)")``."""
+    try:
+        return yaml.load(text, Loader=_YamlLoader)  # noqa: S506 - a SafeLoader subclass
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)  # at the end of the text: the last line
+        where = f"{source}:{min(mark.line + 1, len(text.splitlines()) or 1)}" if mark is not None else source
+        problem = getattr(error, "problem", None) or str(error).splitlines()[0]
+        raise ValueError(f"{where}: invalid YAML ({problem})") from None
+
+
+def read_yaml_file(path: str | Path, what: str) -> dict[str, Any]:
+    """A YAML file holding a mapping (empty: ``{}``); errors name ``what`` (the file's role), the file and,
+    for bad YAML or a byte that is not UTF-8, the line."""
+    path = Path(path)
+    if not path.is_file():
+        raise ValueError(f"{what}: no such file {str(path)!r}")
+    raw = path.read_bytes()
+    try:
+        loaded = read_yaml(raw.decode("utf-8"), str(path))
+    except UnicodeDecodeError as error:
+        line, column = raw.count(b"\n", 0, error.start) + 1, error.start - raw.rfind(b"\n", 0, error.start) - 1
+        raise ValueError(
+            f"{path}:{line}: {what} is not UTF-8 text ({error.reason} at byte {column} of the line); save it as UTF-8"
+        ) from None
+    if not isinstance(loaded, Mapping | None):
+        raise ValueError(f"{what}: {str(path)!r} must hold a mapping at top level, got {type(loaded).__name__}")
+    return dict(loaded or {})
+
+
+def parse_override(override: str) -> tuple[list[str], Any]:
+    """Split ``"a.b.c=value"`` into (["a", "b", "c"], YAML-parsed value)."""
+    key, sep, raw = override.partition("=")
+    if not sep or not key.strip():
+        raise ValueError(f"overrides: expected 'section.key=value', got {override!r}")
+    try:
+        return key.strip().split("."), read_yaml(raw, f"override {override!r}")
+    except ValueError as error:
+        raise ValueError(f"overrides: cannot parse the value of {override!r} as YAML: {error}") from None
