@@ -184,8 +184,8 @@ def test_lexicon_files_that_are_not_utf8_text_name_the_file_and_line(tmp_path):
     cases = {
         "gbk.txt": (good.encode("gbk"), r"gbk\.txt:1: "),  # GBK bytes are not UTF-8
         "surrogate.txt": (good.encode() + "Ee01A02= 好看 ".encode() + b"\xed\xa0\x80\n", r"surrogate\.txt:3: "),
-        "plain.txt.gz": (good.encode(), r"plain\.txt\.gz: "),  # a .gz that is not gzip
-        "cut.txt.gz": (gzip.compress(good.encode() * 50)[:-30], r"cut\.txt\.gz: "),  # truncated
+        "plain.txt.gz": (good.encode(), r"plain\.txt\.gz:"),  # a .gz that is not gzip
+        "cut.txt.gz": (gzip.compress(good.encode() * 50)[:-30], r"cut\.txt\.gz:"),  # truncated
     }
     for name, (data, named) in cases.items():
         (tmp_path / name).write_bytes(data)

@@ -384,7 +384,7 @@ def test_the_readme_trainer_example_runs_as_written_and_learns_more_than_the_maj
     from workbench.train.__main__ import EXAMPLE
 
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    assert f"{EXAMPLE}\n" in readme  # the --help example is the README's command (run there as .venv/bin/python)
+    assert f"    .venv/bin/{EXAMPLE}\n" in readme  # the --help example is the README's command
     arguments = shlex.split(EXAMPLE)[3:]
     assert (ROOT / arguments[0]).is_file()
     assert cli_main([str(ROOT / arguments[0]), *arguments[1:], f"output_dir={tmp_path / 'example'}", "training.quiet=true"]) == 0

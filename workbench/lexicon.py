@@ -12,8 +12,9 @@ from __future__ import annotations
 import gzip
 import re
 import weakref
+import zlib
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -27,22 +28,26 @@ from workbench.checks import check_int, check_number
 _CILIN_LINE = re.compile(r"^(?P<code>\S+?)(?P<flag>[=#@])\s*(?P<members>.*)$")
 
 
-def read_lines(path: str | Path, name: str = "path") -> list[str]:
-    """The lines of a UTF-8 text file (``.gz``: gzip) without line ends; ValueError naming ``name`` if it is missing, the
-    file if not gzip or truncated, ``file:line`` for bytes that are not UTF-8 (GBK, an encoded lone surrogate)."""
+def read_lines(path: str | Path, name: str = "path") -> Iterator[tuple[int, str]]:
+    """(1-based line number, line) of a UTF-8 text file, ``.gz`` through gzip, a byte-order mark
+    dropped. ValueError naming ``name`` if the file is missing, ``file:line`` for bytes that are not UTF-8 (GBK, an
+    encoded lone surrogate: with the ``iconv`` command that fixes it) or a broken or truncated gzip stream."""
     path = Path(path)
     if not path.is_file():
         raise ValueError(f"{name}: no such file {str(path)!r}")
-    lines: list[str] = []
+    line_no = 0
     try:
         with (gzip.open if path.suffix == ".gz" else open)(path, "rb") as handle:
-            for raw in handle:
-                lines.append(raw.decode("utf-8-sig" if not lines else "utf-8").rstrip("\r\n"))
-    except UnicodeDecodeError as error:
-        raise ValueError(f"{path}:{len(lines) + 1}: not UTF-8 text (byte {error.object[error.start]:#04x})") from None
-    except (OSError, EOFError) as error:  # gzip.BadGzipFile is an OSError; a truncated .gz ends in EOFError
-        raise ValueError(f"{path}: cannot be read ({error or type(error).__name__})") from None
-    return lines
+            for line_no, raw in enumerate(handle, start=1):
+                try:
+                    line = raw.decode("utf-8-sig" if line_no == 1 else "utf-8")
+                except UnicodeDecodeError as error:
+                    source = "<its encoding>" if "\ufffd" in raw.decode("gbk", "replace") else "GBK"
+                    where = f"{path}:{line_no}: not UTF-8 text ({error.reason} at byte {error.start} of the line)"
+                    raise ValueError(f"{where}; convert it with iconv -f {source} -t UTF-8") from None
+                yield line_no, line
+    except (OSError, EOFError, zlib.error) as error:  # gzip.BadGzipFile is an OSError; a truncated .gz ends in EOFError
+        raise ValueError(f"{path}:{line_no + 1}: not a readable file ({error or type(error).__name__})") from None
 
 
 class SynonymTable:
@@ -94,7 +99,7 @@ class SynonymTable:
     def from_cilin(cls, path: str | Path) -> SynonymTable:
         """The ``=`` groups of a HIT Cilin (extended) file (``Aa01A01= w1 w2 ...``); ``#`` and ``@`` lines are skipped."""
         groups = []
-        for number, line in enumerate(read_lines(path), start=1):
+        for number, line in read_lines(path):
             if not line.strip():
                 continue
             match = _CILIN_LINE.match(line.strip())
@@ -108,7 +113,7 @@ class SynonymTable:
     def from_wordnet_tsv(cls, path: str | Path) -> SynonymTable:
         """Synsets from ``synset_id<TAB>pos<TAB>member<TAB>...`` lines (``#``: a comment; ``_`` in a member: a space)."""
         groups = []
-        for number, line in enumerate(read_lines(path), start=1):
+        for number, line in read_lines(path):
             if not line.strip() or line.startswith("#"):
                 continue
             fields = line.split("\t")

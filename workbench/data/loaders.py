@@ -8,9 +8,7 @@ why these readers are the workbench's own rather than ``datasets.load_dataset``)
 from __future__ import annotations
 
 import csv
-import gzip
 import json
-import zlib
 from collections.abc import Iterator, Mapping, Sequence
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
@@ -22,6 +20,7 @@ from workbench.config import DataConfig
 from workbench.data.features import RELEVANCE_LABEL_NAMES, build_dataset, label_names
 from workbench.data.samples import sample_corpus, sample_relevance_splits, sample_sentence_splits
 from workbench.data.splits import stratified_split
+from workbench.lexicon import read_lines
 
 FORMATS = ("csv", "tsv", "jsonl")
 _SUFFIX_FORMATS = {".csv": "csv", ".tsv": "tsv", ".txt": "tsv", ".jsonl": "jsonl", ".json": "jsonl"}
@@ -37,24 +36,6 @@ def existing_file(path: str | Path, parameter: str = "path") -> Path:
     if not Path(path).is_file():
         raise ValueError(f"{parameter}: no such file {str(path)!r}")
     return Path(path)
-
-
-def read_lines(path: Path) -> Iterator[tuple[int, str]]:
-    """(1-based line number, line) of a UTF-8 text file, ``.gz`` read through gzip, a byte-order mark
-    dropped. A line that is not UTF-8 or a broken gzip stream raises ValueError naming path:line."""
-    line_no = 0
-    try:
-        with (gzip.open if path.suffix == ".gz" else open)(path, "rb") as handle:
-            for line_no, raw in enumerate(handle, start=1):
-                try:
-                    line = raw.decode("utf-8-sig" if line_no == 1 else "utf-8")
-                except UnicodeDecodeError as error:
-                    source = "<its encoding>" if "\ufffd" in raw.decode("gbk", "replace") else "GBK"
-                    where = f"{path}:{line_no}: not UTF-8 text ({error.reason} at byte {error.start} of the line)"
-                    raise ValueError(f"{where}; convert it with iconv -f {source} -t UTF-8") from None
-                yield line_no, line
-    except (gzip.BadGzipFile, EOFError, zlib.error) as error:
-        raise ValueError(f"{path}:{line_no + 1}: not a readable gzip file ({error})") from None
 
 
 def _jsonl_records(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:

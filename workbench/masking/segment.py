@@ -39,7 +39,7 @@ class JiebaSegmenter:
 
     def __init__(self, user_dict: str | Path | None = None, pos: bool = True, cache_size: int = DEFAULT_CACHE_SIZE):
         if user_dict is not None:
-            read_lines(user_dict, "user_dict")  # a ValueError unless the file exists and is UTF-8 text
+            list(read_lines(user_dict, "user_dict"))  # a ValueError unless the file exists and is UTF-8 text
         self.user_dict = None if user_dict is None else str(Path(user_dict).resolve())
         self.pos, self.cache_size = pos, check_int("cache_size", cache_size, 1)
         self._segment_cached = lru_cache(maxsize=cache_size)(self._segment_uncached)

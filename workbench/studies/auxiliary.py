@@ -6,10 +6,8 @@ auxiliary labels never occur as targets ("expanding the target labels by complem
 
     L_1 = -log softmax(z)_y = -z_y + log( sum_{j<K} e^{z_j} + sum_{a=K}^{K+n-1} e^{z_a} )
 
-Stage 2 freezes the encoder and fits a fresh K-way head. Methods (:data:`PAPER_NAMES`): baseline (BERT), two_stage
-(RE-BERT) for each n, and at n* (chosen on validation) two_stage_fgm, fusion_finetune (M-BERT), fusion (MRE-BERT)
-and fusion_fgm (MRE-BERT-F); the fusion's second encoder is ``aux.fusion_model`` (or a fallback that is not the
-paper's setting: ``workbench.train.fusion_description``). The paper's Na counts auxiliary and target labels: n = Na - Nt.
+Stage 2 freezes the encoder and fits a fresh K-way head. Methods: :data:`PAPER_NAMES`; the fusion's second encoder is
+``aux.fusion_model`` (``workbench.train.fusion_description``). The paper's Na counts all labels: n = Na - Nt.
 """
 
 from __future__ import annotations
@@ -22,9 +20,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import torch
+from torch.utils.data import DataLoader
 from transformers import AutoModelForSequenceClassification, DataCollatorWithPadding
 
-from workbench.checks import check_number, check_seeds
+from workbench.checks import check_number, check_seeds, is_int
 from workbench.config import Config, load_config
 from workbench.information import softmax_entropy
 from workbench.stats import describe, mean_std, row_statistics
@@ -52,23 +51,18 @@ RUN_COLUMNS = ("method", "num_aux", "seed", *METRICS, "validation_macro_f1", "st
 
 @torch.no_grad()
 def stage_one_entropy(run_dir: str | Path, config: Config, batch_size: int = 128) -> dict[str, float]:
-    """Mean entropies (nats) of the stage-1 model in ``run_dir/stage1`` on ``config``'s evaluation split, for z its
-    K+n logits (a measurement of the workbench, not eq. 2-3): ``entropy_k`` = H(softmax(z[:K])), ``entropy_k_plus_n``
-    = H(softmax(z)) and ``aux_mass`` = sum_{a >= K} softmax(z)_a."""
+    """Mean over ``config``'s evaluation split of the stage-1 model's (``run_dir/stage1``) K+n logits z (nats; the
+    workbench's measurement): H(softmax(z[:K])), H(softmax(z)) and the auxiliary mass sum_{a >= K} softmax(z)_a."""
     model = AutoModelForSequenceClassification.from_pretrained(str(Path(run_dir) / "stage1")).eval()
     data = classification_data(config)
     dataset = data.encoded[evaluation_split(data.encoded)].remove_columns("labels")
-    collate = DataCollatorWithPadding(data.tokenizer)
-    batches = [
-        collate([dataset[i] for i in range(start, min(start + batch_size, len(dataset)))])
-        for start in range(0, len(dataset), batch_size)
-    ]
-    logits = np.concatenate([model(**batch).logits.double().numpy() for batch in batches])
+    batches = DataLoader(dataset, batch_size=batch_size, collate_fn=DataCollatorWithPadding(data.tokenizer))
+    logits = torch.cat([model(**batch).logits.double() for batch in batches])
     k = int(model.config.num_task_labels)
     return {
-        "entropy_k": float(np.mean(softmax_entropy(logits[:, :k]))),
-        "entropy_k_plus_n": float(np.mean(softmax_entropy(logits))),
-        "aux_mass": float(torch.softmax(torch.as_tensor(logits), dim=-1)[:, k:].sum(dim=-1).mean()),
+        "entropy_k": float(np.mean(softmax_entropy(logits[:, :k].numpy()))),
+        "entropy_k_plus_n": float(np.mean(softmax_entropy(logits.numpy()))),
+        "aux_mass": float(logits.softmax(-1)[:, k:].sum(-1).mean()),
     }
 
 
@@ -83,9 +77,8 @@ def _run(config: Config, method: str, num_aux: int, seed: int, output_root: Path
         row["validation_macro_f1"] = metrics["best_validation_macro_f1"]
     else:
         metrics = two_stage(run_config.replace(task="two_stage")).metrics
-        row.update(
-            validation_macro_f1=metrics["stage2"]["best_validation_macro_f1"], stage1_macro_f1=metrics["stage1"]["macro_f1"]
-        )
+        row["validation_macro_f1"] = metrics["stage2"]["best_validation_macro_f1"]
+        row["stage1_macro_f1"] = metrics["stage1"]["macro_f1"]
         if method not in FUSION_METHODS and num_aux > 0:
             row.update({f"stage1_{key}": value for key, value in stage_one_entropy(run_dir, run_config).items()})
     return {**row, "macro_f1": metrics["macro_f1"], "accuracy": metrics["accuracy"], "time": metrics["time"]}
@@ -97,7 +90,7 @@ def select_num_aux(runs: pd.DataFrame) -> int:
     if candidates.empty:
         raise ValueError("runs: needs two_stage rows with num_aux > 0 to select n from")
     means = candidates.groupby("num_aux")["validation_macro_f1"].mean()
-    return int(means[means == means.max()].index.min())
+    return int(means.idxmax())  # the first maximum: num_aux ascending
 
 
 def run_study(
@@ -108,15 +101,12 @@ def run_study(
     fusion: bool = False,
     output_root: str | Path | None = None,
 ) -> pd.DataFrame:
-    """Train the grid, one row per run (:data:`RUN_COLUMNS`): per seed the baseline and ``two_stage`` for each n
-    (n = 0: two stages without auxiliary labels, a control); then at n* = :func:`select_num_aux` ``two_stage_fgm``
-    (``fgm_epsilon`` > 0), and with ``fusion`` M-BERT, MRE-BERT and (with FGM) MRE-BERT-F. ``config`` is a trainer
-    config; the seed goes to ``training.seed`` (the split stays ``data.seed``). Run folders go under ``output_root``
-    (a temporary folder when None)."""
-    if not num_aux_values or any(isinstance(n, bool) or not isinstance(n, int) or n < 0 for n in num_aux_values):
-        raise ValueError(f"num_aux_values: must be a non-empty list of ints >= 0, got {num_aux_values!r}")
-    if len(set(num_aux_values)) != len(num_aux_values):
-        raise ValueError(f"num_aux_values: must not repeat a value, got {num_aux_values!r}")
+    """One row per run (:data:`RUN_COLUMNS`): per seed (``training.seed``) the baseline and ``two_stage`` for each n
+    (n = 0: a control), then at n* (:func:`select_num_aux`) the FGM (``fgm_epsilon`` > 0) and ``fusion`` variants.
+    Run folders go under ``output_root`` (None: a temporary folder)."""
+    distinct = all(is_int(n) and n >= 0 for n in num_aux_values) and len(set(num_aux_values)) == len(num_aux_values)
+    if not num_aux_values or not distinct:
+        raise ValueError(f"num_aux_values: must be a non-empty list of distinct ints >= 0, got {num_aux_values!r}")
     check_seeds("seeds", seeds)
     check_number("fgm_epsilon", fgm_epsilon, 0)
     config = load_config(config)
@@ -129,14 +119,12 @@ def run_study(
         for seed in seeds
         for method, n in [(BASELINE, 0), *((TWO_STAGE, n) for n in num_aux_values)]
     ]
-    variants = ([TWO_STAGE_FGM] if fgm_epsilon > 0 else []) + ([FUSION_FINETUNE, FUSION] if fusion else [])
-    variants += [FUSION_FGM] if fusion and fgm_epsilon > 0 else []
+    variants = [m for m in METHODS[2:] if (m not in FGM_METHODS or fgm_epsilon > 0) and (m not in FUSION_METHODS or fusion)]
     if variants:
         chosen = select_num_aux(pd.DataFrame(rows))
-        for seed in seeds:
-            rows += [
-                _run(config, method, 0 if method == FUSION_FINETUNE else chosen, seed, root, fgm_epsilon) for method in variants
-            ]
+        rows += [
+            _run(config, m, 0 if m == FUSION_FINETUNE else chosen, seed, root, fgm_epsilon) for seed in seeds for m in variants
+        ]
     return pd.DataFrame(rows, columns=list(RUN_COLUMNS))
 
 
@@ -150,18 +138,13 @@ def summarize(runs: pd.DataFrame, metrics: Sequence[str] = METRICS) -> pd.DataFr
 
 
 def key_metrics(runs: pd.DataFrame) -> dict[str, Any]:
-    """metrics.json ``metrics``: ``chosen_num_aux`` (n*), ``<method>_<metric>`` (``{"mean", "std", "n"}``) of the
-    baseline, two-stage at n* and each variant that ran, and ``delta_macro_f1``: two-stage at n* minus the baseline,
-    paired by seed."""
+    """metrics.json ``metrics``: ``chosen_num_aux`` (n*), ``<method>_<metric>`` (``{"mean", "std", "n"}``; two-stage at
+    n*) and ``delta_macro_f1``, two-stage at n* minus the baseline, paired by seed."""
     summary = summarize(runs)
     chosen = select_num_aux(runs)
     metrics: dict[str, Any] = {"chosen_num_aux": chosen}
-    for method in METHODS:
-        rows = summary[summary["method"] == method]
-        if method in (BASELINE, TWO_STAGE):
-            rows = rows[rows["num_aux"] == (0 if method == BASELINE else chosen)]
-        if len(rows) == 1:
-            metrics.update({f"{method}_{metric}": row_statistics(rows.iloc[0], metric) for metric in METRICS})
+    for _, row in summary[(summary["method"] != TWO_STAGE) | (summary["num_aux"] == chosen)].iterrows():
+        metrics.update({f"{row['method']}_{metric}": row_statistics(row, metric) for metric in METRICS})
     baseline = runs[runs["method"] == BASELINE].set_index("seed")["macro_f1"]
     two_stage_runs = runs[(runs["method"] == TWO_STAGE) & (runs["num_aux"] == chosen)].set_index("seed")["macro_f1"]
     seeds = baseline.index.intersection(two_stage_runs.index)
@@ -172,17 +155,20 @@ def key_metrics(runs: pd.DataFrame) -> dict[str, Any]:
 def this_run(runs: pd.DataFrame) -> str:
     """The run's key numbers in one line (test, mean ± std over seeds), which the notebook's reading quotes."""
     metrics = key_metrics(runs)
-    per_seed = runs.groupby(["method", "num_aux"], sort=False)["macro_f1"].agg(
-        lambda values: "/".join(f"{v:.3f}" for v in values)
-    )
+
+    def cell(key: str) -> str:
+        return mean_std(metrics[key]["mean"], metrics[key]["std"])
+
+    scores = runs.groupby(["method", "num_aux"], sort=False)["macro_f1"]
+    per_seed = scores.agg(lambda values: "/".join(values.map("{:.3f}".format)))
     control = runs[runs["num_aux"] == 0].pivot_table(index="seed", columns="method", values="macro_f1")
     same = int((control[BASELINE] == control[TWO_STAGE]).sum()) if TWO_STAGE in control else None
     entropy = runs.dropna(subset=["stage1_aux_mass"]).groupby("num_aux")[list(ENTROPY_COLUMNS)].mean()
     return (
-        f"This run ({runs['seed'].nunique()} seed(s), test macro-F1): baseline {_cell(metrics, BASELINE)}, "
-        f"two-stage at n* = {metrics['chosen_num_aux']} (chosen on validation) {_cell(metrics, TWO_STAGE)}, "
-        f"difference paired by seed {mean_std(metrics['delta_macro_f1']['mean'], metrics['delta_macro_f1']['std'])}. "
-        + "".join(f"{PAPER_NAMES[m]} {_cell(metrics, m)}. " for m in METHODS[2:] if f"{m}_macro_f1" in metrics)
+        f"This run ({runs['seed'].nunique()} seed(s), test macro-F1): baseline {cell('baseline_macro_f1')}, "
+        f"two-stage at n* = {metrics['chosen_num_aux']} (chosen on validation) {cell('two_stage_macro_f1')}, "
+        f"difference paired by seed {cell('delta_macro_f1')}. "
+        + "".join(f"{PAPER_NAMES[m]} {cell(f'{m}_macro_f1')}. " for m in METHODS[2:] if f"{m}_macro_f1" in metrics)
         + ("" if same is None else f"Two stages at n = 0 gave the baseline's macro-F1 for {same} of {len(control)} seed(s). ")
         + "Per seed: "
         + "; ".join(f"{method} n={n}: {values}" for (method, n), values in per_seed.items())
@@ -194,7 +180,3 @@ def this_run(runs: pd.DataFrame) -> str:
         )
         + "."
     )
-
-
-def _cell(metrics: Mapping[str, Any], method: str) -> str:
-    return mean_std(metrics[f"{method}_macro_f1"]["mean"], metrics[f"{method}_macro_f1"]["std"])

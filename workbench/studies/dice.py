@@ -1,9 +1,8 @@
 """Experiments of "Dice Loss for Data-imbalanced NLP Tasks" (Li et al., ACL 2020, arXiv 1911.02855), notebook 01.
 
-Table 8 (:func:`table8_sets`, :func:`imbalance_study`), Table 9 (:func:`balanced_splits`), Table 10
-(:func:`tversky_sweep`) and the released code's NaN at p = 1 (:func:`saturation_check`). Every run trains one
-classifier through a :class:`workbench.train.Fitter` and scores the test split: F1 of the positive class (label 1,
-the paper's metric), macro-F1 and accuracy, plus validation F1 for any selection.
+Table 8 (:func:`imbalance_study`), Table 9 (:func:`balanced_splits`), Table 10 (:func:`tversky_sweep`) and the
+released code's NaN at p = 1 (:func:`saturation_check`). Each run fits a :class:`workbench.train.Fitter`; the scores
+are the test F1 of the positive class (label 1, the paper's metric), macro-F1 and accuracy.
 """
 
 from __future__ import annotations
@@ -32,7 +31,7 @@ from workbench.data import (
 from workbench.lexicon import SynonymTable
 from workbench.losses import LossSpec, build_loss, resolve
 from workbench.metrics import classification_report
-from workbench.stats import mean_std, row_statistics, summarize
+from workbench.stats import formatted, row_statistics, summarize
 from workbench.train import Fitter
 
 LOSS_ZOO: dict[str, LossSpec] = {
@@ -51,26 +50,22 @@ POSITIVE_LABEL = 1
 
 
 def study_splits(data: DataConfig | Mapping[str, Any], positive_share: float | None = None) -> DatasetDict:
-    """Train / validation / test of a binary task (label 1 the positive class) from a config ``data`` section
-    (:func:`workbench.data.load_splits`); with ``positive_share`` in (0, 0.5] the training positives are
-    down-sampled to that share (validation and test keep theirs)."""
+    """A binary task's splits (label 1 positive); ``positive_share`` in (0, 0.5] down-samples the training positives."""
     splits = load_splits(data)
     if len(label_names(splits["train"])) != 2 or "test" not in splits:
         raise ValueError(f"data: must give two labels (1 = positive) and a test split, got {label_names(splits['train'])}")
     if positive_share is None:
         return splits
     check_number("positive_share", positive_share, 0, 0.5, low_inclusive=False)
+    seed = DataConfig.from_mapping(data).seed
     ratio = positive_share / (1.0 - positive_share)
-    train = rebalance(
-        splits["train"], ratio, positive_label=POSITIVE_LABEL, method="downsample", seed=DataConfig.from_mapping(data).seed
-    )
+    train = rebalance(splits["train"], ratio, positive_label=POSITIVE_LABEL, method="downsample", seed=seed)
     return DatasetDict({**splits, "train": train})
 
 
 @dataclass
 class Table8Sets:
-    """The Table 8 training sets: ``sets`` (setting -> training split), the ``augmentation``, ``calls`` (texts given
-    to the synonym augmenter) and ``unchanged`` (of those, the ones with no word in the lexicon: added as copies)."""
+    """Table 8's training sets (setting -> split), the ``augmentation``, the augmenter's ``calls`` and ``unchanged``."""
 
     sets: OrderedDict[str, Dataset]
     augmentation: str
@@ -78,16 +73,11 @@ class Table8Sets:
     unchanged: int
 
 
-def table8_sets(
-    train: Dataset, seed: int = 0, augmentation: str = "synonyms", lexicon: str | None = None, n_words: int = 1
-) -> Table8Sets:
-    """The five training sets of Table 8 (:func:`workbench.data.table8_training_sets`). ``synonyms``: each added
-    example is a template with ``n_words`` jieba words replaced from ``lexicon`` (a Cilin / WordNet .tsv path; None:
-    the shipped tiny lexicon); ``copies``: exact copies (the workbench's option, not the paper's method)."""
+def table8_sets(train: Dataset, seed: int = 0, augmentation: str = "synonyms", lexicon: str | None = None) -> Table8Sets:
+    """Table 8's five training sets (:func:`workbench.data.table8_training_sets`), added examples by ``synonyms`` (a
+    jieba word replaced from ``lexicon``, a Cilin / .tsv path or None: the shipped one) or ``copies`` (not the paper's)."""
     check_choice("augmentation", augmentation, AUGMENTATIONS)
-    augmenter = None
-    if augmentation == "synonyms":
-        augmenter = SynonymAugmenter(SynonymTable.from_path(lexicon), seed=seed, n_words=n_words)
+    augmenter = SynonymAugmenter(SynonymTable.from_path(lexicon), seed=seed) if augmentation == "synonyms" else None
     sets = table8_training_sets(train, seed, augmenter, positive_label=POSITIVE_LABEL)
     return Table8Sets(sets, augmentation, getattr(augmenter, "calls", 0), getattr(augmenter, "unchanged", 0))
 
@@ -95,24 +85,15 @@ def table8_sets(
 def table8_counts(table8: Table8Sets) -> pd.DataFrame:
     """Per setting: negative, positive, total, positive share, added (rows appended to the original) and added rows
     whose text equals an original training text (every copy, and replacements that found no synonym)."""
-    original = table8.sets["original"]
+    sets, original = table8.sets, table8.sets["original"]
+    counts = pd.DataFrame([label_counts(train, 2) for train in sets.values()], index=list(sets), columns=["negative", "positive"])
+    counts["total"] = counts.sum(axis=1)
+    counts["positive share"] = counts["positive"] / counts["total"]
+    added = [train["text"][len(original) :] for train in sets.values()]
+    counts["added"] = [len(texts) for texts in added]
     seen = set(original["text"])
-    rows = []
-    for setting, train in table8.sets.items():
-        negative, positive = label_counts(train, 2)
-        added = train["text"][len(original) :]
-        rows.append(
-            {
-                "setting": setting,
-                "negative": negative,
-                "positive": positive,
-                "total": len(train),
-                "positive share": positive / len(train),
-                "added": len(added),
-                "added, same text as an original example": sum(text in seen for text in added),
-            }
-        )
-    return pd.DataFrame(rows).set_index("setting")
+    counts["added, same text as an original example"] = [sum(text in seen for text in texts) for texts in added]
+    return counts.rename_axis("setting")
 
 
 def balanced_splits(splits: DatasetDict, seed: int = 0) -> DatasetDict:
@@ -121,20 +102,18 @@ def balanced_splits(splits: DatasetDict, seed: int = 0) -> DatasetDict:
 
 
 def fit_and_score(splits: DatasetDict, loss: LossSpec, seed: int, fitter: Fitter) -> dict[str, float]:
-    """Train on ``splits["train"]`` with ``loss`` (wce: the training counts) and ``seed``; the epoch is kept on
-    validation macro-F1. Test ``f1_positive``, ``macro_f1``, ``accuracy`` and ``validation_f1_positive``."""
+    """Fit ``loss`` at ``seed`` (epoch kept on validation macro-F1): test f1_positive, macro_f1, accuracy; validation F1."""
     names = label_names(splits["train"])
     fit = fitter.fit(splits, resolve(loss, splits["train"]), seed)
-    scores = {}
-    for split, predicted, prefix in (
-        ("test", fit.test_predictions, ""),
-        ("validation", fit.validation_predictions, "validation_"),
-    ):
-        report = classification_report(np.asarray(splits[split]["label"]), predicted, label_names=names)
-        scores[f"{prefix}f1_positive"] = report["per_class"][names[POSITIVE_LABEL]]["f1"]
-        if not prefix:
-            scores.update(macro_f1=report["macro_f1"], accuracy=report["accuracy"])
-    return scores
+    test = classification_report(np.asarray(splits["test"]["label"]), fit.test_predictions, label_names=names)
+    validation = classification_report(np.asarray(splits["validation"]["label"]), fit.validation_predictions, label_names=names)
+    positive = names[POSITIVE_LABEL]
+    return {
+        "f1_positive": test["per_class"][positive]["f1"],
+        "macro_f1": test["macro_f1"],
+        "accuracy": test["accuracy"],
+        "validation_f1_positive": validation["per_class"][positive]["f1"],
+    }
 
 
 def run_grid(
@@ -159,31 +138,21 @@ def imbalance_study(
     losses: Mapping[str, LossSpec],
     seeds: Sequence[int],
     fitter: Fitter,
-    resample_seed: int = 0,
-    *,
-    training_sets: Table8Sets | Mapping[str, Dataset] | None = None,
-    augmentation: str = "synonyms",
-    lexicon: str | None = None,
+    training_sets: Table8Sets | None = None,
 ) -> pd.DataFrame:
-    """Table 8: :func:`run_grid` over the five training sets (``training_sets``, else :func:`table8_sets` of
-    ``splits["train"]``), the same validation and test for each."""
-    if training_sets is None:
-        training_sets = table8_sets(splits["train"], seed=resample_seed, augmentation=augmentation, lexicon=lexicon)
-    if isinstance(training_sets, Table8Sets):
-        training_sets = training_sets.sets
-    return run_grid(
-        {name: DatasetDict({**splits, "train": train}) for name, train in training_sets.items()}, losses, seeds, fitter
-    )
+    """Table 8: :func:`run_grid` over the five training sets (``training_sets``, else :func:`table8_sets`)."""
+    training_sets = training_sets or table8_sets(splits["train"])
+    settings = {name: DatasetDict({**splits, "train": train}) for name, train in training_sets.sets.items()}
+    return run_grid(settings, losses, seeds, fitter)
 
 
-def tversky_sweep(
-    splits: DatasetDict, alphas: Sequence[float], seeds: Sequence[int], fitter: Fitter, gamma: float = 1.0
-) -> pd.DataFrame:
-    """Table 10: Tversky with alpha (false-positive weight) over ``alphas``, beta = 1 - alpha; :func:`run_grid`'s
-    table with a column ``alpha``."""
+def tversky_sweep(splits: DatasetDict, alphas: Sequence[float], seeds: Sequence[int], fitter: Fitter) -> pd.DataFrame:
+    """Table 10: :data:`LOSS_ZOO`'s TL with alpha (false-positive weight) over ``alphas``, beta = 1 - alpha;
+    :func:`run_grid`'s table with a column ``alpha``."""
     for alpha in alphas:
         check_number("alphas", alpha, 0, 1)
-    losses = {f"{alpha:g}": LossSpec("tversky", {"alpha": alpha, "beta": 1.0 - alpha, "gamma": gamma}) for alpha in alphas}
+    tversky = LOSS_ZOO["TL"]
+    losses = {f"{a:g}": tversky.replace(params={**tversky.params, "alpha": a, "beta": 1.0 - a}) for a in alphas}
     table = run_grid({"TL": splits}, losses, seeds, fitter)
     return table.assign(alpha=table["loss"].astype(float), loss="TL")
 
@@ -208,41 +177,36 @@ def saturation_check(logit_gap: float = 30.0, alpha: float = 0.01) -> pd.DataFra
     the released factor (1 - p)^alpha p (gradient alpha (1 - p)^(alpha - 1) dp/dz = inf x 0 = NaN) against the
     workbench's ``dsc`` presets. Columns implementation, p, loss_finite, gradient_finite."""
     check_number("logit_gap", logit_gap, 0, low_inclusive=False)
-    names = {"released": f"released code: (1-p)^{alpha:g} p", "reference": "workbench dsc preset='reference'"}
-    names["paper"] = "workbench dsc preset='paper'"
-    logits = {name: torch.tensor([[-logit_gap / 2, logit_gap / 2]], requires_grad=True) for name in names}
-    p = logits["released"].softmax(-1)[:, 1]
-    values = {"released": ((1 - p) ** alpha * p).sum()}
-    values.update(
-        {preset: build_loss("dsc", preset=preset)(logits[preset], torch.tensor([1])) for preset in ("reference", "paper")}
-    )
+
+    def released(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        p = logits.softmax(-1)[:, 1]
+        return ((1 - p) ** alpha * p).sum()
+
+    losses = {
+        f"released code: (1-p)^{alpha:g} p": released,
+        "workbench dsc preset='reference'": build_loss("dsc", preset="reference"),
+        "workbench dsc preset='paper'": build_loss("dsc", preset="paper"),
+    }
     rows = []
-    for name, value in values.items():
-        value.backward()
-        rows.append(
-            {
-                "implementation": names[name],
-                "p": logits[name].detach().softmax(-1)[0, 1].item(),
-                "loss_finite": bool(torch.isfinite(value)),
-                "gradient_finite": bool(torch.isfinite(logits[name].grad).all()),
-            }
-        )
-    return pd.DataFrame(rows)
+    for name, loss in losses.items():
+        logits = torch.tensor([[-logit_gap / 2, logit_gap / 2]], requires_grad=True)
+        value = loss(logits, torch.tensor([1]))
+        (gradient,) = torch.autograd.grad(value, logits)
+        p = logits.detach().softmax(-1)[0, 1].item()
+        rows.append((name, p, bool(torch.isfinite(value)), bool(torch.isfinite(gradient).all())))
+    return pd.DataFrame(rows, columns=["implementation", "p", "loss_finite", "gradient_finite"])
 
 
 def this_run(
     table8: pd.DataFrame, table9: pd.DataFrame, presets: pd.DataFrame, sets: Table8Sets, chosen: Mapping[str, float]
 ) -> str:
     """The run's key numbers in one line (test, x100, mean ± std over seeds), which the notebook's reading quotes."""
-    cells = summarize(
-        pd.concat([table8, table9.assign(setting="balanced"), presets.assign(setting="presets")]), ["setting", "loss"], METRICS
-    )
-    cells = cells.set_index(["setting", "loss"])
+    tables = pd.concat([table8, table9.assign(setting="balanced"), presets.assign(setting="presets")])
+    summary = summarize(tables, ["setting", "loss"], METRICS)
+    cells = formatted(summary, METRICS, digits=1, scale=100).set_index(["setting", "loss"])
 
     def cell(setting: str, loss: str, metric: str = "f1_positive") -> str:
-        if (setting, loss) not in cells.index:
-            return "n/a"
-        return mean_std(cells.loc[(setting, loss), f"{metric}_mean"], cells.loc[(setting, loss), f"{metric}_std"], 1, 100)
+        return cells[metric].get((setting, loss), "n/a")
 
     losses = list(dict.fromkeys(table8["loss"]))
     per_setting = "; ".join(

@@ -3,9 +3,7 @@
 "Towards No.1 in CLUE Semantic Matching Challenge: Pre-trained Language Model Erlangshen with Propensity-Corrected
 Loss" (arXiv 2208.02959), sec. 3.2, eq. 2-4: PCL+ = eps n_0 / (n_1 + n_2), PCL- = eps (n_0 + n_2) / n_1 and
 L = LS - PCL- (condition 1), LS + PCL+ (condition 2), LS (condition 3); released code: Fengshenbang-LM
-``fengshen/examples/clue_sim/loss.py``. Its Table 4 is encoders x {LS, PCL}; the study has the same shape:
-encoders (:func:`encoder_fitters`) x {LS, the PCL forms} (:func:`setting_specs`), over seeds
-(:func:`run_encoder_ablation`), laid out by :func:`ablation_table` and :func:`table4`.
+``fengshen/examples/clue_sim/loss.py``. Table 4, encoders x {LS, PCL} over seeds: :func:`run_encoder_ablation`.
 """
 
 from __future__ import annotations
@@ -20,7 +18,7 @@ import pandas as pd
 import torch
 from datasets import DatasetDict
 
-from workbench.checks import check_int, check_seeds
+from workbench.checks import check_choice, check_int, check_seeds
 from workbench.data import label_names
 from workbench.losses import QBQTC_LABEL_COUNTS, LossSpec, needs_label_counts, resolve
 from workbench.metrics import classification_report
@@ -51,59 +49,46 @@ def setting_specs(
 ) -> dict[str, LossSpec]:
     """The loss spec of each of ``settings`` (:data:`PCL_SETTINGS` keys) at ``epsilon``; a ``cost_matrix`` (K x K)
     replaces the PCL forms' severity, as nominal labels need (:func:`run_ablation`)."""
-    unknown = [setting for setting in settings if setting not in PCL_SETTINGS]
-    if unknown:
-        raise ValueError(f"settings: must be among {list(PCL_SETTINGS)}, got unknown {unknown}")
     specs = {}
     for setting in settings:
-        spec = PCL_SETTINGS[setting]
+        spec = PCL_SETTINGS[check_choice("settings", setting, list(PCL_SETTINGS))]
         takes_costs = cost_matrix is not None and spec.name == "pcl" and spec.params["variant"] != "reference"
-        extra = {"cost_matrix": [list(row) for row in cost_matrix]} if takes_costs else {}
-        specs[setting] = spec.replace(params={**spec.params, "epsilon": epsilon, **extra})
+        costs = {"cost_matrix": [list(row) for row in cost_matrix]} if takes_costs else {}
+        specs[setting] = spec.replace(params={**spec.params, "epsilon": epsilon, **costs})
     return specs
 
 
 def gradient_comparison(
-    epsilon: float = 0.1,
-    label_counts: Sequence[float] = QBQTC_LABEL_COUNTS,
-    batch_size: int = 64,
-    seed: int = 0,
-    settings: Sequence[str] = tuple(PCL_SETTINGS),
+    epsilon: float = 0.1, batch_size: int = 64, seed: int = 0, settings: Sequence[str] = tuple(PCL_SETTINGS)
 ) -> pd.DataFrame:
-    """Each setting's loss and gradient against LS's on one seeded float64 batch: logits ~ N(0, 2^2), labels in
-    ``label_counts`` shares (also the global counts). Columns setting, loss, ``loss_minus_ls`` (the added
-    correction), ``max_abs_grad_diff`` (max |dL/dz - dL_LS/dz|) and ``same_gradient`` (bitwise equal)."""
+    """Each setting's loss and gradient against LS's on one seeded float64 batch (logits ~ N(0, 2^2), labels in QBQTC's
+    shares, its counts the global ones): loss, ``loss_minus_ls``, ``max_abs_grad_diff`` and ``same_gradient`` (bitwise)."""
     check_int("batch_size", batch_size, 1)
     specs = setting_specs([BASELINE, *settings], epsilon)
     generator = torch.Generator().manual_seed(seed)
-    shares = torch.as_tensor(label_counts, dtype=torch.float64)
+    shares = torch.as_tensor(QBQTC_LABEL_COUNTS, dtype=torch.float64)
     labels = torch.multinomial(shares / shares.sum(), batch_size, replacement=True, generator=generator)
     logits = 2.0 * torch.randn(batch_size, len(shares), generator=generator, dtype=torch.float64)
     values, gradients = {}, {}
     for setting, spec in specs.items():
-        if needs_label_counts(spec):
-            spec = spec.replace(params={**spec.params, "label_counts": list(label_counts)})
+        counts = {"label_counts": list(QBQTC_LABEL_COUNTS)} if needs_label_counts(spec) else {}
         leaf = logits.clone().requires_grad_(True)
-        value = resolve(spec)(leaf, labels)
+        value = resolve(spec.replace(params={**spec.params, **counts}))(leaf, labels)
         values[setting], (gradients[setting],) = value.item(), torch.autograd.grad(value, leaf)
     return pd.DataFrame(
-        [
-            {
-                "setting": setting,
-                "loss": values[setting],
-                "loss_minus_ls": values[setting] - values[BASELINE],
-                "max_abs_grad_diff": (gradients[setting] - gradients[BASELINE]).abs().max().item(),
-                "same_gradient": bool(torch.equal(gradients[setting], gradients[BASELINE])),
-            }
-            for setting in settings
-        ]
+        {
+            "setting": list(settings),
+            "loss": [values[setting] for setting in settings],
+            "loss_minus_ls": [values[setting] - values[BASELINE] for setting in settings],
+            "max_abs_grad_diff": [(gradients[setting] - gradients[BASELINE]).abs().max().item() for setting in settings],
+            "same_gradient": [torch.equal(gradients[setting], gradients[BASELINE]) for setting in settings],
+        }
     )
 
 
 @dataclass
 class Ablation:
-    """:func:`run_ablation`'s result: ``runs`` (one row per setting x seed), test ``predictions[(setting, seed)]``,
-    test ``confusion[setting]`` summed over seeds, and ``label_names``."""
+    """:func:`run_ablation`'s result: ``runs``, test ``predictions[(setting, seed)]``, ``confusion[setting]`` (summed)."""
 
     runs: pd.DataFrame
     predictions: dict[tuple[str, int], np.ndarray]
@@ -112,63 +97,41 @@ class Ablation:
 
 
 def run_ablation(
-    splits: DatasetDict,
-    losses: Mapping[str, LossSpec],
-    seeds: Sequence[int],
-    fitter: Fitter,
-    baseline: str = BASELINE,
-    ordinal: bool = True,
+    splits: DatasetDict, losses: Mapping[str, LossSpec], seeds: Sequence[int], fitter: Fitter, ordinal: bool = True
 ) -> Ablation:
-    """Train one classifier per loss x seed through ``fitter`` and score the test split.
-
-    ``losses`` (setting -> spec, e.g. :func:`setting_specs`) must hold ``baseline``, whose test predictions every
-    setting is compared with at the same seed (``identical_to_ls``); each loss is built once by
-    ``workbench.losses.resolve`` (global counts from the training split). ``runs``: setting, seed, test macro_f1,
-    accuracy (and far_error_rate when ``ordinal``), ``recall_<label>``, best_epoch, validation_macro_f1, identical_to_ls.
-    Nominal labels have no near and far mistakes: PCL runs on them only with a ``cost_matrix``, never as released.
-    """
-    pcl = [name for name, spec in losses.items() if spec.name == "pcl"]
-    if not ordinal and any(
-        losses[name].params.get("cost_matrix") is None or losses[name].params.get("variant") == "reference" for name in pcl
-    ):
+    """One classifier per loss (:func:`setting_specs`, LS included) x seed. ``runs``: setting, seed, test scores
+    (far_error_rate when ``ordinal``), ``recall_<label>``, best_epoch, validation_macro_f1 and identical_to_ls (the
+    same test predictions as LS at that seed). Nominal labels run PCL only with a ``cost_matrix``, never as released."""
+    pcl = {name: spec.params for name, spec in losses.items() if spec.name == "pcl"}
+    if not ordinal and any(params.get("cost_matrix") is None or params.get("variant") == "reference" for params in pcl.values()):
         raise ValueError(
             f"cost_matrix: PCL's near and far cases need ordinal labels (data.ordinal: false); give one (not for "
-            f"PCL reference) or drop {pcl} from the settings"
+            f"PCL reference) or drop {list(pcl)} from the settings"
         )
-    if baseline not in losses:
-        raise ValueError(
-            f"losses: must include the baseline {baseline!r} (the 'identical predictions' reference), got {list(losses)}"
-        )
+    if BASELINE not in losses:
+        raise ValueError(f"losses: must include the baseline {BASELINE!r}, got {list(losses)}")
     seeds = check_seeds("seeds", seeds)
     names = label_names(splits["train"])
     gold = np.asarray(splits["test"]["label"], dtype=np.int64)
-    rows, predictions, confusion = [], {}, {}
-    for setting in [baseline, *(setting for setting in losses if setting != baseline)]:
-        loss = resolve(losses[setting], splits["train"])
+    rows, predictions, confusion = [], {}, dict.fromkeys(losses, 0)
+    for setting, spec in losses.items():
+        loss = resolve(spec, splits["train"])
         for seed in seeds:
             fit = fitter.fit(splits, loss, seed)
-            predicted = predictions[(setting, seed)] = fit.test_predictions
-            report = classification_report(gold, predicted, label_names=names, ordinal=ordinal)
-            confusion[setting] = confusion.get(setting, 0) + np.asarray(report["confusion_matrix"])
-            rows.append(
-                {
-                    "setting": setting,
-                    "seed": seed,
-                    **{metric: report[metric] for metric in METRICS if metric in report},
-                    **{f"recall_{name}": report["per_class"][name]["recall"] for name in names},
-                    "best_epoch": fit.best_epoch,
-                    "validation_macro_f1": fit.validation_score,
-                    "identical_to_ls": bool(np.array_equal(predicted, predictions[(baseline, seed)])),
-                }
-            )
-    order = {setting: index for index, setting in enumerate(losses)}
-    runs = pd.DataFrame(rows).sort_values("setting", key=lambda column: column.map(order), kind="stable")
-    return Ablation(runs.reset_index(drop=True), predictions, {setting: confusion[setting] for setting in losses}, names)
+            predictions[(setting, seed)] = fit.test_predictions
+            report = classification_report(gold, fit.test_predictions, label_names=names, ordinal=ordinal)
+            confusion[setting] += np.asarray(report["confusion_matrix"])
+            scores = {metric: report[metric] for metric in METRICS if metric in report}
+            recalls = {f"recall_{name}": report["per_class"][name]["recall"] for name in names}
+            selection = {"best_epoch": fit.best_epoch, "validation_macro_f1": fit.validation_score}
+            rows.append({"setting": setting, "seed": seed, **scores, **recalls, **selection})
+    runs = pd.DataFrame(rows)
+    same = [np.array_equal(predictions[key], predictions[(BASELINE, key[1])]) for key in zip(runs["setting"], runs["seed"])]
+    return Ablation(runs.assign(identical_to_ls=same), predictions, confusion, names)
 
 
 def encoder_fitters(encoders: Mapping[str, Mapping[str, Any]], training: Mapping[str, Any], max_length: int) -> dict[str, Fitter]:
-    """Table 4's encoder axis: ``{name: build_fitter(model_section, training, max_length)}`` per entry of ``encoders``
-    (name -> a config ``model`` section: the probe, a tiny BERT from scratch, or a checkpoint), in order."""
+    """Table 4's encoder axis: a :func:`~workbench.train.build_fitter` per ``encoders`` entry (name -> ``model`` section)."""
     if not isinstance(encoders, Mapping) or not encoders or not all(isinstance(name, str) and name.strip() for name in encoders):
         raise ValueError(f"encoders: must be a non-empty mapping of name -> model section, got {encoders!r}")
     return {name: build_fitter(section, training, max_length) for name, section in encoders.items()}
@@ -176,69 +139,51 @@ def encoder_fitters(encoders: Mapping[str, Mapping[str, Any]], training: Mapping
 
 @dataclass
 class EncoderAblation:
-    """:func:`run_encoder_ablation`'s result: ``runs`` (:func:`run_ablation`'s rows with a first column ``encoder``)
-    and ``ablations`` (encoder -> its :class:`Ablation`)."""
+    """:func:`run_encoder_ablation`'s result: ``runs`` (with a first column ``encoder``) and ``ablations`` per encoder."""
 
     runs: pd.DataFrame
     ablations: dict[str, Ablation]
 
 
 def run_encoder_ablation(
-    splits: DatasetDict,
-    losses: Mapping[str, LossSpec],
-    seeds: Sequence[int],
-    fitters: Mapping[str, Fitter],
-    baseline: str = BASELINE,
-    ordinal: bool = True,
+    splits: DatasetDict, losses: Mapping[str, LossSpec], seeds: Sequence[int], fitters: Mapping[str, Fitter], ordinal: bool = True
 ) -> EncoderAblation:
     """Table 4's grid: :func:`run_ablation` for every encoder of ``fitters``, each with its own LS baseline."""
     if not isinstance(fitters, Mapping) or not fitters:
         raise ValueError(f"fitters: must be a non-empty mapping of encoder name -> Fitter, got {fitters!r}")
-    ablations = {name: run_ablation(splits, losses, seeds, fitter, baseline, ordinal) for name, fitter in fitters.items()}
-    runs = pd.concat([ablation.runs.assign(encoder=name) for name, ablation in ablations.items()], ignore_index=True)
-    return EncoderAblation(runs[["encoder", *runs.columns.drop("encoder")]], ablations)
+    ablations = {name: run_ablation(splits, losses, seeds, fitter, ordinal) for name, fitter in fitters.items()}
+    runs = pd.concat({name: ablation.runs for name, ablation in ablations.items()}, names=["encoder", None])
+    return EncoderAblation(runs.reset_index(level="encoder").reset_index(drop=True), ablations)
 
 
-def _metrics(runs: pd.DataFrame) -> list[str]:
-    return [metric for metric in METRICS if metric in runs.columns]
-
-
-def ablation_table(runs: pd.DataFrame, digits: int = 3) -> pd.DataFrame:
-    """One row per (encoder,) setting: "mean ± std" over seeds (ddof = 1) of each metric and "identical predictions
-    to LS" as "k/n" seeds."""
+def ablation_table(runs: pd.DataFrame) -> pd.DataFrame:
+    """One row per (encoder,) setting: each metric's "mean ± std" over seeds, "identical predictions to LS" (k/n)."""
     groups = ["encoder", "setting"] if "encoder" in runs.columns else ["setting"]
-    table = formatted(summarize(runs, groups, _metrics(runs)), _metrics(runs), digits)[[*groups, *_metrics(runs)]].set_index(
-        groups
-    )
+    metrics = [metric for metric in METRICS if metric in runs.columns]
+    table = formatted(summarize(runs, groups, metrics), metrics).set_index(groups)[metrics]
     identical = runs.groupby(groups, sort=False)["identical_to_ls"].agg(["sum", "size"]).loc[table.index]
-    table["identical predictions to LS"] = [f"{same}/{size}" for same, size in zip(identical["sum"], identical["size"])]
+    table["identical predictions to LS"] = identical["sum"].astype(str) + "/" + identical["size"].astype(str)
     return table
 
 
-def table4(
-    runs: pd.DataFrame, metrics: Sequence[str] = TABLE4_METRICS, digits: int = 3, baseline: str = BASELINE
-) -> pd.DataFrame:
-    """The paper's Table 4 layout: one row per encoder ("encoder" when ``runs`` has no such column), columns
-    (setting, metric) "mean ± std" over seeds, other settings with their mean minus the baseline's in brackets (the
-    paper's "(+2.09)"). QBQTC's F1 is macro-F1."""
+def table4(runs: pd.DataFrame, metrics: Sequence[str] = TABLE4_METRICS, digits: int = 3) -> pd.DataFrame:
+    """Table 4's layout: one row per encoder, columns (setting, metric) "mean ± std" over seeds, with the mean minus
+    LS's in brackets (the paper's "(+2.09)"). QBQTC's F1 is macro-F1."""
     runs = runs if "encoder" in runs.columns else runs.assign(encoder="encoder")
     summary = summarize(runs, ["encoder", "setting"], metrics)
     cells = formatted(summary, metrics, digits)
-    base = summary[summary["setting"] == baseline].set_index("encoder")
+    base = summary[summary["setting"] == BASELINE].set_index("encoder")
     for metric in metrics:
         delta = summary[f"{metric}_mean"] - summary["encoder"].map(base[f"{metric}_mean"])
-        shown = (summary["setting"] != baseline) & delta.notna()
+        shown = (summary["setting"] != BASELINE) & delta.notna()
         cells[metric] += np.where(shown, delta.map(lambda value: f" ({value:+.{digits}f})"), "")
     table = cells.pivot(index="encoder", columns="setting", values=list(metrics)).swaplevel(axis=1).fillna("")
-    columns = [(setting, metric) for setting in dict.fromkeys(runs["setting"]) for metric in metrics]
-    return table.reindex(
-        index=list(dict.fromkeys(runs["encoder"])), columns=pd.MultiIndex.from_tuples(columns, names=["setting", "metric"])
-    )
+    columns = pd.MultiIndex.from_product([list(dict.fromkeys(runs["setting"])), metrics], names=["setting", "metric"])
+    return table.reindex(index=list(dict.fromkeys(runs["encoder"])), columns=columns)
 
 
 def best_gradient_bearing(runs: pd.DataFrame) -> str | None:
-    """The gradient-bearing setting (not LS, not the constant-offset forms) with the best mean test macro-F1 in one
-    encoder's runs; None when there is none."""
+    """One encoder's gradient-bearing setting (not LS or a constant offset) of best mean macro-F1; None if none ran."""
     if "encoder" in runs.columns and runs["encoder"].nunique() > 1:
         raise ValueError(f"runs: must hold one encoder's runs, got encoders {list(dict.fromkeys(runs['encoder']))}")
     means = runs[~runs["setting"].isin([BASELINE, *GRADIENT_FREE])].groupby("setting", sort=False)["macro_f1"].mean()
@@ -260,8 +205,9 @@ def headline_metrics(runs: pd.DataFrame) -> dict[str, Any]:
             for encoder, block in runs.groupby("encoder", sort=False)
             for key, value in headline_metrics(block.drop(columns="encoder")).items()
         }
-    summary = summarize(runs, ["setting"], _metrics(runs)).set_index("setting")
-    metrics = {f"ls_{metric}": row_statistics(summary.loc[BASELINE], metric) for metric in _metrics(runs) if metric != "accuracy"}
+    scores = [metric for metric in METRICS if metric in runs.columns]
+    summary = summarize(runs, ["setting"], scores).set_index("setting")
+    metrics = {f"ls_{metric}": row_statistics(summary.loc[BASELINE], metric) for metric in scores if metric != "accuracy"}
     free = runs["setting"].isin(GRADIENT_FREE)
     if free.any():
         metrics["gradient_free_identical_share"] = float(runs[free]["identical_to_ls"].mean())
@@ -278,13 +224,12 @@ def this_run(runs: pd.DataFrame) -> str:
     parts = []
     for encoder, block in runs.groupby("encoder", sort=False):
         rows = table.loc[encoder]
-        text = f"{encoder}: macro-F1 " + ", ".join(f"{setting} {rows.loc[setting, 'macro_f1']}" for setting in rows.index)
-        text += "; identical predictions to LS: " + ", ".join(
-            f"{setting} {rows.loc[setting, 'identical predictions to LS']}" for setting in rows.index if setting != BASELINE
-        )
+        text = f"{encoder}: macro-F1 " + ", ".join(f"{setting} {cell}" for setting, cell in rows["macro_f1"].items())
+        identical = rows["identical predictions to LS"].drop(BASELINE, errors="ignore")
+        text += "; identical predictions to LS: " + ", ".join(f"{setting} {cell}" for setting, cell in identical.items())
         best = best_gradient_bearing(block)
         text += f"; best gradient-bearing form: {best}" if best else ""
         if "far_error_rate" in rows.columns:
-            text += "; far-error rate " + ", ".join(f"{setting} {rows.loc[setting, 'far_error_rate']}" for setting in rows.index)
+            text += "; far-error rate " + ", ".join(f"{setting} {cell}" for setting, cell in rows["far_error_rate"].items())
         parts.append(text)
     return f"This run ({runs['seed'].nunique()} seed(s), test): " + "; ".join(parts) + "."

@@ -1,9 +1,7 @@
 """The PCL-vs-Dice teaching walkthrough (notebook 05): the same relevance data, one model, five losses.
 
-:func:`label_table` and :func:`majority_baseline` (the imbalance, and what always predicting the majority scores);
-:data:`COMPARISON` / :func:`comparison_specs` (CE, LS, DSC one-vs-rest with the released ``reference`` preset, PCL as
-released and the gradient-bearing ``expected_cost``), trained by ``workbench.studies.pcl.run_ablation``;
-:func:`recall_table`; :func:`key_metrics` for metrics.json and :func:`this_run` for the notebook's reading.
+:func:`label_table` and :func:`majority_baseline` (the imbalance); :data:`COMPARISON` (CE, LS, DSC with the released
+``reference`` preset, PCL as released and the gradient-bearing ``expected_cost``), run by ``pcl.run_ablation``.
 """
 
 from __future__ import annotations
@@ -15,10 +13,11 @@ import numpy as np
 import pandas as pd
 from datasets import Dataset
 
+from workbench.checks import check_choice
 from workbench.data import label_counts, label_names
 from workbench.losses import LossSpec
 from workbench.metrics import classification_report
-from workbench.stats import mean_std, mean_std_table, row_statistics, summarize
+from workbench.stats import formatted, mean_std_table, row_statistics, summarize
 
 COMPARISON: dict[str, LossSpec] = {
     "CE": LossSpec("ce"),
@@ -31,14 +30,10 @@ COMPARISON: dict[str, LossSpec] = {
 
 
 def comparison_specs(settings: Sequence[str], epsilon: float, cost_matrix=None) -> dict[str, LossSpec]:
-    """The specs of ``settings`` (:data:`COMPARISON` keys), LS and PCL at ``epsilon``, PCL with ``cost_matrix`` when
-    given (nominal labels need one: ``workbench.studies.pcl.run_ablation``)."""
-    unknown = [setting for setting in settings if setting not in COMPARISON]
-    if unknown:
-        raise ValueError(f"settings: must be among {list(COMPARISON)}, got unknown {unknown}")
+    """The specs of ``settings`` (:data:`COMPARISON` keys): LS and PCL at ``epsilon``, PCL with ``cost_matrix`` if given."""
     specs = {}
     for setting in settings:
-        spec = COMPARISON[setting]
+        spec = COMPARISON[check_choice("settings", setting, list(COMPARISON))]
         extra = {"epsilon": epsilon} if spec.name in ("ls", "pcl") else {}
         if cost_matrix is not None and spec.name == "pcl" and spec.params["variant"] != "reference":
             extra["cost_matrix"] = [list(row) for row in cost_matrix]
@@ -50,14 +45,11 @@ def label_table(splits: Mapping[str, Dataset]) -> pd.DataFrame:
     """Label counts, one row per label name and one column per split, plus each split's shares (``<split> share``)."""
     names = label_names(splits["train"])
     counts = pd.DataFrame({split: label_counts(data, len(names)) for split, data in splits.items()}, index=names)
-    table = pd.concat([counts, (counts / counts.sum()).add_suffix(" share")], axis=1)
-    table.index.name = "label"
-    return table
+    return pd.concat([counts, (counts / counts.sum()).add_suffix(" share")], axis=1).rename_axis("label")
 
 
 def majority_baseline(splits: Mapping[str, Dataset], ordinal: bool = True) -> dict[str, Any]:
-    """Test scores of always predicting the training majority: ``majority_label``, ``accuracy`` (its test share),
-    ``macro_f1`` (its F1 over K) and, for ordinal labels, ``far_error_rate``."""
+    """Always predicting the training majority: majority_label and its test accuracy, macro_f1 (far_error_rate)."""
     names = label_names(splits["train"])
     majority = int(np.argmax(label_counts(splits["train"], len(names))))
     gold = np.asarray(splits["test"]["label"], dtype=np.int64)
@@ -79,11 +71,9 @@ def recall_table(runs: pd.DataFrame) -> pd.DataFrame:
 def key_metrics(runs: pd.DataFrame, baseline: Mapping[str, Any]) -> dict[str, Any]:
     """metrics.json ``metrics``: ``<setting>_macro_f1`` (``{"mean", "std", "n"}``; e.g. ``pcl_expected_cost_macro_f1``),
     ``majority_macro_f1``, ``majority_accuracy`` and ``pcl_reference_identical_share`` when that setting ran."""
-    summary = summarize(runs, ["setting"], ["macro_f1"])
-    key = {setting: setting.split(" (")[0].lower().replace(" ", "_") for setting in summary["setting"]}
-    metrics: dict[str, Any] = {
-        f"{key[row['setting']]}_macro_f1": row_statistics(row, "macro_f1") for _, row in summary.iterrows()
-    }
+    metrics: dict[str, Any] = {}
+    for _, row in summarize(runs, ["setting"], ["macro_f1"]).iterrows():
+        metrics[row["setting"].split(" (")[0].lower().replace(" ", "_") + "_macro_f1"] = row_statistics(row, "macro_f1")
     metrics.update(majority_macro_f1=float(baseline["macro_f1"]), majority_accuracy=float(baseline["accuracy"]))
     reference = runs[runs["setting"] == "PCL reference"]
     if len(reference):
@@ -93,22 +83,19 @@ def key_metrics(runs: pd.DataFrame, baseline: Mapping[str, Any]) -> dict[str, An
 
 def this_run(runs: pd.DataFrame, baseline: Mapping[str, Any]) -> str:
     """The run's key numbers in one line (test, mean ± std over seeds), which the notebook's reading quotes."""
-    summary = summarize(runs, ["setting"], [m for m in ("macro_f1", "far_error_rate") if m in runs.columns]).set_index("setting")
+    metrics = [metric for metric in ("macro_f1", "far_error_rate") if metric in runs.columns]
+    cells = formatted(summarize(runs, ["setting"], metrics), metrics).set_index("setting")
     recall = recall_table(runs)
-
-    def cell(setting: str, metric: str = "macro_f1") -> str:
-        return mean_std(summary.loc[setting, f"{metric}_mean"], summary.loc[setting, f"{metric}_std"])
-
     identical = runs.groupby("setting", sort=False)["identical_to_ls"].agg(["sum", "size"])
     text = (
         f"This run ({runs['seed'].nunique()} seed(s), test): always predicting {baseline['majority_label']!r}: accuracy "
         f"{baseline['accuracy']:.3f}, macro-F1 {baseline['macro_f1']:.3f}. Macro-F1 "
-        + ", ".join(f"{setting} {cell(setting)}" for setting in summary.index)
+        + ", ".join(f"{setting} {cell}" for setting, cell in cells["macro_f1"].items())
         + ". Recall (%) of CE: "
         + (", ".join(f"{label} {recall.loc['CE', label]}" for label in recall.columns) if "CE" in recall.index else "n/a")
         + ". Identical predictions to LS: "
         + ", ".join(f"{setting} {row['sum']}/{row['size']}" for setting, row in identical.iterrows() if setting != "LS")
     )
     if "far_error_rate" in runs.columns:
-        text += ". Far-error rate: " + ", ".join(f"{setting} {cell(setting, 'far_error_rate')}" for setting in summary.index)
+        text += ". Far-error rate: " + ", ".join(f"{setting} {cell}" for setting, cell in cells["far_error_rate"].items())
     return text + "."

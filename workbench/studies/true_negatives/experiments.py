@@ -25,44 +25,11 @@ OBJECTIVE_VARIANTS: dict[str, dict[str, str]] = {
     "sr": {"name": "sr", "level": "token"},
     "sr_sentence": {"name": "sr", "level": "sentence"},
 }
-"""``objective`` overrides per run: ``hc`` the paper's token rule (eq. 2, footnote 5), ``hc_word`` the workbench's
-whole-word extension, ``sr`` eq. 3 (Table 6's "word-level" SR), ``sr_sentence`` the KL of Sec. 5; every other
-``objective`` setting comes from the base config."""
+"""``objective`` overrides per run: ``hc`` eq. 2 at the paper's token level (footnote 5), ``hc_word`` the workbench's
+whole-word level, ``sr`` eq. 3 (Table 6's word level), ``sr_sentence`` the KL of Sec. 5; the rest from the base config."""
 DEFAULT_SOURCE = "lexicon"
 """The ``synonyms`` label of runs that use the base config's ``objective.lexicon``."""
 RATES = ("prediction_rate", "iteration_rate", "wrong", "corrected")
-
-
-def encoder_name(masking: str, objective: str, synonyms: str = DEFAULT_SOURCE) -> str:
-    """``<masking>-<objective>``, with ``@<synonyms>`` for another synonym source than the lexicon."""
-    return f"{masking}-{objective}" + ("" if synonyms == DEFAULT_SOURCE else f"@{synonyms}")
-
-
-def _pretrain(base: Config, root: Path, strategy: str, objective: str, seed: int, synonyms: str = DEFAULT_SOURCE, lexicon=None):
-    """One pretrain_mlm run into ``root/<encoder>``; its row of :func:`pretraining_grid`."""
-    name = encoder_name(strategy, objective, synonyms)
-    overrides = {**OBJECTIVE_VARIANTS[objective], **({} if lexicon is None else {"lexicon": str(lexicon)})}
-    config = base.replace(
-        output_dir=str(root / name), masking={"strategy": strategy}, objective=overrides, training={"seed": seed}
-    )
-    metrics = pretrain_mlm(config).metrics
-    final = (metrics.get("epochs") or [{}])[-1]
-    correction = metrics.get("correction", {})
-    return {
-        "encoder": name,
-        "masking": strategy,
-        "objective": objective,
-        "synonyms": synonyms,
-        "hc_level": config.objective.hc_level,
-        "seed": seed,
-        "train_loss": metrics["train_loss"],
-        "eval_loss": metrics["eval_loss"],
-        "perplexity": np.nan if metrics.get("perplexity") is None else metrics["perplexity"],
-        **{f"eval_{rate}": final.get(f"eval_hc_{rate}", np.nan) for rate in RATES[:2]},
-        **{f"train_{rate}": correction.get(rate, np.nan) for rate in RATES[:2]},
-        "time": metrics["time"],
-        "output_dir": config.output_dir,
-    }
 
 
 def pretraining_runs(
@@ -73,30 +40,44 @@ def pretraining_runs(
     synonyms: str = DEFAULT_SOURCE,
     lexicon: str | Path | None = None,
 ) -> pd.DataFrame:
-    """:func:`~workbench.train.pretrain_mlm` for each ``(strategy, objective variant)`` of ``plan`` (repeats run once)
-    into ``output_root/<encoder>`` (:func:`encoder_name`); ``lexicon`` (a Cilin or WordNet .tsv file named ``synonyms``)
-    replaces the base config's synonym table (Table 6's second block).
-
-    One row per run: encoder, masking, objective, synonyms, hc_level, seed, train_loss, the final held-out eval_loss,
-    perplexity and HC rates (``eval_prediction_rate``, ``eval_iteration_rate``), the training-time HC rates
-    (``train_*``; NaN for plain and SR), time and output_dir.
-    """
+    """:func:`~workbench.train.pretrain_mlm` per ``(strategy, objective variant)`` of ``plan`` (repeats run once) into
+    ``output_root/<masking>-<objective>[@<synonyms>]``; ``lexicon``, a .tsv file named ``synonyms``, replaces the
+    synonym table (Table 6). One row per run: settings, train_loss, the final held-out eval_loss, perplexity and HC
+    rates (``eval_*``), the training-time HC rates (``train_*``; NaN for plain and SR), time and output_dir."""
     if not plan or any(len(pair) != 2 for pair in plan):
         raise ValueError(f"plan: must be a non-empty list of (strategy, objective) pairs, got {plan!r}")
     check_names("strategies", [pair[0] for pair in plan], STRATEGIES)
     check_names("objectives", [pair[1] for pair in plan], list(OBJECTIVE_VARIANTS))
     if (lexicon is None) != (synonyms == DEFAULT_SOURCE):
         raise ValueError(
-            f"synonyms: must name the lexicon file's source (not {DEFAULT_SOURCE!r}) exactly when one is given, got {synonyms!r}"
+            f"synonyms: must name the source of lexicon (not {DEFAULT_SOURCE!r}) when one is given, got {synonyms!r}"
         )
-    base = load_config(base_config, task="pretrain_mlm")
-    root = Path(output_root)
-    return pd.DataFrame(
-        [
-            _pretrain(base, root, strategy, objective, seed, synonyms, lexicon)
-            for strategy, objective in dict.fromkeys(map(tuple, plan))
-        ]
-    )
+    base, rows = load_config(base_config, task="pretrain_mlm"), []
+    for strategy, objective in dict.fromkeys(map(tuple, plan)):
+        name = f"{strategy}-{objective}" + ("" if synonyms == DEFAULT_SOURCE else f"@{synonyms}")
+        overrides = {**OBJECTIVE_VARIANTS[objective], **({} if lexicon is None else {"lexicon": str(lexicon)})}
+        masking, training = {"strategy": strategy}, {"seed": seed}
+        config = base.replace(output_dir=str(Path(output_root) / name), masking=masking, objective=overrides, training=training)
+        metrics = pretrain_mlm(config).metrics
+        final, correction = (metrics.get("epochs") or [{}])[-1], metrics.get("correction", {})
+        rows.append(
+            {
+                "encoder": name,
+                "masking": strategy,
+                "objective": objective,
+                "synonyms": synonyms,
+                "hc_level": config.objective.hc_level,
+                "seed": seed,
+                "train_loss": metrics["train_loss"],
+                "eval_loss": metrics["eval_loss"],
+                "perplexity": np.nan if metrics.get("perplexity") is None else metrics["perplexity"],
+                **{f"eval_{rate}": final.get(f"eval_hc_{rate}", np.nan) for rate in RATES[:2]},
+                **{f"train_{rate}": correction.get(rate, np.nan) for rate in RATES[:2]},
+                "time": metrics["time"],
+                "output_dir": config.output_dir,
+            }
+        )
+    return pd.DataFrame(rows)
 
 
 def _metrics_file(output_dir: str | Path) -> dict[str, Any]:
@@ -106,8 +87,8 @@ def _metrics_file(output_dir: str | Path) -> dict[str, Any]:
 def loss_history(runs: pd.DataFrame) -> pd.DataFrame:
     """The logged training loss of every run (its metrics.json): columns masking, objective (with ``@<source>``), step, loss."""
     rows = [
-        {"masking": run.masking, "objective": name.removeprefix(f"{run.masking}-"), "step": entry["step"], "loss": entry["loss"]}
-        for run, name in zip(runs.itertuples(), runs["encoder"])
+        (run.masking, run.encoder.removeprefix(f"{run.masking}-"), entry["step"], entry["loss"])
+        for run in runs.itertuples()
         for entry in _metrics_file(run.output_dir)["history"]
         if "loss" in entry
     ]
@@ -121,48 +102,35 @@ EPOCH_COLUMNS = (
 
 
 def epoch_table(runs: pd.DataFrame) -> pd.DataFrame:
-    """Every run's per-epoch records (metrics.json ``epochs``), one row per (run, epoch): :data:`EPOCH_COLUMNS`.
-
-    ``checkpoint``: the share of the run's steps done, in % (Table 2's "Check."); ``eval_*``: held-out blocks with
-    fixed whole-word masks (plain MLM loss, perplexity = exp(loss), HC rates of the predictions with the run's
-    table and ``hc_level``); ``train_*``: the HC rates of that epoch's training batches (NaN unless HC). Rates are
-    fractions: prediction = corrected / wrong, iteration = sequences with a correction / sequences.
-    """
-    rows = []
-    for run, name in zip(runs.itertuples(), runs["encoder"]):
-        epochs = _metrics_file(run.output_dir).get("epochs", [])
-        last_step = max((record["step"] for record in epochs), default=0)
-        rows += [
-            {
-                "encoder": name,
-                "masking": run.masking,
-                "objective": run.objective,
-                "synonyms": getattr(run, "synonyms", DEFAULT_SOURCE),
-                "epoch": record["epoch"],
-                "step": record["step"],
-                "checkpoint": 100.0 * record["step"] / last_step if last_step else np.nan,
-                "eval_loss": record["eval_loss"],
-                "perplexity": record["perplexity"],
-                **{f"{side}_{rate}": record.get(f"{side}_hc_{rate}", np.nan) for side in ("eval", "train") for rate in RATES},
-            }
-            for record in epochs
-        ]
-    return pd.DataFrame(rows, columns=list(EPOCH_COLUMNS))
+    """Every run's per-epoch records (metrics.json ``epochs``): :data:`EPOCH_COLUMNS`. ``checkpoint``: the share of the
+    run's steps done, in % (Table 2's "Check."); ``eval_*``: held-out blocks with fixed masks; ``train_*``: that epoch's
+    training batches (NaN unless HC). Rates: corrected / wrong (prediction), corrected sequences / sequences (iteration)."""
+    records = [
+        {
+            "encoder": run.encoder,
+            "masking": run.masking,
+            "objective": run.objective,
+            "synonyms": getattr(run, "synonyms", DEFAULT_SOURCE),
+            **{key.replace("_hc_", "_"): value for key, value in record.items()},
+        }
+        for run in runs.itertuples()
+        for record in _metrics_file(run.output_dir).get("epochs", [])
+    ]
+    epochs = pd.DataFrame(records, columns=list(EPOCH_COLUMNS))
+    return epochs.assign(checkpoint=100.0 * epochs["step"] / epochs.groupby("encoder")["step"].transform("max"))
 
 
 def table2(epochs: pd.DataFrame, encoder: str) -> pd.DataFrame:
-    """One run of :func:`epoch_table` as the paper's Table 2, in %: ``Check.``, ``Iter.`` and ``Pred.`` on the held-out
-    blocks and the epoch's training batches, and the held-out eval loss and perplexity."""
+    """One run of :func:`epoch_table` as the paper's Table 2 (rates in %), held-out and training batches side by side."""
     check_choice("encoder", encoder, sorted(set(epochs["encoder"])))
     rows = epochs[epochs["encoder"] == encoder].reset_index(drop=True)
     return pd.DataFrame(
         {
             "Check.": rows["checkpoint"],
-            **{
-                f"{side} {short}": 100 * rows[f"{key}_{rate}_rate"]
-                for side, key in (("held-out", "eval"), ("train", "train"))
-                for short, rate in (("Iter.", "iteration"), ("Pred.", "prediction"))
-            },
+            "held-out Iter.": 100 * rows["eval_iteration_rate"],
+            "held-out Pred.": 100 * rows["eval_prediction_rate"],
+            "train Iter.": 100 * rows["train_iteration_rate"],
+            "train Pred.": 100 * rows["train_prediction_rate"],
             "eval loss": rows["eval_loss"],
             "perplexity": rows["perplexity"],
         }
@@ -170,9 +138,8 @@ def table2(epochs: pd.DataFrame, encoder: str) -> pd.DataFrame:
 
 
 DOWNSTREAM_METRICS = ("macro_f1", "accuracy")
-RATE_KEYS = ("prediction_rate", "iteration_rate")
 RUN_COLUMNS = ("masking", "objective", "synonyms", "train_loss", "eval_loss", "perplexity", "time")
-RUN_COLUMNS += tuple(f"{side}_{rate}" for side in ("train", "eval") for rate in RATE_KEYS)
+RUN_COLUMNS += tuple(f"{side}_{rate}" for side in ("train", "eval") for rate in RATES[:2])
 COMPARISON_COLUMNS = ("encoder", "variant", *RUN_COLUMNS[3:], "heldout_prediction_rate")
 COMPARISON_COLUMNS += ("macro_f1", "macro_f1_mean", "macro_f1_std", "delta_macro_f1", "n")
 
@@ -180,33 +147,20 @@ COMPARISON_COLUMNS += ("macro_f1", "macro_f1_mean", "macro_f1_std", "delta_macro
 def downstream_grid(
     base_config: Config | Mapping[str, Any], encoders: Mapping[str, str | Path | None], output_root: str | Path, seeds=(0,)
 ) -> pd.DataFrame:
-    """Fine-tune each encoder (a checkpoint folder, or None: a fresh tiny BERT from ``model.tiny``) with each seed.
-
-    ``base_config``: a finetune config; ``output_dir``, ``model.model_name_or_path`` and ``training.seed`` are set per
-    run (a checkpoint brings its tokenizer: ``model.vocab_file`` is cleared). The split stays ``data.seed``; the epoch
-    is chosen on validation macro-F1. One row per run: encoder, seed, test macro_f1 and accuracy, best_validation_macro_f1.
-    """
+    """Fine-tune (``base_config``, a finetune config) each encoder, a checkpoint folder (its tokenizer replaces
+    ``model.vocab_file``) or None (a fresh ``model.tiny``), with each seed (``training.seed``; the split stays
+    ``data.seed``). One row per run: encoder, seed, test macro_f1 and accuracy, best_validation_macro_f1."""
     if not encoders:
         raise ValueError("encoders: must name at least one encoder, got none")
     seeds = check_seeds("seeds", seeds)
     base = load_config(base_config, task="finetune")
-    rows = []
-    for name, checkpoint in encoders.items():
-        model = (
-            {"model_name_or_path": None} if checkpoint is None else {"model_name_or_path": str(checkpoint), "vocab_file": None}
-        )
+    rows, keys = [], (*DOWNSTREAM_METRICS, "best_validation_macro_f1")
+    for name, path in encoders.items():
+        model = {"model_name_or_path": None} if path is None else {"model_name_or_path": str(path), "vocab_file": None}
         for seed in seeds:
-            config = base.replace(
-                output_dir=str(Path(output_root) / f"{name}-seed{seed}"), training={"seed": int(seed)}, model=model
-            )
-            metrics = finetune(config).metrics
-            rows.append(
-                {
-                    "encoder": name,
-                    "seed": int(seed),
-                    **{key: metrics[key] for key in (*DOWNSTREAM_METRICS, "best_validation_macro_f1")},
-                }
-            )
+            output_dir = str(Path(output_root) / f"{name}-seed{seed}")
+            metrics = finetune(base.replace(output_dir=output_dir, training={"seed": int(seed)}, model=model)).metrics
+            rows.append({"encoder": name, "seed": int(seed), **{key: metrics[key] for key in keys}})
     return pd.DataFrame(rows)
 
 
@@ -216,19 +170,18 @@ def downstream_summary(downstream: pd.DataFrame) -> pd.DataFrame:
 
 
 def results_table(runs: pd.DataFrame, corrections: pd.DataFrame, summary: pd.DataFrame, level: str = "word") -> pd.DataFrame:
-    """One row per encoder of ``summary``: its pre-training (:data:`RUN_COLUMNS` that ``runs`` has), the held-out
-    correction rates (``heldout_<rate>_<level>`` per level, ``heldout_<rate>`` at ``level``) and the downstream scores.
-    Encoders without pre-training have empty pre-training columns."""
+    """One row per encoder of ``summary``: its pre-training (:data:`RUN_COLUMNS`; empty without), the held-out HC rates
+    (``heldout_<rate>_<level>`` per level, ``heldout_<rate>`` at ``level``) and the downstream scores."""
     pretraining = runs[["encoder", *(column for column in RUN_COLUMNS if column in runs.columns)]]
     if "level" not in corrections.columns:
         corrections = corrections.assign(level=level)
     check_choice("level", level, sorted(set(corrections["level"])))
-    wide = corrections.pivot(index="encoder", columns="level", values=list(RATE_KEYS))
+    wide = corrections.pivot(index="encoder", columns="level", values=list(RATES[:2]))
     heldout = pd.DataFrame({f"heldout_{rate}_{lvl}": wide[(rate, lvl)] for rate, lvl in wide.columns})
-    heldout = heldout.assign(**{f"heldout_{rate}": wide[(rate, level)] for rate in RATE_KEYS}).reset_index()
+    heldout = heldout.assign(**{f"heldout_{rate}": wide[(rate, level)] for rate in RATES[:2]}).reset_index()
     downstream = summary[["encoder", "macro_f1_mean", "macro_f1_std", "macro_f1", "accuracy_mean", "accuracy_std", "n"]]
     table = downstream.merge(pretraining, on="encoder", how="left").merge(heldout, on="encoder", how="left")
-    first = ["encoder", "masking", "objective", "train_loss", "train_prediction_rate", *(f"heldout_{rate}" for rate in RATE_KEYS)]
+    first = ["encoder", "masking", "objective", "train_loss", "train_prediction_rate", *(f"heldout_{rate}" for rate in RATES[:2])]
     first += ["macro_f1", "macro_f1_mean", "macro_f1_std", "accuracy_mean", "accuracy_std", "n"]
     return table[first + [column for column in table.columns if column not in first]]
 
@@ -239,8 +192,7 @@ def best_encoder(results: pd.DataFrame) -> str:
 
 
 def _comparison(results: pd.DataFrame, variants: Mapping[str, str], baseline: str) -> pd.DataFrame:
-    """``baseline``'s row, then each present ``label -> encoder`` of ``variants``, with ``delta_macro_f1`` = mean
-    macro-F1 minus the baseline's (the paper's Δ column)."""
+    """``baseline``'s row, then each present ``label -> encoder`` of ``variants``; ``delta_macro_f1``: the paper's Δ."""
     by_encoder = results.set_index("encoder")
     check_choice("baseline", baseline, list(by_encoder.index))
     rows = {"baseline": baseline, **{label: encoder for label, encoder in variants.items() if encoder in by_encoder.index}}
@@ -269,19 +221,16 @@ def sr_level_table(results: pd.DataFrame, masking: str = "wwm") -> pd.DataFrame:
 
 
 def headline_metrics(results: pd.DataFrame, baseline: str = "no_pretraining") -> dict[str, Any]:
-    """metrics.json ``metrics``: ``macro_f1_best`` and ``macro_f1_<baseline>`` (``{"mean", "std", "n"}``), the mean
-    held-out prediction-level rate (also per level), the mean training-time rate of ``hc`` and ``hc_word`` runs and
-    the lowest held-out perplexity."""
+    """metrics.json ``metrics``: ``macro_f1_best``, ``macro_f1_<baseline>``, the mean held-out HC rate (also per level),
+    the mean training-time rate of ``hc`` and ``hc_word`` runs and the lowest held-out perplexity."""
     by_encoder = results.set_index("encoder")
     check_choice("baseline", baseline, list(by_encoder.index))
     metrics: dict[str, Any] = {
         "macro_f1_best": row_statistics(by_encoder.loc[best_encoder(results)], "macro_f1"),
         f"macro_f1_{baseline}": row_statistics(by_encoder.loc[baseline], "macro_f1"),
-        "heldout_prediction_rate_mean": float(results["heldout_prediction_rate"].mean()),
     }
-    for level in HC_LEVELS:
-        if f"heldout_prediction_rate_{level}" in results.columns:
-            metrics[f"heldout_prediction_rate_{level}_mean"] = float(results[f"heldout_prediction_rate_{level}"].mean())
+    heldout = [column for column in results.columns if column.startswith("heldout_prediction_rate")]  # and per level
+    metrics.update({f"{column}_mean": float(results[column].mean()) for column in heldout})
     for objective in ("hc", "hc_word"):
         rates = results.loc[results["objective"] == objective, "train_prediction_rate"]
         if objective == "hc" or len(rates):

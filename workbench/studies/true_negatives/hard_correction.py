@@ -1,10 +1,10 @@
-"""Notebook 03, sections 4-6: hard-correction statistics on held-out text (token and word level), Figure 3, and\nTable 6's synonym sources (a lexicon against embedding look-up)."""
+"""Notebook 03, sections 4-6: hard-correction statistics on held-out text (token and word level), Figure 3, and
+Table 6's synonym sources (a lexicon against embedding look-up)."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping, Sequence
-from functools import lru_cache
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +26,7 @@ from workbench.vocab import load_tokenizer
 from .masking_demo import BLANK, check_names
 
 Model = str | Path | PreTrainedModel
+MODEL_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 CORRECTION_COLUMNS = ("prediction_rate", "iteration_rate", "accuracy", "synonym_accuracy", "wrong", "corrected")
 
 
@@ -38,9 +39,7 @@ def heldout_texts(data: DataConfig | Mapping[str, Any], n_texts: int) -> list[st
         raise ValueError("data.max_train_samples: must be set so that the texts after it are held out, got None")
     texts, _ = load_texts(data.replace(max_train_samples=None))
     if len(texts) < limit + n_texts:
-        raise ValueError(
-            f"n_texts: the source has {len(texts)} texts, fewer than max_train_samples + n_texts = {limit + n_texts}"
-        )
+        raise ValueError(f"n_texts: must be at most {len(texts) - limit} (texts after max_train_samples), got {n_texts}")
     return texts[limit : limit + n_texts]
 
 
@@ -60,35 +59,7 @@ def load_masked_lm(model: Model, tokenizer: Any = None) -> tuple[Any, Any]:
     return model, tokenizer
 
 
-def _masked_batches(
-    model, tokenizer, texts, masking, seed, batch_size, max_length
-) -> Iterator[tuple[dict, torch.Tensor, list, int]]:
-    """(batch, predictions, features, first text index) per chunk of ``texts`` masked by ``masking``'s collator
-    (seeded): the argmax prediction at every masked position (-100 elsewhere), the vocabulary head run at those
-    positions only (:func:`workbench.models.labelled_logits`); the model in eval mode, on the GPU when there is one."""
-    check_int("batch_size", batch_size, 1)
-    if not texts:
-        raise ValueError("texts: must hold at least one text, got none")
-    features = encode_words(tokenizer, texts, JiebaSegmenter(), max_length=max_length)
-    masking = MaskingSpec.from_mapping(masking)
-    collator = build_collator(masking, tokenizer, seed, return_word_ids=True, segmented_texts=[f["words"] for f in features])
-    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    model.to(device).eval()
-    with torch.no_grad():
-        for start in range(0, len(features), batch_size):
-            chunk = features[start : start + batch_size]
-            batch = collator(chunk)
-            inputs = {key: batch[key].to(device) for key in ("input_ids", "attention_mask", "token_type_ids")}
-            rows, _ = labelled_logits(model, batch["labels"].to(device), **inputs)
-            masked = batch["labels"] != IGNORE_INDEX
-            yield (
-                batch,
-                torch.full_like(batch["labels"], IGNORE_INDEX).masked_scatter(masked, rows.argmax(-1).cpu()),
-                chunk,
-                start,
-            )
-
-
+@torch.no_grad()
 def correction_statistics(
     model: Model,
     texts: Sequence[str],
@@ -101,77 +72,67 @@ def correction_statistics(
     level: str = "token",
     examples: int = 0,
 ) -> dict[str, Any]:
-    """Hard-correction counts of a masked LM on ``texts`` masked by ``masking`` (default WWM, seeded), as Table 2.
-
-    :meth:`CorrectionStats.as_dict` at ``level`` (``token``: the paper's rule; ``word``: whole jieba words) plus
-    ``accuracy`` = (masked - wrong) / masked and ``synonym_accuracy`` = (masked - wrong + corrected) / masked; with
-    ``examples`` > 0 also ``examples``: up to that many corrected words (text, masked_input with chosen tokens as ＿,
-    gold, predicted, gold_synonyms).
-    """
+    """Table 2's hard-correction counts (:meth:`CorrectionStats.as_dict`) at ``level`` of a masked LM on ``texts``
+    masked by ``masking`` (default WWM, seeded), ``accuracy`` = (masked - wrong) / masked, ``synonym_accuracy`` =
+    (masked - wrong + corrected) / masked and, with ``examples`` > 0, a table of that many corrected words."""
     check_choice("level", level, HC_LEVELS)
     check_int("examples", examples, 0)
+    check_int("batch_size", batch_size, 1)
+    if not texts:
+        raise ValueError("texts: must hold at least one text, got none")
     model, tokenizer = load_masked_lm(model, tokenizer)
-    correction = HardCorrectionLoss(tokenizer, table, level)
-    stats, rows = CorrectionStats(), []
-    for batch, predictions, chunk, start in _masked_batches(model, tokenizer, texts, masking, seed, batch_size, max_length):
-        labels, word_ids = batch["labels"], batch["word_ids"]
+    features = encode_words(tokenizer, texts, JiebaSegmenter(), max_length=max_length)
+    segmented = [feature["words"] for feature in features]
+    collator = build_collator(MaskingSpec.from_mapping(masking), tokenizer, seed, return_word_ids=True, segmented_texts=segmented)
+    correction, stats, rows = HardCorrectionLoss(tokenizer, table, level), CorrectionStats(), []
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    model.to(device).eval()
+    for start in range(0, len(features), batch_size):
+        batch = collator(features[start : start + batch_size])
+        labels, word_ids, masked = batch["labels"], batch["word_ids"], batch["labels"] != IGNORE_INDEX
+        logits, _ = labelled_logits(model, labels.to(device), **{key: batch[key].to(device) for key in MODEL_INPUTS})
+        predictions = torch.full_like(labels, IGNORE_INDEX).masked_scatter(masked, logits.argmax(-1).cpu())
         counts = correction.prediction_counts(predictions, labels, word_ids)
         stats.update(counts)
-        dropped = torch.nonzero((labels != IGNORE_INDEX) & (counts.labels == IGNORE_INDEX), as_tuple=True)
-        for row, word in sorted({(int(row), int(word_ids[row, column])) for row, column in zip(*dropped)})[
-            : examples - len(rows)
-        ]:
-            span, tokens = word_ids[row] == word, tokenizer.convert_ids_to_tokens(chunk[row]["input_ids"])
+        dropped = torch.nonzero(masked & (counts.labels == IGNORE_INDEX), as_tuple=True)
+        corrected_words = sorted({(int(row), int(word_ids[row, column])) for row, column in zip(*dropped)})
+        for row, word in corrected_words[: examples - len(rows)]:
+            span, tokens = word_ids[row] == word, tokenizer.convert_ids_to_tokens(features[start + row]["input_ids"])
             gold = token_text(tokenizer.convert_ids_to_tokens(labels[row][span].tolist()))
-            shown = torch.nonzero(word_ids[row] >= 0).flatten().tolist()
-            rows.append(
-                {
-                    "text": texts[start + row],
-                    "masked_input": "".join(BLANK if labels[row, i] != IGNORE_INDEX else tokens[i] for i in shown),
-                    "gold": gold,
-                    "predicted": token_text(tokenizer.convert_ids_to_tokens(predictions[row][span].tolist())),
-                    "gold_synonyms": " ".join(sorted(table.synonyms(gold))),
-                }
-            )
+            masked_input = "".join(BLANK if masked[row, i] else token for i, token in enumerate(tokens) if word_ids[row, i] >= 0)
+            predicted = token_text(tokenizer.convert_ids_to_tokens(predictions[row][span].tolist()))
+            rows.append((texts[start + row], masked_input, gold, predicted, " ".join(sorted(table.synonyms(gold)))))
     result = stats.as_dict()
-    masked, right = max(result["masked"], 1), result["masked"] - result["wrong"]
-    result.update(accuracy=right / masked, synonym_accuracy=(right + result["corrected"]) / masked)
+    total, right = max(result["masked"], 1), result["masked"] - result["wrong"]
+    result.update(accuracy=right / total, synonym_accuracy=(right + result["corrected"]) / total)
     if examples:
         result["examples"] = pd.DataFrame(rows, columns=["text", "masked_input", "gold", "predicted", "gold_synonyms"])
     return result
 
 
 def correction_table(
-    runs: pd.DataFrame,
-    texts: Sequence[str],
-    table: SynonymTable,
-    masking: MaskingSpec | Mapping[str, Any] | None = None,
-    seed: int = 0,
-    levels: Sequence[str] = HC_LEVELS,
-    **options: Any,
+    runs: pd.DataFrame, texts: Sequence[str], table: SynonymTable, levels: Sequence[str] = HC_LEVELS, **options: Any
 ) -> pd.DataFrame:
-    """:func:`correction_statistics` of every run's model on the same ``texts``, masks and ``table``, at each of
-    ``levels``: one row per (run, level) with encoder, masking, objective, level and :data:`CORRECTION_COLUMNS`."""
+    """:func:`correction_statistics` (``options``: masking, seed, ...) of every run's model on the same ``texts``, masks
+    and ``table`` at each of ``levels``: one row per (run, level), encoder, masking, objective, level and the counts."""
     check_names("levels", levels, HC_LEVELS)
     rows = []
-    for run, name in zip(runs.itertuples(), runs["encoder"]):
+    for run in runs.itertuples():
         model, tokenizer = load_masked_lm(run.output_dir)
         for level in levels:
-            stats = correction_statistics(model, texts, table, masking, tokenizer, seed=seed, level=level, **options)
-            rows.append({"encoder": name, "masking": run.masking, "objective": run.objective, "level": level, **stats})
+            stats = correction_statistics(model, texts, table, tokenizer=tokenizer, level=level, **options)
+            rows.append({"encoder": run.encoder, "masking": run.masking, "objective": run.objective, "level": level, **stats})
     return pd.DataFrame(rows, columns=["encoder", "masking", "objective", "level", *CORRECTION_COLUMNS])
 
 
+@torch.no_grad()
 def worked_example(
     model: Model, text: str, word: str, table: SynonymTable, tokenizer: Any = None, top_k: int = 5, level: str = "token"
 ) -> dict[str, Any]:
-    """The paper's Figure 3 on one sentence: mask every token of the jieba word ``word`` (first occurrence), predict,
-    apply HC at ``level``.
-
-    Returns text, masked_input, gold, predicted (argmax per token, joined), synonyms, level, corrected (at ``token``
-    level a word of several tokens never is, footnote 5), loss_plain (mean CE over the word's tokens), loss_hc (0 when
-    corrected) and candidates (the ``top_k`` predictions per masked position: position, rank, token, probability).
-    """
+    """The paper's Figure 3: mask every token of the jieba word ``word`` (first occurrence) in ``text``, predict, apply
+    HC at ``level``. Returns text, masked_input, gold, predicted (argmax per token), synonyms, level, corrected (never a
+    word of several tokens at ``token`` level, footnote 5), loss_plain (mean CE over the word's tokens), loss_hc (0 when
+    corrected) and candidates (the ``top_k`` predictions per masked position: position, rank, token, probability)."""
     check_int("top_k", top_k, 1)
     check_choice("level", level, HC_LEVELS)
     model, tokenizer = load_masked_lm(model, tokenizer)
@@ -181,10 +142,9 @@ def worked_example(
     span = word_ids == feature["words"].index(word)
     labels = torch.where(span, input_ids, IGNORE_INDEX)
     masked_ids = torch.where(span, tokenizer.mask_token_id, input_ids)
+    inputs = {key: torch.tensor([feature[key]]) for key in ("attention_mask", "token_type_ids")}
     model.eval()
-    with torch.no_grad():
-        inputs = {key: torch.tensor([feature[key]]) for key in ("attention_mask", "token_type_ids")}
-        logits = model(input_ids=masked_ids, **inputs).logits.float().cpu()
+    logits = model(input_ids=masked_ids, **inputs).logits.float().cpu()
     correction = HardCorrectionLoss(tokenizer, table, level)
     top = logits[span].softmax(dim=-1).topk(top_k, dim=-1)
     candidates = [
@@ -192,39 +152,31 @@ def worked_example(
         for position, (tokens, probabilities) in enumerate(zip(top.indices, top.values))
         for rank, (token, p) in enumerate(zip(tokens, probabilities))
     ]
-    shown = zip(tokenizer.convert_ids_to_tokens(feature["input_ids"]), span[0], word_ids[0] >= 0)
+    shown = zip(tokenizer.convert_ids_to_tokens(masked_ids[0].tolist()), word_ids[0] >= 0)
     return {
         "text": text,
-        "masked_input": "".join("[MASK]" if hit else token for token, hit, keep in shown if keep),
+        "masked_input": "".join(token for token, keep in shown if keep),
         "gold": word,
         "predicted": token_text(tokenizer.convert_ids_to_tokens(logits[span].argmax(dim=-1).tolist())),
         "synonyms": sorted(table.synonyms(word)),
         "level": level,
         "corrected": correction.correction_counts(logits, labels, word_ids).sequences_with_correction == 1,
         "loss_plain": float(torch.nn.functional.cross_entropy(logits[span], input_ids[span])),
-        "loss_hc": float(correction.loss_and_items(logits, labels, word_ids=word_ids)[0]),
+        "loss_hc": float(correction(logits, labels, word_ids=word_ids)),
         "candidates": pd.DataFrame(candidates),
     }
 
 
-EMBEDDING_SOURCES = ("corpus", "model")
-
-
-@lru_cache(maxsize=1)
-def _segmenter() -> JiebaSegmenter:
-    return JiebaSegmenter()
-
-
 def corpus_words(texts: Sequence[str]) -> list[list[str]]:
     """The jieba words of each text, without punctuation and without words a lexicon file cannot hold (space, ``_``)."""
+    segmenter = JiebaSegmenter()
     return [
-        [word for word in _segmenter().words(text) if re.search(r"\w", word) and not re.search(r"[\s_]", word)] for text in texts
+        [word for word in segmenter.words(text) if re.search(r"\w", word) and not re.search(r"[\s_]", word)] for text in texts
     ]
 
 
 def model_word_vectors(model: Model, words: Sequence[str], tokenizer: Any = None) -> tuple[np.ndarray, list[str]]:
-    """``(vectors, words kept)``: each word's vector is the mean of its tokens' rows of the model's input embedding
-    matrix; words with an [UNK] token are left out."""
+    """``(vectors, words kept)``: a word's vector is the mean input embedding of its tokens; words with [UNK] left out."""
     model, tokenizer = load_masked_lm(model, tokenizer)
     matrix = model.get_input_embeddings().weight.detach().float().cpu()
     vectors, kept = [], []
@@ -243,7 +195,7 @@ def word_vectors(
 ) -> tuple[np.ndarray, list[str]]:
     """The vectors of embedding look-up over the jieba words of ``texts`` seen ``min_count`` times: learnt from
     ``texts`` (``corpus``: :func:`workbench.lexicon.corpus_word_vectors`) or ``model``'s input embeddings (``model``)."""
-    check_choice("source", source, EMBEDDING_SOURCES)
+    check_choice("source", source, ("corpus", "model"))
     vectors, words = corpus_word_vectors(corpus_words(texts), dim=dim, window=window, min_count=min_count)
     if source == "corpus":
         return vectors, words
@@ -253,8 +205,7 @@ def word_vectors(
 
 
 def vocabulary_words(tokenizer: Any = None) -> list[str]:
-    """The texts of a tokenizer's non-special tokens (a tokenizer, a checkpoint folder, or None: the shipped vocabulary),
-    for :func:`workbench.lexicon.lexicon_coverage`."""
+    """The texts of the non-special tokens of ``tokenizer`` (or a checkpoint folder; None: the shipped vocabulary)."""
     tokenizer = load_tokenizer(tokenizer) if tokenizer is None or isinstance(tokenizer, (str, Path)) else tokenizer
     special = set(tokenizer.all_special_tokens)
     return [token_text([token]) for token in tokenizer.convert_ids_to_tokens(list(range(len(tokenizer)))) if token not in special]

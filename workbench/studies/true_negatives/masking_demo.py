@@ -41,7 +41,7 @@ def mask_draws(
 ) -> tuple[np.ndarray, np.ndarray]:
     """``(chosen, maskable)``: chosen (draws, n_texts, width) is True where ``strategy``'s collator kept
     the label in each of ``draws`` batches of ``texts``; maskable (n_texts, width) marks non-special tokens."""
-    check_names("strategies", [strategy], ILLUSTRATION_STRATEGIES)
+    check_choice("strategies", strategy, ILLUSTRATION_STRATEGIES)
     check_int("draws", draws, 1)
     if not texts:
         raise ValueError("texts: must hold at least one text, got none")
@@ -101,21 +101,13 @@ def masked_share_summary(
     masking: Any = None,
     seed: int = 0,
 ) -> pd.DataFrame:
-    """Per strategy, over (text, draw) pairs: the mean share of a sentence's tokens chosen and the share of pairs
-    with nothing / everything chosen. Ours hit round(p n) per sentence; transformers' WWM sees an unspaced Chinese
-    sentence as one word, so it masks all of it or nothing."""
+    """Per strategy, over (text, draw) pairs: the mean share of tokens chosen and the share of pairs with nothing /
+    everything chosen (transformers' WWM sees an unspaced Chinese sentence as one word: all or nothing)."""
     check_names("strategies", strategies, ILLUSTRATION_STRATEGIES)
     tokenizer = load_tokenizer()
     rows = []
     for strategy in strategies:
         chosen, maskable = mask_draws(texts, strategy, masking, tokenizer, draws, seed)
         share = (chosen & maskable).sum(axis=2) / maskable.sum(axis=1)
-        rows.append(
-            {
-                "strategy": strategy,
-                "mean_masked_share": float(share.mean()),
-                "share_nothing_masked": float((share == 0).mean()),
-                "share_fully_masked": float((share == 1).mean()),
-            }
-        )
-    return pd.DataFrame(rows)
+        rows.append((strategy, share.mean(), (share == 0).mean(), (share == 1).mean()))
+    return pd.DataFrame(rows, columns=["strategy", "mean_masked_share", "share_nothing_masked", "share_fully_masked"])
