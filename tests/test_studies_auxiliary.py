@@ -31,8 +31,7 @@ from workbench.studies.auxiliary import (
     this_run,
 )
 from workbench.train import classification_data, fusion_description, load_config
-from workbench.train.fgm import FGM
-from workbench.train.two_stage_training import fusion_encoders, stage_one_model
+from workbench.train.two_stage_training import FGM, fusion_encoders, stage_one_model
 from workbench.viz import aux_sweep_figure
 from workbench.vocab import load_tokenizer
 

@@ -24,10 +24,10 @@ from workbench.records import write_json
 from workbench.train import tokenize_splits
 from workbench.train.__main__ import main as cli_main
 from workbench.train.checkpoints import checkpoint_to_resume, claim_output_dir, drop_weights, remove_checkpoints
-from workbench.train.fgm import FGM
 from workbench.train.pretraining import prepare_pretraining, pretraining_trainer_kwargs
 from workbench.train.probes import EncodedSplit, fit_probe
 from workbench.train.trainer import LossTrainer, training_arguments
+from workbench.train.two_stage_training import FGM
 from workbench.vocab import load_tokenizer
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "params" / "examples"

@@ -1,12 +1,7 @@
-"""Model constructors: tiny BERT configs, checkpoints through the Auto classes, heads.
-
-Every builder makes a tiny randomly initialised BERT (``tiny_bert_config(**tiny)``, sized for CPU) or loads
-``model_name_or_path`` with float32 weights (mixed precision is the trainer's). ELECTRA pre-training gets its
-generator and discriminator with shared embeddings from :func:`build_electra`; :func:`labelled_logits` applies a
-masked LM's vocabulary head at the labelled positions only. Two-stage training with auxiliary labels: a head of
-K+n outputs (:func:`build_aux_label_classifier`), then :func:`freeze_encoder` and a fresh K-way head
-(:func:`replace_head`). :class:`FusionClassifier` is MRE-BERT's fusion of two encoders.
-"""
+"""Model constructors: every builder makes a tiny randomly initialised BERT (``tiny_bert_config(**tiny)``, sized for
+CPU) or loads ``model_name_or_path`` with float32 weights (mixed precision is the trainer's); ELECTRA's pair
+(:func:`build_electra`), a masked LM's head at the labelled positions only (:func:`labelled_logits`), the heads of
+two-stage training with auxiliary labels and MRE-BERT's fusion of two encoders (:class:`FusionClassifier`)."""
 
 from __future__ import annotations
 
@@ -110,14 +105,9 @@ def electra_generator_config(discriminator: ElectraConfig, generator_size: float
 def build_electra(
     generator_size: float, model_name_or_path: str | Path | None = None, tiny: Mapping[str, Any] | None = None
 ) -> tuple[ElectraForMaskedLM, ElectraForPreTraining]:
-    """ELECTRA's ``(generator, discriminator)`` with shared embeddings, float32 weights.
-
-    The discriminator: a tiny ELECTRA (:func:`tiny_electra_config` from ``tiny``) or the ELECTRA checkpoint
-    ``model_name_or_path``; the generator: ``<model_name_or_path>/generator`` when it exists (:data:`GENERATOR_DIR`),
-    else a new one of ``generator_size`` (:func:`electra_generator_config`). Sharing (Clark et al. 2020, Sec. 3.2: "we
-    only share the embeddings (both the token and positional embeddings)"): the generator's ``electra.embeddings``
-    module *is* the discriminator's, and its output layer stays tied to the shared word embeddings.
-    """
+    """ELECTRA's ``(generator, discriminator)``: D a tiny ELECTRA (``tiny``) or the checkpoint ``model_name_or_path``, G
+    ``<model_name_or_path>/generator`` when it exists, else a new one of ``generator_size``. Clark et al. 2020, Sec. 3.2,
+    "we only share the embeddings (both the token and positional embeddings)": G's ``electra.embeddings`` *is* D's."""
     if model_name_or_path is None:
         discriminator = ElectraForPreTraining(tiny_electra_config(**dict(tiny or {})))
         generator = ElectraForMaskedLM(electra_generator_config(discriminator.config, generator_size))
@@ -208,13 +198,9 @@ def mlm_head(model: nn.Module) -> nn.Module | None:
 
 
 def labelled_logits(model: nn.Module, labels: torch.Tensor, **inputs: Any) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """``(logits, sop_logits)``: a masked LM's logits at the labelled positions only (``labels != -100``), (M, vocab)
-    in row-major order, and a BertForPreTraining's sentence-order logits (batch, 2) (None for other models).
-
-    The same values as ``model(**inputs).logits[labels != -100]``: the encoder (``model.base_model``) runs on every
-    position, the vocabulary head (:func:`mlm_head`) on the M labelled hidden states only (Megatron's and NVIDIA's
-    BERT do the same). The boolean gather syncs with the device on CUDA. A model without a known head runs whole.
-    """
+    """``(logits, sop_logits)``: ``model(**inputs).logits[labels != -100]`` (M, vocab) with the vocabulary head
+    (:func:`mlm_head`) on the M labelled hidden states only (as Megatron's BERT; a model without a known head runs
+    whole), and a BertForPreTraining's sentence-order logits (batch, 2) (None for other models)."""
     labelled = labels != -100
     head = mlm_head(model)
     if head is None:

@@ -31,18 +31,8 @@ from transformers.utils import ModelOutput
 from workbench.config import Config
 from workbench.losses.mlm import IGNORE_INDEX, Correction, CorrectionCounts, HardCorrectionLoss, labelled_rows
 from workbench.models import GENERATOR_DIR, build_electra, labelled_logits, model_source
+from workbench.train import pretraining
 from workbench.train.checkpoints import Result, count_parameters, training_run
-from workbench.train.pretraining import (
-    EVAL_SEED,
-    MODEL_INPUTS,
-    CorrectionLog,
-    MaskedLMTrainer,
-    evaluate_masked_lm,
-    evaluation_mode,
-    prepare_pretraining,
-    pretraining_trainer_kwargs,
-    run_pretraining,
-)
 
 
 @dataclass
@@ -120,7 +110,7 @@ def loss_means(sums: np.ndarray) -> dict[str, float]:
     return {"generator_loss": sums[0] / sums[2], "discriminator_loss": sums[1] / sums[2]} if sums[2] else {}
 
 
-class ElectraTrainer(MaskedLMTrainer):
+class ElectraTrainer(pretraining.MaskedLMTrainer):
     """:class:`MaskedLMTrainer`'s objective (plain / HC / SR) on G plus ``discriminator_weight`` x L_disc. Under
     gradient accumulation G's loss scales as any MLM loss, L_disc (a mean over real tokens) as a batch-level loss. With
     HC, D's relabellings are counted in ``corrections["disc_hc"]``; logged steps carry ``generator_loss`` and
@@ -130,7 +120,7 @@ class ElectraTrainer(MaskedLMTrainer):
         super().__init__(*args, **kwargs)
         self.discriminator_weight = discriminator_weight
         if self.correcting:
-            self.corrections["disc_hc"] = CorrectionLog()
+            self.corrections["disc_hc"] = pretraining.CorrectionLog()
         self.losses_since_log, self.losses_total = np.zeros(3), np.zeros(3)  # G's sum, D's sum, micro-batches
 
     def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
@@ -195,18 +185,19 @@ def evaluate_discriminator(
     model: ElectraPretrainingModel,
     batches: Sequence[Mapping[str, torch.Tensor]],
     correction: HardCorrectionLoss | None = None,
-    seed: int = EVAL_SEED,
+    seed: int = pretraining.EVAL_SEED,
 ) -> dict[str, float]:
     """D on pre-masked ``batches``, replacements sampled from G seeded with ``seed``, plain ELECTRA targets y
     over the real tokens: eval_disc_loss (mean BCE), eval_disc_accuracy (1[logit > 0] = y), eval_disc_precision and
     eval_disc_recall of "replaced", eval_replaced_share; with ``correction`` the HC relabelling counts and rates of the
     same replacements as ``disc_hc_<name>``. Runs in eval mode, restores the mode after."""
     totals, counts = np.zeros(6), CorrectionCounts()  # loss sum, real tokens, right, true positives, predicted, replaced
-    with evaluation_mode(model, batches) as device:
+    with pretraining.evaluation_mode(model, batches) as device:
         sampler = torch.Generator(device=device).manual_seed(seed)
         for batch in batches:
             batch = {key: value.to(device) for key, value in batch.items()}
-            output = model(**{key: batch[key] for key in MODEL_INPUTS if key in batch}, labels=batch["labels"], sampler=sampler)
+            inputs = {key: batch[key] for key in pretraining.MODEL_INPUTS if key in batch}
+            output = model(**inputs, labels=batch["labels"], sampler=sampler)
             real = batch["attention_mask"].bool()
             targets = discriminator_targets(output.replaced_ids, batch["labels"])[0] & real
             loss, tokens = discriminator_loss(output.discriminator_logits, targets, batch["attention_mask"])
@@ -229,7 +220,8 @@ def evaluate_discriminator(
 
 def evaluate_electra(model: ElectraPretrainingModel, batches: Sequence, correction: HardCorrectionLoss | None = None) -> dict:
     """G's plain MLM evaluation (:func:`evaluate_masked_lm`) and D's (:func:`evaluate_discriminator`) on the same masks."""
-    return {**evaluate_masked_lm(model.generator, batches, correction), **evaluate_discriminator(model, batches, correction)}
+    generator = pretraining.evaluate_masked_lm(model.generator, batches, correction)
+    return {**generator, **evaluate_discriminator(model, batches, correction)}
 
 
 def pretrain_electra(config: str | Path | Mapping[str, Any] | Config, callbacks: Sequence[TrainerCallback] = ()) -> Result:
@@ -238,9 +230,9 @@ def pretrain_electra(config: str | Path | Mapping[str, Any] | Config, callbacks:
     hidden size. D and the tokenizer go into ``output_dir`` (``finetune`` loads it), G into ``output_dir/generator``;
     metrics.json: pretrain_mlm's keys (G's), D's evaluation, :meth:`ElectraTrainer.run_metrics`, ``electra``."""
     with training_run(config, "pretrain_electra") as config:
-        data = prepare_pretraining(config)
+        data = pretraining.prepare_pretraining(config)
         source = model_source(config.model, len(data.tokenizer), config.data.max_length)
         model = ElectraPretrainingModel(*build_electra(config.electra.generator_size, **source))
-        weight = config.electra.discriminator_weight
-        trainer = ElectraTrainer(model=model, discriminator_weight=weight, **pretraining_trainer_kwargs(config, data, callbacks))
-        return run_pretraining(trainer, config, data, evaluate_electra, electra=config.electra.to_dict())
+        arguments = pretraining.pretraining_trainer_kwargs(config, data, callbacks)
+        trainer = ElectraTrainer(model=model, discriminator_weight=config.electra.discriminator_weight, **arguments)
+        return pretraining.run_pretraining(trainer, config, data, evaluate_electra, electra=config.electra.to_dict())

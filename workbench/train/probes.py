@@ -95,9 +95,7 @@ class CharacterProbe(nn.Module):
     def forward(self, input_ids: torch.Tensor, pair_ids: torch.Tensor | None = None) -> torch.Tensor:
         """Logits (n, num_labels) of texts ``input_ids`` (n, length), or of pairs with ``pair_ids``."""
         if (pair_ids is not None) != self.pair:
-            raise ValueError(
-                f"pair_ids: this probe takes {'two id tensors' if self.pair else 'one id tensor'}, got {'two' if pair_ids is not None else 'one'}"
-            )
+            raise ValueError(f"pair_ids: this probe takes {2 if self.pair else 1} id tensor(s), got {1 + (pair_ids is not None)}")
         u = self.embedding(input_ids)
         if pair_ids is None:
             return self.head(u)
@@ -127,9 +125,7 @@ def _check_encoded(encoded: Mapping[str, EncodedSplit], vocab_size: int, num_lab
         if len(split) == 0:
             raise ValueError(f"encoded: split {name!r} is empty")
         if split.labels.min() < 0 or split.labels.max() >= num_labels:
-            raise ValueError(
-                f"num_labels: labels of {name!r} must be in [0, {num_labels - 1}], got up to {split.labels.max().item()}"
-            )
+            raise ValueError(f"num_labels: labels of {name!r} must be in [0, {num_labels - 1}], got {split.labels.max().item()}")
         if any(ids.numel() and (ids.min() < 0 or ids.max() >= vocab_size) for ids in split.ids):
             raise ValueError(f"vocab_size: character ids of {name!r} must be in [0, {vocab_size - 1}]")
 
@@ -176,9 +172,8 @@ def fit_probe(
             with torch.no_grad():
                 probabilities = torch.softmax(model(*encoded[name].ids), dim=-1)
             predicted = probabilities.argmax(-1).numpy()
-            return probabilities, classification_report(
-                encoded[name].labels.numpy(), predicted, label_names, num_labels=num_labels
-            )
+            report = classification_report(encoded[name].labels.numpy(), predicted, label_names, num_labels=num_labels)
+            return probabilities, report
 
         best, history = None, []
         for epoch in range(1, int(epochs) + 1):

@@ -2,9 +2,10 @@
 
 Xu Zhang et al., "Complicate Then Simplify" (COLING 2022), sec. 3.2 and 4.2. Stage 1 trains encoder + a K+n head
 with cross-entropy over all K+n logits (eq. 10): the n auxiliary labels are never targets but share the softmax.
-Stage 2 freezes the encoder and trains a fresh K-way head with the configured loss. Options: FGM in stage 1
-(``aux.fgm_epsilon`` > 0, the "F" variant) and the two-encoder fusion (``aux.fusion``, MRE-BERT) of ``model`` and
-``aux.fusion_model`` (without it: ``model`` again, a second tiny BERT or the same checkpoint twice).
+Stage 2 freezes the encoder and trains a fresh K-way head with the configured loss. Options: FGM adversarial training
+in stage 1 (``aux.fgm_epsilon`` > 0: the workbench's reading of the "F" variant's "adversarial perturbations to the
+embedding layer only") and the two-encoder fusion (``aux.fusion``, MRE-BERT) of ``model`` and ``aux.fusion_model``
+(without it: ``model`` again, a second tiny BERT or the same checkpoint twice).
 """
 
 from __future__ import annotations
@@ -14,25 +15,63 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+import torch
 from torch import nn
 from transformers import TrainerCallback
 
+from workbench import models
 from workbench.config import Config
 from workbench.losses import build_loss, resolve
-from workbench.models import (
-    FusionClassifier,
-    build_aux_label_classifier,
-    build_encoder,
-    build_sequence_classifier,
-    freeze_encoder,
-    model_source,
-    replace_head,
-)
 from workbench.train.checkpoints import Result, training_run, write_result
-from workbench.train.fgm import FGMTrainer
 from workbench.train.finetuning import classification_data, finished_checkpoint, train_classifier, write_classifier_result
 from workbench.train.trainer import LossTrainer
 from workbench.vocab import load_tokenizer
+
+
+class FGM:
+    """Fast Gradient Method, Miyato et al. (ICLR 2017) eq. 2-3: ``attack()`` adds r_adv = epsilon * g / ||g||_2, g =
+    grad_emb L(x, y), to every trainable ``word_embeddings`` weight (each normalised by its own gradient; skipped when
+    ||g|| is 0 or not finite), ``restore()`` puts the weights back."""
+
+    def __init__(self, model: nn.Module, epsilon: float) -> None:
+        if not epsilon > 0:
+            raise ValueError(f"epsilon: must be > 0, got {epsilon!r}")
+        self.epsilon = float(epsilon)
+        named = model.named_parameters()
+        self.parameters = [weight for name, weight in named if "word_embeddings" in name and weight.requires_grad]
+        if not self.parameters:
+            raise ValueError("model: has no trainable parameter named *word_embeddings* to perturb")
+        self._backup: list[torch.Tensor] = []
+
+    @torch.no_grad()
+    def attack(self) -> None:
+        self._backup = [parameter.detach().clone() for parameter in self.parameters]
+        for parameter in (parameter for parameter in self.parameters if parameter.grad is not None):
+            norm = torch.linalg.vector_norm(parameter.grad)
+            if norm > 0 and torch.isfinite(norm):
+                parameter.add_(parameter.grad, alpha=self.epsilon / norm.item())
+
+    @torch.no_grad()
+    def restore(self) -> None:
+        for parameter, saved in zip(self.parameters, self._backup):
+            parameter.copy_(saved)
+        self._backup = []
+
+
+class FGMTrainer(LossTrainer):
+    """``LossTrainer`` whose every micro-batch also backwards the FGM adversarial loss (clean backward, :class:`FGM`
+    attack, adversarial backward, restore); the logged loss is the clean one."""
+
+    def __init__(self, *args: Any, fgm_epsilon: float, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fgm = FGM(self.model, fgm_epsilon)
+
+    def training_step(self, model: nn.Module, inputs: dict[str, Any], num_items_in_batch: Any = None) -> torch.Tensor:
+        loss = super().training_step(model, dict(inputs), num_items_in_batch)
+        self.fgm.attack()
+        super().training_step(model, dict(inputs), num_items_in_batch)
+        self.fgm.restore()
+        return loss
 
 
 def fusion_description(config: Config) -> str:
@@ -48,34 +87,34 @@ def fusion_description(config: Config) -> str:
 def fusion_encoders(config: Config, tokenizer: Any) -> tuple[nn.Module, nn.Module]:
     """The fusion's two encoders, ``model`` and ``aux.fusion_model``, reading the same token ids (ValueError when
     ``aux.fusion_model``'s vocabulary differs from the tokenizer's)."""
-    source = model_source(config.model, len(tokenizer), config.data.max_length)
+    source = models.model_source(config.model, len(tokenizer), config.data.max_length)
     if config.aux.fusion_model is None:
-        return build_encoder(**source), build_encoder(**source)
+        return models.build_encoder(**source), models.build_encoder(**source)
     second = load_tokenizer(config.aux.fusion_model).get_vocab()
     if second != tokenizer.get_vocab():
         raise ValueError(
             f"aux.fusion_model: must share the tokenizer of model (both encoders read the same token ids), got "
             f"{config.aux.fusion_model!r} whose {len(second)}-token vocabulary differs from the model's {len(tokenizer)} tokens"
         )
-    return build_encoder(**source), build_encoder(model_name_or_path=config.aux.fusion_model)
+    return models.build_encoder(**source), models.build_encoder(model_name_or_path=config.aux.fusion_model)
 
 
 def stage_one_model(config: Config, vocab_size: int, num_labels: int, tokenizer: Any = None) -> nn.Module:
     """Encoder + K+n head: a BERT classifier, or a FusionClassifier of two encoders (``aux.fusion``: needs ``tokenizer``)."""
-    source = model_source(config.model, vocab_size, config.data.max_length)
+    source = models.model_source(config.model, vocab_size, config.data.max_length)
     if config.aux.fusion:
         if tokenizer is None:
             raise ValueError("tokenizer: the fusion classifier (aux.fusion) needs the tokenizer, got None")
-        return FusionClassifier(*fusion_encoders(config, tokenizer), num_labels + config.aux.num_aux)
+        return models.FusionClassifier(*fusion_encoders(config, tokenizer), num_labels + config.aux.num_aux)
     if config.aux.num_aux == 0:
-        return build_sequence_classifier(num_labels, **source)
-    return build_aux_label_classifier(num_labels, config.aux.num_aux, **source)
+        return models.build_sequence_classifier(num_labels, **source)
+    return models.build_aux_label_classifier(num_labels, config.aux.num_aux, **source)
 
 
 def stage_two_model(model: nn.Module, num_labels: int, seed: int) -> nn.Module:
     """Freeze the encoder(s) and put a fresh K-way head on top (in place)."""
-    if not isinstance(model, FusionClassifier):
-        return replace_head(freeze_encoder(model), num_labels, seed=seed)
+    if not isinstance(model, models.FusionClassifier):
+        return models.replace_head(models.freeze_encoder(model), num_labels, seed=seed)
     for encoder in (model.encoder_a, model.encoder_b):
         encoder.requires_grad_(False)
     model.classifier = nn.Linear(model.classifier.in_features, num_labels).to(model.classifier.weight.device)
@@ -117,7 +156,7 @@ def fusion_finetune(config: str | Path | Mapping[str, Any] | Config, callbacks: 
     ``output_dir`` as :func:`workbench.train.finetune` does."""
     with training_run(config, "finetune") as config:
         data = classification_data(config)
-        model = FusionClassifier(*fusion_encoders(config, data.tokenizer), len(data.names))
+        model = models.FusionClassifier(*fusion_encoders(config, data.tokenizer), len(data.names))
         loss = resolve(config.loss, data.splits["train"])
         trained = train_classifier(config, model, loss, data, Path(config.output_dir), callbacks)
         head = {"task": "fusion_finetune", "fusion": fusion_description(config), "loss": config.loss.to_dict()}
