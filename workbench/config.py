@@ -1,6 +1,5 @@
-"""The one configuration system: frozen sections whose fields carry their help and check (a bad value: ``ValueError``
-naming its key), ``key.path=value`` overrides, and ``training`` as ``transformers.TrainingArguments`` by its own
-names (:class:`TrainingConfig`). No torch is imported here."""
+"""The one configuration system: frozen sections whose fields carry their help and check (``ValueError`` naming the key),
+``key.path=value`` overrides, ``training`` as ``transformers.TrainingArguments`` by its own names. No torch here."""
 
 from __future__ import annotations
 
@@ -157,11 +156,7 @@ def _merge(base: Mapping[str, Any], update: Mapping[str, Any]) -> dict[str, Any]
 class DataConfig(Section, prefix="data"):
     """Where the examples come from and how they are cut."""
 
-    source: str = option(
-        "sample_relevance",
-        f"{', '.join(DATA_SOURCES)}; sample_corpus and corpus (one text a line, .gz allowed): MLM only",
-        choices=DATA_SOURCES,
-    )
+    source: str = option("sample_relevance", "docs/data.md's sources (sample_corpus, corpus: MLM only)", choices=DATA_SOURCES)
     path: str | list[str] | None = option(None, "a file source's file (train, or the only one, split); corpus: a list too")
     validation_path: str | None = option(None, "a separate validation file (without it, path is cut by stratified_split)")
     test_path: str | None = option(None, "a separate test file (with validation_path)")
@@ -324,15 +319,8 @@ class AuxConfig(Section, prefix="aux"):
 
 
 TRAINING_DEFAULTS: dict[str, Any] = {
-    "num_train_epochs": 3,
-    "learning_rate": 5e-5,
-    "per_device_train_batch_size": 16,
-    "per_device_eval_batch_size": 64,
-    "warmup_steps": 0.1,  # below 1: a share of the steps
-    "weight_decay": 0.01,
-    "seed": 0,
-    "logging_steps": 10,
-    "save_total_limit": 1,
+    **dict(num_train_epochs=3, learning_rate=5e-5, per_device_train_batch_size=16, per_device_eval_batch_size=64),
+    **dict(warmup_steps=0.1, weight_decay=0.01, seed=0, logging_steps=10, save_total_limit=1),  # warmup below 1: a share
     "dataloader_num_workers": None,  # pretrain_*: min(4, cores); the others: 0
 }
 """The workbench's defaults where they differ from ``transformers.TrainingArguments``'."""
@@ -345,10 +333,8 @@ SET_BY_THE_WORKBENCH = (
 """TrainingArguments fields the workbench sets (docs/training.md says from what); refused in a config."""
 
 TRAINING_BOUNDS = {
-    "num_train_epochs": "(0, 1e6]",
-    "learning_rate": "(0, inf)",
+    **dict(num_train_epochs="(0, 1e6]", learning_rate="(0, inf)", save_total_limit="[1, inf)"),
     **dict.fromkeys(("per_device_train_batch_size", "per_device_eval_batch_size", "gradient_accumulation_steps"), "[1, inf)"),
-    "save_total_limit": "[1, inf)",
     **dict.fromkeys(("weight_decay", "max_grad_norm", "seed", "data_seed", "dataloader_num_workers"), "[0, inf)"),
 }
 """Bounds beyond TrainingArguments' checks (and everywhere: numbers finite, ints <= 2**31 - 1)."""

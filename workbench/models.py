@@ -17,12 +17,10 @@ from transformers import (
     AutoModelForMaskedLM,
     AutoModelForPreTraining,
     AutoModelForSequenceClassification,
-    AutoModelForTokenClassification,
     BertConfig,
     BertForMaskedLM,
     BertForPreTraining,
     BertForSequenceClassification,
-    BertForTokenClassification,
     BertModel,
     ElectraConfig,
     ElectraForMaskedLM,
@@ -166,14 +164,6 @@ def build_sequence_classifier(
     return _build(
         AutoModelForSequenceClassification, BertForSequenceClassification, model_name_or_path, tiny, num_labels=num_labels
     )
-
-
-def build_token_classifier(
-    num_labels: int, model_name_or_path: str | Path | None = None, tiny: Mapping[str, Any] | None = None
-) -> PreTrainedModel:
-    """A BertForTokenClassification with ``num_labels`` outputs per token."""
-    check_int("num_labels", num_labels, 1)
-    return _build(AutoModelForTokenClassification, BertForTokenClassification, model_name_or_path, tiny, num_labels=num_labels)
 
 
 def build_masked_lm(

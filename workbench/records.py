@@ -1,9 +1,6 @@
-"""The ``metrics.json`` of a run folder, written (JSON-safe, atomic, mode 0644 under the umask) and read back by
-the runner and the trainers alike.
-
-A notebook run records ``{"metrics": {...}, <details>...}`` (:func:`write_metrics`): each metric a number or
-``{"mean", "std", "n"}`` over its seeds, the only part the runner aggregates. Trainers write theirs with :func:`write_json`.
-"""
+"""The ``metrics.json`` of a run folder (JSON-safe, atomic, mode 0644 under the umask) for the runner and the trainers:
+a notebook's ``{"metrics": {...}, <details>...}`` (:func:`write_metrics`; the runner aggregates ``metrics``), a
+trainer's own (:func:`write_json`)."""
 
 from __future__ import annotations
 
@@ -74,12 +71,9 @@ def _check_metric(name: str, value: Any) -> None:
 
 
 def write_metrics(output_dir: str | Path | None, metrics: Mapping[str, Any], **details: Any) -> Path | None:
-    """Write a notebook run's ``<output_dir>/metrics.json``: ``{"metrics": metrics, **details}``.
-
-    ``metrics`` maps names to numbers, ``{"mean", "std", "n"}`` or None (not measured); ``details`` (parameters,
-    tables, ...) are kept but never aggregated. ``output_dir=None`` (a notebook run by hand)
-    writes nothing and returns None.
-    """
+    """Write a notebook run's ``<output_dir>/metrics.json``: ``{"metrics": metrics, **details}``; ``metrics`` maps names
+    to numbers, ``{"mean", "std", "n"}`` or None (not measured), ``details`` are never aggregated. ``output_dir=None``
+    (a notebook run by hand) writes nothing."""
     if not isinstance(metrics, Mapping):
         raise ValueError(f"metrics must be a dict of name -> value, got {type(metrics).__name__}")
     for name, value in metrics.items():

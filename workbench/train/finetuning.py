@@ -9,6 +9,7 @@ import time
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -98,15 +99,11 @@ def _logits(predictions: Any) -> np.ndarray:
     return np.asarray(predictions[0] if isinstance(predictions, tuple) else predictions)
 
 
-def epoch_metrics(label_names: Sequence[str]) -> Callable[[EvalPrediction], dict[str, float]]:
-    """``compute_metrics`` for the Trainer: validation ``macro_f1`` and ``accuracy``."""
-
-    def compute(prediction: EvalPrediction) -> dict[str, float]:
-        predicted = _logits(prediction.predictions)[:, : len(label_names)].argmax(axis=-1)
-        report = classification_report(prediction.label_ids, predicted, label_names=list(label_names))
-        return {"macro_f1": report["macro_f1"], "accuracy": report["accuracy"]}
-
-    return compute
+def epoch_metrics(prediction: EvalPrediction, label_names: Sequence[str]) -> dict[str, float]:
+    """The Trainer's ``compute_metrics`` (with ``label_names`` bound): validation ``macro_f1`` and ``accuracy``."""
+    predicted = _logits(prediction.predictions)[:, : len(label_names)].argmax(axis=-1)
+    report = classification_report(prediction.label_ids, predicted, label_names=list(label_names))
+    return {"macro_f1": report["macro_f1"], "accuracy": report["accuracy"]}
 
 
 def evaluation_split(splits: Any) -> str:
@@ -174,7 +171,7 @@ def train_classifier(
         eval_dataset=data.encoded["validation"],
         data_collator=DataCollatorWithPadding(data.tokenizer),
         processing_class=data.tokenizer,
-        compute_metrics=epoch_metrics(data.names),
+        compute_metrics=partial(epoch_metrics, label_names=data.names),
         callbacks=list(callbacks),
         loss=loss,
         time_budget_s=config.training.time_budget_s,
