@@ -148,7 +148,7 @@ def test_mre_f_runs_fgm_on_both_encoders():
     config = tiny_config().replace(aux={"fusion": True, "num_aux": 2, "fgm_epsilon": 0.5})
     data = classification_data(config)
     torch.manual_seed(0)
-    model = stage_one_model(config, len(data.tokenizer), K, data.tokenizer)
+    model = stage_one_model(config, data.tokenizer, K)
     fgm = FGM(model, 0.5)
     embeddings = [model.encoder_a.embeddings.word_embeddings.weight, model.encoder_b.embeddings.word_embeddings.weight]
     assert len(fgm.parameters) == 2 and all(any(p is e for p in fgm.parameters) for e in embeddings)

@@ -111,10 +111,8 @@ def loss_means(sums: np.ndarray) -> dict[str, float]:
 
 
 class ElectraTrainer(pretraining.MaskedLMTrainer):
-    """:class:`MaskedLMTrainer`'s objective (plain / HC / SR) on G plus ``discriminator_weight`` x L_disc. Under
-    gradient accumulation G's loss scales as any MLM loss, L_disc (a mean over real tokens) as a batch-level loss. With
-    HC, D's relabellings are counted in ``corrections["disc_hc"]``; logged steps carry ``generator_loss`` and
-    ``discriminator_loss`` (means since the last log)."""
+    """The MLM objective (plain / HC / SR) on G plus ``discriminator_weight`` x L_disc (a batch-level mean under gradient
+    accumulation); with HC D's relabellings counted in ``corrections["disc_hc"]``; G's and D's mean losses logged."""
 
     def __init__(self, *args: Any, discriminator_weight: float, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

@@ -137,10 +137,9 @@ class CorrectionLog:
 
 
 class MaskedLMTrainer(LossTrainer):
-    """``LossTrainer`` for the MLM objectives (``workbench.losses.mlm``), the head at the masked positions only
-    (:func:`labelled_logits`). The loss returns ``(loss, items)``; ``items`` (the positions its mean runs over, after HC)
-    scales micro-batches under gradient accumulation. With SOP labels the sentence-order cross-entropy is added (Lan et
-    al. 2020: L = L_MLM + L_SOP). HC counts (Table 2) accumulate in ``corrections`` (``"hc"``: the MLM's), logged."""
+    """``LossTrainer`` for the MLM objectives, the head at the masked positions only; ``items`` (the positions the loss
+    averages, after HC) scale micro-batches. With SOP labels L = L_MLM + L_SOP (Lan et al. 2020). HC counts (Table 2)
+    accumulate in ``corrections`` (``"hc"``: the MLM's) and are logged."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -148,8 +147,7 @@ class MaskedLMTrainer(LossTrainer):
         self.corrections: dict[str, CorrectionLog] = {"hc": CorrectionLog()} if self.correcting else {}
 
     def mlm_loss(self, mlm: nn.Module, logits: torch.Tensor, labels: torch.Tensor, inputs: dict, word_ids: Any) -> tuple:
-        """The objective's ``(loss, items)`` on the masked positions' ``logits`` of the masked LM ``mlm`` (unwrapped);
-        HC counts are logged while training."""
+        """The objective's ``(loss, items)`` on the masked positions' ``logits`` of ``mlm`` (HC counts kept while training)."""
         stats = {"stats": self.corrections["hc"]} if self.correcting and mlm.training else {}
         context = {key: inputs.get(key) for key in ("input_ids", "attention_mask", "token_type_ids")}
         return self.loss.loss_and_items(logits, labels, model=mlm, word_ids=word_ids, **context, **stats)
@@ -179,9 +177,8 @@ class MaskedLMTrainer(LossTrainer):
 
 
 class EpochEvaluation(TrainerCallback):
-    """At every epoch end ``evaluate(model)`` (eval loss, perplexity, HC rates) and the epoch's training HC rates
-    (``train_<name>_*``, Table 2 per checkpoint), logged and kept in ``epochs``; a non-finite eval loss stops the run
-    before the epoch's checkpoint. ``first_step``: when the first optimisation step began."""
+    """At every epoch end ``evaluate(model)`` and the epoch's training HC rates (``train_<name>_*``), logged and kept in
+    ``epochs`` (a non-finite eval loss stops the run before the checkpoint); ``first_step``: when training began."""
 
     def __init__(self, trainer: MaskedLMTrainer, evaluate: Callable[[nn.Module], dict[str, float]]) -> None:
         self.trainer, self.evaluate = trainer, evaluate

@@ -98,10 +98,9 @@ def count_items(labels: torch.Tensor) -> torch.Tensor:
 
 
 class LossTrainer(Trainer):
-    """A ``transformers.Trainer`` whose training loss is ``loss(outputs.logits, labels)``: any ``build_loss`` loss
-    (mean reduction); ``time_budget_s`` stops the run after that many seconds. Subclasses with another objective
-    override :meth:`compute_loss` and scale with :meth:`scale_for_accumulation`. A non-finite training or held-out
-    loss stops the run (``FloatingPointError``)."""
+    """A ``transformers.Trainer`` whose training loss is ``loss(outputs.logits, labels)`` (any ``build_loss`` loss; a
+    subclass's own :meth:`compute_loss` scales with :meth:`scale_for_accumulation`); ``time_budget_s`` stops the run
+    after that many seconds, a non-finite training or held-out loss with a ``FloatingPointError``."""
 
     loss_is_scaled_for_ga = True
 

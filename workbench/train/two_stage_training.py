@@ -93,18 +93,16 @@ def fusion_encoders(config: Config, tokenizer: Any) -> tuple[nn.Module, nn.Modul
     second = load_tokenizer(config.aux.fusion_model).get_vocab()
     if second != tokenizer.get_vocab():
         raise ValueError(
-            f"aux.fusion_model: must share the tokenizer of model (both encoders read the same token ids), got "
-            f"{config.aux.fusion_model!r} whose {len(second)}-token vocabulary differs from the model's {len(tokenizer)} tokens"
+            f"aux.fusion_model: must share the model's vocabulary (both encoders read the same token ids), got "
+            f"{config.aux.fusion_model!r} with {len(second)} tokens, not the model's {len(tokenizer)}"
         )
     return models.build_encoder(**source), models.build_encoder(model_name_or_path=config.aux.fusion_model)
 
 
-def stage_one_model(config: Config, vocab_size: int, num_labels: int, tokenizer: Any = None) -> nn.Module:
-    """Encoder + K+n head: a BERT classifier, or a FusionClassifier of two encoders (``aux.fusion``: needs ``tokenizer``)."""
-    source = models.model_source(config.model, vocab_size, config.data.max_length)
+def stage_one_model(config: Config, tokenizer: Any, num_labels: int) -> nn.Module:
+    """Encoder + K+n head: a BERT classifier, or a FusionClassifier of two encoders (``aux.fusion``)."""
+    source = models.model_source(config.model, len(tokenizer), config.data.max_length)
     if config.aux.fusion:
-        if tokenizer is None:
-            raise ValueError("tokenizer: the fusion classifier (aux.fusion) needs the tokenizer, got None")
         return models.FusionClassifier(*fusion_encoders(config, tokenizer), num_labels + config.aux.num_aux)
     if config.aux.num_aux == 0:
         return models.build_sequence_classifier(num_labels, **source)
@@ -129,7 +127,7 @@ def two_stage(config: str | Path | Mapping[str, Any] | Config, callbacks: Sequen
     ``output_dir/metrics.json`` holds both stages' metrics, stage 2's report at the top level."""
     with training_run(config, "two_stage", "stage1", "stage2") as config:
         data, output_dir, keep = classification_data(config), Path(config.output_dir), config.training.keep_checkpoints
-        model = stage_one_model(config, len(data.tokenizer), len(data.names), data.tokenizer)
+        model = stage_one_model(config, data.tokenizer, len(data.names))
         fgm = partial(FGMTrainer, fgm_epsilon=config.aux.fgm_epsilon) if config.aux.fgm_epsilon > 0 else LossTrainer
         stage_one = train_classifier(config, model, build_loss("ce"), data, output_dir / "stage1", callbacks, fgm)
         model = stage_two_model(stage_one.trainer.model, len(data.names), seed=config.training.seed)
