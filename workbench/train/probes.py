@@ -17,7 +17,7 @@ from datasets import Dataset
 from torch import nn
 
 from workbench.checks import check_int
-from workbench.config import ProbeConfig, TrainingConfig
+from workbench.config import ProbeConfig, TrainingConfig, check_field
 from workbench.metrics import classification_report
 from workbench.threads import torch_threads
 
@@ -155,8 +155,7 @@ def fit_probe(
     epochs = training.num_train_epochs
     if epochs != int(epochs):
         raise ValueError(f"training.num_train_epochs: must be a whole number for the probe, got {epochs!r}")
-    if getattr(loss, "reduction", "mean") != "mean":
-        raise ValueError(f"loss.params.reduction: must be 'mean' for the probe, got {loss.reduction!r}")
+    check_field("loss.params.reduction", getattr(loss, "reduction", "mean"), str, choices=("mean",))
     if label_names is not None and len(label_names) != num_labels:
         raise ValueError(f"label_names: must have num_labels={num_labels} names, got {len(label_names)}")
     train = encoded.get("train")
