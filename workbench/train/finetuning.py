@@ -79,7 +79,7 @@ class ClassificationData:
 
 
 def classification_data(config: Config, splits: DatasetDict | None = None) -> ClassificationData:
-    """``config.data``'s splits (or ``splits``) tokenized by ``config.model``'s tokenizer; a warning counts rows shared with train."""
+    """``config.data``'s splits (or ``splits``) tokenized by ``config.model``'s tokenizer; a warning counts rows shared."""
     splits = load_splits(config.data) if splits is None else splits
     shared = shared_with_train(splits)
     if any(shared.values()):
