@@ -48,10 +48,6 @@ class EncodedSplit:
     def __len__(self) -> int:
         return len(self.labels)
 
-    def select(self, rows: torch.Tensor) -> EncodedSplit:
-        """The examples at ``rows`` (a mini-batch)."""
-        return EncodedSplit(tuple(ids[rows] for ids in self.ids), self.labels[rows])
-
 
 def encode_split(split: Dataset, tokenizer: Any, max_length: int, columns: Sequence[str] = SINGLE_COLUMNS) -> EncodedSplit:
     """``split``'s ``columns`` (``SINGLE_COLUMNS`` or ``PAIR_COLUMNS``) as token ids without [CLS] / [SEP], cut at
@@ -178,9 +174,8 @@ def fit_probe(
         for epoch in range(1, int(epochs) + 1):
             losses = []
             for rows in torch.randperm(len(train), generator=order).split(training.per_device_train_batch_size):
-                batch = train.select(rows)
                 optimizer.zero_grad()
-                value = loss(model(*batch.ids), batch.labels)
+                value = loss(model(*(ids[rows] for ids in train.ids)), train.labels[rows])
                 value.backward()
                 optimizer.step()
                 losses.append(value.detach())

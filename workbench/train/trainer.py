@@ -58,16 +58,14 @@ class AtomicCheckpoints(TrainerCallback):
     """Moves each complete ``<run>/.staging/checkpoint-N`` to ``<run>/checkpoint-N`` (a kill mid-save leaves no half
     checkpoint), keeping ``save_total_limit`` of them and the best."""
 
-    def __init__(self, run_dir: str) -> None:
-        self.run_dir = run_dir
-
     def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         if state.is_world_process_zero:  # what a killed run left half-written
             shutil.rmtree(args.output_dir, ignore_errors=True)
 
     def on_save(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         name = f"{PREFIX_CHECKPOINT_DIR}-{state.global_step}"
-        staged, final = os.path.join(args.output_dir, name), os.path.join(self.run_dir, name)
+        run_dir = os.path.dirname(args.output_dir)
+        staged, final = os.path.join(args.output_dir, name), os.path.join(run_dir, name)
         if not state.is_world_process_zero or not os.path.isdir(staged):
             return
         if state.best_model_checkpoint == staged:  # the state names the checkpoint's final place
@@ -75,7 +73,7 @@ class AtomicCheckpoints(TrainerCallback):
             state.save_to_json(os.path.join(staged, "trainer_state.json"))
         shutil.rmtree(final, ignore_errors=True)
         os.replace(staged, final)
-        rotate_checkpoints(self.run_dir, args.save_total_limit, state.best_model_checkpoint)
+        rotate_checkpoints(run_dir, args.save_total_limit, state.best_model_checkpoint)
 
 
 def scale_for_accumulation(
@@ -114,7 +112,7 @@ class LossTrainer(Trainer):
         if time_budget_s is not None:
             self.add_callback(TimeBudget(time_budget_s))
         if staged:
-            self.callback_handler.callbacks.insert(0, AtomicCheckpoints(self.run_dir))  # before any on_save of others
+            self.callback_handler.callbacks.insert(0, AtomicCheckpoints())  # before any on_save of others
         for callback in self.callback_handler.callbacks:  # TensorBoard's events go to the run folder
             if isinstance(callback, TensorBoardCallback) and callback.logging_dir is None:
                 callback.logging_dir = os.path.join(self.run_dir, "runs")
