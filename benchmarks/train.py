@@ -35,8 +35,8 @@ from transformers import DataCollatorWithPadding, PrinterCallback, Trainer, Trai
 from workbench.config import Config, load_config
 from workbench.losses import resolve
 from workbench.models import build_sequence_classifier, model_source
-from workbench.train.checkpoints import progress_bars
 from workbench.train.finetuning import ClassificationData, classification_data
+from workbench.train.run_folder import progress_bars
 from workbench.train.trainer import LossTrainer, training_arguments
 
 BASELINE = "plain Trainer (built-in CE)"

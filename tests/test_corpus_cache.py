@@ -24,7 +24,7 @@ from workbench.masking import (
 )
 from workbench.masking import corpus as corpus_module
 from workbench.masking.corpus import CACHE_ENV, chunk_documents
-from workbench.train.checkpoints import progress_bars
+from workbench.train.run_folder import progress_bars
 from workbench.vocab import default_vocab_file, load_tokenizer
 
 

@@ -175,7 +175,7 @@ def _slider(*args: Any, **kwargs: Any) -> Any:
 
 
 def _resume_with_only_incomplete_checkpoints(tmp_path: Path) -> Any:
-    from workbench.train.checkpoints import checkpoint_to_resume
+    from workbench.train.run_folder import checkpoint_to_resume
 
     _checkpoint(tmp_path, 12, weights=False)
     with pytest.warns(UserWarning, match="incomplete checkpoint"):
@@ -215,7 +215,7 @@ def _load_file(path: Path) -> Any:
 
 
 def _occupied(tmp_path: Path, finished: bool) -> Any:
-    from workbench.train.checkpoints import checkpoint_to_resume
+    from workbench.train.run_folder import checkpoint_to_resume
 
     if finished:
         (tmp_path / "metrics.json").write_text("{}")

@@ -23,9 +23,9 @@ from workbench.losses import build_loss, pcl_constants, resolve
 from workbench.records import write_json
 from workbench.train import tokenize_splits
 from workbench.train.__main__ import main as cli_main
-from workbench.train.checkpoints import checkpoint_to_resume, claim_output_dir, drop_weights, remove_checkpoints
 from workbench.train.pretraining import prepare_pretraining, pretraining_trainer_kwargs
 from workbench.train.probes import EncodedSplit, fit_probe
+from workbench.train.run_folder import checkpoint_to_resume, claim_output_dir, drop_weights, remove_checkpoints
 from workbench.train.trainer import LossTrainer, training_arguments
 from workbench.train.two_stage_training import FGM
 from workbench.vocab import load_tokenizer
@@ -365,7 +365,7 @@ def test_a_second_run_into_a_live_runs_folder_is_refused_and_a_dead_runs_lock_is
 HOLD_A_RUN_FOLDER = """
 import sys, time
 from workbench.config import load_config
-from workbench.train.checkpoints import claim_output_dir
+from workbench.train.run_folder import claim_output_dir
 claim_output_dir(load_config({"output_dir": sys.argv[1], "training": {"quiet": True}}))
 print("claimed", flush=True)
 time.sleep(600)

@@ -28,7 +28,7 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as error:
         parser.error(str(error))
     from workbench.train import TASK_RUNNERS
-    from workbench.train.checkpoints import is_main_process
+    from workbench.train.run_folder import is_main_process
 
     try:
         result = TASK_RUNNERS[config.task](config)

@@ -32,7 +32,7 @@ from workbench.config import Config
 from workbench.losses.mlm import IGNORE_INDEX, Correction, CorrectionCounts, HardCorrectionLoss, labelled_rows
 from workbench.models import GENERATOR_DIR, build_electra, labelled_logits, model_source
 from workbench.train import pretraining
-from workbench.train.checkpoints import Result, count_parameters, training_run
+from workbench.train.run_folder import Result, count_parameters, training_run
 
 
 @dataclass

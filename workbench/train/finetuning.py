@@ -25,7 +25,7 @@ from workbench.data import label_names, load_splits, shared_with_train
 from workbench.losses import resolve
 from workbench.metrics import classification_report
 from workbench.models import build_sequence_classifier, model_source
-from workbench.train.checkpoints import Result, count_parameters, remove_checkpoints, training_run, write_result
+from workbench.train.run_folder import Result, count_parameters, remove_checkpoints, training_run, write_result
 from workbench.train.trainer import LossTrainer, training_arguments
 from workbench.vocab import load_tokenizer
 

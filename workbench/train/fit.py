@@ -16,9 +16,9 @@ from workbench.checks import check_int
 from workbench.config import Config, DataConfig, ModelConfig, TrainingConfig
 from workbench.data import label_names
 from workbench.models import build_sequence_classifier, model_source
-from workbench.train.checkpoints import training_run
 from workbench.train.finetuning import classification_data, predict_probabilities, train_classifier
 from workbench.train.probes import PAIR_COLUMNS, SINGLE_COLUMNS, SPLITS, encode_split, fit_probe
+from workbench.train.run_folder import training_run
 from workbench.vocab import load_tokenizer
 
 

@@ -31,7 +31,7 @@ from workbench.losses.mlm import IGNORE_INDEX, CorrectionCounts, HardCorrectionL
 from workbench.masking import PreparedCorpus, build_collator, count_tokens, prepare_corpus
 from workbench.models import build_masked_lm, labelled_logits, model_source
 from workbench.threads import usable_cores
-from workbench.train.checkpoints import Result, count_parameters, remove_checkpoints, training_run, write_result
+from workbench.train.run_folder import Result, count_parameters, remove_checkpoints, training_run, write_result
 from workbench.train.trainer import LossTrainer, training_arguments
 from workbench.vocab import load_tokenizer
 

@@ -20,7 +20,7 @@ from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR, rotate_checkpoints
 
 from workbench.config import PRECISIONS, TrainingConfig, check_field
 from workbench.losses import IGNORE_INDEX
-from workbench.train.checkpoints import STAGING_DIR, checkpoint_to_resume
+from workbench.train.run_folder import STAGING_DIR, checkpoint_to_resume
 
 
 class BarProgressCallback(ProgressCallback):

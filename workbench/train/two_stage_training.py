@@ -22,8 +22,8 @@ from transformers import TrainerCallback
 from workbench import models
 from workbench.config import Config
 from workbench.losses import build_loss, resolve
-from workbench.train.checkpoints import Result, training_run, write_result
 from workbench.train.finetuning import classification_data, finished_checkpoint, train_classifier, write_classifier_result
+from workbench.train.run_folder import Result, training_run, write_result
 from workbench.train.trainer import LossTrainer
 from workbench.vocab import load_tokenizer
 

@@ -1,4 +1,4 @@
-"""A run's frame (:func:`training_run`: its folder claimed by :func:`claim_output_dir`, ``run_config.yaml`` locked while
+"""A run's folder: its frame (:func:`training_run`: the folder claimed by :func:`claim_output_dir`, ``run_config.yaml`` locked while
 the run lives; :func:`progress_bars`), its ``checkpoint-N`` folders (written atomically by ``LossTrainer``; only direct
 children are resumed from or removed), :func:`drop_weights`, and what a finished run writes (:class:`Result`)."""
 
