@@ -14,7 +14,7 @@ _MODULES = {
     "finetuning": ("finetune", "ClassificationData", "classification_data", "tokenize_splits", "evaluation_split"),
     "two_stage_training": ("two_stage", "fusion_finetune", "fusion_description"),
     "electra": ("pretrain_electra",),
-    "checkpoints": ("Result", "drop_weights"),
+    "run_folder": ("Result", "drop_weights"),
     "fit": ("Fit", "Fitter", "ProbeFitter", "TransformerFitter", "build_fitter"),
     "pretraining": ("pretrain_mlm", "split_heldout", "fixed_mask_batches", "evaluate_masked_lm"),
 }
