@@ -48,7 +48,7 @@ from workbench.vocab import load_tokenizer
 
 HF_NAME = "HF DataCollatorForLM(whole_word_mask, spaced)"
 # The news corpus of the real data sets beside a checkout (benchmarks only; generated sentences when absent).
-DEFAULT_CORPUS = str(Path(__file__).resolve().parents[3] / "shared" / "data" / "corpus" / "xwlb_news.txt.gz")
+DEFAULT_CORPUS = str(Path(__file__).resolve().parents[2] / "shared" / "data" / "corpus" / "xwlb_news.txt.gz")
 _SENTENCE_END = re.compile(r"(?<=[。！？])")
 _FALLBACK_SENTENCES = [
     "习近平主席在北京会见了美国总统，双方就经济合作交换了意见。",

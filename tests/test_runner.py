@@ -837,3 +837,15 @@ def test_a_stopped_kernel_registry_refuses_new_kernels():
     kernels.kill_all()  # none had started a process
     with pytest.raises(RuntimeError, match=r"^the run was interrupted"):
         manager_class(kernel_name="python3")
+
+
+def test_worker_threads_write_through_absolute_paths(tmp_path, monkeypatch):
+    # papermill's file writes chdir the process to the cwd a concurrent run may have left in its local handler:
+    # a relative path written from a worker thread meanwhile (the HTML export) missed its folder
+    execute_module = sys.modules["workbench.runs.execute"]  # the package's `execute` is the function
+    exported = []
+    monkeypatch.setattr(execute_module, "export_html", exported.append)
+    monkeypatch.chdir(tmp_path)
+    report = run(only=["ok"], notebooks_dir=FIXTURES, params_dir=_params(tmp_path), outputs_dir="out", stream=_quiet())
+    assert not report.failed, [outcome.status_text() for outcome in report.failed]
+    assert len(exported) == 1 and exported[0].is_absolute() and exported[0].is_file(), exported

@@ -171,10 +171,11 @@ def execute(
     import papermill
     from papermill.exceptions import PapermillExecutionError
 
-    output_dir.mkdir(parents=True, exist_ok=True)
-    parameters = {**execution.parameters, OUTPUT_DIR_PARAMETER: str(output_dir.resolve())}
-    (output_dir / "params.yaml").write_text(yaml.safe_dump(parameters, sort_keys=False), encoding="utf-8")
-    executed = output_dir / execution.notebook.name
+    folder = output_dir.absolute()  # papermill's file writes chdir the process to a cwd another run may have left
+    folder.mkdir(parents=True, exist_ok=True)
+    parameters = {**execution.parameters, OUTPUT_DIR_PARAMETER: str(folder.resolve())}
+    (folder / "params.yaml").write_text(yaml.safe_dump(parameters, sort_keys=False), encoding="utf-8")
+    executed = folder / execution.notebook.name
     failed_cell, error = None, None
     start = time.perf_counter()
     try:
@@ -201,4 +202,4 @@ def execute(
             export_html(executed)
         except Exception as exc:  # the run's own status is what matters; note the export problem
             error = error or f"HTML export failed: {type(exc).__name__}: {exc}"
-    return Outcome(execution, output_dir, "failed" if error else "ok", duration, failed_cell, error, read_metrics(output_dir))
+    return Outcome(execution, output_dir, "failed" if error else "ok", duration, failed_cell, error, read_metrics(folder))
