@@ -56,7 +56,7 @@ VARIANTS: tuple[tuple[str, str, dict[str, Any]], ...] = (
     ("pcl expected_cost", "pcl", {"name": "pcl", "params": {"variant": "expected_cost"}}),
     ("pcl weighted, batch counts", "pcl", {"name": "pcl", "params": {"variant": "weighted", "counts": "batch"}}),
 )
-TARGETS = {"ce": 0.05, "dice": 0.10, "pcl": 0.10}  # CPU, fp32
+TARGETS = {"ce": 0.05, "dice": 0.05, "pcl": 0.05}  # CPU, fp32: issue 20, no loss more than 5% over the plain Trainer
 GPU_TARGET = 0.03  # every loss, on CUDA
 
 
