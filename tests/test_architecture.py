@@ -110,3 +110,13 @@ def test_notebooks_import_only_public_packages():
                 assert not any(alias.name.startswith(("plotly", "matplotlib")) for alias in node.names), notebook.name
             if isinstance(node, ast.ImportFrom) and node.module:
                 assert not node.module.startswith("plotly"), f"{notebook.name}: plotly belongs in workbench.viz"
+
+
+def test_the_library_stays_thin():
+    # issue 20: workbench/ at most 10,000 lines and workbench/losses/ at most 1,300, as ruff formats them
+    # (make test checks the formatting, so a line here is a line of ruff-formatted code)
+    def lines(folder: Path) -> int:
+        return sum(len(path.read_text(encoding="utf-8").splitlines()) for path in folder.rglob("*.py"))
+
+    assert lines(PACKAGE) <= 10_000, lines(PACKAGE)
+    assert lines(PACKAGE / "losses") <= 1_300, lines(PACKAGE / "losses")
