@@ -23,18 +23,16 @@ def main(argv: list[str] | None = None) -> int:
     arguments = parser.parse_args(argv)
     from workbench.config import load_config  # after parsing: --help stays fast
 
-    try:
+    try:  # bad input (config, a file) before or while running: one line, exit 2; divergence: exit 1
         config = load_config(arguments.config, arguments.overrides)
-    except ValueError as error:
-        parser.error(str(error))
-    from workbench.train import TASK_RUNNERS
-    from workbench.train.run_folder import is_main_process
+        from workbench.train import TASK_RUNNERS
 
-    try:
         result = TASK_RUNNERS[config.task](config)
-    except (ValueError, OSError, FloatingPointError) as error:  # bad input (a file too) found while running; divergence
+    except (ValueError, OSError, FloatingPointError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 1 if isinstance(error, FloatingPointError) else 2
+    from workbench.train.run_folder import is_main_process
+
     if is_main_process():
         scalars = {key: value for key, value in result.metrics.items() if isinstance(value, int | float | str)}
         print(json.dumps({"output_dir": str(result.output_dir), **scalars}, indent=2, default=str))
