@@ -206,7 +206,7 @@ def test_plan_refuses_bad_parameter_names(tmp_path, params_file, sweep, seeds, n
 
 def test_seeds_refused_for_notebook_without_seeds_parameter(tmp_path):
     notebook = _write_notebook(tmp_path / "no_seed.ipynb", "x = 1\noutput_dir = None")
-    with pytest.raises(ValueError, match=r"^--seeds: unknown parameter 'seeds' for notebook no_seed\.ipynb"):
+    with pytest.raises(ValueError, match=r"^--seeds: .*no_seed\.ipynb"):
         plan_executions([notebook], _params(tmp_path), "default", None, [1, 2])
 
 

@@ -154,11 +154,11 @@ def test_bad_override_raises(override, match):
 
 
 def test_missing_file_and_non_mapping_file(tmp_path):
-    with pytest.raises(ValueError, match="config: no such file"):
+    with pytest.raises(ValueError, match=r"^config: .*absent\.yaml"):
         load_config(tmp_path / "absent.yaml")
     path = tmp_path / "list.yaml"
     path.write_text("- 1\n- 2\n", encoding="utf-8")
-    with pytest.raises(ValueError, match="must hold a mapping"):
+    with pytest.raises(ValueError, match=r"list\.yaml"):
         load_config(path)
 
 
@@ -182,7 +182,7 @@ def test_a_config_that_is_not_utf8_names_the_file_and_line(tmp_path):
 
 def test_task_is_filled_in_or_checked():
     assert load_config({}, task="two_stage").task == "two_stage"
-    with pytest.raises(ValueError, match=r"task: finetune\(\) cannot run a config whose task is 'two_stage'"):
+    with pytest.raises(ValueError, match=r"^task: .*'two_stage'"):
         load_config({"task": "two_stage"}, task="finetune")
 
 

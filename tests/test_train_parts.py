@@ -126,11 +126,11 @@ def test_loss_label_counts_come_from_the_training_split():
 
 def test_a_training_split_without_a_class_is_named_for_count_based_losses():
     train = build_dataset({"text": ["a", "b", "c"], "label": [0, 0, 2]}, ("low", "mid", "high"))
-    with pytest.raises(ValueError, match=r"train split: must hold every class.*no example of \['mid'\]"):
+    with pytest.raises(ValueError, match=r"^train split: .*\['mid'\]"):
         resolve(LossSpec("wce"), train)
     assert resolve(LossSpec("wce", {"label_counts": [2, 1, 1]}), train).weight is not None
     assert resolve(LossSpec("pcl", {"counts": "batch"}), train).is_batch_level
-    with pytest.raises(ValueError, match="train_split: loss 'pcl' needs label counts"):
+    with pytest.raises(ValueError, match=r"^train_split: .*'pcl'"):
         resolve(LossSpec("pcl"))
 
 
@@ -286,7 +286,7 @@ def test_an_empty_corpus_file_is_named(tmp_path):
     empty.write_text("", encoding="utf-8")
     blank.write_text(" \n\n\t\n", encoding="utf-8")
     for paths in (str(empty), [str(empty), str(blank)]):
-        with pytest.raises(ValueError, match=r"data.path: must hold at least one non-blank line, got none in .*empty.txt"):
+        with pytest.raises(ValueError, match=r"^data\.path: .*empty\.txt"):
             load_texts(_data(source="corpus", path=paths))
     blank.write_text("\n第一句。\n", encoding="utf-8")
     assert load_texts(_data(source="corpus", path=[str(empty), str(blank)])) == (["第一句。"], None)
@@ -382,7 +382,7 @@ def test_resume_with_a_changed_config_names_the_keys_that_changed(tmp_path):
     with claim_output_dir(_run_config(folder, loss={"name": "ce"}, training={"learning_rate": 5e-5, **resumed})):
         pass
     changed = _run_config(folder, loss={"name": "focal"}, training={"learning_rate": 1e-3, **resumed})
-    with pytest.raises(ValueError, match=r"^training.resume: .*had another loss.name, training.learning_rate "):
+    with pytest.raises(ValueError, match=r"^training\.resume: .*loss\.name, training\.learning_rate"):
         claim_output_dir(changed)
     bigger = _run_config(folder, model={"tiny": {"hidden_size": 128}}, training={"learning_rate": 5e-5, **resumed})
     with pytest.raises(ValueError, match=r"^training.resume: .*model.tiny.hidden_size"):  # not a size-mismatch traceback

@@ -283,7 +283,7 @@ def test_pretraining_stops_when_the_held_out_loss_is_not_finite(tmp_path):
         data={"source": "sample_corpus", "n_sentences": 200},
         training={"num_train_epochs": 1, "dataloader_num_workers": 0},
     )
-    with pytest.raises(FloatingPointError, match=r"training diverged at step \d+ \(epoch 1.00\): the held-out eval_loss is nan"):
+    with pytest.raises(FloatingPointError, match=r"step \d+ .*eval_loss"):
         pretrain_mlm(config, callbacks=[_PoisonWeightsAt(None)])
     assert not list((tmp_path / "pre").glob("checkpoint-*")) and not (tmp_path / "pre" / "metrics.json").exists()
 
