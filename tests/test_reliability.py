@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 import torch
+from test_train_runs import tiny_config
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "reliability.md"
@@ -76,26 +77,10 @@ def _config(*overrides: str, base: dict | None = None) -> Any:
     return load_config(base or {}, overrides=list(overrides))
 
 
-def _tiny_run(tmp_path: Path, **training: Any) -> dict:
-    return {
-        "output_dir": str(tmp_path / "run"),
-        "data": {"source": "sample_relevance", "max_train_samples": 64, "max_eval_samples": 32, "max_length": 32},
-        "model": {"tiny": {"num_layers": 1, "hidden_size": 32, "num_heads": 2}},
-        "training": {
-            "num_train_epochs": 1,
-            "per_device_train_batch_size": 16,
-            "per_device_eval_batch_size": 32,
-            "learning_rate": 1e-3,
-            "quiet": True,
-            **training,
-        },
-    }
-
-
 def _finetune(tmp_path: Path, **training: Any) -> Any:
     from workbench.train import finetune
 
-    return finetune(_tiny_run(tmp_path, **training))
+    return finetune(tiny_config(tmp_path / "run", training=training))
 
 
 def _checkpoint(folder: Path, step: int, weights: bool = True) -> None:
