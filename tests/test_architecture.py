@@ -74,6 +74,25 @@ def test_losses_import_nothing_from_data_train_viz_or_studies():
         assert not _imports(path) & {"data", "train", "viz", "studies"}, path.name
 
 
+def test_masking_does_not_import_the_losses():
+    # issue 20: a masked LM's held-out evaluation with hard-correction statistics is evaluation (train), not masking
+    for path in (PACKAGE / "masking").rglob("*.py"):
+        assert "losses" not in _imports(path), path.name
+
+
+def test_the_trainers_do_not_import_the_runner():
+    # issue 20: trainers and runner both write metrics.json through ``records``, one writer below both
+    for path in (PACKAGE / "train").rglob("*.py"):
+        assert "runs" not in _imports(path), path.name
+
+
+def test_layout_study_modules_are_small_and_benchmarks_live_outside_the_package():
+    # issue 20: no study module over 400 lines; the benchmarks are the top-level ``benchmarks/``, not in the package
+    for path in (PACKAGE / "studies").rglob("*.py"):
+        assert len(path.read_text(encoding="utf-8").splitlines()) <= 400, path.relative_to(PACKAGE)
+    assert not (PACKAGE / "bench").exists() and (PACKAGE.parent / "benchmarks" / "__main__.py").is_file()
+
+
 def test_studies_import_nothing_from_each_other():
     for path in (PACKAGE / "studies").glob("*.py"):
         tree = ast.parse(path.read_text(encoding="utf-8"))

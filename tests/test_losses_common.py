@@ -99,7 +99,7 @@ def test_bad_inputs_raise(name, params):
 
 
 def test_unknown_name_lists_available_losses():
-    with pytest.raises(ValueError, match=r"^name") as error:
+    with pytest.raises(ValueError, match=r"^name:") as error:
         build_loss("dicee")
     for name in available_losses():
         assert repr(name) in str(error.value)

