@@ -646,3 +646,51 @@ def test_the_head_at_the_masked_rows_gives_the_full_heads_loss_gradients_and_cou
         assert (full_stats.masked, full_stats.corrected, full_stats.sequences_with_correction) == (5, 1, 1)
     rows_logits = labelled_logits(model, labels, **inputs)[0]
     torch.testing.assert_close(rows_logits, labelled_rows(model(**inputs).logits, labels), rtol=0.0, atol=1e-12)
+
+
+TRAINER_CASES = [("mlm", False), ("mlm", True), ("mlm_hc", True), ("mlm_sr", True)]
+
+
+@pytest.mark.parametrize(("name", "sop"), TRAINER_CASES, ids=[f"{name}-sop={sop}" for name, sop in TRAINER_CASES])
+def test_the_trainers_loss_is_the_full_heads_with_and_without_sentence_order(name, sop, tokenizer, table, tmp_path):
+    """MaskedLMTrainer.compute_loss (the head at the masked rows) against the full head: L_MLM over the masked rows of
+    ``model(**inputs).logits`` (BertForPreTraining: ``prediction_logits``) plus, with SOP, CE(seq_relationship_logits)."""
+    from transformers import BertForPreTraining
+
+    from workbench.config import TrainingConfig
+    from workbench.train.pretraining import MaskedLMTrainer
+    from workbench.train.trainer import training_arguments
+
+    model, inputs, labels, word_ids = head_case(tokenizer)
+    if sop:
+        torch.manual_seed(0)
+        model = BertForPreTraining(model.config).double().train()
+        with torch.no_grad():  # favours 巨 as head_case's model: 大 -> 巨 is corrected
+            model.get_output_embeddings().bias[ids(tokenizer, "巨")[0]] += 30.0
+    loss = build_loss(name, **({"tokenizer": tokenizer, "table": table} if name == "mlm_hc" else {}))
+    args = training_arguments(TrainingConfig(quiet=True), str(tmp_path), evaluate=False, save_strategy="no")
+    trainer = MaskedLMTrainer(model=model, args=args, loss=loss)
+    trainer.current_gradient_accumulation_steps = 1
+    sop_labels = torch.tensor([1, 0])
+    batch = {**inputs, "labels": labels, "word_ids": word_ids, **({"sop_labels": sop_labels} if sop else {})}
+    results = []
+    for compute in ("trainer", "full head"):
+        model.zero_grad()
+        if compute == "trainer":
+            value = trainer.compute_loss(model, dict(batch))
+        else:
+            output = model(**inputs)
+            logits = output.prediction_logits if sop else output.logits
+            value = loss(logits, labels, model=model, word_ids=word_ids, **inputs)
+            if sop:
+                value = value + F.cross_entropy(output.seq_relationship_logits, sop_labels)
+        value.backward()
+        results.append((value.detach(), {key: p.grad.clone() for key, p in model.named_parameters() if p.grad is not None}))
+    (rows, rows_grads), (full, full_grads) = results
+    torch.testing.assert_close(rows, full, rtol=0.0, atol=1e-10)
+    assert rows_grads.keys() == full_grads.keys() and ("cls.seq_relationship.weight" in full_grads) == sop
+    for key, grad in full_grads.items():
+        torch.testing.assert_close(rows_grads[key], grad, rtol=0.0, atol=1e-10, msg=key)
+    if name == "mlm_hc":  # the trainer counted the rows' corrections: the full head's counts, 大 -> 巨 among them
+        full_counts = loss.correction_counts(model(**inputs).prediction_logits, labels, word_ids)
+        assert trainer.corrections["hc"].totals.as_dict() == full_counts.as_dict() and full_counts.corrected == 1

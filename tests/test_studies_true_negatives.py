@@ -184,6 +184,35 @@ def test_worked_example_drops_the_synonym_and_reports_the_plain_loss(tokenizer):
     assert token["loss_hc"] == pytest.approx(token["loss_plain"]) == pytest.approx(expected, rel=1e-5)
 
 
+class FullHead(nn.Module):
+    """A masked LM run whole (no known vocabulary head: labelled_logits takes its full logits' masked rows)."""
+
+    def __init__(self, model: nn.Module):
+        super().__init__()
+        self.model = model
+
+    def forward(self, **inputs):
+        return self.model(**inputs)
+
+
+def test_correction_statistics_and_worked_example_match_the_full_head(tokenizer):
+    from workbench.models import build_masked_lm
+
+    torch.manual_seed(0)
+    model = build_masked_lm(tiny={**TINY, "vocab_size": len(tokenizer)}).double().eval()
+    with torch.no_grad():  # the argmax is 巨 everywhere: a masked 大 is corrected
+        model.get_output_embeddings().bias[tokenizer.convert_tokens_to_ids("巨")] += 30.0
+    text, table = "我大看书，房子大。", SynonymTable.default()  # jieba: 我 大 看书 ， 房子 大 。
+    options = {"masking": {"strategy": "wwm", "mlm_probability": 0.3}, "tokenizer": tokenizer, "seed": 5, "level": "word"}
+    rows, full = (hard_correction.correction_statistics(m, [text] * 8, table, **options) for m in (model, FullHead(model)))
+    assert rows == full and rows["masked"] > 0 and rows["corrected"] > 0
+    rows, full = (hard_correction.worked_example(m, text, "大", table, tokenizer, level="word") for m in (model, FullHead(model)))
+    pd.testing.assert_frame_equal(rows.pop("candidates"), full.pop("candidates"), rtol=0, atol=1e-10)
+    for key in ("loss_plain", "loss_hc"):
+        assert rows.pop(key) == pytest.approx(full.pop(key), rel=1e-10, abs=1e-12)
+    assert rows == full and rows["corrected"] and rows["predicted"] == "巨"
+
+
 def test_heldout_texts_follow_the_training_texts():
     data = {"source": "sample_corpus", "n_sentences": 30, "max_train_samples": 20, "seed": 7}
     assert hard_correction.heldout_texts(data, 10) == sample_corpus(n_sentences=30, seed=7)[20:]

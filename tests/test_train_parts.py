@@ -11,6 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import datasets
 import pytest
 import torch
 from torch import nn
@@ -309,6 +310,19 @@ def test_pretraining_draws_masks_in_persistent_dataloader_workers(tmp_path, work
     assert kwargs["args"].dataloader_num_workers == expected
     assert kwargs["args"].dataloader_persistent_workers == (expected > 0)  # one generator per worker for the whole run
     assert kwargs["data_collator"] is data.collator and kwargs["train_dataset"] is data.train_blocks
+
+
+def test_kdm_counts_its_idf_streaming_over_the_training_blocks(tmp_path, monkeypatch):
+    # issue 21 item 5: the IDF table reads the training blocks' words one block at a time (a datasets Column),
+    # never a Python list of every word of the corpus
+    from workbench.masking import collators
+
+    seen, counted = [], collators.compute_idf
+    monkeypatch.setattr(collators, "compute_idf", lambda texts: seen.append(type(texts)) or counted(texts))
+    data = {"source": "sample_corpus", "n_sentences": 40, "max_length": 32, "num_proc": 1, "cache_dir": str(tmp_path / "c")}
+    prepared = prepare_pretraining(load_config({"task": "pretrain_mlm", "masking": {"strategy": "kdm"}, "data": data}))
+    assert seen == [datasets.Column]
+    assert prepared.collator.idf == counted([list(words) for words in prepared.train_blocks["words"]])
 
 
 # ----------------------------------------------------------------------------- run folders (issue 19, round 2)

@@ -160,7 +160,7 @@ class MaskedLMTrainer(LossTrainer):
         logits, sop_logits = labelled_logits(model, labels, **inputs)
         loss, items = self.mlm_loss(self.accelerator.unwrap_model(model), logits, labels, inputs, word_ids)
         if sop_labels is not None:
-            loss = loss + F.cross_entropy(sop_logits.float(), sop_labels)
+            loss = loss + F.cross_entropy(sop_logits.to(torch.promote_types(sop_logits.dtype, torch.float32)), sop_labels)
         if model.training:
             loss = self.scale_for_accumulation(loss, items, num_items_in_batch)
         return (loss, logits) if return_outputs else loss

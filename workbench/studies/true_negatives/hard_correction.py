@@ -144,9 +144,9 @@ def worked_example(
     masked_ids = torch.where(span, tokenizer.mask_token_id, input_ids)
     inputs = {key: torch.tensor([feature[key]]) for key in ("attention_mask", "token_type_ids")}
     model.eval()
-    logits = model(input_ids=masked_ids, **inputs).logits.float().cpu()
+    logits = labelled_logits(model, labels, input_ids=masked_ids, **inputs)[0].float().cpu()  # the word's rows
     correction = HardCorrectionLoss(tokenizer, table, level)
-    top = logits[span].softmax(dim=-1).topk(top_k, dim=-1)
+    top = logits.softmax(dim=-1).topk(top_k, dim=-1)
     candidates = [
         {"position": position, "rank": rank + 1, "token": tokenizer.convert_ids_to_tokens(int(token)), "probability": float(p)}
         for position, (tokens, probabilities) in enumerate(zip(top.indices, top.values))
@@ -157,11 +157,11 @@ def worked_example(
         "text": text,
         "masked_input": "".join(token for token, keep in shown if keep),
         "gold": word,
-        "predicted": token_text(tokenizer.convert_ids_to_tokens(logits[span].argmax(dim=-1).tolist())),
+        "predicted": token_text(tokenizer.convert_ids_to_tokens(logits.argmax(dim=-1).tolist())),
         "synonyms": sorted(table.synonyms(word)),
         "level": level,
         "corrected": correction.correction_counts(logits, labels, word_ids).sequences_with_correction == 1,
-        "loss_plain": float(torch.nn.functional.cross_entropy(logits[span], input_ids[span])),
+        "loss_plain": float(torch.nn.functional.cross_entropy(logits, input_ids[span])),
         "loss_hc": float(correction(logits, labels, word_ids=word_ids)),
         "candidates": pd.DataFrame(candidates),
     }
