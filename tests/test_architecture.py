@@ -33,7 +33,7 @@ ALLOWED: dict[str, set[str]] = {
     "train": FOUNDATION | {"losses", "masking", "data", "models"},  # not the runner: metrics.json via records
     "viz": {"checks", "config", "losses", "information"},
     "studies": FOUNDATION | {"losses", "masking", "data", "models", "train"},
-    "__main__": {"runs"},
+    "__main__": {"checks", "runs"},  # the command lines' one error line: checks.error_line
 }
 
 

@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from workbench.__main__ import build_parser as runner_parser
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -93,3 +95,19 @@ def test_the_readme_runner_commands_plan_as_written():
         notebooks = select_notebooks(ROOT / args.notebooks_dir, args.only)
         seeds = parse_seeds(args.seeds) if args.seeds else None
         assert plan_executions(notebooks, ROOT / args.params_dir, args.params_set, parse_sweep(args.sweep), seeds), command
+
+
+@pytest.mark.parametrize(
+    ("missing", "command"),
+    [
+        ("nbformat", "from workbench.__main__ import main\nsys.exit(main(['export', 'notebook.ipynb']))"),
+        ("transformers", "from workbench.train.__main__ import main\nsys.exit(main(['params/examples/two_stage_aux.yaml']))"),
+    ],
+    ids=["export", "train"],
+)
+def test_a_missing_package_is_one_line_naming_it_not_a_traceback(missing, command):
+    # `python -m workbench run` has its own test (test_runner); these are the README's other command lines
+    completed = _run_python(f"import sys\nsys.modules[{missing!r}] = None  # as if it were not installed\n{command}\n")
+    assert completed.returncode == 2, completed.stderr
+    assert completed.stderr.startswith(f"error: package {missing} is missing") and completed.stderr.count("\n") == 1
+    assert f"-m pip install {missing}" in completed.stderr

@@ -7,7 +7,7 @@ import pytest
 
 from workbench.losses import QBQTC_LABEL_COUNTS
 from workbench.viz.curves import (
-    default_probabilities,
+    DEFAULT_P,
     dice_paper_figure1,
     figure_loss_curves,
     loss_curves,
@@ -165,7 +165,7 @@ def test_each_loss_has_one_colour_and_one_legend_entry_across_its_panels(figure)
 
 
 def test_auto_derivative_range_keeps_the_dlogit_autorange_and_clips_dldp():
-    p = default_probabilities()
+    p = np.array(DEFAULT_P)
     figure = figure_loss_curves([("CE", "ce", {}), ("FL", "focal", {"gamma": 2.0})], p=p)
     low, high = figure.layout.yaxis2.range
     assert min(figure.data[1].y) == pytest.approx(-1 / 0.01)  # CE's data still reach -100 at p = 0.01 ...

@@ -101,6 +101,9 @@ def test_seven_panel_grid_titles_fit_their_columns_and_rows_leave_room():
     layout = fig.layout.to_plotly_json()
     xaxes = [axis for name, axis in layout.items() if name.startswith("xaxis")]
     assert len(xaxes) == 9 and fig.layout.width is None  # three rows of three; the cell's full width
+    yaxes = [axis for name, axis in layout.items() if name.startswith("yaxis")]
+    # gold labels once per row, left of column 1: a long label in columns 2-3 would run into the panel on its left
+    assert [axis.get("showticklabels") for axis in yaxes] == [True, False, False] * 3
     width, font = 800, fig.layout.annotations[0].font.size  # a page 800 px wide; plotly's subplot title font
     for annotation in fig.layout.annotations:
         column = next(axis["domain"] for axis in xaxes if abs(sum(axis["domain"]) / 2 - annotation.x) < 1e-9)

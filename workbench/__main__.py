@@ -6,7 +6,7 @@ import argparse
 import signal
 import sys
 
-PIP_NAMES = {"yaml": "pyyaml", "sklearn": "scikit-learn", "mathjax": "django-static-mathjax"}
+from workbench.checks import error_line
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -57,17 +57,13 @@ def main(argv: list[str] | None = None) -> int:
     """Run the command; 0 when every notebook succeeded, 1 when any failed, 2 for invalid input or a
     missing package, 130 when interrupted (Ctrl-C or SIGTERM: the running kernels are stopped)."""
     args = build_parser().parse_args(argv)
-    if args.command == "export":
-        from workbench.runs.export import export_notebook
-
-        try:
-            print(export_notebook(args.notebook, args.output, student=args.student))
-        except ValueError as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            return 2
-        return 0
     previous = signal.signal(signal.SIGTERM, signal.default_int_handler)  # SIGTERM (a CI cancel, `timeout`) acts as Ctrl-C
     try:
+        if args.command == "export":
+            from workbench.runs.export import export_notebook
+
+            print(export_notebook(args.notebook, args.output, student=args.student))
+            return 0
         from workbench.runs import parse_assignments, parse_seeds, parse_sweep, run
 
         report = run(
@@ -86,21 +82,13 @@ def main(argv: list[str] | None = None) -> int:
             executor=args.executor,
             slurm=parse_assignments(args.slurm, "--slurm"),
         )
-    except ValueError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    except ModuleNotFoundError as exc:
-        if not exc.name or exc.name.startswith("workbench"):
-            raise
-        package = PIP_NAMES.get(exc.name.split(".")[0], exc.name.split(".")[0])
-        print(
-            f"error: package {package} is missing: install it with `{sys.executable} -m pip install {package}`", file=sys.stderr
-        )
+    except (ValueError, ModuleNotFoundError) as exc:
+        print(error_line(exc), file=sys.stderr)
         return 2
     except KeyboardInterrupt as exc:
         report = getattr(exc, "report", None)  # RunInterrupted: the report of what ran
-        where = f"; report: {report.run_dir / 'index.html'}" if report else ""
-        print(f"interrupted: the running notebooks were stopped{where}", file=sys.stderr)
+        stopped = f"the running notebooks were stopped; report: {report.run_dir / 'index.html'}" if report else "stopped"
+        print(f"interrupted: {stopped}", file=sys.stderr)
         return 130
     finally:
         signal.signal(signal.SIGTERM, previous)

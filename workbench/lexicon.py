@@ -132,8 +132,9 @@ class SynonymTable:
         chunk_size: int = 4096,
     ) -> SynonymTable:
         """``b`` is a synonym of ``a`` when among the ``k`` nearest neighbours of ``a`` by cosine a.b / (|a| |b|) (and at
-        least ``threshold``, the workbench's option); made symmetric. The defaults are the true-negatives paper's
-        (footnote 11: "the top 10 most similar words for each retrieval"). ``chunk_size`` rows per matrix product."""
+        least ``threshold``), made symmetric: threshold and symmetry are the workbench's adaptations; k = 10 is the
+        true-negatives paper's (footnote 11: "the top 10 most similar words for each retrieval"). ``chunk_size`` rows per
+        matrix product."""
         vectors = torch.as_tensor(np.asarray(matrix), dtype=torch.float32)
         if vectors.ndim != 2 or vectors.shape[0] != len(vocab):
             raise ValueError(f"matrix: must have shape (len(vocab), dim) = ({len(vocab)}, dim), got {tuple(vectors.shape)}")

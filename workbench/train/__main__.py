@@ -7,6 +7,8 @@ import argparse
 import json
 import sys
 
+from workbench.checks import error_line
+
 # The README's example; 8 epochs (the config's) learn every class, 3 learnt little more than the majority.
 EXAMPLE = "python -m workbench.train params/examples/finetune_qbqtc_sample_pcl.yaml loss.params.epsilon=0.2"
 
@@ -21,15 +23,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("config", help="YAML config file (docs/training.md lists every key)")
     parser.add_argument("overrides", nargs="*", help="section.key=value overrides; values are parsed as YAML")
     arguments = parser.parse_args(argv)
-    from workbench.config import load_config  # after parsing: --help stays fast
+    try:  # bad input (config, a file, a missing package): one line, exit 2; divergence: exit 1
+        from workbench.config import load_config  # after parsing: --help stays fast
 
-    try:  # bad input (config, a file) before or while running: one line, exit 2; divergence: exit 1
         config = load_config(arguments.config, arguments.overrides)
         from workbench.train import TASK_RUNNERS
 
         result = TASK_RUNNERS[config.task](config)
-    except (ValueError, OSError, FloatingPointError) as error:
-        print(f"error: {error}", file=sys.stderr)
+    except (ValueError, OSError, FloatingPointError, ModuleNotFoundError) as error:
+        print(error_line(error), file=sys.stderr)
         return 1 if isinstance(error, FloatingPointError) else 2
     from workbench.train.run_folder import is_main_process
 

@@ -67,8 +67,8 @@ def matrix_grid(
         fig.add_trace(heatmap, index // columns + 1, index % columns + 1)
         fig.update_layout({coloraxis: {"colorscale": "Blues", "showscale": shared_scale}})
     fig.update_xaxes(title_text="predicted", type="category")
-    fig.update_yaxes(autorange="reversed", type="category")
-    fig.update_yaxes(title_text="gold", col=1)
+    fig.update_yaxes(autorange="reversed", type="category", showticklabels=False)  # gold labels once per row: column 1
+    fig.update_yaxes(title_text="gold", showticklabels=True, col=1)
     return fig.update_layout(title=title, height=rows * ROW_HEIGHT + (rows - 1) * ROW_GAP + 180)
 
 

@@ -3,7 +3,7 @@
 One position, C classes: the gold logit is z, the others 0, so p = e^z / (e^z + C - 1) and dL/dp = (dL/dz) / (p (1 - p)).
 DSC (Dice paper eq. 12) for a positive: dL/dp = -3 (1 - 2p) / ((1 - p) p + 2)^2 is positive beyond p = 0.5 (+0.55 at
 0.9, +0.75 as p -> 1): confident positives are pushed back towards 0.5, not faded out (the paper's "approaches zero right
-after p exceeds 0.5" does not hold for eq. 12 as printed). CE's dL/dp = -1/p stays large; per logit dL/dz = p - 1.
+after p exceeds 0.5" does not hold for eq. 12 as printed). CE's dL/dp = -1/p tends to -1; per logit CE's dL/dz = p - 1 fades.
 """
 
 from __future__ import annotations
@@ -26,10 +26,7 @@ DERIVATIVES = {"dloss_dp": "dL/dp", "dloss_dlogit": "dL/dz (gold logit)"}
 CurveSpec = tuple[str, str, dict]
 CURVE_COLOURS = tuple(pio.templates["plotly"].layout.colorway)  # one per loss, shared by its traces
 AUTO_RANGE_FROM_P = 0.2  # "auto" dL/dp axes span the curves from this p on
-
-
-def default_probabilities() -> np.ndarray:
-    return np.linspace(0.01, 0.99, 99)
+DEFAULT_P = tuple(np.linspace(0.01, 0.99, 99))  # the p grid of the curves when none is given
 
 
 def loss_curves(
@@ -44,7 +41,7 @@ def loss_curves(
     Args: the loss ``name`` and ``params`` (``build_loss``); ``p`` in (0, 1) (default 0.01 ... 0.99);
     ``num_classes`` >= 2; ``examples``: "positive" (gold 1) and/or "negative" (gold 0).
     """
-    p = default_probabilities() if p is None else np.asarray(p, dtype=np.float64).ravel()
+    p = np.asarray(DEFAULT_P if p is None else p, dtype=np.float64).ravel()
     if p.size == 0 or not np.all((p > 0) & (p < 1)):
         raise ValueError(f"p: must be a non-empty sequence of probabilities in (0, 1), got {p.tolist()}")
     check_int("num_classes", num_classes, 2)
