@@ -29,7 +29,7 @@ from workbench.__main__ import main
 from workbench.losses.pcl import pcl_weight_matrix
 from workbench.runs import run
 from workbench.runs.assets import ASSETS_DIR, PLOTLY_JS, RunAssets, ensure_assets, link_figures, run_dir_of
-from workbench.runs.export import export_html
+from workbench.runs.export import WIDGET_VIEW, export_html
 from workbench.viz import figures
 
 FIXTURE = Path(__file__).parent / "fixtures" / "notebooks" / "ok_metrics.ipynb"
@@ -71,6 +71,8 @@ display(Markdown("parameter: " + {PAYLOADS[0]!r}))"""
 PANEL_CELL = """from workbench.viz import PclWeightsPanel
 
 PclWeightsPanel(variants=("weighted", "expected_cost"), interactive=False, name="pcl_panel").display()"""
+# The same panel live, as JupyterLab runs it: its output carries the page figure beside the widget.
+LIVE_PANEL_CELL = PANEL_CELL.replace("interactive=False", "interactive=True").replace("pcl_panel", "live_panel")
 SOLUTION = "the solution of the exercise"
 CHROMIUM = next((shutil.which(name) for name in ("chromium", "chromium-browser", "google-chrome") if shutil.which(name)), None)
 needs_chromium = pytest.mark.skipif(
@@ -87,6 +89,7 @@ def run_dir(tmp_path_factory) -> Path:
     notebook.cells.insert(1, new_markdown_cell(EQUATIONS, id="ok-equations"))
     notebook.cells.append(new_code_cell(PAYLOAD_CELL, id="payloads"))
     notebook.cells.append(new_code_cell(PANEL_CELL, id="panel"))
+    notebook.cells.append(new_code_cell(LIVE_PANEL_CELL, id="live-panel"))
     notebook.cells.append(new_markdown_cell(SOLUTION, id="solution", metadata={"tags": ["solution"]}))
     (root / "notebooks").mkdir()
     nbformat.write(notebook, root / "notebooks" / FIXTURE.name)
@@ -191,7 +194,8 @@ def test_executed_notebook_and_export_stay_small(run_dir):
     for output in plotly_outputs:
         html_text = output.data["text/html"]
         assert "Plotly.newPlot" in html_text and "<script src" not in html_text and "http" not in html_text
-    assert (cell / "ok_metrics.ipynb").stat().st_size < 150_000  # the panel's 12 precomputed steps included
+    notebook.metadata.pop("widgets")  # the live panel's FigureWidget state (5 MB), as JupyterLab saves it; no page holds it
+    assert len(nbformat.writes(notebook)) < 150_000  # the panels' 12 precomputed steps included
     assert (cell / "ok_metrics.html").stat().st_size < 1_000_000
 
 
@@ -360,7 +364,7 @@ def test_tex_in_shown_text_makes_no_link_class_id_style_or_script(run_dir):
 SLIDER_PROBE = """<script>
 window.addEventListener("load", () => setTimeout(() => {
   window.requestAnimationFrame = callback => setTimeout(() => callback(performance.now()), 16);
-  const gd = [...document.querySelectorAll(".js-plotly-plot")].find(plot => plot.layout.sliders);
+  const gd = [...document.querySelectorAll(".js-plotly-plot")].filter(plot => plot.layout.sliders)[PLOT_INDEX];
   const z = () => gd._fullData.map(trace => trace.z.map(row => Array.from(row)));
   const probe = {before: z(), active_before: gd.layout.sliders[0].active};
   const rail = gd.querySelector(".slider-rail-touch-rect").getBoundingClientRect();
@@ -377,17 +381,30 @@ window.addEventListener("load", () => setTimeout(() => {
 
 
 @needs_chromium
-@pytest.mark.parametrize("page", ["ok_metrics.html", "figures/pcl_panel.html"], ids=["export", "figure"])
-def test_moving_a_panels_plotly_slider_redraws_the_figure_offline(run_dir, page):
-    probe = json.loads(
-        html.unescape(re.search(r'data-probe="([^"]*)"', _rendered_dom(_cell(run_dir) / page, SLIDER_PROBE)).group(1))
-    )
+@pytest.mark.parametrize(
+    ("page", "plot"),
+    [("ok_metrics.html", 0), ("figures/pcl_panel.html", 0), ("ok_metrics.html", 1)],
+    ids=["export", "figure", "export-of-a-live-panel"],
+)
+def test_moving_a_panels_plotly_slider_redraws_the_figure_offline(run_dir, page, plot):
+    script = SLIDER_PROBE.replace("PLOT_INDEX", str(plot))
+    probe = json.loads(html.unescape(re.search(r'data-probe="([^"]*)"', _rendered_dom(_cell(run_dir) / page, script)).group(1)))
     assert probe["active"] != probe["active_before"]
     epsilon = float(probe["label"])
     assert epsilon > 0.5  # 0.9 of the rail: a late step (the panel starts at epsilon = 0.1)
     for variant, before, after in zip(("weighted", "expected_cost"), probe["before"], probe["after"]):
         np.testing.assert_allclose(before, pcl_weight_matrix(variant, 0.1).numpy(), rtol=1e-6)
         np.testing.assert_allclose(after, pcl_weight_matrix(variant, epsilon).numpy(), rtol=1e-6)
+
+
+def test_a_live_panels_page_shows_its_page_figure_not_an_empty_widget(run_dir):
+    notebook = nbformat.read(_cell(run_dir) / "ok_metrics.ipynb", as_version=4)
+    (live,) = [cell for cell in notebook.cells if cell.get("id") == "live-panel"]
+    (output,) = [output for output in live.outputs if output.output_type == "display_data"]
+    assert {WIDGET_VIEW, "text/html"} <= set(output.data)  # JupyterLab draws the widget, a page the figure
+    assert '"sliders"' in output.data["text/html"]
+    page = (_cell(run_dir) / "ok_metrics.html").read_text(encoding="utf-8")
+    assert WIDGET_VIEW not in page and page.count('"sliders"') >= 2  # both panels, with their plotly sliders
 
 
 # ----------------------------------------------------------------------------- python -m workbench export

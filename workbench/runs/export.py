@@ -3,7 +3,7 @@
 
 The page is nbconvert's ``lab`` template with its CDN blocks replaced: plotly.js and MathJax come
 from a run folder's ``assets/`` (workbench.runs.assets) by relative paths; require.js, the widget
-manager and mermaid are left out (a widget output, e.g. a tqdm bar, shows nothing). MathJax runs
+manager and mermaid are left out (a tqdm bar shows nothing, a live slider panel its page figure). MathJax runs
 with its ``safe`` extension and without ``\\require``: TeX in text a page shows (a parameter, a table
 row) makes no link (``$\\href{javascript:alert(1)}{X}$`` draws X), class, id, style or script.
 """
@@ -16,6 +16,7 @@ from pathlib import Path
 from workbench.runs.assets import RunAssets, ensure_assets, link_figures, run_dir_of
 
 SOLUTION_TAG = "solution"  # cells left out of a --student page
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 MATHJAX_CONFIG = {
     "loader": {"load": ["ui/safe"]},
     "tex": {
@@ -63,12 +64,22 @@ def export_offline_html(notebook: str | Path, target: str | Path, assets: RunAss
         extra_loaders=[DictLoader({OFFLINE_TEMPLATE: _OFFLINE_TEMPLATE_SOURCE})],
         config=Config(TagRemovePreprocessor={"enabled": student, "remove_cell_tags": {SOLUTION_TAG}}),
     )
+    exporter.register_preprocessor(_page_instead_of_widget, enabled=True)
     urls = {"plotly_js": assets.plotly_js, "mathjax_js": assets.mathjax_js}
     resources = {"workbench_assets": {name: assets.relative_to(target.parent, path) for name, path in urls.items()}}
     resources["workbench_assets"]["mathjax_config"] = json.dumps(MATHJAX_CONFIG)
     body, _ = exporter.from_filename(str(notebook), resources=resources)
     target.write_text(body, encoding="utf-8")
     return target
+
+
+def _page_instead_of_widget(nb, resources):
+    """A live panel's output (viz.widgets) shows its page figure; widgets and their saved state (MBs) are dead offline."""
+    nb.metadata.pop("widgets", None)
+    for output in (output for cell in nb.cells for output in cell.get("outputs", [])):
+        if WIDGET_VIEW in output.get("data", {}) and "text/html" in output["data"]:
+            del output["data"][WIDGET_VIEW]
+    return nb, resources
 
 
 def export_html(notebook: Path, run_dir: Path | None = None) -> Path:

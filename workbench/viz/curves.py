@@ -46,12 +46,16 @@ def loss_curves(
         raise ValueError(f"p: must be a non-empty sequence of probabilities in (0, 1), got {p.tolist()}")
     check_int("num_classes", num_classes, 2)
     loss = build_loss(name, **params)
+    per_row = None if loss.is_batch_level else build_loss(name, **{**params, "reduction": "none"})  # one row = a batch of one
     frames = []
     for example in examples:
         labels = torch.tensor([EXAMPLES[check_choice("examples", example, list(EXAMPLES))]])
-        one_hot = torch.nn.functional.one_hot(labels, num_classes).double()
         gold_logits = torch.tensor(np.log(p * (num_classes - 1) / (1 - p)), requires_grad=True)
-        values = torch.stack([loss(one_hot * gold_logit, labels) for gold_logit in gold_logits])  # a batch of one per p
+        logits = torch.nn.functional.one_hot(labels, num_classes).double() * gold_logits[:, None]  # (len(p), C)
+        if per_row is not None:
+            values = per_row(logits, labels.expand(len(p)))
+        else:  # a batch of one per p
+            values = torch.stack([loss(row[None], labels) for row in logits])
         dloss_dz = torch.autograd.grad(values.sum(), gold_logits)[0].numpy()
         columns = {"p": p, "loss": values.detach().numpy(), "dloss_dp": dloss_dz / (p * (1 - p)), "dloss_dlogit": dloss_dz}
         frames.append(pd.DataFrame({"loss_name": name, "example": example, **columns}))

@@ -150,9 +150,11 @@ class Panel:
         return figure.update_layout(sliders=sliders, height=height, margin={"b": 60 + 90 * len(sliders)})
 
     def display(self) -> None:
-        """Show the live widget, or (headless) ``page_figure()`` through ``figures.show`` (saved in a run)."""
+        """Show the live widget, or (headless) ``page_figure()`` through ``figures.show`` (saved in a run).
+        The live widget's output carries ``page_figure()`` too: ``python -m workbench export`` pages show it."""
         if self.interactive:
-            display(self.widget)
+            page = figures.PageLoadsPlotlyRenderer().to_mimebundle(self.page_figure().to_dict())
+            display({**self.widget._repr_mimebundle_(), **page}, raw=True)
         else:
             figures.show(self.page_figure(), self.name)
 
