@@ -8,11 +8,12 @@ import re
 import warnings
 
 import pytest
+import torch
 
 from workbench.config import DataConfig, LossSpec, check_loss_fits_labels, load_config
 from workbench.data import label_names, load_splits, load_texts, sample_relevance_splits, shared_with_train
-from workbench.train import tokenize_splits
-from workbench.train.finetuning import classification_data, unreadable_share
+from workbench.train import build_fitter, finetuning, tokenize_splits
+from workbench.train.finetuning import classification_data, warn_unreadable
 from workbench.vocab import load_tokenizer
 
 
@@ -124,7 +125,13 @@ def test_a_broken_corpus_file_names_the_file(tmp_path):
     assert load_texts({"source": "corpus", "path": str(whole)}) == (["第一句。", "第二句。"], None)
 
 
-def test_text_the_vocabulary_cannot_read_gets_one_warning(tmp_path):
+@pytest.fixture
+def unwarned(monkeypatch):
+    """The vocabulary warning not yet given in this process (it is given once per process)."""
+    monkeypatch.setattr(finetuning, "_WARNED", set())
+
+
+def test_text_the_vocabulary_cannot_read_gets_one_warning(tmp_path, unwarned):
     """An English file under the Chinese character vocabulary: letters and [UNK], said once."""
     english = ["the hotel room was clean and quiet", "terrible service and a dirty bathroom"] * 5
     path = _csv(tmp_path / "en.tsv", [f"{t}\t{i % 2}" for i, t in enumerate(english)], header="text\tlabel")
@@ -133,9 +140,35 @@ def test_text_the_vocabulary_cannot_read_gets_one_warning(tmp_path):
     with pytest.warns(UserWarning, match=r"100% of train.*model_name_or_path") as caught:
         encoded = tokenize_splits(splits, tokenizer, 32)
     assert len([w for w in caught if "cannot read" in str(w.message)]) == 1
-    assert unreadable_share(encoded["train"], tokenizer) == 1.0
+    with pytest.warns(UserWarning, match=r"cannot read: 100% of train samples"):
+        warn_unreadable({"train": encoded["train"]["input_ids"]}, tokenizer)
     chinese = sample_relevance_splits(seed=0, n_train=50, n_validation=10, n_test=10)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        encoded = tokenize_splits(chinese, tokenizer, 32)
-    assert unreadable_share(encoded["train"], tokenizer) == 0.0
+        tokenize_splits(chinese, tokenizer, 32)
+    unk, han, cls = tokenizer.unk_token_id, tokenizer.convert_tokens_to_ids("中"), tokenizer.cls_token_id
+    with pytest.warns(UserWarning, match=r"cannot read: 33% of a samples"):  # mostly [UNK] once [CLS] is set aside: the first
+        warn_unreadable({"a": [[cls, unk, unk, han], [han, han], [cls, unk, han, han]]}, tokenizer)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # said once per process
+        warn_unreadable({"a": [[cls, unk, unk, han], [han, han], [cls, unk, han, han]]}, tokenizer)
+
+
+def test_the_probe_of_notebooks_01_02_05_warns_once_about_text_it_cannot_read(tmp_path, unwarned):
+    """Before: only the transformer path warned; the character probe fitted an English file in silence."""
+    english = [f"the hotel room was {w} and {v}" for w in ("clean", "dirty", "quiet", "noisy") for v in ("new", "old", "ok")]
+    path = _csv(
+        tmp_path / "en.tsv", [f"{t}\t{t[::-1]}\t{i % 2}" for i, t in enumerate(english * 2)], header="text\ttext_pair\tlabel"
+    )
+    splits = load_splits(_table(tmp_path, path=path, text_pair="text_pair", split=(0.5, 0.25, 0.25)))
+    fitter = build_fitter({"kind": "probe"}, {"num_train_epochs": 1}, 32)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("default")  # as a notebook kernel shows them (sklearn resets its once-per-place memory)
+        for seed in (0, 1):
+            fitter.fit(splits, torch.nn.CrossEntropyLoss(), seed)
+    messages = [str(w.message) for w in caught if "cannot read" in str(w.message)]
+    assert len(messages) == 1 and "100% of train" in messages[0] and "model.vocab_file" in messages[0]
+    chinese = sample_relevance_splits(seed=0, n_train=50, n_validation=10, n_test=10)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        fitter.fit(chinese, torch.nn.CrossEntropyLoss(), 0)

@@ -687,16 +687,24 @@ def test_jobs_run_notebooks_at_the_same_time_and_keep_the_plan_order(tmp_path, m
 
 
 @pytest.mark.slow
-def test_each_kernel_gets_its_own_gpu_and_jobs_default_to_one_per_gpu(tmp_path, monkeypatch):
+@pytest.mark.parametrize(
+    "visible, gpus, expected",
+    [(["0", "1"], None, ["0", "1"]), (["0", "1", "2", "3"], ["3", "1"], ["1", "3"])],  # default: every visible GPU; --gpus 3,1
+)
+def test_each_kernel_gets_its_own_gpu_and_jobs_default_to_one_per_gpu(tmp_path, monkeypatch, visible, gpus, expected):
     import workbench.runs
 
-    monkeypatch.setattr(workbench.runs, "visible_gpus", lambda: ["0", "1"])  # a two-GPU box
+    monkeypatch.setattr(workbench.runs, "visible_gpus", lambda: visible)  # a box with several GPUs
     markers = _two_waiting_notebooks(tmp_path)  # they finish only when both run at once: jobs defaulted to 2
     report = run(
-        notebooks_dir=tmp_path / "notebooks", params_dir=tmp_path / "params", outputs_dir=tmp_path / "out", stream=_quiet()
+        notebooks_dir=tmp_path / "notebooks",
+        params_dir=tmp_path / "params",
+        outputs_dir=tmp_path / "out",
+        gpus=gpus,
+        stream=_quiet(),
     )
     assert not report.failed, [outcome.status_text() for outcome in report.failed]
-    assert sorted(json.loads((markers / name).read_text())[1] for name in "ab") == ["0", "1"]
+    assert sorted(json.loads((markers / name).read_text())[1] for name in "ab") == expected
 
 
 @pytest.mark.parametrize("jobs", [0, -1, 1.5])

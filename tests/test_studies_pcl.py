@@ -271,7 +271,7 @@ def test_headline_metrics_pick_best_gradient_bearing_setting():
 
 
 def test_nominal_labels_run_pcl_only_with_a_cost_matrix_and_report_no_far_errors(splits, fitter):
-    with pytest.raises(ValueError, match=r"^cost_matrix:"):
+    with pytest.raises(ValueError, match=r"^cost_matrix: .*data\.ordinal"):  # both keys a notebook's params name
         study.run_ablation(splits, study.setting_specs(["LS", "PCL weighted (global)"], EPSILON), [0], fitter, ordinal=False)
     cost = [[0, 1, 1], [1, 0, 1], [1, 1, 0]]
     with pytest.raises(ValueError, match=r"^cost_matrix:"):  # the released form hard-codes QBQTC's order

@@ -19,8 +19,7 @@ def _as_label_array(name: str, values: Sequence[int] | np.ndarray) -> np.ndarray
 
 
 def _validated_pair(labels: Sequence[int] | np.ndarray, predictions: Sequence[int] | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    gold = _as_label_array("labels", labels)
-    pred = _as_label_array("predictions", predictions)
+    gold, pred = _as_label_array("labels", labels), _as_label_array("predictions", predictions)
     if gold.shape != pred.shape:
         raise ValueError(f"predictions: must have the same length as labels ({gold.size}), got {pred.size}")
     if gold.size == 0:
@@ -75,13 +74,8 @@ def classification_report(
         "macro_f1": float(np.mean(f1)),
         "accuracy": float(accuracy_score(gold, pred)),
         "per_class": {
-            names[k]: {
-                "precision": float(precision[k]),
-                "recall": float(recall[k]),
-                "f1": float(f1[k]),
-                "support": int(support[k]),
-            }
-            for k in classes
+            name: {"precision": float(p), "recall": float(r), "f1": float(f), "support": int(n)}
+            for name, p, r, f, n in zip(names, precision, recall, f1, support)
         },
         "confusion_matrix": confusion_matrix(gold, pred, labels=classes).tolist(),
         "label_names": names,

@@ -30,20 +30,31 @@ from workbench.train.trainer import LossTrainer, training_arguments
 from workbench.vocab import load_tokenizer
 
 UNREADABLE_SHARE = 0.1  # a split with more than this share of unreadable samples gets a warning
+_WARNED: set[str] = set()  # shares already named: Python's own once-per-place is reset whenever sklearn sets a filter
 
 
-def unreadable_share(encoded: Dataset, tokenizer: Any) -> float:
-    """Share of samples whose tokens (special tokens aside) are mostly ``[UNK]`` or single Latin letters."""
+def warn_unreadable(rows: Mapping[str, Sequence[Sequence[int]]], tokenizer: Any) -> None:
+    """One warning (once per process) names the splits (name -> token-id rows) with more than ``UNREADABLE_SHARE`` of
+    rows whose tokens (special tokens aside) are mostly ``[UNK]`` or single Latin letters."""
     letter = re.compile(r"(##)?[A-Za-z]")
     unreadable = {i for token, i in tokenizer.get_vocab().items() if token == tokenizer.unk_token or letter.fullmatch(token)}
     special = set(tokenizer.all_special_ids) - {tokenizer.unk_token_id}
-    tokens = ([i for i in ids if i not in special] for ids in encoded["input_ids"])
-    return sum(bool(row) and sum(i in unreadable for i in row) > len(row) / 2 for row in tokens) / max(len(encoded), 1)
+    shares = {}
+    for name, split in rows.items():
+        tokens = ([i for i in ids if i not in special] for ids in split)
+        shares[name] = sum(bool(row) and sum(i in unreadable for i in row) > len(row) / 2 for row in tokens) / max(len(split), 1)
+    named = ", ".join(f"{share:.0%} of {name}" for name, share in shares.items() if share > UNREADABLE_SHARE)
+    if named and named not in _WARNED:  # once per process, however many fits a study runs
+        _WARNED.add(named)
+        warnings.warn(
+            f"text the vocabulary cannot read: {named} samples are mostly [UNK] or single Latin letters; use a vocabulary "
+            "that fits the language (model.vocab_file) or a model.model_name_or_path whose tokenizer does",
+            stacklevel=3,
+        )
 
 
 def tokenize_splits(splits: DatasetDict, tokenizer: Any, max_length: int) -> DatasetDict:
-    """``text`` (and ``text_pair``) as at most ``max_length`` tokens, unpadded, ``label`` -> ``labels``; a warning names
-    the splits the vocabulary cannot read (:func:`unreadable_share` > ``UNREADABLE_SHARE``)."""
+    """``text`` (``text_pair``) as at most ``max_length`` unpadded tokens, ``label`` -> ``labels``; :func:`warn_unreadable`."""
 
     def encode(batch: dict[str, list]) -> dict[str, list]:
         encoded = tokenizer(batch["text"], batch.get("text_pair"), truncation=True, max_length=max_length)
@@ -55,14 +66,7 @@ def tokenize_splits(splits: DatasetDict, tokenizer: Any, max_length: int) -> Dat
             for name, split in splits.items()
         }
     )
-    shares = {name: unreadable_share(split, tokenizer) for name, split in encoded.items()}
-    unreadable = ", ".join(f"{share:.0%} of {name}" for name, share in shares.items() if share > UNREADABLE_SHARE)
-    if unreadable:
-        warnings.warn(
-            f"text the vocabulary cannot read: {unreadable} samples are mostly [UNK] or single Latin letters; use a vocabulary "
-            "that fits the language (model.vocab_file) or a model.model_name_or_path whose tokenizer does",
-            stacklevel=2,
-        )
+    warn_unreadable({name: split["input_ids"] for name, split in encoded.items()}, tokenizer)
     return encoded
 
 

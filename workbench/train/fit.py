@@ -16,7 +16,7 @@ from workbench.checks import check_int
 from workbench.config import Config, DataConfig, ModelConfig, TrainingConfig
 from workbench.data import label_names
 from workbench.models import build_sequence_classifier, model_source
-from workbench.train.finetuning import classification_data, predict_probabilities, train_classifier
+from workbench.train.finetuning import classification_data, predict_probabilities, train_classifier, warn_unreadable
 from workbench.train.probes import PAIR_COLUMNS, SINGLE_COLUMNS, SPLITS, encode_split, fit_probe
 from workbench.train.run_folder import training_run
 from workbench.vocab import load_tokenizer
@@ -69,6 +69,7 @@ class ProbeFitter(Fitter):
         tokenizer, names = load_tokenizer(vocab_file=self.model.vocab_file), label_names(splits["train"])
         columns = PAIR_COLUMNS if "text_pair" in splits["train"].column_names else SINGLE_COLUMNS
         encoded = {name: encode_split(splits[name], tokenizer, self.max_length, columns) for name in SPLITS}
+        warn_unreadable({name: np.hstack(split.ids).tolist() for name, split in encoded.items()}, tokenizer)
         run = fit_probe(encoded, loss, self.training, self.model.probe, len(tokenizer), len(names), seed=seed, label_names=names)
         scores = (run.validation_predictions, run.predictions, run.probabilities)
         return Fit(*scores, run.best_epoch, run.validation["macro_f1"], run.history)
