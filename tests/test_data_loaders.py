@@ -283,9 +283,10 @@ def test_label_values_are_compared_as_values(tmp_path, source):
 
 
 @pytest.mark.parametrize("source", list(SOURCES))
-@pytest.mark.parametrize("empty", ["", "  ", "nan", None])
+@pytest.mark.parametrize("empty", ["", "  ", "nan", None, "None", "NA", "null", "#N/A"])
 def test_an_empty_or_missing_label_names_file_and_line(tmp_path, source, empty):
-    """An empty cell, null or NaN is an error naming file:line, not a class '' or 'NaN'."""
+    """An empty cell, null, NaN or a missing-value marker (pandas' NA, None, null) is an error naming file:line,
+    not a class '' or 'None'."""
     if empty is None and source not in JSON_SOURCES:
         empty = "NaN"
     path = SOURCES[source]([("好", "100" if source == "tnews" else "0"), ("坏", empty)], tmp_path)
@@ -300,6 +301,47 @@ def test_a_text_that_is_not_a_string_names_the_line(tmp_path, source, text):
     path = SOURCES[source]([("好", "100" if source == "tnews" else "0"), (text, "100" if source == "tnews" else "0")], tmp_path)
     with pytest.raises(ValueError, match=re.escape(f"{path}:2:")):
         LOADERS[source](path)
+
+
+def test_a_missing_value_marker_is_a_class_only_when_label_names_lists_it(tmp_path):
+    path = _write(tmp_path / "d.csv", ["text,label", "甲,NA", "乙,EU"])
+    assert load_table(path, label_names=["EU", "NA"])["label"] == [1, 0]  # North America, named
+
+
+def test_numeric_label_names_take_no_index(tmp_path):
+    # label_names [2, 1]: a label 0 was read as the index of class "2"
+    path = _write(tmp_path / "d.tsv", ["text\tlabel", "甲\t2", "乙\t0"])
+    with pytest.raises(ValueError, match=re.escape(f"{path}:3: unknown label value '0'")):
+        load_table(path, label_names=[2, 1])
+    assert load_table(path, label_names=["neg", "pos", "x"])["label"] == [2, 0]  # names that are no numbers: indices
+
+
+@pytest.mark.parametrize("source", JSON_SOURCES)
+def test_a_json_key_given_twice_names_file_and_line(tmp_path, source):
+    # json.loads keeps the last of {"label": 1, "label": 0} silently
+    text_key = {"qbqtc": "query", "tnews": "sentence", "table_jsonl": "text"}[source]
+    label = '"100"' if source == "tnews" else '"0"'
+    path = tmp_path / "d.jsonl"
+    record = f'"{text_key}": "好", "title": "t", "label_desc": "x", "label": {label}'
+    path.write_text(f'{{{record}}}\n{{{record}, "label": {label}}}\n', encoding="utf-8")
+    with pytest.raises(ValueError, match=re.escape(f"{path}:2:") + ".*'label'"):
+        LOADERS[source](path)
+
+
+@pytest.mark.parametrize("suffix", ["csv", "tsv"])
+def test_a_repeated_header_line_names_file_and_line(tmp_path, suffix):
+    # two files joined with cat: the second header was a row of class "label"
+    sep = "," if suffix == "csv" else "\t"
+    path = _write(tmp_path / f"d.{suffix}", [f"text{sep}label", f"甲{sep}a", f"text{sep}label", f"乙{sep}b"])
+    with pytest.raises(ValueError, match=re.escape(f"{path}:3:")):
+        load_table(path)
+
+
+def test_a_tnews_labels_file_giving_a_label_twice_is_refused(tmp_path):
+    labels = _jsonl(tmp_path / "labels.json", [{"label": "100", "label_desc": "a"}, {"label": "100", "label_desc": "b"}])
+    data = _jsonl(tmp_path / "t.json", [{"sentence": "好", "label": "100", "label_desc": "a"}])
+    with pytest.raises(ValueError, match=r"^labels_path: .*labels\.json"):
+        load_tnews(data, labels_path=labels)
 
 
 @pytest.mark.parametrize("label", [{"a": 1}, [1], True])

@@ -60,6 +60,10 @@ PAYLOADS = [
     r"$\data{onclick=alert(6)}{X}$",
     r"$\unicode{x41}$",
     r"$\require{action}$",
+    r"\(\href{javascript:alert(7)}{X}\)",  # the other delimiters
+    r"$$\href{javascript:alert(8)}{X}$$",
+    r"$\bbox[position:fixed;top:0;left:0]{X}$",  # a style through \bbox
+    r"$\toggle{\href{javascript:alert(9)}{X}}{Y}\endtoggle$",
 ]
 PAYLOAD_CELL = f"""import pandas as pd
 from IPython.display import Markdown, display

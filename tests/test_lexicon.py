@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import pickle
+import re
 
 import numpy as np
 import pytest
@@ -193,6 +194,16 @@ def test_lexicon_files_that_are_not_utf8_text_name_the_file_and_line(tmp_path):
             SynonymTable.from_path(tmp_path / name)
     (tmp_path / "ok.txt.gz").write_bytes(gzip.compress(("\ufeff" + good).encode()))  # gzip and a BOM are fine
     assert SynonymTable.from_path(tmp_path / "ok.txt.gz").are_synonyms("美丽", "漂亮")
+
+
+@pytest.mark.parametrize(
+    ("name", "text"), [("empty.txt", ""), ("comments.txt", "Aa01A02# 人\nAa01A03@ 士\n"), ("one.tsv", "s1\tn\t人\n")]
+)
+def test_a_lexicon_of_no_synonym_group_names_the_file(tmp_path, name, text):
+    # hard correction with it was plain MLM, silently
+    (tmp_path / name).write_text(text, encoding="utf-8")
+    with pytest.raises(ValueError, match=rf"^lexicon: .*{re.escape(name)}"):
+        SynonymTable.from_path(tmp_path / name)
 
 
 def test_the_id_index_grows_linearly_with_a_huge_group():

@@ -276,6 +276,14 @@ def test_accepted_parameters_at_the_edge_never_give_nan(name, params, dtype, ign
         ("pcl", {"label_counts": [1e308, 1.0, 1.0]}, "label_counts"),
         ("pcl", {"label_counts": [[10, 20], [30, 40]]}, "label_counts"),
         ("pcl", {"label_counts": [10, 20, 30], "cost_matrix": [[0, 1e300, 1], [1, 0, 1], [1, 1, 0]]}, "cost_matrix"),
+        ("mlm_sr", {"weight": 1e39}, "weight"),  # x an SR term of 0 in float32: inf x 0 = NaN
+        # a bool or a string is no number (True read as 1.0, "2" as 2.0)
+        ("focal", {"gamma": True}, "gamma"),
+        ("ls", {"epsilon": False}, "epsilon"),
+        ("dice", {"ohem_ratio": "2"}, "ohem_ratio"),
+        ("tversky", {"alpha": True}, "alpha"),
+        ("wce", {"label_counts": [1, 2, 3], "K": True}, "K"),
+        ("pcl", {"label_counts": [1, 2, 3], "epsilon": "0.1"}, "epsilon"),
     ],
 )
 def test_parameters_that_would_overflow_or_divide_by_zero_are_refused(name, params, parameter):

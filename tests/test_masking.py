@@ -490,7 +490,27 @@ def test_kdm_rejects_bad_weights(tokenizer, weights, named):
         KnowledgeMaskCollator(tokenizer, **weights)
 
 
-@pytest.mark.parametrize("value", [float("nan"), float("inf"), -float("inf"), -1.0, "2.0", None, True])
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        {"idf": 1e308},  # x a type weight of 10: inf for every word, keys E / inf all 0 (a tie: fixed masks)
+        {"idf": 1e-320},  # keys E / 1e-320 all inf
+        {"idf": 10**300},  # an int
+        {"entity_weight": 1e308, "event_weight": 1e308, "other_weight": 1e308},
+        {"entity_weight": 1e-320, "event_weight": 1e-320, "other_weight": 1e-320},
+    ],
+)
+def test_kdm_weights_at_the_extremes_still_draw_fresh_masks(tokenizer, segmenter, features, arguments):
+    arguments = dict(arguments)
+    if "idf" in arguments:
+        words = {word for text in SENTENCES for word in segmenter.words(text)}
+        arguments["idf"] = dict.fromkeys(words, arguments["idf"])
+    runs = [collate(KnowledgeMaskCollator(tokenizer, seed=seed, **arguments), features)["labels"] for seed in range(8)]
+    for row in range(len(features)):
+        assert len({tuple(np.flatnonzero(labels[row] != -100)) for labels in runs}) >= 3, row
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), -float("inf"), -1.0, "2.0", None, True, 10**400])
 def test_kdm_rejects_an_idf_value_that_is_not_a_finite_number_naming_the_word(tokenizer, value):
     # a NaN or inf idf once gave NaN keys that froze the masks: a ValueError names the word and the value
     idf = {"北京": 2.0, "上海": value, "公园": 1.0}

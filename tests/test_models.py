@@ -77,6 +77,36 @@ def test_save_and_reload_gives_same_logits(tmp_path):
     assert reloaded_tok("小米手机")["input_ids"] == tok("小米手机")["input_ids"]
 
 
+SPECIALS = "[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\n"
+
+
+@pytest.mark.parametrize(
+    ("data", "named"),
+    [
+        ((SPECIALS + "天\n气\n").encode("gbk"), r"vocab\.txt:6: "),  # was tokenizers' bare "Exception"
+        (SPECIALS.encode() + bytes(range(128, 256)), r"vocab\.txt:6: "),
+        ("天\n气\n".encode(), r"^vocab_file: .*\[UNK\]"),  # an unknown character failed later, mid-run
+        (b"", r"^vocab_file: "),
+        ((SPECIALS + "天\n气\n天\n").encode(), r"^vocab_file: .*'天'"),  # a repeated token leaves an id no token has
+    ],
+)
+def test_a_vocab_file_that_is_no_wordpiece_vocabulary_names_the_file(tmp_path, data, named):
+    vocab = tmp_path / "vocab.txt"
+    vocab.write_bytes(data)
+    with pytest.raises(ValueError, match=named):
+        load_tokenizer(vocab_file=vocab)
+
+
+@pytest.mark.parametrize("broken", ["model.safetensors", "tokenizer.json", "config.json"])
+def test_a_checkpoint_with_a_truncated_file_names_the_checkpoint(tmp_path, broken):
+    build_sequence_classifier(3, tiny=TINY).save_pretrained(tmp_path)
+    load_tokenizer().save_pretrained(tmp_path)
+    (tmp_path / broken).write_bytes((tmp_path / broken).read_bytes()[:50])  # a copy cut short
+    with pytest.raises(ValueError, match=rf"^model_name_or_path: '{tmp_path}'"):  # a SafetensorError traceback before
+        load_tokenizer(tmp_path)
+        build_sequence_classifier(3, model_name_or_path=tmp_path)
+
+
 def test_mlm_checkpoint_feeds_sequence_classifier(tmp_path):
     torch.manual_seed(0)
     mlm = build_masked_lm(tiny=TINY)

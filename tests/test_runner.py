@@ -267,6 +267,20 @@ def test_bad_runner_input_exits_2_with_one_line_before_anything_runs(tmp_path, c
     assert not any((tmp_path / "outputs").glob("*"))  # no run folder
 
 
+def test_repeated_list_options_add_up(tmp_path, capsys, monkeypatch):
+    from workbench.__main__ import build_parser
+
+    # the last --sweep / --only / --slurm silently replaced the earlier ones (a one-value option: the last wins, as usual)
+    parsed = build_parser().parse_args(["run", "--only", "01", "--only", "02", "--sweep", "x=1", "--sweep", "y=2,3"])
+    assert parsed.only == ["01", "02"] and parsed.sweep == ["x=1", "y=2,3"]
+    assert build_parser().parse_args(["run", "--slurm", "a=1", "--slurm", "b=2"]).slurm == ["a=1", "b=2"]
+    monkeypatch.setattr("workbench.runs.visible_gpus", lambda: [])
+    _params(tmp_path, {"ok_metrics": "x: 1.0\n"})
+    assert _main(tmp_path, "--only", "ok", "--sweep", "x=1,2", "--sweep", "x=3") == 2
+    assert capsys.readouterr().err.startswith("error: --sweep: parameter 'x'")
+    assert not (tmp_path / "outputs").exists()
+
+
 def test_a_params_file_that_names_no_notebook_is_refused(tmp_path, capsys):
     _params(tmp_path, {"ok_metrics": "x: 2.0\n", "ok_metric": "x: 3.0\n"})  # a typo would run ok_metric's notebook on defaults
     assert _main(tmp_path, "--only", "ok") == 2
@@ -810,7 +824,8 @@ def test_ctrl_c_stops_the_running_kernels_and_the_run_and_marks_the_index(tmp_pa
 
 @pytest.mark.slow
 @pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="reads kernel states from /proc (Linux)")
-def test_sigterm_stops_the_run_and_its_index_says_interrupted(tmp_path):
+@pytest.mark.parametrize("stop", ["SIGTERM", "SIGHUP"])  # a CI cancel or `timeout`; a closed terminal
+def test_sigterm_stops_the_run_and_its_index_says_interrupted(tmp_path, stop):
     import signal
     import subprocess
 
@@ -828,7 +843,7 @@ def test_sigterm_stops_the_run_and_its_index_says_interrupted(tmp_path):
     command += ["--outputs-dir", str(tmp_path / "out"), "--run-id", "cut", "--jobs", "1", "--threads", "1"]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     _wait_for(markers, 1)
-    process.send_signal(signal.SIGTERM)  # a CI cancel, `timeout`
+    process.send_signal(getattr(signal, stop))
     _, error = process.communicate(timeout=60)
     assert process.returncode == 130 and error.splitlines()[-1].startswith("interrupted:"), error
     _assert_stopped(markers)

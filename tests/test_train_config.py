@@ -122,6 +122,16 @@ def test_parse_override_types():
         ({"data": {"cache_dir": ""}}, "data.cache_dir"),
         ({"data": {"block_boundary": "paragraph"}}, "data.block_boundary"),
         ({"training": {"dataloader_num_workers": -1}}, "training.dataloader_num_workers"),
+        ({"training": {"adam_epsilon": 0}}, "training.adam_epsilon"),  # 0 / 0 = NaN for a weight without gradient
+        ({"training": {"adam_beta1": 2}}, "training.adam_beta1"),  # torch's own check: late, unnamed
+        ({"training": {"label_smoothing_factor": 0.1}}, "training.label_smoothing_factor"),  # ignored by LossTrainer
+        ({"training": {"save_steps": 5}}, "training.save_steps"),  # the workbench saves every epoch
+        ({"training": {"eval_steps": 5}}, "training.eval_steps"),
+        ({"objective": {"weight": 1e13}}, "objective.weight"),  # x the SR term overflows float32
+        ({"electra": {"discriminator_weight": 1e39}}, "electra.discriminator_weight"),
+        ({"aux": {"fgm_epsilon": 1e13}}, "aux.fgm_epsilon"),
+        ({"output_dir": "out\ud800"}, "output_dir"),  # a lone surrogate (a YAML "\ud800" escape): no path
+        ({"data": {"source": "corpus", "path": ["a.txt", "b\udc80.txt"]}}, "data.path"),
     ],
 )
 def test_bad_config_raises_naming_the_key(config, key):
@@ -295,6 +305,40 @@ def test_yaml_infinities_are_floats_that_every_numeric_key_refuses():
     assert read_yaml(".inf", "t") == float("inf") and read_yaml(".nan", "t") != read_yaml(".nan", "t")
     with pytest.raises(ValueError, match=r"^training.quiet:"):
         load_config({}, ["training.quiet=yes"])  # a string now, refused by the bool key
+
+
+def test_a_huge_integer_in_any_numeric_key_is_refused_naming_the_key():
+    keys = _numeric_keys()
+    for key in keys:  # an int past a float once raised OverflowError in the check
+        override = f"{key}=[{'9' * 400}, 0.5, 0.5]" if key == "data.split" else f"{key}={'9' * 400}"
+        with pytest.raises(ValueError, match=rf"^{re.escape(key)}: must "):
+            load_config({}, overrides=[override])
+
+
+@pytest.mark.parametrize("text", ["1e400", "-1e400", "1.5e-400", "[0.1, 1e999]"])
+def test_a_number_beyond_a_float_is_an_error_naming_the_file_and_line(tmp_path, text):
+    # YAML would read 1e400 as inf and 1e-400 as 0: a guess
+    path = tmp_path / "big.yaml"
+    path.write_text(f"task: finetune\nloss:\n  params:\n    gamma: {text}\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=rf"^{re.escape(str(path))}:4: "):
+        load_config(path)
+    with pytest.raises(ValueError, match=r"'training.learning_rate=1e400'"):
+        load_config({}, ["training.learning_rate=1e400"])
+    assert read_yaml("[0.0, -0e5, 0.000, 1e-320, 1e308, .inf]", "t") == [0.0, 0.0, 0.0, 1e-320, 1e308, float("inf")]
+
+
+@pytest.mark.parametrize(
+    ("overrides", "named"),
+    [
+        (["training.learning_rate=1e-3", "training.learning_rate=5e-5"], "training.learning_rate"),
+        (["loss.params.gamma=2", "loss.params={}"], "loss.params"),  # the earlier gamma would be lost
+        (["training.seed=1", "training={seed: 2}"], "training"),
+    ],
+)
+def test_an_override_given_twice_is_refused_naming_the_key(overrides, named):
+    with pytest.raises(ValueError, match=rf"^overrides: {re.escape(named)}="):
+        load_config({}, overrides)
+    assert load_config({}, ["loss.params={}", "loss.params.gamma=2", "loss.name=focal"]).loss.params == {"gamma": 2}
 
 
 @pytest.mark.parametrize(

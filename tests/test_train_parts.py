@@ -26,7 +26,7 @@ from workbench.train import tokenize_splits
 from workbench.train.__main__ import main as cli_main
 from workbench.train.pretraining import prepare_pretraining, pretraining_trainer_kwargs
 from workbench.train.probes import EncodedSplit, fit_probe
-from workbench.train.run_folder import checkpoint_to_resume, claim_output_dir, drop_weights, remove_checkpoints
+from workbench.train.run_folder import check_classes, checkpoint_to_resume, claim_output_dir, drop_weights, remove_checkpoints
 from workbench.train.trainer import LossTrainer, training_arguments
 from workbench.train.two_stage_training import FGM
 from workbench.vocab import load_tokenizer
@@ -350,10 +350,13 @@ def test_an_output_dir_inside_another_run_is_refused(tmp_path):
     with claim_output_dir(_run_config(tmp_path / "outer")):
         pass
     (tmp_path / "outer" / "checkpoint-4").mkdir()  # the outer run removes its checkpoints when it finishes
-    for inner in (tmp_path / "outer" / "checkpoint-4" / "inner", tmp_path / "outer" / "inner"):
+    (tmp_path / "link").symlink_to(tmp_path / "outer" / "checkpoint-4")  # a link into it is inside it too
+    for inner in (tmp_path / "outer" / "checkpoint-4" / "inner", tmp_path / "outer" / "inner", tmp_path / "link"):
         with pytest.raises(ValueError, match=rf"^output_dir: .*{re.escape(str(tmp_path / 'outer'))}"):
             claim_output_dir(_run_config(inner))
-        assert not inner.exists()
+        assert not (tmp_path / "outer" / "checkpoint-4" / "inner").exists()
+    with claim_output_dir(_run_config(tmp_path / "outer" / ".." / "beside")):  # ".." leads out of it
+        pass
 
 
 def test_a_second_run_into_a_live_runs_folder_is_refused_and_a_dead_runs_lock_is_gone(tmp_path):
@@ -400,6 +403,14 @@ def test_resume_with_a_changed_config_names_the_keys_that_changed(tmp_path):
     other_classes = _run_config(folder, data={"source": "sample_sentences"}, training={"learning_rate": 5e-5, **resumed})
     with pytest.raises(ValueError, match=r"^training.resume: .*data.source"):
         claim_output_dir(other_classes)
+
+
+def test_resume_on_data_of_other_classes_names_both(tmp_path):
+    check_classes(tmp_path, ["a", "b", "c"], resume=False)
+    check_classes(tmp_path, ["a", "b", "c"], resume=True)
+    with pytest.raises(ValueError, match=r"^training.resume: .*\['a', 'b', 'c'\].*\['a', 'c', 'x'\]"):
+        check_classes(tmp_path, ["a", "c", "x"], resume=True)  # same count: the ids would shift silently
+    check_classes(tmp_path, ["a", "c", "x"], resume=False)  # a new run (its checkpoints refused elsewhere)
 
 
 def test_an_output_dir_that_is_a_file_or_cannot_be_written_is_refused(tmp_path, monkeypatch):

@@ -163,13 +163,28 @@ def test_a_full_disk_during_a_save_is_one_line_and_leaves_no_staging(tmp_path, m
     assert sorted(item.name for item in (tmp_path / "run").iterdir()) == ["run_config.yaml"]  # no .staging, no half checkpoint
 
 
-def test_resuming_from_a_checkpoint_holding_a_file_that_is_not_a_checkpoints_names_it(tmp_path):
+@pytest.mark.parametrize("broken", ["rng_state.pth", "model.safetensors"])  # the weights: a SafetensorError traceback
+def test_resuming_from_a_checkpoint_holding_a_file_that_is_not_a_checkpoints_names_it(tmp_path, broken):
     two_epochs = {"num_train_epochs": 2, "save_total_limit": 2}
     with pytest.raises(KeyboardInterrupt):
         finetune(tiny_config(tmp_path / "cut", training=two_epochs), callbacks=[_StopAfterFirstCheckpoint()])
-    (tmp_path / "cut" / "checkpoint-4" / "rng_state.pth").write_bytes(b"not a pickle at all")
+    (tmp_path / "cut" / "checkpoint-4" / broken).write_bytes(b"not a pickle at all")
     with pytest.raises(ValueError, match=r"^training.resume: .*checkpoint-4"):
         finetune(tiny_config(tmp_path / "cut", training={**two_epochs, "resume": True}))
+
+
+@pytest.mark.parametrize("labels", [["a", "c", "x"], ["a", "b", "c", "d"]])  # another class; one more (a size mismatch)
+def test_resuming_on_a_data_file_whose_classes_changed_in_place_names_training_resume(tmp_path, labels):
+    # the config is the same (same path), the file was edited: ids shifted silently, or a size-mismatch traceback
+    table = tmp_path / "d.tsv"
+    table.write_text("text\tlabel\n" + "".join(f"句子{i}\t{'abc'[i % 3]}\n" for i in range(48)), encoding="utf-8")
+    data = {"source": "table", "path": str(table), "text": "text", "label": "label", "max_train_samples": None}
+    two_epochs = {"num_train_epochs": 2, "save_total_limit": 2}
+    with pytest.raises(KeyboardInterrupt):
+        finetune(tiny_config(tmp_path / "cut", data=data, training=two_epochs), callbacks=[_StopAfterFirstCheckpoint()])
+    table.write_text("text\tlabel\n" + "".join(f"句子{i}\t{labels[i % len(labels)]}\n" for i in range(48)), encoding="utf-8")
+    with pytest.raises(ValueError, match=r"^training.resume: .*\bcut\b"):
+        finetune(tiny_config(tmp_path / "cut", data=data, training={**two_epochs, "resume": True}))
 
 
 def test_report_to_tensorboard_writes_event_files_into_the_run_folder(tmp_path):

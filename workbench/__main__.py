@@ -20,9 +20,9 @@ def build_parser() -> argparse.ArgumentParser:
     option = run.add_argument
     sets = "default (CPU, minutes), smoke (seconds, the tests'), gpu (real data, bf16) or a folder of yours"
     option("--params-set", default="default", help=f"a folder <params-dir>/<set>/ of <notebook>.yaml files: {sets}")
-    option("--only", nargs="+", metavar="NAME", help="notebook stems or prefixes, e.g. 01 or 01_dice_loss")
+    option("--only", nargs="+", action="extend", metavar="NAME", help="notebook stems or prefixes, e.g. 01 or 01_dice_loss")
     sweep_help = "one execution per value (several keys: their grid); values are YAML, lists in brackets: losses=[CE,DSC],[FL]"
-    option("--sweep", nargs="+", default=[], metavar="KEY=V1,V2", help=sweep_help)
+    option("--sweep", nargs="+", action="extend", default=[], metavar="KEY=V1,V2", help=sweep_help)
     option("--seeds", metavar="1,2,3", help="the seeds list every notebook repeats over (mean and spread)")
     option(
         "--threads", type=int, metavar="N", help="CPU threads per kernel (default: half the cores, or the cores over the GPUs)"
@@ -33,7 +33,14 @@ def build_parser() -> argparse.ArgumentParser:
     option("--gpus", metavar="0,1", help="GPU ids; each running kernel gets its own (default: every visible GPU)")
     executors = "threads: kernels on this machine; slurm: a Slurm array job per execution (submitit); local: submitit locally"
     option("--executor", default="threads", choices=("threads", "slurm", "local"), help=executors)
-    option("--slurm", nargs="+", default=[], metavar="KEY=VALUE", help="submitit job parameters, e.g. slurm_partition=gpu")
+    option(
+        "--slurm",
+        nargs="+",
+        action="extend",
+        default=[],
+        metavar="KEY=VALUE",
+        help="submitit job parameters, e.g. slurm_partition=gpu",
+    )
     option("--notebooks-dir", default="notebooks", metavar="DIR", help="where the notebooks are; default: %(default)s")
     option("--params-dir", default="params", metavar="DIR", help="where the parameter sets are; default: %(default)s")
     option("--outputs-dir", default="outputs", metavar="DIR", help="where run folders are created; default: %(default)s")
@@ -55,9 +62,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the command; 0 when every notebook succeeded, 1 when any failed, 2 for invalid input or a
-    missing package, 130 when interrupted (Ctrl-C or SIGTERM: the running kernels are stopped)."""
+    missing package, 130 when interrupted (Ctrl-C, SIGTERM or SIGHUP: the running kernels are stopped)."""
     args = build_parser().parse_args(argv)
-    previous = signal.signal(signal.SIGTERM, signal.default_int_handler)  # SIGTERM (a CI cancel, `timeout`) acts as Ctrl-C
+    stops = (signal.SIGTERM, signal.SIGHUP)  # a CI cancel, `timeout`, a closed terminal: as Ctrl-C
+    previous = {number: signal.signal(number, signal.default_int_handler) for number in stops}
     try:
         if args.command == "export":
             from workbench.runs.export import export_notebook
@@ -91,7 +99,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"interrupted: {stopped}", file=sys.stderr)
         return 130
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for number, handler in previous.items():
+            signal.signal(number, handler)
     print(f"{len(report.outcomes) - len(report.failed)}/{len(report.outcomes)} ok; report: {report.run_dir / 'index.html'}")
     return 1 if report.failed else 0
 

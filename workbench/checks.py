@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import math
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -58,7 +57,7 @@ def check_number(
         return None
     too_low = is_number(value) and low is not None and (value < low if low_inclusive else value <= low)
     too_high = is_number(value) and high is not None and (value > high if high_inclusive else value >= high)
-    if not is_number(value) or not math.isfinite(value) or too_low or too_high:
+    if not is_number(value) or not abs(value) <= sys.float_info.max or too_low or too_high:  # NaN, inf, an int past a float
         if low is not None and high is not None:
             allowed = f"in {_interval(low, high, low_inclusive, high_inclusive)}"
         elif low is not None:
@@ -103,10 +102,11 @@ def check_bool(name: str, value: Any) -> bool:
 
 
 def check_text(name: str, value: Any, *, allow_none: bool = False) -> str | None:
-    """A non-empty string (a path or a name); None passes when ``allow_none``."""
+    """A non-empty string (a path or a name) without a lone surrogate (a broken ``\\ud800`` escape); None passes when
+    ``allow_none``."""
     if value is None and allow_none:
         return None
-    if not isinstance(value, str) or not value:
+    if not isinstance(value, str) or not value or any("\ud800" <= char <= "\udfff" for char in value):
         raise _fail(name, ("null or " if allow_none else "") + "a non-empty string", value)
     return value
 

@@ -283,7 +283,7 @@ class ObjectiveConfig(Section, prefix="objective"):
     """The MLM objective: plain, hard correction (HC) or soft regularization (SR)."""
 
     name: str = option("plain", "plain MLM, hc (hard correction) or sr (soft regularization)", choices=OBJECTIVES)
-    weight: float = option(1.0, "SR weight (loss = MLM CE + weight x SR)", "[0, inf)")
+    weight: float = option(1.0, "SR weight (loss = MLM CE + weight x SR)", "[0, 1e12]")
     level: str = option("token", "SR: token (1 - cos of embeddings, eq. 3) or sentence (KL of hidden states)", choices=SR_LEVELS)
     prediction: str = option("argmax", "SR's predicted embedding: argmax (the paper's) or expected", choices=SR_PREDICTIONS)
     kl_direction: str = option(
@@ -299,7 +299,7 @@ class ElectraSpec(Section, prefix="electra"):
     """ELECTRA (Clark et al., ICLR 2020): L = L_MLM(generator) + discriminator_weight x L_disc."""
 
     generator_size: float = option(0.25, "generator hidden size as a share of the discriminator's (same layers)", "(0, 1]")
-    discriminator_weight: float = option(50.0, "lambda of the discriminator's replaced-token loss (ELECTRA: 50)", "(0, inf)")
+    discriminator_weight: float = option(50.0, "lambda of the discriminator's replaced-token loss (ELECTRA: 50)", "(0, 1e12]")
 
 
 @dataclass(frozen=True)
@@ -309,7 +309,7 @@ class AuxConfig(Section, prefix="aux"):
     num_aux: int = option(2, "n auxiliary labels of the stage-1 head (K + n outputs)", "[0, inf)")
     stage2_epochs: float | None = option(None, "stage 2's epochs (null: training.num_train_epochs)", "(0, 1e6]")
     stage2_lr: float | None = option(None, "stage 2's learning rate (null: training.learning_rate)", "(0, inf)")
-    fgm_epsilon: float = option(0.0, "FGM adversarial training in stage 1 when > 0 (the F variant)", "[0, inf)")
+    fgm_epsilon: float = option(0.0, "FGM adversarial training in stage 1 when > 0 (the F variant)", "[0, 1e12]")
     fusion: bool = option(False, "a two-encoder FusionClassifier (MRE) instead of one encoder")
     fusion_model: str | None = option(None, "the fusion's second encoder (null: another tiny BERT / the same checkpoint)")
 
@@ -328,12 +328,13 @@ TRAINING_DEFAULTS: dict[str, Any] = {
 SET_BY_THE_WORKBENCH = (
     *("output_dir", "bf16", "fp16", "disable_tqdm", "log_level", "resume_from_checkpoint", "remove_unused_columns"),
     *("eval_strategy", "save_strategy", "load_best_model_at_end", "metric_for_best_model", "greater_is_better"),
-    *("logging_nan_inf_filter", "do_train", "do_eval", "do_predict"),
+    *("logging_nan_inf_filter", "do_train", "do_eval", "do_predict", "save_steps", "eval_steps", "label_smoothing_factor"),
 )
-"""TrainingArguments fields the workbench sets (docs/training.md says from what); refused in a config."""
+"""TrainingArguments fields the workbench sets or replaces (docs/training.md says by what); refused in a config."""
 
 TRAINING_BOUNDS = {
-    **dict(num_train_epochs="(0, 1e6]", learning_rate="(0, inf)", save_total_limit="[1, inf)"),
+    **dict(num_train_epochs="(0, 1e6]", learning_rate="(0, inf)", save_total_limit="[1, inf)", adam_epsilon="[1e-30, 1]"),
+    **dict(adam_beta1="[0, 1)", adam_beta2="[0, 1)"),
     **dict.fromkeys(("per_device_train_batch_size", "per_device_eval_batch_size", "gradient_accumulation_steps"), "[1, inf)"),
     **dict.fromkeys(("weight_decay", "max_grad_norm", "seed", "data_seed", "dataloader_num_workers"), "[0, inf)"),
 }
@@ -475,8 +476,13 @@ def load_config(
         tree = read_yaml_file(config, "config")
     else:
         tree = _plain(config.to_dict() if isinstance(config, Config) else dict(config or {}))
-    for override in overrides:
-        _set_path(tree, Config, *parse_override(override))
+    earlier: list[list[str]] = []
+    for path, value in map(parse_override, overrides):
+        lost = next((".".join(key) for key in earlier if key[: len(path)] == path), None)
+        if lost is not None:  # a key given twice (or after one of its own keys): the earlier value would be lost
+            raise ValueError(f"overrides: {'.'.join(path)}= would replace the earlier {lost}=; give each key once")
+        earlier.append(path)
+        _set_path(tree, Config, path, value)
     if task is not None:
         given = tree.setdefault("task", check_choice("task", task, TASKS))
         if given != task:

@@ -160,13 +160,15 @@ class SynonymTable:
             path: a WordNet-style TSV (``.tsv``, ``.tsv.gz``), a Cilin file (anything else), or None.
 
         Returns:
-            The :class:`SynonymTable`; None gives the shipped tiny table (:meth:`default`).
+            The :class:`SynonymTable`; None gives the shipped tiny table (:meth:`default`). A file of no group of
+            two or more words (HC would be plain MLM) is a ValueError naming it.
         """
         if path is None:
             return cls.default()
-        if str(path).removesuffix(".gz").endswith(".tsv"):
-            return cls.from_wordnet_tsv(path)
-        return cls.from_cilin(path)
+        table = cls.from_wordnet_tsv(path) if str(path).removesuffix(".gz").endswith(".tsv") else cls.from_cilin(path)
+        if not table.groups:
+            raise ValueError(f"lexicon: {str(path)!r} holds no synonym group of two or more words")
+        return table
 
     @classmethod
     def default(cls) -> SynonymTable:

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from safetensors import SafetensorError
 from torch import nn
 from transformers import (
     AutoConfig,
@@ -117,10 +118,10 @@ def build_electra(
             raise ValueError(
                 f"model.model_name_or_path: must be an ELECTRA checkpoint, got model_type {model_type!r} in {str(model_name_or_path)!r}"
             )
-        discriminator = ElectraForPreTraining.from_pretrained(str(model_name_or_path), dtype=torch.float32)
+        discriminator = load_pretrained(ElectraForPreTraining, model_name_or_path)
         saved_generator = Path(model_name_or_path) / GENERATOR_DIR
         if saved_generator.is_dir():
-            generator = ElectraForMaskedLM.from_pretrained(str(saved_generator), dtype=torch.float32)
+            generator = load_pretrained(ElectraForMaskedLM, saved_generator)
         else:
             generator = ElectraForMaskedLM(electra_generator_config(discriminator.config, generator_size))
     if generator.config.embedding_size != discriminator.config.embedding_size:
@@ -140,6 +141,15 @@ def model_source(model: ModelConfig, vocab_size: int, max_length: int) -> dict[s
     return {"tiny": {**model.tiny.to_dict(), "vocab_size": vocab_size, "max_position": max(128, max_length)}}
 
 
+def load_pretrained(model_class: type, path: str | Path, **kwargs: Any) -> PreTrainedModel:
+    """``model_class.from_pretrained(path)`` with float32 master weights (precision is the trainer's); files it cannot
+    read (truncated weights, broken JSON, tensors of other shapes) are a ValueError naming ``path``."""
+    try:
+        return model_class.from_pretrained(str(path), dtype=torch.float32, **kwargs)
+    except (OSError, ValueError, RuntimeError, SafetensorError) as error:
+        raise ValueError(f"model_name_or_path: {str(path)!r}: cannot load it ({str(error).splitlines()[0]})") from None
+
+
 def _build(
     auto_class: type, bert_class: type, model_name_or_path: str | Path | None, tiny: Mapping[str, Any] | None, **head_kw: Any
 ) -> PreTrainedModel:
@@ -147,8 +157,7 @@ def _build(
     if model_name_or_path is not None:
         if tiny is not None:
             raise ValueError("tiny: give either model_name_or_path or tiny config kwargs, not both")
-        # float32 master weights whatever the checkpoint's dtype: precision is the trainer's
-        return auto_class.from_pretrained(str(model_name_or_path), dtype=torch.float32, **head_kw)
+        return load_pretrained(auto_class, model_name_or_path, **head_kw)
     config = tiny_bert_config(**dict(tiny or {}))
     for key, value in head_kw.items():
         setattr(config, key, value)

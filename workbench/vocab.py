@@ -10,11 +10,16 @@ tokenizer, e.g. ``models/workbench-zh-mini``), for real experiments.
 
 from __future__ import annotations
 
+from collections import Counter
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 
 from transformers import AutoTokenizer, BertTokenizerFast, PreTrainedTokenizerBase
+
+from workbench.lexicon import read_lines
+
+SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 
 
 def default_vocab_file() -> Path:
@@ -24,7 +29,13 @@ def default_vocab_file() -> Path:
 
 @lru_cache(maxsize=8)
 def _cached_tokenizer(vocab_file: str, do_lower_case: bool) -> BertTokenizerFast:
-    return BertTokenizerFast(vocab=vocab_file, do_lower_case=do_lower_case, tokenize_chinese_chars=True)
+    tokens = [line.rstrip("\r\n") for _, line in read_lines(vocab_file, "vocab_file")]  # UTF-8 (.gz too), else file:line
+    vocab = {token: index for index, token in enumerate(tokens)}
+    missing = [token for token in SPECIAL_TOKENS if token not in vocab]
+    if missing or len(vocab) < len(tokens):  # a repeated token leaves an id that no token has
+        problem = f"lacks {missing}" if missing else f"repeats {[token for token, n in Counter(tokens).items() if n > 1]}"
+        raise ValueError(f"vocab_file: {vocab_file!r} {problem} (a WordPiece vocab: one token a line)")
+    return BertTokenizerFast(vocab=vocab, do_lower_case=do_lower_case, tokenize_chinese_chars=True)
 
 
 def load_tokenizer(
@@ -40,13 +51,15 @@ def load_tokenizer(
 
     Returns:
         The tokenizer (vocabulary tokenizers are cached per file). Raises ValueError when both are
-        given, or naming the vocabulary file when it does not exist.
+        given, naming the vocabulary file (missing, not UTF-8, without the special tokens), or naming
+        the checkpoint whose tokenizer files cannot be read.
     """
     if model_name_or_path is not None:
         if vocab_file is not None:
             raise ValueError(f"vocab_file: must be None when model_name_or_path is given, got {str(vocab_file)!r}")
-        return AutoTokenizer.from_pretrained(str(model_name_or_path))
+        try:
+            return AutoTokenizer.from_pretrained(str(model_name_or_path))
+        except Exception as error:  # a broken tokenizer.json (JSON, tokenizers' own errors), no such model
+            raise ValueError(f"model_name_or_path: {str(model_name_or_path)!r}: no readable tokenizer ({error})") from None
     path = Path(vocab_file) if vocab_file is not None else default_vocab_file()
-    if not path.is_file():
-        raise ValueError(f"vocab_file: no such file {str(path)!r}; pass a WordPiece vocab (one token a line)")
     return _cached_tokenizer(str(path.resolve()), do_lower_case)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 import typing
 from collections.abc import Mapping
@@ -13,7 +14,8 @@ import yaml
 
 class _YamlLoader(yaml.SafeLoader):
     """YAML as written: booleans only true / false, decimal numbers (``1e-4``, ``.inf`` too), null; anything else (yes,
-    off, 1:30, 0777, 2024-01-01) is a string, read as written. A repeated key is an error naming the file and line."""
+    off, 1:30, 0777, 2024-01-01) is a string, read as written. A repeated key, a number beyond a float (``1e400``
+    would be inf, ``1e-400`` 0) are errors naming the file and line."""
 
     yaml_implicit_resolvers: ClassVar[dict] = {}
 
@@ -23,6 +25,12 @@ class _YamlLoader(yaml.SafeLoader):
             if isinstance(key, typing.Hashable) and key in keys[:index]:
                 raise yaml.constructor.ConstructorError(None, None, f"duplicate key {key!r}", node.value[index][0].start_mark)
         return super().construct_mapping(node, deep)
+
+    def construct_yaml_float(self, node: yaml.ScalarNode) -> float:
+        value, text = super().construct_yaml_float(node), node.value.lower()
+        if (math.isinf(value) and "inf" not in text) or (value == 0 and text.split("e")[0].strip("+-0._")):
+            raise yaml.constructor.ConstructorError(None, None, f"{node.value} is beyond a float's range", node.start_mark)
+        return value
 
 
 for _tag, _pattern, _first in (
@@ -34,6 +42,7 @@ for _tag, _pattern, _first in (
     ("merge", r"<<", "<"),
 ):
     _YamlLoader.add_implicit_resolver(f"tag:yaml.org,2002:{_tag}", re.compile(rf"^(?:{_pattern})$"), list(_first))
+_YamlLoader.add_constructor("tag:yaml.org,2002:float", _YamlLoader.construct_yaml_float)
 
 
 def read_yaml(text: str, source: str) -> Any:

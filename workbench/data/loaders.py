@@ -27,6 +27,7 @@ _SUFFIX_FORMATS = {".csv": "csv", ".tsv": "tsv", ".txt": "tsv", ".jsonl": "jsonl
 _CSV_FIELD_LIMIT_CAP = 2**31 - 1  # csv.field_size_limit takes a C long (32-bit on Windows)
 _TNEWS_IDS = (*range(100, 105), *range(106, 111), *range(112, 117))  # 105 and 111 unused
 _TNEWS_TOPICS = "story culture entertainment sports finance house car edu tech military travel world stock agriculture game"
+MISSING_LABELS = ("na", "n/a", "#n/a", "<na>", "null", "none")  # how tables write a missing value (pandas' na_values)
 TNEWS_LABELS = tuple((str(i), f"news_{topic}") for i, topic in zip(_TNEWS_IDS, _TNEWS_TOPICS.split()))
 """CLUE TNEWS label ids and descriptions (the content of its labels.json)."""
 
@@ -38,13 +39,19 @@ def existing_file(path: str | Path, parameter: str = "path") -> Path:
     return Path(path)
 
 
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    if len(record := dict(pairs)) < len(pairs):  # json.loads keeps the last of a repeated key silently
+        raise ValueError(f"a key given twice among {[key for key, _ in pairs]}")
+    return record
+
+
 def _jsonl_records(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     for line_no, line in read_lines(path):
         if line.strip():
             try:
-                record = json.loads(line)
-            except json.JSONDecodeError as error:
-                raise ValueError(f"{path}:{line_no}: not a JSON object ({error.msg})") from None
+                record = json.loads(line, object_pairs_hook=_unique_keys)
+            except ValueError as error:  # json.JSONDecodeError too
+                raise ValueError(f"{path}:{line_no}: not a JSON object ({getattr(error, 'msg', error)})") from None
             if not isinstance(record, dict):
                 raise ValueError(f"{path}:{line_no}: not a JSON object")
             yield line_no, record
@@ -69,6 +76,8 @@ def _delimited_records(path: Path, delimiter: str, fieldnames: Sequence[str] | N
                     raise ValueError(f"{path}:1: header: expected {len(fieldnames)} columns, got {row}")
                 others = iter(name for name in fieldnames if name != "label")
                 columns = ["label" if name == "label" else next(others) for name in names]
+            elif fieldnames is None and [field.strip() for field in row] == columns:  # files joined with cat
+                raise ValueError(f"{path}:{reader.line_num}: repeats the header line; remove it")
             elif len(row) != len(columns):
                 raise ValueError(f"{path}:{reader.line_num}: expected {len(columns)} fields {columns}, got {len(row)}")
             else:
@@ -165,6 +174,8 @@ def load_tnews(path: str | Path, labels_path: str | Path | None = None) -> Datas
     if labels_path is not None:
         read = read_table(existing_file(labels_path, "labels_path"), "jsonl", {"label": "label", "label_desc": "label_desc"})
         descriptions = dict(zip(read["label"], read["label_desc"]))
+        if len(descriptions) < len(read["label"]):  # a second description would silently replace the first
+            raise ValueError(f"labels_path: {str(labels_path)!r} gives a label twice: {sorted(read['label'])}")
         classes = {value: descriptions[value] for value in class_values(read["label"])}
     return _load(path, "jsonl", {"text": "sentence", "label": "label"}, classes)
 
@@ -205,7 +216,8 @@ def load_table(
     """A CSV/TSV (with a header line) or JSON-lines file (``format``: one of ``FORMATS``, default from the
     suffix) with columns ``text``, ``text_pair`` (optional) and ``label``. The classes: ``label_names`` (a
     label is a name or its index), else ``classes`` (exact values, e.g. another split's), else the file's
-    distinct values (:func:`class_values`)."""
+    distinct values (:func:`class_values`; a :data:`MISSING_LABELS` value there is an error). A label that is a
+    number is an index of ``label_names`` only when no name is an integer."""
     path = existing_file(path)
     columns = {"text": text, "text_pair": text_pair, "label": label}
     read = read_table(path, table_format(path, format), {name: source for name, source in columns.items() if source})
@@ -213,8 +225,12 @@ def load_table(
         names = list(label_names)
         if not names or len(set(names)) != len(names):
             raise ValueError(f"label_names: must be distinct and non-empty, got {names}")
-        indices = {str(k): k for k in range(len(names))}
-        return labelled(path, read, {**indices, **{label_value(name, "label_names"): k for k, name in enumerate(names)}}, names)
+        by_name = {label_value(name, "label_names"): k for k, name in enumerate(names)}
+        numbered = any(value.lstrip("-").isdigit() for value in by_name)  # then an index would be ambiguous
+        return labelled(path, read, {**({} if numbered else {str(k): k for k in range(len(names))}), **by_name}, names)
+    for value, line_no in zip(read["label"], read["line"]) if classes is None else ():
+        if value.lower() in MISSING_LABELS:
+            raise ValueError(f"{path}:{line_no}: label {value!r} reads as a missing value; a class? name it in label_names")
     names = list(classes) if classes is not None else class_values(read["label"])
     return labelled(path, read, {value: k for k, value in enumerate(names)}, names)
 

@@ -41,7 +41,7 @@ def check_range(
     right = "]" if high_inclusive and high is not None else ")"
     interval = f"{left}{'-inf' if low is None else f'{low:g}'}, {'inf' if high is None else f'{high:g}'}{right}"
     try:
-        number = float(value)
+        number = float(None if isinstance(value, bool | str) else value)  # True or "2" is no number: a TypeError
     except (TypeError, ValueError):
         raise ValueError(f"{name}: must be a number in {interval}, got {value!r}") from None
     too_low = low is not None and (number < low if low_inclusive else number <= low)

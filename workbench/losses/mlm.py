@@ -25,7 +25,7 @@ from torch import nn
 from workbench.checks import check_choice, check_number
 from workbench.config import HC_LEVELS, KL_DIRECTIONS, SR_LEVELS, SR_PREDICTIONS  # the choices, defined once
 from workbench.lexicon import SynonymIdIndex, SynonymTable
-from workbench.losses._base import IGNORE_INDEX
+from workbench.losses._base import IGNORE_INDEX, LARGEST
 
 __all__ = [
     "CONTEXT_KEYS",
@@ -300,7 +300,7 @@ class SoftRegularizationLoss(MaskedLMLoss):
     """Soft regularization: L = L_mlm + ``weight`` x L_sr (eq. 1 + eq. 3, or + L_kl at sentence level), see
     :func:`soft_regularization`.
 
-    ``weight`` >= 0; ``level``: ``token`` (eq. 3) or ``sentence`` (Sec. 5); ``prediction``: ``argmax`` (the paper's
+    ``weight`` in [0, 1e12]; ``level``: ``token`` (eq. 3) or ``sentence`` (Sec. 5); ``prediction``: ``argmax`` (the paper's
     r_k) or ``expected``; ``kl_direction``: ``filled||original`` (the paper's) or ``original||filled``. Token level
     reads ``embeddings`` or ``model.get_input_embeddings().weight``; sentence level needs ``model``, ``input_ids``
     and ``attention_mask``. ``items`` counts the masked positions.
@@ -310,7 +310,7 @@ class SoftRegularizationLoss(MaskedLMLoss):
         self, weight: float = 1.0, level: str = "token", prediction: str = "argmax", kl_direction: str = "filled||original"
     ) -> None:
         super().__init__()
-        self.weight = check_number("weight", weight, 0.0)
+        self.weight = check_number("weight", weight, 0.0, LARGEST)
         self.level = check_choice("level", level, SR_LEVELS)
         self.prediction = check_choice("prediction", prediction, SR_PREDICTIONS)
         self.kl_direction = check_choice("kl_direction", kl_direction, KL_DIRECTIONS)

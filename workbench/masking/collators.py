@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import re
+import sys
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from itertools import chain
@@ -243,7 +244,7 @@ class KnowledgeMaskCollator(_WordMaskCollator):
         self._type_weights = np.array([self.entity_weight, self.event_weight, self.other_weight])
         self.entities = frozenset(entities or ())
         self.idf = dict(idf or {})
-        for word in (w for w, v in self.idf.items() if not (is_number(v) and np.isfinite(v) and v >= 0)):
+        for word in (w for w, v in self.idf.items() if not (is_number(v) and 0 <= v <= sys.float_info.max)):
             check_number(f"idf[{word!r}]", self.idf[word], 0)  # the first bad value: a ValueError naming its word
         self._unseen_idf = max(self.idf.values(), default=0.0)
 
@@ -252,11 +253,11 @@ class KnowledgeMaskCollator(_WordMaskCollator):
         tags = list(chain.from_iterable(f["word_tags"][:n] for f, n in zip(features, counts)))
         words = list(chain.from_iterable(f["words"][:n] for f, n in zip(features, counts)))
         types = [ENTITY if word in self.entities else word_type(tag) for tag, word in zip(tags, words)]
-        idf = np.array([self.idf.get(word, self._unseen_idf) for word in words]) if self.idf else 1.0
-        weights = self._type_weights[np.array(types, dtype=np.int64)] * idf  # w = type_weight * idf(word)
-        exponential = rng.standard_exponential(len(tags))
-        unweighted = weights == 0
-        keys = np.divide(exponential, weights, out=exponential.copy(), where=~unweighted)
+        idf = np.array([self.idf.get(word, self._unseen_idf) for word in words] if self.idf else [1.0] * len(words), float)
+        weights = self._type_weights[np.array(types, dtype=np.int64)]  # w = type_weight * idf(word)
+        log_e, unweighted = np.log(rng.standard_exponential(len(tags))), (weights == 0) | (idf == 0)
+        with np.errstate(divide="ignore"):  # log E - log w: no product overflows to inf, no quotient to 0 or inf (ties)
+            keys = np.where(unweighted, log_e, log_e - np.log(weights) - np.log(idf))
         return (keys, unweighted), np.ones(len(tags), dtype=np.int64)
 
 

@@ -25,7 +25,7 @@ from workbench.data import label_names, load_splits, shared_with_train
 from workbench.losses import resolve
 from workbench.metrics import classification_report
 from workbench.models import build_sequence_classifier, model_source
-from workbench.train.run_folder import Result, count_parameters, remove_checkpoints, training_run, write_result
+from workbench.train.run_folder import Result, check_classes, count_parameters, remove_checkpoints, training_run, write_result
 from workbench.train.trainer import LossTrainer, training_arguments
 from workbench.vocab import load_tokenizer
 
@@ -168,6 +168,7 @@ def train_classifier(
     """Train ``model`` with ``loss`` (the best epoch by validation macro-F1 kept), save it with the tokenizer into
     ``output_dir`` and predict test (else validation); ``argument_overrides`` go to ``training_arguments``."""
     start = time.perf_counter()
+    check_classes(output_dir, data.names, config.training.resume)
     trainer = trainer_class(
         model=model,
         args=training_arguments(config.training, str(output_dir), evaluate=True, **argument_overrides),

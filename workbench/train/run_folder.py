@@ -11,7 +11,7 @@ import json
 import os
 import shutil
 import warnings
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,6 +30,7 @@ from workbench.threads import torch_threads
 from workbench.yaml_files import read_yaml_file
 
 RUN_CONFIG = "run_config.yaml"
+CLASSES_FILE = "classes.json"
 STAGING_DIR = ".staging"
 WEIGHTS_FILES = ("model.safetensors", "pytorch_model.bin")
 RESUMABLE_KEYS = (
@@ -53,7 +54,7 @@ def claim_output_dir(config: Config, *subfolders: str) -> contextlib.ExitStack:
     another run's, one holding files of no run, one (or its ``subfolders``) holding a run without ``training.resume``
     (with it: one whose run had another config outside :data:`RESUMABLE_KEYS`), one that cannot be written, one in use
     by a live run. Writes ``run_config.yaml`` and holds its lock until the returned stack closes or the process ends."""
-    folder = Path(config.output_dir).absolute()
+    folder = Path(config.output_dir).resolve()  # a symlink or ".." into another run is inside it
     if folder.exists() and not folder.is_dir():
         raise ValueError(f"output_dir: {str(folder)!r} is a file; choose a folder")
     outer = next((parent for parent in folder.parents if (parent / RUN_CONFIG).is_file()), None)
@@ -119,6 +120,17 @@ def training_run(config: Any, task: str, *subfolders: str) -> Iterator[Config]:
     with claim_output_dir(config, *subfolders), progress_bars(not config.training.quiet), torch_threads(config.training.threads):
         set_seed(config.training.seed)
         yield config
+
+
+def check_classes(output_dir: str | Path, names: Sequence[str], resume: bool) -> None:
+    """Write the run's classes to ``classes.json``; resuming a run whose data now has other classes (a data file changed
+    in place: the config is the same) is a ValueError naming both."""
+    path = Path(output_dir) / CLASSES_FILE
+    before = json.loads(path.read_text(encoding="utf-8"))["classes"] if resume and path.is_file() else list(names)
+    if before != list(names):
+        raise ValueError(f"training.resume: the run in {str(output_dir)!r} had the classes {before}, its data now {list(names)}")
+    if is_main_process():
+        write_json(path, {"classes": list(names)})
 
 
 def is_complete(checkpoint: str | Path) -> bool:

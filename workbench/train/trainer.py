@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import torch
+from safetensors import SafetensorError
 from torch import nn
 from transformers import PrinterCallback, ProgressCallback, Trainer, TrainerCallback, TrainingArguments
 from transformers.integrations import TensorBoardCallback
@@ -169,7 +170,8 @@ class LossTrainer(Trainer):
 
     def train(self, resume_from_checkpoint: str | None = None, **kwargs: Any) -> Any:
         """``Trainer.train`` from ``args.resume_from_checkpoint`` by default, no staging left after an error; a folder that
-        cannot be written and a checkpoint holding a file that is not a checkpoint's are a ValueError naming it."""
+        cannot be written and a checkpoint holding a file that is not a checkpoint's (or weights of another shape) are a
+        ValueError naming it."""
         resume_from_checkpoint = resume_from_checkpoint or self.args.resume_from_checkpoint
         try:
             return super().train(resume_from_checkpoint=resume_from_checkpoint, **kwargs)
@@ -179,9 +181,11 @@ class LossTrainer(Trainer):
             cause = error if isinstance(error, OSError) else error.__cause__ or error.__context__
             if isinstance(cause, OSError) and cause.errno in (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES):
                 raise ValueError(f"output_dir: cannot write into {self.run_dir!r} ({cause.strerror})") from None
-            if resume_from_checkpoint and isinstance(error, pickle.UnpicklingError | EOFError):
+            unreadable = isinstance(error, pickle.UnpicklingError | EOFError | SafetensorError)
+            if resume_from_checkpoint and (unreadable or "size mismatch" in str(error)):  # another model size, class count
+                detail = " ".join(str(error).split())[:300]
                 raise ValueError(
-                    f"training.resume: {resume_from_checkpoint!r} holds a file that is not a checkpoint's ({error})"
+                    f"training.resume: {resume_from_checkpoint!r} does not fit this run's model ({detail})"
                 ) from None
             raise
 
