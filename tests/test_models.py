@@ -87,7 +87,7 @@ SPECIALS = "[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\n"
         (SPECIALS.encode() + bytes(range(128, 256)), r"vocab\.txt:6: "),
         ("天\n气\n".encode(), r"^vocab_file: .*\[UNK\]"),  # an unknown character failed later, mid-run
         (b"", r"^vocab_file: "),
-        ((SPECIALS + "天\n气\n天\n").encode(), r"^vocab_file: .*'天'"),  # a repeated token leaves an id no token has
+        ((SPECIALS + "天\n气\n天\n").encode(), r"^vocab_file: .*distinct"),  # a repeated token leaves an id no token has
     ],
 )
 def test_a_vocab_file_that_is_no_wordpiece_vocabulary_names_the_file(tmp_path, data, named):

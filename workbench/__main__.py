@@ -33,14 +33,7 @@ def build_parser() -> argparse.ArgumentParser:
     option("--gpus", metavar="0,1", help="GPU ids; each running kernel gets its own (default: every visible GPU)")
     executors = "threads: kernels on this machine; slurm: a Slurm array job per execution (submitit); local: submitit locally"
     option("--executor", default="threads", choices=("threads", "slurm", "local"), help=executors)
-    option(
-        "--slurm",
-        nargs="+",
-        action="extend",
-        default=[],
-        metavar="KEY=VALUE",
-        help="submitit job parameters, e.g. slurm_partition=gpu",
-    )
+    option("--slurm", nargs="+", action="extend", default=[], metavar="K=V", help="submitit job parameters: slurm_partition=gpu")
     option("--notebooks-dir", default="notebooks", metavar="DIR", help="where the notebooks are; default: %(default)s")
     option("--params-dir", default="params", metavar="DIR", help="where the parameter sets are; default: %(default)s")
     option("--outputs-dir", default="outputs", metavar="DIR", help="where run folders are created; default: %(default)s")

@@ -36,9 +36,15 @@ def is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def _interval(low: float | None, high: float | None, low_inclusive: bool, high_inclusive: bool) -> str:
-    left, right = ("[" if low_inclusive else "("), ("]" if high_inclusive else ")")
-    return f"{left}{'-inf' if low is None else low}, {'inf' if high is None else high}{right}"
+def _allowed(kind: str, low: Any, high: Any, low_inclusive: bool = True, high_inclusive: bool = True) -> str:
+    """What a bounded check allows: "a number in [0, 1)", "an int >= 1", "a number < 5", "a finite number"."""
+    if low is not None and high is not None:
+        return f"{kind} in {'[' if low_inclusive else '('}{low}, {high}{']' if high_inclusive else ')'}"
+    if low is not None:
+        return f"{kind} {'>=' if low_inclusive else '>'} {low}"
+    if high is not None:
+        return f"{kind} {'<=' if high_inclusive else '<'} {high}"
+    return "a finite number" if kind == "a number" else kind
 
 
 def check_number(
@@ -58,14 +64,7 @@ def check_number(
     too_low = is_number(value) and low is not None and (value < low if low_inclusive else value <= low)
     too_high = is_number(value) and high is not None and (value > high if high_inclusive else value >= high)
     if not is_number(value) or not abs(value) <= sys.float_info.max or too_low or too_high:  # NaN, inf, an int past a float
-        if low is not None and high is not None:
-            allowed = f"in {_interval(low, high, low_inclusive, high_inclusive)}"
-        elif low is not None:
-            allowed = f"a number {'>=' if low_inclusive else '>'} {low:g}"
-        elif high is not None:
-            allowed = f"a number {'<=' if high_inclusive else '<'} {high:g}"
-        else:
-            allowed = "a finite number"
+        allowed = _allowed("a number", low, high, low_inclusive, high_inclusive)
         raise _fail(name, ("null or " if allow_none else "") + allowed, value)
     return float(value)
 
@@ -75,15 +74,7 @@ def check_int(name: str, value: Any, low: int | None = None, high: int | None = 
     if value is None and allow_none:
         return None
     if not is_int(value) or (low is not None and value < low) or (high is not None and value > high):
-        if low is not None and high is not None:
-            allowed = f"an int in [{low}, {high}]"
-        elif low is not None:
-            allowed = f"an int >= {low}"
-        elif high is not None:
-            allowed = f"an int <= {high}"
-        else:
-            allowed = "an int"
-        raise _fail(name, ("null or " if allow_none else "") + allowed, value)
+        raise _fail(name, ("null or " if allow_none else "") + _allowed("an int", low, high), value)
     return value
 
 
@@ -102,8 +93,7 @@ def check_bool(name: str, value: Any) -> bool:
 
 
 def check_text(name: str, value: Any, *, allow_none: bool = False) -> str | None:
-    """A non-empty string (a path or a name) without a lone surrogate (a broken ``\\ud800`` escape); None passes when
-    ``allow_none``."""
+    """A non-empty string (a path or a name) without a lone surrogate (``"\\ud800"``); None passes when ``allow_none``."""
     if value is None and allow_none:
         return None
     if not isinstance(value, str) or not value or any("\ud800" <= char <= "\udfff" for char in value):

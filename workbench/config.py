@@ -18,17 +18,7 @@ from workbench.checks import check_bool, check_choice, check_int, check_number, 
 from workbench.yaml_files import parse_override, read_yaml, read_yaml_file  # noqa: F401 - read_yaml re-exported
 
 TASKS = ("finetune", "pretrain_mlm", "two_stage", "pretrain_electra")
-DATA_SOURCES = (
-    "sample_relevance",
-    "sample_sentences",
-    "sample_corpus",
-    "qbqtc",
-    "tnews",
-    "chnsenticorp",
-    "lcqmc",
-    "table",
-    "corpus",
-)
+DATA_SOURCES = tuple("sample_relevance sample_sentences sample_corpus qbqtc tnews chnsenticorp lcqmc table corpus".split())
 ORDINAL_SOURCES = ("qbqtc", "sample_relevance")
 MODEL_KINDS = ("transformer", "probe")
 MASKING_STRATEGIES = ("random", "wwm", "kdm")
@@ -218,9 +208,7 @@ class TinyConfig(Section, prefix="model.tiny"):
     def __post_init__(self) -> None:
         super().__post_init__()
         if self.hidden_size % self.num_heads:
-            raise ValueError(
-                f"{self.key('hidden_size')}: must be a multiple of num_heads={self.num_heads}, got {self.hidden_size}"
-            )
+            raise ValueError(f"model.tiny.hidden_size: must be a multiple of num_heads={self.num_heads}, got {self.hidden_size}")
 
 
 @dataclass(frozen=True)
@@ -478,9 +466,8 @@ def load_config(
         tree = _plain(config.to_dict() if isinstance(config, Config) else dict(config or {}))
     earlier: list[list[str]] = []
     for path, value in map(parse_override, overrides):
-        lost = next((".".join(key) for key in earlier if key[: len(path)] == path), None)
-        if lost is not None:  # a key given twice (or after one of its own keys): the earlier value would be lost
-            raise ValueError(f"overrides: {'.'.join(path)}= would replace the earlier {lost}=; give each key once")
+        if any(key[: len(path)] == path for key in earlier):  # given twice, or after one of its own keys: one would be lost
+            raise ValueError(f"overrides: {'.'.join(path)}= replaces an earlier override (of it or a key below it)")
         earlier.append(path)
         _set_path(tree, Config, path, value)
     if task is not None:

@@ -91,9 +91,7 @@ def electra_generator_config(discriminator: ElectraConfig, generator_size: float
     check_number("electra.generator_size", generator_size, 0, 1, low_inclusive=False)
     hidden = round(discriminator.hidden_size * generator_size)
     if hidden < 1:
-        raise ValueError(
-            f"electra.generator_size: must give a hidden size round(size x {discriminator.hidden_size}) >= 1, got {generator_size!r}"
-        )
+        raise ValueError(f"electra.generator_size: x {discriminator.hidden_size} gives 0 hidden units, got {generator_size!r}")
     heads = max(1, hidden // 64)
     while hidden % heads:
         heads -= 1
@@ -115,9 +113,7 @@ def build_electra(
             raise ValueError("tiny: give either model_name_or_path or tiny config kwargs, not both")
         model_type = AutoConfig.from_pretrained(str(model_name_or_path)).model_type
         if model_type != "electra":
-            raise ValueError(
-                f"model.model_name_or_path: must be an ELECTRA checkpoint, got model_type {model_type!r} in {str(model_name_or_path)!r}"
-            )
+            raise ValueError(f"model.model_name_or_path: {str(model_name_or_path)!r} is a {model_type!r} checkpoint, not ELECTRA")
         discriminator = load_pretrained(ElectraForPreTraining, model_name_or_path)
         saved_generator = Path(model_name_or_path) / GENERATOR_DIR
         if saved_generator.is_dir():
@@ -142,8 +138,7 @@ def model_source(model: ModelConfig, vocab_size: int, max_length: int) -> dict[s
 
 
 def load_pretrained(model_class: type, path: str | Path, **kwargs: Any) -> PreTrainedModel:
-    """``model_class.from_pretrained(path)`` with float32 master weights (precision is the trainer's); files it cannot
-    read (truncated weights, broken JSON, tensors of other shapes) are a ValueError naming ``path``."""
+    """``from_pretrained`` in float32 (precision is the trainer's); unreadable files: a ValueError naming ``path``."""
     try:
         return model_class.from_pretrained(str(path), dtype=torch.float32, **kwargs)
     except (OSError, ValueError, RuntimeError, SafetensorError) as error:

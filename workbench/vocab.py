@@ -10,7 +10,6 @@ tokenizer, e.g. ``models/workbench-zh-mini``), for real experiments.
 
 from __future__ import annotations
 
-from collections import Counter
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
@@ -18,8 +17,6 @@ from pathlib import Path
 from transformers import AutoTokenizer, BertTokenizerFast, PreTrainedTokenizerBase
 
 from workbench.lexicon import read_lines
-
-SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 
 
 def default_vocab_file() -> Path:
@@ -29,12 +26,11 @@ def default_vocab_file() -> Path:
 
 @lru_cache(maxsize=8)
 def _cached_tokenizer(vocab_file: str, do_lower_case: bool) -> BertTokenizerFast:
-    tokens = [line.rstrip("\r\n") for _, line in read_lines(vocab_file, "vocab_file")]  # UTF-8 (.gz too), else file:line
+    tokens = [line.rstrip("\r\n") for _, line in read_lines(vocab_file, "vocab_file")]  # UTF-8, else file:line
     vocab = {token: index for index, token in enumerate(tokens)}
-    missing = [token for token in SPECIAL_TOKENS if token not in vocab]
-    if missing or len(vocab) < len(tokens):  # a repeated token leaves an id that no token has
-        problem = f"lacks {missing}" if missing else f"repeats {[token for token, n in Counter(tokens).items() if n > 1]}"
-        raise ValueError(f"vocab_file: {vocab_file!r} {problem} (a WordPiece vocab: one token a line)")
+    specials = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
+    if len(vocab) < len(tokens) or not vocab.keys() >= set(specials):  # a repeated token: an id no token has
+        raise ValueError(f"vocab_file: {vocab_file!r} must hold distinct tokens, one a line, {specials} among them")
     return BertTokenizerFast(vocab=vocab, do_lower_case=do_lower_case, tokenize_chinese_chars=True)
 
 
@@ -50,9 +46,8 @@ def load_tokenizer(
         do_lower_case: lower-case the text first (vocabulary tokenizers only).
 
     Returns:
-        The tokenizer (vocabulary tokenizers are cached per file). Raises ValueError when both are
-        given, naming the vocabulary file (missing, not UTF-8, without the special tokens), or naming
-        the checkpoint whose tokenizer files cannot be read.
+        The tokenizer (vocabulary tokenizers are cached per file). Raises ValueError when both are given,
+        naming the vocabulary file (missing, not UTF-8, no special tokens) or the unreadable checkpoint.
     """
     if model_name_or_path is not None:
         if vocab_file is not None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import re
 import typing
 from collections.abc import Mapping
@@ -13,9 +12,8 @@ import yaml
 
 
 class _YamlLoader(yaml.SafeLoader):
-    """YAML as written: booleans only true / false, decimal numbers (``1e-4``, ``.inf`` too), null; anything else (yes,
-    off, 1:30, 0777, 2024-01-01) is a string, read as written. A repeated key, a number beyond a float (``1e400``
-    would be inf, ``1e-400`` 0) are errors naming the file and line."""
+    """YAML as written: booleans only true / false, decimal numbers (``1e-4``, ``.inf``; ``1e400`` is an error), null;
+    anything else (yes, off, 1:30, 0777, 2024-01-01) is a string. A repeated key is an error naming the file and line."""
 
     yaml_implicit_resolvers: ClassVar[dict] = {}
 
@@ -28,7 +26,7 @@ class _YamlLoader(yaml.SafeLoader):
 
     def construct_yaml_float(self, node: yaml.ScalarNode) -> float:
         value, text = super().construct_yaml_float(node), node.value.lower()
-        if (math.isinf(value) and "inf" not in text) or (value == 0 and text.split("e")[0].strip("+-0._")):
+        if (abs(value) == float("inf") and "inf" not in text) or (value == 0 and text.split("e")[0].strip("+-0._")):
             raise yaml.constructor.ConstructorError(None, None, f"{node.value} is beyond a float's range", node.start_mark)
         return value
 
@@ -68,9 +66,7 @@ def read_yaml_file(path: str | Path, what: str) -> dict[str, Any]:
         loaded = read_yaml(raw.decode("utf-8"), str(path))
     except UnicodeDecodeError as error:
         line, column = raw.count(b"\n", 0, error.start) + 1, error.start - raw.rfind(b"\n", 0, error.start) - 1
-        raise ValueError(
-            f"{path}:{line}: {what} is not UTF-8 text ({error.reason} at byte {column} of the line); save it as UTF-8"
-        ) from None
+        raise ValueError(f"{path}:{line}: {what} is not UTF-8 text ({error.reason} at byte {column}); save it as UTF-8") from None
     if not isinstance(loaded, Mapping | None):
         raise ValueError(f"{what}: {str(path)!r} must hold a mapping at top level, got {type(loaded).__name__}")
     return dict(loaded or {})

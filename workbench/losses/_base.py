@@ -13,27 +13,15 @@ from collections.abc import Sequence
 import torch
 from torch import nn
 
-from workbench.checks import IGNORE_INDEX  # defined once, below the losses and the masking
+from workbench.checks import IGNORE_INDEX, check_choice  # defined once, below the losses and the masking
 
 REDUCTIONS = ("mean", "sum", "none")
 # Bound of the otherwise unbounded parameters: their products with loss terms stay finite in float32.
 LARGEST = 1e12
 
 
-def check_choice(name: str, value: object, allowed: Sequence[object]) -> None:
-    """Raise ValueError("name: must be one of [...], got value") unless ``value`` is one of ``allowed``."""
-    if value not in allowed:
-        raise ValueError(f"{name}: must be one of {list(allowed)}, got {value!r}")
-
-
 def check_range(
-    name: str,
-    value: float,
-    low: float | None = None,
-    high: float | None = None,
-    *,
-    low_inclusive: bool = True,
-    high_inclusive: bool = True,
+    name: str, value: float, low: float | None = None, high: float | None = None, *, low_inclusive=True, high_inclusive=True
 ) -> float:
     """Return ``float(value)``; raise ValueError("name: must lie in [low, high), got value") unless it is a
     finite number in the interval (a missing bound is an open -inf / inf)."""
@@ -59,7 +47,7 @@ def check_class_vector(name: str, values: Sequence[float] | torch.Tensor, low: f
         raise ValueError(f"{name}: must be a sequence of numbers, one per class, got {values!r}") from None
     if vector.dim() != 1 or vector.numel() < 2:
         raise ValueError(
-            f"{name}: must be a flat sequence of numbers, one per class (at least 2), got shape {tuple(vector.shape)}"
+            f"{name}: must be a flat sequence of numbers, one per class (2 or more), got shape {tuple(vector.shape)}"
         )
     if not ((vector >= low) & (vector <= LARGEST)).all():  # NaN fails both
         raise ValueError(f"{name}: must hold numbers in [{low:g}, {LARGEST:g}], got {vector.tolist()}")

@@ -27,24 +27,6 @@ from workbench.config import HC_LEVELS, KL_DIRECTIONS, SR_LEVELS, SR_PREDICTIONS
 from workbench.lexicon import SynonymIdIndex, SynonymTable
 from workbench.losses._base import IGNORE_INDEX, LARGEST
 
-__all__ = [
-    "CONTEXT_KEYS",
-    "HC_LEVELS",
-    "KL_DIRECTIONS",
-    "SR_LEVELS",
-    "SR_PREDICTIONS",
-    "Correction",
-    "CorrectionCounts",
-    "CorrectionStats",
-    "HardCorrectionLoss",
-    "MaskedLMLoss",
-    "SoftRegularizationLoss",
-    "correct_predictions",
-    "labelled_rows",
-    "masked_cross_entropy",
-    "soft_regularization",
-]
-
 CONTEXT_KEYS = ("model", "embeddings", "input_ids", "attention_mask", "token_type_ids", "word_ids", "stats")
 
 

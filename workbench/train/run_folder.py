@@ -30,7 +30,6 @@ from workbench.threads import torch_threads
 from workbench.yaml_files import read_yaml_file
 
 RUN_CONFIG = "run_config.yaml"
-CLASSES_FILE = "classes.json"
 STAGING_DIR = ".staging"
 WEIGHTS_FILES = ("model.safetensors", "pytorch_model.bin")
 RESUMABLE_KEYS = (
@@ -62,9 +61,7 @@ def claim_output_dir(config: Config, *subfolders: str) -> contextlib.ExitStack:
         raise ValueError(f"output_dir: {str(folder)!r} is inside the run folder {str(outer)!r}; choose a folder outside it")
     found = sorted(path.name for path in folder.iterdir()) if folder.is_dir() else []
     if found and RUN_CONFIG not in found:
-        raise ValueError(
-            f"output_dir: {str(folder)!r} holds files of no workbench run ({found[0]!r}); choose a new or empty folder"
-        )
+        raise ValueError(f"output_dir: {str(folder)!r} holds files of no workbench run ({found[0]!r}); choose a new or empty one")
     for subfolder in ("", *subfolders) if not config.training.resume else ():
         checkpoint_to_resume(folder / subfolder, resume=False)
     before = _flat(read_yaml_file(folder / RUN_CONFIG, RUN_CONFIG)) if config.training.resume and found else {}
@@ -123,14 +120,12 @@ def training_run(config: Any, task: str, *subfolders: str) -> Iterator[Config]:
 
 
 def check_classes(output_dir: str | Path, names: Sequence[str], resume: bool) -> None:
-    """Write the run's classes to ``classes.json``; resuming a run whose data now has other classes (a data file changed
-    in place: the config is the same) is a ValueError naming both."""
-    path = Path(output_dir) / CLASSES_FILE
+    """Write the run's classes to ``classes.json``; resuming on data of other classes (a file edited in place) is an error."""
+    path = Path(output_dir) / "classes.json"
     before = json.loads(path.read_text(encoding="utf-8"))["classes"] if resume and path.is_file() else list(names)
     if before != list(names):
         raise ValueError(f"training.resume: the run in {str(output_dir)!r} had the classes {before}, its data now {list(names)}")
-    if is_main_process():
-        write_json(path, {"classes": list(names)})
+    write_json(path, {"classes": list(names)})  # every process: the same content, renamed into place
 
 
 def is_complete(checkpoint: str | Path) -> bool:

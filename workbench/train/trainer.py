@@ -184,9 +184,7 @@ class LossTrainer(Trainer):
             unreadable = isinstance(error, pickle.UnpicklingError | EOFError | SafetensorError)
             if resume_from_checkpoint and (unreadable or "size mismatch" in str(error)):  # another model size, class count
                 detail = " ".join(str(error).split())[:300]
-                raise ValueError(
-                    f"training.resume: {resume_from_checkpoint!r} does not fit this run's model ({detail})"
-                ) from None
+                raise ValueError(f"training.resume: {resume_from_checkpoint!r} does not fit this model ({detail})") from None
             raise
 
 
