@@ -196,6 +196,11 @@ def test_plan_sets_interactive_false_and_refuses_it_true(tmp_path):
         ("", {"epsilon": [0.1]}, None, "--sweep: unknown parameter 'epsilon'"),
         ("output_dir: /tmp\n", {}, None, "params file default/ok_metrics.yaml: parameter 'output_dir'"),
         ("", {"seeds": [[1]]}, [1, 2], "--seeds:"),
+        # seeds a notebook would refuse only once it runs
+        ("seeds: [1, 1]\n", {}, None, "params file default/ok_metrics.yaml: seeds"),
+        ("", {"seeds": [[0], [2, 2]]}, None, "--sweep: seeds"),
+        ("", {"seeds": [[-1]]}, None, "--sweep: seeds"),
+        ("seeds: 3\n", {}, None, "params file default/ok_metrics.yaml: seeds"),
     ],
 )
 def test_plan_refuses_bad_parameter_names(tmp_path, params_file, sweep, seeds, names):

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from workbench.checks import check_seeds
 from workbench.config import read_yaml, read_yaml_file
 
 PARAMETERS_TAG = "parameters"
@@ -160,9 +161,9 @@ def _check_parameters(notebook: Path, allowed: list[str], parameters: Mapping[st
         if name not in allowed:
             raise ValueError(f"{source}: unknown parameter {name!r} for notebook {notebook.name}; allowed: {', '.join(allowed)}")
         if name == INTERACTIVE_PARAMETER and value is not False:
-            raise ValueError(
-                f"{source}: {name}={value!r}: a headless run has no live widget (figures go missing); allowed: false"
-            )
+            raise ValueError(f"{source}: {name}={value!r}: a headless run has no widget (figures go missing); allowed: false")
+        if name == SEEDS_PARAMETER:  # a notebook would refuse them only once it runs
+            check_seeds(f"{source}: {name}", value)
 
 
 def plan_executions(
@@ -193,9 +194,7 @@ def plan_executions(
     for notebook in notebooks:
         allowed = notebook_parameters(notebook)
         if OUTPUT_DIR_PARAMETER not in allowed:
-            raise ValueError(
-                f"notebook {notebook.name}: no 'output_dir' parameter (add `output_dir = None` to its parameters cell)"
-            )
+            raise ValueError(f"notebook {notebook.name}: no 'output_dir' parameter (add `output_dir = None` to its parameters)")
         base = load_params(params_dir, params_set, notebook.stem)
         _check_parameters(notebook, allowed, base, f"params file {params_set}/{notebook.stem}.yaml")
         _check_parameters(notebook, allowed, fixed, "--seeds")
