@@ -301,6 +301,14 @@ def test_yaml_values_are_read_as_written(text, value):
     assert read_yaml(text, "test") == value and type(read_yaml(text, "test")) is type(value)
 
 
+def test_a_yaml_merge_reads_as_written_and_its_keys_may_be_given_again():
+    # a merge once failed with "could not determine a constructor for the tag ...merge"
+    assert read_yaml("base: &b {seed: 1, quiet: true}\ntraining:\n  <<: *b\n  seed: 2\n", "t")["training"] == {
+        "seed": 2,
+        "quiet": True,
+    }
+
+
 def test_yaml_infinities_are_floats_that_every_numeric_key_refuses():
     assert read_yaml(".inf", "t") == float("inf") and read_yaml(".nan", "t") != read_yaml(".nan", "t")
     with pytest.raises(ValueError, match=r"^training.quiet:"):
@@ -347,6 +355,7 @@ def test_an_override_given_twice_is_refused_naming_the_key(overrides, named):
         ("task: finetune\ntraining:\n  learning_rate: 1.0e-3\ntraining:\n  seed: 3\n", 4),  # a second training block
         ("training:\n  seed: 1\n  quiet: true\n  seed: 2\n", 4),
         ("training: {seed: 1, seed: 2}\n", 1),
+        ("a: &a {seed: 1}\nb: &b {seed: 2}\ntraining:\n  <<: *a\n  <<: *b\n", 5),  # two merges (the first won)
     ],
 )
 def test_a_repeated_key_names_the_file_and_line(tmp_path, text, line):

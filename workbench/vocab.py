@@ -28,9 +28,8 @@ def default_vocab_file() -> Path:
 def _cached_tokenizer(vocab_file: str, do_lower_case: bool) -> BertTokenizerFast:
     tokens = [line.rstrip("\r\n") for _, line in read_lines(vocab_file, "vocab_file")]  # UTF-8, else file:line
     vocab = {token: index for index, token in enumerate(tokens)}
-    specials = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
-    if len(vocab) < len(tokens) or not vocab.keys() >= set(specials):  # a repeated token: an id no token has
-        raise ValueError(f"vocab_file: {vocab_file!r} must hold distinct tokens, one a line, {specials} among them")
+    if len(vocab) < len(tokens) or not vocab.keys() >= {"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"}:  # ids without gaps
+        raise ValueError(f"vocab_file: {vocab_file!r} must hold distinct tokens, one a line, [PAD] [UNK] [CLS] [SEP] [MASK] too")
     return BertTokenizerFast(vocab=vocab, do_lower_case=do_lower_case, tokenize_chinese_chars=True)
 
 

@@ -18,7 +18,8 @@ class _YamlLoader(yaml.SafeLoader):
     yaml_implicit_resolvers: ClassVar[dict] = {}
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:
-        keys = [self.construct_object(key, deep=True) for key, _ in node.value]
+        merge = "tag:yaml.org,2002:merge"  # "<<: *base": the keys it merges may be given again, "<<" only once
+        keys = [key.value if key.tag == merge else self.construct_object(key, deep=True) for key, _ in node.value]
         for index, key in enumerate(keys):
             if isinstance(key, typing.Hashable) and key in keys[:index]:
                 raise yaml.constructor.ConstructorError(None, None, f"duplicate key {key!r}", node.value[index][0].start_mark)
