@@ -160,7 +160,7 @@ def test_a_full_disk_during_a_save_is_one_line_and_leaves_no_staging(tmp_path, m
     assert cli_main([str(path)]) == 2
     error = capsys.readouterr().err
     assert error.startswith("error: output_dir:") and "No space left on device" in error and error.count("\n") == 1
-    assert sorted(item.name for item in (tmp_path / "run").iterdir()) == ["run_config.yaml"]  # no .staging, no half checkpoint
+    assert sorted(item.name for item in (tmp_path / "run").iterdir()) == ["classes.json", "run_config.yaml"]  # no .staging
 
 
 @pytest.mark.parametrize("broken", ["rng_state.pth", "model.safetensors"])  # the weights: a SafetensorError traceback
@@ -226,7 +226,7 @@ def test_a_run_diverging_after_a_checkpoint_keeps_the_last_good_one(tmp_path, po
     with pytest.raises(FloatingPointError, match=message):
         finetune(tiny_config(tmp_path / "run", training={"num_train_epochs": 2}), callbacks=[_PoisonWeightsAt(poisoned_at)])
     run = tmp_path / "run"
-    assert sorted(path.name for path in run.iterdir()) == ["checkpoint-4", "run_config.yaml"]
+    assert sorted(path.name for path in run.iterdir()) == ["checkpoint-4", "classes.json", "run_config.yaml"]
     kept = load_file(str(run / "checkpoint-4" / "model.safetensors"))
     assert all(torch.isfinite(tensor).all() for tensor in kept.values())
 
