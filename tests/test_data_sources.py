@@ -66,7 +66,13 @@ def test_bad_data_keys_are_named(data, key):
         DataConfig.from_mapping(data)
 
 
-def test_rows_shared_with_train_are_counted_and_reported(tmp_path):
+@pytest.fixture
+def unwarned(monkeypatch):
+    """No warning given yet in this process (it is given once per process)."""
+    monkeypatch.setattr(finetuning, "_WARNED", set())
+
+
+def test_rows_shared_with_train_are_counted_and_reported(tmp_path, unwarned):
     train = _csv(tmp_path / "train.csv", ["甲,a", "乙,b", "丙,a"])
     validation = _csv(tmp_path / "dev.csv", ["甲,a", "乙,a", "丁,b"])  # 乙 with another label is still shared text
     config = load_config({"data": _table(tmp_path, path=train, validation_path=validation)})
@@ -74,6 +80,9 @@ def test_rows_shared_with_train_are_counted_and_reported(tmp_path):
     with pytest.warns(UserWarning, match="validation 2 of 3"):
         data = classification_data(config)
     assert data.shared_with_train == {"validation": 2}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # said once per process, however many models a study fits
+        assert classification_data(config).shared_with_train == {"validation": 2}
     assert shared_with_train(sample_relevance_splits(seed=0, n_train=50, n_validation=10, n_test=10)) == {
         "validation": 0,
         "test": 0,
@@ -123,12 +132,6 @@ def test_a_broken_corpus_file_names_the_file(tmp_path):
     whole = tmp_path / "whole.txt.gz"
     whole.write_bytes(gzip.compress("第一句。\n\n第二句。\n".encode()))
     assert load_texts({"source": "corpus", "path": str(whole)}) == (["第一句。", "第二句。"], None)
-
-
-@pytest.fixture
-def unwarned(monkeypatch):
-    """The vocabulary warning not yet given in this process (it is given once per process)."""
-    monkeypatch.setattr(finetuning, "_WARNED", set())
 
 
 def test_text_the_vocabulary_cannot_read_gets_one_warning(tmp_path, unwarned):

@@ -30,7 +30,14 @@ from workbench.train.trainer import LossTrainer, training_arguments
 from workbench.vocab import load_tokenizer
 
 UNREADABLE_SHARE = 0.1  # a split with more than this share of unreadable samples gets a warning
-_WARNED: set[str] = set()  # shares already named: Python's own once-per-place is reset whenever sklearn sets a filter
+_WARNED: set[str] = set()  # messages given: Python's own once-per-place is reset whenever sklearn sets a filter
+
+
+def warn_once(message: str) -> None:
+    """``warnings.warn(message)`` once per process, however many fits a study runs."""
+    if message not in _WARNED:
+        _WARNED.add(message)
+        warnings.warn(message, stacklevel=3)
 
 
 def warn_unreadable(rows: Mapping[str, Sequence[Sequence[int]]], tokenizer: Any) -> None:
@@ -44,12 +51,10 @@ def warn_unreadable(rows: Mapping[str, Sequence[Sequence[int]]], tokenizer: Any)
         tokens = ([i for i in ids if i not in special] for ids in split)
         shares[name] = sum(bool(row) and sum(i in unreadable for i in row) > len(row) / 2 for row in tokens) / max(len(split), 1)
     named = ", ".join(f"{share:.0%} of {name}" for name, share in shares.items() if share > UNREADABLE_SHARE)
-    if named and named not in _WARNED:  # once per process, however many fits a study runs
-        _WARNED.add(named)
-        warnings.warn(
+    if named:
+        warn_once(
             f"text the vocabulary cannot read: {named} samples are mostly [UNK] or single Latin letters; use a vocabulary "
-            "that fits the language (model.vocab_file) or a model.model_name_or_path whose tokenizer does",
-            stacklevel=3,
+            "that fits the language (model.vocab_file) or a model.model_name_or_path whose tokenizer does"
         )
 
 
@@ -88,9 +93,7 @@ def classification_data(config: Config, splits: DatasetDict | None = None) -> Cl
     shared = shared_with_train(splits)
     if any(shared.values()):
         counts = ", ".join(f"{name} {count} of {len(splits[name])}" for name, count in shared.items() if count)
-        warnings.warn(
-            f"rows shared with train (text, text_pair): {counts}; workbench.data.deduplicate_splits removes them", stacklevel=2
-        )
+        warn_once(f"rows shared with train (text, text_pair): {counts}; workbench.data.deduplicate_splits removes them")
     tokenizer = load_tokenizer(config.model.model_name_or_path, config.model.vocab_file)
     encoded = tokenize_splits(splits, tokenizer, config.data.max_length)
     return ClassificationData(splits, label_names(splits["train"]), tokenizer, encoded, config.data.is_ordinal, shared)
@@ -217,9 +220,8 @@ def write_classifier_result(config: Config, trained: TrainedClassifier, data: Cl
 
 
 def finetune(config: str | Path | Mapping[str, Any] | Config, callbacks: Sequence[TrainerCallback] = ()) -> Result:
-    """Fine-tune a tiny BERT or ``model.model_name_or_path`` on ``config`` (docs/training.md) with
-    ``workbench.losses.resolve(config.loss)``; ``output_dir`` gets the best model and tokenizer, ``metrics.json`` and
-    ``predictions.csv`` of test (else validation). ``callbacks``: extra TrainerCallbacks."""
+    """Fine-tune a tiny BERT or ``model.model_name_or_path`` on ``config`` (docs/training.md) with ``resolve(config.loss)``;
+    ``output_dir`` gets the best model, tokenizer, ``metrics.json``, test (else validation) ``predictions.csv``."""
     with training_run(config, "finetune") as config:
         data = classification_data(config)
         source = model_source(config.model, len(data.tokenizer), config.data.max_length)
