@@ -289,3 +289,16 @@ def test_accepted_parameters_at_the_edge_never_give_nan(name, params, dtype, ign
 def test_parameters_that_would_overflow_or_divide_by_zero_are_refused(name, params, parameter):
     with pytest.raises(ValueError, match=rf"^{parameter}:"):
         build_loss(name, **params)
+
+
+@pytest.mark.parametrize(
+    ("name", "params"),
+    [("focal", {"gamma": 2.0}), ("dice", {"gamma": 0.5}), ("tversky", {"alpha": 0.3, "beta": 0.7}), ("ls", {"epsilon": 0.1})],
+)
+def test_numpy_and_python_numbers_give_the_same_loss(name, params):
+    """A parameter read from an array (a slider grid, a sweep) is a number like any other."""
+    import numpy as np
+
+    logits, labels = torch.randn(6, 3, dtype=torch.float64), torch.tensor([0, 1, 2, 0, 1, 2])
+    as_numpy = {key: np.float32(value) for key, value in params.items()}
+    torch.testing.assert_close(build_loss(name, **as_numpy)(logits, labels), build_loss(name, **params)(logits, labels))

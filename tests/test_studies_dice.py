@@ -171,8 +171,9 @@ def test_imbalance_study_and_sweep_tables(tiny_splits, fitter):
     assert {"setting", "loss", "seed", *dice.METRICS, "validation_f1_positive"} <= set(table.columns)
     sweep = dice.tversky_sweep(tiny_splits, [0.2, 0.8], [0], fitter)
     assert sweep["alpha"].tolist() == [0.2, 0.8] and set(sweep["loss"]) == {"TL"}
-    with pytest.raises(ValueError, match=r"^alphas:"):
-        dice.tversky_sweep(tiny_splits, [1.5], [0], fitter)
+    for alphas in ([1.5], [], [0.3, 0.3]):  # out of range, none, one alpha twice (its rows would mix)
+        with pytest.raises(ValueError, match=r"^alphas:"):
+            dice.tversky_sweep(tiny_splits, alphas, [0], fitter)
     with pytest.raises(ValueError, match=r"^seeds:"):
         dice.run_grid({"x": tiny_splits}, {"CE": dice.LOSS_ZOO["CE"]}, [], fitter)
 
@@ -253,3 +254,10 @@ def test_this_run_quotes_the_tables_numbers():
     assert line.count("CE 62.5 ± 22.2") == 5 and "DSC presets on original: eq. 12 62.5 ± 22.2" in line
     assert "alpha = 0.3 chosen on validation, test F1 50.0" in line and "10 of 30 left unchanged" in line
     assert "accuracy: CE 80.0 ± 21.6" in line  # accuracies 0.8, 0.9, 1.0, 0.5: sample std 0.216
+
+
+def test_zoo_gives_the_named_losses_and_names_the_notebook_parameter():
+    assert dice.zoo("table8_losses", ["DSC", "CE"]) == {"DSC": dice.LOSS_ZOO["DSC"], "CE": dice.LOSS_ZOO["CE"]}
+    for names in (["CE", "XL"], ["CE", "CE"], [], "CE"):  # unknown, twice (a table row would hide one), none, not a list
+        with pytest.raises(ValueError, match=r"^table9_losses:"):
+            dice.zoo("table9_losses", names)

@@ -145,7 +145,7 @@ def test_run_ablation_confusion_is_sum_over_seeds(ablation, splits):
 
 @pytest.mark.parametrize(
     ("settings", "seeds", "match"),
-    [(["PCL paper"], [0], r"^losses:"), (["LS"], [], r"^seeds:")],
+    [(["PCL paper"], [0], r"^losses:"), (["LS", "PCL paper", "PCL paper"], [0], r"^settings:"), (["LS"], [], r"^seeds:")],
 )
 def test_run_ablation_rejects_bad_input(splits, fitter, settings, seeds, match):
     with pytest.raises(ValueError, match=match):

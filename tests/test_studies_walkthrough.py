@@ -129,8 +129,10 @@ def test_run_comparison_is_deterministic(splits, fitter):
     ("settings", "seeds", "message"),
     [
         (["LS", "focal"], [0], r"^settings:"),
-        (["CE", "DSC"], [0], r"^losses:"),
-        (["LS"], [], r"^seeds:"),
+        (["CE", "DSC"], [0], r"^settings:"),  # no LS, the baseline the notebook compares with
+        (["LS", "DSC"], [0], r"^settings:"),  # no CE, whose confusion and recall the notebook shows
+        (["CE", "LS", "LS"], [0], r"^settings:"),  # a setting named twice would run once
+        (["CE", "LS"], [], r"^seeds:"),
     ],
 )
 def test_run_comparison_rejects_bad_input(splits, fitter, settings, seeds, message):
@@ -197,9 +199,11 @@ def test_this_run_quotes_the_runs_numbers():
 
 def test_nominal_labels_need_a_cost_matrix_for_pcl(splits, fitter):
     with pytest.raises(ValueError, match=r"^cost_matrix: .*data\.ordinal"):
-        pcl.run_ablation(splits, study.comparison_specs(["LS", "PCL expected_cost (global)"], 0.1), [0], fitter, ordinal=False)
+        pcl.run_ablation(
+            splits, study.comparison_specs(["CE", "LS", "PCL expected_cost (global)"], 0.1), [0], fitter, ordinal=False
+        )
     cost = [[0, 2, 1], [2, 0, 1], [1, 1, 0]]
-    specs = study.comparison_specs(["LS", "PCL expected_cost (global)"], 0.1, cost_matrix=cost)
+    specs = study.comparison_specs(["CE", "LS", "PCL expected_cost (global)"], 0.1, cost_matrix=cost)
     assert specs["PCL expected_cost (global)"].params == {
         "variant": "expected_cost",
         "counts": "global",

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import numbers
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -27,8 +28,8 @@ def _fail(name: str, allowed: str, value: Any) -> ValueError:
 
 
 def is_number(value: Any) -> bool:
-    """True for ints and floats (bools excluded)."""
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
+    """True for real numbers: ints, floats, numpy scalars (bools excluded)."""
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
 
 
 def is_int(value: Any) -> bool:
@@ -39,11 +40,11 @@ def is_int(value: Any) -> bool:
 def _allowed(kind: str, low: Any, high: Any, low_inclusive: bool = True, high_inclusive: bool = True) -> str:
     """What a bounded check allows: "a number in [0, 1)", "an int >= 1", "a number < 5", "a finite number"."""
     if low is not None and high is not None:
-        return f"{kind} in {'[' if low_inclusive else '('}{low}, {high}{']' if high_inclusive else ')'}"
+        return f"{kind} in {'[' if low_inclusive else '('}{low:g}, {high:g}{']' if high_inclusive else ')'}"
     if low is not None:
-        return f"{kind} {'>=' if low_inclusive else '>'} {low}"
+        return f"{kind} {'>=' if low_inclusive else '>'} {low:g}"
     if high is not None:
-        return f"{kind} {'<=' if high_inclusive else '<'} {high}"
+        return f"{kind} {'<=' if high_inclusive else '<'} {high:g}"
     return "a finite number" if kind == "a number" else kind
 
 
@@ -61,6 +62,7 @@ def check_number(
     > 0", "must be in [0, 1)", "must be null or a number > 0"; NaN and +-inf never pass."""
     if value is None and allow_none:
         return None
+    value = float(value) if is_number(value) and not isinstance(value, int) else value  # numpy scalars as Python floats
     too_low = is_number(value) and low is not None and (value < low if low_inclusive else value <= low)
     too_high = is_number(value) and high is not None and (value > high if high_inclusive else value >= high)
     if not is_number(value) or not abs(value) <= sys.float_info.max or too_low or too_high:  # NaN, inf, an int past a float
@@ -110,3 +112,16 @@ def check_seeds(name: str, seeds: Any) -> list[int]:
     if len(set(seeds)) != len(seeds):
         raise _fail(name, "a list of distinct seeds", list(seeds))
     return list(seeds)
+
+
+def check_names(name: str, values: Any, allowed: Sequence[str], required: Sequence[str] = (), distinct: bool = True) -> list[str]:
+    """A non-empty list of ``allowed`` names (each once when ``distinct``) holding every ``required`` one."""
+    if isinstance(values, (str, bytes)) or not isinstance(values, Sequence) or not values:
+        raise _fail(name, "a non-empty list of names from " + ", ".join(allowed), values)
+    for value in values:
+        check_choice(name, value, allowed)
+    if distinct and len(set(values)) != len(values):
+        raise _fail(name, "a list naming each once", list(values))
+    if not set(required) <= set(values):
+        raise _fail(name, "a list including " + ", ".join(required), list(values))
+    return list(values)

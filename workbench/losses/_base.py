@@ -7,7 +7,6 @@ sum accumulates in float32) with autocast off, and the loss is returned in the l
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
 import torch
@@ -18,25 +17,6 @@ from workbench.checks import IGNORE_INDEX, check_choice  # defined once, below t
 REDUCTIONS = ("mean", "sum", "none")
 # Bound of the otherwise unbounded parameters: their products with loss terms stay finite in float32.
 LARGEST = 1e12
-
-
-def check_range(
-    name: str, value: float, low: float | None = None, high: float | None = None, *, low_inclusive=True, high_inclusive=True
-) -> float:
-    """Return ``float(value)``; raise ValueError("name: must lie in [low, high), got value") unless it is a
-    finite number in the interval (a missing bound is an open -inf / inf)."""
-    left = "[" if low_inclusive and low is not None else "("
-    right = "]" if high_inclusive and high is not None else ")"
-    interval = f"{left}{'-inf' if low is None else f'{low:g}'}, {'inf' if high is None else f'{high:g}'}{right}"
-    try:
-        number = float(None if isinstance(value, bool | str) else value)  # True or "2" is no number: a TypeError
-    except (TypeError, ValueError):
-        raise ValueError(f"{name}: must be a number in {interval}, got {value!r}") from None
-    too_low = low is not None and (number < low if low_inclusive else number <= low)
-    too_high = high is not None and (number > high if high_inclusive else number >= high)
-    if too_low or too_high or not math.isfinite(number):
-        raise ValueError(f"{name}: must lie in {interval}, got {number}")
-    return number
 
 
 def check_class_vector(name: str, values: Sequence[float] | torch.Tensor, low: float = 0.0) -> torch.Tensor:

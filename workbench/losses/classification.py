@@ -7,7 +7,8 @@ from collections.abc import Sequence
 import torch
 import torch.nn.functional as F
 
-from workbench.losses._base import IGNORE_INDEX, LARGEST, ImbalanceLoss, check_class_vector, check_range, per_class
+from workbench.checks import check_number
+from workbench.losses._base import IGNORE_INDEX, LARGEST, ImbalanceLoss, check_class_vector, per_class
 
 
 class CrossEntropyLoss(ImbalanceLoss):
@@ -42,7 +43,7 @@ class CrossEntropyLoss(ImbalanceLoss):
 def dice_paper_class_weights(label_counts: Sequence[float] | torch.Tensor, K: float = 1.0) -> torch.Tensor:
     """alpha_t = lg((n - n_t) / n_t + K), lg = log10 (Dice paper eq. 2, sec. 3.2), from the class counts n_t, n = sum_t n_t."""
     counts = check_class_vector("label_counts", label_counts, low=1 / LARGEST)
-    K = check_range("K", K, 0.0, None, low_inclusive=False)
+    K = check_number("K", K, 0.0, None, low_inclusive=False)
     alpha = torch.log10((counts.sum() - counts) / counts + K)
     if (alpha < 0).any():
         raise ValueError(f"K: must make every class weight non-negative (K >= 1 always does), got K={K} giving {alpha.tolist()}")
@@ -83,7 +84,7 @@ class LabelSmoothingLoss(ImbalanceLoss):
 
     def __init__(self, epsilon: float = 0.1, reduction: str = "mean") -> None:
         super().__init__(reduction)
-        self.epsilon = check_range("epsilon", epsilon, 0.0, 1.0, high_inclusive=False)
+        self.epsilon = check_number("epsilon", epsilon, 0.0, 1.0, high_inclusive=False)
 
     def compute(self, logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
         terms = F.cross_entropy(logits, targets, ignore_index=IGNORE_INDEX, label_smoothing=self.epsilon, reduction="none")
@@ -104,7 +105,7 @@ class FocalLoss(ImbalanceLoss):
 
     def __init__(self, gamma: float = 2.0, alpha: Sequence[float] | torch.Tensor | None = None, reduction: str = "mean") -> None:
         super().__init__(reduction)
-        self.gamma = check_range("gamma", gamma, 0.0, LARGEST)
+        self.gamma = check_number("gamma", gamma, 0.0, LARGEST)
         self.register_buffer("alpha", None if alpha is None else check_class_vector("alpha", alpha))
 
     def compute(self, logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:

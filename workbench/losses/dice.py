@@ -17,7 +17,8 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from workbench.losses._base import IGNORE_INDEX, LARGEST, ImbalanceLoss, check_choice, check_range
+from workbench.checks import check_number
+from workbench.losses._base import IGNORE_INDEX, LARGEST, ImbalanceLoss, check_choice
 
 
 def ohem_keep_mask(p: torch.Tensor, y: torch.Tensor, valid: torch.Tensor, ratio: float) -> torch.Tensor:
@@ -44,12 +45,12 @@ class DiceFamilyLoss(ImbalanceLoss):
 
     def __init__(self, gamma: float, set_level: bool | str, class_reduction: str, ohem_ratio: float, reduction: str) -> None:
         super().__init__(reduction)
-        self.gamma = check_range("gamma", gamma, 1 / LARGEST, LARGEST)
+        self.gamma = check_number("gamma", gamma, 1 / LARGEST, LARGEST)
         check_choice("set_level", set_level, (False, True, "auto"))
         check_choice("class_reduction", class_reduction, ("mean", "sum"))
         self.set_level = set_level
         self.class_reduction = class_reduction
-        self.ohem_ratio = check_range("ohem_ratio", ohem_ratio, 0.0, LARGEST)
+        self.ohem_ratio = check_number("ohem_ratio", ohem_ratio, 0.0, LARGEST)
         if reduction == "none" and self.is_batch_level:
             raise ValueError(
                 "reduction: must be 'mean' or 'sum' for a set-level or OHEM dice loss (one value per batch), got 'none'"
@@ -147,8 +148,8 @@ class TverskyLoss(DiceFamilyLoss):
     ) -> None:
         check_choice("set_level", set_level, (True, False))
         super().__init__(gamma, set_level, class_reduction, ohem_ratio, reduction)
-        self.alpha = check_range("alpha", alpha, 0.0, LARGEST)
-        self.beta = check_range("beta", beta, 0.0, LARGEST)
+        self.alpha = check_number("alpha", alpha, 0.0, LARGEST)
+        self.beta = check_number("beta", beta, 0.0, LARGEST)
 
     def ratio_terms(self, s: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         tp, fp, fn = s * y, s * (1 - y), (1 - s) * y
@@ -198,7 +199,7 @@ class SelfAdjustingDiceLoss(DiceFamilyLoss):
         check_choice("square", chosen["square"], (True, False))
         super().__init__(chosen["gamma"], chosen["set_level"], chosen["class_reduction"], ohem_ratio, reduction)
         self.square = chosen["square"]
-        self.alpha = check_range("alpha", chosen["alpha"], 0.0, LARGEST)
+        self.alpha = check_number("alpha", chosen["alpha"], 0.0, LARGEST)
         self.preset = preset
 
     def score(self, logits: torch.Tensor) -> torch.Tensor:

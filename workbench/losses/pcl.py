@@ -34,7 +34,8 @@ from collections.abc import Sequence
 import torch
 import torch.nn.functional as F
 
-from workbench.losses._base import IGNORE_INDEX, LARGEST, ImbalanceLoss, check_choice, check_class_vector, check_range
+from workbench.checks import check_number
+from workbench.losses._base import IGNORE_INDEX, LARGEST, ImbalanceLoss, check_choice, check_class_vector
 
 QBQTC_LABEL_COUNTS = (48997, 125429, 25574)
 PCL_VARIANTS = ("reference", "paper", "weighted", "expected_cost")
@@ -106,7 +107,7 @@ def pcl_weight_matrix(
     ``weighted`` weights 1 + eps r+ (far), 1 / (1 + eps r-) (near), 1; ``expected_cost`` eps S;
     ``reference`` eps r+(code) / K where gold + predicted >= 2, else 0."""
     check_choice("variant", variant, PCL_VARIANTS)
-    epsilon = check_range("epsilon", epsilon, 0.0, 1.0, high_inclusive=False)
+    epsilon = check_number("epsilon", epsilon, 0.0, 1.0, high_inclusive=False)
     form = DEFAULT_PCL_PLUS_FORM[variant] if pcl_plus_form is None else pcl_plus_form
     check_choice("pcl_plus_form", form, PCL_PLUS_FORMS)
     counts = check_counts(label_counts)
@@ -168,7 +169,7 @@ class PropensityCorrectedLoss(ImbalanceLoss):
         check_choice("counts", counts, ("global", "batch"))
         check_choice("variant", variant, PCL_VARIANTS)
         check_choice("pcl_plus_form", pcl_plus_form, (None, *PCL_PLUS_FORMS))
-        self.epsilon = check_range("epsilon", epsilon, 0.0, 1.0, high_inclusive=False)
+        self.epsilon = check_number("epsilon", epsilon, 0.0, 1.0, high_inclusive=False)
         self.counts = counts
         self.variant = variant
         self.pcl_plus_form = DEFAULT_PCL_PLUS_FORM[variant] if pcl_plus_form is None else pcl_plus_form

@@ -17,7 +17,7 @@ import pandas as pd
 import torch
 from datasets import Dataset, DatasetDict
 
-from workbench.checks import check_choice, check_number, check_seeds
+from workbench.checks import check_choice, check_names, check_number, check_seeds
 from workbench.config import DataConfig
 from workbench.data import (
     TABLE8_SETTINGS,
@@ -71,6 +71,11 @@ class Table8Sets:
     augmentation: str
     calls: int
     unchanged: int
+
+
+def zoo(parameter: str, names: Sequence[str]) -> dict[str, LossSpec]:
+    """The :data:`LOSS_ZOO` specs of ``names``, the notebook's ``parameter`` (each name once)."""
+    return {name: LOSS_ZOO[name] for name in check_names(parameter, names, list(LOSS_ZOO))}
 
 
 def table8_sets(train: Dataset, seed: int = 0, augmentation: str = "synonyms", lexicon: str | None = None) -> Table8Sets:
@@ -151,6 +156,8 @@ def tversky_sweep(splits: DatasetDict, alphas: Sequence[float], seeds: Sequence[
     :func:`run_grid`'s table with a column ``alpha``."""
     for alpha in alphas:
         check_number("alphas", alpha, 0, 1)
+    if not alphas or len(set(alphas)) != len(alphas):
+        raise ValueError(f"alphas: must be a non-empty list of distinct numbers in [0, 1], got {list(alphas)}")
     tversky = LOSS_ZOO["TL"]
     losses = {f"{a:g}": tversky.replace(params={**tversky.params, "alpha": a, "beta": 1.0 - a}) for a in alphas}
     table = run_grid({"TL": splits}, losses, seeds, fitter)

@@ -18,7 +18,7 @@ import pandas as pd
 import torch
 from datasets import DatasetDict
 
-from workbench.checks import check_choice, check_int, check_seeds
+from workbench.checks import check_int, check_names, check_seeds
 from workbench.data import label_names
 from workbench.losses import QBQTC_LABEL_COUNTS, LossSpec, needs_label_counts, resolve
 from workbench.metrics import classification_report
@@ -50,8 +50,8 @@ def setting_specs(
     """The loss spec of each of ``settings`` (:data:`PCL_SETTINGS` keys) at ``epsilon``; a ``cost_matrix`` (K x K)
     replaces the PCL forms' severity, as nominal labels need (:func:`run_ablation`)."""
     specs = {}
-    for setting in settings:
-        spec = PCL_SETTINGS[check_choice("settings", setting, list(PCL_SETTINGS))]
+    for setting in check_names("settings", settings, list(PCL_SETTINGS)):
+        spec = PCL_SETTINGS[setting]
         takes_costs = cost_matrix is not None and spec.name == "pcl" and spec.params["variant"] != "reference"
         costs = {"cost_matrix": [list(row) for row in cost_matrix]} if takes_costs else {}
         specs[setting] = spec.replace(params={**spec.params, "epsilon": epsilon, **costs})
@@ -64,7 +64,7 @@ def gradient_comparison(
     """Each setting's loss and gradient against LS's on one seeded float64 batch (logits ~ N(0, 2^2), labels in QBQTC's
     shares, its counts the global ones): loss, ``loss_minus_ls``, ``max_abs_grad_diff`` and ``same_gradient`` (bitwise)."""
     check_int("batch_size", batch_size, 1)
-    specs = setting_specs([BASELINE, *settings], epsilon)
+    specs = setting_specs(list(dict.fromkeys([BASELINE, *settings])), epsilon)
     generator = torch.Generator().manual_seed(seed)
     shares = torch.as_tensor(QBQTC_LABEL_COUNTS, dtype=torch.float64)
     labels = torch.multinomial(shares / shares.sum(), batch_size, replacement=True, generator=generator)

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 from datasets import Dataset
 
-from workbench.checks import check_choice
+from workbench.checks import check_names
 from workbench.data import label_counts, label_names
 from workbench.losses import LossSpec
 from workbench.metrics import classification_report
@@ -32,8 +32,8 @@ COMPARISON: dict[str, LossSpec] = {
 def comparison_specs(settings: Sequence[str], epsilon: float, cost_matrix=None) -> dict[str, LossSpec]:
     """The specs of ``settings`` (:data:`COMPARISON` keys): LS and PCL at ``epsilon``, PCL with ``cost_matrix`` if given."""
     specs = {}
-    for setting in settings:
-        spec = COMPARISON[check_choice("settings", setting, list(COMPARISON))]
+    for setting in check_names("settings", settings, list(COMPARISON), required=("CE", "LS")):  # the notebook shows both
+        spec = COMPARISON[setting]
         extra = {"epsilon": epsilon} if spec.name in ("ls", "pcl") else {}
         if cost_matrix is not None and spec.name == "pcl" and spec.params["variant"] != "reference":
             extra["cost_matrix"] = [list(row) for row in cost_matrix]

@@ -11,12 +11,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from workbench.checks import check_choice, check_seeds
+from workbench.checks import check_choice, check_names, check_seeds
 from workbench.config import HC_LEVELS, Config, load_config
 from workbench.stats import formatted, row_statistics, summarize
 from workbench.train import finetune, pretrain_mlm
 
-from .masking_demo import STRATEGIES, check_names
+from .masking_demo import STRATEGIES
 
 OBJECTIVE_VARIANTS: dict[str, dict[str, str]] = {
     "plain": {"name": "plain"},
@@ -46,8 +46,8 @@ def pretraining_runs(
     rates (``eval_*``), the training-time HC rates (``train_*``; NaN for plain and SR), time and output_dir."""
     if not plan or any(len(pair) != 2 for pair in plan):
         raise ValueError(f"plan: must be a non-empty list of (strategy, objective) pairs, got {plan!r}")
-    check_names("strategies", [pair[0] for pair in plan], STRATEGIES)
-    check_names("objectives", [pair[1] for pair in plan], list(OBJECTIVE_VARIANTS))
+    check_names("strategies", [pair[0] for pair in plan], STRATEGIES, distinct=False)
+    check_names("objectives", [pair[1] for pair in plan], list(OBJECTIVE_VARIANTS), distinct=False)
     if (lexicon is None) != (synonyms == DEFAULT_SOURCE):
         raise ValueError(
             f"synonyms: must name the source of lexicon (not {DEFAULT_SOURCE!r}) when one is given, got {synonyms!r}"

@@ -14,7 +14,7 @@ import torch
 from transformers import PreTrainedModel
 from transformers.utils import logging as transformers_logging
 
-from workbench.checks import check_choice, check_int
+from workbench.checks import check_choice, check_int, check_names
 from workbench.config import HC_LEVELS, DataConfig, MaskingSpec
 from workbench.data import load_texts
 from workbench.lexicon import SynonymTable, corpus_word_vectors, token_text
@@ -23,7 +23,7 @@ from workbench.masking import JiebaSegmenter, build_collator, encode_words
 from workbench.models import build_masked_lm, labelled_logits
 from workbench.vocab import load_tokenizer
 
-from .masking_demo import BLANK, check_names
+from .masking_demo import BLANK
 
 Model = str | Path | PreTrainedModel
 MODEL_INPUTS = ("input_ids", "attention_mask", "token_type_ids")

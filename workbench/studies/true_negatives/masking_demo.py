@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 from transformers import DataCollatorForLanguageModeling
 
-from workbench.checks import check_choice, check_int
+from workbench.checks import check_choice, check_int, check_names
 from workbench.config import MaskingSpec
 from workbench.losses import IGNORE_INDEX
 from workbench.masking import JiebaSegmenter, build_collator, encode_words
@@ -21,14 +21,6 @@ TRANSFORMERS_WWM = "transformers_wwm"
 """transformers' ``DataCollatorForLanguageModeling(whole_word_mask=True)``, for the pitfall illustration."""
 ILLUSTRATION_STRATEGIES = (*STRATEGIES, TRANSFORMERS_WWM)
 BLANK = "＿"
-
-
-def check_names(name: str, values: Sequence[str], allowed: Sequence[str]) -> None:
-    """``values`` is a non-empty list of ``allowed`` names, else ValueError naming ``name``."""
-    if not values:
-        raise ValueError(f"{name}: must be a non-empty list from {', '.join(allowed)}, got []")
-    for value in values:
-        check_choice(name, value, allowed)
 
 
 def mask_draws(
