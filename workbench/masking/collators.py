@@ -4,9 +4,10 @@ A collator pads features of :func:`workbench.masking.encode_words` (or packed bl
 tensors for ``BertForMaskedLM``: ``input_ids``, ``attention_mask``, ``token_type_ids``, ``labels`` (``IGNORE_INDEX``
 where nothing is predicted), with ``return_word_ids`` the ``word_ids`` and with ``sentence_order`` the ``sop_labels``
 (:mod:`workbench.masking.sentence_order`). Budget (the workbench's adaptation of BERT, Devlin et al. 2019, Sec. 3.1:
-no max(1, .), no cap): ``round(p * n)`` tokens per sequence, n = its non-special tokens; a chosen token becomes [MASK] with probability 0.8, a random non-special token
-with 0.1, stays with 0.1. Each collator's generator, seeded from ``seed`` (``(seed, worker_id)`` in a DataLoader
-worker), advances per batch: fresh masks every epoch, the same masks for the same seed.
+no max(1, .), no cap): ``round(p * n)`` tokens per sequence, n = its non-special tokens; a chosen token becomes
+[MASK] with probability 0.8, a random non-special token with 0.1, stays with 0.1. Each collator's generator, seeded
+from ``seed`` (``(seed, worker_id)`` in a DataLoader worker), advances per batch: fresh masks every epoch, the same
+masks for the same seed.
 """
 
 from __future__ import annotations
