@@ -214,7 +214,9 @@ def run_device(device: str, sizes: list[tuple[int, int | None, int]], repeats: i
             reference = theirs(logits, clean).item()
             difference = abs(ours(logits, clean).item() - reference)
             if difference > 1e-5 * max(1.0, abs(reference)):
-                raise AssertionError(f"MONAI {name} on {tuple(logits.shape)} is not equivalent: |value diff| = {difference:.2e}")
+                raise AssertionError(
+                    f"MONAI {name} on {tuple(logits.shape)} is not equivalent: |value diff| = {difference:.2e}"
+                )
             _, ratio = interleaved_ratio(ours, theirs, logits, clean, repeats)
             monai_rows.setdefault(name, []).append(f"{ratio:.2f} | {difference:.1e}")
     if not monai_rows:

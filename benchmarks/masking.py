@@ -94,7 +94,8 @@ def _time_collators(collators, batches_for, repeats):
             shares[name] = float(
                 np.mean(
                     [
-                        (out["labels"] != -100).sum().item() / (out["attention_mask"].sum().item() - 2 * len(out["labels"]))
+                        (out["labels"] != -100).sum().item()
+                        / (out["attention_mask"].sum().item() - 2 * len(out["labels"]))
                         for out in outputs
                     ]
                 )
@@ -102,7 +103,9 @@ def _time_collators(collators, batches_for, repeats):
     return best, shares
 
 
-OLD_COMMIT = "899d809"  # the last commit with the fork pool (masking/corpus.py) and the SHA-256 cache (masking/cache.py)
+OLD_COMMIT = (
+    "899d809"  # the last commit with the fork pool (masking/corpus.py) and the SHA-256 cache (masking/cache.py)
+)
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -161,7 +164,9 @@ def preparation(args) -> None:
         f"{args.old} prepare_corpus, first run": lambda folder: old.prepare_corpus(
             stories, tokenizer, cache_dir=folder, **options
         ),
-        "today prepare_corpus, first run": lambda folder: masking.prepare_corpus(stories, tokenizer, cache_dir=folder, **options),
+        "today prepare_corpus, first run": lambda folder: masking.prepare_corpus(
+            stories, tokenizer, cache_dir=folder, **options
+        ),
     }
     times: dict[str, list[tuple[float, float]]] = {
         name: [] for name in [*variants, *(n.replace("first", "cached") for n in variants)]
@@ -219,7 +224,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--sentences", type=int, default=2048)
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--max-length", type=int, default=128)
-    parser.add_argument("--repeats", type=int, default=5, help="interleaved epochs per collator; the fastest is reported")
+    parser.add_argument(
+        "--repeats", type=int, default=5, help="interleaved epochs per collator; the fastest is reported"
+    )
     parser.add_argument("--vocab", default=None, help="WordPiece vocab (default: the shipped 4,500-token vocab)")
     parser.add_argument("--preparation", action="store_true", help="time corpus preparation, old against today's")
     parser.add_argument("--stories", type=int, default=2000, help="--preparation: stories of --corpus")

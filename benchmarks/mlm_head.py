@@ -78,7 +78,9 @@ def make_batches(tokenizer: Any, documents: list[str], batch_size: int, steps: i
     """``steps`` whole-word-masked batches of ``batch_size`` packed blocks (word ids kept for HC)."""
     blocks = pack_documents(tokenizer, documents, JiebaSegmenter(), max_length=max_length)
     if len(blocks) < batch_size * steps:
-        raise SystemExit(f"--stories: {len(blocks)} blocks cannot fill {steps} batches of {batch_size}; pass more stories")
+        raise SystemExit(
+            f"--stories: {len(blocks)} blocks cannot fill {steps} batches of {batch_size}; pass more stories"
+        )
     collator = WholeWordMaskCollator(tokenizer, seed=0, return_word_ids=True)
     return [collator(blocks[i * batch_size : (i + 1) * batch_size]) for i in range(steps)]
 
@@ -118,7 +120,12 @@ def time_recipe(name: str, arguments: argparse.Namespace, documents: list[str], 
     states = {}
     for label in runs:
         model = copy.deepcopy(initial)
-        states[label] = {"model": model, "optimizer": torch.optim.AdamW(model.parameters(), lr=1e-4), "wall": [], "cpu": []}
+        states[label] = {
+            "model": model,
+            "optimizer": torch.optim.AdamW(model.parameters(), lr=1e-4),
+            "wall": [],
+            "cpu": [],
+        }
     for round_ in range(arguments.repeats + 1):  # round 0 warms up
         for label, (step, loss) in runs.items():
             state = states[label]
@@ -135,7 +142,9 @@ def time_recipe(name: str, arguments: argparse.Namespace, documents: list[str], 
         label: {"ms": 1000 * statistics.median(s["wall"]), "cpu_ms": 1000 * statistics.median(s["cpu"])}
         for label, s in states.items()
     }
-    masked = sum(int((batch["labels"] != -100).sum()) for batch in batches) / sum(batch["labels"].numel() for batch in batches)
+    masked = sum(int((batch["labels"] != -100).sum()) for batch in batches) / sum(
+        batch["labels"].numel() for batch in batches
+    )
     sizes = f"{layers} layers / hidden {hidden} / {heads} heads / vocabulary {len(tokenizer):,}"
     return {"recipe": name, "sizes": sizes, "masked_share": masked, "rows": rows}
 
@@ -155,7 +164,11 @@ def print_recipe(result: dict[str, Any], arguments: argparse.Namespace) -> None:
     for label, row in rows.items():
         speedup = before["ms"] / row["ms"]
         relative = row["ms"] / after["ms"]
-        goal = f">= {target}x faster" if target and label.startswith("after:") else ("<= 1.3x plain" if "," in label else "")
+        goal = (
+            f">= {target}x faster"
+            if target and label.startswith("after:")
+            else ("<= 1.3x plain" if "," in label else "")
+        )
         print(f"| {label} | {row['ms']:,.1f} | {row['cpu_ms']:,.1f} | {speedup:.2f}x | {relative:.2f}x | {goal} |")
 
 
@@ -228,7 +241,9 @@ def main(argv: list[str] | None = None) -> None:
     cli.add_argument("--stories", type=int, default=3000)
     cli.add_argument("--threads", type=int, default=None, help="training.threads (default: the CLI's)")
     for command in (steps, cli):
-        command.add_argument("--data-dir", default=str(default_data_dir()), help="the shared data folder (corpus, vocab, cilin)")
+        command.add_argument(
+            "--data-dir", default=str(default_data_dir()), help="the shared data folder (corpus, vocab, cilin)"
+        )
     arguments = parser.parse_args(argv)
     datasets.disable_progress_bars()
     (steps_main if arguments.command == "steps" else cli_main)(arguments)

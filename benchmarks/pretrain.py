@@ -144,7 +144,9 @@ def preprocessing(documents: list[str], tokenizer, max_length: int) -> dict[str,
 def caching(documents: list[str], tokenizer, max_length: int, cache_dir: str) -> dict[str, Any]:
     """First (encoding) and second (loading) run of prepare_corpus on all cores."""
     first = prepare_corpus(documents, tokenizer, max_length=max_length, cache_dir=cache_dir, segmenter=JiebaSegmenter())
-    second = prepare_corpus(documents, tokenizer, max_length=max_length, cache_dir=cache_dir, segmenter=JiebaSegmenter())
+    second = prepare_corpus(
+        documents, tokenizer, max_length=max_length, cache_dir=cache_dir, segmenter=JiebaSegmenter()
+    )
     assert not first.cache_hit and second.cache_hit
     return {
         "first_seconds": first.preprocess_seconds,
@@ -245,7 +247,9 @@ def _print_report(report: dict[str, Any]) -> None:
         f"vocab {report['vocab_size']:,} tokens; max_length {report['max_length']}; {usable_cores()} cores; device {report['device']}"
     )
     print(f"\njieba dictionary load (once per run): {pre['jieba_load_seconds']:.2f} s")
-    print("\n| preprocessing | characters/s | speedup vs 1 | target | characters per CPU second |\n|---|---:|---:|---:|---:|")
+    print(
+        "\n| preprocessing | characters/s | speedup vs 1 | target | characters per CPU second |\n|---|---:|---:|---:|---:|"
+    )
     for count, rate in pre["chars_per_second"].items():
         print(
             f"| encode_corpus, {count} process{'es' if count > 1 else ''} | {rate:,.0f} | {pre['speedup'][count]:.2f}x | "
@@ -284,11 +288,15 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
         prog="python -m benchmarks pretrain", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("corpus", nargs="?", default=DEFAULT_CORPUS, help="text file, one document a line (.gz allowed)")
+    parser.add_argument(
+        "corpus", nargs="?", default=DEFAULT_CORPUS, help="text file, one document a line (.gz allowed)"
+    )
     parser.add_argument("--stories", type=int, default=500, help="documents read from the corpus")
     parser.add_argument("--device", choices=("cpu", "cuda"), default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--vocab", default=str(DEFAULT_VOCAB), help="WordPiece vocab (the shipped one when missing)")
-    parser.add_argument("--lexicon", default=str(DEFAULT_LEXICON), help="HC lexicon (the shipped tiny table when missing)")
+    parser.add_argument(
+        "--lexicon", default=str(DEFAULT_LEXICON), help="HC lexicon (the shipped tiny table when missing)"
+    )
     parser.add_argument("--max-length", type=int, default=128)
     parser.add_argument("--layers", type=int, default=None)
     parser.add_argument("--hidden", type=int, default=None)
@@ -303,7 +311,9 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument("--steps", type=int, default=8, help="batches per timed round")
     parser.add_argument("--repeats", type=int, default=3, help="interleaved timed rounds per objective")
-    parser.add_argument("--epochs", type=int, default=12, help="epochs of the run whose pre-first-step share is estimated")
+    parser.add_argument(
+        "--epochs", type=int, default=12, help="epochs of the run whose pre-first-step share is estimated"
+    )
     parser.add_argument("--cache-dir", default=None, help="cache folder (default: a temporary one)")
     parser.add_argument("--output", default=None, help="also write the figures as JSON here")
     arguments = parser.parse_args(argv)

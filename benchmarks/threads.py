@@ -97,7 +97,9 @@ def train_once(config: Path, epochs: float, threads: str, output_dir: Path) -> t
     return wall, float(json.loads(completed.stdout)["train_runtime"])
 
 
-def ratio_rows(times: dict[tuple[str, bool], list[tuple[float, float]]], settings: Sequence[str]) -> list[dict[str, float | str]]:
+def ratio_rows(
+    times: dict[tuple[str, bool], list[tuple[float, float]]], settings: Sequence[str]
+) -> list[dict[str, float | str]]:
     """Per setting: median wall and train_runtime idle and busy, and busy / idle for both."""
     rows = []
     for setting in settings:
@@ -114,7 +116,9 @@ def ratio_rows(times: dict[tuple[str, bool], list[tuple[float, float]]], setting
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m benchmarks threads", description=__doc__.splitlines()[0])
     parser.add_argument("--config", default=str(DEFAULT_CONFIG), help="trainer config (default: %(default)s)")
-    parser.add_argument("--epochs", type=float, default=1.0, help="training.num_train_epochs of every run (default: %(default)s)")
+    parser.add_argument(
+        "--epochs", type=float, default=1.0, help="training.num_train_epochs of every run (default: %(default)s)"
+    )
     parser.add_argument(
         "--threads",
         default=f"{DEFAULT},{os.cpu_count() or 1}",

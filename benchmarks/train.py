@@ -99,7 +99,9 @@ def _runner(
         model = build_sequence_classifier(len(data.names), **source)
         common = {
             "model": model,
-            "args": training_arguments(config.training, output_dir, evaluate=False, save_strategy="no", use_cpu=device == "cpu"),
+            "args": training_arguments(
+                config.training, output_dir, evaluate=False, save_strategy="no", use_cpu=device == "cpu"
+            ),
             "train_dataset": data.encoded["train"],
             "data_collator": DataCollatorWithPadding(data.tokenizer),
             "callbacks": [clock := _CpuClock()],

@@ -49,7 +49,9 @@ def jobs(arguments: argparse.Namespace) -> list[dict[str, Any]]:
     planned = []
     for spec in arguments.encoder:
         name, _, path = spec.partition("=")
-        model = {**SCRATCH, "vocab_file": arguments.scratch_vocab} if path == "scratch" else {"model_name_or_path": path}
+        model = (
+            {**SCRATCH, "vocab_file": arguments.scratch_vocab} if path == "scratch" else {"model_name_or_path": path}
+        )
         for seed in arguments.seeds:
             planned.append(
                 {
@@ -101,14 +103,22 @@ def main() -> None:
         name, _, path = spec.partition("=")
         if not name or not path:
             parser.error(f"--encoder {spec!r}: expected NAME=PATH or NAME=scratch")
-        if path != "scratch" and not Path(path).is_dir() and (Path(path).resolve() == UNPUBLISHED or path.startswith((".", "/"))):
+        if (
+            path != "scratch"
+            and not Path(path).is_dir()
+            and (Path(path).resolve() == UNPUBLISHED or path.startswith((".", "/")))
+        ):
             unpublished = (
-                " (the workbench's own encoder is not published: README, Models)" if Path(path).resolve() == UNPUBLISHED else ""
+                " (the workbench's own encoder is not published: README, Models)"
+                if Path(path).resolve() == UNPUBLISHED
+                else ""
             )
             parser.error(f"--encoder {name}: no checkpoint folder {path!r}{unpublished}")
     planned = jobs(arguments)
     if arguments.jobs > 1:
-        with concurrent.futures.ProcessPoolExecutor(arguments.jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+        with concurrent.futures.ProcessPoolExecutor(
+            arguments.jobs, mp_context=multiprocessing.get_context("spawn")
+        ) as pool:
             rows = list(pool.map(run_one, planned))
     else:
         rows = [run_one(job) for job in planned]

@@ -109,9 +109,15 @@ def main() -> int:
         "--encoder", type=Path, required=True, help="a checkpoint folder standing in for models/workbench-zh-mini"
     )
     parser.add_argument("--data-dir", type=Path, default=ROOT.parent / "shared" / "data", help="the real data sets")
-    parser.add_argument("--work-dir", type=Path, required=True, help="a new folder for the micro params, data and outputs")
+    parser.add_argument(
+        "--work-dir", type=Path, required=True, help="a new folder for the micro params, data and outputs"
+    )
     arguments = parser.parse_args()
-    encoder, data_dir, work_dir = arguments.encoder.resolve(), arguments.data_dir.resolve(), arguments.work_dir.resolve()
+    encoder, data_dir, work_dir = (
+        arguments.encoder.resolve(),
+        arguments.data_dir.resolve(),
+        arguments.work_dir.resolve(),
+    )
     for name, folder in (("--encoder", encoder), ("--data-dir", data_dir)):
         if not folder.is_dir():
             parser.error(f"{name}: must be an existing folder, got {folder}")
@@ -122,7 +128,9 @@ def main() -> int:
     try:
         encoder = stand_in_encoder(encoder, work_dir)
     except (OSError, ValueError) as error:
-        parser.error(f"--encoder: not a transformers checkpoint folder ({type(error).__name__}: {str(error).splitlines()[0]})")
+        parser.error(
+            f"--encoder: not a transformers checkpoint folder ({type(error).__name__}: {str(error).splitlines()[0]})"
+        )
     for file in sorted((ROOT / "params" / "gpu").glob("*.yaml")):
         micro = micro_parameters(read_yaml_file(file, "params file"), encoder, data_dir, work_dir)
         (params / file.name).write_text(yaml.safe_dump(micro, allow_unicode=True, sort_keys=False), encoding="utf-8")

@@ -38,8 +38,12 @@ def markdown_table() -> str:
                 rows.append(f"| `{key}` | {_text(value)} | {item.metadata['help']} |")
         if isinstance(section, TrainingConfig):
             for name, value in TRAINING_DEFAULTS.items():
-                rows.append(f"| `training.{name}` | {_text(value)} | a TrainingArguments field (the workbench's default) |")
-            rows.append("| `training.<field>` | TrainingArguments' | any other `transformers.TrainingArguments` field |")
+                rows.append(
+                    f"| `training.{name}` | {_text(value)} | a TrainingArguments field (the workbench's default) |"
+                )
+            rows.append(
+                "| `training.<field>` | TrainingArguments' | any other `transformers.TrainingArguments` field |"
+            )
 
     walk(Config())
     return "\n".join(rows)

@@ -54,7 +54,9 @@ def test_runner_help_is_plain_text_and_imports_no_heavy_library():
 
 def test_every_runner_option_has_help_text():
     run_parser = next(action for action in runner_parser()._actions if action.dest == "command").choices["run"]
-    undocumented = [action.option_strings[0] for action in run_parser._actions if action.option_strings and not action.help]
+    undocumented = [
+        action.option_strings[0] for action in run_parser._actions if action.option_strings and not action.help
+    ]
     assert not undocumented, f"options without help text: {undocumented}"
     params_set = next(action for action in run_parser._actions if action.dest == "params_set")
     assert all(name in params_set.help for name in ("default", "smoke", "gpu"))
@@ -94,14 +96,19 @@ def test_the_readme_runner_commands_plan_as_written():
         args = runner_parser().parse_args(shlex.split(command))
         notebooks = select_notebooks(ROOT / args.notebooks_dir, args.only)
         seeds = parse_seeds(args.seeds) if args.seeds else None
-        assert plan_executions(notebooks, ROOT / args.params_dir, args.params_set, parse_sweep(args.sweep), seeds), command
+        assert plan_executions(notebooks, ROOT / args.params_dir, args.params_set, parse_sweep(args.sweep), seeds), (
+            command
+        )
 
 
 @pytest.mark.parametrize(
     ("missing", "command"),
     [
         ("nbformat", "from workbench.__main__ import main\nsys.exit(main(['export', 'notebook.ipynb']))"),
-        ("transformers", "from workbench.train.__main__ import main\nsys.exit(main(['params/examples/two_stage_aux.yaml']))"),
+        (
+            "transformers",
+            "from workbench.train.__main__ import main\nsys.exit(main(['params/examples/two_stage_aux.yaml']))",
+        ),
     ],
     ids=["export", "train"],
 )

@@ -93,7 +93,9 @@ def test_cache_hit_on_the_same_inputs_and_miss_after_any_change(tokenizer, tmp_p
     assert again.dataset.cache_files and str(cache_dir) in again.dataset.cache_files[0]["filename"]  # memory-mapped
     assert again.tokens == sum(len(ids) for ids in first.dataset["input_ids"]) and again.blocks == len(first.dataset)
     lines = corpus_file.read_text(encoding="utf-8").splitlines()
-    assert again.corpus_characters == sum(len("".join(line.split())) for line in lines) < sum(map(len, lines))  # no spaces
+    assert (
+        again.corpus_characters == sum(len("".join(line.split())) for line in lines) < sum(map(len, lines))
+    )  # no spaces
     assert prepare(num_proc=2).cache_hit  # the process count changes nothing
 
     user_dict = tmp_path / "user.txt"
@@ -171,11 +173,15 @@ def test_a_killed_run_leaves_no_trusted_partial_cache(tokenizer, tmp_path, monke
         """
     )
     environment = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
-    killed = subprocess.run([sys.executable, "-c", script], env=environment, capture_output=True, timeout=300, check=False)
+    killed = subprocess.run(
+        [sys.executable, "-c", script], env=environment, capture_output=True, timeout=300, check=False
+    )
     assert killed.returncode == -9, killed.stderr.decode()[-2000:]
     left = sorted(os.listdir(tmp_path / "corpus"))
     assert len(files(tmp_path, "segment")) == 1 and files(tmp_path, "encode") == [] and files(tmp_path, "pack") == []
-    assert any(name.startswith("tmp") and os.path.getsize(tmp_path / "corpus" / name) > 0 for name in left)  # never read
+    assert any(
+        name.startswith("tmp") and os.path.getsize(tmp_path / "corpus" / name) > 0 for name in left
+    )  # never read
     monkeypatch.setattr(corpus_module, "CHUNK_CHARACTERS", 100)
     expected = encode_corpus(documents(96), tokenizer, max_length=32, num_proc=1)
     result = prepare_corpus(documents(96), tokenizer, max_length=32, cache_dir=tmp_path, num_proc=1)
@@ -244,7 +250,9 @@ def test_an_unreadable_cache_dir_is_named(tokenizer, tmp_path, monkeypatch):
     # tests may run as root, for whom chmod 000 changes nothing: the permission check is simulated
     locked = tmp_path / "locked"
     real_access = os.access
-    monkeypatch.setattr(os, "access", lambda path, mode: False if str(path).startswith(str(locked)) else real_access(path, mode))
+    monkeypatch.setattr(
+        os, "access", lambda path, mode: False if str(path).startswith(str(locked)) else real_access(path, mode)
+    )
     with pytest.raises(ValueError, match=r"^cache_dir: '.*locked/corpus'"):
         prepare_corpus(documents(2), tokenizer, cache_dir=locked, num_proc=1)
 

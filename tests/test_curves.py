@@ -53,7 +53,9 @@ def test_dsc_pushes_confident_positives_back_towards_one_half():
     u = (1 - grid) * grid
     hand = -3 * (1 - 2 * grid) / (u + 2) ** 2
     np.testing.assert_allclose(positive["dloss_dp"], hand, rtol=1e-12, atol=1e-15)
-    np.testing.assert_allclose(positive["dloss_dp"].to_numpy()[2:], [0.6 / 2.24**2, 2.4 / 2.09**2, 2.94 / 2.0099**2], rtol=1e-12)
+    np.testing.assert_allclose(
+        positive["dloss_dp"].to_numpy()[2:], [0.6 / 2.24**2, 2.4 / 2.09**2, 2.94 / 2.0099**2], rtol=1e-12
+    )
     np.testing.assert_allclose(positive["dloss_dlogit"], hand * u, rtol=1e-12, atol=1e-15)
     ce = loss_curves("ce", p=grid)
     ce_positive = ce[ce["example"] == "positive"]
@@ -156,7 +158,9 @@ def test_each_loss_has_one_colour_and_one_legend_entry_across_its_panels(figure)
         assert [trace.xaxis for trace in traces] == ["x", *(f"x{panel}" for panel in range(2, panels + 1))]
         assert {trace.name for trace in traces} == {group}
         assert len({trace.line.color for trace in traces}) == 1 and traces[0].line.color is not None
-        assert [trace.showlegend is not False for trace in traces] == [True] + [False] * (panels - 1)  # one legend entry
+        assert [trace.showlegend is not False for trace in traces] == [True] + [False] * (
+            panels - 1
+        )  # one legend entry
         colours.append(traces[0].line.color)
     assert len(set(colours)) == len(colours)  # different losses, different colours
     ce = by_group.get("CE")

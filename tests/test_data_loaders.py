@@ -201,7 +201,9 @@ def test_gbk_file_names_file_line_and_the_iconv_fix(tmp_path):
         load_chnsenticorp(path)
     assert "iconv -f GBK -t UTF-8" in str(caught.value)  # the fix, runnable as printed
     jsonl = tmp_path / "dev.json"
-    jsonl.write_bytes(json.dumps({"query": "小孩", "title": "咳嗽", "label": "1"}, ensure_ascii=False).encode("gbk") + b"\n")
+    jsonl.write_bytes(
+        json.dumps({"query": "小孩", "title": "咳嗽", "label": "1"}, ensure_ascii=False).encode("gbk") + b"\n"
+    )
     with pytest.raises(ValueError, match=re.escape(f"{jsonl}:1:") + ".*iconv -f GBK"):
         load_qbqtc(jsonl)
     latin = tmp_path / "d.tsv"  # 0xff is neither UTF-8 nor GBK
@@ -253,7 +255,9 @@ def test_csv_errors_name_file_and_line(tmp_path, monkeypatch):
 # (text, label) with the label as the file holds it (a JSON value, or the cell text).
 SOURCES = {
     "qbqtc": lambda rows, path: _jsonl(path / "q.json", [{"query": t, "title": "标题", "label": y} for t, y in rows]),
-    "tnews": lambda rows, path: _jsonl(path / "t.json", [{"sentence": t, "label": y, "label_desc": "x"} for t, y in rows]),
+    "tnews": lambda rows, path: _jsonl(
+        path / "t.json", [{"sentence": t, "label": y, "label_desc": "x"} for t, y in rows]
+    ),
     "chnsenticorp": lambda rows, path: _write(path / "c.txt", [f"{t}\t{y}" for t, y in rows]),
     "lcqmc": lambda rows, path: _write(path / "l.txt", [f"{t}\t问题\t{y}" for t, y in rows]),
     "table_csv": lambda rows, path: _write(path / "d.csv", ["text,label", *(f"{t},{y}" for t, y in rows)]),
@@ -276,7 +280,11 @@ JSON_SOURCES = ("qbqtc", "tnews", "table_jsonl")
 def test_label_values_are_compared_as_values(tmp_path, source):
     """1, 1.0, "1" and "1.0" are one class in every source (JSON numbers and strings, CSV cells)."""
     one, zero = ("101", "100") if source == "tnews" else ("1", "0")
-    values = [int(one), float(one), one, f" {one}.0 "] if source in JSON_SOURCES else [one, f"{one}.0", f"{one}.00", f" {one}"]
+    values = (
+        [int(one), float(one), one, f" {one}.0 "]
+        if source in JSON_SOURCES
+        else [one, f"{one}.0", f"{one}.00", f" {one}"]
+    )
     rows = [(f"句子{i}", value) for i, value in enumerate(values)] + [("句子9", zero)]
     ds = LOADERS[source](SOURCES[source](rows, tmp_path))
     assert len(set(ds["label"][:4])) == 1 and ds["label"][4] != ds["label"][0]
@@ -298,7 +306,9 @@ def test_an_empty_or_missing_label_names_file_and_line(tmp_path, source, empty):
 @pytest.mark.parametrize("source", JSON_SOURCES)
 @pytest.mark.parametrize("text", [{"a": 1}, ["甲", "乙"], None, 12])
 def test_a_text_that_is_not_a_string_names_the_line(tmp_path, source, text):
-    path = SOURCES[source]([("好", "100" if source == "tnews" else "0"), (text, "100" if source == "tnews" else "0")], tmp_path)
+    path = SOURCES[source](
+        [("好", "100" if source == "tnews" else "0"), (text, "100" if source == "tnews" else "0")], tmp_path
+    )
     with pytest.raises(ValueError, match=re.escape(f"{path}:2:")):
         LOADERS[source](path)
 
@@ -338,7 +348,9 @@ def test_a_repeated_header_line_names_file_and_line(tmp_path, suffix):
 
 
 def test_a_tnews_labels_file_giving_a_label_twice_is_refused(tmp_path):
-    labels = _jsonl(tmp_path / "labels.json", [{"label": "100", "label_desc": "a"}, {"label": "100", "label_desc": "b"}])
+    labels = _jsonl(
+        tmp_path / "labels.json", [{"label": "100", "label_desc": "a"}, {"label": "100", "label_desc": "b"}]
+    )
     data = _jsonl(tmp_path / "t.json", [{"sentence": "好", "label": "100", "label_desc": "a"}])
     with pytest.raises(ValueError, match=r"^labels_path: .*labels\.json"):
         load_tnews(data, labels_path=labels)

@@ -38,7 +38,12 @@ def news_csv(path: Path, n: int = 300, shares: tuple[float, ...] = (0.6, 0.27, 0
 
 def test_the_example_config_needs_only_the_path():
     config = load_config(EXAMPLE, ["data.path=news_zh.csv"])
-    assert (config.task, config.data.source, config.data.text, config.data.label) == ("finetune", "table", "text", "label")
+    assert (config.task, config.data.source, config.data.text, config.data.label) == (
+        "finetune",
+        "table",
+        "text",
+        "label",
+    )
     assert not config.data.is_ordinal
 
 
@@ -47,7 +52,15 @@ def test_own_data_example_learns_more_than_the_majority_class(tmp_path, capsys):
     path = news_csv(tmp_path / "news_zh.csv")
     output = tmp_path / "run"
     assert (
-        main([str(EXAMPLE), f"data.path={path}", f"output_dir={output}", "training.quiet=true", "training.num_train_epochs=12"])
+        main(
+            [
+                str(EXAMPLE),
+                f"data.path={path}",
+                f"output_dir={output}",
+                "training.quiet=true",
+                "training.num_train_epochs=12",
+            ]
+        )
         == 0
     )
     metrics = json.loads((output / "metrics.json").read_text(encoding="utf-8"))

@@ -140,7 +140,9 @@ def test_relevance_splits_raise_when_no_unseen_pair_is_left(monkeypatch):
 
     monkeypatch.setattr(samples, "_TITLE_PREFIXES", ("",))
     monkeypatch.setattr(samples, "_TITLE_SUFFIXES", ("",))
-    monkeypatch.setattr(samples, "_TOPIC_ENTITIES", {"phone": ("华为手机", "小米手机"), "car": ("大众汽车", "丰田汽车")})
+    monkeypatch.setattr(
+        samples, "_TOPIC_ENTITIES", {"phone": ("华为手机", "小米手机"), "car": ("大众汽车", "丰田汽车")}
+    )
     monkeypatch.setattr(
         samples,
         "_TOPIC_INTENTS",

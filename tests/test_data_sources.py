@@ -150,7 +150,9 @@ def test_text_the_vocabulary_cannot_read_gets_one_warning(tmp_path, unwarned):
         warnings.simplefilter("error")
         tokenize_splits(chinese, tokenizer, 32)
     unk, han, cls = tokenizer.unk_token_id, tokenizer.convert_tokens_to_ids("中"), tokenizer.cls_token_id
-    with pytest.warns(UserWarning, match=r"cannot read: 33% of a samples"):  # mostly [UNK] once [CLS] is set aside: the first
+    with pytest.warns(
+        UserWarning, match=r"cannot read: 33% of a samples"
+    ):  # mostly [UNK] once [CLS] is set aside: the first
         warn_unreadable({"a": [[cls, unk, unk, han], [han, han], [cls, unk, han, han]]}, tokenizer)
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # said once per process
@@ -159,9 +161,13 @@ def test_text_the_vocabulary_cannot_read_gets_one_warning(tmp_path, unwarned):
 
 def test_the_probe_of_notebooks_01_02_05_warns_once_about_text_it_cannot_read(tmp_path, unwarned):
     """Before: only the transformer path warned; the character probe fitted an English file in silence."""
-    english = [f"the hotel room was {w} and {v}" for w in ("clean", "dirty", "quiet", "noisy") for v in ("new", "old", "ok")]
+    english = [
+        f"the hotel room was {w} and {v}" for w in ("clean", "dirty", "quiet", "noisy") for v in ("new", "old", "ok")
+    ]
     path = _csv(
-        tmp_path / "en.tsv", [f"{t}\t{t[::-1]}\t{i % 2}" for i, t in enumerate(english * 2)], header="text\ttext_pair\tlabel"
+        tmp_path / "en.tsv",
+        [f"{t}\t{t[::-1]}\t{i % 2}" for i, t in enumerate(english * 2)],
+        header="text\ttext_pair\tlabel",
     )
     splits = load_splits(_table(tmp_path, path=path, text_pair="text_pair", split=(0.5, 0.25, 0.25)))
     fitter = build_fitter({"kind": "probe"}, {"num_train_epochs": 1}, 32)

@@ -51,7 +51,9 @@ def _named_paths(command: str) -> list[str]:
         token = token.rstrip(",;)")
         if "<" in token or "*" in token or token.startswith(("-", "$", "http")) or token.split(".")[0].isupper():
             continue
-        if token.startswith(("outputs/", "out/", "/tmp", ".venv/")) or token in ("out.ipynb",):  # made by the run / make
+        if token.startswith(("outputs/", "out/", "/tmp", ".venv/")) or token in (
+            "out.ipynb",
+        ):  # made by the run / make
             continue
         if "/" in token or token.endswith(PATH_SUFFIXES):
             if token.endswith(PATH_SUFFIXES) or (ROOT / token).suffix == "" and "/" in token:

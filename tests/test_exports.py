@@ -78,9 +78,12 @@ PclWeightsPanel(variants=("weighted", "expected_cost"), interactive=False, name=
 # The same panel live, as JupyterLab runs it: its output carries the page figure beside the widget.
 LIVE_PANEL_CELL = PANEL_CELL.replace("interactive=False", "interactive=True").replace("pcl_panel", "live_panel")
 SOLUTION = "the solution of the exercise"
-CHROMIUM = next((shutil.which(name) for name in ("chromium", "chromium-browser", "google-chrome") if shutil.which(name)), None)
+CHROMIUM = next(
+    (shutil.which(name) for name in ("chromium", "chromium-browser", "google-chrome") if shutil.which(name)), None
+)
 needs_chromium = pytest.mark.skipif(
-    CHROMIUM is None and not os.environ.get("CI"), reason="needs Chromium (Debian: apt-get install chromium); runs in CI"
+    CHROMIUM is None and not os.environ.get("CI"),
+    reason="needs Chromium (Debian: apt-get install chromium); runs in CI",
 )
 
 
@@ -198,7 +201,9 @@ def test_executed_notebook_and_export_stay_small(run_dir):
     for output in plotly_outputs:
         html_text = output.data["text/html"]
         assert "Plotly.newPlot" in html_text and "<script src" not in html_text and "http" not in html_text
-    notebook.metadata.pop("widgets")  # the live panel's FigureWidget state (5 MB), as JupyterLab saves it; no page holds it
+    notebook.metadata.pop(
+        "widgets"
+    )  # the live panel's FigureWidget state (5 MB), as JupyterLab saves it; no page holds it
     assert len(nbformat.writes(notebook)) < 150_000  # the panels' 12 precomputed steps included
     assert (cell / "ok_metrics.html").stat().st_size < 1_000_000
 
@@ -207,7 +212,12 @@ def test_the_page_configures_mathjax_safe(run_dir):
     page = (_cell(run_dir) / "ok_metrics.html").read_text(encoding="utf-8")
     config = json.loads(re.search(r"window\.MathJax = (\{.*?\});</script>", page).group(1))
     assert "ui/safe" in config["loader"]["load"]  # MathJax's safe extension filters what TeX may set
-    assert config["options"]["safeOptions"]["allow"] == {"URLs": "none", "classes": "safe", "cssIDs": "safe", "styles": "safe"}
+    assert config["options"]["safeOptions"]["allow"] == {
+        "URLs": "none",
+        "classes": "safe",
+        "cssIDs": "safe",
+        "styles": "safe",
+    }
     assert config["tex"]["packages"] == {"[-]": ["require"]}  # \require would load more code
     assert (run_dir / ASSETS_DIR / "mathjax" / "ui" / "safe.js").is_file()
 
@@ -346,7 +356,9 @@ class _Attributes(HTMLParser):
 def test_tex_in_shown_text_makes_no_link_class_id_style_or_script(run_dir):
     dom = _rendered_dom(_pages(run_dir)[0])
     payloads = dom[dom.index("PAYLOADS-START") :]
-    assert len(re.findall(r"<mjx-container\b", payloads)) == len(PAYLOADS) + 1  # each data row and the parameter typeset
+    assert (
+        len(re.findall(r"<mjx-container\b", payloads)) == len(PAYLOADS) + 1
+    )  # each data row and the parameter typeset
     parsed = _Attributes()
     parsed.feed(dom)
     assert "a" not in parsed.in_math  # no link from TeX at all
@@ -359,7 +371,11 @@ def test_tex_in_shown_text_makes_no_link_class_id_style_or_script(run_dir):
         assert "wbevil" not in attributes.get("class", "") and attributes.get("id") != "wbevilid", (tag, attributes)
         assert "fixed" not in attributes.get("style", ""), (tag, attributes)  # MathJax itself sets position: relative
     scripts = [attributes["src"] for tag, attributes in parsed.elements if tag == "script" and "src" in attributes]
-    assert {Path(src).name for src in scripts} == {"plotly.min.js", "tex-svg-full.js", "safe.js"}  # \require loaded nothing
+    assert {Path(src).name for src in scripts} == {
+        "plotly.min.js",
+        "tex-svg-full.js",
+        "safe.js",
+    }  # \require loaded nothing
 
 
 # A user moving the panel's plotly slider: a mouse press on the slider's rail, then release. Headless
@@ -392,7 +408,9 @@ window.addEventListener("load", () => setTimeout(() => {
 )
 def test_moving_a_panels_plotly_slider_redraws_the_figure_offline(run_dir, page, plot):
     script = SLIDER_PROBE.replace("PLOT_INDEX", str(plot))
-    probe = json.loads(html.unescape(re.search(r'data-probe="([^"]*)"', _rendered_dom(_cell(run_dir) / page, script)).group(1)))
+    probe = json.loads(
+        html.unescape(re.search(r'data-probe="([^"]*)"', _rendered_dom(_cell(run_dir) / page, script)).group(1))
+    )
     assert probe["active"] != probe["active_before"]
     epsilon = float(probe["label"])
     assert epsilon > 0.5  # 0.9 of the rail: a late step (the panel starts at epsilon = 0.1)

@@ -69,12 +69,16 @@ def test_text_tokens_leave_out_cls_sep_and_document_separators(tokenizer):
     def text_tokens(part):
         return sum(token not in special for ids in part["input_ids"] for token in ids)
 
-    blocks = datasets.Dataset.from_list(pack_documents(tokenizer, sample_corpus(n_sentences=40, seed=3), JiebaSegmenter(), 64))
+    blocks = datasets.Dataset.from_list(
+        pack_documents(tokenizer, sample_corpus(n_sentences=40, seed=3), JiebaSegmenter(), 64)
+    )
     assert any(ids.count(tokenizer.sep_token_id) > 1 for ids in blocks["input_ids"])  # blocks span documents
     train, held = split_heldout(blocks, 0.3, seed=0)
     for part in (blocks, train, held):
         assert count_tokens(part, text_only=True) == text_tokens(part) < count_tokens(part)
-    assert count_tokens(blocks, text_only=True) == count_tokens(train, text_only=True) + count_tokens(held, text_only=True)
+    assert count_tokens(blocks, text_only=True) == count_tokens(train, text_only=True) + count_tokens(
+        held, text_only=True
+    )
 
 
 def test_split_rejects_bad_fractions_and_too_few_blocks(blocks):
@@ -87,9 +91,13 @@ def test_split_rejects_bad_fractions_and_too_few_blocks(blocks):
 
 def test_fixed_masks_are_the_same_for_the_same_seed(tokenizer, blocks):
     first = fixed_mask_batches(blocks, WholeWordMaskCollator(tokenizer, seed=7, return_word_ids=True), batch_size=8)
-    second = fixed_mask_batches(list(blocks), WholeWordMaskCollator(tokenizer, seed=7, return_word_ids=True), batch_size=8)
+    second = fixed_mask_batches(
+        list(blocks), WholeWordMaskCollator(tokenizer, seed=7, return_word_ids=True), batch_size=8
+    )
     other = fixed_mask_batches(blocks, WholeWordMaskCollator(tokenizer, seed=8, return_word_ids=True), batch_size=8)
-    assert [len(batch["labels"]) for batch in first] == [8] * (len(blocks) // 8) + ([len(blocks) % 8] if len(blocks) % 8 else [])
+    assert [len(batch["labels"]) for batch in first] == [8] * (len(blocks) // 8) + (
+        [len(blocks) % 8] if len(blocks) % 8 else []
+    )
     assert all(torch.equal(a[key], b[key]) for a, b in zip(first, second) for key in a)
     assert not all(torch.equal(a["labels"], b["labels"]) for a, b in zip(first, other))
     with pytest.raises(ValueError, match=r"^batch_size:"):
@@ -107,9 +115,13 @@ def test_eval_loss_is_the_token_mean_and_perplexity_its_exp(tokenizer, blocks, m
     with torch.no_grad():
         for batch in batches:
             logits = model(
-                input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], token_type_ids=batch["token_type_ids"]
+                input_ids=batch["input_ids"],
+                attention_mask=batch["attention_mask"],
+                token_type_ids=batch["token_type_ids"],
             ).logits
-            total += F.cross_entropy(logits.reshape(-1, logits.shape[-1]), batch["labels"].flatten(), reduction="sum").item()
+            total += F.cross_entropy(
+                logits.reshape(-1, logits.shape[-1]), batch["labels"].flatten(), reduction="sum"
+            ).item()
             count += int((batch["labels"] != -100).sum())
     model.train()
     assert result["eval_masked_tokens"] == count

@@ -97,15 +97,21 @@ def test_entropy_table():
     # the uniform aside (log k, log(k+n); not the paper's eq. 2-4)
     assert table["uniform_H_k"].tolist() == pytest.approx([math.log(2)] * 4)
     assert table["uniform_H_k_plus_n"].tolist() == pytest.approx([math.log(2 + n) for n in range(4)])
-    assert (table["uniform_H_k_plus_n"] - table["uniform_H_k"]).tolist() == pytest.approx(table["uniform_delta_H"].tolist())
-    assert table["model_H_k_plus_n"].tolist() == pytest.approx([_entropy_by_hand([1.0, 0.0] + [-2.0] * n) for n in range(4)])
+    assert (table["uniform_H_k_plus_n"] - table["uniform_H_k"]).tolist() == pytest.approx(
+        table["uniform_delta_H"].tolist()
+    )
+    assert table["model_H_k_plus_n"].tolist() == pytest.approx(
+        [_entropy_by_hand([1.0, 0.0] + [-2.0] * n) for n in range(4)]
+    )
     assert list(entropy_table(3, 0).columns) == ["n", "H_k", "H_k_plus_n", "delta_H"]
 
 
 def test_entropy_table_uses_the_papers_entropy():
     table = entropy_table(2, 3, gamma=0.1)
     assert table["H_k"].tolist() == pytest.approx([_paper_entropy_by_hand(2, 0.1)] * 4, rel=1e-14)
-    assert table["H_k_plus_n"].tolist() == pytest.approx([_paper_entropy_by_hand(2 + n, 0.1) for n in range(4)], rel=1e-14)
+    assert table["H_k_plus_n"].tolist() == pytest.approx(
+        [_paper_entropy_by_hand(2 + n, 0.1) for n in range(4)], rel=1e-14
+    )
     assert table.loc[2, "H_k_plus_n"] == pytest.approx(0.9404479886553264, rel=1e-14)  # H_4 of the worked example
     assert table["delta_H"].tolist() == pytest.approx((table["H_k_plus_n"] - table["H_k"]).tolist(), rel=1e-14)
     assert table.loc[0, "delta_H"] == 0.0 and (table["delta_H"][1:] > 0).all()

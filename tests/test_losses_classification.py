@@ -26,7 +26,9 @@ def test_ce_equals_torch_cross_entropy_with_and_without_weight():
     logits, labels = _inputs()
     weight = torch.tensor([0.5, 2.0, 1.0], dtype=torch.float64)
     torch.testing.assert_close(build_loss("ce")(logits, labels), F.cross_entropy(logits, labels))
-    torch.testing.assert_close(build_loss("ce", weight=weight)(logits, labels), F.cross_entropy(logits, labels, weight=weight))
+    torch.testing.assert_close(
+        build_loss("ce", weight=weight)(logits, labels), F.cross_entropy(logits, labels, weight=weight)
+    )
     torch.testing.assert_close(
         build_loss("ce", reduction="none")(logits, labels), F.cross_entropy(logits, labels, reduction="none")
     )
@@ -47,7 +49,9 @@ def test_wce_weights_match_paper_formula_by_hand():
     expected = [math.log10((n - c) / c + 1.0) for c in QBQTC_COUNTS]
     torch.testing.assert_close(dice_paper_class_weights(QBQTC_COUNTS), torch.tensor(expected, dtype=torch.float64))
     expected_k3 = [math.log10((n - c) / c + 3.0) for c in QBQTC_COUNTS]
-    torch.testing.assert_close(dice_paper_class_weights(QBQTC_COUNTS, K=3.0), torch.tensor(expected_k3, dtype=torch.float64))
+    torch.testing.assert_close(
+        dice_paper_class_weights(QBQTC_COUNTS, K=3.0), torch.tensor(expected_k3, dtype=torch.float64)
+    )
 
 
 def test_wce_value_is_weighted_sum_over_n():

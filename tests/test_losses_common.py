@@ -27,7 +27,9 @@ CASES = [
     ("pcl", {"variant": "expected_cost", "label_counts": QBQTC_LABEL_COUNTS}),
     ("pcl", {"variant": "expected_cost", "counts": "batch"}),
 ]
-CASE_IDS = [f"{name}-{'-'.join(f'{k}={v}' for k, v in params.items() if k != 'label_counts')}" for name, params in CASES]
+CASE_IDS = [
+    f"{name}-{'-'.join(f'{k}={v}' for k, v in params.items() if k != 'label_counts')}" for name, params in CASES
+]
 
 
 def _token_inputs(seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
@@ -72,7 +74,9 @@ def test_ignored_positions_get_zero_gradient_and_do_not_change_value(name, param
 
 @pytest.mark.parametrize(("name", "params"), CASES, ids=CASE_IDS)
 def test_finite_value_and_gradient_at_extreme_logits(name, params):
-    logits = torch.tensor([[1e4, -1e4, 0.0], [-1e4, 1e4, -1e4], [-1e4, -1e4, 1e4], [1e4, -1e4, -1e4]], requires_grad=True)
+    logits = torch.tensor(
+        [[1e4, -1e4, 0.0], [-1e4, 1e4, -1e4], [-1e4, -1e4, 1e4], [1e4, -1e4, -1e4]], requires_grad=True
+    )
     labels = torch.tensor([0, 1, 2, 2])
     value = build_loss(name, **params)(logits, labels)
     value.backward()
@@ -223,11 +227,16 @@ EDGE_CASES = [
     ("tversky", {"alpha": 1e12, "beta": 1e-300, "gamma": 1e-12, "set_level": True}),
     ("dsc", {"alpha": 1e12, "gamma": 1e-12}),
     ("dsc", {"alpha": 0.0, "gamma": 1e-12, "preset": "reference", "ohem_ratio": 1e-300}),
-    *[("pcl", {"variant": variant, "label_counts": [1e-12, 1e12, 1e-12]}) for variant in ("reference", "paper", "weighted")],
+    *[
+        ("pcl", {"variant": variant, "label_counts": [1e-12, 1e12, 1e-12]})
+        for variant in ("reference", "paper", "weighted")
+    ],
     ("pcl", {"variant": "expected_cost", "label_counts": [1e12, 1e-12, 1e12], "cost_matrix": COST, "epsilon": 0.0}),
     ("pcl", {"variant": "weighted", "counts": "batch", "cost_matrix": COST, "pcl_plus_form": "paper"}),
 ]
-EDGE_IDS = [f"{name}-{'-'.join(f'{k}={v}' for k, v in params.items() if k != 'cost_matrix')}" for name, params in EDGE_CASES]
+EDGE_IDS = [
+    f"{name}-{'-'.join(f'{k}={v}' for k, v in params.items() if k != 'cost_matrix')}" for name, params in EDGE_CASES
+]
 
 
 def _extreme_batch(dtype: torch.dtype, ignored: str) -> tuple[torch.Tensor, torch.Tensor]:
@@ -293,7 +302,12 @@ def test_parameters_that_would_overflow_or_divide_by_zero_are_refused(name, para
 
 @pytest.mark.parametrize(
     ("name", "params"),
-    [("focal", {"gamma": 2.0}), ("dice", {"gamma": 0.5}), ("tversky", {"alpha": 0.3, "beta": 0.7}), ("ls", {"epsilon": 0.1})],
+    [
+        ("focal", {"gamma": 2.0}),
+        ("dice", {"gamma": 0.5}),
+        ("tversky", {"alpha": 0.3, "beta": 0.7}),
+        ("ls", {"epsilon": 0.1}),
+    ],
 )
 def test_numpy_and_python_numbers_give_the_same_loss(name, params):
     """A parameter read from an array (a slider grid, a sweep) is a number like any other."""

@@ -40,11 +40,16 @@ CASES = [
         ("pcl", {"variant": variant, "label_counts": [30, 50, 20]}, 3)
         for variant in ("reference", "paper", "weighted", "expected_cost")
     ],
-    *[("pcl", {"variant": variant, "counts": "batch"}, 3) for variant in ("reference", "paper", "weighted", "expected_cost")],
+    *[
+        ("pcl", {"variant": variant, "counts": "batch"}, 3)
+        for variant in ("reference", "paper", "weighted", "expected_cost")
+    ],
     ("pcl", {"variant": "expected_cost", "counts": "batch", "cost_matrix": COST}, 3),
     ("pcl", {"variant": "paper", "label_counts": [30, 50, 20], "cost_matrix": COST}, 3),
 ]
-CASE_IDS = [f"{name}-C{c}-" + "-".join(f"{k}={v}" for k, v in params.items() if k != "cost_matrix") for name, params, c in CASES]
+CASE_IDS = [
+    f"{name}-C{c}-" + "-".join(f"{k}={v}" for k, v in params.items() if k != "cost_matrix") for name, params, c in CASES
+]
 SHAPES = {"rows": (12,), "tokens": (3, 5)}
 
 
@@ -54,7 +59,9 @@ def reductions(name: str, params: dict) -> list[str]:
     return ["mean", "sum"] if name in ("dice", "tversky", "dsc") and batch_level else ["mean", "sum", "none"]
 
 
-def make_inputs(shape: tuple[int, ...], num_classes: int, ignored: str, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+def make_inputs(
+    shape: tuple[int, ...], num_classes: int, ignored: str, seed: int = 0
+) -> tuple[torch.Tensor, torch.Tensor]:
     generator = torch.Generator().manual_seed(seed)
     logits = torch.randn(*shape, num_classes, generator=generator, dtype=torch.float64) * 2
     labels = torch.randint(0, num_classes, shape, generator=generator)
@@ -65,7 +72,9 @@ def make_inputs(shape: tuple[int, ...], num_classes: int, ignored: str, seed: in
     return logits, labels
 
 
-def value_and_grad(loss: torch.nn.Module, logits: torch.Tensor, labels: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+def value_and_grad(
+    loss: torch.nn.Module, logits: torch.Tensor, labels: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
     leaf = logits.detach().requires_grad_(True)
     value = loss(leaf, labels)
     value.sum().backward()

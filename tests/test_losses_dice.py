@@ -157,7 +157,10 @@ def stable_sort_selection(scores, targets, valid, ratio):
 @pytest.mark.parametrize("seed", range(12))
 def test_ohem_selection_equals_a_stable_sort_with_many_ties(seed):
     generator = torch.Generator().manual_seed(seed)
-    rows, columns = int(torch.randint(1, 60, (1,), generator=generator)), int(torch.randint(1, 5, (1,), generator=generator))
+    rows, columns = (
+        int(torch.randint(1, 60, (1,), generator=generator)),
+        int(torch.randint(1, 5, (1,), generator=generator)),
+    )
     levels = int(torch.randint(1, 5, (1,), generator=generator))  # few distinct scores: many ties
     scores = torch.randint(0, levels, (rows, columns), generator=generator).double() / levels
     targets = (torch.rand(rows, columns, generator=generator) < 0.3).double()
@@ -177,7 +180,9 @@ def test_ohem_multiclass_works_and_changes_the_value():
     assert torch.isfinite(value) and not torch.isclose(value, plain)
     assert mined.is_batch_level
     p = torch.softmax(logits.detach(), -1)
-    keep = ohem_keep_mask_by_position(p, torch.nn.functional.one_hot(labels, 4).double(), torch.ones(30, dtype=torch.bool), 1.0)
+    keep = ohem_keep_mask_by_position(
+        p, torch.nn.functional.one_hot(labels, 4).double(), torch.ones(30, dtype=torch.bool), 1.0
+    )
     counts = torch.bincount(labels, minlength=4)
     assert torch.equal(keep.sum(0), torch.minimum(2 * counts, torch.full_like(counts, 30)))
 
@@ -232,12 +237,16 @@ def test_tversky_eq10_by_hand_with_tp_fp_fn():
     per_sample = (1 - (tp + 0.2) / (tp + 0.7 * fp + 0.3 * fn + 0.2)).mean()
     set_level = 1 - (tp.sum() + 0.2) / (tp.sum() + 0.7 * fp.sum() + 0.3 * fn.sum() + 0.2)
     torch.testing.assert_close(build_loss("tversky", alpha=0.7, beta=0.3, gamma=0.2)(logits, labels), per_sample)
-    torch.testing.assert_close(build_loss("tversky", alpha=0.7, beta=0.3, gamma=0.2, set_level=True)(logits, labels), set_level)
+    torch.testing.assert_close(
+        build_loss("tversky", alpha=0.7, beta=0.3, gamma=0.2, set_level=True)(logits, labels), set_level
+    )
 
 
 def test_ohem_dice_value_by_hand():
     # 2 positives, ratio 1: the 2 negatives with the highest p_1 are kept, the rest left out of eq. 8.
-    logits = torch.tensor([[0.0, 2.0], [0.0, -1.0], [0.0, 1.0], [0.0, -3.0], [0.0, 0.5], [0.0, -2.0]], dtype=torch.float64)
+    logits = torch.tensor(
+        [[0.0, 2.0], [0.0, -1.0], [0.0, 1.0], [0.0, -3.0], [0.0, 0.5], [0.0, -2.0]], dtype=torch.float64
+    )
     labels = torch.tensor([1, 1, 0, 0, 0, 0])
     p = torch.softmax(logits, -1)[:, 1]
     kept = torch.tensor([0, 1, 2, 4])

@@ -154,7 +154,9 @@ def test_explicit_cost_matrix_is_used():
     cost = [[0.0, 5.0, 1.0], [1.0, 0.0, 1.0], [1.0, 5.0, 0.0]]
     loss = build_loss("pcl", variant="expected_cost", label_counts=COUNTS, cost_matrix=cost)
     ls_terms = F.cross_entropy(logits, labels, label_smoothing=0.1, reduction="none")
-    expected = (ls_terms + (0.1 * torch.tensor(cost, dtype=torch.float64)[labels] * torch.softmax(logits, -1)).sum(-1)).mean()
+    expected = (
+        ls_terms + (0.1 * torch.tensor(cost, dtype=torch.float64)[labels] * torch.softmax(logits, -1)).sum(-1)
+    ).mean()
     torch.testing.assert_close(loss(logits, labels), expected)
 
 
@@ -174,7 +176,10 @@ def test_explicit_cost_matrix_is_used():
         ({"label_counts": COUNTS, "cost_matrix": [[0, -1, 1], [1, 0, 1], [1, 1, 0]]}, "cost_matrix"),
         ({"label_counts": COUNTS, "cost_matrix": [[0, 1], [1, 0], [1, 1]]}, "cost_matrix"),
         ({"label_counts": [5, 5], "cost_matrix": [[0, 1, 1], [1, 0, 1], [1, 1, 0]]}, "label_counts"),
-        ({"label_counts": COUNTS, "variant": "reference", "cost_matrix": [[0, 1, 1], [1, 0, 1], [1, 1, 0]]}, "cost_matrix"),
+        (
+            {"label_counts": COUNTS, "variant": "reference", "cost_matrix": [[0, 1, 1], [1, 0, 1], [1, 1, 0]]},
+            "cost_matrix",
+        ),
         ({"counts": "batch", "variant": "reference", "cost_matrix": [[0, 1, 1], [1, 0, 1], [1, 1, 0]]}, "cost_matrix"),
     ],
 )

@@ -165,7 +165,9 @@ def test_special_tokens_and_padding_never_masked(collator_class, tokenizer, pair
         batch = collate(collator, pair_features)
         special = batch["word_ids"] == -1
         assert (batch["labels"][special] == -100).all()
-        original = np.array([f["input_ids"] + [0] * (batch["input_ids"].shape[1] - len(f["input_ids"])) for f in pair_features])
+        original = np.array(
+            [f["input_ids"] + [0] * (batch["input_ids"].shape[1] - len(f["input_ids"])) for f in pair_features]
+        )
         assert (batch["input_ids"][special] == original[special]).all()
 
 
@@ -181,7 +183,11 @@ def test_labels_hold_original_ids(collator_class, tokenizer, features):
 
 @pytest.mark.parametrize("collator_class", ALL_COLLATORS)
 def test_same_seed_same_masks_different_seed_different_masks(collator_class, tokenizer, features):
-    first, second, other = collator_class(tokenizer, seed=3), collator_class(tokenizer, seed=3), collator_class(tokenizer, seed=4)
+    first, second, other = (
+        collator_class(tokenizer, seed=3),
+        collator_class(tokenizer, seed=3),
+        collator_class(tokenizer, seed=4),
+    )
     runs = [[collate(c, features) for _ in range(3)] for c in (first, second, other)]
     for a, b in zip(runs[0], runs[1]):
         assert all((a[key] == b[key]).all() for key in a)
@@ -286,7 +292,9 @@ def test_every_masked_word_is_fully_masked(collator_class, kwargs, tokenizer, fe
 
 def test_random_collator_splits_words(tokenizer, features):
     collator = RandomMaskCollator(tokenizer, mlm_probability=0.3, return_word_ids=True)
-    partial = sum(sum(0.0 < f < 1.0 for f in masked_word_fractions(collate(collator, features)).values()) for _ in range(20))
+    partial = sum(
+        sum(0.0 < f < 1.0 for f in masked_word_fractions(collate(collator, features)).values()) for _ in range(20)
+    )
     assert partial > 0
 
 
@@ -313,7 +321,9 @@ def test_ngram_spans_cover_adjacent_words(tokenizer, features):
         count = 0
         for _ in range(100):
             fractions = masked_word_fractions(collate(collator, features))
-            count += sum(1 for (row, word), f in fractions.items() if f == 1.0 and fractions.get((row, word + 1)) == 1.0)
+            count += sum(
+                1 for (row, word), f in fractions.items() if f == 1.0 and fractions.get((row, word + 1)) == 1.0
+            )
         adjacent[max_ngram] = count
     assert adjacent[3] > 1.3 * adjacent[1]
 

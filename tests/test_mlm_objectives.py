@@ -147,7 +147,9 @@ def test_hc_rejects_bad_shapes(tokenizer, table):
     with pytest.raises(ValueError, match=r"^logits:"):  # masked rows: one per masked position
         hard_correction(torch.zeros(2, 5), torch.tensor([[1, -100, 2], [3, -100, -100]]), table, tokenizer)
     with pytest.raises(ValueError, match=r"^word_ids:"):
-        hard_correction(torch.zeros(1, 3, 5), torch.zeros(1, 3, dtype=torch.long), table, tokenizer, word_ids=torch.zeros(1, 4))
+        hard_correction(
+            torch.zeros(1, 3, 5), torch.zeros(1, 3, dtype=torch.long), table, tokenizer, word_ids=torch.zeros(1, 4)
+        )
     with pytest.raises(ValueError, match=r"^predictions:"):  # ELECTRA's sampled ids must line up with the labels
         HardCorrectionLoss(tokenizer, table).prediction_counts(
             torch.zeros(1, 4, dtype=torch.long), torch.zeros(1, 3, dtype=torch.long)
@@ -187,14 +189,18 @@ def test_sr_token_argmax_by_hand_and_zero_when_prediction_is_gold():
     by_hand = np.mean([1 - cosine(E[labels[b, i]], E[L[b, i].argmax()]) for b, i in positions])
     assert soft_regularization(logits, labels, embeddings, prediction="argmax").item() == pytest.approx(by_hand)
     argmax_labels = torch.where(labels != -100, logits.detach().argmax(-1), labels)
-    assert soft_regularization(logits, argmax_labels, embeddings, prediction="argmax").item() == pytest.approx(0, abs=1e-12)
+    assert soft_regularization(logits, argmax_labels, embeddings, prediction="argmax").item() == pytest.approx(
+        0, abs=1e-12
+    )
     confident = confident_logits(torch.where(labels != -100, labels, 0), 5) * 10
     assert soft_regularization(confident, labels, embeddings).item() == pytest.approx(0, abs=1e-12)
 
 
 def test_sr_token_gradcheck_and_empty_mask():
     logits, labels, embeddings = sr_case()
-    assert torch.autograd.gradcheck(lambda lg, e: soft_regularization(lg, labels, e, prediction="expected"), (logits, embeddings))
+    assert torch.autograd.gradcheck(
+        lambda lg, e: soft_regularization(lg, labels, e, prediction="expected"), (logits, embeddings)
+    )
     assert torch.autograd.gradcheck(lambda e: soft_regularization(logits.detach(), labels, e), (embeddings,))
     for prediction in ("argmax", "expected"):
         empty = soft_regularization(logits, torch.full_like(labels, -100), embeddings, prediction=prediction)
@@ -510,7 +516,9 @@ def test_fp16_logits_are_computed_in_float32(name, tokenizer, table):
     logits = torch.zeros(2, 32, vocab, dtype=torch.float64)
     logits[..., 7] = 1e4
     labels = torch.full((2, 32), 8)
-    context = {"embeddings": torch.randn(vocab, 4, generator=torch.Generator().manual_seed(0))} if name == "mlm_sr" else {}
+    context = (
+        {"embeddings": torch.randn(vocab, 4, generator=torch.Generator().manual_seed(0))} if name == "mlm_sr" else {}
+    )
     params = {"tokenizer": tokenizer, "table": table} if name == "mlm_hc" else {}
     loss = build_loss(name, **params)
     expected, items = loss.loss_and_items(logits, labels, **context)
@@ -534,7 +542,9 @@ def test_hc_module_equals_function_counts_kept_items_and_accumulates_stats(token
         assert items.item() == int(kept.sum())
         totals += np.array(count_tuple(counts))
     result = stats.as_dict()
-    assert [result[key] for key in ("masked", "wrong", "corrected", "sequences", "sequences_with_correction")] == totals.tolist()
+    assert [
+        result[key] for key in ("masked", "wrong", "corrected", "sequences", "sequences_with_correction")
+    ] == totals.tolist()
     assert result["prediction_rate"] == pytest.approx(totals[2] / totals[1])
     assert result["iteration_rate"] == pytest.approx(totals[4] / totals[3])
 
@@ -545,7 +555,9 @@ def test_vectorised_token_sr_equals_the_reference(prediction, seed):
     generator = torch.Generator().manual_seed(seed)
     logits = torch.randn(3, 7, 11, generator=generator, dtype=torch.float64, requires_grad=True)
     embeddings = torch.randn(11, 6, generator=generator, dtype=torch.float64, requires_grad=True)
-    labels = torch.where(torch.rand(3, 7, generator=generator) < 0.4, torch.randint(0, 11, (3, 7), generator=generator), -100)
+    labels = torch.where(
+        torch.rand(3, 7, generator=generator) < 0.4, torch.randint(0, 11, (3, 7), generator=generator), -100
+    )
     value = soft_regularization(logits, labels, embeddings, prediction=prediction)
     reference = oracle_token_sr(logits, labels, embeddings, prediction)
     assert value.item() == pytest.approx(reference.item(), rel=1e-12)
@@ -624,7 +636,9 @@ def head_case(tokenizer):
     return model, inputs, labels, word_ids
 
 
-@pytest.mark.parametrize(("name", "params"), HEAD_OBJECTIVES, ids=[f"{name}-{params}" for name, params in HEAD_OBJECTIVES])
+@pytest.mark.parametrize(
+    ("name", "params"), HEAD_OBJECTIVES, ids=[f"{name}-{params}" for name, params in HEAD_OBJECTIVES]
+)
 def test_the_head_at_the_masked_rows_gives_the_full_heads_loss_gradients_and_counts(name, params, tokenizer, table):
     model, inputs, labels, word_ids = head_case(tokenizer)
     loss = build_loss(name, **params, **({"tokenizer": tokenizer, "table": table} if name == "mlm_hc" else {}))
@@ -685,7 +699,9 @@ def test_the_trainers_loss_is_the_full_heads_with_and_without_sentence_order(nam
             if sop:
                 value = value + F.cross_entropy(output.seq_relationship_logits, sop_labels)
         value.backward()
-        results.append((value.detach(), {key: p.grad.clone() for key, p in model.named_parameters() if p.grad is not None}))
+        results.append(
+            (value.detach(), {key: p.grad.clone() for key, p in model.named_parameters() if p.grad is not None})
+        )
     (rows, rows_grads), (full, full_grads) = results
     torch.testing.assert_close(rows, full, rtol=0.0, atol=1e-10)
     assert rows_grads.keys() == full_grads.keys() and ("cls.seq_relationship.weight" in full_grads) == sop

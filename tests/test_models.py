@@ -23,7 +23,9 @@ TINY = {"hidden_size": 16, "num_heads": 2, "num_layers": 1, "max_position": 32}
 
 def _batch():
     tok = load_tokenizer()
-    return dict(tok(["小米手机多少钱", "今天很开心"], ["小米手机最新价格表", "北京"], padding=True, return_tensors="pt"))
+    return dict(
+        tok(["小米手机多少钱", "今天很开心"], ["小米手机最新价格表", "北京"], padding=True, return_tensors="pt")
+    )
 
 
 def test_tiny_config_defaults():
@@ -87,7 +89,10 @@ SPECIALS = "[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\n"
         (SPECIALS.encode() + bytes(range(128, 256)), r"vocab\.txt:6: "),
         ("天\n气\n".encode(), r"^vocab_file: .*\[UNK\]"),  # an unknown character failed later, mid-run
         (b"", r"^vocab_file: "),
-        ((SPECIALS + "天\n气\n天\n").encode(), r"^vocab_file: .*distinct"),  # a repeated token leaves an id no token has
+        (
+            (SPECIALS + "天\n气\n天\n").encode(),
+            r"^vocab_file: .*distinct",
+        ),  # a repeated token leaves an id no token has
     ],
 )
 def test_a_vocab_file_that_is_no_wordpiece_vocabulary_names_the_file(tmp_path, data, named):

@@ -152,7 +152,9 @@ def test_the_own_set_runs_on_a_file_the_user_names(tmp_path):
     (tmp_path / "params" / "own").mkdir(parents=True)
     for file in (ROOT / "params" / "own").glob("*.yaml"):
         text = file.read_text(encoding="utf-8").replace("../own_data.csv", str(data))
-        (tmp_path / "params" / "own" / file.name).write_text(text.replace("seeds: [0, 1, 2]", "seeds: [0]"), encoding="utf-8")
+        (tmp_path / "params" / "own" / file.name).write_text(
+            text.replace("seeds: [0, 1, 2]", "seeds: [0]"), encoding="utf-8"
+        )
     report = run(
         params_set="own",
         only=["05"],
@@ -165,5 +167,7 @@ def test_the_own_set_runs_on_a_file_the_user_names(tmp_path):
     )
     assert {o.execution.name: f"cell {o.failed_cell}: {o.error}" for o in report.failed} == {}
     metrics = json.loads((report.outcomes[0].output_dir / "metrics.json").read_text())
-    assert metrics["metrics"]["ce_macro_f1"]["mean"] > metrics["metrics"]["majority_macro_f1"]  # more than the majority class
+    assert (
+        metrics["metrics"]["ce_macro_f1"]["mean"] > metrics["metrics"]["majority_macro_f1"]
+    )  # more than the majority class
     assert "far_error_rate" not in json.dumps(metrics["runs"])  # topics are not ordered

@@ -99,7 +99,9 @@ def test_every_character_in_exactly_one_block_in_order(tokenizer, segmenter, max
         if block_boundary == "sentence":
             spans = split_sentences(documents[document])
             starts = sorted(sentence_starts(documents[document]))
-            in_long_sentence = any(s < inside < s + (b - a) for s, (a, b) in zip(starts, spans) if b - a > max_length - 2)
+            in_long_sentence = any(
+                s < inside < s + (b - a) for s, (a, b) in zip(starts, spans) if b - a > max_length - 2
+            )
             assert inside in starts or in_long_sentence
 
 

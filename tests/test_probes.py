@@ -36,7 +36,9 @@ def _pairs_toy(n: int, seed: int) -> EncodedSplit:
     generator = torch.Generator().manual_seed(seed)
     labels = torch.arange(n) % 2
     query = torch.randint(2, VOCAB, (n, 3), generator=generator)
-    title = torch.stack([torch.randint(2 + 5 * label, 7 + 5 * label, (3,), generator=generator) for label in labels.tolist()])
+    title = torch.stack(
+        [torch.randint(2 + 5 * label, 7 + 5 * label, (3,), generator=generator) for label in labels.tolist()]
+    )
     return EncodedSplit((query, title), labels)
 
 
@@ -197,7 +199,9 @@ def test_fit_probe_needs_whole_epochs_and_reports_its_history():
     fit = fit_probe(encoded, build_loss("ce"), QUICK, PROBE, VOCAB, 2, seed=0)
     assert [entry["epoch"] for entry in fit.history] == list(range(1, 7))
     assert fit.history[fit.best_epoch - 1]["validation_macro_f1"] == fit.validation["macro_f1"]
-    assert fit.validation == classification_report(encoded["validation"].labels.numpy(), fit.validation_predictions, num_labels=2)
+    assert fit.validation == classification_report(
+        encoded["validation"].labels.numpy(), fit.validation_predictions, num_labels=2
+    )
 
 
 class _NanLoss(torch.nn.Module):
@@ -259,6 +263,8 @@ def test_encoded_split_and_encode_split_reject_bad_input(tokenizer):
     ],
 )
 def test_fit_probe_rejects_bad_input(change, match):
-    encoded, arguments = change(_splits(_texts_toy), {"training": QUICK, "probe": PROBE, "vocab_size": VOCAB, "num_labels": 2})
+    encoded, arguments = change(
+        _splits(_texts_toy), {"training": QUICK, "probe": PROBE, "vocab_size": VOCAB, "num_labels": 2}
+    )
     with pytest.raises(ValueError, match=rf"^{match}:"):
         fit_probe(encoded, build_loss("ce"), **arguments)

@@ -123,5 +123,7 @@ def test_every_notebook_takes_one_seeds_list():
             for target in node.targets
             if isinstance(target, ast.Name)
         }
-        assert isinstance(assigned.get("seeds"), ast.List), f"{notebook.name}: needs a seeds list (the runner's --seeds sets it)"
+        assert isinstance(assigned.get("seeds"), ast.List), (
+            f"{notebook.name}: needs a seeds list (the runner's --seeds sets it)"
+        )
         assert not {"seed", "n_seeds"} & set(assigned), f"{notebook.name}: one seeds list, no second seed layer"

@@ -114,7 +114,9 @@ def test_every_gpu_set_fine_tunes_the_workbench_encoder():
 @pytest.mark.slow
 def test_the_published_workbench_encoder():
     if not PUBLISHED.exists():
-        pytest.skip("models/workbench-zh-mini is not published yet: its pre-training run needs the GPU machine (issue 11)")
+        pytest.skip(
+            "models/workbench-zh-mini is not published yet: its pre-training run needs the GPU machine (issue 11)"
+        )
     _check_published_folder(PUBLISHED)
     card = (PUBLISHED / "README.md").read_text(encoding="utf-8")
     for needed in ("perplexity", "python -m workbench.train params/pretrain/workbench-zh-mini.yaml", "licen"):
@@ -130,7 +132,9 @@ def _dry_run_module():
 
 def test_gpu_dry_run_takes_any_classifier_checkpoint(tmp_path):
     # a 2-label classifier checkpoint: its head would not load into notebook 02's 3-label classifier
-    classifier = build_sequence_classifier(2, tiny={"num_layers": 1, "hidden_size": 32, "num_heads": 2, "vocab_size": 4500})
+    classifier = build_sequence_classifier(
+        2, tiny={"num_layers": 1, "hidden_size": 32, "num_heads": 2, "vocab_size": 4500}
+    )
     classifier.save_pretrained(str(tmp_path / "classifier"))
     load_tokenizer().save_pretrained(str(tmp_path / "classifier"))
     dry_run = _dry_run_module()

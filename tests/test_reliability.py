@@ -24,7 +24,9 @@ ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "reliability.md"
 GROUPS = ("losses", "data", "trainer", "runner", "masking", "widgets")
 FIXTURES = Path(__file__).parent / "fixtures" / "notebooks"
-_ROW = re.compile(r"^\| `(?P<id>[a-z]+-\d+)` \| (?P<input>.+) \| `(?P<type>\w+): (?P<excerpt>.+)` \| `(?P<names>[^`]+)` \|$")
+_ROW = re.compile(
+    r"^\| `(?P<id>[a-z]+-\d+)` \| (?P<input>.+) \| `(?P<type>\w+): (?P<excerpt>.+)` \| `(?P<names>[^`]+)` \|$"
+)
 _HANDLED = re.compile(r"^\| (?P<input>.+) \| (?P<behaviour>.+) \| `(?P<test>tests/[\w/]+\.py::\w+)` \|$")
 _TESTED = re.compile(r"^\| `(?P<id>[a-z0-9]+(?:-[a-z]+)*-\d+)` \| .+ \| `(?P<test>tests/[\w/]+\.py::\w+)` \|$")
 
@@ -40,7 +42,9 @@ class Row:
 def _rows() -> list[Row]:
     text = DOC.read_text(encoding="utf-8") if DOC.is_file() else ""
     return [
-        Row(m["id"], m["type"], m["excerpt"].replace("\\|", "|"), m["names"]) for m in map(_ROW.match, text.splitlines()) if m
+        Row(m["id"], m["type"], m["excerpt"].replace("\\|", "|"), m["names"])
+        for m in map(_ROW.match, text.splitlines())
+        if m
     ]
 
 
@@ -65,7 +69,9 @@ def _write(path: Path, data: str | bytes) -> Path:
     return path
 
 
-def _splits(tmp_path: Path, content: str | bytes, source: str = "chnsenticorp", name: str = "data.tsv", **data: Any) -> Any:
+def _splits(
+    tmp_path: Path, content: str | bytes, source: str = "chnsenticorp", name: str = "data.tsv", **data: Any
+) -> Any:
     from workbench.data import load_splits
 
     return load_splits({"source": source, "path": str(_write(tmp_path / name, content)), **data})
@@ -143,7 +149,12 @@ def _run_into_existing(tmp_path: Path) -> Any:
     (tmp_path / "taken").mkdir()
     (tmp_path / "default").mkdir()  # the params set: a missing one is an error of its own
     return run(
-        only=["ok"], notebooks_dir=FIXTURES, params_dir=tmp_path, outputs_dir=tmp_path, run_id="taken", stream=io.StringIO()
+        only=["ok"],
+        notebooks_dir=FIXTURES,
+        params_dir=tmp_path,
+        outputs_dir=tmp_path,
+        run_id="taken",
+        stream=io.StringIO(),
     )
 
 
@@ -268,10 +279,14 @@ CASES: dict[str, Callable[[Path], Any]] = {
     "trainer-1": lambda tmp: _config("training.learning_rate=.inf"),
     "trainer-2": lambda tmp: _config("training.seed=-1"),
     "trainer-3": lambda tmp: _config("training.lrate=1e-4"),
-    "trainer-4": lambda tmp: _load_file(_write(tmp / "broken.yaml", "task: finetune\ntraining:\n  learning_rate: [1e-3\n")),
+    "trainer-4": lambda tmp: _load_file(
+        _write(tmp / "broken.yaml", "task: finetune\ntraining:\n  learning_rate: [1e-3\n")
+    ),
     "trainer-5": lambda tmp: _load_file(_write(tmp / "gbk.yaml", "task: finetune\noutput_dir: 结果\n".encode("gbk"))),
     "trainer-6": lambda tmp: _config("training.learning_rate=[1"),
-    "trainer-7": lambda tmp: _loss_of_config("loss.name=wce", base={"loss": {"name": "pcl", "params": {"epsilon": 0.1}}}),
+    "trainer-7": lambda tmp: _loss_of_config(
+        "loss.name=wce", base={"loss": {"name": "pcl", "params": {"epsilon": 0.1}}}
+    ),
     "trainer-8": lambda tmp: _occupied(tmp, finished=True),
     "trainer-9": lambda tmp: _occupied(tmp, finished=False),
     "trainer-10": lambda tmp: _resume_with_only_incomplete_checkpoints(tmp),
@@ -364,4 +379,6 @@ def test_each_round_2_row_names_a_test_that_exists():
     for match in tested:
         assert match["id"].startswith("r2-"), match["id"]
         path, name = match["test"].split("::")
-        assert re.search(rf"^(async )?def {name}\(", (ROOT / path).read_text(encoding="utf-8"), re.MULTILINE), match["test"]
+        assert re.search(rf"^(async )?def {name}\(", (ROOT / path).read_text(encoding="utf-8"), re.MULTILINE), match[
+            "test"
+        ]

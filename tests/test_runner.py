@@ -66,9 +66,16 @@ def test_parse_sweep_reads_yaml_values():
         "name": ["abc"],
         "flag": [True],
     }
-    assert parse_sweep(["losses=[CE,DSC],[FL]", "lr=1e-3,2e-3"]) == {"losses": [["CE", "DSC"], ["FL"]], "lr": [1e-3, 2e-3]}
+    assert parse_sweep(["losses=[CE,DSC],[FL]", "lr=1e-3,2e-3"]) == {
+        "losses": [["CE", "DSC"], ["FL"]],
+        "lr": [1e-3, 2e-3],
+    }
     assert parse_sweep(["flag=1,true"]) == {"flag": [1, True]}  # equal in Python, yet a count is no flag
-    assert parse_sweep(["x=''", "path='a,b',c", "mixed=a: b,c"]) == {"x": [""], "path": ["a,b", "c"], "mixed": [{"a": "b"}, "c"]}
+    assert parse_sweep(["x=''", "path='a,b',c", "mixed=a: b,c"]) == {
+        "x": [""],
+        "path": ["a,b", "c"],
+        "mixed": [{"a": "b"}, "c"],
+    }
 
 
 @pytest.mark.parametrize(
@@ -287,7 +294,9 @@ def test_repeated_list_options_add_up(tmp_path, capsys, monkeypatch):
 
 
 def test_a_params_file_that_names_no_notebook_is_refused(tmp_path, capsys):
-    _params(tmp_path, {"ok_metrics": "x: 2.0\n", "ok_metric": "x: 3.0\n"})  # a typo would run ok_metric's notebook on defaults
+    _params(
+        tmp_path, {"ok_metrics": "x: 2.0\n", "ok_metric": "x: 3.0\n"}
+    )  # a typo would run ok_metric's notebook on defaults
     assert _main(tmp_path, "--only", "ok") == 2
     assert capsys.readouterr().err.startswith("error: --params-set 'default': ok_metric.yaml")
     assert not (tmp_path / "outputs").exists()
@@ -529,9 +538,14 @@ def test_the_index_draws_several_swept_keys_as_lines_and_names_metric_descriptio
     for loss, epsilon, mean in (("CE", 0.2, 3.0), ("CE", 0.1, 1.0), ("FL", 0.1, 2.0), ("FL", 0.2, 4.0)):
         point = {"epsilon": epsilon, "loss": loss}
         folder = tmp_path / "nb" / cell_slug(point)
-        metrics = {"metrics": {"f1": {"mean": mean, "std": 0.5, "n": 3}}, "descriptions": {"f1": "macro-F1 on the test split"}}
+        metrics = {
+            "metrics": {"f1": {"mean": mean, "std": 0.5, "n": 3}},
+            "descriptions": {"f1": "macro-F1 on the test split"},
+        }
         outcomes.append(Outcome(Execution(OK, point, point, cell_slug(point)), folder, "ok", 1.0, metrics=metrics))
-    outcomes.append(Outcome(Execution(OK, {}, {"epsilon": 0.3, "loss": "CE"}, "late"), tmp_path / "late", "interrupted", 0.0))
+    outcomes.append(
+        Outcome(Execution(OK, {}, {"epsilon": 0.3, "loss": "CE"}, "late"), tmp_path / "late", "interrupted", 0.0)
+    )
     index = write_report(tmp_path, outcomes, ["epsilon", "loss"], interrupted=True).read_text()
     traces = {trace["name"]: trace for trace in _sweep_figure_data(index)}
     assert traces.keys() == {"CE", "FL"}  # one line per value of the second key
@@ -605,7 +619,9 @@ def _two_notebooks(tmp_path: Path, bars: bool, interval: float, monkeypatch) -> 
 
     monkeypatch.setattr(progress, "LOG_INTERVAL_S", interval)
     monkeypatch.setattr(progress, "REDRAW_S", 0.0)
-    notebooks = [_write_notebook(tmp_path / f"{name}.ipynb", "output_dir = None", "pass") for name in "ab"]  # 2 cells + injected
+    notebooks = [
+        _write_notebook(tmp_path / f"{name}.ipynb", "output_dir = None", "pass") for name in "ab"
+    ]  # 2 cells + injected
     stream = io.StringIO()
     board = progress.Progress([Execution(notebook, {}, {}, "") for notebook in notebooks], stream, bars=bars)
     on_cell_a, on_cell_b = board.started(0), board.started(1)
@@ -664,7 +680,9 @@ def test_kernels_get_the_thread_count_in_their_environment(tmp_path):
         "import os\nfrom workbench.runs import write_metrics\n"
         "write_metrics(output_dir, {'omp_threads': int(os.environ['OMP_NUM_THREADS'])})",
     )
-    report = run(notebooks_dir=tmp_path, params_dir=_params(tmp_path), outputs_dir=tmp_path / "out", threads=3, stream=_quiet())
+    report = run(
+        notebooks_dir=tmp_path, params_dir=_params(tmp_path), outputs_dir=tmp_path / "out", threads=3, stream=_quiet()
+    )
     assert not report.failed and read_metrics(report.outcomes[0].output_dir)["metrics"]["omp_threads"] == 3
 
 
@@ -697,7 +715,13 @@ def test_jobs_run_notebooks_at_the_same_time_and_keep_the_plan_order(tmp_path, m
     monkeypatch.chdir(tmp_path)  # relative folders, as `make run` gives them
     markers = _two_waiting_notebooks(tmp_path)
     report = run(
-        notebooks_dir="notebooks", params_dir="params", outputs_dir="out", jobs=2, threads=1, stream=_quiet(), progress=False
+        notebooks_dir="notebooks",
+        params_dir="params",
+        outputs_dir="out",
+        jobs=2,
+        threads=1,
+        stream=_quiet(),
+        progress=False,
     )
     assert [outcome.execution.name for outcome in report.outcomes] == ["a", "b"]
     assert not report.failed, [outcome.status_text() for outcome in report.failed]
@@ -708,7 +732,10 @@ def test_jobs_run_notebooks_at_the_same_time_and_keep_the_plan_order(tmp_path, m
 @pytest.mark.slow
 @pytest.mark.parametrize(
     "visible, gpus, expected",
-    [(["0", "1"], None, ["0", "1"]), (["0", "1", "2", "3"], ["3", "1"], ["1", "3"])],  # default: every visible GPU; --gpus 3,1
+    [
+        (["0", "1"], None, ["0", "1"]),
+        (["0", "1", "2", "3"], ["3", "1"], ["1", "3"]),
+    ],  # default: every visible GPU; --gpus 3,1
 )
 def test_each_kernel_gets_its_own_gpu_and_jobs_default_to_one_per_gpu(tmp_path, monkeypatch, visible, gpus, expected):
     import workbench.runs
@@ -755,10 +782,14 @@ def test_the_submitit_local_executor_runs_each_point_as_a_job_into_the_same_layo
     )
     assert not report.failed, [outcome.status_text() for outcome in report.failed]
     run_dir = report.run_dir
-    assert [outcome.output_dir for outcome in report.outcomes] == [run_dir / "ok_metrics" / f"x={x}" for x in (1.0, 2.0)]
+    assert [outcome.output_dir for outcome in report.outcomes] == [
+        run_dir / "ok_metrics" / f"x={x}" for x in (1.0, 2.0)
+    ]
     assert read_metrics(run_dir / "ok_metrics" / "x=2.0")["metrics"]["score"]["mean"] == 20.0
     assert sorted(pd.read_csv(run_dir / "summary.csv")["metric.score"]) == [10.0, 20.0]
-    assert (run_dir / "index.html").is_file() and list((run_dir / "submitit").glob("*"))  # the jobs' logs stay with the run
+    assert (run_dir / "index.html").is_file() and list(
+        (run_dir / "submitit").glob("*")
+    )  # the jobs' logs stay with the run
 
 
 # ----------------------------------------------------------------------------- interruptions

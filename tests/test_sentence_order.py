@@ -43,7 +43,13 @@ def test_swapped_puts_the_second_half_first(tokenizer, feature):
     swapped = sentence_order(feature, True, tokenizer.cls_token_id, tokenizer.sep_token_id)
     cut = ordered.index(tokenizer.sep_token_id)
     first, second = ordered[1:cut], ordered[cut + 1 : -1]
-    assert swapped["input_ids"] == [tokenizer.cls_token_id, *second, tokenizer.sep_token_id, *first, tokenizer.sep_token_id]
+    assert swapped["input_ids"] == [
+        tokenizer.cls_token_id,
+        *second,
+        tokenizer.sep_token_id,
+        *first,
+        tokenizer.sep_token_id,
+    ]
     assert len(swapped["word_ids"]) == len(swapped["input_ids"]) == len(swapped["word_pos"])
 
 
@@ -86,5 +92,7 @@ def test_pretraining_with_sop_trains_both_heads(tmp_path):
     assert model.cls.seq_relationship.out_features == 2
     from transformers import AutoModelForMaskedLM
 
-    assert type(AutoModelForMaskedLM.from_pretrained(str(tmp_path / "sop"))).__name__ == "BertForMaskedLM"  # a plain folder
+    assert (
+        type(AutoModelForMaskedLM.from_pretrained(str(tmp_path / "sop"))).__name__ == "BertForMaskedLM"
+    )  # a plain folder
     assert torch.isfinite(torch.tensor(result.metrics["eval_loss"]))

@@ -43,7 +43,12 @@ def tiny_config():
         {
             "data": {"source": "sample_relevance", "max_train_samples": 32, "max_eval_samples": 16, "max_length": 24},
             "model": {"tiny": {"num_layers": 1, "hidden_size": 16, "num_heads": 2}},
-            "training": {"num_train_epochs": 1, "per_device_train_batch_size": 16, "learning_rate": 1e-3, "quiet": True},
+            "training": {
+                "num_train_epochs": 1,
+                "per_device_train_batch_size": 16,
+                "learning_rate": 1e-3,
+                "quiet": True,
+            },
         }
     )
 
@@ -115,7 +120,9 @@ def test_stage_one_entropy_matches_a_float64_recomputation(grid):
 
 
 def test_fgm_and_fusion_variants_run_at_the_n_chosen_on_validation(tmp_path):
-    runs = run_study(tiny_config(), num_aux_values=[1, 2], seeds=[0], fgm_epsilon=0.5, fusion=True, output_root=tmp_path)
+    runs = run_study(
+        tiny_config(), num_aux_values=[1, 2], seeds=[0], fgm_epsilon=0.5, fusion=True, output_root=tmp_path
+    )
     chosen = select_num_aux(runs[runs["method"].isin([BASELINE, TWO_STAGE])])
     variants = runs[runs["method"].isin([TWO_STAGE_FGM, FUSION])]
     assert list(variants["method"]) == [TWO_STAGE_FGM, FUSION]
@@ -130,11 +137,15 @@ def test_fgm_and_fusion_variants_run_at_the_n_chosen_on_validation(tmp_path):
     assert rows.loc[FUSION_FGM, "num_aux"] == chosen and not np.isnan(rows.loc[FUSION_FGM, "stage1_macro_f1"])
     m_bert = load_file(str(tmp_path / "fusion_finetune_n0_seed0" / "model.safetensors"))
     assert m_bert["classifier.weight"].shape == (K, 2 * 16)  # K outputs only, over both encoders' [CLS]
-    assert any(name.startswith("encoder_a.") for name in m_bert) and any(name.startswith("encoder_b.") for name in m_bert)
+    assert any(name.startswith("encoder_a.") for name in m_bert) and any(
+        name.startswith("encoder_b.") for name in m_bert
+    )
     mre_f = json.loads((tmp_path / f"fusion_fgm_n{chosen}_seed0" / "metrics.json").read_text())["parameters"]["aux"]
     assert (mre_f["fusion"], mre_f["fgm_epsilon"], mre_f["num_aux"]) == (True, 0.5, chosen)
     assert (
-        load_file(str(tmp_path / f"fusion_fgm_n{chosen}_seed0" / "stage1" / "model.safetensors"))["classifier.weight"].shape[0]
+        load_file(str(tmp_path / f"fusion_fgm_n{chosen}_seed0" / "stage1" / "model.safetensors"))[
+            "classifier.weight"
+        ].shape[0]
         == K + chosen
     )
 
@@ -153,7 +164,9 @@ def test_mre_f_runs_fgm_on_both_encoders():
     embeddings = [model.encoder_a.embeddings.word_embeddings.weight, model.encoder_b.embeddings.word_embeddings.weight]
     assert len(fgm.parameters) == 2 and all(any(p is e for p in fgm.parameters) for e in embeddings)
     batch = {
-        key: torch.nn.utils.rnn.pad_sequence([torch.tensor(v) for v in data.encoded["train"][:8][key]], batch_first=True)
+        key: torch.nn.utils.rnn.pad_sequence(
+            [torch.tensor(v) for v in data.encoded["train"][:8][key]], batch_first=True
+        )
         for key in ("input_ids", "attention_mask", "token_type_ids")
     }
     labels = torch.tensor(data.encoded["train"][:8]["labels"])
@@ -173,7 +186,9 @@ def _checkpoint(folder, vocab_file=None):
     from workbench.models import tiny_bert_config
 
     tokenizer = load_tokenizer(vocab_file=vocab_file)
-    BertModel(tiny_bert_config(vocab_size=len(tokenizer), num_layers=1, hidden_size=16, num_heads=2)).save_pretrained(folder)
+    BertModel(tiny_bert_config(vocab_size=len(tokenizer), num_layers=1, hidden_size=16, num_heads=2)).save_pretrained(
+        folder
+    )
     tokenizer.save_pretrained(folder)
     return folder
 
@@ -230,14 +245,24 @@ def test_summarize_gives_mean_sample_std_and_count_in_method_order():
     )
     table = summarize(runs)
     assert list(table["method"]) == [BASELINE, TWO_STAGE, FUSION]
-    assert list(table.columns) == ["method", "num_aux", "macro_f1_mean", "macro_f1_std", "accuracy_mean", "accuracy_std", "n"]
+    assert list(table.columns) == [
+        "method",
+        "num_aux",
+        "macro_f1_mean",
+        "macro_f1_std",
+        "accuracy_mean",
+        "accuracy_std",
+        "n",
+    ]
     values = np.array([0.5, 0.6, 0.8])
     row = table[table["method"] == TWO_STAGE].iloc[0]
     assert row["macro_f1_mean"] == pytest.approx(values.mean())
     assert row["macro_f1_std"] == pytest.approx(math.sqrt(((values - values.mean()) ** 2).sum() / 2))
     assert row["n"] == 3
     baseline = table[table["method"] == BASELINE].iloc[0]
-    assert baseline["accuracy_mean"] == pytest.approx(0.9) and baseline["accuracy_std"] == pytest.approx(math.sqrt(0.02))
+    assert baseline["accuracy_mean"] == pytest.approx(0.9) and baseline["accuracy_std"] == pytest.approx(
+        math.sqrt(0.02)
+    )
     assert math.isnan(table[table["method"] == FUSION].iloc[0]["macro_f1_std"])  # one seed: no spread
     with pytest.raises(ValueError, match=r"^runs:"):
         summarize(runs.drop(columns="accuracy"))
@@ -260,7 +285,10 @@ def test_sweep_figure_plots_the_two_stage_curve_variants_and_baseline_band():
     with pytest.raises(ValueError, match=r"^metric:"):
         aux_sweep_figure(summary, "f1")
     labelled = aux_sweep_figure(summary, "accuracy", method_labels=PAPER_NAMES)
-    assert [trace.name for trace in labelled.data] == ["two-stage (stage 2, frozen encoder)", "RE-BERT + FGM in stage 1"]
+    assert [trace.name for trace in labelled.data] == [
+        "two-stage (stage 2, frozen encoder)",
+        "RE-BERT + FGM in stage 1",
+    ]
 
 
 @pytest.mark.parametrize(
@@ -293,11 +321,13 @@ def test_key_metrics_compare_baseline_with_two_stage_at_the_chosen_n():
     )
     metrics = key_metrics(runs)
     assert metrics["chosen_num_aux"] == 4
-    assert metrics["baseline_macro_f1"]["mean"] == pytest.approx(0.7) and metrics["two_stage_macro_f1"]["mean"] == pytest.approx(
-        0.8
-    )
+    assert metrics["baseline_macro_f1"]["mean"] == pytest.approx(0.7) and metrics["two_stage_macro_f1"][
+        "mean"
+    ] == pytest.approx(0.8)
     assert metrics["two_stage_accuracy"]["mean"] == pytest.approx(0.9)
-    assert metrics["baseline_macro_f1"]["std"] == pytest.approx(math.sqrt(0.02)) and metrics["baseline_macro_f1"]["n"] == 2
+    assert (
+        metrics["baseline_macro_f1"]["std"] == pytest.approx(math.sqrt(0.02)) and metrics["baseline_macro_f1"]["n"] == 2
+    )
     # paired by seed: (0.9 - 0.6, 0.7 - 0.8) = (0.3, -0.1)
     assert metrics["delta_macro_f1"] == {"mean": pytest.approx(0.1), "std": pytest.approx(math.sqrt(0.08)), "n": 2}
     assert not any(key.startswith(("fusion", "two_stage_fgm")) for key in metrics)  # variants only when they ran
@@ -317,7 +347,10 @@ def test_key_metrics_compare_baseline_with_two_stage_at_the_chosen_n():
         ]
     )
     metrics = key_metrics(with_variants)
-    assert metrics["fusion_finetune_macro_f1"]["mean"] == pytest.approx(0.6) and metrics["fusion_finetune_macro_f1"]["n"] == 2
+    assert (
+        metrics["fusion_finetune_macro_f1"]["mean"] == pytest.approx(0.6)
+        and metrics["fusion_finetune_macro_f1"]["n"] == 2
+    )
     assert metrics["fusion_fgm_accuracy"]["mean"] == pytest.approx(0.9) and metrics["chosen_num_aux"] == 4
 
 
@@ -326,7 +359,9 @@ def test_this_run_quotes_the_grid(grid):
     metrics = key_metrics(runs)
     line = this_run(runs)
     baseline = runs[runs["method"] == BASELINE]["macro_f1"]
-    assert line.startswith(f"This run (2 seed(s), test macro-F1): baseline {baseline.mean():.3f} ± {baseline.std():.3f}, ")
+    assert line.startswith(
+        f"This run (2 seed(s), test macro-F1): baseline {baseline.mean():.3f} ± {baseline.std():.3f}, "
+    )
     assert f"two-stage at n* = {metrics['chosen_num_aux']} (chosen on validation)" in line
     two_stage_zero = runs[(runs["method"] == TWO_STAGE) & (runs["num_aux"] == 0)]["macro_f1"].to_numpy()
     same = int((two_stage_zero == baseline.to_numpy()).sum())

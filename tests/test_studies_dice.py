@@ -84,7 +84,9 @@ def test_table8_lexicon_path_replaces_the_shipped_lexicon(tmp_path):
     lexicon.write_text("Zz01A01= 太差 很差 极差\n", encoding="utf-8")
     table8 = dice.table8_sets(binary_dataset(40, 10), seed=0, lexicon=str(lexicon))
     assert set(table8.sets["+negative"].select(range(50, 80))["text"]) <= {"房间很差了", "房间极差了"}
-    assert set(table8.sets["+positive"].select(range(50, 80))["text"]) == {"房间非常好"}  # 非常, 好 are not in this lexicon
+    assert set(table8.sets["+positive"].select(range(50, 80))["text"]) == {
+        "房间非常好"
+    }  # 非常, 好 are not in this lexicon
     assert table8.unchanged == 30 + 6
 
 
@@ -151,7 +153,12 @@ def test_fit_and_score_runs_the_transformer_trainer(tiny_splits):
     small = DatasetDict({name: split.select(range(32)) for name, split in tiny_splits.items()})
     transformer = build_fitter(
         {"tiny": {"num_layers": 1, "hidden_size": 32, "num_heads": 2}},
-        {"num_train_epochs": 1, "per_device_train_batch_size": 16, "per_device_eval_batch_size": 32, "learning_rate": 1e-3},
+        {
+            "num_train_epochs": 1,
+            "per_device_train_batch_size": 16,
+            "per_device_eval_batch_size": 32,
+            "learning_rate": 1e-3,
+        },
         max_length=32,
     )
     assert isinstance(transformer, TransformerFitter)
@@ -166,7 +173,9 @@ def test_imbalance_study_and_sweep_tables(tiny_splits, fitter):
     assert list(table["setting"].unique()) == list(dice.TABLE8_SETTINGS)
     given = dice.table8_sets(tiny_splits["train"], seed=0, augmentation="copies")
     again = dice.imbalance_study(tiny_splits, {"CE": dice.LOSS_ZOO["CE"]}, [0], fitter, training_sets=given)
-    by_hand = dice.fit_and_score(DatasetDict({**tiny_splits, "train": given.sets["+negative"]}), dice.LOSS_ZOO["CE"], 0, fitter)
+    by_hand = dice.fit_and_score(
+        DatasetDict({**tiny_splits, "train": given.sets["+negative"]}), dice.LOSS_ZOO["CE"], 0, fitter
+    )
     assert again.set_index("setting").loc["+negative", list(by_hand)].to_dict() == pytest.approx(by_hand)
     assert {"setting", "loss", "seed", *dice.METRICS, "validation_f1_positive"} <= set(table.columns)
     sweep = dice.tversky_sweep(tiny_splits, [0.2, 0.8], [0], fitter)
@@ -258,6 +267,11 @@ def test_this_run_quotes_the_tables_numbers():
 
 def test_zoo_gives_the_named_losses_and_names_the_notebook_parameter():
     assert dice.zoo("table8_losses", ["DSC", "CE"]) == {"DSC": dice.LOSS_ZOO["DSC"], "CE": dice.LOSS_ZOO["CE"]}
-    for names in (["CE", "XL"], ["CE", "CE"], [], "CE"):  # unknown, twice (a table row would hide one), none, not a list
+    for names in (
+        ["CE", "XL"],
+        ["CE", "CE"],
+        [],
+        "CE",
+    ):  # unknown, twice (a table row would hide one), none, not a list
         with pytest.raises(ValueError, match=r"^table9_losses:"):
             dice.zoo("table9_losses", names)

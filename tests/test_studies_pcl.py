@@ -78,7 +78,9 @@ def test_gradient_comparison_offsets_match_hand_computation():
     assert matrix[labels, predicted].mean() == pytest.approx(expected_paper, rel=1e-6)
 
 
-@pytest.mark.parametrize(("kwargs", "match"), [({"batch_size": 0}, r"^batch_size:"), ({"settings": ["nope"]}, r"^settings:")])
+@pytest.mark.parametrize(
+    ("kwargs", "match"), [({"batch_size": 0}, r"^batch_size:"), ({"settings": ["nope"]}, r"^settings:")]
+)
 def test_gradient_comparison_rejects_bad_input(kwargs, match):
     with pytest.raises(ValueError, match=match):
         study.gradient_comparison(**kwargs)
@@ -119,7 +121,9 @@ def test_pair_probe_fit_is_seeded_and_leaves_global_rng_alone(splits, fitter):
 
 def test_run_ablation_table_shape_and_identical_predictions(ablation):
     runs = ablation.runs
-    assert list(runs["setting"]) == ["LS"] * 2 + ["PCL reference"] * 2 + ["PCL paper"] * 2 + ["PCL weighted (global)"] * 2
+    assert (
+        list(runs["setting"]) == ["LS"] * 2 + ["PCL reference"] * 2 + ["PCL paper"] * 2 + ["PCL weighted (global)"] * 2
+    )
     assert {"seed", *study.METRICS, "best_epoch", "validation_macro_f1", "identical_to_ls"} <= set(runs.columns)
     identical = runs.set_index(["setting", "seed"])["identical_to_ls"]
     # the gradient-free forms train exactly like LS with the same seed ...
@@ -145,7 +149,11 @@ def test_run_ablation_confusion_is_sum_over_seeds(ablation, splits):
 
 @pytest.mark.parametrize(
     ("settings", "seeds", "match"),
-    [(["PCL paper"], [0], r"^losses:"), (["LS", "PCL paper", "PCL paper"], [0], r"^settings:"), (["LS"], [], r"^seeds:")],
+    [
+        (["PCL paper"], [0], r"^losses:"),
+        (["LS", "PCL paper", "PCL paper"], [0], r"^settings:"),
+        (["LS"], [], r"^seeds:"),
+    ],
 )
 def test_run_ablation_rejects_bad_input(splits, fitter, settings, seeds, match):
     with pytest.raises(ValueError, match=match):
@@ -174,7 +182,9 @@ SMALL_PROBE = {"kind": "probe", "probe": {"embedding_size": 8, "hidden_size": No
 
 def test_encoder_fitters_build_one_fitter_per_model_section():
     fitters = study.encoder_fitters(
-        {"probe": PROBE, "scratch": {"tiny": {"num_layers": 1, "hidden_size": 16, "num_heads": 2}}}, TINY_TRAINING, max_length=16
+        {"probe": PROBE, "scratch": {"tiny": {"num_layers": 1, "hidden_size": 16, "num_heads": 2}}},
+        TINY_TRAINING,
+        max_length=16,
     )
     assert list(fitters) == ["probe", "scratch"]
     assert isinstance(fitters["probe"], ProbeFitter) and isinstance(fitters["scratch"], TransformerFitter)
@@ -189,14 +199,20 @@ def test_encoder_fitters_build_one_fitter_per_model_section():
 def test_run_encoder_ablation_gives_one_block_of_rows_per_encoder(splits, fitter, ablation):
     small = build_fitter(SMALL_PROBE, TINY_TRAINING, max_length=16)
     settings = ["LS", "PCL reference", "PCL paper", "PCL weighted (global)"]
-    result = study.run_encoder_ablation(splits, study.setting_specs(settings, EPSILON), [0, 1], {"probe": fitter, "small": small})
+    result = study.run_encoder_ablation(
+        splits, study.setting_specs(settings, EPSILON), [0, 1], {"probe": fitter, "small": small}
+    )
     runs = result.runs
     assert runs.columns[0] == "encoder"
     assert list(runs["encoder"]) == ["probe"] * 8 + ["small"] * 8
     # each block is that encoder's own ablation, LS baseline included
-    pd.testing.assert_frame_equal(runs[runs["encoder"] == "probe"].drop(columns="encoder").reset_index(drop=True), ablation.runs)
+    pd.testing.assert_frame_equal(
+        runs[runs["encoder"] == "probe"].drop(columns="encoder").reset_index(drop=True), ablation.runs
+    )
     alone = study.run_ablation(splits, study.setting_specs(settings, EPSILON), [0, 1], small)
-    pd.testing.assert_frame_equal(runs[runs["encoder"] == "small"].drop(columns="encoder").reset_index(drop=True), alone.runs)
+    pd.testing.assert_frame_equal(
+        runs[runs["encoder"] == "small"].drop(columns="encoder").reset_index(drop=True), alone.runs
+    )
     assert set(result.ablations) == {"probe", "small"}
     np.testing.assert_array_equal(result.ablations["small"].predictions[("PCL paper", 1)], alone.predictions[("LS", 1)])
     table = study.ablation_table(runs)
@@ -212,7 +228,10 @@ def test_run_encoder_ablation_gives_one_block_of_rows_per_encoder(splits, fitter
 def test_table4_by_hand():
     runs = _synthetic_runs()
     two = pd.concat(
-        [runs.assign(encoder="a"), runs[runs["setting"].isin(["LS", "PCL weighted (batch)"])].assign(encoder="b", macro_f1=0.1)]
+        [
+            runs.assign(encoder="a"),
+            runs[runs["setting"].isin(["LS", "PCL weighted (batch)"])].assign(encoder="b", macro_f1=0.1),
+        ]
     )
     table = study.table4(two)
     std = np.std([0.5, 0.7], ddof=1)
@@ -264,7 +283,9 @@ def test_ablation_table_mean_std_by_hand():
 def test_headline_metrics_pick_best_gradient_bearing_setting():
     metrics = study.headline_metrics(_synthetic_runs())
     assert metrics["ls_macro_f1"]["mean"] == pytest.approx(0.6)
-    assert metrics["ls_macro_f1"]["std"] == pytest.approx(np.std([0.5, 0.7], ddof=1)) and metrics["ls_macro_f1"]["n"] == 2
+    assert (
+        metrics["ls_macro_f1"]["std"] == pytest.approx(np.std([0.5, 0.7], ddof=1)) and metrics["ls_macro_f1"]["n"] == 2
+    )
     assert study.best_gradient_bearing(_synthetic_runs()) == "PCL weighted (batch)"
     assert metrics["best_pcl_macro_f1"]["mean"] == pytest.approx(0.85)
     assert metrics["gradient_free_identical_share"] == pytest.approx(0.5)
@@ -272,10 +293,14 @@ def test_headline_metrics_pick_best_gradient_bearing_setting():
 
 def test_nominal_labels_run_pcl_only_with_a_cost_matrix_and_report_no_far_errors(splits, fitter):
     with pytest.raises(ValueError, match=r"^cost_matrix: .*data\.ordinal"):  # both keys a notebook's params name
-        study.run_ablation(splits, study.setting_specs(["LS", "PCL weighted (global)"], EPSILON), [0], fitter, ordinal=False)
+        study.run_ablation(
+            splits, study.setting_specs(["LS", "PCL weighted (global)"], EPSILON), [0], fitter, ordinal=False
+        )
     cost = [[0, 1, 1], [1, 0, 1], [1, 1, 0]]
     with pytest.raises(ValueError, match=r"^cost_matrix:"):  # the released form hard-codes QBQTC's order
-        study.run_ablation(splits, study.setting_specs(["LS", "PCL reference"], EPSILON, cost), [0], fitter, ordinal=False)
+        study.run_ablation(
+            splits, study.setting_specs(["LS", "PCL reference"], EPSILON, cost), [0], fitter, ordinal=False
+        )
     specs = study.setting_specs(["LS", "PCL weighted (global)"], EPSILON, cost)
     assert specs["PCL weighted (global)"].params["cost_matrix"] == cost and "cost_matrix" not in specs["LS"].params
     runs = study.run_ablation(splits, specs, [0], fitter, ordinal=False).runs
@@ -363,7 +388,9 @@ def test_transformer_ablation_pcl_reference_predicts_exactly_like_ls(transformer
     assert study.ablation_table(transformer_ablation.runs).loc["PCL reference", "identical predictions to LS"] == "1/1"
 
 
-def test_transformer_fit_matches_the_ablation_and_reports_the_kept_epoch(cue_splits, transformer_ablation, transformer_fitter):
+def test_transformer_fit_matches_the_ablation_and_reports_the_kept_epoch(
+    cue_splits, transformer_ablation, transformer_fitter
+):
     from workbench.metrics import classification_report
 
     loss = resolve(study.setting_specs(["LS"], EPSILON)["LS"], cue_splits["train"])

@@ -59,7 +59,9 @@ def word_positions(tokenizer, text: str, word: str) -> list[int]:
 
 def test_transformers_wwm_is_all_or_nothing_and_ours_hits_the_budget(tokenizer):
     texts = sample_corpus(n_sentences=6, seed=1)
-    chosen, maskable = masking_demo.mask_draws(texts, masking_demo.TRANSFORMERS_WWM, tokenizer=tokenizer, draws=60, seed=0)
+    chosen, maskable = masking_demo.mask_draws(
+        texts, masking_demo.TRANSFORMERS_WWM, tokenizer=tokenizer, draws=60, seed=0
+    )
     share = (chosen & maskable).sum(axis=2) / maskable.sum(axis=1)
     assert set(np.unique(share)) <= {0.0, 1.0} and (share == 1.0).any()
     chosen, maskable = masking_demo.mask_draws(texts, "random", tokenizer=tokenizer, draws=5, seed=0)
@@ -69,9 +71,9 @@ def test_transformers_wwm_is_all_or_nothing_and_ours_hits_the_budget(tokenizer):
 
 def test_summary_matches_the_draws(tokenizer):
     texts = sample_corpus(n_sentences=4, seed=2)
-    summary = masking_demo.masked_share_summary(texts, ["wwm", masking_demo.TRANSFORMERS_WWM], draws=40, seed=3).set_index(
-        "strategy"
-    )
+    summary = masking_demo.masked_share_summary(
+        texts, ["wwm", masking_demo.TRANSFORMERS_WWM], draws=40, seed=3
+    ).set_index("strategy")
     transformers = summary.loc[masking_demo.TRANSFORMERS_WWM]
     assert transformers["share_nothing_masked"] + transformers["share_fully_masked"] == pytest.approx(1.0)
     assert transformers["mean_masked_share"] == pytest.approx(transformers["share_fully_masked"])
@@ -110,7 +112,13 @@ def test_synonym_predictions_are_all_corrected(tokenizer):
     texts = [TEXT] * rows
     model = answer_model(tokenizer, TEXT.replace("美丽", "漂亮"), rows)
     stats = hard_correction.correction_statistics(
-        model, texts, SynonymTable.default(), {"strategy": "wwm", "mlm_probability": 0.3}, tokenizer, seed=5, level="word"
+        model,
+        texts,
+        SynonymTable.default(),
+        {"strategy": "wwm", "mlm_probability": 0.3},
+        tokenizer,
+        seed=5,
+        level="word",
     )
     chosen, _ = masking_demo.mask_draws(texts, "wwm", {"mlm_probability": 0.3}, tokenizer, draws=1, seed=5)
     positions = word_positions(tokenizer, TEXT, "美丽")
@@ -127,7 +135,9 @@ def test_synonym_predictions_are_all_corrected(tokenizer):
         model, texts, SynonymTable.default(), {"strategy": "wwm", "mlm_probability": 0.3}, tokenizer, seed=5
     )
     assert token["wrong"] == stats["wrong"] and token["masked"] == stats["masked"]
-    assert token["corrected"] == 0 and token["prediction_rate"] == 0.0 and token["synonym_accuracy"] == token["accuracy"]
+    assert (
+        token["corrected"] == 0 and token["prediction_rate"] == 0.0 and token["synonym_accuracy"] == token["accuracy"]
+    )
     examples = hard_correction.correction_statistics(
         model,
         texts,
@@ -158,14 +168,21 @@ def test_non_synonym_predictions_are_not_corrected(tokenizer):
     assert stats["corrected"] == 0 and stats["prediction_rate"] == 0.0
     assert stats["synonym_accuracy"] == pytest.approx(stats["accuracy"])
     examples = hard_correction.correction_statistics(
-        model, [TEXT] * rows, SynonymTable.default(), {"strategy": "kdm", "mlm_probability": 0.5}, tokenizer, examples=10
+        model,
+        [TEXT] * rows,
+        SynonymTable.default(),
+        {"strategy": "kdm", "mlm_probability": 0.5},
+        tokenizer,
+        examples=10,
     )["examples"]
     assert examples.empty and list(examples.columns) == ["text", "masked_input", "gold", "predicted", "gold_synonyms"]
 
 
 def test_worked_example_drops_the_synonym_and_reports_the_plain_loss(tokenizer):
     model = answer_model(tokenizer, TEXT.replace("美丽", "漂亮"), 1)
-    example = hard_correction.worked_example(model, TEXT, "美丽", SynonymTable.default(), tokenizer, top_k=2, level="word")
+    example = hard_correction.worked_example(
+        model, TEXT, "美丽", SynonymTable.default(), tokenizer, top_k=2, level="word"
+    )
     assert example["predicted"] == "漂亮" and example["corrected"] and "漂亮" in example["synonyms"]
     assert example["masked_input"] == TEXT.replace("美丽", "[MASK][MASK]")
     vocab = len(tokenizer)
@@ -174,12 +191,21 @@ def test_worked_example_drops_the_synonym_and_reports_the_plain_loss(tokenizer):
     assert example["loss_hc"] == 0.0
     top = example["candidates"]
     assert len(top) == 4 and list(top[top["rank"] == 1]["token"]) == ["漂", "亮"]
-    assert top[top["rank"] == 1]["probability"].iloc[0] == pytest.approx(math.exp(LOGIT) / (math.exp(LOGIT) + vocab - 1))
+    assert top[top["rank"] == 1]["probability"].iloc[0] == pytest.approx(
+        math.exp(LOGIT) / (math.exp(LOGIT) + vocab - 1)
+    )
     unrelated = hard_correction.worked_example(
-        answer_model(tokenizer, TEXT.replace("美丽", "难过"), 1), TEXT, "美丽", SynonymTable.default(), tokenizer, level="word"
+        answer_model(tokenizer, TEXT.replace("美丽", "难过"), 1),
+        TEXT,
+        "美丽",
+        SynonymTable.default(),
+        tokenizer,
+        level="word",
     )
     assert not unrelated["corrected"] and unrelated["loss_hc"] == pytest.approx(unrelated["loss_plain"])
-    token = hard_correction.worked_example(model, TEXT, "美丽", SynonymTable.default(), tokenizer, top_k=2)  # footnote 5
+    token = hard_correction.worked_example(
+        model, TEXT, "美丽", SynonymTable.default(), tokenizer, top_k=2
+    )  # footnote 5
     assert token["level"] == "token" and token["predicted"] == "漂亮" and not token["corrected"]
     assert token["loss_hc"] == pytest.approx(token["loss_plain"]) == pytest.approx(expected, rel=1e-5)
 
@@ -203,10 +229,19 @@ def test_correction_statistics_and_worked_example_match_the_full_head(tokenizer)
     with torch.no_grad():  # the argmax is 巨 everywhere: a masked 大 is corrected
         model.get_output_embeddings().bias[tokenizer.convert_tokens_to_ids("巨")] += 30.0
     text, table = "我大看书，房子大。", SynonymTable.default()  # jieba: 我 大 看书 ， 房子 大 。
-    options = {"masking": {"strategy": "wwm", "mlm_probability": 0.3}, "tokenizer": tokenizer, "seed": 5, "level": "word"}
-    rows, full = (hard_correction.correction_statistics(m, [text] * 8, table, **options) for m in (model, FullHead(model)))
+    options = {
+        "masking": {"strategy": "wwm", "mlm_probability": 0.3},
+        "tokenizer": tokenizer,
+        "seed": 5,
+        "level": "word",
+    }
+    rows, full = (
+        hard_correction.correction_statistics(m, [text] * 8, table, **options) for m in (model, FullHead(model))
+    )
     assert rows == full and rows["masked"] > 0 and rows["corrected"] > 0
-    rows, full = (hard_correction.worked_example(m, text, "大", table, tokenizer, level="word") for m in (model, FullHead(model)))
+    rows, full = (
+        hard_correction.worked_example(m, text, "大", table, tokenizer, level="word") for m in (model, FullHead(model))
+    )
     pd.testing.assert_frame_equal(rows.pop("candidates"), full.pop("candidates"), rtol=0, atol=1e-10)
     for key in ("loss_plain", "loss_hc"):
         assert rows.pop(key) == pytest.approx(full.pop(key), rel=1e-10, abs=1e-12)
@@ -306,9 +341,13 @@ def test_bad_inputs_raise_value_errors_naming_the_parameter(tokenizer, tmp_path)
     with pytest.raises(ValueError, match=r"^tokenizer:"):
         hard_correction.worked_example(answer_model(tokenizer, TEXT, 1), TEXT, "美丽", SynonymTable.default())
     with pytest.raises(ValueError, match=r"^word:"):
-        hard_correction.worked_example(answer_model(tokenizer, TEXT, 1), TEXT, "漂亮", SynonymTable.default(), tokenizer)
+        hard_correction.worked_example(
+            answer_model(tokenizer, TEXT, 1), TEXT, "漂亮", SynonymTable.default(), tokenizer
+        )
     with pytest.raises(ValueError, match=r"^top_k:"):
-        hard_correction.worked_example(answer_model(tokenizer, TEXT, 1), TEXT, "美丽", SynonymTable.default(), tokenizer, top_k=0)
+        hard_correction.worked_example(
+            answer_model(tokenizer, TEXT, 1), TEXT, "美丽", SynonymTable.default(), tokenizer, top_k=0
+        )
     with pytest.raises(ValueError, match=r"^encoders:"):
         experiments.downstream_grid({}, {}, tmp_path)
     with pytest.raises(ValueError, match=r"^by/metrics:"):
@@ -326,7 +365,9 @@ def test_results_table_joins_pretraining_corrections_and_downstream():
             "output_dir": ["a", "b"],
         }
     )
-    corrections = pd.DataFrame({"encoder": ["wwm-plain", "wwm-hc"], "prediction_rate": [0.1, 0.3], "iteration_rate": [0.4, 0.5]})
+    corrections = pd.DataFrame(
+        {"encoder": ["wwm-plain", "wwm-hc"], "prediction_rate": [0.1, 0.3], "iteration_rate": [0.4, 0.5]}
+    )
     finetuned = pd.DataFrame(
         {
             "encoder": ["no_pretraining", "no_pretraining", "wwm-plain", "wwm-plain", "wwm-hc", "wwm-hc"],
@@ -345,7 +386,11 @@ def test_results_table_joins_pretraining_corrections_and_downstream():
     assert results.set_index("encoder").loc["no_pretraining"][["masking", "heldout_prediction_rate"]].isna().all()
     metrics = experiments.headline_metrics(results)
     assert experiments.best_encoder(results) == "wwm-plain" and metrics["macro_f1_best"]["mean"] == pytest.approx(0.6)
-    assert metrics["macro_f1_no_pretraining"] == {"mean": pytest.approx(0.4), "std": pytest.approx(math.sqrt(0.02)), "n": 2}
+    assert metrics["macro_f1_no_pretraining"] == {
+        "mean": pytest.approx(0.4),
+        "std": pytest.approx(math.sqrt(0.02)),
+        "n": 2,
+    }
     assert metrics["heldout_prediction_rate_mean"] == pytest.approx(0.2)
     assert metrics["train_prediction_rate_hc_mean"] == pytest.approx(0.2)
     with pytest.raises(ValueError, match=r"^baseline:"):

@@ -69,7 +69,13 @@ def planted_table() -> SynonymTable:
 def pretrained(tmp_path_factory):
     root = tmp_path_factory.mktemp("nb03")
     base = {
-        "data": {"source": "sample_corpus", "n_sentences": 60, "max_train_samples": 48, "max_length": 32, "eval_fraction": 0.2},
+        "data": {
+            "source": "sample_corpus",
+            "n_sentences": 60,
+            "max_train_samples": 48,
+            "max_length": 32,
+            "eval_fraction": 0.2,
+        },
         "model": {"tiny": TINY},
         "objective": {"hc_level": "word"},
         "training": {
@@ -81,7 +87,13 @@ def pretrained(tmp_path_factory):
             "dataloader_num_workers": 0,
         },
     }
-    plan = [("wwm", "plain"), ("wwm", "hc_word"), ("wwm", "hc"), ("wwm", "sr_sentence"), ("wwm", "plain")]  # a repeat runs once
+    plan = [
+        ("wwm", "plain"),
+        ("wwm", "hc_word"),
+        ("wwm", "hc"),
+        ("wwm", "sr_sentence"),
+        ("wwm", "plain"),
+    ]  # a repeat runs once
     runs = experiments.pretraining_runs(base, root / "pre", plan, seed=1)
     lexicon = write_lexicon_tsv(planted_table(), root / "embedding.tsv")
     sources = experiments.pretraining_runs(
@@ -95,7 +107,9 @@ def test_runs_apply_the_objective_variants(pretrained):
     assert list(runs["encoder"]) == ["wwm-plain", "wwm-hc_word", "wwm-hc", "wwm-sr_sentence", "wwm-hc_word@embedding"]
     assert list(runs["synonyms"]) == ["lexicon"] * 4 + ["embedding"]
     objectives = {run.encoder: run_metrics(run.output_dir)["parameters"]["objective"] for run in runs.itertuples()}
-    assert objectives["wwm-plain"]["name"] == "plain" and objectives["wwm-plain"]["hc_level"] == "word"  # the base section's
+    assert (
+        objectives["wwm-plain"]["name"] == "plain" and objectives["wwm-plain"]["hc_level"] == "word"
+    )  # the base section's
     assert objectives["wwm-hc"]["name"] == "hc" and objectives["wwm-hc"]["hc_level"] == "token"  # the paper's rule
     assert objectives["wwm-hc_word"]["hc_level"] == "word"
     assert objectives["wwm-sr_sentence"]["name"] == "sr" and objectives["wwm-sr_sentence"]["level"] == "sentence"
@@ -119,7 +133,9 @@ def test_epoch_table_equals_the_metrics_json_numbers(pretrained):
         recorded = run_metrics(run.output_dir)["epochs"]
         rows = epochs[epochs["encoder"] == run.encoder].reset_index(drop=True)
         assert list(rows["step"]) == [record["step"] for record in recorded]
-        assert list(rows["checkpoint"]) == pytest.approx([100 * record["step"] / recorded[-1]["step"] for record in recorded])
+        assert list(rows["checkpoint"]) == pytest.approx(
+            [100 * record["step"] / recorded[-1]["step"] for record in recorded]
+        )
         assert rows["checkpoint"].iloc[-1] == 100.0
         for row, record in zip(rows.itertuples(), recorded):
             assert row.eval_loss == record["eval_loss"] and row.perplexity == record["perplexity"]
@@ -133,7 +149,10 @@ def test_epoch_table_equals_the_metrics_json_numbers(pretrained):
             else:
                 assert math.isnan(row.train_prediction_rate) and math.isnan(row.train_iteration_rate)
         # the last epoch's held-out numbers are the run's final ones
-        assert run.eval_loss == rows["eval_loss"].iloc[-1] and run.eval_prediction_rate == rows["eval_prediction_rate"].iloc[-1]
+        assert (
+            run.eval_loss == rows["eval_loss"].iloc[-1]
+            and run.eval_prediction_rate == rows["eval_prediction_rate"].iloc[-1]
+        )
     shaped = experiments.table2(epochs, "wwm-hc_word")
     word = epochs[epochs["encoder"] == "wwm-hc_word"]
     assert list(shaped.columns) == [
@@ -172,7 +191,9 @@ def test_downstream_takes_the_checkpoint_tokenizer_over_a_vocab_file(pretrained,
         "model": {"tiny": TINY, "vocab_file": str(vocab)},
         "training": {"num_train_epochs": 1, "per_device_train_batch_size": 16, "learning_rate": 1e-3, "quiet": True},
     }
-    finetuned = experiments.downstream_grid(base, {"scratch": None, "wwm-plain": runs["output_dir"].iloc[0]}, tmp_path, seeds=[0])
+    finetuned = experiments.downstream_grid(
+        base, {"scratch": None, "wwm-plain": runs["output_dir"].iloc[0]}, tmp_path, seeds=[0]
+    )
     assert list(finetuned["encoder"]) == ["scratch", "wwm-plain"] and finetuned["macro_f1"].between(0, 1).all()
 
 
@@ -186,7 +207,9 @@ def test_heldout_corrections_at_both_levels_and_results(pretrained):
         ("wwm-hc_word", "token"),
         ("wwm-hc_word", "word"),
     ]
-    single = hard_correction.correction_table(runs.iloc[:1], texts, SynonymTable.default(), levels=["word"], max_length=32)
+    single = hard_correction.correction_table(
+        runs.iloc[:1], texts, SynonymTable.default(), levels=["word"], max_length=32
+    )
     assert single.drop(columns="level").iloc[0].equals(corrections.drop(columns="level").iloc[1])
     assert len(level_rates_figure(corrections).data) == 2
     with pytest.raises(ValueError, match=r"^levels:"):
@@ -203,7 +226,9 @@ def test_token_level_corrects_single_token_words_only(tokenizer):
     word = hard_correction.worked_example(park, PARK, "看", SynonymTable.default(), tokenizer, level="word")
     assert word["corrected"]  # a one-token word is a word at both levels
     beautiful = answer_model(tokenizer, BEIJING.replace("美丽", "漂亮"))
-    assert not hard_correction.worked_example(beautiful, BEIJING, "美丽", SynonymTable.default(), tokenizer)["corrected"]
+    assert not hard_correction.worked_example(beautiful, BEIJING, "美丽", SynonymTable.default(), tokenizer)[
+        "corrected"
+    ]
     assert hard_correction.worked_example(beautiful, BEIJING, "美丽", SynonymTable.default(), tokenizer, level="word")[
         "corrected"
     ]
@@ -239,7 +264,9 @@ def test_embedding_lookup_finds_the_planted_neighbours_and_the_lexicon_does_not(
         SynonymTable.from_embeddings(vectors, ["a", "b", "c"], threshold=2.0)
     # the defaults are the paper's: top 10, no threshold (the threshold is the workbench's option)
     default = SynonymTable.from_embeddings(vectors, ["a", "b", "c"])
-    assert {frozenset(group) for group in default.groups} == {frozenset(pair) for pair in (("a", "b"), ("a", "c"), ("b", "c"))}
+    assert {frozenset(group) for group in default.groups} == {
+        frozenset(pair) for pair in (("a", "b"), ("a", "c"), ("b", "c"))
+    }
     assert SynonymTable.from_embeddings(vectors, ["a", "b", "c"], k=1).are_synonyms("c", "b")
 
 
@@ -247,7 +274,9 @@ def test_lexicon_tsv_round_trip(tmp_path):
     table = SynonymTable([["美丽", "漂亮", "好看"], ["北京", "上海"]])
     path = write_lexicon_tsv(table, tmp_path / "sub" / "lexicon.tsv")
     lines = path.read_text(encoding="utf-8").splitlines()
-    assert lines[0].startswith("#") and lines[1] == "emb000000\tx\t上海\t北京" and len(lines) == 3  # sorted by code point
+    assert (
+        lines[0].startswith("#") and lines[1] == "emb000000\tx\t上海\t北京" and len(lines) == 3
+    )  # sorted by code point
     assert sorted(map(sorted, SynonymTable.from_path(path).groups)) == sorted(map(sorted, table.groups))
     twice = write_lexicon_tsv(planted_table(), tmp_path / "planted.tsv")  # a pair listed from both sides: one line
     assert len(twice.read_text(encoding="utf-8").splitlines()) == 1 + 2
@@ -262,7 +291,10 @@ def test_lexicon_coverage_by_hand(tokenizer, tmp_path):
         write_lexicon_tsv(SynonymTable([["happy", "glad"], ["big", "large"]]), tmp_path / "wordnet.tsv")
     )
     tables = {"lexicon": SynonymTable.default(), "embedding": planted_table(), "wordnet": english}
-    documents, vocabulary = hard_correction.corpus_words([BEIJING, SHANGHAI]), hard_correction.vocabulary_words(tokenizer)
+    documents, vocabulary = (
+        hard_correction.corpus_words([BEIJING, SHANGHAI]),
+        hard_correction.vocabulary_words(tokenizer),
+    )
     coverage = lexicon_coverage(tables, documents, vocabulary, reference="lexicon").set_index("source")
     assert list(coverage.columns) == [
         "words",
@@ -426,7 +458,8 @@ def test_results_table_spreads_the_levels_and_headline_adds_them():
     )
     line = experiments.this_run(results, epochs, "wwm-hc_word")
     assert (
-        "wwm-hc_word, held-out prediction-level HC rate per checkpoint 50%: 0.00%, 100%: 3.05% (perplexity 49.0 -> 7.0)" in line
+        "wwm-hc_word, held-out prediction-level HC rate per checkpoint 50%: 0.00%, 100%: 3.05% (perplexity 49.0 -> 7.0)"
+        in line
     )
     assert "Training-time HC rate over the run: wwm-hc_word 4.00%." in line
     assert "token / word level: wwm-plain 0.00% / 10.00%, wwm-hc_word 0.00% / 30.00%." in line

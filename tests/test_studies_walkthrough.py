@@ -100,7 +100,9 @@ def test_pcl_reference_predicts_exactly_like_ls(comparison):
     runs = comparison.runs.set_index(["setting", "seed"])
     for seed in SEEDS:
         assert runs.loc[("PCL reference", seed), "identical_to_ls"]
-        np.testing.assert_array_equal(comparison.predictions[("PCL reference", seed)], comparison.predictions[("LS", seed)])
+        np.testing.assert_array_equal(
+            comparison.predictions[("PCL reference", seed)], comparison.predictions[("LS", seed)]
+        )
         assert runs.loc[("LS", seed), "identical_to_ls"]
 
 
@@ -146,7 +148,14 @@ def test_run_comparison_rejects_bad_input(splits, fitter, settings, seeds, messa
 def _hand_runs() -> pd.DataFrame:
     return pd.DataFrame(
         {
-            "setting": ["LS", "LS", "PCL reference", "PCL reference", "PCL expected_cost (global)", "PCL expected_cost (global)"],
+            "setting": [
+                "LS",
+                "LS",
+                "PCL reference",
+                "PCL reference",
+                "PCL expected_cost (global)",
+                "PCL expected_cost (global)",
+            ],
             "seed": [0, 1, 0, 1, 0, 1],
             "macro_f1": [0.5, 0.7, 0.5, 0.7, 0.6, 0.9],
             "accuracy": [0.8, 0.8, 0.8, 0.8, 0.7, 0.9],

@@ -32,7 +32,9 @@ def test_defaults_are_complete_and_valid():
 
 
 def test_partial_mapping_is_merged_over_defaults():
-    config = load_config({"training": {"learning_rate": 1e-3}, "loss": {"name": "pcl", "params": {"variant": "reference"}}})
+    config = load_config(
+        {"training": {"learning_rate": 1e-3}, "loss": {"name": "pcl", "params": {"variant": "reference"}}}
+    )
     assert config.training.learning_rate == 1e-3
     assert config.training.per_device_train_batch_size == TrainingConfig().per_device_train_batch_size == 16
     assert config.loss == LossSpec("pcl", {"variant": "reference"})
@@ -140,9 +142,13 @@ def test_bad_config_raises_naming_the_key(config, key):
 
 
 def test_training_passes_any_training_arguments_field_through():
-    training = load_config({"training": {"lr_scheduler_type": "cosine", "adam_beta2": 0.98, "report_to": "none"}}).training
+    training = load_config(
+        {"training": {"lr_scheduler_type": "cosine", "adam_beta2": 0.98, "report_to": "none"}}
+    ).training
     assert (training.lr_scheduler_type, training.adam_beta2, training.warmup_steps) == ("cosine", 0.98, 0.1)
-    assert "max_steps" not in training.to_dict() and not hasattr(training, "max_steps")  # not given: TrainingArguments' own
+    assert "max_steps" not in training.to_dict() and not hasattr(
+        training, "max_steps"
+    )  # not given: TrainingArguments' own
 
 
 @pytest.mark.parametrize(
@@ -200,7 +206,9 @@ def test_sections_take_mappings_and_refuse_unknown_keys():
     assert training.to_dict()["seed"] == 3 and load_config({"training": training.to_dict()}).training == training
     with pytest.raises(ValueError, match=r"^training.epoch:"):
         TrainingConfig.from_mapping({"epoch": 2})
-    assert Config().replace(training={"learning_rate": 0.5}).training == TrainingConfig.from_mapping({"learning_rate": 0.5})
+    assert Config().replace(training={"learning_rate": 0.5}).training == TrainingConfig.from_mapping(
+        {"learning_rate": 0.5}
+    )
 
 
 @pytest.mark.parametrize(
@@ -230,10 +238,14 @@ def _numeric_keys(section: type = Config, prefix: str = "") -> list[str]:
         from transformers import TrainingArguments
 
         arguments = [
-            item for item in dataclasses.fields(TrainingArguments) if item.init and item.name not in SET_BY_THE_WORKBENCH
+            item
+            for item in dataclasses.fields(TrainingArguments)
+            if item.init and item.name not in SET_BY_THE_WORKBENCH
         ]
         keys += [
-            prefix + item.name for item in arguments if re.fullmatch(r"<class '(int|float)'>|(int|float) \| None", str(item.type))
+            prefix + item.name
+            for item in arguments
+            if re.fullmatch(r"<class '(int|float)'>|(int|float) \| None", str(item.type))
         ]
     hints = typing.get_type_hints(section)
     for item in dataclasses.fields(section):
@@ -248,7 +260,12 @@ def _numeric_keys(section: type = Config, prefix: str = "") -> list[str]:
 @pytest.mark.parametrize("value", [".inf", "-.inf", ".nan"])
 def test_every_numeric_key_refuses_non_finite_values_naming_the_key(value):
     keys = _numeric_keys()
-    assert len(keys) >= 30 and {"training.learning_rate", "data.split", "model.tiny.num_layers", "aux.fgm_epsilon"} <= set(keys)
+    assert len(keys) >= 30 and {
+        "training.learning_rate",
+        "data.split",
+        "model.tiny.num_layers",
+        "aux.fgm_epsilon",
+    } <= set(keys)
     for key in keys:
         override = f"{key}=[{value}, 0.5, 0.5]" if key == "data.split" else f"{key}={value}"
         with pytest.raises(ValueError, match=rf"^{re.escape(key)}: must .*got .*(inf|nan)"):

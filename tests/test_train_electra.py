@@ -150,17 +150,23 @@ def test_the_pair_shares_embeddings_and_the_discriminator_sees_the_generators_sa
 
 
 @pytest.mark.parametrize("objective", ["plain", "hc", "sr"])
-def test_the_generator_head_at_the_masked_rows_gives_the_full_heads_loss_gradients_and_samples(tokenizer, table, objective):
+def test_the_generator_head_at_the_masked_rows_gives_the_full_heads_loss_gradients_and_samples(
+    tokenizer, table, objective
+):
     torch.manual_seed(0)
     model = tiny_pair(tokenizer).double().eval()
     with torch.no_grad():  # G favours 巨: 大 -> 巨 is an HC correction
         model.generator.generator_lm_head.bias[ids(tokenizer, "巨")[0]] += 30.0
-    loss = {"plain": MaskedLMLoss(), "hc": HardCorrectionLoss(tokenizer, table), "sr": SoftRegularizationLoss(0.5)}[objective]
+    loss = {"plain": MaskedLMLoss(), "hc": HardCorrectionLoss(tokenizer, table), "sr": SoftRegularizationLoss(0.5)}[
+        objective
+    ]
     gold, input_ids, labels, _, word_ids = synonym_batch(tokenizer)
     inputs = {"input_ids": input_ids, "attention_mask": torch.ones_like(input_ids)}
     full_logits = model.generator(**inputs).logits
     output = model(**inputs, labels=labels, sampler=torch.Generator().manual_seed(3))
-    assert torch.equal(output.replaced_ids, sample_replacements(full_logits, input_ids, labels, torch.Generator().manual_seed(3)))
+    assert torch.equal(
+        output.replaced_ids, sample_replacements(full_logits, input_ids, labels, torch.Generator().manual_seed(3))
+    )
     results = []
     for logits in (full_logits, output.generator_logits):
         model.zero_grad()
@@ -168,7 +174,12 @@ def test_the_generator_head_at_the_masked_rows_gives_the_full_heads_loss_gradien
         value.backward(retain_graph=True)
         counts = loss.correction_counts(logits, labels, word_ids) if objective == "hc" else None
         results.append(
-            (value.detach(), int(items), {k: p.grad.clone() for k, p in model.named_parameters() if p.grad is not None}, counts)
+            (
+                value.detach(),
+                int(items),
+                {k: p.grad.clone() for k, p in model.named_parameters() if p.grad is not None},
+                counts,
+            )
         )
     (full, full_items, full_grads, full_counts), (rows, rows_items, rows_grads, rows_counts) = results
     torch.testing.assert_close(rows, full, rtol=0.0, atol=1e-10)
@@ -218,8 +229,13 @@ def test_the_pair_saves_each_model_loadable_and_reads_them_back(tokenizer, tmp_p
     torch.manual_seed(0)
     model = tiny_pair(tokenizer)
     model.save_pretrained(tmp_path)
-    disc, gen = load_file(str(tmp_path / "model.safetensors")), load_file(str(tmp_path / "generator" / "model.safetensors"))
-    assert torch.equal(disc["electra.embeddings.word_embeddings.weight"], gen["electra.embeddings.word_embeddings.weight"])
+    disc, gen = (
+        load_file(str(tmp_path / "model.safetensors")),
+        load_file(str(tmp_path / "generator" / "model.safetensors")),
+    )
+    assert torch.equal(
+        disc["electra.embeddings.word_embeddings.weight"], gen["electra.embeddings.word_embeddings.weight"]
+    )
     # a checkpoint reloads as the pair: the generator from <folder>/generator (not a new one of size 0.5), sharing again
     other = ElectraPretrainingModel(*build_electra(0.5, model_name_or_path=tmp_path))
     for name, value in model.state_dict().items():
@@ -291,7 +307,10 @@ def test_pretrain_electra_writes_both_models_and_metrics_and_finetune_loads_it(t
     assert json.loads((out / "generator" / "config.json").read_text())["architectures"] == ["ElectraForMaskedLM"]
     disc, gen = load_file(str(out / "model.safetensors")), load_file(str(out / "generator" / "model.safetensors"))
     torch.testing.assert_close(
-        disc["electra.embeddings.word_embeddings.weight"], gen["electra.embeddings.word_embeddings.weight"], rtol=0, atol=0
+        disc["electra.embeddings.word_embeddings.weight"],
+        gen["electra.embeddings.word_embeddings.weight"],
+        rtol=0,
+        atol=0,
     )  # shared while training
 
     metrics = json.loads((out / "metrics.json").read_text())
@@ -306,7 +325,9 @@ def test_pretrain_electra_writes_both_models_and_metrics_and_finetune_loads_it(t
     else:
         assert metrics["train_loss"] == pytest.approx(total, rel=1e-4)
     epoch = metrics["epochs"][0]
-    assert {"eval_loss", "eval_disc_accuracy", "eval_disc_precision", "eval_disc_recall", "eval_replaced_share"} <= set(epoch)
+    assert {"eval_loss", "eval_disc_accuracy", "eval_disc_precision", "eval_disc_recall", "eval_replaced_share"} <= set(
+        epoch
+    )
     logged = [entry for entry in metrics["history"] if "loss" in entry]
     assert logged and all("generator_loss" in entry and "discriminator_loss" in entry for entry in logged)
     blocks = metrics["blocks"]["train"]
@@ -327,7 +348,12 @@ def test_pretrain_electra_writes_both_models_and_metrics_and_finetune_loads_it(t
             "output_dir": str(tmp_path / "ft"),
             "model": {"model_name_or_path": str(out)},
             "data": {"source": "sample_relevance", "max_train_samples": 32, "max_eval_samples": 16, "max_length": 32},
-            "training": {"num_train_epochs": 1, "per_device_train_batch_size": 16, "learning_rate": 1e-3, "quiet": True},
+            "training": {
+                "num_train_epochs": 1,
+                "per_device_train_batch_size": 16,
+                "learning_rate": 1e-3,
+                "quiet": True,
+            },
         }
     )
     assert 0.0 <= tuned.metrics["macro_f1"] <= 1.0
@@ -341,7 +367,10 @@ class _StopAfterFirstCheckpoint(TrainerCallback):
 @pytest.mark.slow
 def test_an_interrupted_electra_run_resumes_from_its_checkpoint_through_the_cli(tmp_path):
     config = electra_config(
-        tmp_path / "pre", tmp_path / "cache", objective={"name": "hc"}, training={"num_train_epochs": 2, "save_total_limit": 2}
+        tmp_path / "pre",
+        tmp_path / "cache",
+        objective={"name": "hc"},
+        training={"num_train_epochs": 2, "save_total_limit": 2},
     )
     with pytest.raises(KeyboardInterrupt):
         pretrain_electra(config, callbacks=[_StopAfterFirstCheckpoint()])

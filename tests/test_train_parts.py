@@ -26,7 +26,13 @@ from workbench.train import tokenize_splits
 from workbench.train.__main__ import main as cli_main
 from workbench.train.pretraining import prepare_pretraining, pretraining_trainer_kwargs
 from workbench.train.probes import EncodedSplit, fit_probe
-from workbench.train.run_folder import check_classes, checkpoint_to_resume, claim_output_dir, drop_weights, remove_checkpoints
+from workbench.train.run_folder import (
+    check_classes,
+    checkpoint_to_resume,
+    claim_output_dir,
+    drop_weights,
+    remove_checkpoints,
+)
 from workbench.train.trainer import LossTrainer, training_arguments
 from workbench.train.two_stage_training import FGM
 from workbench.vocab import load_tokenizer
@@ -58,7 +64,9 @@ def test_table_file_is_split_stratified_and_limited(tmp_path):
 
 def test_separate_validation_file(tmp_path):
     train, validation = _write_table(tmp_path / "a.csv", 12), _write_table(tmp_path / "b.csv", 6)
-    splits = load_splits(_data(source="table", path=str(train), validation_path=str(validation), text="sentence", label="tag"))
+    splits = load_splits(
+        _data(source="table", path=str(train), validation_path=str(validation), text="sentence", label="tag")
+    )
     assert {name: len(split) for name, split in splits.items()} == {"train": 12, "validation": 6}
 
 
@@ -79,7 +87,9 @@ def test_a_file_too_small_for_the_split_names_the_file_and_data_split(tmp_path):
     path = _write_table(tmp_path / "t.csv", 4)
     with pytest.raises(ValueError, match=rf"^data\.split: .*{re.escape(repr(str(path)))}.*'validation'"):
         load_splits(_data(source="table", path=str(path), text="sentence", label="tag"))
-    assert set(load_splits(_data(source="table", path=str(path), text="sentence", label="tag", split=(0.5, 0.5, 0.0)))) == {
+    assert set(
+        load_splits(_data(source="table", path=str(path), text="sentence", label="tag", split=(0.5, 0.5, 0.0)))
+    ) == {
         "train",
         "validation",
     }
@@ -226,7 +236,9 @@ def test_drop_weights_keeps_results_and_checkpoints_and_the_refusal(tmp_path):
         "resumable/checkpoint-4/model.safetensors"
     ]
     assert (runs / "finetune" / "a-seed0" / "predictions.csv").is_file()
-    assert (runs / "pretrain" / "a" / "metrics.json").is_file() and (runs / "pretrain" / "a" / "tokenizer.json").is_file()
+    assert (runs / "pretrain" / "a" / "metrics.json").is_file() and (
+        runs / "pretrain" / "a" / "tokenizer.json"
+    ).is_file()
     with pytest.raises(ValueError, match=r"^output_dir:"):
         checkpoint_to_resume(runs / "pretrain" / "a", resume=False)
     assert drop_weights(runs) == 0 and drop_weights(tmp_path / "missing") == 0
@@ -268,7 +280,10 @@ def test_pretraining_packs_labelled_pairs_and_reports_text_characters_and_tokens
     blocks = data.corpus.dataset
     assert len(blocks) < len(texts)  # several pairs share a block
     assert (
-        "".join(token_text(tokenizer.convert_ids_to_tokens([i for i in ids if i not in special])) for ids in blocks["input_ids"])
+        "".join(
+            token_text(tokenizer.convert_ids_to_tokens([i for i in ids if i not in special]))
+            for ids in blocks["input_ids"]
+        )
         == text.lower()
     )
     metrics = data.metrics()
@@ -319,7 +334,13 @@ def test_kdm_counts_its_idf_streaming_over_the_training_blocks(tmp_path, monkeyp
 
     seen, counted = [], collators.compute_idf
     monkeypatch.setattr(collators, "compute_idf", lambda texts: seen.append(type(texts)) or counted(texts))
-    data = {"source": "sample_corpus", "n_sentences": 40, "max_length": 32, "num_proc": 1, "cache_dir": str(tmp_path / "c")}
+    data = {
+        "source": "sample_corpus",
+        "n_sentences": 40,
+        "max_length": 32,
+        "num_proc": 1,
+        "cache_dir": str(tmp_path / "c"),
+    }
     prepared = prepare_pretraining(load_config({"task": "pretrain_mlm", "masking": {"strategy": "kdm"}, "data": data}))
     assert seen == [datasets.Column]
     assert prepared.collator.idf == counted([list(words) for words in prepared.train_blocks["words"]])
@@ -398,9 +419,13 @@ def test_resume_with_a_changed_config_names_the_keys_that_changed(tmp_path):
     with pytest.raises(ValueError, match=r"^training\.resume: .*loss\.name, training\.learning_rate"):
         claim_output_dir(changed)
     bigger = _run_config(folder, model={"tiny": {"hidden_size": 128}}, training={"learning_rate": 5e-5, **resumed})
-    with pytest.raises(ValueError, match=r"^training.resume: .*model.tiny.hidden_size"):  # not a size-mismatch traceback
+    with pytest.raises(
+        ValueError, match=r"^training.resume: .*model.tiny.hidden_size"
+    ):  # not a size-mismatch traceback
         claim_output_dir(bigger)
-    other_classes = _run_config(folder, data={"source": "sample_sentences"}, training={"learning_rate": 5e-5, **resumed})
+    other_classes = _run_config(
+        folder, data={"source": "sample_sentences"}, training={"learning_rate": 5e-5, **resumed}
+    )
     with pytest.raises(ValueError, match=r"^training.resume: .*data.source"):
         claim_output_dir(other_classes)
 
@@ -441,10 +466,13 @@ def test_a_loss_that_does_not_average_is_refused_by_every_trainer(tmp_path):
     loss = build_loss("ce", reduction="sum")
     with pytest.raises(ValueError, match=r"^loss.params.reduction:"):
         LossTrainer(
-            model=torch.nn.Linear(2, 2), args=training_arguments(TrainingConfig(), str(tmp_path), evaluate=False), loss=loss
+            model=torch.nn.Linear(2, 2),
+            args=training_arguments(TrainingConfig(), str(tmp_path), evaluate=False),
+            loss=loss,
         )
     encoded = {
-        name: EncodedSplit((torch.tensor([[1, 2], [3, 0]]),), torch.tensor([0, 1])) for name in ("train", "validation", "test")
+        name: EncodedSplit((torch.tensor([[1, 2], [3, 0]]),), torch.tensor([0, 1]))
+        for name in ("train", "validation", "test")
     }
     with pytest.raises(ValueError, match=r"^loss.params.reduction:"):
         fit_probe(encoded, build_loss("ce", reduction="none"), TrainingConfig(), ProbeConfig(), 10, 2)

@@ -57,7 +57,16 @@ def model_weights(folder) -> dict[str, torch.Tensor]:
 def test_finetune_writes_metrics_predictions_and_best_checkpoint(tmp_path):
     result = finetune(tiny_config(tmp_path / "run", loss={"name": "focal", "params": {"gamma": 2.0}}))
     metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
-    for key in ("macro_f1", "accuracy", "per_class", "confusion_matrix", "history", "train_runtime", "time", "parameters"):
+    for key in (
+        "macro_f1",
+        "accuracy",
+        "per_class",
+        "confusion_matrix",
+        "history",
+        "train_runtime",
+        "time",
+        "parameters",
+    ):
         assert key in metrics
     assert metrics["evaluated_split"] == "test" and metrics["num_examples"] == 32
     assert metrics["parameters"]["loss"] == {"name": "focal", "params": {"gamma": 2.0}}
@@ -80,7 +89,9 @@ def test_same_config_and_seed_give_the_same_run_and_ls_equals_pcl_reference(tmp_
     pd.testing.assert_frame_equal(predictions(ls), predictions(ls_again))
     assert ls.metrics["macro_f1"] == ls_again.metrics["macro_f1"]
     # PCL "reference" adds a float with no gradient to LS: training is identical (the released code, docs/losses.md)
-    reference = finetune(tiny_config(tmp_path / "ref", loss={"name": "pcl", "params": {"variant": "reference", "epsilon": 0.1}}))
+    reference = finetune(
+        tiny_config(tmp_path / "ref", loss={"name": "pcl", "params": {"variant": "reference", "epsilon": 0.1}})
+    )
     pd.testing.assert_frame_equal(predictions(ls), predictions(reference), rtol=1e-5)
     # expected_cost puts the correction on the probabilities: training changes
     expected = finetune(
@@ -160,7 +171,10 @@ def test_a_full_disk_during_a_save_is_one_line_and_leaves_no_staging(tmp_path, m
     assert cli_main([str(path)]) == 2
     error = capsys.readouterr().err
     assert error.startswith("error: output_dir:") and "No space left on device" in error and error.count("\n") == 1
-    assert sorted(item.name for item in (tmp_path / "run").iterdir()) == ["classes.json", "run_config.yaml"]  # no .staging
+    assert sorted(item.name for item in (tmp_path / "run").iterdir()) == [
+        "classes.json",
+        "run_config.yaml",
+    ]  # no .staging
 
 
 @pytest.mark.parametrize("broken", ["rng_state.pth", "model.safetensors"])  # the weights: a SafetensorError traceback
@@ -182,7 +196,9 @@ def test_resuming_on_a_data_file_whose_classes_changed_in_place_names_training_r
     two_epochs = {"num_train_epochs": 2, "save_total_limit": 2}
     with pytest.raises(KeyboardInterrupt):
         finetune(tiny_config(tmp_path / "cut", data=data, training=two_epochs), callbacks=[_StopAfterFirstCheckpoint()])
-    table.write_text("text\tlabel\n" + "".join(f"句子{i}\t{labels[i % len(labels)]}\n" for i in range(48)), encoding="utf-8")
+    table.write_text(
+        "text\tlabel\n" + "".join(f"句子{i}\t{labels[i % len(labels)]}\n" for i in range(48)), encoding="utf-8"
+    )
     with pytest.raises(ValueError, match=r"^training.resume: .*\bcut\b"):
         finetune(tiny_config(tmp_path / "cut", data=data, training={**two_epochs, "resume": True}))
 
@@ -197,7 +213,9 @@ def test_report_to_tensorboard_writes_event_files_into_the_run_folder(tmp_path):
 
 def test_a_diverging_run_stops_naming_the_step_and_writes_no_result(tmp_path):
     with pytest.raises(FloatingPointError, match=r"\bstep 2\b"):
-        finetune(tiny_config(tmp_path / "run", training={"learning_rate": 1e30, "max_grad_norm": 0.0, "warmup_steps": 0.0}))
+        finetune(
+            tiny_config(tmp_path / "run", training={"learning_rate": 1e30, "max_grad_norm": 0.0, "warmup_steps": 0.0})
+        )
     assert not (tmp_path / "run" / "metrics.json").exists()
 
 
@@ -224,7 +242,9 @@ def test_a_run_diverging_after_a_checkpoint_keeps_the_last_good_one(tmp_path, po
     # 4 steps per epoch: checkpoint-4 holds finite weights; the weights go NaN in epoch 2. At step 8, the
     # last one, no later loss shows it: the epoch's evaluation does, before its checkpoint is written.
     with pytest.raises(FloatingPointError, match=message):
-        finetune(tiny_config(tmp_path / "run", training={"num_train_epochs": 2}), callbacks=[_PoisonWeightsAt(poisoned_at)])
+        finetune(
+            tiny_config(tmp_path / "run", training={"num_train_epochs": 2}), callbacks=[_PoisonWeightsAt(poisoned_at)]
+        )
     run = tmp_path / "run"
     assert sorted(path.name for path in run.iterdir()) == ["checkpoint-4", "classes.json", "run_config.yaml"]
     kept = load_file(str(run / "checkpoint-4" / "model.safetensors"))
@@ -276,7 +296,9 @@ def test_pretrain_with_kdm_and_hc_logs_corrections_and_finetune_loads_it(tmp_pat
         "perplexity",
         "share_before_first_step",
     } <= set(recorded)
-    assert recorded["cache_hit"] is False and 0 < recorded["tokens_per_epoch"] <= recorded["corpus_characters"]  # no [CLS]/[SEP]
+    assert (
+        recorded["cache_hit"] is False and 0 < recorded["tokens_per_epoch"] <= recorded["corpus_characters"]
+    )  # no [CLS]/[SEP]
     assert all(
         {"eval_loss", "perplexity", "eval_hc_prediction_rate", "train_hc_prediction_rate"} <= set(epoch)
         for epoch in recorded["epochs"]
@@ -401,7 +423,12 @@ def test_the_readme_trainer_example_runs_as_written_and_learns_more_than_the_maj
     assert f"    .venv/bin/{EXAMPLE}\n" in readme  # the --help example is the README's command
     arguments = shlex.split(EXAMPLE)[3:]
     assert (ROOT / arguments[0]).is_file()
-    assert cli_main([str(ROOT / arguments[0]), *arguments[1:], f"output_dir={tmp_path / 'example'}", "training.quiet=true"]) == 0
+    assert (
+        cli_main(
+            [str(ROOT / arguments[0]), *arguments[1:], f"output_dir={tmp_path / 'example'}", "training.quiet=true"]
+        )
+        == 0
+    )
     result = json.loads(capsys.readouterr().out)
     majority = 2 * 0.62 / (1 + 0.62) / 3  # always the majority class (62% of the test pairs): its F1 over 3 classes
     assert result["macro_f1"] > majority + 0.2, result

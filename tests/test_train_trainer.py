@@ -9,7 +9,13 @@ from transformers import BertConfig, BertForSequenceClassification, default_data
 
 from workbench.config import TrainingConfig
 from workbench.losses import build_loss
-from workbench.train.trainer import LossTrainer, count_items, resolve_precision, scale_for_accumulation, training_arguments
+from workbench.train.trainer import (
+    LossTrainer,
+    count_items,
+    resolve_precision,
+    scale_for_accumulation,
+    training_arguments,
+)
 
 NUM_LABELS = 3
 
@@ -21,7 +27,11 @@ def _dataset(n: int, seed: int = 0) -> Dataset:
     labels = torch.randint(0, NUM_LABELS, (n,), generator=generator)
     labels[:NUM_LABELS] = torch.arange(NUM_LABELS)  # every class present
     return Dataset.from_dict(
-        {"input_ids": input_ids.tolist(), "attention_mask": torch.ones_like(input_ids).tolist(), "labels": labels.tolist()}
+        {
+            "input_ids": input_ids.tolist(),
+            "attention_mask": torch.ones_like(input_ids).tolist(),
+            "labels": labels.tolist(),
+        }
     )
 
 

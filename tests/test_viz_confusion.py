@@ -73,7 +73,8 @@ def test_entropy_figure_traces():
     assert len(names) == 4
     # the paper's eq. 3 at the default gamma = 0.1: H_{2+n} = -(1+n) 0.1 ln 0.1 - (1 - (1+n) 0.1) ln(1 - (1+n) 0.1)
     assert list(fig.data[1].y) == pytest.approx(
-        [-(1 + n) * 0.1 * math.log(0.1) - (1 - (1 + n) * 0.1) * math.log(1 - (1 + n) * 0.1) for n in range(5)], rel=1e-14
+        [-(1 + n) * 0.1 * math.log(0.1) - (1 - (1 + n) * 0.1) * math.log(1 - (1 + n) * 0.1) for n in range(5)],
+        rel=1e-14,
     )
     aside = entropy_figure(2, 4, uniform=True)
     assert aside.data[3].name == "uniform (aside, not the paper's eq. 3): log(k+n)"
@@ -97,7 +98,9 @@ SETTINGS_02 = [
 
 
 def test_seven_panel_grid_titles_fit_their_columns_and_rows_leave_room():
-    fig = confusion_grid({name: MATRIX for name in SETTINGS_02}, NAMES, title="probe: test confusion, summed over seeds")
+    fig = confusion_grid(
+        {name: MATRIX for name in SETTINGS_02}, NAMES, title="probe: test confusion, summed over seeds"
+    )
     layout = fig.layout.to_plotly_json()
     xaxes = [axis for name, axis in layout.items() if name.startswith("xaxis")]
     assert len(xaxes) == 9 and fig.layout.width is None  # three rows of three; the cell's full width

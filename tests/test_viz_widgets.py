@@ -86,7 +86,9 @@ def test_loss_panel_derivative_axis_is_clipped_so_a_slider_change_shows():
         focal = [trace for trace in panel.figure.data if trace.name == "FL" and trace.xaxis == "x2"][0]
         shown = np.asarray(focal.y)[np.asarray(focal.x) >= 0.2]
         assert low < shown.min() and shown.max() < high
-        assert {trace.line.color for trace in panel.figure.data if trace.name == "FL"} == {panel.figure.data[2].line.color}
+        assert {trace.line.color for trace in panel.figure.data if trace.name == "FL"} == {
+            panel.figure.data[2].line.color
+        }
     fixed = LossCurvePanel(curves, slider_names=("gamma",), interactive=False, derivative_range=(-3.0, 1.0))
     fixed.sliders["gamma"].value = 2.0
     assert list(fixed.figure.layout.yaxis2.range) == [-3.0, 1.0]
@@ -104,7 +106,11 @@ SHIPPED = {
         interactive=False,
     ),
     "05_ce_fl_dsc": lambda: LossCurvePanel(
-        [LinkedCurve("ce", label="CE"), LinkedCurve("focal", ("gamma",)), LinkedCurve("dsc", ("alpha",), {"gamma": 1.0})],
+        [
+            LinkedCurve("ce", label="CE"),
+            LinkedCurve("focal", ("gamma",)),
+            LinkedCurve("dsc", ("alpha",), {"gamma": 1.0}),
+        ],
         slider_names=("gamma", "alpha"),
         interactive=False,
     ),
@@ -139,10 +145,14 @@ def test_tversky_alpha_moves_the_negative_example_by_eq_10():
         np.testing.assert_allclose(loss.y, 1 - 1 / (alpha * (1 - p) + 1), rtol=1e-12)
         np.testing.assert_allclose(slope.y, -alpha / (alpha * (1 - p) + 1) ** 2, rtol=1e-9)
     beta_only = [trace for trace in panel.figure_for(beta=0.9).data if trace.name == "TL"]
-    np.testing.assert_array_equal(beta_only[2].y, [t for t in panel.figure.data if t.name == "TL"][2].y)  # beta: positives only
+    np.testing.assert_array_equal(
+        beta_only[2].y, [t for t in panel.figure.data if t.name == "TL"][2].y
+    )  # beta: positives only
     single = LossCurvePanel([LinkedCurve("tversky", ("beta",))], slider_names=("beta",), interactive=False)
     assert len(single.figure.data) == 2  # no slider acts on negatives only: the positive example alone
-    fixed = LossCurvePanel([LinkedCurve("tversky", ("alpha",))], slider_names=("alpha",), interactive=False, example="negative")
+    fixed = LossCurvePanel(
+        [LinkedCurve("tversky", ("alpha",))], slider_names=("alpha",), interactive=False, example="negative"
+    )
     assert len(fixed.figure.data) == 2
 
 
@@ -272,7 +282,9 @@ class _Page:
 
     def shown(self) -> dict:
         """The slider values the page shows."""
-        return {s.currentvalue.prefix[:-3]: float(s.steps[a].label) for s, a in zip(self.figure.layout.sliders, self.active)}
+        return {
+            s.currentvalue.prefix[:-3]: float(s.steps[a].label) for s, a in zip(self.figure.layout.sliders, self.active)
+        }
 
 
 def _assert_close_data(actual: go.Figure, expected: go.Figure) -> None:
@@ -281,7 +293,9 @@ def _assert_close_data(actual: go.Figure, expected: go.Figure) -> None:
         got, want = got.to_plotly_json(), want.to_plotly_json()
         for name in ("x", "y", "z"):
             if name in want and np.asarray(want[name]).dtype.kind in "fiu":
-                np.testing.assert_allclose(np.asarray(got[name], dtype=float), np.asarray(want[name], dtype=float), rtol=2e-6)
+                np.testing.assert_allclose(
+                    np.asarray(got[name], dtype=float), np.asarray(want[name], dtype=float), rtol=2e-6
+                )
             elif name in want:
                 assert list(np.ravel(got[name])) == list(np.ravel(want[name])), name
         assert np.array_equal(np.asarray(got.get("text")), np.asarray(want.get("text")))
@@ -321,12 +335,20 @@ def test_every_slider_of_a_shipped_panel_changes_what_it_shows(name, pages):
             page.move(index, step)
             moved = _shown(page.figure)
             differs = [a.shape != b.shape or not np.allclose(a, b, equal_nan=True) for a, b in zip(moved, start)]
-            assert (len(moved) != len(start) or any(differs)) == (step != slider.active), (slider.currentvalue.prefix, step)
+            assert (len(moved) != len(start) or any(differs)) == (step != slider.active), (
+                slider.currentvalue.prefix,
+                step,
+            )
 
 
 @pytest.mark.parametrize(
     "moves",
-    [[("gamma", 3)], [("gamma", 3), ("alpha", 1)], [("alpha", 1), ("beta", 9)], [("beta", 9), ("gamma", 0), ("alpha", 10)]],
+    [
+        [("gamma", 3)],
+        [("gamma", 3), ("alpha", 1)],
+        [("alpha", 1), ("beta", 9)],
+        [("beta", 9), ("gamma", 0), ("alpha", 10)],
+    ],
 )
 def test_page_sliders_always_draw_what_they_show(moves, loss_page):
     panel, figure = loss_page
@@ -359,7 +381,11 @@ def test_page_sliders_of_the_entropy_and_pcl_panels():
         if step == 6:
             assert "H_k (eq. 2) undefined for k = 7" in page.figure.layout.title.text
             assert all(len(trace.y) == 0 for trace in page.figure.data)
-    assert page.shown() == {"n_auxiliary": 20, "k": 2, "gamma_entropy": 0.45}  # k and gamma move together: k is back at 2
+    assert page.shown() == {
+        "n_auxiliary": 20,
+        "k": 2,
+        "gamma_entropy": 0.45,
+    }  # k and gamma move together: k is back at 2
     pcl = PclWeightsPanel(variants=("weighted", "expected_cost"), interactive=False, epsilon=0.25)
     slider = pcl.page_figure().layout.sliders[0]
     assert [float(step.label) for step in slider.steps] == pytest.approx(

@@ -10,7 +10,9 @@ from workbench.checks import error_line
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m workbench", description="The Imbalance Workbench's notebook runner.")
+    parser = argparse.ArgumentParser(
+        prog="python -m workbench", description="The Imbalance Workbench's notebook runner."
+    )
     commands = parser.add_subparsers(dest="command", required=True)
     run = commands.add_parser(
         "run",
@@ -20,23 +22,44 @@ def build_parser() -> argparse.ArgumentParser:
     option = run.add_argument
     sets = "default (CPU, minutes), smoke (seconds, the tests'), gpu (real data, bf16) or a folder of yours"
     option("--params-set", default="default", help=f"a folder <params-dir>/<set>/ of <notebook>.yaml files: {sets}")
-    option("--only", nargs="+", action="extend", metavar="NAME", help="notebook stems or prefixes, e.g. 01 or 01_dice_loss")
-    sweep_help = "one execution per value (several keys: their grid); values are YAML, lists in brackets: losses=[CE,DSC],[FL]"
+    option(
+        "--only", nargs="+", action="extend", metavar="NAME", help="notebook stems or prefixes, e.g. 01 or 01_dice_loss"
+    )
+    sweep_help = (
+        "one execution per value (several keys: their grid); values are YAML, lists in brackets: losses=[CE,DSC],[FL]"
+    )
     option("--sweep", nargs="+", action="extend", default=[], metavar="KEY=V1,V2", help=sweep_help)
     option("--seeds", metavar="1,2,3", help="the seeds list every notebook repeats over (mean and spread)")
     option(
-        "--threads", type=int, metavar="N", help="CPU threads per kernel (default: half the cores, or the cores over the GPUs)"
+        "--threads",
+        type=int,
+        metavar="N",
+        help="CPU threads per kernel (default: half the cores, or the cores over the GPUs)",
     )
     option(
-        "--jobs", type=int, metavar="N", help="notebooks at once (default: one per GPU, else as many kernels as the cores hold)"
+        "--jobs",
+        type=int,
+        metavar="N",
+        help="notebooks at once (default: one per GPU, else as many kernels as the cores hold)",
     )
     option("--gpus", metavar="0,1", help="GPU ids; each running kernel gets its own (default: every visible GPU)")
-    executors = "threads: kernels on this machine; slurm: a Slurm array job per execution (submitit); local: submitit locally"
+    executors = (
+        "threads: kernels on this machine; slurm: a Slurm array job per execution (submitit); local: submitit locally"
+    )
     option("--executor", default="threads", choices=("threads", "slurm", "local"), help=executors)
-    option("--slurm", nargs="+", action="extend", default=[], metavar="K=V", help="submitit job parameters: slurm_partition=gpu")
+    option(
+        "--slurm",
+        nargs="+",
+        action="extend",
+        default=[],
+        metavar="K=V",
+        help="submitit job parameters: slurm_partition=gpu",
+    )
     option("--notebooks-dir", default="notebooks", metavar="DIR", help="where the notebooks are; default: %(default)s")
     option("--params-dir", default="params", metavar="DIR", help="where the parameter sets are; default: %(default)s")
-    option("--outputs-dir", default="outputs", metavar="DIR", help="where run folders are created; default: %(default)s")
+    option(
+        "--outputs-dir", default="outputs", metavar="DIR", help="where run folders are created; default: %(default)s"
+    )
     option("--run-id", help="folder name under outputs-dir (must not exist); default: timestamp + suffix")
     option("--kernel", help="kernelspec name; default: one that runs this interpreter")
     export = commands.add_parser(
@@ -88,13 +111,17 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt as exc:
         report = getattr(exc, "report", None)  # RunInterrupted: the report of what ran
-        stopped = f"the running notebooks were stopped; report: {report.run_dir / 'index.html'}" if report else "stopped"
+        stopped = (
+            f"the running notebooks were stopped; report: {report.run_dir / 'index.html'}" if report else "stopped"
+        )
         print(f"interrupted: {stopped}", file=sys.stderr)
         return 130
     finally:
         for number, handler in previous.items():
             signal.signal(number, handler)
-    print(f"{len(report.outcomes) - len(report.failed)}/{len(report.outcomes)} ok; report: {report.run_dir / 'index.html'}")
+    print(
+        f"{len(report.outcomes) - len(report.failed)}/{len(report.outcomes)} ok; report: {report.run_dir / 'index.html'}"
+    )
     return 1 if report.failed else 0
 
 

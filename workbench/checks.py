@@ -65,13 +65,17 @@ def check_number(
     value = float(value) if is_number(value) and not isinstance(value, int) else value  # numpy scalars as Python floats
     too_low = is_number(value) and low is not None and (value < low if low_inclusive else value <= low)
     too_high = is_number(value) and high is not None and (value > high if high_inclusive else value >= high)
-    if not is_number(value) or not abs(value) <= sys.float_info.max or too_low or too_high:  # NaN, inf, an int past a float
+    if (
+        not is_number(value) or not abs(value) <= sys.float_info.max or too_low or too_high
+    ):  # NaN, inf, an int past a float
         allowed = _allowed("a number", low, high, low_inclusive, high_inclusive)
         raise _fail(name, ("null or " if allow_none else "") + allowed, value)
     return float(value)
 
 
-def check_int(name: str, value: Any, low: int | None = None, high: int | None = None, *, allow_none: bool = False) -> int | None:
+def check_int(
+    name: str, value: Any, low: int | None = None, high: int | None = None, *, allow_none: bool = False
+) -> int | None:
     """``value`` when it is an int in ``[low, high]`` (None passes when ``allow_none``): "must be an int >= 1"."""
     if value is None and allow_none:
         return None
@@ -114,7 +118,9 @@ def check_seeds(name: str, seeds: Any) -> list[int]:
     return list(seeds)
 
 
-def check_names(name: str, values: Any, allowed: Sequence[str], required: Sequence[str] = (), distinct: bool = True) -> list[str]:
+def check_names(
+    name: str, values: Any, allowed: Sequence[str], required: Sequence[str] = (), distinct: bool = True
+) -> list[str]:
     """A non-empty list of ``allowed`` names (each once when ``distinct``) holding every ``required`` one."""
     if isinstance(values, (str, bytes)) or not isinstance(values, Sequence) or not values:
         raise _fail(name, "a non-empty list of names from " + ", ".join(allowed), values)

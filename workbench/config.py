@@ -18,7 +18,9 @@ from workbench.checks import check_bool, check_choice, check_int, check_number, 
 from workbench.yaml_files import parse_override, read_yaml, read_yaml_file  # noqa: F401 - read_yaml re-exported
 
 TASKS = ("finetune", "pretrain_mlm", "two_stage", "pretrain_electra")
-DATA_SOURCES = tuple("sample_relevance sample_sentences sample_corpus qbqtc tnews chnsenticorp lcqmc table corpus".split())
+DATA_SOURCES = tuple(
+    "sample_relevance sample_sentences sample_corpus qbqtc tnews chnsenticorp lcqmc table corpus".split()
+)
 ORDINAL_SOURCES = ("qbqtc", "sample_relevance")
 MODEL_KINDS = ("transformer", "probe")
 MASKING_STRATEGIES = ("random", "wwm", "kdm")
@@ -34,7 +36,9 @@ INT_MAX = 2**31 - 1
 SectionT = TypeVar("SectionT", bound="Section")
 
 
-def option(default: Any = None, help: str = "", within: str | None = None, choices: Any = None, factory: Any = None) -> Any:
+def option(
+    default: Any = None, help: str = "", within: str | None = None, choices: Any = None, factory: Any = None
+) -> Any:
     """A dataclass field with its help and check: ``within`` an interval such as ``"(0, 1]"``, or ``choices``."""
     metadata = {"help": help, "check": {"within": within, "choices": choices}}
     return field(default_factory=factory, metadata=metadata) if factory else field(default=default, metadata=metadata)
@@ -56,7 +60,10 @@ def check_field(name: str, value: Any, hint: Any, within: str | None = None, cho
     if kinds == [int]:
         return check_int(name, value, low, INT_MAX if high is None else high, allow_none=allow_none)
     if kinds == [float]:
-        closed = {"low_inclusive": not (within or "").startswith("("), "high_inclusive": not (within or "").endswith(")")}
+        closed = {
+            "low_inclusive": not (within or "").startswith("("),
+            "high_inclusive": not (within or "").endswith(")"),
+        }
         check_number(name, value, low, high, **closed, allow_none=allow_none)
     if kinds == [str]:
         return check_text(name, os.fspath(value) if isinstance(value, os.PathLike) else value, allow_none=allow_none)
@@ -94,7 +101,9 @@ class Section:
     def __post_init__(self) -> None:
         hints = _section_fields(type(self))
         for item in fields(self):
-            value = check_field(self.key(item.name), getattr(self, item.name), hints[item.name], **item.metadata["check"])
+            value = check_field(
+                self.key(item.name), getattr(self, item.name), hints[item.name], **item.metadata["check"]
+            )
             object.__setattr__(self, item.name, value)
 
     def key(self, name: str) -> str:
@@ -112,7 +121,9 @@ class Section:
         for key in values:
             if key not in allowed:
                 raise _unknown(cls, f"{cls.prefix}.{key}" if cls.prefix else key)
-        return cls(**{key: _nested(cls, key).from_mapping(item) if _nested(cls, key) else item for key, item in values.items()})
+        return cls(
+            **{key: _nested(cls, key).from_mapping(item) if _nested(cls, key) else item for key, item in values.items()}
+        )
 
     def to_dict(self) -> dict[str, Any]:
         """Plain nested dict (tuples as lists), ready for YAML or JSON."""
@@ -146,49 +157,76 @@ def _merge(base: Mapping[str, Any], update: Mapping[str, Any]) -> dict[str, Any]
 class DataConfig(Section, prefix="data"):
     """Where the examples come from and how they are cut."""
 
-    source: str = option("sample_relevance", "docs/data.md's sources (sample_corpus, corpus: MLM only)", choices=DATA_SOURCES)
-    path: str | list[str] | None = option(None, "a file source's file (train, or the only one, split); corpus: a list too")
-    validation_path: str | None = option(None, "a separate validation file (without it, path is cut by stratified_split)")
+    source: str = option(
+        "sample_relevance", "docs/data.md's sources (sample_corpus, corpus: MLM only)", choices=DATA_SOURCES
+    )
+    path: str | list[str] | None = option(
+        None, "a file source's file (train, or the only one, split); corpus: a list too"
+    )
+    validation_path: str | None = option(
+        None, "a separate validation file (without it, path is cut by stratified_split)"
+    )
     test_path: str | None = option(None, "a separate test file (with validation_path)")
     labels_path: str | None = option(None, "TNEWS labels.json")
     text: str | None = option(None, "table source: the text column")
     text_pair: str | None = option(None, "table source: the second text column (optional; pairs)")
     label: str | None = option(None, "table source: the label column")
     label_names: list[str] | None = option(
-        None, "table source: the classes, in order (a label is a name or its index); null: the training file's values, sorted"
+        None,
+        "table source: the classes, in order (a label is a name or its index); null: the training file's values, sorted",
     )
-    ordinal: bool | None = option(None, "the labels are ordered (far-error rates, PCL); null: true for qbqtc, sample_relevance")
-    split: tuple[float, float, float] = option((0.8, 0.1, 0.1), "train/validation/test shares of one file (test 0: none)")
+    ordinal: bool | None = option(
+        None, "the labels are ordered (far-error rates, PCL); null: true for qbqtc, sample_relevance"
+    )
+    split: tuple[float, float, float] = option(
+        (0.8, 0.1, 0.1), "train/validation/test shares of one file (test 0: none)"
+    )
     seed: int = option(0, "seed of the sample generators and of the split", "[0, inf)")
     max_length: int = option(128, "tokens per example (truncation), 8-512", "[8, 512]")
     max_train_samples: int | None = option(None, "keep the first N training examples", "[1, inf)")
     max_eval_samples: int | None = option(None, "keep the first N validation and test examples", "[1, inf)")
     n_sentences: int = option(2000, "size of sample_corpus", "[1, inf)")
-    num_proc: int | None = option(None, "pretrain_*: processes that segment and encode the corpus; null: every core", "[1, inf)")
-    cache_dir: str | None = option(None, "pretrain_*: cache of encoded corpora; null: $WORKBENCH_CACHE or ~/.cache/workbench")
+    num_proc: int | None = option(
+        None, "pretrain_*: processes that segment and encode the corpus; null: every core", "[1, inf)"
+    )
+    cache_dir: str | None = option(
+        None, "pretrain_*: cache of encoded corpora; null: $WORKBENCH_CACHE or ~/.cache/workbench"
+    )
     eval_fraction: float = option(0.01, "pretrain_*: share of the packed blocks held out for the eval loss", "(0, 0.5]")
-    block_boundary: str = option("sentence", "pretrain_*: blocks end at a sentence end or at any word", choices=BLOCK_BOUNDARIES)
+    block_boundary: str = option(
+        "sentence", "pretrain_*: blocks end at a sentence end or at any word", choices=BLOCK_BOUNDARIES
+    )
 
     def __post_init__(self) -> None:
         super().__post_init__()
         if isinstance(self.path, list | tuple):
             if self.source != "corpus" or not self.path:
-                raise ValueError(f"{self.key('path')}: must be one file (a list only for source corpus), got {self.path!r}")
+                raise ValueError(
+                    f"{self.key('path')}: must be one file (a list only for source corpus), got {self.path!r}"
+                )
             object.__setattr__(self, "path", [check_field(self.key("path"), item, str) for item in self.path])
         else:
             object.__setattr__(self, "path", check_field(self.key("path"), self.path, str | None))
         split = self.split
-        fractions = isinstance(split, list | tuple) and len(split) == 3 and all(is_number(f) and 0 <= f <= 1 for f in split)
+        fractions = (
+            isinstance(split, list | tuple) and len(split) == 3 and all(is_number(f) and 0 <= f <= 1 for f in split)
+        )
         if not fractions or abs(sum(split) - 1.0) > 1e-6 or split[0] <= 0:
-            raise ValueError(f"{self.key('split')}: must be three fractions in [0, 1] (train > 0) summing to 1, got {split!r}")
+            raise ValueError(
+                f"{self.key('split')}: must be three fractions in [0, 1] (train > 0) summing to 1, got {split!r}"
+            )
         object.__setattr__(self, "split", tuple(float(f) for f in split))
         if self.test_path is not None and self.validation_path is None:
-            raise ValueError(f"{self.key('test_path')}: needs {self.key('validation_path')} as well, got {self.test_path!r}")
+            raise ValueError(
+                f"{self.key('test_path')}: needs {self.key('validation_path')} as well, got {self.test_path!r}"
+            )
         names = self.label_names
         if names is not None:
             distinct = isinstance(names, list | tuple) and len(names) >= 2 and len(set(map(str, names))) == len(names)
             if self.source != "table" or not distinct:
-                raise ValueError(f"{self.key('label_names')}: must be two or more distinct names (source table), got {names!r}")
+                raise ValueError(
+                    f"{self.key('label_names')}: must be two or more distinct names (source table), got {names!r}"
+                )
             object.__setattr__(self, "label_names", [str(name) for name in names])
 
     @property
@@ -208,7 +246,9 @@ class TinyConfig(Section, prefix="model.tiny"):
     def __post_init__(self) -> None:
         super().__post_init__()
         if self.hidden_size % self.num_heads:
-            raise ValueError(f"model.tiny.hidden_size: must be a multiple of num_heads={self.num_heads}, got {self.hidden_size}")
+            raise ValueError(
+                f"model.tiny.hidden_size: must be a multiple of num_heads={self.num_heads}, got {self.hidden_size}"
+            )
 
 
 @dataclass(frozen=True)
@@ -223,8 +263,12 @@ class ProbeConfig(Section, prefix="model.probe"):
 class ModelConfig(Section, prefix="model"):
     """Which model is trained: a transformer (tiny, or a checkpoint) or the character probe."""
 
-    kind: str = option("transformer", "transformer (tiny or a checkpoint) or probe (bag of characters)", choices=MODEL_KINDS)
-    model_name_or_path: str | None = option(None, "a checkpoint folder (a pretrain_* output_dir) or hub name, with its tokenizer")
+    kind: str = option(
+        "transformer", "transformer (tiny or a checkpoint) or probe (bag of characters)", choices=MODEL_KINDS
+    )
+    model_name_or_path: str | None = option(
+        None, "a checkpoint folder (a pretrain_* output_dir) or hub name, with its tokenizer"
+    )
     vocab_file: str | None = option(None, "WordPiece vocab without a checkpoint (null: the shipped 4,500-token vocab)")
     tiny: TinyConfig = option(help="the tiny BERT built without a checkpoint (pretrain_electra: D)", factory=TinyConfig)
     probe: ProbeConfig = option(help="the probe's sizes (kind: probe)", factory=ProbeConfig)
@@ -233,7 +277,9 @@ class ModelConfig(Section, prefix="model"):
         super().__post_init__()
         if self.model_name_or_path is not None and (self.kind == "probe" or self.vocab_file is not None):
             other = "kind" if self.kind == "probe" else "vocab_file"
-            raise ValueError(f"{self.key('model_name_or_path')}: must be null with model.{other}={getattr(self, other)!r}")
+            raise ValueError(
+                f"{self.key('model_name_or_path')}: must be null with model.{other}={getattr(self, other)!r}"
+            )
         check_checkpoint(self.key("model_name_or_path"), self.model_name_or_path)
 
 
@@ -248,7 +294,9 @@ class LossSpec(Section, prefix="loss", free_mappings=("params",)):
     """A ``workbench.losses.build_loss`` name and its parameters (``resolve`` adds the training split's counts)."""
 
     name: str = option("ce", "any build_loss name: ce, wce, ls, focal, dice, tversky, dsc, pcl")
-    params: dict[str, Any] = option(help="its keyword arguments (an override loss.params={...} replaces them all)", factory=dict)
+    params: dict[str, Any] = option(
+        help="its keyword arguments (an override loss.params={...} replaces them all)", factory=dict
+    )
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -261,7 +309,9 @@ class LossSpec(Section, prefix="loss", free_mappings=("params",)):
 class MaskingSpec(Section, prefix="masking"):
     """How MLM pre-training chooses the tokens to predict (``workbench.masking.build_collator``)."""
 
-    strategy: str = option("wwm", "random (tokens), wwm (jieba words), kdm (entities, events first)", choices=MASKING_STRATEGIES)
+    strategy: str = option(
+        "wwm", "random (tokens), wwm (jieba words), kdm (entities, events first)", choices=MASKING_STRATEGIES
+    )
     mlm_probability: float = option(0.15, "share of tokens masked", "(0, 1)")
     max_ngram: int = option(1, "WWM spans of up to this many words (>1: the ALBERT/MacBERT n-gram option)", "[1, inf)")
 
@@ -272,13 +322,21 @@ class ObjectiveConfig(Section, prefix="objective"):
 
     name: str = option("plain", "plain MLM, hc (hard correction) or sr (soft regularization)", choices=OBJECTIVES)
     weight: float = option(1.0, "SR weight (loss = MLM CE + weight x SR)", "[0, 1e12]")
-    level: str = option("token", "SR: token (1 - cos of embeddings, eq. 3) or sentence (KL of hidden states)", choices=SR_LEVELS)
-    prediction: str = option("argmax", "SR's predicted embedding: argmax (the paper's) or expected", choices=SR_PREDICTIONS)
+    level: str = option(
+        "token", "SR: token (1 - cos of embeddings, eq. 3) or sentence (KL of hidden states)", choices=SR_LEVELS
+    )
+    prediction: str = option(
+        "argmax", "SR's predicted embedding: argmax (the paper's) or expected", choices=SR_PREDICTIONS
+    )
     kl_direction: str = option(
         "filled||original", "sentence SR: KL(filled || original) (the paper) or reverse", choices=KL_DIRECTIONS
     )
-    hc_level: str = option("token", "HC: token (the paper, footnote 5) or word (the workbench's extension)", choices=HC_LEVELS)
-    lexicon: str | None = option(None, "HC synonym lexicon: a Cilin file or a WordNet .tsv; null: the shipped tiny lexicon")
+    hc_level: str = option(
+        "token", "HC: token (the paper, footnote 5) or word (the workbench's extension)", choices=HC_LEVELS
+    )
+    lexicon: str | None = option(
+        None, "HC synonym lexicon: a Cilin file or a WordNet .tsv; null: the shipped tiny lexicon"
+    )
     sop: bool = option(False, "add sentence-order prediction: each block's halves swapped with p = 0.5 (ALBERT)")
 
 
@@ -286,8 +344,12 @@ class ObjectiveConfig(Section, prefix="objective"):
 class ElectraSpec(Section, prefix="electra"):
     """ELECTRA (Clark et al., ICLR 2020): L = L_MLM(generator) + discriminator_weight x L_disc."""
 
-    generator_size: float = option(0.25, "generator hidden size as a share of the discriminator's (same layers)", "(0, 1]")
-    discriminator_weight: float = option(50.0, "lambda of the discriminator's replaced-token loss (ELECTRA: 50)", "(0, 1e12]")
+    generator_size: float = option(
+        0.25, "generator hidden size as a share of the discriminator's (same layers)", "(0, 1]"
+    )
+    discriminator_weight: float = option(
+        50.0, "lambda of the discriminator's replaced-token loss (ELECTRA: 50)", "(0, 1e12]"
+    )
 
 
 @dataclass(frozen=True)
@@ -299,7 +361,9 @@ class AuxConfig(Section, prefix="aux"):
     stage2_lr: float | None = option(None, "stage 2's learning rate (null: training.learning_rate)", "(0, inf)")
     fgm_epsilon: float = option(0.0, "FGM adversarial training in stage 1 when > 0 (the F variant)", "[0, 1e12]")
     fusion: bool = option(False, "a two-encoder FusionClassifier (MRE) instead of one encoder")
-    fusion_model: str | None = option(None, "the fusion's second encoder (null: another tiny BERT / the same checkpoint)")
+    fusion_model: str | None = option(
+        None, "the fusion's second encoder (null: another tiny BERT / the same checkpoint)"
+    )
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -308,7 +372,9 @@ class AuxConfig(Section, prefix="aux"):
 
 TRAINING_DEFAULTS: dict[str, Any] = {
     **dict(num_train_epochs=3, learning_rate=5e-5, per_device_train_batch_size=16, per_device_eval_batch_size=64),
-    **dict(warmup_steps=0.1, weight_decay=0.01, seed=0, logging_steps=10, save_total_limit=1),  # warmup below 1: a share
+    **dict(
+        warmup_steps=0.1, weight_decay=0.01, seed=0, logging_steps=10, save_total_limit=1
+    ),  # warmup below 1: a share
     "dataloader_num_workers": None,  # pretrain_*: min(4, cores); the others: 0
 }
 """The workbench's defaults where they differ from ``transformers.TrainingArguments``'."""
@@ -316,14 +382,26 @@ TRAINING_DEFAULTS: dict[str, Any] = {
 SET_BY_THE_WORKBENCH = (
     *("output_dir", "bf16", "fp16", "disable_tqdm", "log_level", "resume_from_checkpoint", "remove_unused_columns"),
     *("eval_strategy", "save_strategy", "load_best_model_at_end", "metric_for_best_model", "greater_is_better"),
-    *("logging_nan_inf_filter", "do_train", "do_eval", "do_predict", "save_steps", "eval_steps", "label_smoothing_factor"),
+    *(
+        "logging_nan_inf_filter",
+        "do_train",
+        "do_eval",
+        "do_predict",
+        "save_steps",
+        "eval_steps",
+        "label_smoothing_factor",
+    ),
 )
 """TrainingArguments fields the workbench sets or replaces (docs/training.md says by what); refused in a config."""
 
 TRAINING_BOUNDS = {
-    **dict(num_train_epochs="(0, 1e6]", learning_rate="(0, inf)", save_total_limit="[1, inf)", adam_epsilon="[1e-30, 1]"),
+    **dict(
+        num_train_epochs="(0, 1e6]", learning_rate="(0, inf)", save_total_limit="[1, inf)", adam_epsilon="[1e-30, 1]"
+    ),
     **dict(adam_beta1="[0, 1)", adam_beta2="[0, 1)"),
-    **dict.fromkeys(("per_device_train_batch_size", "per_device_eval_batch_size", "gradient_accumulation_steps"), "[1, inf)"),
+    **dict.fromkeys(
+        ("per_device_train_batch_size", "per_device_eval_batch_size", "gradient_accumulation_steps"), "[1, inf)"
+    ),
     **dict.fromkeys(("weight_decay", "max_grad_norm", "seed", "data_seed", "dataloader_num_workers"), "[0, inf)"),
 }
 """Bounds beyond TrainingArguments' checks (and everywhere: numbers finite, ints <= 2**31 - 1)."""
@@ -359,13 +437,23 @@ class TrainingConfig(Section, prefix="training"):
     """``transformers.TrainingArguments`` by their own names (any field, given flat, read as attributes:
     ``training.learning_rate``; checked by :func:`check_training_arguments`) and the workbench's own keys."""
 
-    time_budget_s: float | None = option(None, "stop after this many seconds (pretrain_*: one more evaluation)", "(0, inf)")
-    threads: int | None = option(None, "torch CPU threads; null: OMP_NUM_THREADS when set, else half the cores", "[1, inf)")
-    precision: str = option("auto", "auto (bf16 on a CUDA device that has it, else fp32), fp32, bf16, fp16", choices=PRECISIONS)
+    time_budget_s: float | None = option(
+        None, "stop after this many seconds (pretrain_*: one more evaluation)", "(0, inf)"
+    )
+    threads: int | None = option(
+        None, "torch CPU threads; null: OMP_NUM_THREADS when set, else half the cores", "[1, inf)"
+    )
+    precision: str = option(
+        "auto", "auto (bf16 on a CUDA device that has it, else fp32), fp32, bf16, fp16", choices=PRECISIONS
+    )
     quiet: bool = option(False, "no progress bars, no per-step log prints (headless / papermill)")
-    resume: bool = option(False, "continue from the latest checkpoint-N in output_dir (docs/training.md: what may change)")
+    resume: bool = option(
+        False, "continue from the latest checkpoint-N in output_dir (docs/training.md: what may change)"
+    )
     keep_checkpoints: bool = option(False, "keep the checkpoint-N folders after the run finishes")
-    arguments: dict[str, Any] = option(help="the TrainingArguments fields (given flat, beside the keys above)", factory=dict)
+    arguments: dict[str, Any] = option(
+        help="the TrainingArguments fields (given flat, beside the keys above)", factory=dict
+    )
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -397,13 +485,17 @@ class TrainingConfig(Section, prefix="training"):
 class Config(Section):
     """A whole trainer config: the task, its run folder and every section."""
 
-    task: str = option("finetune", "finetune, pretrain_mlm, two_stage or pretrain_electra (the CLI runs this one)", choices=TASKS)
+    task: str = option(
+        "finetune", "finetune, pretrain_mlm, two_stage or pretrain_electra (the CLI runs this one)", choices=TASKS
+    )
     output_dir: str = option("outputs/train", "run folder: new, empty or this run's own (training.resume continues it)")
     data: DataConfig = option(help="", factory=DataConfig)
     model: ModelConfig = option(help="", factory=ModelConfig)
     loss: LossSpec = option(help="finetune; two_stage's stage 2", factory=LossSpec)
     masking: MaskingSpec = option(help="pretrain_mlm, pretrain_electra", factory=MaskingSpec)
-    objective: ObjectiveConfig = option(help="pretrain_* (pretrain_electra: its generator's MLM)", factory=ObjectiveConfig)
+    objective: ObjectiveConfig = option(
+        help="pretrain_* (pretrain_electra: its generator's MLM)", factory=ObjectiveConfig
+    )
     electra: ElectraSpec = option(help="pretrain_electra", factory=ElectraSpec)
     aux: AuxConfig = option(help="two_stage", factory=AuxConfig)
     training: TrainingConfig = option(help="", factory=TrainingConfig)
@@ -411,11 +503,15 @@ class Config(Section):
     def __post_init__(self) -> None:
         super().__post_init__()
         if self.loss.params.get("reduction", "mean") != "mean":  # a trainer averages the loss of a batch
-            raise ValueError(f"loss.params.reduction: must be 'mean' in a trainer, got {self.loss.params['reduction']!r}")
+            raise ValueError(
+                f"loss.params.reduction: must be 'mean' in a trainer, got {self.loss.params['reduction']!r}"
+            )
         if self.task in ("finetune", "two_stage"):
             check_loss_fits_labels(self.data, self.loss)
         if self.task == "pretrain_electra" and self.objective.sop:
-            raise ValueError("objective.sop: must be false for pretrain_electra (ELECTRA has no sentence-order head), got True")
+            raise ValueError(
+                "objective.sop: must be false for pretrain_electra (ELECTRA has no sentence-order head), got True"
+            )
 
 
 def check_loss_fits_labels(data: DataConfig, loss: LossSpec) -> None:
@@ -447,7 +543,9 @@ def _set_path(tree: dict[str, Any], cls: type[Section], path: list[str], value: 
 
 
 def load_config(
-    config: str | Path | Mapping[str, Any] | Config | None = None, overrides: Iterable[str] = (), task: str | None = None
+    config: str | Path | Mapping[str, Any] | Config | None = None,
+    overrides: Iterable[str] = (),
+    task: str | None = None,
 ) -> Config:
     """Read a config, fill defaults, apply overrides, validate.
 
@@ -466,7 +564,9 @@ def load_config(
         tree = _plain(config.to_dict() if isinstance(config, Config) else dict(config or {}))
     earlier: list[list[str]] = []
     for path, value in map(parse_override, overrides):
-        if any(key[: len(path)] == path for key in earlier):  # given twice, or after one of its own keys: one would be lost
+        if any(
+            key[: len(path)] == path for key in earlier
+        ):  # given twice, or after one of its own keys: one would be lost
             raise ValueError(f"overrides: {'.'.join(path)}= replaces an earlier override (of it or a key below it)")
         earlier.append(path)
         _set_path(tree, Config, path, value)

@@ -38,7 +38,9 @@ def _log_base(base: float) -> float:
 def _check_logits(logits: Sequence[float] | np.ndarray) -> np.ndarray:
     array = np.asarray(logits, dtype=np.float64)
     if array.ndim < 1 or array.shape[-1] < 1 or not np.isfinite(array).all():
-        raise ValueError(f"logits: must be a finite array with at least one class on the last axis, got shape {array.shape}")
+        raise ValueError(
+            f"logits: must be a finite array with at least one class on the last axis, got shape {array.shape}"
+        )
     return array
 
 
@@ -130,7 +132,8 @@ def entropy_table(
             row["uniform_delta_H"] = uniform_entropy_gain(k, n, base)
         if logits is not None:
             row.update(
-                model_H_k=softmax_entropy(logits, base), model_H_k_plus_n=auxiliary_entropy(logits, n, auxiliary_logit, base)
+                model_H_k=softmax_entropy(logits, base),
+                model_H_k_plus_n=auxiliary_entropy(logits, n, auxiliary_logit, base),
             )
         rows.append(row)
     return pd.DataFrame(rows)

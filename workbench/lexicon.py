@@ -137,7 +137,9 @@ class SynonymTable:
         matrix product."""
         vectors = torch.as_tensor(np.asarray(matrix), dtype=torch.float32)
         if vectors.ndim != 2 or vectors.shape[0] != len(vocab):
-            raise ValueError(f"matrix: must have shape (len(vocab), dim) = ({len(vocab)}, dim), got {tuple(vectors.shape)}")
+            raise ValueError(
+                f"matrix: must have shape (len(vocab), dim) = ({len(vocab)}, dim), got {tuple(vectors.shape)}"
+            )
         check_int("k", k, 1)
         check_number("threshold", threshold, -1.0, 1.0, allow_none=True)
         unit = torch.nn.functional.normalize(vectors, dim=1)
@@ -148,7 +150,9 @@ class SynonymTable:
             similarity[rows, rows + start] = -float("inf")
             values, neighbours = similarity.topk(min(k, len(vocab) - 1), dim=1)
             keep = torch.isfinite(values) if threshold is None else values >= threshold
-            for row, neighbour in zip((rows[:, None] + start).expand_as(neighbours)[keep].tolist(), neighbours[keep].tolist()):
+            for row, neighbour in zip(
+                (rows[:, None] + start).expand_as(neighbours)[keep].tolist(), neighbours[keep].tolist()
+            ):
                 pairs.append((vocab[row], vocab[neighbour]))
         return cls(pairs)
 
@@ -195,7 +199,10 @@ def text_hashes(text: str) -> tuple[int, int]:
     characters ``c_i`` of ``text`` (``HASH_BASES``, ``HASH_MODULI``)."""
     first, second = 0, 0
     for code in map(ord, text):
-        first, second = (first * HASH_BASES[0] + code + 1) % HASH_MODULI[0], (second * HASH_BASES[1] + code + 1) % HASH_MODULI[1]
+        first, second = (
+            (first * HASH_BASES[0] + code + 1) % HASH_MODULI[0],
+            (second * HASH_BASES[1] + code + 1) % HASH_MODULI[1],
+        )
     return first, second
 
 
@@ -234,10 +241,15 @@ class SynonymIdIndex:
         self.max_groups = max(map(len, groups_of), default=0)  # the most groups a word is in: a query's cost
         self.num_pairs = sum(len(group) * (len(group) - 1) for group in table._groups)  # ordered pairs, per group
         self._cpu = {
-            "token_hash": torch.tensor([text_hashes(text) for text in texts] + [(0, 0)], dtype=torch.int64).T.contiguous(),
+            "token_hash": torch.tensor(
+                [text_hashes(text) for text in texts] + [(0, 0)], dtype=torch.int64
+            ).T.contiguous(),
             "token_chars": torch.tensor([len(text) for text in texts] + [self.max_chars + 1], dtype=torch.int64),
             "powers": torch.tensor(
-                [[pow(base, e, modulus) for e in range(self.max_chars + 1)] for base, modulus in zip(HASH_BASES, HASH_MODULI)],
+                [
+                    [pow(base, e, modulus) for e in range(self.max_chars + 1)]
+                    for base, modulus in zip(HASH_BASES, HASH_MODULI)
+                ],
                 dtype=torch.int64,
             ),
             "word_keys": torch.tensor([key for key, _ in keyed], dtype=torch.int64),
@@ -269,7 +281,9 @@ class SynonymIdIndex:
         key = torch.zeros(num_spans, dtype=torch.int64, device=ids.device)
         for m, modulus in enumerate(HASH_MODULI):
             terms = tensors["token_hash"][m][ids] * tensors["powers"][m][after] % modulus
-            hashed = torch.zeros(num_spans, dtype=torch.int64, device=ids.device).scatter_add_(0, spans, terms) % modulus
+            hashed = (
+                torch.zeros(num_spans, dtype=torch.int64, device=ids.device).scatter_add_(0, spans, terms) % modulus
+            )
             key = (key << _KEY_SHIFT) | hashed
         word_keys = tensors["word_keys"]
         position = torch.searchsorted(word_keys, key).clamp(max=self.num_words - 1)
@@ -314,7 +328,9 @@ def corpus_word_vectors(
     for name, value in (("dim", dim), ("window", window), ("min_count", min_count)):
         check_int(name, value, 1)
     counts = Counter(word for document in documents for word in document)
-    words = sorted((word for word, count in counts.items() if count >= min_count), key=lambda word: (-counts[word], word))
+    words = sorted(
+        (word for word, count in counts.items() if count >= min_count), key=lambda word: (-counts[word], word)
+    )
     if len(words) < 2:
         raise ValueError(f"documents: need at least two words seen min_count={min_count} times, got {len(words)}")
     index = {word: number for number, word in enumerate(words)}
@@ -351,7 +367,9 @@ def write_lexicon_tsv(table: SynonymTable, path: str | Path, prefix: str = "emb"
     groups = sorted({tuple(sorted(group)) for group in table.groups})
     bad = sorted({word for group in groups for word in group if _NOT_IN_A_LEXICON_FILE.search(word)})
     if bad:
-        raise ValueError(f"table: words with white space or underscores cannot be written to a lexicon file, got {bad[:5]}")
+        raise ValueError(
+            f"table: words with white space or underscores cannot be written to a lexicon file, got {bad[:5]}"
+        )
     lines = ["# synset_id\tpos\tmembers (tab separated): synonym groups written by workbench.lexicon.write_lexicon_tsv"]
     lines += [f"{prefix}{number:06d}\tx\t" + "\t".join(group) for number, group in enumerate(groups)]
     path.parent.mkdir(parents=True, exist_ok=True)

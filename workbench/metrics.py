@@ -18,7 +18,9 @@ def _as_label_array(name: str, values: Sequence[int] | np.ndarray) -> np.ndarray
     return array.astype(np.int64)
 
 
-def _validated_pair(labels: Sequence[int] | np.ndarray, predictions: Sequence[int] | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _validated_pair(
+    labels: Sequence[int] | np.ndarray, predictions: Sequence[int] | np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     gold, pred = _as_label_array("labels", labels), _as_label_array("predictions", predictions)
     if gold.shape != pred.shape:
         raise ValueError(f"predictions: must have the same length as labels ({gold.size}), got {pred.size}")
@@ -66,10 +68,14 @@ def classification_report(
         raise ValueError(f"label_names: must have num_labels={num_labels} names, got {len(label_names)}")
     for name, array in (("labels", gold), ("predictions", pred)):
         if array.min() < 0 or array.max() >= num_labels:
-            raise ValueError(f"{name}: class ids must be in [0, {num_labels - 1}], got range [{array.min()}, {array.max()}]")
+            raise ValueError(
+                f"{name}: class ids must be in [0, {num_labels - 1}], got range [{array.min()}, {array.max()}]"
+            )
     names = list(label_names) if label_names is not None else [str(k) for k in range(num_labels)]
     classes = list(range(num_labels))
-    precision, recall, f1, support = precision_recall_fscore_support(gold, pred, labels=classes, average=None, zero_division=0)
+    precision, recall, f1, support = precision_recall_fscore_support(
+        gold, pred, labels=classes, average=None, zero_division=0
+    )
     report = {
         "macro_f1": float(np.mean(f1)),
         "accuracy": float(accuracy_score(gold, pred)),

@@ -91,11 +91,18 @@ def electra_generator_config(discriminator: ElectraConfig, generator_size: float
     check_number("electra.generator_size", generator_size, 0, 1, low_inclusive=False)
     hidden = round(discriminator.hidden_size * generator_size)
     if hidden < 1:
-        raise ValueError(f"electra.generator_size: x {discriminator.hidden_size} gives 0 hidden units, got {generator_size!r}")
+        raise ValueError(
+            f"electra.generator_size: x {discriminator.hidden_size} gives 0 hidden units, got {generator_size!r}"
+        )
     heads = max(1, hidden // 64)
     while hidden % heads:
         heads -= 1
-    values = {**discriminator.to_dict(), "hidden_size": hidden, "intermediate_size": 4 * hidden, "num_attention_heads": heads}
+    values = {
+        **discriminator.to_dict(),
+        "hidden_size": hidden,
+        "intermediate_size": 4 * hidden,
+        "num_attention_heads": heads,
+    }
     return ElectraConfig.from_dict(values)
 
 
@@ -113,7 +120,9 @@ def build_electra(
             raise ValueError("tiny: give either model_name_or_path or tiny config kwargs, not both")
         model_type = AutoConfig.from_pretrained(str(model_name_or_path)).model_type
         if model_type != "electra":
-            raise ValueError(f"model.model_name_or_path: {str(model_name_or_path)!r} is a {model_type!r} checkpoint, not ELECTRA")
+            raise ValueError(
+                f"model.model_name_or_path: {str(model_name_or_path)!r} is a {model_type!r} checkpoint, not ELECTRA"
+            )
         discriminator = load_pretrained(ElectraForPreTraining, model_name_or_path)
         saved_generator = Path(model_name_or_path) / GENERATOR_DIR
         if saved_generator.is_dir():
@@ -122,7 +131,9 @@ def build_electra(
             generator = ElectraForMaskedLM(electra_generator_config(discriminator.config, generator_size))
     if generator.config.embedding_size != discriminator.config.embedding_size:
         sizes = (generator.config.embedding_size, discriminator.config.embedding_size)
-        raise ValueError(f"model.model_name_or_path: the generator's embedding size must equal the discriminator's, got {sizes}")
+        raise ValueError(
+            f"model.model_name_or_path: the generator's embedding size must equal the discriminator's, got {sizes}"
+        )
     generator.electra.embeddings = discriminator.electra.embeddings
     generator.tie_weights()
     return generator, discriminator
@@ -146,7 +157,11 @@ def load_pretrained(model_class: type, path: str | Path, **kwargs: Any) -> PreTr
 
 
 def _build(
-    auto_class: type, bert_class: type, model_name_or_path: str | Path | None, tiny: Mapping[str, Any] | None, **head_kw: Any
+    auto_class: type,
+    bert_class: type,
+    model_name_or_path: str | Path | None,
+    tiny: Mapping[str, Any] | None,
+    **head_kw: Any,
 ) -> PreTrainedModel:
     """Load ``model_name_or_path`` with ``auto_class`` or build ``bert_class`` from a tiny config."""
     if model_name_or_path is not None:
@@ -166,7 +181,11 @@ def build_sequence_classifier(
     pretrain_electra output_dir gives an ElectraForSequenceClassification, with a new head)."""
     check_int("num_labels", num_labels, 1)
     return _build(
-        AutoModelForSequenceClassification, BertForSequenceClassification, model_name_or_path, tiny, num_labels=num_labels
+        AutoModelForSequenceClassification,
+        BertForSequenceClassification,
+        model_name_or_path,
+        tiny,
+        num_labels=num_labels,
     )
 
 
@@ -206,7 +225,9 @@ def labelled_logits(model: nn.Module, labels: torch.Tensor, **inputs: Any) -> tu
     return head(encoded.last_hidden_state[labelled]), None if sop_head is None else sop_head(encoded.pooler_output)
 
 
-def build_encoder(model_name_or_path: str | Path | None = None, tiny: Mapping[str, Any] | None = None) -> PreTrainedModel:
+def build_encoder(
+    model_name_or_path: str | Path | None = None, tiny: Mapping[str, Any] | None = None
+) -> PreTrainedModel:
     """A bare encoder (BertModel with pooler, or ``AutoModel.from_pretrained``), e.g. for FusionClassifier."""
     return _build(AutoModel, BertModel, model_name_or_path, tiny)
 
@@ -231,7 +252,9 @@ def replace_head(model: PreTrainedModel, num_labels: int, seed: int | None = Non
     check_int("num_labels", num_labels, 1)
     old_head = getattr(model, "classifier", None)
     if not isinstance(old_head, nn.Linear):
-        raise ValueError(f"model: expected a classifier head nn.Linear at model.classifier, got {type(old_head).__name__}")
+        raise ValueError(
+            f"model: expected a classifier head nn.Linear at model.classifier, got {type(old_head).__name__}"
+        )
     generator = torch.Generator().manual_seed(seed) if seed is not None else None
     head = nn.Linear(old_head.in_features, num_labels)
     with torch.no_grad():
@@ -283,7 +306,9 @@ class FusionClassifier(nn.Module):
         if self.representation == "cls":
             return output.last_hidden_state[:, 0]
         if getattr(output, "pooler_output", None) is None:
-            raise ValueError("representation: 'pooled' needs encoders with a pooler (e.g. BertModel with add_pooling_layer=True)")
+            raise ValueError(
+                "representation: 'pooled' needs encoders with a pooler (e.g. BertModel with add_pooling_layer=True)"
+            )
         return output.pooler_output
 
     def forward(
@@ -294,7 +319,9 @@ class FusionClassifier(nn.Module):
         labels: torch.Tensor | None = None,
     ) -> SequenceClassifierOutput:
         inputs = {"input_ids": input_ids, "attention_mask": attention_mask, "token_type_ids": token_type_ids}
-        fused = torch.cat([self._represent(self.encoder_a, **inputs), self._represent(self.encoder_b, **inputs)], dim=-1)
+        fused = torch.cat(
+            [self._represent(self.encoder_a, **inputs), self._represent(self.encoder_b, **inputs)], dim=-1
+        )
         logits = self.classifier(self.dropout(fused))
         loss = None if labels is None else nn.functional.cross_entropy(logits, labels)
         return SequenceClassifierOutput(loss=loss, logits=logits)

@@ -64,7 +64,9 @@ def _check_metric(name: str, value: Any) -> None:
         return
     if isinstance(value, Mapping):
         if set(value) != set(STAT_KEYS):
-            raise ValueError(f"metrics: entry {name!r} must be a number or a mapping with keys mean, std, n, got {dict(value)!r}")
+            raise ValueError(
+                f"metrics: entry {name!r} must be a number or a mapping with keys mean, std, n, got {dict(value)!r}"
+            )
         return
     if isinstance(value, bool) or not isinstance(value, numbers.Real) and not hasattr(value, "item"):
         raise ValueError(f"metrics: entry {name!r} must be a number or {{mean, std, n}}, got {value!r}")

@@ -38,7 +38,11 @@ def summarize(table: pd.DataFrame, by: str | Sequence[str], metrics: Sequence[st
         raise ValueError(f"by/metrics: must be columns of the table {list(table.columns)}, got missing {missing}")
     grouped = table.groupby(by, sort=False)
     summary = pd.concat(
-        {f"{metric}_{statistic}": grouped[metric].agg(statistic) for metric in metrics for statistic in ("mean", "std")},
+        {
+            f"{metric}_{statistic}": grouped[metric].agg(statistic)
+            for metric in metrics
+            for statistic in ("mean", "std")
+        },
         axis=1,
     )
     summary["n"] = grouped.size()

@@ -28,8 +28,16 @@ def default_vocab_file() -> Path:
 def _cached_tokenizer(vocab_file: str, do_lower_case: bool) -> BertTokenizerFast:
     tokens = [line.rstrip("\r\n") for _, line in read_lines(vocab_file, "vocab_file")]  # UTF-8, else file:line
     vocab = {token: index for index, token in enumerate(tokens)}
-    if len(vocab) < len(tokens) or not vocab.keys() >= {"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"}:  # ids without gaps
-        raise ValueError(f"vocab_file: {vocab_file!r} must hold distinct tokens, one a line, [PAD] [UNK] [CLS] [SEP] [MASK] too")
+    if len(vocab) < len(tokens) or not vocab.keys() >= {
+        "[PAD]",
+        "[UNK]",
+        "[CLS]",
+        "[SEP]",
+        "[MASK]",
+    }:  # ids without gaps
+        raise ValueError(
+            f"vocab_file: {vocab_file!r} must hold distinct tokens, one a line, [PAD] [UNK] [CLS] [SEP] [MASK] too"
+        )
     return BertTokenizerFast(vocab=vocab, do_lower_case=do_lower_case, tokenize_chinese_chars=True)
 
 
@@ -54,6 +62,8 @@ def load_tokenizer(
         try:
             return AutoTokenizer.from_pretrained(str(model_name_or_path))
         except Exception as error:  # a broken tokenizer.json (JSON, tokenizers' own errors), no such model
-            raise ValueError(f"model_name_or_path: {str(model_name_or_path)!r}: no readable tokenizer ({error})") from None
+            raise ValueError(
+                f"model_name_or_path: {str(model_name_or_path)!r}: no readable tokenizer ({error})"
+            ) from None
     path = Path(vocab_file) if vocab_file is not None else default_vocab_file()
     return _cached_tokenizer(str(path.resolve()), do_lower_case)

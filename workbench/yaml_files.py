@@ -22,13 +22,17 @@ class _YamlLoader(yaml.SafeLoader):
         keys = [key.value if key.tag == merge else self.construct_object(key, deep=True) for key, _ in node.value]
         for index, key in enumerate(keys):
             if isinstance(key, typing.Hashable) and key in keys[:index]:
-                raise yaml.constructor.ConstructorError(None, None, f"duplicate key {key!r}", node.value[index][0].start_mark)
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"duplicate key {key!r}", node.value[index][0].start_mark
+                )
         return super().construct_mapping(node, deep)
 
     def construct_yaml_float(self, node: yaml.ScalarNode) -> float:
         value, text = super().construct_yaml_float(node), node.value.lower()
         if (abs(value) == float("inf") and "inf" not in text) or (value == 0 and text.split("e")[0].strip("+-0._")):
-            raise yaml.constructor.ConstructorError(None, None, f"{node.value} is beyond a float's range", node.start_mark)
+            raise yaml.constructor.ConstructorError(
+                None, None, f"{node.value} is beyond a float's range", node.start_mark
+            )
         return value
 
 
@@ -67,7 +71,9 @@ def read_yaml_file(path: str | Path, what: str) -> dict[str, Any]:
         loaded = read_yaml(raw.decode("utf-8"), str(path))
     except UnicodeDecodeError as error:
         line, column = raw.count(b"\n", 0, error.start) + 1, error.start - raw.rfind(b"\n", 0, error.start) - 1
-        raise ValueError(f"{path}:{line}: {what} is not UTF-8 text ({error.reason} at byte {column}); save it as UTF-8") from None
+        raise ValueError(
+            f"{path}:{line}: {what} is not UTF-8 text ({error.reason} at byte {column}); save it as UTF-8"
+        ) from None
     if not isinstance(loaded, Mapping | None):
         raise ValueError(f"{what}: {str(path)!r} must hold a mapping at top level, got {type(loaded).__name__}")
     return dict(loaded or {})

@@ -42,7 +42,9 @@ def label_counts(ds: Dataset, num_labels: int | None = None) -> list[int]:
     check_int("num_labels", num_labels, 1)
     labels = np.asarray(ds["label"], dtype=np.int64)
     if labels.size and (labels.min() < 0 or labels.max() >= num_labels):
-        raise ValueError(f"num_labels: labels must lie in [0, {num_labels - 1}], got range [{labels.min()}, {labels.max()}]")
+        raise ValueError(
+            f"num_labels: labels must lie in [0, {num_labels - 1}], got range [{labels.min()}, {labels.max()}]"
+        )
     return np.bincount(labels, minlength=num_labels).tolist()
 
 

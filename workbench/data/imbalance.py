@@ -56,7 +56,9 @@ def _add_copies(ds: Dataset, members: np.ndarray, n_extra: int, seed: int, augme
     return concatenate_datasets([ds, added])
 
 
-def downsample(ds: Dataset, label: int, ratio: float | None = None, target: int | None = None, seed: int = 0) -> Dataset:
+def downsample(
+    ds: Dataset, label: int, ratio: float | None = None, target: int | None = None, seed: int = 0
+) -> Dataset:
     """Keep a random subset of class ``label``: ``target`` examples (in [0, n_label]), or
     ``round(ratio * n_label)`` (``ratio`` in (0, 1]); give exactly one. Other classes are untouched."""
     seed = check_seed(seed)
@@ -96,7 +98,9 @@ def rebalance(
     positives = _class_indices(ds, positive_label, "positive_label")
     negatives = np.setdiff1d(np.arange(len(ds)), positives)
     if positives.size == 0 or negatives.size == 0:
-        raise ValueError(f"positive_label: need both positives and negatives, got {positives.size} and {negatives.size}")
+        raise ValueError(
+            f"positive_label: need both positives and negatives, got {positives.size} and {negatives.size}"
+        )
     wanted_positives = int(round(target_ratio * negatives.size))
     wanted_negatives = int(round(positives.size / target_ratio))
     if method == "downsample":
@@ -138,7 +142,11 @@ class SynonymAugmenter:
     Defaults: ``SynonymTable.default()`` (the shipped tiny Cilin lexicon), ``JiebaSegmenter(pos=False)``."""
 
     def __init__(
-        self, synonyms: SynonymTable | None = None, segmenter: JiebaSegmenter | None = None, seed: int = 0, n_words: int = 1
+        self,
+        synonyms: SynonymTable | None = None,
+        segmenter: JiebaSegmenter | None = None,
+        seed: int = 0,
+        n_words: int = 1,
     ) -> None:
         if synonyms is None:
             from workbench.lexicon import SynonymTable
@@ -171,7 +179,9 @@ def table8_class_counts(n_positive: int, n_negative: int) -> OrderedDict[str, tu
     if not n_p < n_n:
         raise ValueError(f"n_positive: must be fewer than the negatives ({n_n}), got {n_p}")
     m = int(round(2 * n_n * n_p / (n_p + n_n)))
-    return OrderedDict(zip(TABLE8_SETTINGS, [(n_p, n_n), (n_n, n_n), (n_p, 2 * n_n - n_p), (n_p, n_p), (m, 2 * n_n - m)]))
+    return OrderedDict(
+        zip(TABLE8_SETTINGS, [(n_p, n_n), (n_n, n_n), (n_p, 2 * n_n - n_p), (n_p, n_p), (m, 2 * n_n - m)])
+    )
 
 
 def table8_training_sets(

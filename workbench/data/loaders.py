@@ -26,7 +26,9 @@ FORMATS = ("csv", "tsv", "jsonl")
 _SUFFIX_FORMATS = {".csv": "csv", ".tsv": "tsv", ".txt": "tsv", ".jsonl": "jsonl", ".json": "jsonl"}
 _CSV_FIELD_LIMIT_CAP = 2**31 - 1  # csv.field_size_limit takes a C long (32-bit on Windows)
 _TNEWS_IDS = (*range(100, 105), *range(106, 111), *range(112, 117))  # 105 and 111 unused
-_TNEWS_TOPICS = "story culture entertainment sports finance house car edu tech military travel world stock agriculture game"
+_TNEWS_TOPICS = (
+    "story culture entertainment sports finance house car edu tech military travel world stock agriculture game"
+)
 MISSING_LABELS = ("na", "n/a", "#n/a", "<na>", "null", "none")  # how tables write a missing value (pandas' na_values)
 TNEWS_LABELS = tuple((str(i), f"news_{topic}") for i, topic in zip(_TNEWS_IDS, _TNEWS_TOPICS.split()))
 """CLUE TNEWS label ids and descriptions (the content of its labels.json)."""
@@ -57,11 +59,15 @@ def _jsonl_records(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
             yield line_no, record
 
 
-def _delimited_records(path: Path, delimiter: str, fieldnames: Sequence[str] | None) -> Iterator[tuple[int, dict[str, Any]]]:
+def _delimited_records(
+    path: Path, delimiter: str, fieldnames: Sequence[str] | None
+) -> Iterator[tuple[int, dict[str, Any]]]:
     """Rows of a CSV/TSV (unquoted) file, its first line the header; with ``fieldnames`` (headerless) a
     first line with a field ``label`` is a header: its ``label`` column first, the others in order."""
     quoting = csv.QUOTE_MINIMAL if delimiter == "," else csv.QUOTE_NONE
-    previous_limit = csv.field_size_limit(min(path.stat().st_size + 1, _CSV_FIELD_LIMIT_CAP))  # fields as long as the file
+    previous_limit = csv.field_size_limit(
+        min(path.stat().st_size + 1, _CSV_FIELD_LIMIT_CAP)
+    )  # fields as long as the file
     reader = csv.reader((line for _, line in read_lines(path)), delimiter=delimiter, quoting=quoting)
     columns = list(fieldnames) if fieldnames is not None else None
     try:
@@ -115,12 +121,16 @@ def label_value(value: Any, where: str = "label") -> str:
     return str(int(number)) if number == number.to_integral_value() else str(number.normalize())
 
 
-def read_table(path: Path, format: str, columns: Mapping[str, str], fieldnames: Sequence[str] | None = None) -> dict[str, list]:
+def read_table(
+    path: Path, format: str, columns: Mapping[str, str], fieldnames: Sequence[str] | None = None
+) -> dict[str, list]:
     """Every record's ``columns`` (output name -> source column; ``label`` read by :func:`label_value`)
     and ``line`` (line numbers). ValueError naming path:line for a bad record; ``<path>: no records``."""
     read: dict[str, list] = {name: [] for name in (*columns, "line")}
     records = (
-        _jsonl_records(path) if format == "jsonl" else _delimited_records(path, "," if format == "csv" else "\t", fieldnames)
+        _jsonl_records(path)
+        if format == "jsonl"
+        else _delimited_records(path, "," if format == "csv" else "\t", fieldnames)
     )
     for line_no, record in records:
         for name, source in columns.items():
@@ -153,7 +163,9 @@ def class_values(values: Sequence[str]) -> list[str]:
         return sorted(distinct)
 
 
-def _load(path: str | Path, format: str, columns: dict[str, str], classes: dict[str, str], fields: Sequence[str] = ()) -> Dataset:
+def _load(
+    path: str | Path, format: str, columns: dict[str, str], classes: dict[str, str], fields: Sequence[str] = ()
+) -> Dataset:
     """A file of fixed ``classes`` (label value -> class name, in class order)."""
     path = existing_file(path)
     index = {label_value(value): k for k, value in enumerate(classes)}
@@ -163,7 +175,10 @@ def _load(path: str | Path, format: str, columns: dict[str, str], classes: dict[
 def load_qbqtc(path: str | Path) -> Dataset:
     """CLUE QBQTC JSON lines (id, query, title, label "0"/"1"/"2"): text=query, text_pair=title."""
     return _load(
-        path, "jsonl", {"text": "query", "text_pair": "title", "label": "label"}, dict(zip("012", RELEVANCE_LABEL_NAMES))
+        path,
+        "jsonl",
+        {"text": "query", "text_pair": "title", "label": "label"},
+        dict(zip("012", RELEVANCE_LABEL_NAMES)),
     )
 
 
@@ -172,7 +187,9 @@ def load_tnews(path: str | Path, labels_path: str | Path | None = None) -> Datas
     ``labels_path`` (CLUE's labels.json; default :data:`TNEWS_LABELS`) in order, named by label_desc."""
     classes = dict(TNEWS_LABELS)
     if labels_path is not None:
-        read = read_table(existing_file(labels_path, "labels_path"), "jsonl", {"label": "label", "label_desc": "label_desc"})
+        read = read_table(
+            existing_file(labels_path, "labels_path"), "jsonl", {"label": "label", "label_desc": "label_desc"}
+        )
         descriptions = dict(zip(read["label"], read["label_desc"]))
         if len(descriptions) < len(read["label"]):  # a second description would silently replace the first
             raise ValueError(f"labels_path: {str(labels_path)!r} gives a label twice: {sorted(read['label'])}")
@@ -196,7 +213,9 @@ def load_lcqmc(path: str | Path) -> Dataset:
 def table_format(path: Path, format: str | None = None) -> str:
     """``format`` checked, or inferred from the suffix (.csv, .tsv/.txt, .jsonl/.json; then .gz allowed)."""
     if format is None:
-        format = _SUFFIX_FORMATS.get(path.with_suffix("").suffix.lower() if path.suffix == ".gz" else path.suffix.lower())
+        format = _SUFFIX_FORMATS.get(
+            path.with_suffix("").suffix.lower() if path.suffix == ".gz" else path.suffix.lower()
+        )
         if format is None:
             raise ValueError(f"format: cannot infer from suffix {''.join(path.suffixes)!r}; pass one of {FORMATS}")
     if format not in FORMATS:
@@ -229,7 +248,9 @@ def load_table(
         return labelled(path, read, {**({} if numbered else {str(k): k for k in range(len(names))}), **by_name}, names)
     for value, line_no in zip(read["label"], read["line"]) if classes is None else ():
         if value.lower() in MISSING_LABELS:
-            raise ValueError(f"{path}:{line_no}: label {value!r} reads as a missing value; a class? name it in label_names")
+            raise ValueError(
+                f"{path}:{line_no}: label {value!r} reads as a missing value; a class? name it in label_names"
+            )
     names = list(classes) if classes is not None else class_values(read["label"])
     return labelled(path, read, {value: k for k, value in enumerate(names)}, names)
 
@@ -251,7 +272,9 @@ def _read(data: DataConfig, key: str, classes: list[str] | None = None) -> Datas
     path = _paths(data, key)[0]
     if data.source == "table":
         if data.label is None or data.text is None:
-            raise ValueError(f"data.text / data.label: must name the table's columns, got {data.text!r} / {data.label!r}")
+            raise ValueError(
+                f"data.text / data.label: must name the table's columns, got {data.text!r} / {data.label!r}"
+            )
         return load_table(path, data.text, data.text_pair, data.label, data.label_names, classes=classes)
     if data.source == "tnews":
         return load_tnews(path, labels_path=data.labels_path)
@@ -263,7 +286,10 @@ def _file_splits(data: DataConfig) -> DatasetDict:
     if data.validation_path is not None:  # one label vocabulary: train's (or data.label_names)
         others = {"validation": "validation_path", "test": "test_path"}
         return DatasetDict(
-            {"train": train, **{name: _read(data, key, label_names(train)) for name, key in others.items() if getattr(data, key)}}
+            {
+                "train": train,
+                **{name: _read(data, key, label_names(train)) for name, key in others.items() if getattr(data, key)},
+            }
         )
     fractions = {name: fraction for name, fraction in zip(("train", "validation", "test"), data.split) if fraction > 0}
     if "validation" not in fractions:
@@ -289,7 +315,9 @@ def load_splits(data: DataConfig | Mapping[str, Any]) -> DatasetDict:
     else:
         raise ValueError(f"data.source: {data.source!r} has no labels; use one of {', '.join(LABELLED_SOURCES)}")
     limits = {name: data.max_train_samples if name == "train" else data.max_eval_samples for name in splits}
-    return DatasetDict({name: split.select(range(min(limits[name] or len(split), len(split)))) for name, split in splits.items()})
+    return DatasetDict(
+        {name: split.select(range(min(limits[name] or len(split), len(split)))) for name, split in splits.items()}
+    )
 
 
 def load_texts(data: DataConfig | Mapping[str, Any]) -> tuple[list[str], list[str] | None]:
@@ -304,7 +332,9 @@ def load_texts(data: DataConfig | Mapping[str, Any]) -> tuple[list[str], list[st
         paths = _paths(data)
         texts = [line.strip() for path in paths for _, line in read_lines(path) if line.strip()]
         if not texts:
-            raise ValueError(f"data.path: must hold at least one non-blank line, got none in {', '.join(map(str, paths))}")
+            raise ValueError(
+                f"data.path: must hold at least one non-blank line, got none in {', '.join(map(str, paths))}"
+            )
     else:
         train = load_splits(data)["train"]
         texts = list(train["text"])

@@ -59,7 +59,9 @@ _RELATED_CHANGES: tuple[str, ...] = ("intent", "entity", "both")
 
 def _relevance_title(rng: random.Random, topic: str, entity: int, intent: int) -> str:
     question, phrase = _TOPIC_INTENTS[topic][intent]
-    return f"{rng.choice(_TITLE_PREFIXES)}{_TOPIC_ENTITIES[topic][entity]}{question}{phrase}{rng.choice(_TITLE_SUFFIXES)}"
+    return (
+        f"{rng.choice(_TITLE_PREFIXES)}{_TOPIC_ENTITIES[topic][entity]}{question}{phrase}{rng.choice(_TITLE_SUFFIXES)}"
+    )
 
 
 def _relevance_pair(rng: random.Random, content_label: int) -> tuple[str, str]:
@@ -108,15 +110,21 @@ def _relevance_labels(near_noise: float, far_noise: float) -> Callable:
     return partial(_relevance_label, near_noise=near_noise, far_noise=far_noise)
 
 
-def _examples(rng: random.Random, n: int, draw_label: Callable, draw_texts: Callable, exclude=frozenset(), size_name="n") -> list:
+def _examples(
+    rng: random.Random, n: int, draw_label: Callable, draw_texts: Callable, exclude=frozenset(), size_name="n"
+) -> list:
     """``n`` rows ``(*texts, label)``: ``draw_label(rng) -> (label, content label)``, then
     ``draw_texts(rng, content label)``; texts in ``exclude`` are redrawn (same label)."""
     rows = []
     for _ in range(n):
         label, content = draw_label(rng)
-        texts = next((texts for texts in (draw_texts(rng, content) for _ in range(_MAX_REDRAWS)) if texts not in exclude), None)
+        texts = next(
+            (texts for texts in (draw_texts(rng, content) for _ in range(_MAX_REDRAWS)) if texts not in exclude), None
+        )
         if texts is None:
-            raise ValueError(f"{size_name}: too large, no new example of content label {content} in {_MAX_REDRAWS} draws")
+            raise ValueError(
+                f"{size_name}: too large, no new example of content label {content} in {_MAX_REDRAWS} draws"
+            )
         rows.append((*texts, label))
     return rows
 
@@ -173,7 +181,11 @@ _REVIEW_SUBJECTS = _words(
 )
 _POSITIVE_PHRASES = _words("非常好 很满意 真不错 值得推荐 很喜欢 超出预期 特别干净 十分热情 物美价廉")
 _NEGATIVE_PHRASES = _words("太差了 很失望 非常糟糕 不推荐 很后悔 特别脏 态度恶劣 质量不好 太贵了")
-_NEUTRAL_CLAUSES: tuple[str, ...] = ("", "", *_words("我们住了两天 上周买的 朋友介绍的 第一次来 出差的时候 周末和家人一起"))
+_NEUTRAL_CLAUSES: tuple[str, ...] = (
+    "",
+    "",
+    *_words("我们住了两天 上周买的 朋友介绍的 第一次来 出差的时候 周末和家人一起"),
+)
 _ENDINGS: tuple[str, ...] = ("。", "！", "，下次再说。", "，就这样吧。", "。")
 
 
@@ -243,7 +255,9 @@ _CORPUS_TEMPLATES = (
     lambda r: f"今天{r.choice(_PEOPLE)}过得很{_synonym(r, 1)}，因为{r.choice(_ORGANISATIONS)}{_synonym(r, 5)}了他。",
     lambda r: f"{r.choice(_PLACES)}的{r.choice(_NOUNS)}{_synonym(r, 4)}{_synonym(r, 3)}，这对全国很{_synonym(r, 2)}。",
     lambda r: f"{r.choice(_ORGANISATIONS)}在{r.choice(_PLACES)}举办了一场{_synonym(r, 0)}的{r.choice(_EVENTS)}。",
-    lambda r: f"记者从{r.choice(_ORGANISATIONS)}了解到，{r.choice(_PLACES)}正在{r.choice(_VERBS)}新的{r.choice(_NOUNS)}项目。",
+    lambda r: (
+        f"记者从{r.choice(_ORGANISATIONS)}了解到，{r.choice(_PLACES)}正在{r.choice(_VERBS)}新的{r.choice(_NOUNS)}项目。"
+    ),
     lambda r: f"{r.choice(_PEOPLE)}说，{r.choice(_NOUNS)}是{r.choice(_PLACES)}{_synonym(r, 3)}的{_synonym(r, 2)}力量。",
     lambda r: f"孩子们在{r.choice(_PLACES)}的公园里玩得非常{_synonym(r, 1)}。",
 )

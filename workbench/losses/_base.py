@@ -37,7 +37,9 @@ def check_class_vector(name: str, values: Sequence[float] | torch.Tensor, low: f
 def per_class(name: str, values: torch.Tensor, logits: torch.Tensor) -> torch.Tensor:
     """``values`` on the logits' device and dtype; ValueError unless there is one per class of the logits."""
     if values.numel() != logits.shape[-1]:
-        raise ValueError(f"{name}: must have C={logits.shape[-1]} entries (one per class of the logits), got {values.numel()}")
+        raise ValueError(
+            f"{name}: must have C={logits.shape[-1]} entries (one per class of the logits), got {values.numel()}"
+        )
     return values.to(logits)
 
 
@@ -101,7 +103,9 @@ class ImbalanceLoss(nn.Module):
     def compute(self, logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
         raise NotImplementedError
 
-    def reduce(self, terms: torch.Tensor, targets: torch.Tensor, denominator: torch.Tensor | None = None) -> torch.Tensor:
+    def reduce(
+        self, terms: torch.Tensor, targets: torch.Tensor, denominator: torch.Tensor | None = None
+    ) -> torch.Tensor:
         """Per-row ``terms`` (0 at ignored rows) as they are ("none"), summed, or summed and divided by
         ``denominator`` (default: the number of valid rows); 0 when that is 0 (an all-ignored batch)."""
         if self.reduction == "none":

@@ -46,7 +46,9 @@ def dice_paper_class_weights(label_counts: Sequence[float] | torch.Tensor, K: fl
     K = check_number("K", K, 0.0, None, low_inclusive=False)
     alpha = torch.log10((counts.sum() - counts) / counts + K)
     if (alpha < 0).any():
-        raise ValueError(f"K: must make every class weight non-negative (K >= 1 always does), got K={K} giving {alpha.tolist()}")
+        raise ValueError(
+            f"K: must make every class weight non-negative (K >= 1 always does), got K={K} giving {alpha.tolist()}"
+        )
     return alpha
 
 
@@ -87,7 +89,9 @@ class LabelSmoothingLoss(ImbalanceLoss):
         self.epsilon = check_number("epsilon", epsilon, 0.0, 1.0, high_inclusive=False)
 
     def compute(self, logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
-        terms = F.cross_entropy(logits, targets, ignore_index=IGNORE_INDEX, label_smoothing=self.epsilon, reduction="none")
+        terms = F.cross_entropy(
+            logits, targets, ignore_index=IGNORE_INDEX, label_smoothing=self.epsilon, reduction="none"
+        )
         return self.reduce(terms, targets)
 
 
@@ -103,7 +107,9 @@ class FocalLoss(ImbalanceLoss):
         reduction: "mean" (over the valid positions), "sum" or "none".
     """
 
-    def __init__(self, gamma: float = 2.0, alpha: Sequence[float] | torch.Tensor | None = None, reduction: str = "mean") -> None:
+    def __init__(
+        self, gamma: float = 2.0, alpha: Sequence[float] | torch.Tensor | None = None, reduction: str = "mean"
+    ) -> None:
         super().__init__(reduction)
         self.gamma = check_number("gamma", gamma, 0.0, LARGEST)
         self.register_buffer("alpha", None if alpha is None else check_class_vector("alpha", alpha))

@@ -43,7 +43,9 @@ class DiceFamilyLoss(ImbalanceLoss):
     gamma, from scores and 0/1 targets that are 0 at left-out positions.
     """
 
-    def __init__(self, gamma: float, set_level: bool | str, class_reduction: str, ohem_ratio: float, reduction: str) -> None:
+    def __init__(
+        self, gamma: float, set_level: bool | str, class_reduction: str, ohem_ratio: float, reduction: str
+    ) -> None:
         super().__init__(reduction)
         self.gamma = check_number("gamma", gamma, 1 / LARGEST, LARGEST)
         check_choice("set_level", set_level, (False, True, "auto"))
@@ -194,7 +196,13 @@ class SelfAdjustingDiceLoss(DiceFamilyLoss):
     ) -> None:
         check_choice("preset", preset, (None, *DSC_PRESETS))
         chosen = dict(DSC_DEFAULTS if preset is None else DSC_PRESETS[preset])
-        given = {"alpha": alpha, "gamma": gamma, "square": square, "set_level": set_level, "class_reduction": class_reduction}
+        given = {
+            "alpha": alpha,
+            "gamma": gamma,
+            "square": square,
+            "set_level": set_level,
+            "class_reduction": class_reduction,
+        }
         chosen.update({key: value for key, value in given.items() if value is not None})
         check_choice("square", chosen["square"], (True, False))
         super().__init__(chosen["gamma"], chosen["set_level"], chosen["class_reduction"], ohem_ratio, reduction)

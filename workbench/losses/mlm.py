@@ -111,7 +111,11 @@ def _spans(labels: torch.Tensor, word_ids: torch.Tensor | None) -> torch.Tensor:
 
 
 def correct_predictions(
-    predictions: torch.Tensor, labels: torch.Tensor, index: SynonymIdIndex, level: str, word_ids: torch.Tensor | None = None
+    predictions: torch.Tensor,
+    labels: torch.Tensor,
+    index: SynonymIdIndex,
+    level: str,
+    word_ids: torch.Tensor | None = None,
 ) -> Correction:
     """Eq. 2's decision, r_k in V[w_k], for predicted ids r (``predictions``, the shape of ``labels``: the MLM's argmax,
     or ELECTRA's sampled replacements). A unit of masked positions is corrected (its labels become -100) when the
@@ -126,7 +130,9 @@ def correct_predictions(
     on the host (one sync)."""
     check_choice("level", level, HC_LEVELS)
     if level == "word" and word_ids is None:
-        raise ValueError("word_ids: level='word' needs the word ids of the batch (a collator with return_word_ids=True)")
+        raise ValueError(
+            "word_ids: level='word' needs the word ids of the batch (a collator with return_word_ids=True)"
+        )
     _check_shape(labels, predictions=predictions, word_ids=word_ids)
     masked = labels != IGNORE_INDEX
     wrong = masked & (predictions != labels)
@@ -188,7 +194,9 @@ def soft_regularization(
     if level == "token":
         if embeddings is None or embeddings.ndim != 2 or embeddings.shape[0] != rows.shape[-1]:
             shape = None if embeddings is None else tuple(embeddings.shape)
-            raise ValueError(f"embeddings: must be the (vocab, hidden) input embedding matrix for level='token', got {shape}")
+            raise ValueError(
+                f"embeddings: must be the (vocab, hidden) input embedding matrix for level='token', got {shape}"
+            )
         E = embeddings.to(rows.dtype)
         e_gold = E[labels[masked]]
         e_predicted = rows.softmax(dim=-1) @ E if prediction == "expected" else E[rows.argmax(dim=-1)]
@@ -226,14 +234,18 @@ class MaskedLMLoss(nn.Module):
     def forward(self, logits: torch.Tensor, labels: torch.Tensor, **context: Any) -> torch.Tensor:
         return self.loss_and_items(logits, labels, **context)[0]
 
-    def loss_and_items(self, logits: torch.Tensor, labels: torch.Tensor, **context: Any) -> tuple[torch.Tensor, torch.Tensor]:
+    def loss_and_items(
+        self, logits: torch.Tensor, labels: torch.Tensor, **context: Any
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """``(loss, items)``: the loss and the number of positions it averages over (a tensor)."""
         unknown = sorted(set(context) - set(CONTEXT_KEYS))
         if unknown:
             raise ValueError(f"context: unknown keyword(s) {unknown}; MLM losses take {list(CONTEXT_KEYS)}")
         return self._loss_and_items(labelled_rows(logits, labels), labels, **context)
 
-    def _loss_and_items(self, logits: torch.Tensor, labels: torch.Tensor, **context: Any) -> tuple[torch.Tensor, torch.Tensor]:
+    def _loss_and_items(
+        self, logits: torch.Tensor, labels: torch.Tensor, **context: Any
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         return masked_cross_entropy(logits, labels[labels != IGNORE_INDEX])
 
 
@@ -251,12 +263,16 @@ class HardCorrectionLoss(MaskedLMLoss):
     def __init__(self, tokenizer: Any = None, table: SynonymTable | str | None = None, level: str = "token") -> None:
         super().__init__()
         if tokenizer is None or not hasattr(tokenizer, "convert_ids_to_tokens"):
-            raise ValueError(f"tokenizer: must be the model's tokenizer (with convert_ids_to_tokens), got {tokenizer!r}")
+            raise ValueError(
+                f"tokenizer: must be the model's tokenizer (with convert_ids_to_tokens), got {tokenizer!r}"
+            )
         self.level = check_choice("level", level, HC_LEVELS)
         self.table = table if isinstance(table, SynonymTable) else SynonymTable.from_path(table)
         self.index = self.table.id_index(tokenizer)
 
-    def correction_counts(self, logits: torch.Tensor, labels: torch.Tensor, word_ids: torch.Tensor | None = None) -> Correction:
+    def correction_counts(
+        self, logits: torch.Tensor, labels: torch.Tensor, word_ids: torch.Tensor | None = None
+    ) -> Correction:
         """Eq. 2's decision on the argmax predictions r_k of ``logits`` (either shape): corrected labels and counts."""
         masked_argmax = labelled_rows(logits, labels).argmax(dim=-1)
         predictions = torch.zeros_like(labels).masked_scatter(labels != IGNORE_INDEX, masked_argmax)
@@ -289,7 +305,11 @@ class SoftRegularizationLoss(MaskedLMLoss):
     """
 
     def __init__(
-        self, weight: float = 1.0, level: str = "token", prediction: str = "argmax", kl_direction: str = "filled||original"
+        self,
+        weight: float = 1.0,
+        level: str = "token",
+        prediction: str = "argmax",
+        kl_direction: str = "filled||original",
     ) -> None:
         super().__init__()
         self.weight = check_number("weight", weight, 0.0, LARGEST)

@@ -60,10 +60,14 @@ def pcl_constants(label_counts: Sequence[float] | torch.Tensor, pcl_plus_form: s
     return count_ratios(check_counts(label_counts).tolist(), pcl_plus_form)
 
 
-def check_cost_matrix(cost_matrix: Sequence[Sequence[float]] | torch.Tensor, variant: str | None = None) -> torch.Tensor:
+def check_cost_matrix(
+    cost_matrix: Sequence[Sequence[float]] | torch.Tensor, variant: str | None = None
+) -> torch.Tensor:
     """A K x K float64 CPU matrix, K >= 2, zero diagonal, entries in [0, 1e12], not for ``reference``; else ValueError."""
     if variant == "reference":
-        raise ValueError("cost_matrix: must be None for variant='reference' (the released code reads label values), got a matrix")
+        raise ValueError(
+            "cost_matrix: must be None for variant='reference' (the released code reads label values), got a matrix"
+        )
     try:
         matrix = torch.as_tensor(cost_matrix, dtype=torch.float64, device="cpu").clone()
     except (TypeError, ValueError, RuntimeError):
@@ -71,7 +75,9 @@ def check_cost_matrix(cost_matrix: Sequence[Sequence[float]] | torch.Tensor, var
     if matrix.dim() != 2 or matrix.shape[0] != matrix.shape[1] or matrix.shape[0] < 2:
         raise ValueError(f"cost_matrix: must be a square K x K matrix with K >= 2, got shape {tuple(matrix.shape)}")
     if not ((matrix >= 0) & (matrix <= LARGEST)).all() or (matrix.diagonal() != 0).any():
-        raise ValueError(f"cost_matrix: must hold numbers in [0, {LARGEST:g}] with a zero diagonal, got {matrix.tolist()}")
+        raise ValueError(
+            f"cost_matrix: must hold numbers in [0, {LARGEST:g}] with a zero diagonal, got {matrix.tolist()}"
+        )
     return matrix
 
 
@@ -113,7 +119,9 @@ def pcl_weight_matrix(
     counts = check_counts(label_counts)
     cost_matrix = None if cost_matrix is None else check_cost_matrix(cost_matrix, variant)
     if cost_matrix is not None and len(cost_matrix) != len(counts):
-        raise ValueError(f"label_counts: must have one count per row of cost_matrix ({len(cost_matrix)}), got {len(counts)}")
+        raise ValueError(
+            f"label_counts: must have one count per row of cost_matrix ({len(cost_matrix)}), got {len(counts)}"
+        )
     return weight_matrix(variant, epsilon, counts, form, cost_matrix)
 
 
@@ -182,10 +190,14 @@ class PropensityCorrectedLoss(ImbalanceLoss):
             )
         if counts == "global":
             if label_counts is None:
-                raise ValueError("label_counts: must be given when counts='global' (one positive count per class), got None")
+                raise ValueError(
+                    "label_counts: must be given when counts='global' (one positive count per class), got None"
+                )
             self.label_counts = check_counts(label_counts)
             self.pcl_plus, self.pcl_minus = pcl_constants(self.label_counts, self.pcl_plus_form)
-            self.weight_matrix = pcl_weight_matrix(variant, self.epsilon, self.label_counts, self.pcl_plus_form, self.cost_matrix)
+            self.weight_matrix = pcl_weight_matrix(
+                variant, self.epsilon, self.label_counts, self.pcl_plus_form, self.cost_matrix
+            )
 
     @property
     def is_batch_level(self) -> bool:

@@ -59,6 +59,8 @@ def resolve(spec: LossSpec | Mapping[str, Any], train_split: Any = None) -> nn.M
     params = dict(spec.params)
     if needs_label_counts(spec):
         if train_split is None:
-            raise ValueError(f"train_split: loss {spec.name!r} needs label counts; pass the training split or give label_counts")
+            raise ValueError(
+                f"train_split: loss {spec.name!r} needs label counts; pass the training split or give label_counts"
+            )
         params["label_counts"] = split_label_counts(train_split)
     return build_loss(spec.name, **params)

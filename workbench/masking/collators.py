@@ -33,16 +33,25 @@ _BRACKETED_TOKEN = re.compile(r"^\[[^\]]+\]$")
 
 
 def _pad(features: Sequence[Mapping], key: str, pad_value: int, width: int) -> np.ndarray:
-    return np.array([[*feature[key], *[pad_value] * (width - len(feature[key]))] for feature in features], dtype=np.int64)
+    return np.array(
+        [[*feature[key], *[pad_value] * (width - len(feature[key]))] for feature in features], dtype=np.int64
+    )
 
 
 class _MaskingCollator:
     """Padding, budget, 80/10/10 replacement and seeding; subclasses choose the masked tokens."""
 
     def __init__(
-        self, tokenizer, mlm_probability: float = 0.15, seed: int = 0, return_word_ids: bool = False, sentence_order: bool = False
+        self,
+        tokenizer,
+        mlm_probability: float = 0.15,
+        seed: int = 0,
+        return_word_ids: bool = False,
+        sentence_order: bool = False,
     ):
-        self.mlm_probability = check_number("mlm_probability", mlm_probability, 0, 1, low_inclusive=False, high_inclusive=False)
+        self.mlm_probability = check_number(
+            "mlm_probability", mlm_probability, 0, 1, low_inclusive=False, high_inclusive=False
+        )
         if getattr(tokenizer, "mask_token_id", None) is None or getattr(tokenizer, "pad_token_id", None) is None:
             raise ValueError(f"tokenizer: must define mask_token and pad_token, got {type(tokenizer).__name__}")
         self.tokenizer, self.seed = tokenizer, check_int("seed", seed, 0)
@@ -52,7 +61,9 @@ class _MaskingCollator:
         special_ids = set(tokenizer.all_special_ids)
         self._special_ids = np.array(sorted(special_ids - {tokenizer.unk_token_id}), dtype=np.int64)
         replacements = (
-            i for token, i in tokenizer.get_vocab().items() if i not in special_ids and not _BRACKETED_TOKEN.match(token)
+            i
+            for token, i in tokenizer.get_vocab().items()
+            if i not in special_ids and not _BRACKETED_TOKEN.match(token)
         )
         self._replacement_ids = np.array(sorted(replacements), dtype=np.int64)
 
@@ -79,7 +90,9 @@ class _MaskingCollator:
         batch["token_type_ids"] = _pad(features, "token_type_ids", 0, width) if has_types else np.zeros_like(input_ids)
         word_ids = _pad(features, "word_ids", -1, width) if "word_ids" in features[0] else None
         maskable = (
-            word_ids >= 0 if word_ids is not None else (batch["attention_mask"] == 1) & ~np.isin(input_ids, self._special_ids)
+            word_ids >= 0
+            if word_ids is not None
+            else (batch["attention_mask"] == 1) & ~np.isin(input_ids, self._special_ids)
         )
         budgets = np.rint(self.mlm_probability * maskable.sum(axis=1)).astype(np.int64)
         masked = self._choose(features, word_ids, maskable, batch["token_type_ids"], budgets, rng)
@@ -254,7 +267,9 @@ class KnowledgeMaskCollator(_WordMaskCollator):
         tags = list(chain.from_iterable(f["word_tags"][:n] for f, n in zip(features, counts)))
         words = list(chain.from_iterable(f["words"][:n] for f, n in zip(features, counts)))
         types = [ENTITY if word in self.entities else word_type(tag) for tag, word in zip(tags, words)]
-        idf = np.array([self.idf.get(word, self._unseen_idf) for word in words] if self.idf else [1.0] * len(words), float)
+        idf = np.array(
+            [self.idf.get(word, self._unseen_idf) for word in words] if self.idf else [1.0] * len(words), float
+        )
         weights = self._type_weights[np.array(types, dtype=np.int64)]  # w = type_weight * idf(word)
         log_e, unweighted = np.log(rng.standard_exponential(len(tags))), (weights == 0) | (idf == 0)
         with np.errstate(divide="ignore"):  # log E - log w: no product overflows to inf, no quotient to 0 or inf (ties)

@@ -34,7 +34,9 @@ FORMAT = 2  # raised whenever a step's output changes for the same inputs
 CACHE_ENV = "WORKBENCH_CACHE"
 _INTS, _STRINGS = datasets.List(datasets.Value("int32")), datasets.List(datasets.Value("string"))
 _BYTES = datasets.List(datasets.Value("int8"))
-BLOCK_FEATURES = datasets.Features(dict(zip(BLOCK_COLUMNS, (_INTS, _BYTES, _BYTES, _INTS, _STRINGS, _STRINGS, _STRINGS))))
+BLOCK_FEATURES = datasets.Features(
+    dict(zip(BLOCK_COLUMNS, (_INTS, _BYTES, _BYTES, _INTS, _STRINGS, _STRINGS, _STRINGS)))
+)
 
 
 def default_cache_dir() -> Path:
@@ -74,7 +76,9 @@ def _segment(chunk: dict, segmenter: JiebaSegmenter) -> dict:
 
 
 def _encode(chunk: dict, tokenizer) -> dict:
-    encoded = tokenizer(chunk["documents"], add_special_tokens=False, return_offsets_mapping=True, return_attention_mask=False)
+    encoded = tokenizer(
+        chunk["documents"], add_special_tokens=False, return_offsets_mapping=True, return_attention_mask=False
+    )
     aligned = map(align_tokens, chunk["documents"], encoded["offset_mapping"], chunk["words"], chunk["sentence_words"])
     token_word, sentence_starts = zip(*aligned)
     return {"input_ids": encoded["input_ids"], "token_word": token_word, "sentence_starts": sentence_starts}
@@ -97,10 +101,18 @@ def _blocks(documents, tokenizer, max_length, segmenter, block_boundary, num_pro
     if not chunks:
         raise ValueError("documents: the corpus is empty (no document with a non-space character)")
     user_dict = None if segmenter.user_dict is None else Path(segmenter.user_dict).read_bytes()
-    vocabulary = {k: v for k, v in json.loads(tokenizer.backend_tokenizer.to_str()).items() if k not in ("truncation", "padding")}
+    vocabulary = {
+        k: v for k, v in json.loads(tokenizer.backend_tokenizer.to_str()).items() if k not in ("truncation", "padding")
+    }
     packing = {"tokenizer": tokenizer, "max_length": max_length, "block_boundary": block_boundary}
     steps = [  # name, progress bar, function and its arguments, what its output depends on besides the step before
-        ("segment", "segment (jieba)", _segment, {"segmenter": segmenter}, [segmenter.pos, user_dict, jieba.__version__]),
+        (
+            "segment",
+            "segment (jieba)",
+            _segment,
+            {"segmenter": segmenter},
+            [segmenter.pos, user_dict, jieba.__version__],
+        ),
         ("encode", "encode", _encode, {"tokenizer": tokenizer}, vocabulary),
         ("pack", "pack into blocks", _pack, packing, [max_length, block_boundary]),
     ]
@@ -200,7 +212,9 @@ def prepare_corpus(
     dataset, key = _blocks(documents, tokenizer, max_length, segmenter, block_boundary, num_proc, folder)
     cache_hit = all(Path(file["filename"]).name in existing for file in dataset.cache_files)
     characters = sum(len(word) for document in documents for word in document.split())
-    return PreparedCorpus(dataset, key, folder, cache_hit, time.perf_counter() - start, characters, count_tokens(dataset))
+    return PreparedCorpus(
+        dataset, key, folder, cache_hit, time.perf_counter() - start, characters, count_tokens(dataset)
+    )
 
 
 def count_tokens(blocks: datasets.Dataset, *, text_only: bool = False) -> int:

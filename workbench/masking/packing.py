@@ -31,7 +31,11 @@ _SENTENCE = re.compile(r"[^\s。！？]*[。！？]+[”’」』）》〉】)\]
 
 
 def encode_words(
-    tokenizer, texts: Sequence[str], segmenter: JiebaSegmenter, max_length: int = 128, text_pairs: Sequence[str] | None = None
+    tokenizer,
+    texts: Sequence[str],
+    segmenter: JiebaSegmenter,
+    max_length: int = 128,
+    text_pairs: Sequence[str] | None = None,
 ) -> list[dict]:
     """Encode ``texts`` (and ``text_pairs``, truncated to ``max_length``); a token belongs to the jieba word holding its
     first character. Per text: ``input_ids``, ``attention_mask``, ``token_type_ids``, ``word_ids`` (-1: special), each
@@ -39,19 +43,28 @@ def encode_words(
     their first token (a pair's second segment continues; a word without a token, e.g. a space, gets no number)."""
     check_int("max_length", max_length, 2)  # room for [CLS] and [SEP]
     if not getattr(tokenizer, "is_fast", False):
-        raise ValueError(f"tokenizer: must be a fast tokenizer (offset mappings are needed), got {type(tokenizer).__name__}")
+        raise ValueError(
+            f"tokenizer: must be a fast tokenizer (offset mappings are needed), got {type(tokenizer).__name__}"
+        )
     texts = list(texts)
     if text_pairs is not None and len(text_pairs := list(text_pairs)) != len(texts):
         raise ValueError(f"text_pairs: must have one entry per text ({len(texts)}), got {len(text_pairs)}")
     encoded = tokenizer(
-        texts, text_pairs, truncation=True, max_length=max_length, return_offsets_mapping=True, return_token_type_ids=True
+        texts,
+        text_pairs,
+        truncation=True,
+        max_length=max_length,
+        return_offsets_mapping=True,
+        return_token_type_ids=True,
     )
     features = []
     for row, text in enumerate(texts):
         segments = [segmenter.segment(part) for part in ([text] if text_pairs is None else [text, text_pairs[row]])]
         char_words = [[number for number, (word, _) in enumerate(pairs) for _ in word] for pairs in segments]
         offsets = zip(encoded.sequence_ids(row), encoded["offset_mapping"][row])
-        keys = [None if part is None or end <= start else (part, char_words[part][start]) for part, (start, end) in offsets]
+        keys = [
+            None if part is None or end <= start else (part, char_words[part][start]) for part, (start, end) in offsets
+        ]
         number = {key: index for index, key in enumerate(dict.fromkeys(key for key in keys if key is not None))}
         columns = {name: list(encoded[name][row]) for name in ("input_ids", "attention_mask", "token_type_ids")}
         columns["word_ids"] = [NO_WORD if key is None else number[key] for key in keys]
@@ -79,7 +92,9 @@ def segment_document(text: str, segmenter: JiebaSegmenter) -> tuple[list[str], l
     return words, tags, counts
 
 
-def align_tokens(text: str, offsets: Sequence, words: Sequence[str], sentence_words: Sequence[int]) -> tuple[list, list]:
+def align_tokens(
+    text: str, offsets: Sequence, words: Sequence[str], sentence_words: Sequence[int]
+) -> tuple[list, list]:
     """Step 2: per token (character ``offsets``), the word holding its first character (-1: none), and
     the token where each sentence with a token starts."""
     char_word, char_sentence = [NO_WORD] * len(text), [0] * len(text)
@@ -167,7 +182,9 @@ def check_packing(tokenizer, max_length: int, block_boundary: str) -> None:
     check_int("max_length", max_length, 3)
     check_choice("block_boundary", block_boundary, BLOCK_BOUNDARIES)
     if not getattr(tokenizer, "is_fast", False):
-        raise ValueError(f"tokenizer: must be a fast tokenizer (offset mappings are needed), got {type(tokenizer).__name__}")
+        raise ValueError(
+            f"tokenizer: must be a fast tokenizer (offset mappings are needed), got {type(tokenizer).__name__}"
+        )
 
 
 def pack_documents(

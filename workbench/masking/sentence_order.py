@@ -51,5 +51,7 @@ def sentence_order_batch(
     (1 = swapped, 0 = in order; a block too short to cut keeps label 0)."""
     swaps = rng.random(len(features)) < 0.5
     reordered = [sentence_order(feature, bool(swap), cls_id, sep_id) for feature, swap in zip(features, swaps)]
-    labels = np.array([bool(swap) and len(feature["input_ids"]) >= 4 for feature, swap in zip(features, swaps)], dtype=np.int64)
+    labels = np.array(
+        [bool(swap) and len(feature["input_ids"]) >= 4 for feature, swap in zip(features, swaps)], dtype=np.int64
+    )
     return reordered, labels

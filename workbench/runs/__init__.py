@@ -31,7 +31,15 @@ from workbench.runs.plan import (
 from workbench.runs.progress import Progress
 from workbench.threads import default_threads, kernel_environment, usable_cores
 
-__all__ = ["PARAMS_SETS", "parse_assignments", "parse_seeds", "parse_sweep", "plan_executions", "read_metrics", "write_metrics"]
+__all__ = [
+    "PARAMS_SETS",
+    "parse_assignments",
+    "parse_seeds",
+    "parse_sweep",
+    "plan_executions",
+    "read_metrics",
+    "write_metrics",
+]
 EXECUTORS = ("threads", "slurm", "local")  # local: submitit's local executor, the Slurm path on this machine
 
 
@@ -84,7 +92,9 @@ def _in_threads(executions, folders, kernel_name, env, jobs, gpus, board) -> Ite
     def task(index: int) -> Outcome:
         gpu = free.get()
         try:
-            return execute(executions[index], folders[index], kernel_name, {**env, **gpu}, board.started(index), kernels)
+            return execute(
+                executions[index], folders[index], kernel_name, {**env, **gpu}, board.started(index), kernels
+            )
         finally:
             free.put(gpu)
 
@@ -105,7 +115,10 @@ def _on_submitit(executor, executions, folders, kernel_name, env) -> Iterator[tu
     import submitit
 
     with executor.batch():
-        jobs = [executor.submit(execute, execution, folder, kernel_name, env) for execution, folder in zip(executions, folders)]
+        jobs = [
+            executor.submit(execute, execution, folder, kernel_name, env)
+            for execution, folder in zip(executions, folders)
+        ]
     try:
         for job in submitit.helpers.as_completed(jobs, poll_frequency=1):
             index = jobs.index(job)
@@ -147,14 +160,22 @@ def run(
     """
     notebooks = select_notebooks(notebooks_dir, only)
     stems = {notebook.stem for notebook in select_notebooks(notebooks_dir)}
-    for stray in sorted(path.name for path in params_folder(params_dir, params_set).glob("*.yaml") if path.stem not in stems):
-        raise ValueError(f"--params-set {params_set!r}: {stray} names no notebook in {notebooks_dir} (a typo runs on defaults)")
+    for stray in sorted(
+        path.name for path in params_folder(params_dir, params_set).glob("*.yaml") if path.stem not in stems
+    ):
+        raise ValueError(
+            f"--params-set {params_set!r}: {stray} names no notebook in {notebooks_dir} (a typo runs on defaults)"
+        )
     executions = plan_executions(notebooks, params_dir, params_set, sweep, seeds)
     if executor not in EXECUTORS or (slurm and executor == "threads"):
-        raise ValueError(f"--executor {executor!r}: must be one of {', '.join(EXECUTORS)} (--slurm parameters: not threads)")
+        raise ValueError(
+            f"--executor {executor!r}: must be one of {', '.join(EXECUTORS)} (--slurm parameters: not threads)"
+        )
     visible = visible_gpus() if executor == "threads" else []
     if gpus is not None and (not gpus or not set(gpus) <= set(visible) or len(set(gpus)) < len(gpus)):
-        raise ValueError(f"--gpus {','.join(gpus)!r}: must name distinct visible GPUs; visible: {', '.join(visible) or 'none'}")
+        raise ValueError(
+            f"--gpus {','.join(gpus)!r}: must name distinct visible GPUs; visible: {', '.join(visible) or 'none'}"
+        )
     gpus = visible if gpus is None else list(gpus)
     if gpus:  # one kernel per GPU, the cores shared among the kernels
         jobs = _check_count("jobs", len(gpus) if jobs is None else jobs, "notebooks run at once")
@@ -171,7 +192,12 @@ def run(
             cluster = submitit.AutoExecutor(folder=run_dir / "submitit", cluster=executor)
             defaults = {"timeout_min": 24 * 60, "cpus_per_task": threads, "slurm_array_parallelism": jobs}
             cluster.update_parameters(**{**defaults, **(slurm or {})})
-        except (RuntimeError, NameError, AssertionError, TypeError) as error:  # no Slurm here, an unknown or mistyped parameter
+        except (
+            RuntimeError,
+            NameError,
+            AssertionError,
+            TypeError,
+        ) as error:  # no Slurm here, an unknown or mistyped parameter
             shutil.rmtree(run_dir)  # nothing ran: leave no run folder
             raise ValueError(f"--slurm: {str(error).splitlines()[0]}") from None
     ensure_assets(run_dir)  # once, before concurrent exports look for them

@@ -72,7 +72,9 @@ def ensure_kernel(kernel_name: str | None = None) -> str:
             return name
     install(kernel_name=WORKBENCH_KERNEL, display_name="Python (workbench)", prefix=sys.prefix)
     if not _runs_this_python(WORKBENCH_KERNEL):
-        raise RuntimeError(f"kernelspec {WORKBENCH_KERNEL!r} in {sys.prefix} is shadowed; pass --kernel NAME running this Python")
+        raise RuntimeError(
+            f"kernelspec {WORKBENCH_KERNEL!r} in {sys.prefix} is shadowed; pass --kernel NAME running this Python"
+        )
     return WORKBENCH_KERNEL
 
 
@@ -202,4 +204,6 @@ def execute(
             export_html(executed)
         except Exception as exc:  # the run's own status is what matters; note the export problem
             error = error or f"HTML export failed: {type(exc).__name__}: {exc}"
-    return Outcome(execution, output_dir, "failed" if error else "ok", duration, failed_cell, error, read_metrics(folder))
+    return Outcome(
+        execution, output_dir, "failed" if error else "ok", duration, failed_cell, error, read_metrics(folder)
+    )

@@ -105,7 +105,12 @@ def export_notebook(notebook: str | Path, target: str | Path | None = None, stud
         raise ValueError(f"NOTEBOOK {notebook}: no such file")
     try:
         nbformat.read(notebook, as_version=4)
-    except (ValueError, TypeError, AttributeError, nbformat.ValidationError) as exc:  # not JSON, not UTF-8, not a notebook
+    except (
+        ValueError,
+        TypeError,
+        AttributeError,
+        nbformat.ValidationError,
+    ) as exc:  # not JSON, not UTF-8, not a notebook
         reason = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
         raise ValueError(f"NOTEBOOK {notebook}: not a Jupyter notebook ({reason})") from None
     default = notebook.with_name(f"{notebook.stem}.student.html" if student else f"{notebook.stem}.html")
@@ -116,4 +121,6 @@ def export_notebook(notebook: str | Path, target: str | Path | None = None, stud
     if not target.parent.is_dir():
         raise ValueError(f"{option} {target}: folder {target.parent} does not exist")
     beside = target.parent.resolve() == notebook.parent.resolve()
-    return export_offline_html(notebook, target, ensure_assets(run_dir_of(notebook) if beside else target.parent), student)
+    return export_offline_html(
+        notebook, target, ensure_assets(run_dir_of(notebook) if beside else target.parent), student
+    )

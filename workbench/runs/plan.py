@@ -59,7 +59,9 @@ def parse_sweep(specs: Iterable[str]) -> dict[str, list[Any]]:
             raise ValueError(f"--sweep {key}: values must be printable and not empty, got {values!r}")
         parsed = read_yaml(f"[{values}]", f"--sweep {key}")
         for a, b in itertools.combinations(parsed, 2):
-            if (a == b and isinstance(a, bool) == isinstance(b, bool)) or repr(a) == repr(b):  # 0.1, 0.10; NaN; 1 is no flag
+            if (a == b and isinstance(a, bool) == isinstance(b, bool)) or repr(a) == repr(
+                b
+            ):  # 0.1, 0.10; NaN; 1 is no flag
                 raise ValueError(f"--sweep {key}: the value {a!r} is given twice (equal after parsing)")
         sweep[key] = parsed
     return sweep
@@ -122,7 +124,9 @@ def select_notebooks(notebooks_dir: str | Path, only: Sequence[str] | None = Non
         stem = wanted.strip().removesuffix(".ipynb")
         matches = [nb for nb in notebooks if stem and (nb.stem == stem or nb.stem.startswith(stem))]
         if not matches:
-            raise ValueError(f"--only {wanted!r}: matches no notebook; available: {', '.join(nb.stem for nb in notebooks)}")
+            raise ValueError(
+                f"--only {wanted!r}: matches no notebook; available: {', '.join(nb.stem for nb in notebooks)}"
+            )
         selected.extend(nb for nb in matches if nb not in selected)
     return sorted(selected)
 
@@ -134,7 +138,9 @@ def params_folder(params_dir: str | Path, params_set: str) -> Path:
     folder = Path(params_dir) / params_set
     if not params_set or Path(params_set).name != params_set or params_set == ".." or not folder.is_dir():
         available = sorted(path.name for path in Path(params_dir).iterdir() if path.is_dir())
-        raise ValueError(f"--params-set {params_set!r}: no folder {folder}; available: {', '.join(available) or '(none)'}")
+        raise ValueError(
+            f"--params-set {params_set!r}: no folder {folder}; available: {', '.join(available) or '(none)'}"
+        )
     return folder
 
 
@@ -159,9 +165,13 @@ def _check_parameters(notebook: Path, allowed: list[str], parameters: Mapping[st
         if name == OUTPUT_DIR_PARAMETER:
             raise ValueError(f"{source}: parameter {name!r} is set by the runner, not by the user")
         if name not in allowed:
-            raise ValueError(f"{source}: unknown parameter {name!r} for notebook {notebook.name}; allowed: {', '.join(allowed)}")
+            raise ValueError(
+                f"{source}: unknown parameter {name!r} for notebook {notebook.name}; allowed: {', '.join(allowed)}"
+            )
         if name == INTERACTIVE_PARAMETER and value is not False:
-            raise ValueError(f"{source}: {name}={value!r}: a headless run has no widget (figures go missing); allowed: false")
+            raise ValueError(
+                f"{source}: {name}={value!r}: a headless run has no widget (figures go missing); allowed: false"
+            )
         if name == SEEDS_PARAMETER:  # a notebook would refuse them only once it runs
             check_seeds(f"{source}: {name}", value)
 
@@ -194,7 +204,9 @@ def plan_executions(
     for notebook in notebooks:
         allowed = notebook_parameters(notebook)
         if OUTPUT_DIR_PARAMETER not in allowed:
-            raise ValueError(f"notebook {notebook.name}: no 'output_dir' parameter (add `output_dir = None` to its parameters)")
+            raise ValueError(
+                f"notebook {notebook.name}: no 'output_dir' parameter (add `output_dir = None` to its parameters)"
+            )
         base = load_params(params_dir, params_set, notebook.stem)
         _check_parameters(notebook, allowed, base, f"params file {params_set}/{notebook.stem}.yaml")
         _check_parameters(notebook, allowed, fixed, "--seeds")

@@ -25,7 +25,11 @@ class Progress:
     (default: when ``stream`` is a terminal) or log lines; ``ticking`` false: status lines only."""
 
     def __init__(
-        self, executions: Sequence[Execution], stream: IO[str] | None = None, bars: bool | None = None, ticking: bool = True
+        self,
+        executions: Sequence[Execution],
+        stream: IO[str] | None = None,
+        bars: bool | None = None,
+        ticking: bool = True,
     ) -> None:
         self.executions = executions
         self.stream = stream if stream is not None else sys.stdout
@@ -35,7 +39,9 @@ class Progress:
 
     def label(self, index: int) -> str:
         execution = self.executions[index]
-        return f"[{index + 1}/{len(self.executions)}] {execution.name}" + (f" {execution.slug}" if execution.slug else "")
+        return f"[{index + 1}/{len(self.executions)}] {execution.name}" + (
+            f" {execution.slug}" if execution.slug else ""
+        )
 
     def started(self, index: int) -> Callable[..., None] | None:
         """Show execution ``index`` as running; returns the hook papermill calls before each cell
@@ -45,7 +51,13 @@ class Progress:
         label = self.label(index)
         cells = len(json.loads(self.executions[index].notebook.read_text(encoding="utf-8"))["cells"]) + 1  # + injected
         bar = tqdm(
-            total=cells, desc=label, unit="cell", file=self.stream, leave=False, mininterval=REDRAW_S, disable=not self.bars
+            total=cells,
+            desc=label,
+            unit="cell",
+            file=self.stream,
+            leave=False,
+            mininterval=REDRAW_S,
+            disable=not self.bars,
         )
         self._running[index] = bar
         start = logged = time.monotonic()

@@ -47,10 +47,16 @@ def metric_rows(outcomes: Sequence[Outcome], sweep_keys: Sequence[str] = ()) -> 
     for outcome in (outcome for outcome in outcomes if outcome.ok):
         execution, descriptions = outcome.execution, outcome.metrics.get(DESCRIPTIONS)
         descriptions = descriptions if isinstance(descriptions, dict) else {}
-        point = {"notebook": execution.name, "point": execution.slug, **{key: execution.point[key] for key in sweep_keys}}
+        point = {
+            "notebook": execution.name,
+            "point": execution.slug,
+            **{key: execution.point[key] for key in sweep_keys},
+        }
         for name, stats in metric_statistics(outcome.metrics).items():
             std = stats["std"] if (stats["n"] or 0) > 1 else None
-            records.append({**point, "metric": name, **stats, "std": std, "description": str(descriptions.get(name, ""))})
+            records.append(
+                {**point, "metric": name, **stats, "std": std, "description": str(descriptions.get(name, ""))}
+            )
     columns = ["notebook", "point", *sweep_keys, "metric", "mean", "std", "n", "description"]
     return pd.DataFrame.from_records(records, columns=columns)
 
@@ -74,7 +80,8 @@ def _runs_table(summary: pd.DataFrame, run_dir: Path) -> str:
     for _, row in summary.iterrows():
         files = {"html": f"{row['notebook']}.html", "ipynb": f"{row['notebook']}.ipynb", "params": "params.yaml"}
         links = " ".join(
-            _link(f"{row['folder']}/{name}", text, run_dir) for text, name in {**files, "metrics": "metrics.json"}.items()
+            _link(f"{row['folder']}/{name}", text, run_dir)
+            for text, name in {**files, "metrics": "metrics.json"}.items()
         )
         point = row["point"] if isinstance(row["point"], str) else ""
         lines.append(
@@ -153,7 +160,9 @@ def write_report(
     summary.to_csv(run_dir / "summary.csv", index=False)
     aggregated.to_csv(run_dir / "summary_agg.csv", index=False)
     title = f"Run {html.escape(run_dir.name)}"
-    stopped = '<p class="failed">Interrupted (Ctrl-C or SIGTERM): the executions marked "interrupted" did not finish.</p>'
+    stopped = (
+        '<p class="failed">Interrupted (Ctrl-C or SIGTERM): the executions marked "interrupted" did not finish.</p>'
+    )
     body = [
         f"<h1>{title}</h1>",
         stopped if interrupted else "",
@@ -171,7 +180,9 @@ def write_report(
     ]
     head = f'<meta charset="utf-8"><title>{title}</title><style>{_STYLE}</style><script src="{ASSETS_DIR}/{PLOTLY_JS}"></script>'
     page = (
-        f"<!DOCTYPE html>\n<html><head>{head}</head>\n<body>\n" + "\n".join(part for part in body if part) + "\n</body></html>\n"
+        f"<!DOCTYPE html>\n<html><head>{head}</head>\n<body>\n"
+        + "\n".join(part for part in body if part)
+        + "\n</body></html>\n"
     )
     (run_dir / "index.html").write_text(page, encoding="utf-8")
     return run_dir / "index.html"

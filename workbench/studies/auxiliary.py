@@ -46,7 +46,16 @@ FGM_METHODS = (TWO_STAGE_FGM, FUSION_FGM)
 FUSION_METHODS = (FUSION_FINETUNE, FUSION, FUSION_FGM)
 METRICS = ("macro_f1", "accuracy")
 ENTROPY_COLUMNS = ("stage1_entropy_k", "stage1_entropy_k_plus_n", "stage1_aux_mass")
-RUN_COLUMNS = ("method", "num_aux", "seed", *METRICS, "validation_macro_f1", "stage1_macro_f1", *ENTROPY_COLUMNS, "time")
+RUN_COLUMNS = (
+    "method",
+    "num_aux",
+    "seed",
+    *METRICS,
+    "validation_macro_f1",
+    "stage1_macro_f1",
+    *ENTROPY_COLUMNS,
+    "time",
+)
 
 
 @torch.no_grad()
@@ -66,10 +75,16 @@ def stage_one_entropy(run_dir: str | Path, config: Config, batch_size: int = 128
     }
 
 
-def _run(config: Config, method: str, num_aux: int, seed: int, output_root: Path, fgm_epsilon: float = 0.0) -> dict[str, Any]:
+def _run(
+    config: Config, method: str, num_aux: int, seed: int, output_root: Path, fgm_epsilon: float = 0.0
+) -> dict[str, Any]:
     """Train one (method, n, seed) cell into ``output_root`` and return its table row."""
     run_dir = output_root / f"{method}_n{num_aux}_seed{seed}"
-    aux = {"num_aux": num_aux, "fgm_epsilon": fgm_epsilon if method in FGM_METHODS else 0.0, "fusion": method in FUSION_METHODS}
+    aux = {
+        "num_aux": num_aux,
+        "fgm_epsilon": fgm_epsilon if method in FGM_METHODS else 0.0,
+        "fusion": method in FUSION_METHODS,
+    }
     run_config = config.replace(output_dir=str(run_dir), aux=aux, training={"seed": seed})
     row: dict[str, Any] = {**dict.fromkeys(RUN_COLUMNS, np.nan), "method": method, "num_aux": num_aux, "seed": seed}
     if method in (BASELINE, FUSION_FINETUNE):
@@ -119,11 +134,15 @@ def run_study(
         for seed in seeds
         for method, n in [(BASELINE, 0), *((TWO_STAGE, n) for n in num_aux_values)]
     ]
-    variants = [m for m in METHODS[2:] if (m not in FGM_METHODS or fgm_epsilon > 0) and (m not in FUSION_METHODS or fusion)]
+    variants = [
+        m for m in METHODS[2:] if (m not in FGM_METHODS or fgm_epsilon > 0) and (m not in FUSION_METHODS or fusion)
+    ]
     if variants:
         chosen = select_num_aux(pd.DataFrame(rows))
         rows += [
-            _run(config, m, 0 if m == FUSION_FINETUNE else chosen, seed, root, fgm_epsilon) for seed in seeds for m in variants
+            _run(config, m, 0 if m == FUSION_FINETUNE else chosen, seed, root, fgm_epsilon)
+            for seed in seeds
+            for m in variants
         ]
     return pd.DataFrame(rows, columns=list(RUN_COLUMNS))
 
@@ -169,7 +188,11 @@ def this_run(runs: pd.DataFrame) -> str:
         f"two-stage at n* = {metrics['chosen_num_aux']} (chosen on validation) {cell('two_stage_macro_f1')}, "
         f"difference paired by seed {cell('delta_macro_f1')}. "
         + "".join(f"{PAPER_NAMES[m]} {cell(f'{m}_macro_f1')}. " for m in METHODS[2:] if f"{m}_macro_f1" in metrics)
-        + ("" if same is None else f"Two stages at n = 0 gave the baseline's macro-F1 for {same} of {len(control)} seed(s). ")
+        + (
+            ""
+            if same is None
+            else f"Two stages at n = 0 gave the baseline's macro-F1 for {same} of {len(control)} seed(s). "
+        )
         + "Per seed: "
         + "; ".join(f"{method} n={n}: {values}" for (method, n), values in per_seed.items())
         + ". Stage 1 on the evaluation split (mean over seeds): "

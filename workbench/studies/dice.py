@@ -53,7 +53,9 @@ def study_splits(data: DataConfig | Mapping[str, Any], positive_share: float | N
     """A binary task's splits (label 1 positive); ``positive_share`` in (0, 0.5] down-samples the training positives."""
     splits = load_splits(data)
     if len(label_names(splits["train"])) != 2 or "test" not in splits:
-        raise ValueError(f"data: must give two labels (1 = positive) and a test split, got {label_names(splits['train'])}")
+        raise ValueError(
+            f"data: must give two labels (1 = positive) and a test split, got {label_names(splits['train'])}"
+        )
     if positive_share is None:
         return splits
     check_number("positive_share", positive_share, 0, 0.5, low_inclusive=False)
@@ -78,7 +80,9 @@ def zoo(parameter: str, names: Sequence[str]) -> dict[str, LossSpec]:
     return {name: LOSS_ZOO[name] for name in check_names(parameter, names, list(LOSS_ZOO))}
 
 
-def table8_sets(train: Dataset, seed: int = 0, augmentation: str = "synonyms", lexicon: str | None = None) -> Table8Sets:
+def table8_sets(
+    train: Dataset, seed: int = 0, augmentation: str = "synonyms", lexicon: str | None = None
+) -> Table8Sets:
     """Table 8's five training sets (:func:`workbench.data.table8_training_sets`), added examples by ``synonyms`` (a
     jieba word replaced from ``lexicon``, a Cilin / .tsv path or None: the shipped one) or ``copies`` (not the paper's)."""
     check_choice("augmentation", augmentation, AUGMENTATIONS)
@@ -91,7 +95,9 @@ def table8_counts(table8: Table8Sets) -> pd.DataFrame:
     """Per setting: negative, positive, total, positive share, added (rows appended to the original) and added rows
     whose text equals an original training text (every copy, and replacements that found no synonym)."""
     sets, original = table8.sets, table8.sets["original"]
-    counts = pd.DataFrame([label_counts(train, 2) for train in sets.values()], index=list(sets), columns=["negative", "positive"])
+    counts = pd.DataFrame(
+        [label_counts(train, 2) for train in sets.values()], index=list(sets), columns=["negative", "positive"]
+    )
     counts["total"] = counts.sum(axis=1)
     counts["positive share"] = counts["positive"] / counts["total"]
     added = [train["text"][len(original) :] for train in sets.values()]
@@ -111,7 +117,9 @@ def fit_and_score(splits: DatasetDict, loss: LossSpec, seed: int, fitter: Fitter
     names = label_names(splits["train"])
     fit = fitter.fit(splits, resolve(loss, splits["train"]), seed)
     test = classification_report(np.asarray(splits["test"]["label"]), fit.test_predictions, label_names=names)
-    validation = classification_report(np.asarray(splits["validation"]["label"]), fit.validation_predictions, label_names=names)
+    validation = classification_report(
+        np.asarray(splits["validation"]["label"]), fit.validation_predictions, label_names=names
+    )
     positive = names[POSITIVE_LABEL]
     return {
         "f1_positive": test["per_class"][positive]["f1"],

@@ -80,7 +80,9 @@ def gradient_comparison(
             "setting": list(settings),
             "loss": [values[setting] for setting in settings],
             "loss_minus_ls": [values[setting] - values[BASELINE] for setting in settings],
-            "max_abs_grad_diff": [(gradients[setting] - gradients[BASELINE]).abs().max().item() for setting in settings],
+            "max_abs_grad_diff": [
+                (gradients[setting] - gradients[BASELINE]).abs().max().item() for setting in settings
+            ],
             "same_gradient": [torch.equal(gradients[setting], gradients[BASELINE]) for setting in settings],
         }
     )
@@ -103,7 +105,9 @@ def run_ablation(
     (far_error_rate when ``ordinal``), ``recall_<label>``, best_epoch, validation_macro_f1 and identical_to_ls (the
     same test predictions as LS at that seed). Nominal labels run PCL only with a ``cost_matrix``, never as released."""
     pcl = {name: spec.params for name, spec in losses.items() if spec.name == "pcl"}
-    if not ordinal and any(params.get("cost_matrix") is None or params.get("variant") == "reference" for params in pcl.values()):
+    if not ordinal and any(
+        params.get("cost_matrix") is None or params.get("variant") == "reference" for params in pcl.values()
+    ):
         raise ValueError(
             f"cost_matrix: PCL's near and far cases need ordinal labels (data.ordinal: false); give one (not for "
             f"PCL reference) or drop {list(pcl)} from the settings"
@@ -126,13 +130,21 @@ def run_ablation(
             selection = {"best_epoch": fit.best_epoch, "validation_macro_f1": fit.validation_score}
             rows.append({"setting": setting, "seed": seed, **scores, **recalls, **selection})
     runs = pd.DataFrame(rows)
-    same = [np.array_equal(predictions[key], predictions[(BASELINE, key[1])]) for key in zip(runs["setting"], runs["seed"])]
+    same = [
+        np.array_equal(predictions[key], predictions[(BASELINE, key[1])]) for key in zip(runs["setting"], runs["seed"])
+    ]
     return Ablation(runs.assign(identical_to_ls=same), predictions, confusion, names)
 
 
-def encoder_fitters(encoders: Mapping[str, Mapping[str, Any]], training: Mapping[str, Any], max_length: int) -> dict[str, Fitter]:
+def encoder_fitters(
+    encoders: Mapping[str, Mapping[str, Any]], training: Mapping[str, Any], max_length: int
+) -> dict[str, Fitter]:
     """Table 4's encoder axis: a :func:`~workbench.train.build_fitter` per ``encoders`` entry (name -> ``model`` section)."""
-    if not isinstance(encoders, Mapping) or not encoders or not all(isinstance(name, str) and name.strip() for name in encoders):
+    if (
+        not isinstance(encoders, Mapping)
+        or not encoders
+        or not all(isinstance(name, str) and name.strip() for name in encoders)
+    ):
         raise ValueError(f"encoders: must be a non-empty mapping of name -> model section, got {encoders!r}")
     return {name: build_fitter(section, training, max_length) for name, section in encoders.items()}
 
@@ -146,7 +158,11 @@ class EncoderAblation:
 
 
 def run_encoder_ablation(
-    splits: DatasetDict, losses: Mapping[str, LossSpec], seeds: Sequence[int], fitters: Mapping[str, Fitter], ordinal: bool = True
+    splits: DatasetDict,
+    losses: Mapping[str, LossSpec],
+    seeds: Sequence[int],
+    fitters: Mapping[str, Fitter],
+    ordinal: bool = True,
 ) -> EncoderAblation:
     """Table 4's grid: :func:`run_ablation` for every encoder of ``fitters``, each with its own LS baseline."""
     if not isinstance(fitters, Mapping) or not fitters:
@@ -207,7 +223,9 @@ def headline_metrics(runs: pd.DataFrame) -> dict[str, Any]:
         }
     scores = [metric for metric in METRICS if metric in runs.columns]
     summary = summarize(runs, ["setting"], scores).set_index("setting")
-    metrics = {f"ls_{metric}": row_statistics(summary.loc[BASELINE], metric) for metric in scores if metric != "accuracy"}
+    metrics = {
+        f"ls_{metric}": row_statistics(summary.loc[BASELINE], metric) for metric in scores if metric != "accuracy"
+    }
     free = runs["setting"].isin(GRADIENT_FREE)
     if free.any():
         metrics["gradient_free_identical_share"] = float(runs[free]["identical_to_ls"].mean())
@@ -226,10 +244,14 @@ def this_run(runs: pd.DataFrame) -> str:
         rows = table.loc[encoder]
         text = f"{encoder}: macro-F1 " + ", ".join(f"{setting} {cell}" for setting, cell in rows["macro_f1"].items())
         identical = rows["identical predictions to LS"].drop(BASELINE, errors="ignore")
-        text += "; identical predictions to LS: " + ", ".join(f"{setting} {cell}" for setting, cell in identical.items())
+        text += "; identical predictions to LS: " + ", ".join(
+            f"{setting} {cell}" for setting, cell in identical.items()
+        )
         best = best_gradient_bearing(block)
         text += f"; best gradient-bearing form: {best}" if best else ""
         if "far_error_rate" in rows.columns:
-            text += "; far-error rate " + ", ".join(f"{setting} {cell}" for setting, cell in rows["far_error_rate"].items())
+            text += "; far-error rate " + ", ".join(
+                f"{setting} {cell}" for setting, cell in rows["far_error_rate"].items()
+            )
         parts.append(text)
     return f"This run ({runs['seed'].nunique()} seed(s), test): " + "; ".join(parts) + "."

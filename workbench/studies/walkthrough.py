@@ -32,7 +32,9 @@ COMPARISON: dict[str, LossSpec] = {
 def comparison_specs(settings: Sequence[str], epsilon: float, cost_matrix=None) -> dict[str, LossSpec]:
     """The specs of ``settings`` (:data:`COMPARISON` keys): LS and PCL at ``epsilon``, PCL with ``cost_matrix`` if given."""
     specs = {}
-    for setting in check_names("settings", settings, list(COMPARISON), required=("CE", "LS")):  # the notebook shows both
+    for setting in check_names(
+        "settings", settings, list(COMPARISON), required=("CE", "LS")
+    ):  # the notebook shows both
         spec = COMPARISON[setting]
         extra = {"epsilon": epsilon} if spec.name in ("ls", "pcl") else {}
         if cost_matrix is not None and spec.name == "pcl" and spec.params["variant"] != "reference":
@@ -65,7 +67,9 @@ def recall_table(runs: pd.DataFrame) -> pd.DataFrame:
         raise ValueError(f"runs: has no recall_<label> columns (columns: {list(runs.columns)})")
     long = runs.melt(id_vars=["setting", "seed"], value_vars=recalls, var_name="label", value_name="recall")
     long["label"] = long["label"].str.removeprefix("recall_")
-    return mean_std_table(summarize(long, ["setting", "label"], ["recall"]), rows="setting", columns="label", metric="recall")
+    return mean_std_table(
+        summarize(long, ["setting", "label"], ["recall"]), rows="setting", columns="label", metric="recall"
+    )
 
 
 def key_metrics(runs: pd.DataFrame, baseline: Mapping[str, Any]) -> dict[str, Any]:
@@ -92,10 +96,16 @@ def this_run(runs: pd.DataFrame, baseline: Mapping[str, Any]) -> str:
         f"{baseline['accuracy']:.3f}, macro-F1 {baseline['macro_f1']:.3f}. Macro-F1 "
         + ", ".join(f"{setting} {cell}" for setting, cell in cells["macro_f1"].items())
         + ". Recall (%) of CE: "
-        + (", ".join(f"{label} {recall.loc['CE', label]}" for label in recall.columns) if "CE" in recall.index else "n/a")
+        + (
+            ", ".join(f"{label} {recall.loc['CE', label]}" for label in recall.columns)
+            if "CE" in recall.index
+            else "n/a"
+        )
         + ". Identical predictions to LS: "
         + ", ".join(f"{setting} {row['sum']}/{row['size']}" for setting, row in identical.iterrows() if setting != "LS")
     )
     if "far_error_rate" in runs.columns:
-        text += ". Far-error rate: " + ", ".join(f"{setting} {cell}" for setting, cell in cells["far_error_rate"].items())
+        text += ". Far-error rate: " + ", ".join(
+            f"{setting} {cell}" for setting, cell in cells["far_error_rate"].items()
+        )
     return text + "."

@@ -45,7 +45,10 @@ class ElectraOutput(ModelOutput):
 
 
 def sample_replacements(
-    generator_logits: torch.Tensor, input_ids: torch.Tensor, labels: torch.Tensor, sampler: torch.Generator | None = None
+    generator_logits: torch.Tensor,
+    input_ids: torch.Tensor,
+    labels: torch.Tensor,
+    sampler: torch.Generator | None = None,
 ) -> torch.Tensor:
     """x^c: ``input_ids`` with the originals (``labels``) restored and every masked position replaced by a token drawn
     from softmax(``generator_logits``) (temperature 1), without gradient; ``sampler`` seeds the draws (None: torch's
@@ -98,7 +101,9 @@ class ElectraPretrainingModel(nn.Module):
         inputs = {"attention_mask": attention_mask, "token_type_ids": token_type_ids}
         generator_logits, _ = labelled_logits(self.generator, labels, input_ids=input_ids, **inputs)
         replaced_ids = sample_replacements(generator_logits, input_ids, labels, sampler)
-        return ElectraOutput(generator_logits, replaced_ids, self.discriminator(input_ids=replaced_ids, **inputs).logits)
+        return ElectraOutput(
+            generator_logits, replaced_ids, self.discriminator(input_ids=replaced_ids, **inputs).logits
+        )
 
     def save_pretrained(self, folder: str | Path) -> None:
         self.discriminator.save_pretrained(folder)
@@ -127,7 +132,9 @@ class ElectraTrainer(pretraining.MaskedLMTrainer):
         outputs = model(**inputs, labels=labels)
         generator = self.accelerator.unwrap_model(model).generator
         generator_loss, items = self.mlm_loss(generator, outputs.generator_logits, labels, inputs, word_ids)
-        targets, counts = discriminator_targets(outputs.replaced_ids, labels, self.loss if self.correcting else None, word_ids)
+        targets, counts = discriminator_targets(
+            outputs.replaced_ids, labels, self.loss if self.correcting else None, word_ids
+        )
         disc_loss, _ = discriminator_loss(outputs.discriminator_logits, targets, inputs["attention_mask"])
         if model.training:
             if counts is not None:
@@ -189,7 +196,10 @@ def evaluate_discriminator(
     over the real tokens: eval_disc_loss (mean BCE), eval_disc_accuracy (1[logit > 0] = y), eval_disc_precision and
     eval_disc_recall of "replaced", eval_replaced_share; with ``correction`` the HC relabelling counts and rates of the
     same replacements as ``disc_hc_<name>``. Runs in eval mode, restores the mode after."""
-    totals, counts = np.zeros(6), CorrectionCounts()  # loss sum, real tokens, right, true positives, predicted, replaced
+    totals, counts = (
+        np.zeros(6),
+        CorrectionCounts(),
+    )  # loss sum, real tokens, right, true positives, predicted, replaced
     with pretraining.evaluation_mode(model, batches) as device:
         sampler = torch.Generator(device=device).manual_seed(seed)
         for batch in batches:
@@ -213,16 +223,23 @@ def evaluate_discriminator(
         "eval_disc_recall": true_positives / replaced if replaced else 0.0,
         "eval_replaced_share": replaced / tokens,
     }
-    return {**result, **({f"disc_hc_{key}": value for key, value in counts.as_dict().items()} if correction is not None else {})}
+    return {
+        **result,
+        **({f"disc_hc_{key}": value for key, value in counts.as_dict().items()} if correction is not None else {}),
+    }
 
 
-def evaluate_electra(model: ElectraPretrainingModel, batches: Sequence, correction: HardCorrectionLoss | None = None) -> dict:
+def evaluate_electra(
+    model: ElectraPretrainingModel, batches: Sequence, correction: HardCorrectionLoss | None = None
+) -> dict:
     """G's plain MLM evaluation (:func:`evaluate_masked_lm`) and D's (:func:`evaluate_discriminator`) on the same masks."""
     generator = pretraining.evaluate_masked_lm(model.generator, batches, correction)
     return {**generator, **evaluate_discriminator(model, batches, correction)}
 
 
-def pretrain_electra(config: str | Path | Mapping[str, Any] | Config, callbacks: Sequence[TrainerCallback] = ()) -> Result:
+def pretrain_electra(
+    config: str | Path | Mapping[str, Any] | Config, callbacks: Sequence[TrainerCallback] = ()
+) -> Result:
     """ELECTRA pre-training on ``config`` (docs/training.md), with ``pretrain_mlm``'s data: D is a tiny ELECTRA
     (``model.tiny``) or the ELECTRA checkpoint ``model.model_name_or_path``, G ``electra.generator_size`` times its
     hidden size. D and the tokenizer go into ``output_dir`` (``finetune`` loads it), G into ``output_dir/generator``;

@@ -25,7 +25,14 @@ from workbench.data import label_names, load_splits, shared_with_train
 from workbench.losses import resolve
 from workbench.metrics import classification_report
 from workbench.models import build_sequence_classifier, model_source
-from workbench.train.run_folder import Result, check_classes, count_parameters, remove_checkpoints, training_run, write_result
+from workbench.train.run_folder import (
+    Result,
+    check_classes,
+    count_parameters,
+    remove_checkpoints,
+    training_run,
+    write_result,
+)
 from workbench.train.trainer import LossTrainer, training_arguments
 from workbench.vocab import load_tokenizer
 
@@ -44,12 +51,16 @@ def warn_unreadable(rows: Mapping[str, Sequence[Sequence[int]]], tokenizer: Any)
     """One warning (once per process) names the splits (name -> token-id rows) with more than ``UNREADABLE_SHARE`` of
     rows whose tokens (special tokens aside) are mostly ``[UNK]`` or single Latin letters."""
     letter = re.compile(r"(##)?[A-Za-z]")
-    unreadable = {i for token, i in tokenizer.get_vocab().items() if token == tokenizer.unk_token or letter.fullmatch(token)}
+    unreadable = {
+        i for token, i in tokenizer.get_vocab().items() if token == tokenizer.unk_token or letter.fullmatch(token)
+    }
     special = set(tokenizer.all_special_ids) - {tokenizer.unk_token_id}
     shares = {}
     for name, split in rows.items():
         tokens = ([i for i in ids if i not in special] for ids in split)
-        shares[name] = sum(bool(row) and sum(i in unreadable for i in row) > len(row) / 2 for row in tokens) / max(len(split), 1)
+        shares[name] = sum(bool(row) and sum(i in unreadable for i in row) > len(row) / 2 for row in tokens) / max(
+            len(split), 1
+        )
     named = ", ".join(f"{share:.0%} of {name}" for name, share in shares.items() if share > UNREADABLE_SHARE)
     if named:
         warn_once(
@@ -125,7 +136,9 @@ def predict_probabilities(trainer: Trainer, dataset: Dataset, num_labels: int) -
     return torch.softmax(logits, dim=-1).numpy(), np.asarray(output.label_ids)
 
 
-def write_predictions(output_dir: str | Path, gold: np.ndarray, probabilities: np.ndarray, label_names: Sequence[str]) -> Path:
+def write_predictions(
+    output_dir: str | Path, gold: np.ndarray, probabilities: np.ndarray, label_names: Sequence[str]
+) -> Path:
     """``predictions.csv``: gold, pred (the argmax) and one ``p_<label>`` column per label."""
     columns = {f"p_{name}": probabilities[:, index] for index, name in enumerate(label_names)}
     table = pd.DataFrame({"gold": gold, "pred": probabilities.argmax(axis=-1), **columns})
@@ -209,7 +222,9 @@ def finished_checkpoint(trained: TrainedClassifier, folder: Path, keep_checkpoin
     return str(folder)
 
 
-def write_classifier_result(config: Config, trained: TrainedClassifier, data: ClassificationData, head: dict[str, Any]) -> Result:
+def write_classifier_result(
+    config: Config, trained: TrainedClassifier, data: ClassificationData, head: dict[str, Any]
+) -> Result:
     """``predictions.csv``, the checkpoints' clean-up and ``metrics.json`` (``head``, the report, the config)."""
     output_dir = Path(config.output_dir)
     if trained.trainer.is_world_process_zero():

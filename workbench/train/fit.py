@@ -38,7 +38,9 @@ class Fit:
 class Fitter:
     """Fits a fresh classifier with a loss and a seed (:meth:`fit`)."""
 
-    def __init__(self, model: ModelConfig | dict[str, Any], training: TrainingConfig | dict[str, Any], max_length: int) -> None:
+    def __init__(
+        self, model: ModelConfig | dict[str, Any], training: TrainingConfig | dict[str, Any], max_length: int
+    ) -> None:
         self.model, self.training = ModelConfig.from_mapping(model), TrainingConfig.from_mapping(training)
         self.max_length = check_int("max_length", max_length, 1)
 
@@ -70,7 +72,9 @@ class ProbeFitter(Fitter):
         columns = PAIR_COLUMNS if "text_pair" in splits["train"].column_names else SINGLE_COLUMNS
         encoded = {name: encode_split(splits[name], tokenizer, self.max_length, columns) for name in SPLITS}
         warn_unreadable({name: np.hstack(split.ids).tolist() for name, split in encoded.items()}, tokenizer)
-        run = fit_probe(encoded, loss, self.training, self.model.probe, len(tokenizer), len(names), seed=seed, label_names=names)
+        run = fit_probe(
+            encoded, loss, self.training, self.model.probe, len(tokenizer), len(names), seed=seed, label_names=names
+        )
         scores = (run.validation_predictions, run.predictions, run.probabilities)
         return Fit(*scores, run.best_epoch, run.validation["macro_f1"], run.history)
 
@@ -82,11 +86,15 @@ class TransformerFitter(Fitter):
     def _fit(self, splits: DatasetDict, loss: nn.Module, seed: int) -> Fit:
         training = self.training.replace(seed=seed, quiet=True)
         with tempfile.TemporaryDirectory(prefix="workbench_fit_") as folder:
-            config = Config(output_dir=folder, data=DataConfig(max_length=self.max_length), model=self.model, training=training)
+            config = Config(
+                output_dir=folder, data=DataConfig(max_length=self.max_length), model=self.model, training=training
+            )
             with training_run(config, "finetune") as config:
                 data = classification_data(config, splits)
                 source = model_source(config.model, len(data.tokenizer), self.max_length)
-                trained = train_classifier(config, build_sequence_classifier(len(data.names), **source), loss, data, Path(folder))
+                trained = train_classifier(
+                    config, build_sequence_classifier(len(data.names), **source), loss, data, Path(folder)
+                )
                 validation, _ = predict_probabilities(trained.trainer, data.encoded["validation"], len(data.names))
         state, test = trained.trainer.state, trained.probabilities
         evaluations = [entry for entry in state.log_history if "eval_macro_f1" in entry]
@@ -94,7 +102,9 @@ class TransformerFitter(Fitter):
         return Fit(validation.argmax(-1), test.argmax(-1), test, trained.best_epoch, float(state.best_metric), history)
 
 
-def build_fitter(model: ModelConfig | dict[str, Any], training: TrainingConfig | dict[str, Any], max_length: int) -> Fitter:
+def build_fitter(
+    model: ModelConfig | dict[str, Any], training: TrainingConfig | dict[str, Any], max_length: int
+) -> Fitter:
     """The fitter of ``model.kind``.
 
     Args:

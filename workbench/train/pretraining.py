@@ -90,8 +90,12 @@ def evaluate_masked_lm(
     with evaluation_mode(model, batches) as device:
         for batch in batches:
             batch = {key: value.to(device) for key, value in batch.items()}
-            logits, _ = labelled_logits(model, batch["labels"], **{key: batch[key] for key in MODEL_INPUTS if key in batch})
-            total += F.cross_entropy(logits.float(), batch["labels"][batch["labels"] != IGNORE_INDEX], reduction="sum").item()
+            logits, _ = labelled_logits(
+                model, batch["labels"], **{key: batch[key] for key in MODEL_INPUTS if key in batch}
+            )
+            total += F.cross_entropy(
+                logits.float(), batch["labels"][batch["labels"] != IGNORE_INDEX], reduction="sum"
+            ).item()
             masked += len(logits)
             if correction is not None:
                 counts.update(correction.correction_counts(logits, batch["labels"], batch.get("word_ids")))
@@ -105,7 +109,10 @@ def evaluate_masked_lm(
     return result
 
 
-EVAL_MASKING, EVAL_SEED = MaskingSpec(strategy="wwm"), 12345  # the held-out masks, whatever the training's: runs compare
+EVAL_MASKING, EVAL_SEED = (
+    MaskingSpec(strategy="wwm"),
+    12345,
+)  # the held-out masks, whatever the training's: runs compare
 HEADLINE = ("eval_loss", "perplexity", "eval_disc_loss", "eval_disc_accuracy")  # metrics.json's top-level evaluation
 
 
@@ -146,7 +153,9 @@ class MaskedLMTrainer(LossTrainer):
         self.correcting = isinstance(self.loss, HardCorrectionLoss)
         self.corrections: dict[str, CorrectionLog] = {"hc": CorrectionLog()} if self.correcting else {}
 
-    def mlm_loss(self, mlm: nn.Module, logits: torch.Tensor, labels: torch.Tensor, inputs: dict, word_ids: Any) -> tuple:
+    def mlm_loss(
+        self, mlm: nn.Module, logits: torch.Tensor, labels: torch.Tensor, inputs: dict, word_ids: Any
+    ) -> tuple:
         """The objective's ``(loss, items)`` on the masked positions' ``logits`` of ``mlm`` (HC counts kept while training)."""
         stats = {"stats": self.corrections["hc"]} if self.correcting and mlm.training else {}
         context = {key: inputs.get(key) for key in ("input_ids", "attention_mask", "token_type_ids")}
@@ -156,11 +165,17 @@ class MaskedLMTrainer(LossTrainer):
         self, model: nn.Module, inputs: dict[str, Any], return_outputs: bool = False, num_items_in_batch: Any = None
     ) -> torch.Tensor | tuple[torch.Tensor, Any]:
         inputs = dict(inputs)
-        labels, word_ids, sop_labels = inputs.pop("labels"), inputs.pop("word_ids", None), inputs.pop("sop_labels", None)
+        labels, word_ids, sop_labels = (
+            inputs.pop("labels"),
+            inputs.pop("word_ids", None),
+            inputs.pop("sop_labels", None),
+        )
         logits, sop_logits = labelled_logits(model, labels, **inputs)
         loss, items = self.mlm_loss(self.accelerator.unwrap_model(model), logits, labels, inputs, word_ids)
         if sop_labels is not None:
-            loss = loss + F.cross_entropy(sop_logits.to(torch.promote_types(sop_logits.dtype, torch.float32)), sop_labels)
+            loss = loss + F.cross_entropy(
+                sop_logits.to(torch.promote_types(sop_logits.dtype, torch.float32)), sop_labels
+            )
         if model.training:
             loss = self.scale_for_accumulation(loss, items, num_items_in_batch)
         return (loss, logits) if return_outputs else loss
@@ -252,11 +267,15 @@ def prepare_pretraining(config: Config) -> PretrainingData:
     return PretrainingData(started, tokenizer, corpus, train_blocks, eval_blocks, collator, eval_batches, correction)
 
 
-def pretraining_trainer_kwargs(config: Config, data: PretrainingData, callbacks: Sequence[TrainerCallback]) -> dict[str, Any]:
+def pretraining_trainer_kwargs(
+    config: Config, data: PretrainingData, callbacks: Sequence[TrainerCallback]
+) -> dict[str, Any]:
     """The Trainer keyword arguments both pre-training tasks share: no Trainer evaluation, masks drawn in
     ``training.dataloader_num_workers`` persistent processes, the ``objective``'s loss, ``callbacks``, the time budget."""
     training = config.training
-    workers = default_dataloader_workers() if training.dataloader_num_workers is None else training.dataloader_num_workers
+    workers = (
+        default_dataloader_workers() if training.dataloader_num_workers is None else training.dataloader_num_workers
+    )
     loading = {"dataloader_num_workers": workers, "dataloader_persistent_workers": workers > 0}
     return {
         "args": training_arguments(training, config.output_dir, evaluate=False, **loading),
@@ -269,7 +288,9 @@ def pretraining_trainer_kwargs(config: Config, data: PretrainingData, callbacks:
     }
 
 
-def run_pretraining(trainer: MaskedLMTrainer, config: Config, data: PretrainingData, evaluate: Callable, **extra: Any) -> Result:
+def run_pretraining(
+    trainer: MaskedLMTrainer, config: Config, data: PretrainingData, evaluate: Callable, **extra: Any
+) -> Result:
     """Train ``trainer`` with ``evaluate(model, batches, correction)`` at every epoch end (and when stopped mid-epoch),
     save into ``output_dir``, remove the checkpoints (unless kept) and write metrics.json: the run's data, timing and
     training statistics, the last evaluation's :data:`HEADLINE`, ``epochs``, ``trainer.run_metrics()``, ``extra``."""
@@ -310,6 +331,8 @@ def pretrain_mlm(config: str | Path | Mapping[str, Any] | Config, callbacks: Seq
     with training_run(config, "pretrain_mlm") as config:
         sop = config.objective.sop
         data = prepare_pretraining(config)
-        model = build_masked_lm(**model_source(config.model, len(data.tokenizer), config.data.max_length), sentence_order=sop)
+        model = build_masked_lm(
+            **model_source(config.model, len(data.tokenizer), config.data.max_length), sentence_order=sop
+        )
         trainer = MaskedLMTrainer(model=model, **pretraining_trainer_kwargs(config, data, callbacks))
         return run_pretraining(trainer, config, data, evaluate_masked_lm, sop=sop)

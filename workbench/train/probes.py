@@ -37,7 +37,9 @@ class EncodedSplit:
     def __post_init__(self) -> None:
         shapes = [tuple(ids.shape) for ids in self.ids]
         if len(self.ids) not in (1, 2) or any(len(shape) != 2 or shape[0] != len(self.labels) for shape in shapes):
-            raise ValueError(f"ids: must be 1 or 2 tensors (n, length) with n = len(labels) = {len(self.labels)}, got {shapes}")
+            raise ValueError(
+                f"ids: must be 1 or 2 tensors (n, length) with n = len(labels) = {len(self.labels)}, got {shapes}"
+            )
         if self.labels.dim() != 1:
             raise ValueError(f"labels: must be one-dimensional, got shape {tuple(self.labels.shape)}")
 
@@ -49,7 +51,9 @@ class EncodedSplit:
         return len(self.labels)
 
 
-def encode_split(split: Dataset, tokenizer: Any, max_length: int, columns: Sequence[str] = SINGLE_COLUMNS) -> EncodedSplit:
+def encode_split(
+    split: Dataset, tokenizer: Any, max_length: int, columns: Sequence[str] = SINGLE_COLUMNS
+) -> EncodedSplit:
     """``split``'s ``columns`` (``SINGLE_COLUMNS`` or ``PAIR_COLUMNS``) as token ids without [CLS] / [SEP], cut at
     ``max_length``, right-padded with ``PAD_ID``, and its ``label`` column."""
     check_int("max_length", max_length, 1)
@@ -73,7 +77,12 @@ class CharacterProbe(nn.Module):
     [u, v, u * v, |u - v|]; logits = W f + b (fastText, eq. 1) without ``hidden_size``, else W2 relu(W1 f + b1) + b2."""
 
     def __init__(
-        self, vocab_size: int, num_labels: int, embedding_size: int = 32, hidden_size: int | None = None, pair: bool = False
+        self,
+        vocab_size: int,
+        num_labels: int,
+        embedding_size: int = 32,
+        hidden_size: int | None = None,
+        pair: bool = False,
     ) -> None:
         super().__init__()
         check_int("vocab_size", vocab_size, 1)
@@ -91,7 +100,9 @@ class CharacterProbe(nn.Module):
     def forward(self, input_ids: torch.Tensor, pair_ids: torch.Tensor | None = None) -> torch.Tensor:
         """Logits (n, num_labels) of texts ``input_ids`` (n, length), or of pairs with ``pair_ids``."""
         if (pair_ids is not None) != self.pair:
-            raise ValueError(f"pair_ids: this probe takes {2 if self.pair else 1} id tensor(s), got {1 + (pair_ids is not None)}")
+            raise ValueError(
+                f"pair_ids: this probe takes {2 if self.pair else 1} id tensor(s), got {1 + (pair_ids is not None)}"
+            )
         u = self.embedding(input_ids)
         if pair_ids is None:
             return self.head(u)
@@ -121,7 +132,9 @@ def _check_encoded(encoded: Mapping[str, EncodedSplit], vocab_size: int, num_lab
         if len(split) == 0:
             raise ValueError(f"encoded: split {name!r} is empty")
         if split.labels.min() < 0 or split.labels.max() >= num_labels:
-            raise ValueError(f"num_labels: labels of {name!r} must be in [0, {num_labels - 1}], got {split.labels.max().item()}")
+            raise ValueError(
+                f"num_labels: labels of {name!r} must be in [0, {num_labels - 1}], got {split.labels.max().item()}"
+            )
         if any(ids.numel() and (ids.min() < 0 or ids.max() >= vocab_size) for ids in split.ids):
             raise ValueError(f"vocab_size: character ids of {name!r} must be in [0, {vocab_size - 1}]")
 

@@ -33,8 +33,21 @@ RUN_CONFIG = "run_config.yaml"
 STAGING_DIR = ".staging"
 WEIGHTS_FILES = ("model.safetensors", "pytorch_model.bin")
 RESUMABLE_KEYS = (
-    *("output_dir", "data.num_proc", "data.cache_dir", "training.resume", "training.num_train_epochs", "training.max_steps"),
-    *("training.time_budget_s", "training.quiet", "training.threads", "training.keep_checkpoints", "training.logging_steps"),
+    *(
+        "output_dir",
+        "data.num_proc",
+        "data.cache_dir",
+        "training.resume",
+        "training.num_train_epochs",
+        "training.max_steps",
+    ),
+    *(
+        "training.time_budget_s",
+        "training.quiet",
+        "training.threads",
+        "training.keep_checkpoints",
+        "training.logging_steps",
+    ),
     *("training.save_total_limit", "training.report_to"),
 )
 """Keys a resumed run may change (how long it trains, and what neither its data nor its updates depend on)."""
@@ -45,7 +58,9 @@ def _flat(tree: Any, prefix: str = "") -> dict[str, Any]:
     """``{"a": {"b": 1}}`` as ``{"a.b": 1}``."""
     if not isinstance(tree, dict) or not tree:
         return {prefix: tree}
-    return {key: value for name, item in tree.items() for key, value in _flat(item, f"{prefix}.{name}".lstrip(".")).items()}
+    return {
+        key: value for name, item in tree.items() for key, value in _flat(item, f"{prefix}.{name}".lstrip(".")).items()
+    }
 
 
 def claim_output_dir(config: Config, *subfolders: str) -> contextlib.ExitStack:
@@ -58,24 +73,36 @@ def claim_output_dir(config: Config, *subfolders: str) -> contextlib.ExitStack:
         raise ValueError(f"output_dir: {str(folder)!r} is a file; choose a folder")
     outer = next((parent for parent in folder.parents if (parent / RUN_CONFIG).is_file()), None)
     if outer is not None:
-        raise ValueError(f"output_dir: {str(folder)!r} is inside the run folder {str(outer)!r}; choose a folder outside it")
+        raise ValueError(
+            f"output_dir: {str(folder)!r} is inside the run folder {str(outer)!r}; choose a folder outside it"
+        )
     found = sorted(path.name for path in folder.iterdir()) if folder.is_dir() else []
     if found and RUN_CONFIG not in found:
-        raise ValueError(f"output_dir: {str(folder)!r} holds files of no workbench run ({found[0]!r}); choose a new or empty one")
+        raise ValueError(
+            f"output_dir: {str(folder)!r} holds files of no workbench run ({found[0]!r}); choose a new or empty one"
+        )
     for subfolder in ("", *subfolders) if not config.training.resume else ():
         checkpoint_to_resume(folder / subfolder, resume=False)
     before = _flat(read_yaml_file(folder / RUN_CONFIG, RUN_CONFIG)) if config.training.resume and found else {}
     now = _flat(config.to_dict())
-    changed = [key for key in sorted(before.keys() | now.keys()) if key not in RESUMABLE_KEYS and before.get(key) != now.get(key)]
+    changed = [
+        key
+        for key in sorted(before.keys() | now.keys())
+        if key not in RESUMABLE_KEYS and before.get(key) != now.get(key)
+    ]
     if before and changed:
-        raise ValueError(f"training.resume: the run in {str(folder)!r} had another {', '.join(changed)} (see its {RUN_CONFIG})")
+        raise ValueError(
+            f"training.resume: the run in {str(folder)!r} had another {', '.join(changed)} (see its {RUN_CONFIG})"
+        )
     try:
         folder.mkdir(parents=True, exist_ok=True)
         lock = _LOCKS.get(folder) or open(folder / RUN_CONFIG, "a+", encoding="utf-8")  # noqa: SIM115 - held open
         fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
         lock.close()
-        raise ValueError(f"output_dir: {str(folder)!r} is in use by another run; wait for it or choose another folder") from None
+        raise ValueError(
+            f"output_dir: {str(folder)!r} is in use by another run; wait for it or choose another folder"
+        ) from None
     except OSError as error:
         raise ValueError(f"output_dir: cannot write into {str(folder)!r} ({error.strerror})") from None
     _LOCKS[folder] = lock
@@ -114,7 +141,11 @@ def training_run(config: Any, task: str, *subfolders: str) -> Iterator[Config]:
     """The frame of a run: ``config`` loaded for ``task``, its output_dir (and ``subfolders``) claimed before any
     data is loaded (:func:`claim_output_dir`), bars, threads and seed set; yields the config."""
     config = load_config(config, task=task)
-    with claim_output_dir(config, *subfolders), progress_bars(not config.training.quiet), torch_threads(config.training.threads):
+    with (
+        claim_output_dir(config, *subfolders),
+        progress_bars(not config.training.quiet),
+        torch_threads(config.training.threads),
+    ):
         set_seed(config.training.seed)
         yield config
 
@@ -124,7 +155,9 @@ def check_classes(output_dir: str | Path, names: Sequence[str], resume: bool) ->
     path = Path(output_dir) / "classes.json"
     before = json.loads(path.read_text(encoding="utf-8"))["classes"] if resume and path.is_file() else list(names)
     if before != list(names):
-        raise ValueError(f"training.resume: the run in {str(output_dir)!r} had the classes {before}, its data now {list(names)}")
+        raise ValueError(
+            f"training.resume: the run in {str(output_dir)!r} had the classes {before}, its data now {list(names)}"
+        )
     write_json(path, {"classes": list(names)})  # every process: the same content, renamed into place
 
 
@@ -144,14 +177,20 @@ def checkpoint_to_resume(output_dir: str | Path, resume: bool) -> str | None:
     folder = Path(output_dir)
     checkpoints = sort_checkpoints(str(folder)) if folder.is_dir() else []
     if checkpoints and not resume:
-        raise ValueError(f"output_dir: {str(folder)!r} holds checkpoints; set training.resume=true or choose another folder")
+        raise ValueError(
+            f"output_dir: {str(folder)!r} holds checkpoints; set training.resume=true or choose another folder"
+        )
     if not checkpoints and ((folder / "config.json").is_file() or (folder / METRICS_FILE).is_file()):
-        raise ValueError(f"output_dir: {str(folder)!r} holds a finished run (its checkpoints removed); choose another folder")
+        raise ValueError(
+            f"output_dir: {str(folder)!r} holds a finished run (its checkpoints removed); choose another folder"
+        )
     for checkpoint in (path for path in checkpoints if not is_complete(path)):
         warnings.warn(f"output_dir: skipping the incomplete checkpoint {checkpoint!r}", stacklevel=2)
     complete = [path for path in checkpoints if is_complete(path)]
     if checkpoints and not complete:
-        raise ValueError(f"output_dir: {str(folder)!r} holds only incomplete checkpoints; remove them or choose another folder")
+        raise ValueError(
+            f"output_dir: {str(folder)!r} holds only incomplete checkpoints; remove them or choose another folder"
+        )
     if not complete:
         return None
     shutil.rmtree(folder / STAGING_DIR, ignore_errors=True)  # what a killed run left half-written
@@ -170,10 +209,14 @@ def drop_weights(root: str | Path) -> int:
     """Delete the saved model weights of every finished run under ``root`` (at any depth; not inside ``checkpoint-N``
     or staging folders), keeping everything else: the runs stay refused as new output_dirs. Returns the bytes freed."""
     freed = 0
-    weights = [path for pattern in ("model*.safetensors", "pytorch_model*.bin") for path in sorted(Path(root).rglob(pattern))]
+    weights = [
+        path for pattern in ("model*.safetensors", "pytorch_model*.bin") for path in sorted(Path(root).rglob(pattern))
+    ]
     for path in weights if is_main_process() else ():
         inside = path.relative_to(root).parts[:-1]
-        if path.is_file() and not any(part.startswith(f"{PREFIX_CHECKPOINT_DIR}-") or part == STAGING_DIR for part in inside):
+        if path.is_file() and not any(
+            part.startswith(f"{PREFIX_CHECKPOINT_DIR}-") or part == STAGING_DIR for part in inside
+        ):
             freed += path.stat().st_size
             path.unlink()
     return freed
@@ -205,7 +248,9 @@ def count_parameters(model: nn.Module) -> dict[str, int]:
     return {"total": PreTrainedModel.num_parameters(model), "trainable": PreTrainedModel.num_parameters(model, True)}
 
 
-def write_result(output_dir: str | Path, metrics: Mapping[str, Any], best_checkpoint: str | None, history: list) -> Result:
+def write_result(
+    output_dir: str | Path, metrics: Mapping[str, Any], best_checkpoint: str | None, history: list
+) -> Result:
     """Write ``metrics`` (with ``history``) to ``output_dir/metrics.json`` (main process only); return the Result."""
     if is_main_process():
         write_json(Path(output_dir) / METRICS_FILE, {**metrics, "history": history})

@@ -36,9 +36,15 @@ class BarProgressCallback(ProgressCallback):
         if "loss" in logs:
             self.training_bar.set_postfix(loss=f"{logs['loss']:.4g}", refresh=False)
         timing = ("runtime", "_per_second")
-        shown = {k[5:]: v for k, v in logs.items() if k.startswith("eval_") and isinstance(v, float) and not k.endswith(timing)}
+        shown = {
+            k[5:]: v
+            for k, v in logs.items()
+            if k.startswith("eval_") and isinstance(v, float) and not k.endswith(timing)
+        }
         if shown:
-            self.training_bar.write(f"epoch {state.epoch:.0f} validation: " + ", ".join(f"{k} {v:.4g}" for k, v in shown.items()))
+            self.training_bar.write(
+                f"epoch {state.epoch:.0f} validation: " + ", ".join(f"{k} {v:.4g}" for k, v in shown.items())
+            )
 
 
 class TimeBudget(TrainerCallback):
@@ -159,7 +165,9 @@ class LossTrainer(Trainer):
         step can leave the training loss finite), before the epoch's save: the last good checkpoint is kept."""
         for key, value in metrics.items():
             if key.endswith("loss") and isinstance(value, float) and not math.isfinite(value):
-                raise self.diverged(self.state.global_step, f"the held-out {key} is {value} (the model's outputs are not finite)")
+                raise self.diverged(
+                    self.state.global_step, f"the held-out {key} is {value} (the model's outputs are not finite)"
+                )
 
     def diverged(self, step: int, what: str) -> FloatingPointError:
         """The error that stops a diverged run at ``step``: ``what`` went non-finite."""
@@ -182,9 +190,13 @@ class LossTrainer(Trainer):
             if isinstance(cause, OSError) and cause.errno in (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES):
                 raise ValueError(f"output_dir: cannot write into {self.run_dir!r} ({cause.strerror})") from None
             unreadable = isinstance(error, pickle.UnpicklingError | EOFError | SafetensorError)
-            if resume_from_checkpoint and (unreadable or "size mismatch" in str(error)):  # another model size, class count
+            if resume_from_checkpoint and (
+                unreadable or "size mismatch" in str(error)
+            ):  # another model size, class count
                 detail = " ".join(str(error).split())[:300]
-                raise ValueError(f"training.resume: {resume_from_checkpoint!r} does not fit this model ({detail})") from None
+                raise ValueError(
+                    f"training.resume: {resume_from_checkpoint!r} does not fit this model ({detail})"
+                ) from None
             raise
 
 

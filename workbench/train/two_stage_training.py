@@ -22,7 +22,12 @@ from transformers import TrainerCallback
 from workbench import models
 from workbench.config import Config
 from workbench.losses import build_loss, resolve
-from workbench.train.finetuning import classification_data, finished_checkpoint, train_classifier, write_classifier_result
+from workbench.train.finetuning import (
+    classification_data,
+    finished_checkpoint,
+    train_classifier,
+    write_classifier_result,
+)
 from workbench.train.run_folder import Result, training_run, write_result
 from workbench.train.trainer import LossTrainer
 from workbench.vocab import load_tokenizer
@@ -148,7 +153,9 @@ def two_stage(config: str | Path | Mapping[str, Any] | Config, callbacks: Sequen
         return write_result(output_dir, metrics, finished_checkpoint(stage_two, output_dir / "stage2", keep), history)
 
 
-def fusion_finetune(config: str | Path | Mapping[str, Any] | Config, callbacks: Sequence[TrainerCallback] = ()) -> Result:
+def fusion_finetune(
+    config: str | Path | Mapping[str, Any] | Config, callbacks: Sequence[TrainerCallback] = ()
+) -> Result:
     """The paper's M-BERT: a FusionClassifier of ``model`` and ``aux.fusion_model`` with a K-way head, both encoders
     fine-tuned in one stage with ``loss`` (``aux.num_aux``, ``aux.fgm_epsilon``, ``aux.fusion`` ignored); writes
     ``output_dir`` as :func:`workbench.train.finetune` does."""

@@ -57,7 +57,9 @@ def matrix_grid(
     rows, columns = math.ceil(len(arrays) / columns), min(len(arrays), columns)
     titles = ["<br>".join(textwrap.wrap(name, TITLE_WIDTH)) for name in arrays]
     spacing = ROW_GAP / (rows * ROW_HEIGHT + (rows - 1) * ROW_GAP) if rows > 1 else 0.0
-    fig = make_subplots(rows=rows, cols=columns, subplot_titles=titles, vertical_spacing=spacing, horizontal_spacing=0.08)
+    fig = make_subplots(
+        rows=rows, cols=columns, subplot_titles=titles, vertical_spacing=spacing, horizontal_spacing=0.08
+    )
     names = [str(label) for label in label_names]
     for index, (name, array) in enumerate(arrays.items()):
         coloraxis = "coloraxis" if shared_scale or index == 0 else f"coloraxis{index + 1}"
@@ -85,10 +87,15 @@ def confusion_grid(
     """Confusion matrices side by side (e.g. one per PCL variant) on one colour scale: row shares (``"true"``,
     comparable across test sets of any size) or counts (None); each cell shows its count and its row share."""
     check_choice("normalize", normalize, NORMALIZE_CHOICES)
-    counts = {name: check_matrix(matrix, label_names, f"matrix {name!r}", counts=True) for name, matrix in matrices.items()}
+    counts = {
+        name: check_matrix(matrix, label_names, f"matrix {name!r}", counts=True) for name, matrix in matrices.items()
+    }
     shares = {name: row_normalize(array) for name, array in counts.items()}
     texts = {
-        name: [[f"{count:g}<br>{100 * share:.1f}%" for count, share in zip(*row)] for row in zip(counts[name], shares[name])]
+        name: [
+            [f"{count:g}<br>{100 * share:.1f}%" for count, share in zip(*row)]
+            for row in zip(counts[name], shares[name])
+        ]
         for name in counts
     }
     return matrix_grid(shares if normalize == "true" else counts, label_names, texts=texts, title=title)

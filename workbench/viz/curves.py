@@ -46,7 +46,9 @@ def loss_curves(
         raise ValueError(f"p: must be a non-empty sequence of probabilities in (0, 1), got {p.tolist()}")
     check_int("num_classes", num_classes, 2)
     loss = build_loss(name, **params)
-    per_row = None if loss.is_batch_level else build_loss(name, **{**params, "reduction": "none"})  # one row = a batch of one
+    per_row = (
+        None if loss.is_batch_level else build_loss(name, **{**params, "reduction": "none"})
+    )  # one row = a batch of one
     frames = []
     for example in examples:
         labels = torch.tensor([EXAMPLES[check_choice("examples", example, list(EXAMPLES))]])
@@ -57,7 +59,12 @@ def loss_curves(
         else:  # a batch of one per p
             values = torch.stack([loss(row[None], labels) for row in logits])
         dloss_dz = torch.autograd.grad(values.sum(), gold_logits)[0].numpy()
-        columns = {"p": p, "loss": values.detach().numpy(), "dloss_dp": dloss_dz / (p * (1 - p)), "dloss_dlogit": dloss_dz}
+        columns = {
+            "p": p,
+            "loss": values.detach().numpy(),
+            "dloss_dp": dloss_dz / (p * (1 - p)),
+            "dloss_dlogit": dloss_dz,
+        }
         frames.append(pd.DataFrame({"loss_name": name, "example": example, **columns}))
     return pd.concat(frames, ignore_index=True)
 
@@ -96,7 +103,9 @@ def figure_loss_curves(
     if isinstance(derivative_range, str) and derivative_range != "auto":
         raise ValueError(f"derivative_range: must be 'auto', None or a (low, high) pair, got {derivative_range!r}")
     quantities = ["loss", *derivatives]
-    suffix = {example: f", {example} example (gold {EXAMPLES[example]})" if len(examples) > 1 else "" for example in examples}
+    suffix = {
+        example: f", {example} example (gold {EXAMPLES[example]})" if len(examples) > 1 else "" for example in examples
+    }
     titles = [DERIVATIVES.get(quantity, quantity) + suffix[example] for example in examples for quantity in quantities]
     figure = make_subplots(rows=len(examples), cols=len(quantities), subplot_titles=titles)
     frames = [loss_curves(name, p, num_classes, examples, **params) for _, name, params in specs]
@@ -109,14 +118,19 @@ def figure_loss_curves(
     for (row, example), (column, quantity) in itertools.product(enumerate(examples, 1), enumerate(derivatives, 2)):
         axis_range = derivative_range
         if derivative_range == "auto":
-            shown = [frame.loc[(frame["example"] == example) & (frame["p"] >= AUTO_RANGE_FROM_P), quantity] for frame in frames]
+            shown = [
+                frame.loc[(frame["example"] == example) & (frame["p"] >= AUTO_RANGE_FROM_P), quantity]
+                for frame in frames
+            ]
             axis_range = _span(np.concatenate([[], *shown])) if quantity == "dloss_dp" else None
         figure.update_yaxes(range=axis_range, row=row, col=column)  # None: autorange
     figure.update_xaxes(title_text="p (probability of the gold class)")
     return figure.update_layout(title=title, height=100 + 350 * len(examples))
 
 
-def dice_paper_figure1(p: Sequence[float] | np.ndarray | None = None, derivative: str | Sequence[str] = "dloss_dp") -> go.Figure:
+def dice_paper_figure1(
+    p: Sequence[float] | np.ndarray | None = None, derivative: str | Sequence[str] = "dloss_dp"
+) -> go.Figure:
     """The Dice paper's Figure 1: CE, FL (gamma 1), DL (gamma 1), TL (beta 0.5) and DSC against p for a positive
     example; ``derivative=("dloss_dp", "dloss_dlogit")`` draws dL/dz beside dL/dp. The dL/dp axis is [-3, 1]."""
     specs = [
@@ -127,14 +141,18 @@ def dice_paper_figure1(p: Sequence[float] | np.ndarray | None = None, derivative
         ("DSC", "dsc", {"preset": "paper"}),
     ]
     derivatives = _choices("derivative", derivative, DERIVATIVES)
-    figure = figure_loss_curves(specs, p=p, derivative=derivatives, title="Dice paper Figure 1: loss and derivatives against p")
+    figure = figure_loss_curves(
+        specs, p=p, derivative=derivatives, title="Dice paper Figure 1: loss and derivatives against p"
+    )
     if "dloss_dp" in derivatives:
         figure.update_yaxes(range=[-3.0, 1.0], row=1, col=2 + derivatives.index("dloss_dp"))
     return figure
 
 
 def pcl_vs_ls_figure(
-    epsilon: float = 0.1, label_counts: Sequence[float] = QBQTC_LABEL_COUNTS, p: Sequence[float] | np.ndarray | None = None
+    epsilon: float = 0.1,
+    label_counts: Sequence[float] = QBQTC_LABEL_COUNTS,
+    p: Sequence[float] | np.ndarray | None = None,
 ) -> go.Figure:
     """3-class curves for gold 1: PCL ``reference`` and ``paper`` share LS's gradient
     (their loss curves are shifted by constants); ``weighted`` and ``expected_cost`` differ."""

@@ -45,7 +45,9 @@ def entropy_figure(
     elif len(undefined):
         title += f"<br>eq. 3 undefined for n >= {int(undefined.iloc[0])}: (k+n-1)*gamma >= 1"
     curves = [column for column in CURVES if column in table]
-    fig = go.Figure([go.Scatter(x=table["n"], y=table[column], mode="lines+markers", name=CURVES[column]) for column in curves])
+    fig = go.Figure(
+        [go.Scatter(x=table["n"], y=table[column], mode="lines+markers", name=CURVES[column]) for column in curves]
+    )
     if highlight_n is not None:
         fig.add_vline(x=highlight_n, line_dash="dot", annotation_text=f"n = {highlight_n}")
     return fig.update_layout(title=title, xaxis_title="auxiliary labels n", yaxis_title="entropy (nats)")

@@ -14,14 +14,19 @@ from plotly.subplots import make_subplots
 
 from workbench.checks import check_choice
 
-RATE_LEVELS = {"prediction": "prediction level (corrected / wrong)", "iteration": "iteration level (sequences with a correction)"}
+RATE_LEVELS = {
+    "prediction": "prediction level (corrected / wrong)",
+    "iteration": "iteration level (sequences with a correction)",
+}
 SPLITS = (("eval", "held-out", "solid"), ("train", "training", "dash"))
 
 
 def _check_columns(table: pd.DataFrame, columns: Sequence[str], name: str) -> None:
     missing = [column for column in columns if column not in table.columns]
     if missing:
-        raise ValueError(f"{name}: must have the columns {list(columns)}, got missing {missing} (columns {list(table.columns)})")
+        raise ValueError(
+            f"{name}: must have the columns {list(columns)}, got missing {missing} (columns {list(table.columns)})"
+        )
 
 
 def label_count_bars(labels: pd.DataFrame, splits: Sequence[str] = ("train", "validation", "test")) -> go.Figure:
@@ -29,7 +34,9 @@ def label_count_bars(labels: pd.DataFrame, splits: Sequence[str] = ("train", "va
     _check_columns(labels, splits, "labels")
     names = {"value": "examples", "variable": "split"}
     x = labels.index.name or "index"
-    return px.bar(labels.reset_index(), x=x, y=list(splits), barmode="group", labels=names, title="Label counts per split")
+    return px.bar(
+        labels.reset_index(), x=x, y=list(splits), barmode="group", labels=names, title="Label counts per split"
+    )
 
 
 def grouped_bars(
@@ -38,14 +45,18 @@ def grouped_bars(
     """Bars of ``<metric>_mean`` per ``x`` and ``color`` group, ± std (a ``stats.summarize`` table)."""
     _check_columns(summary, [x, color, f"{metric}_mean", f"{metric}_std"], "summary")
     names, error = {f"{metric}_mean": metric_label or metric}, summary[f"{metric}_std"].fillna(0.0)
-    return px.bar(summary, x=x, y=f"{metric}_mean", error_y=error, color=color, barmode="group", labels=names, title=title)
+    return px.bar(
+        summary, x=x, y=f"{metric}_mean", error_y=error, color=color, barmode="group", labels=names, title=title
+    )
 
 
 def metric_lines(summary: pd.DataFrame, x: str, metrics: Sequence[str], title: str, value_label: str) -> go.Figure:
     """One line per metric (``<metric>_mean``) against ``x`` (e.g. the Tversky alpha), with markers."""
     columns = [f"{metric}_mean" for metric in metrics]
     _check_columns(summary, [x, *columns], "summary")
-    return px.line(summary, x=x, y=columns, markers=True, labels={"value": value_label, "variable": "metric"}, title=title)
+    return px.line(
+        summary, x=x, y=columns, markers=True, labels={"value": value_label, "variable": "metric"}, title=title
+    )
 
 
 def masking_heatmap(table: pd.DataFrame, strategies: Sequence[str]) -> go.Figure:
@@ -53,9 +64,13 @@ def masking_heatmap(table: pd.DataFrame, strategies: Sequence[str]) -> go.Figure
     _check_columns(table, ["token", "pos", "word", *strategies], "table")
     positions = list(range(len(table)))
     heatmap = go.Heatmap(z=table[list(strategies)].to_numpy().T, x=positions, y=list(strategies), zmin=0, zmax=1)
-    heatmap.update(colorscale="Blues", colorbar_title="share masked", customdata=[table["word"].tolist()] * len(strategies))
+    heatmap.update(
+        colorscale="Blues", colorbar_title="share masked", customdata=[table["word"].tolist()] * len(strategies)
+    )
     fig = go.Figure(heatmap.update(hovertemplate="word %{customdata}: %{z:.2f}<extra>%{y}</extra>"))
-    fig.update_xaxes(tickvals=positions, ticktext=[f"{token}<br>{pos}" for token, pos in zip(table["token"], table["pos"])])
+    fig.update_xaxes(
+        tickvals=positions, ticktext=[f"{token}<br>{pos}" for token, pos in zip(table["token"], table["pos"])]
+    )
     return fig.update_layout(title="Share of draws in which each token is masked", height=320)
 
 
@@ -92,12 +107,21 @@ def aux_sweep_figure(
     if f"{metric}_mean" not in summary.columns:
         metrics = sorted(column[:-5] for column in summary.columns if column.endswith("_mean"))
         raise ValueError(f"metric: must be one of {metrics}, got {metric!r}")
-    fig = go.Figure(_points(summary, sweep_method, metric, mode="lines+markers", name="two-stage (stage 2, frozen encoder)"))
+    fig = go.Figure(
+        _points(summary, sweep_method, metric, mode="lines+markers", name="two-stage (stage 2, frozen encoder)")
+    )
     for method in summary["method"].unique():
         if method not in (sweep_method, baseline_method):
             marker = {"size": 11, "symbol": "diamond"}
             fig.add_trace(
-                _points(summary, method, metric, mode="markers", marker=marker, name=(method_labels or {}).get(method, method))
+                _points(
+                    summary,
+                    method,
+                    metric,
+                    mode="markers",
+                    marker=marker,
+                    name=(method_labels or {}).get(method, method),
+                )
             )
     baseline = summary[summary["method"] == baseline_method]
     if not baseline.empty:
@@ -127,19 +151,25 @@ def checkpoint_rates_figure(epochs: pd.DataFrame, encoders: Sequence[str] | None
             values = 100 * rows[f"{split}_{level}_rate"].to_numpy(dtype=float)
             if not np.isnan(values).all():
                 line = {"color": qualitative.Plotly[number % len(qualitative.Plotly)], "dash": dash}
-                trace = go.Scatter(x=rows["checkpoint"], y=values, mode="lines+markers", name=f"{encoder} ({label})", line=line)
+                trace = go.Scatter(
+                    x=rows["checkpoint"], y=values, mode="lines+markers", name=f"{encoder} ({label})", line=line
+                )
                 fig.add_trace(trace.update(legendgroup=encoder, showlegend=column == 1), row=1, col=column)
     fig.update_xaxes(title_text="checkpoint (% of training steps)")
     fig.update_yaxes(title_text="corrected (%)", rangemode="tozero")
     return fig.update_layout(title="Hard-correction statistics per checkpoint (the paper's Table 2)", height=420)
 
 
-def eval_loss_figure(epochs: pd.DataFrame, metric: str = "perplexity", encoders: Sequence[str] | None = None) -> go.Figure:
+def eval_loss_figure(
+    epochs: pd.DataFrame, metric: str = "perplexity", encoders: Sequence[str] | None = None
+) -> go.Figure:
     """Held-out ``metric`` (``perplexity`` or ``eval_loss``) after every epoch, one line per encoder."""
     check_choice("metric", metric, ("perplexity", "eval_loss"))
     _check_columns(epochs, ["encoder", "epoch", metric], "epochs")
     rows = {encoder: epochs[epochs["encoder"] == encoder] for encoder in _encoders(epochs, encoders)}
-    fig = go.Figure([go.Scatter(x=part["epoch"], y=part[metric], mode="lines+markers", name=name) for name, part in rows.items()])
+    fig = go.Figure(
+        [go.Scatter(x=part["epoch"], y=part[metric], mode="lines+markers", name=name) for name, part in rows.items()]
+    )
     name = metric.replace("_", " ")
     title = f"Held-out {name} per epoch (fixed whole-word masks)"
     return fig.update_layout(title=title, xaxis_title="epoch", yaxis_title=name, height=400)
@@ -148,7 +178,9 @@ def eval_loss_figure(epochs: pd.DataFrame, metric: str = "perplexity", encoders:
 def comparison_figure(table: pd.DataFrame, title: str, metric: str = "macro_f1") -> go.Figure:
     """A Table 6 block: downstream ``metric`` (mean ± std) per variant beside each pre-trained encoder's perplexity."""
     _check_columns(table, ["variant", f"{metric}_mean", f"{metric}_std", "perplexity"], "table")
-    fig = make_subplots(rows=1, cols=2, subplot_titles=[f"downstream test {metric} (mean ± std)", "held-out perplexity"])
+    fig = make_subplots(
+        rows=1, cols=2, subplot_titles=[f"downstream test {metric} (mean ± std)", "held-out perplexity"]
+    )
     error = {"type": "data", "array": table[f"{metric}_std"].fillna(0.0)}
     fig.add_trace(go.Bar(x=table["variant"], y=table[f"{metric}_mean"], name=metric, error_y=error), row=1, col=1)
     fig.add_trace(go.Bar(x=table["variant"], y=table["perplexity"], name="perplexity"), row=1, col=2)
@@ -163,6 +195,10 @@ def level_rates_figure(corrections: pd.DataFrame, rate: str = "prediction_rate")
         go.Bar(x=rows["encoder"], y=100 * rows[rate], name=f"{level} level")
         for level, rows in corrections.groupby("level", sort=False)
     ]
-    label = "prediction level: corrected / wrong" if rate == "prediction_rate" else "iteration level: sequences with a correction"
+    label = (
+        "prediction level: corrected / wrong"
+        if rate == "prediction_rate"
+        else "iteration level: sequences with a correction"
+    )
     title = f"Held-out correction rate by HC level ({label})"
     return go.Figure(bars).update_layout(title=title, barmode="group", yaxis_title="corrected (%)", height=380)

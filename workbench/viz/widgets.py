@@ -48,14 +48,18 @@ def make_slider(name: str, continuous_update: bool = True, **overrides: Any) -> 
     settings = {**SLIDERS[name], **overrides}
     settings.update(min=min(settings["min"], settings["value"]), max=max(settings["max"], settings["value"]))
     slider_class = widgets.IntSlider if isinstance(SLIDERS[name]["value"], int) else widgets.FloatSlider
-    return slider_class(description=name, continuous_update=continuous_update, style={"description_width": "initial"}, **settings)
+    return slider_class(
+        description=name, continuous_update=continuous_update, style={"description_width": "initial"}, **settings
+    )
 
 
 def _page_grid(slider: widgets.widget.Widget) -> list[float]:
     """A page slider's values: ``slider``'s positions (PAGE_STEPS of them at most, spread evenly) and its value."""
     count = round((slider.max - slider.min) / slider.step) + 1
     positions = np.linspace(0, count - 1, min(count, PAGE_STEPS)).round()
-    return sorted({type(slider.value)(round(slider.min + position * slider.step, 10)) for position in positions} | {slider.value})
+    return sorted(
+        {type(slider.value)(round(slider.min + position * slider.step, 10)) for position in positions} | {slider.value}
+    )
 
 
 def _typed(values: Any) -> Any:
@@ -70,23 +74,34 @@ def _typed(values: Any) -> Any:
 def _parts(figure: go.Figure) -> dict[tuple[Any, str | None], str]:
     """JSON text per (trace index, attribute in TRACE_ATTRIBUTES) and per (layout entry, None)."""
     dump = json.loads(figure.to_json())
-    traces = {(index, name): json.dumps(trace.get(name)) for index, trace in enumerate(dump["data"]) for name in TRACE_ATTRIBUTES}
+    traces = {
+        (index, name): json.dumps(trace.get(name))
+        for index, trace in enumerate(dump["data"])
+        for name in TRACE_ATTRIBUTES
+    }
     return traces | {(key, None): json.dumps(value, sort_keys=True) for key, value in dump["layout"].items()}
 
 
 def _hold_axis_ranges(figures: Sequence[go.Figure]) -> None:
     """Give each axis with a range in one of ``figures`` the range spanning them all."""
-    for key in {key for figure in figures for key in figure.layout.to_plotly_json() if key.startswith(("xaxis", "yaxis"))}:
+    for key in {
+        key for figure in figures for key in figure.layout.to_plotly_json() if key.startswith(("xaxis", "yaxis"))
+    }:
         ranges = [figure.layout[key].range for figure in figures if figure.layout[key].range is not None]
         for figure in figures:
-            figure.layout[key].range = [min(low for low, _ in ranges), max(high for _, high in ranges)] if ranges else None
+            figure.layout[key].range = (
+                [min(low for low, _ in ranges), max(high for _, high in ranges)] if ranges else None
+            )
 
 
 def _update_args(step: go.Figure, parts: set[tuple[Any, str | None]], back: dict[str, int]) -> list[Any]:
     """``Plotly.update`` arguments: ``step``'s values of ``parts`` and the sliders set ``back`` (``sliders[i].active``)."""
     traces = sorted({index for index, name in parts if name})
     layout = step.layout.to_plotly_json()
-    data = {name: [_typed(step.data[index][name]) for index in traces] for name in sorted({name for _, name in parts if name})}
+    data = {
+        name: [_typed(step.data[index][name]) for index in traces]
+        for name in sorted({name for _, name in parts if name})
+    }
     return [data, {key: layout.get(key) for key, name in parts if not name} | back, traces]
 
 
@@ -99,7 +114,9 @@ class Panel:
         for slider in self.sliders.values():
             slider.observe(self._redraw, names="value")
         controls = widgets.HBox(list(self.sliders.values()), layout=widgets.Layout(flex_flow="row wrap"))
-        self.widget = widgets.VBox([controls, self.figure] if interactive else [controls], layout=widgets.Layout(width="100%"))
+        self.widget = widgets.VBox(
+            [controls, self.figure] if interactive else [controls], layout=widgets.Layout(width="100%")
+        )
 
     def draw(self, **values: Any) -> go.Figure:
         raise NotImplementedError
@@ -112,7 +129,9 @@ class Panel:
         """The figure for these slider values (others: current values), the cell's width; ValueError for unknown names."""
         unknown = sorted(set(values) - set(self.sliders))
         if unknown:
-            raise ValueError(f"values: {unknown} are not sliders of {type(self).__name__}; allowed: {sorted(self.sliders)}")
+            raise ValueError(
+                f"values: {unknown} are not sliders of {type(self).__name__}; allowed: {sorted(self.sliders)}"
+            )
         return self.draw(**{**self.values(), **values}).update_layout(autosize=True, width=None)
 
     def _redraw(self, change: Any = None) -> None:
@@ -141,10 +160,20 @@ class Panel:
         sliders = []
         for index, (name, grid) in enumerate(grids.items()):
             parts = set().union(*(changed[member] for member in groups[name]))
-            back = {f"sliders[{i}].active": grids[n].index(start[n]) for i, n in enumerate(grids) if n in groups[name] - {name}}
+            back = {
+                f"sliders[{i}].active": grids[n].index(start[n])
+                for i, n in enumerate(grids)
+                if n in groups[name] - {name}
+            }
             args = [_update_args(step, parts, back) for step in steps[name]]
-            moves = [{"label": f"{value:g}", "method": "update", "args": arguments} for value, arguments in zip(grid, args)]
-            slider = {"active": grid.index(start[name]), "currentvalue": {"prefix": f"{name} = "}, "pad": {"t": 60 + 90 * index}}
+            moves = [
+                {"label": f"{value:g}", "method": "update", "args": arguments} for value, arguments in zip(grid, args)
+            ]
+            slider = {
+                "active": grid.index(start[name]),
+                "currentvalue": {"prefix": f"{name} = "},
+                "pad": {"t": 60 + 90 * index},
+            }
             sliders.append(slider | {"steps": moves})
         height = (figure.layout.height or 450) + 90 * len(sliders)
         return figure.update_layout(sliders=sliders, height=height, margin={"b": 60 + 90 * len(sliders)})
@@ -189,7 +218,9 @@ class LossCurvePanel(Panel):
         if any((curve.loss, slider) in NEGATIVE_ONLY for curve in curves for slider in curve.linked):
             options.setdefault("example", ("positive", "negative"))
         self.curves, self.options = list(curves), options
-        super().__init__({slider: make_slider(slider, continuous_update=False) for slider in slider_names}, name, interactive)
+        super().__init__(
+            {slider: make_slider(slider, continuous_update=False) for slider in slider_names}, name, interactive
+        )
 
     def draw(self, **values: Any) -> go.Figure:
         linked = [{**curve.fixed, **{name: values[name] for name in curve.linked}} for curve in self.curves]
@@ -212,15 +243,21 @@ class PclWeightsPanel(Panel):
         epsilon: float = 0.1,
     ) -> None:
         self.label_counts = tuple(check_counts(QBQTC_LABEL_COUNTS if label_counts is None else label_counts).tolist())
-        self.label_names = [str(index) for index in range(len(self.label_counts))] if label_names is None else list(label_names)
+        self.label_names = (
+            [str(index) for index in range(len(self.label_counts))] if label_names is None else list(label_names)
+        )
         if len(self.label_names) != len(self.label_counts):
-            raise ValueError(f"label_counts: must have one count per label name {self.label_names}, got {self.label_counts}")
+            raise ValueError(
+                f"label_counts: must have one count per label name {self.label_names}, got {self.label_counts}"
+            )
         self.variants = list(variants)
         epsilon = check_number("epsilon", epsilon, 0.0, 1.0, high_inclusive=False)
         super().__init__({"epsilon": make_slider("epsilon", value=epsilon)}, name, interactive)
 
     def draw(self, epsilon: float) -> go.Figure:
-        matrices = {variant: pcl_weight_matrix(variant, epsilon, self.label_counts).numpy() for variant in self.variants}
+        matrices = {
+            variant: pcl_weight_matrix(variant, epsilon, self.label_counts).numpy() for variant in self.variants
+        }
         title = f"PCL matrices M[gold, predicted], epsilon = {epsilon:g}"
         return matrix_grid(matrices, self.label_names, title=title, shared_scale=False)
 
@@ -237,7 +274,9 @@ class EntropyPanel(Panel):
     ) -> None:
         check_int("n_max", n_max, 0)
         self.logits, self.options = options.get("logits"), {"n_max": n_max, **options}
-        paper_entropy(SLIDERS["k"]["value"] if self.logits is None else len(self.logits), gamma)  # ValueError naming gamma
+        paper_entropy(
+            SLIDERS["k"]["value"] if self.logits is None else len(self.logits), gamma
+        )  # ValueError naming gamma
         sliders = {"n_auxiliary": make_slider("n_auxiliary", max=n_max, value=min(3, n_max))}
         if self.logits is None:
             sliders["k"] = make_slider("k")

@@ -57,7 +57,9 @@ def pretraining_runs(
         name = f"{strategy}-{objective}" + ("" if synonyms == DEFAULT_SOURCE else f"@{synonyms}")
         overrides = {**OBJECTIVE_VARIANTS[objective], **({} if lexicon is None else {"lexicon": str(lexicon)})}
         masking, training = {"strategy": strategy}, {"seed": seed}
-        config = base.replace(output_dir=str(Path(output_root) / name), masking=masking, objective=overrides, training=training)
+        config = base.replace(
+            output_dir=str(Path(output_root) / name), masking=masking, objective=overrides, training=training
+        )
         metrics = pretrain_mlm(config).metrics
         final, correction = (metrics.get("epochs") or [{}])[-1], metrics.get("correction", {})
         rows.append(
@@ -145,7 +147,10 @@ COMPARISON_COLUMNS += ("macro_f1", "macro_f1_mean", "macro_f1_std", "delta_macro
 
 
 def downstream_grid(
-    base_config: Config | Mapping[str, Any], encoders: Mapping[str, str | Path | None], output_root: str | Path, seeds=(0,)
+    base_config: Config | Mapping[str, Any],
+    encoders: Mapping[str, str | Path | None],
+    output_root: str | Path,
+    seeds=(0,),
 ) -> pd.DataFrame:
     """Fine-tune (``base_config``, a finetune config) each encoder, a checkpoint folder (its tokenizer replaces
     ``model.vocab_file``) or None (a fresh ``model.tiny``), with each seed (``training.seed``; the split stays
@@ -169,7 +174,9 @@ def downstream_summary(downstream: pd.DataFrame) -> pd.DataFrame:
     return formatted(summarize(downstream, "encoder", DOWNSTREAM_METRICS), DOWNSTREAM_METRICS)
 
 
-def results_table(runs: pd.DataFrame, corrections: pd.DataFrame, summary: pd.DataFrame, level: str = "word") -> pd.DataFrame:
+def results_table(
+    runs: pd.DataFrame, corrections: pd.DataFrame, summary: pd.DataFrame, level: str = "word"
+) -> pd.DataFrame:
     """One row per encoder of ``summary``: its pre-training (:data:`RUN_COLUMNS`; empty without), the held-out HC rates
     (``heldout_<rate>_<level>`` per level, ``heldout_<rate>`` at ``level``) and the downstream scores."""
     pretraining = runs[["encoder", *(column for column in RUN_COLUMNS if column in runs.columns)]]
@@ -181,7 +188,14 @@ def results_table(runs: pd.DataFrame, corrections: pd.DataFrame, summary: pd.Dat
     heldout = heldout.assign(**{f"heldout_{rate}": wide[(rate, level)] for rate in RATES[:2]}).reset_index()
     downstream = summary[["encoder", "macro_f1_mean", "macro_f1_std", "macro_f1", "accuracy_mean", "accuracy_std", "n"]]
     table = downstream.merge(pretraining, on="encoder", how="left").merge(heldout, on="encoder", how="left")
-    first = ["encoder", "masking", "objective", "train_loss", "train_prediction_rate", *(f"heldout_{rate}" for rate in RATES[:2])]
+    first = [
+        "encoder",
+        "masking",
+        "objective",
+        "train_loss",
+        "train_prediction_rate",
+        *(f"heldout_{rate}" for rate in RATES[:2]),
+    ]
     first += ["macro_f1", "macro_f1_mean", "macro_f1_std", "accuracy_mean", "accuracy_std", "n"]
     return table[first + [column for column in table.columns if column not in first]]
 
@@ -195,7 +209,10 @@ def _comparison(results: pd.DataFrame, variants: Mapping[str, str], baseline: st
     """``baseline``'s row, then each present ``label -> encoder`` of ``variants``; ``delta_macro_f1``: the paper's Δ."""
     by_encoder = results.set_index("encoder")
     check_choice("baseline", baseline, list(by_encoder.index))
-    rows = {"baseline": baseline, **{label: encoder for label, encoder in variants.items() if encoder in by_encoder.index}}
+    rows = {
+        "baseline": baseline,
+        **{label: encoder for label, encoder in variants.items() if encoder in by_encoder.index},
+    }
     table = by_encoder.loc[list(rows.values())].reset_index()
     table.insert(1, "variant", list(rows))
     table["delta_macro_f1"] = table["macro_f1_mean"] - float(by_encoder.loc[baseline, "macro_f1_mean"])
@@ -261,6 +278,8 @@ def this_run(results: pd.DataFrame, epochs: pd.DataFrame, table2_run: str, strat
             if encoder.startswith(f"{strategy}-")
         )
         + f". Downstream: best encoder {best} ({rows.loc[best, 'macro_f1']})"
-        + "".join(f", {name} {rows.loc[name, 'macro_f1']}" for name in rows.index.difference(trained.index) if name != best)
+        + "".join(
+            f", {name} {rows.loc[name, 'macro_f1']}" for name in rows.index.difference(trained.index) if name != best
+        )
         + "."
     )

@@ -39,7 +39,9 @@ def heldout_texts(data: DataConfig | Mapping[str, Any], n_texts: int) -> list[st
         raise ValueError("data.max_train_samples: must be set so that the texts after it are held out, got None")
     texts, _ = load_texts(data.replace(max_train_samples=None))
     if len(texts) < limit + n_texts:
-        raise ValueError(f"n_texts: must be at most {len(texts) - limit} (texts after max_train_samples), got {n_texts}")
+        raise ValueError(
+            f"n_texts: must be at most {len(texts) - limit} (texts after max_train_samples), got {n_texts}"
+        )
     return texts[limit : limit + n_texts]
 
 
@@ -83,7 +85,9 @@ def correction_statistics(
     model, tokenizer = load_masked_lm(model, tokenizer)
     features = encode_words(tokenizer, texts, JiebaSegmenter(), max_length=max_length)
     segmented = [feature["words"] for feature in features]
-    collator = build_collator(MaskingSpec.from_mapping(masking), tokenizer, seed, return_word_ids=True, segmented_texts=segmented)
+    collator = build_collator(
+        MaskingSpec.from_mapping(masking), tokenizer, seed, return_word_ids=True, segmented_texts=segmented
+    )
     correction, stats, rows = HardCorrectionLoss(tokenizer, table, level), CorrectionStats(), []
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     model.to(device).eval()
@@ -99,7 +103,9 @@ def correction_statistics(
         for row, word in corrected_words[: examples - len(rows)]:
             span, tokens = word_ids[row] == word, tokenizer.convert_ids_to_tokens(features[start + row]["input_ids"])
             gold = token_text(tokenizer.convert_ids_to_tokens(labels[row][span].tolist()))
-            masked_input = "".join(BLANK if masked[row, i] else token for i, token in enumerate(tokens) if word_ids[row, i] >= 0)
+            masked_input = "".join(
+                BLANK if masked[row, i] else token for i, token in enumerate(tokens) if word_ids[row, i] >= 0
+            )
             predicted = token_text(tokenizer.convert_ids_to_tokens(predictions[row][span].tolist()))
             rows.append((texts[start + row], masked_input, gold, predicted, " ".join(sorted(table.synonyms(gold)))))
     result = stats.as_dict()
@@ -121,7 +127,9 @@ def correction_table(
         model, tokenizer = load_masked_lm(run.output_dir)
         for level in levels:
             stats = correction_statistics(model, texts, table, tokenizer=tokenizer, level=level, **options)
-            rows.append({"encoder": run.encoder, "masking": run.masking, "objective": run.objective, "level": level, **stats})
+            rows.append(
+                {"encoder": run.encoder, "masking": run.masking, "objective": run.objective, "level": level, **stats}
+            )
     return pd.DataFrame(rows, columns=["encoder", "masking", "objective", "level", *CORRECTION_COLUMNS])
 
 
@@ -148,7 +156,12 @@ def worked_example(
     correction = HardCorrectionLoss(tokenizer, table, level)
     top = logits.softmax(dim=-1).topk(top_k, dim=-1)
     candidates = [
-        {"position": position, "rank": rank + 1, "token": tokenizer.convert_ids_to_tokens(int(token)), "probability": float(p)}
+        {
+            "position": position,
+            "rank": rank + 1,
+            "token": tokenizer.convert_ids_to_tokens(int(token)),
+            "probability": float(p),
+        }
         for position, (tokens, probabilities) in enumerate(zip(top.indices, top.values))
         for rank, (token, p) in enumerate(zip(tokens, probabilities))
     ]
@@ -171,7 +184,8 @@ def corpus_words(texts: Sequence[str]) -> list[list[str]]:
     """The jieba words of each text, without punctuation and without words a lexicon file cannot hold (space, ``_``)."""
     segmenter = JiebaSegmenter()
     return [
-        [word for word in segmenter.words(text) if re.search(r"\w", word) and not re.search(r"[\s_]", word)] for text in texts
+        [word for word in segmenter.words(text) if re.search(r"\w", word) and not re.search(r"[\s_]", word)]
+        for text in texts
     ]
 
 
@@ -191,7 +205,12 @@ def model_word_vectors(model: Model, words: Sequence[str], tokenizer: Any = None
 
 
 def word_vectors(
-    texts: Sequence[str], source: str = "corpus", model: Model | None = None, dim: int = 50, window: int = 2, min_count: int = 2
+    texts: Sequence[str],
+    source: str = "corpus",
+    model: Model | None = None,
+    dim: int = 50,
+    window: int = 2,
+    min_count: int = 2,
 ) -> tuple[np.ndarray, list[str]]:
     """The vectors of embedding look-up over the jieba words of ``texts`` seen ``min_count`` times: learnt from
     ``texts`` (``corpus``: :func:`workbench.lexicon.corpus_word_vectors`) or ``model``'s input embeddings (``model``)."""
@@ -208,4 +227,8 @@ def vocabulary_words(tokenizer: Any = None) -> list[str]:
     """The texts of the non-special tokens of ``tokenizer`` (or a checkpoint folder; None: the shipped vocabulary)."""
     tokenizer = load_tokenizer(tokenizer) if tokenizer is None or isinstance(tokenizer, (str, Path)) else tokenizer
     special = set(tokenizer.all_special_tokens)
-    return [token_text([token]) for token in tokenizer.convert_ids_to_tokens(list(range(len(tokenizer)))) if token not in special]
+    return [
+        token_text([token])
+        for token in tokenizer.convert_ids_to_tokens(list(range(len(tokenizer))))
+        if token not in special
+    ]

@@ -51,9 +51,13 @@ def mask_draws(
         return chosen, np.array(encoded["attention_mask"], bool) & ~np.array(encoded["special_tokens_mask"], bool)
     features = encode_words(tokenizer, texts, JiebaSegmenter())
     words = [feature["words"] for feature in features]
-    collator = build_collator(masking.replace(strategy=strategy), tokenizer, seed, return_word_ids=True, segmented_texts=words)
+    collator = build_collator(
+        masking.replace(strategy=strategy), tokenizer, seed, return_word_ids=True, segmented_texts=words
+    )
     batches = [collator(features) for _ in range(draws)]
-    return np.stack([(batch["labels"] != IGNORE_INDEX).numpy() for batch in batches]), batches[0]["word_ids"].numpy() >= 0
+    return np.stack([(batch["labels"] != IGNORE_INDEX).numpy() for batch in batches]), batches[0][
+        "word_ids"
+    ].numpy() >= 0
 
 
 def masking_illustration(
