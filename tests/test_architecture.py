@@ -27,7 +27,7 @@ FOUNDATION = {
 }
 ALLOWED: dict[str, set[str]] = {
     "checks": set(),
-    "stats": set(),
+    "stats": {"checks", "metrics"},  # the paired bootstrap resamples metrics.confusion_scores
     "threads": set(),
     "config": {"checks", "yaml_files"},
     "records": set(),

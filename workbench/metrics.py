@@ -1,5 +1,8 @@
-"""Classification metrics (scikit-learn): macro-F1, accuracy, per-class scores,
-confusion matrix, and the far-error rate of ordinal tasks such as QBQTC."""
+"""Classification metrics (scikit-learn): macro-F1, accuracy, per-class scores, confusion matrix, the far-error rate
+and macro-averaged MAE of ordinal tasks such as QBQTC, and calibration (expected calibration error, reliability bins).
+
+:func:`confusion_scores` computes the scores the results page compares (``SCORES``) from confusion matrices, any
+number at once: the paired bootstrap (``workbench.stats``) scores thousands of resampled test sets with it."""
 
 from __future__ import annotations
 
@@ -7,6 +10,13 @@ from collections.abc import Sequence
 
 import numpy as np
 from sklearn.metrics import accuracy_score, confusion_matrix, precision_recall_fscore_support
+
+from workbench.checks import check_choice, check_int
+
+SCORES = ("macro_f1", "accuracy", "f1_positive", "macro_mae")
+"""What :func:`confusion_scores` computes: ``f1_positive`` is the F1 of class 1 (the Dice paper's positive class),
+``macro_mae`` the macro-averaged MAE of ordered labels (lower is better)."""
+LOWER_IS_BETTER = ("macro_mae",)
 
 
 def _as_label_array(name: str, values: Sequence[int] | np.ndarray) -> np.ndarray:
@@ -56,7 +66,7 @@ def classification_report(
     * ``accuracy``,
     * ``per_class``: {name: {precision, recall, f1, support}} (zero_division=0),
     * ``confusion_matrix``: K x K list of lists, rows gold, columns predicted,
-    * ``far_error_rate`` (only when ``ordinal``): see ``far_error_rate``,
+    * ``far_error_rate`` and ``macro_mae`` (only when ``ordinal``): see :func:`far_error_rate`, :func:`macro_mae`,
     * ``label_names``, ``num_examples``.
     """
     gold, pred = _validated_pair(labels, predictions)
@@ -87,4 +97,93 @@ def classification_report(
         "label_names": names,
         "num_examples": int(gold.size),
     }
-    return {**report, "far_error_rate": far_error_rate(gold, pred)} if ordinal else report
+    if not ordinal:
+        return report
+    return {**report, "far_error_rate": far_error_rate(gold, pred), "macro_mae": macro_mae(gold, pred)}
+
+
+def macro_mae(y_true: Sequence[int] | np.ndarray, y_pred: Sequence[int] | np.ndarray) -> float:
+    """Macro-averaged mean absolute error of ordered labels (Baccianella, Esuli and Sebastiani, 2009, "Evaluation
+    Measures for Ordinal Regression", sec. 3):
+    MAE^M = (1/|K|) sum_{k in K} (1/|T_k|) sum_{i in T_k} |pred_i - k|, K the classes present in ``y_true`` and T_k
+    their test examples. Unlike the plain MAE, a rare class weighs as much as a frequent one."""
+    gold, pred = _validated_pair(y_true, y_pred)
+    return float(np.mean([np.abs(pred[gold == k] - k).mean() for k in np.unique(gold)]))
+
+
+def confusion_scores(confusion: np.ndarray, score: str) -> np.ndarray:
+    """``score`` (one of :data:`SCORES`) of confusion matrices ``(..., K, K)`` (rows gold, columns predicted; counts
+    or weights), one value per matrix. F1 with no gold and no predicted example of a class is 0 (scikit-learn's
+    ``zero_division=0``), ``macro_f1`` averages all K classes, ``macro_mae`` the classes with a gold example."""
+    check_choice("score", score, SCORES)
+    confusion = np.asarray(confusion, dtype=np.float64)
+    if confusion.ndim < 2 or confusion.shape[-1] != confusion.shape[-2] or confusion.shape[-1] < 2:
+        raise ValueError(f"confusion: must have shape (..., K, K) with K >= 2, got {confusion.shape}")
+    gold_counts, predicted_counts = confusion.sum(-1), confusion.sum(-2)
+    true_positives = np.diagonal(confusion, axis1=-2, axis2=-1)
+    if score == "accuracy":
+        return true_positives.sum(-1) / confusion.sum((-2, -1))
+    if score == "macro_mae":
+        classes = np.arange(confusion.shape[-1])
+        distance = np.abs(classes[:, None] - classes[None, :])
+        present = gold_counts > 0
+        per_class = (confusion * distance).sum(-1) / np.where(present, gold_counts, 1)
+        return (per_class * present).sum(-1) / present.sum(-1)
+    denominator = gold_counts + predicted_counts
+    f1 = 2 * true_positives / np.where(denominator > 0, denominator, 1)
+    return f1[..., 1] if score == "f1_positive" else f1.mean(-1)
+
+
+def compute_score(
+    y_true: Sequence[int] | np.ndarray, y_pred: Sequence[int] | np.ndarray, name: str, num_labels: int
+) -> float:
+    """One of :data:`SCORES` of ``y_pred`` against ``y_true`` over ``num_labels`` classes (:func:`confusion_scores`)."""
+    gold, pred = _validated_pair(y_true, y_pred)
+    check_int("num_labels", num_labels, 2)
+    matrix = confusion_matrix(gold, pred, labels=list(range(num_labels)))
+    return float(confusion_scores(matrix, name))
+
+
+def _check_probabilities(probabilities: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    probs = np.asarray(probabilities, dtype=np.float64)
+    gold = _as_label_array("labels", labels)
+    if probs.ndim != 2 or probs.shape[0] != gold.size or probs.shape[1] < 2 or gold.size == 0:
+        raise ValueError(
+            f"probabilities: must have shape (n, K) with K >= 2 and n = len(labels) = {gold.size} > 0, got {probs.shape}"
+        )
+    if not np.all(np.isfinite(probs)) or probs.min() < 0 or np.abs(probs.sum(1) - 1).max() > 1e-6:
+        raise ValueError("probabilities: each row must hold non-negative numbers summing to 1")
+    if gold.min() < 0 or gold.max() >= probs.shape[1]:
+        raise ValueError(f"labels: must lie in [0, {probs.shape[1] - 1}], got range [{gold.min()}, {gold.max()}]")
+    return probs, gold
+
+
+def reliability_bins(probabilities: np.ndarray, labels: np.ndarray, n_bins: int = 15) -> dict[str, np.ndarray]:
+    """Equal-width bins of the top-class probability (confidence) c = max_k p_ik, bin m = ((m - 1)/M, m/M]: per bin
+    ``lower``, ``upper``, ``count``, mean ``confidence`` and ``accuracy`` of the argmax (NaN for an empty bin); the
+    data of a reliability diagram (Guo et al., 2017, sec. 2)."""
+    probs, gold = _check_probabilities(probabilities, labels)
+    check_int("n_bins", n_bins, 1)
+    confidence, correct = probs.max(1), (probs.argmax(1) == gold).astype(np.float64)
+    bins = np.clip(np.ceil(confidence * n_bins).astype(np.int64) - 1, 0, n_bins - 1)
+    count = np.bincount(bins, minlength=n_bins).astype(np.float64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean_confidence = np.bincount(bins, confidence, n_bins) / count
+        accuracy = np.bincount(bins, correct, n_bins) / count
+    edges = np.arange(n_bins + 1) / n_bins
+    return {
+        "lower": edges[:-1],
+        "upper": edges[1:],
+        "count": count,
+        "confidence": mean_confidence,
+        "accuracy": accuracy,
+    }
+
+
+def expected_calibration_error(probabilities: np.ndarray, labels: np.ndarray, n_bins: int = 15) -> float:
+    """ECE = sum_m (|B_m| / n) |acc(B_m) - conf(B_m)| over :func:`reliability_bins` (Guo et al., 2017, "On
+    Calibration of Modern Neural Networks", sec. 2; Naeini et al., 2015): equal-width bins of the top-class probability, empty bins left out."""
+    bins = reliability_bins(probabilities, labels, n_bins)
+    filled = bins["count"] > 0
+    gaps = np.abs(bins["accuracy"][filled] - bins["confidence"][filled])
+    return float((bins["count"][filled] * gaps).sum() / bins["count"].sum())
