@@ -20,6 +20,7 @@ FOUNDATION = {
     "threads",
     "vocab",
     "metrics",
+    "decisions",
     "information",
     "lexicon",
     "records",
@@ -34,6 +35,7 @@ ALLOWED: dict[str, set[str]] = {
     "yaml_files": set(),
     "vocab": {"lexicon"},  # lexicon.read_lines: the one reader of text files
     "metrics": {"checks"},
+    "decisions": {"checks", "metrics"},
     "information": {"checks"},
     "lexicon": {"checks"},
     "losses": {"checks", "config", "lexicon"},

@@ -26,6 +26,9 @@ CASES = [
     ("pcl", {"variant": "weighted", "label_counts": QBQTC_LABEL_COUNTS}),
     ("pcl", {"variant": "expected_cost", "label_counts": QBQTC_LABEL_COUNTS}),
     ("pcl", {"variant": "expected_cost", "counts": "batch"}),
+    ("class_balanced", {"label_counts": QBQTC_LABEL_COUNTS, "beta": 0.9999}),
+    ("logit_adjusted", {"label_counts": QBQTC_LABEL_COUNTS, "tau": 1.0}),
+    ("corn", {}),  # the (..., 3) logits are a K - 1 = 3 output head of a 4-class ordinal task
 ]
 CASE_IDS = [
     f"{name}-{'-'.join(f'{k}={v}' for k, v in params.items() if k != 'label_counts')}" for name, params in CASES
@@ -88,8 +91,9 @@ def test_finite_value_and_gradient_at_extreme_logits(name, params):
 def test_bad_inputs_raise(name, params):
     loss = build_loss(name, **params)
     logits = torch.randn(4, 3)
+    past_the_last_class = 4 if name == "corn" else 3  # corn's 3 outputs score 4 ordered classes
     for labels in (
-        torch.tensor([0, 1, 3, -100]),
+        torch.tensor([0, 1, past_the_last_class, -100]),
         torch.tensor([0, -1, 2, 1]),
         torch.tensor([0, 1, 2]),
         torch.tensor([0.0, 1, 2, 1]),
@@ -98,8 +102,9 @@ def test_bad_inputs_raise(name, params):
             loss(logits, labels)
     with pytest.raises(ValueError, match=r"^logits:"):
         loss(torch.randn(4), torch.tensor([0, 1, 2, 1]))
-    with pytest.raises(ValueError, match=r"^logits:"):
-        loss(torch.randn(4, 1), torch.tensor([0, 0, 0, 0]))
+    if name != "corn":  # one corn output is a binary ordinal task
+        with pytest.raises(ValueError, match=r"^logits:"):
+            loss(torch.randn(4, 1), torch.tensor([0, 0, 0, 0]))
 
 
 def test_unknown_name_lists_available_losses():

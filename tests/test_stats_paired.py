@@ -84,7 +84,9 @@ def test_identical_predictions_give_exactly_zero(metric, seeds):
 
 def test_estimate_is_the_mean_over_seeds_of_the_paired_differences():
     gold, a, b = _predictions()
-    expected = np.mean([f1_score(gold, a[s], average="macro") - f1_score(gold, b[s], average="macro") for s in range(3)])
+    expected = np.mean(
+        [f1_score(gold, a[s], average="macro") - f1_score(gold, b[s], average="macro") for s in range(3)]
+    )
     result = paired_bootstrap_ci(gold, a, b, n_resamples=200)
     assert result["difference"] == pytest.approx(expected, abs=1e-12)
     assert result["low"] < result["difference"] < result["high"]

@@ -43,8 +43,11 @@ def per_class(name: str, values: torch.Tensor, logits: torch.Tensor) -> torch.Te
     return values.to(logits)
 
 
-def flatten(logits: torch.Tensor, labels: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Check shapes, dtypes and label values; return (M, C) logits and (M,) int64 targets (-100 kept)."""
+def flatten(
+    logits: torch.Tensor, labels: torch.Tensor, num_classes: int | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Check shapes, dtypes and label values; return (M, C) logits and (M,) int64 targets (-100 kept). Labels lie in
+    [0, ``num_classes``), by default C, the logits' last axis (an ordinal head has fewer outputs than classes)."""
     for name, value in (("logits", logits), ("labels", labels)):
         if not isinstance(value, torch.Tensor):
             raise ValueError(f"{name}: must be a torch.Tensor, got {type(value).__name__}")
@@ -58,20 +61,22 @@ def flatten(logits: torch.Tensor, labels: torch.Tensor) -> tuple[torch.Tensor, t
         raise ValueError(
             f"labels: must have the logits' shape without the class axis {tuple(logits.shape[:-1])}, got {tuple(labels.shape)}"
         )
-    num_classes = logits.shape[-1]
-    if num_classes < 2:
-        raise ValueError(f"logits: must have C >= 2 classes (binary tasks use 2 logits), got C={num_classes}")
+    if num_classes is None and logits.shape[-1] < 2:
+        raise ValueError(f"logits: must have C >= 2 classes (binary tasks use 2 logits), got C={logits.shape[-1]}")
+    num_classes = logits.shape[-1] if num_classes is None else num_classes
     targets = labels.reshape(-1).long()
     bad = (targets != IGNORE_INDEX) & ((targets < 0) | (targets >= num_classes))
     if bad.any():  # one read of the labels on the host
         raise ValueError(
             f"labels: must lie in [0, {num_classes}) or equal {IGNORE_INDEX} (ignored), got {targets[bad].unique().tolist()}"
         )
-    return logits.reshape(-1, num_classes), targets
+    return logits.reshape(-1, logits.shape[-1]), targets
 
 
 class ImbalanceLoss(nn.Module):
-    """Base class: ``reduction``, ``is_batch_level`` and the forward template.
+    """Base class: ``reduction``, ``is_batch_level``, the forward template and what a classifier trained with the
+    loss predicts (``num_outputs``, ``probabilities``, ``predict``: softmax and argmax over one logit per class,
+    except for an ordinal loss such as CORN).
 
     ``forward(logits, labels)`` checks and flattens the inputs, calls ``compute(logits (M, C), targets (M,))``
     in float32 or float64 with autocast off, and returns the loss in the logits' dtype (the labels' shape
@@ -91,6 +96,18 @@ class ImbalanceLoss(nn.Module):
     @property
     def is_batch_level(self) -> bool:
         return False
+
+    def num_outputs(self, num_classes: int) -> int:
+        """The classifier outputs this loss reads for ``num_classes`` classes: one logit per class."""
+        return num_classes
+
+    def probabilities(self, logits: torch.Tensor) -> torch.Tensor:
+        """Class probabilities (N, K) of the logits: the softmax."""
+        return torch.softmax(logits, dim=-1)
+
+    def predict(self, logits: torch.Tensor) -> torch.Tensor:
+        """Predicted class ids (N,): the argmax of the logits."""
+        return logits.argmax(-1)
 
     def forward(self, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
         rows, targets = flatten(logits, labels)
@@ -119,3 +136,18 @@ class ImbalanceLoss(nn.Module):
 
     def extra_repr(self) -> str:
         return f"reduction={self.reduction!r}, is_batch_level={self.is_batch_level}"
+
+
+def num_outputs(loss: nn.Module, num_classes: int) -> int:
+    """The outputs a classifier trained with ``loss`` needs for ``num_classes`` classes (K, or K - 1 for CORN)."""
+    return loss.num_outputs(num_classes) if isinstance(loss, ImbalanceLoss) else num_classes
+
+
+def class_probabilities(loss: nn.Module, logits: torch.Tensor) -> torch.Tensor:
+    """Class probabilities (N, K) of a classifier's outputs under ``loss`` (the softmax, or CORN's)."""
+    return loss.probabilities(logits) if isinstance(loss, ImbalanceLoss) else torch.softmax(logits, dim=-1)
+
+
+def predicted_labels(loss: nn.Module, logits: torch.Tensor) -> torch.Tensor:
+    """Predicted class ids (N,) of a classifier's outputs under ``loss`` (the argmax, or CORN's rank rule)."""
+    return loss.predict(logits) if isinstance(loss, ImbalanceLoss) else logits.argmax(-1)

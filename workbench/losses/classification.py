@@ -123,3 +123,66 @@ class FocalLoss(ImbalanceLoss):
         if self.alpha is not None:
             terms = per_class("alpha", self.alpha, logits)[gold.squeeze(-1)] * terms
         return self.reduce(torch.where(targets != IGNORE_INDEX, terms, 0.0), targets)
+
+
+def class_balanced_weights(label_counts: Sequence[float] | torch.Tensor, beta: float = 0.9999) -> torch.Tensor:
+    """w_k = (1 - beta) / (1 - beta^{n_k}), the inverse effective number of samples of class k, normalised so that
+    sum_k w_k = C (Cui et al., 2019, "Class-Balanced Loss Based on Effective Number of Samples", CVPR, sec. 3-4).
+    beta = 0 gives w = 1 (plain CE); beta -> 1 approaches inverse class frequency."""
+    counts = check_class_vector("label_counts", label_counts, low=1 / LARGEST)
+    beta = check_number("beta", beta, 0.0, 1.0, high_inclusive=False)
+    weights = (1.0 - beta) / (1.0 - torch.pow(torch.tensor(beta, dtype=torch.float64), counts))
+    return weights * len(counts) / weights.sum()
+
+
+class ClassBalancedLoss(CrossEntropyLoss):
+    """Class-balanced softmax CE (Cui et al., 2019, sec. 4): L = -(1/N) sum_i w_{y_i} log p_{i, y_i} with
+    w_k = (1 - beta) / (1 - beta^{n_k}) normalised to sum to C (:func:`class_balanced_weights`).
+
+    The mean divides by the number of valid positions N (the authors' reduction), so the value decomposes over samples.
+
+    Args:
+        label_counts: the class counts n_k of the training set, in [1e-12, 1e12].
+        beta: in [0, 1); the paper's grid is 0.9, 0.99, 0.999, 0.9999.
+        reduction: "mean", "sum" or "none".
+    """
+
+    weight_name = "label_counts"
+    weighted_mean = False
+
+    def __init__(
+        self, label_counts: Sequence[float] | torch.Tensor | None = None, beta: float = 0.9999, reduction: str = "mean"
+    ) -> None:
+        if label_counts is None:
+            raise ValueError("label_counts: must be given for class_balanced (one positive count per class), got None")
+        super().__init__(weight=class_balanced_weights(label_counts, beta), reduction=reduction)
+        self.beta = float(beta)
+
+
+class LogitAdjustedLoss(ImbalanceLoss):
+    """Logit-adjusted softmax CE (Menon et al., 2021, sec. 5): L_i = -log softmax(z_i + tau log pi)_{y_i}.
+
+    "Long-tail learning via logit adjustment" (ICLR 2021); pi_k = n_k / n is the training prior. At prediction time the model's own
+    logits z are used: the adjustment is a training-time margin that favours rare classes. The post-hoc form instead
+    trains with CE and predicts argmax_k z_k - tau log pi_k (``workbench.decisions.posthoc_logit_adjustment``).
+
+    Args:
+        label_counts: the class counts n_k of the training set, in [1e-12, 1e12].
+        tau: the scaling, in [0, 1e12]; tau = 1 is the paper's default, tau = 0 plain CE.
+        reduction: "mean", "sum" or "none".
+    """
+
+    def __init__(
+        self, label_counts: Sequence[float] | torch.Tensor | None = None, tau: float = 1.0, reduction: str = "mean"
+    ) -> None:
+        super().__init__(reduction)
+        if label_counts is None:
+            raise ValueError("label_counts: must be given for logit_adjusted (one positive count per class), got None")
+        counts = check_class_vector("label_counts", label_counts, low=1 / LARGEST)
+        self.tau = check_number("tau", tau, 0.0, LARGEST)
+        self.register_buffer("log_prior", torch.log(counts / counts.sum()))
+
+    def compute(self, logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+        adjusted = logits + self.tau * per_class("label_counts", self.log_prior, logits)
+        terms = F.cross_entropy(adjusted, targets, ignore_index=IGNORE_INDEX, reduction="none")
+        return self.reduce(terms, targets)

@@ -7,13 +7,16 @@ import inspect
 from torch import nn
 
 from workbench.losses.classification import (
+    ClassBalancedLoss,
     CrossEntropyLoss,
     FocalLoss,
     LabelSmoothingLoss,
+    LogitAdjustedLoss,
     WeightedCrossEntropyLoss,
 )
 from workbench.losses.dice import DiceLoss, SelfAdjustingDiceLoss, TverskyLoss
 from workbench.losses.mlm import HardCorrectionLoss, MaskedLMLoss, SoftRegularizationLoss
+from workbench.losses.ordinal import CornLoss
 from workbench.losses.pcl import PropensityCorrectedLoss
 
 LOSSES: dict[str, type[nn.Module]] = {
@@ -25,6 +28,9 @@ LOSSES: dict[str, type[nn.Module]] = {
     "tversky": TverskyLoss,
     "dsc": SelfAdjustingDiceLoss,
     "pcl": PropensityCorrectedLoss,
+    "class_balanced": ClassBalancedLoss,
+    "logit_adjusted": LogitAdjustedLoss,
+    "corn": CornLoss,
     "mlm": MaskedLMLoss,
     "mlm_hc": HardCorrectionLoss,
     "mlm_sr": SoftRegularizationLoss,
@@ -40,8 +46,8 @@ def build_loss(name: str, **params: object) -> nn.Module:
     """Build the loss registered as ``name`` with keyword ``params``.
 
     Args:
-        name: one of :func:`available_losses` (ce, wce, ls, focal, dice, tversky, dsc, pcl, mlm,
-            mlm_hc, mlm_sr).
+        name: one of :func:`available_losses` (ce, wce, ls, focal, dice, tversky, dsc, pcl, class_balanced,
+            logit_adjusted, corn, mlm, mlm_hc, mlm_sr).
         **params: the loss class's keyword arguments (docs/losses.md).
 
     Returns:

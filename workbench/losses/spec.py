@@ -1,9 +1,9 @@
 """Build a loss from its :class:`~workbench.config.LossSpec`, with the training split's label counts.
 
 The one place that owns the label-count rule: ``wce`` (class weights alpha_t from the counts,
-Dice paper sec. 3.2) and ``pcl`` with ``counts="global"`` (PCL+ and PCL- from the counts,
-PCL paper eq. 2-3) take ``label_counts``; when the spec's params do not give them,
-:func:`resolve` counts the labels of the training split.
+Dice paper sec. 3.2), ``class_balanced`` (effective numbers, Cui et al. 2019), ``logit_adjusted`` (the prior,
+Menon et al. 2021) and ``pcl`` with ``counts="global"`` (PCL+ and PCL- from the counts, PCL paper eq. 2-3) take
+``label_counts``; when the spec's params do not give them, :func:`resolve` counts the labels of the training split.
 """
 
 from __future__ import annotations
@@ -17,14 +17,18 @@ from torch import nn
 from workbench.config import LossSpec
 from workbench.losses.registry import build_loss
 
+COUNTED_LOSSES = ("wce", "class_balanced", "logit_adjusted")
+"""Losses built from the training split's label counts (besides global-count pcl)."""
+
 
 def needs_label_counts(spec: LossSpec) -> bool:
-    """True for wce, and for pcl with global counts (``counts="batch"`` takes none), unless the
-    params already give ``label_counts``."""
+    """True for wce, class_balanced, logit_adjusted, and for pcl with global counts (``counts="batch"`` takes none),
+    unless the params already give ``label_counts``."""
     params = spec.params
     if "label_counts" in params:
         return False
-    return spec.name == "wce" or (spec.name == "pcl" and params.get("counts", "global") == "global")
+    counted = spec.name in COUNTED_LOSSES
+    return counted or (spec.name == "pcl" and params.get("counts", "global") == "global")
 
 
 def split_label_counts(train_split: Any) -> list[int]:
@@ -43,7 +47,7 @@ def split_label_counts(train_split: Any) -> list[int]:
 
 
 def resolve(spec: LossSpec | Mapping[str, Any], train_split: Any = None) -> nn.Module:
-    """``build_loss(spec.name, **spec.params)``; wce and global-count pcl get ``label_counts``
+    """``build_loss(spec.name, **spec.params)``; the counted losses and global-count pcl get ``label_counts``
     from ``train_split`` unless the params give them.
 
     Args:
