@@ -125,6 +125,31 @@ def test_fit_probe_learns_a_separable_toy_set(make):
     assert fit.test == classification_report(encoded["test"].labels.numpy(), fit.predictions, num_labels=2)
 
 
+def test_fit_probe_keeps_the_chosen_epochs_validation_probabilities():
+    encoded = _splits(_texts_toy)
+    fit = fit_probe(encoded, build_loss("ce"), QUICK, PROBE, VOCAB, 2, seed=0)
+    assert fit.validation_probabilities.shape == (24, 2)
+    np.testing.assert_array_equal(fit.validation_predictions, fit.validation_probabilities.argmax(1))
+
+
+def _ordinal_toy(n: int, seed: int) -> EncodedSplit:
+    """Three ordered classes: class k texts use characters {2 + 3k .. 4 + 3k}."""
+    generator = torch.Generator().manual_seed(seed)
+    labels = torch.arange(n) % 3
+    ids = torch.stack([torch.randint(2 + 3 * k, 5 + 3 * k, (3,), generator=generator) for k in labels.tolist()])
+    return EncodedSplit((ids,), labels)
+
+
+def test_fit_probe_with_corn_builds_k_minus_one_outputs_and_predicts_ranks():
+    encoded = _splits(_ordinal_toy)
+    fit = fit_probe(encoded, build_loss("corn"), QUICK.replace(num_train_epochs=15), PROBE, VOCAB, 3, seed=0)
+    assert fit.probabilities.shape == (24, 3) and fit.validation_probabilities.shape == (24, 3)
+    np.testing.assert_allclose(fit.probabilities.sum(1), 1.0, rtol=1e-6)
+    above = 1 - np.cumsum(fit.probabilities, axis=1)[:, :2]  # P(y > 0), P(y > 1)
+    np.testing.assert_array_equal(fit.predictions, (above > 0.5).sum(1))  # the rank rule
+    assert fit.test["accuracy"] == 1.0
+
+
 def test_fit_probe_is_seeded_and_leaves_global_rng_alone():
     encoded = _splits(_pairs_toy)
     state = torch.get_rng_state()

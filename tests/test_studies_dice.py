@@ -11,7 +11,7 @@ from datasets import DatasetDict
 
 from workbench.data import label_counts
 from workbench.data.features import build_dataset
-from workbench.losses import LossSpec
+from workbench.losses import LossSpec, build_loss
 from workbench.stats import mean_std_table, summarize
 from workbench.studies import dice
 from workbench.train import ProbeFitter, TransformerFitter, build_fitter
@@ -165,6 +165,12 @@ def test_fit_and_score_runs_the_transformer_trainer(tiny_splits):
     scores = dice.fit_and_score(small, dice.LOSS_ZOO["DSC"], 0, transformer)
     assert set(scores) == {"f1_positive", "macro_f1", "accuracy", "validation_f1_positive"}
     assert all(0.0 <= value <= 1.0 for value in scores.values())
+
+
+def test_the_transformer_fitter_refuses_a_head_it_does_not_build(tiny_splits):
+    transformer = build_fitter({"tiny": {"num_layers": 1, "hidden_size": 32, "num_heads": 2}}, TINY_TRAINING, 32)
+    with pytest.raises(ValueError, match="^loss: CornLoss needs a head of 1 outputs"):
+        transformer.fit(tiny_splits, build_loss("corn"), 0)
 
 
 def test_imbalance_study_and_sweep_tables(tiny_splits, fitter):

@@ -15,6 +15,7 @@ from torch import nn
 from workbench.checks import check_int
 from workbench.config import Config, DataConfig, ModelConfig, TrainingConfig
 from workbench.data import label_names
+from workbench.losses import num_outputs
 from workbench.models import build_sequence_classifier, model_source
 from workbench.train.finetuning import classification_data, predict_probabilities, train_classifier, warn_unreadable
 from workbench.train.probes import PAIR_COLUMNS, SINGLE_COLUMNS, SPLITS, encode_split, fit_probe
@@ -25,7 +26,8 @@ from workbench.vocab import load_tokenizer
 @dataclass(frozen=True)
 class Fit:
     """One seeded fit: the kept epoch's validation and test predictions (class ids), test probabilities (n, K),
-    the kept 1-based ``best_epoch``, its validation macro-F1 and the per-epoch ``history``."""
+    the kept 1-based ``best_epoch``, its validation macro-F1, the per-epoch ``history`` and the kept epoch's
+    validation probabilities (n_validation, K), which a decision rule is tuned on (``workbench.decisions``)."""
 
     validation_predictions: np.ndarray
     test_predictions: np.ndarray
@@ -33,6 +35,7 @@ class Fit:
     best_epoch: int
     validation_score: float
     history: list[dict[str, Any]] = field(default_factory=list)
+    validation_probabilities: np.ndarray | None = None
 
 
 class Fitter:
@@ -76,7 +79,7 @@ class ProbeFitter(Fitter):
             encoded, loss, self.training, self.model.probe, len(tokenizer), len(names), seed=seed, label_names=names
         )
         scores = (run.validation_predictions, run.predictions, run.probabilities)
-        return Fit(*scores, run.best_epoch, run.validation["macro_f1"], run.history)
+        return Fit(*scores, run.best_epoch, run.validation["macro_f1"], run.history, run.validation_probabilities)
 
 
 class TransformerFitter(Fitter):
@@ -84,6 +87,12 @@ class TransformerFitter(Fitter):
     ``seed``: two losses with equal gradients give equal predictions on a deterministic device."""
 
     def _fit(self, splits: DatasetDict, loss: nn.Module, seed: int) -> Fit:
+        classes = len(label_names(splits["train"]))
+        if num_outputs(loss, classes) != classes:
+            raise ValueError(
+                f"loss: {type(loss).__name__} needs a head of {num_outputs(loss, classes)} outputs for {classes} "
+                "classes, which the transformer fitter does not build; fit it with the character probe (model.kind: probe)"
+            )
         training = self.training.replace(seed=seed, quiet=True)
         with tempfile.TemporaryDirectory(prefix="workbench_fit_") as folder:
             config = Config(
@@ -99,7 +108,8 @@ class TransformerFitter(Fitter):
         state, test = trained.trainer.state, trained.probabilities
         evaluations = [entry for entry in state.log_history if "eval_macro_f1" in entry]
         history = [{"epoch": round(e["epoch"]), "validation_macro_f1": e["eval_macro_f1"]} for e in evaluations]
-        return Fit(validation.argmax(-1), test.argmax(-1), test, trained.best_epoch, float(state.best_metric), history)
+        scores = (validation.argmax(-1), test.argmax(-1), test)
+        return Fit(*scores, trained.best_epoch, float(state.best_metric), history, validation)
 
 
 def build_fitter(

@@ -18,6 +18,7 @@ from torch import nn
 
 from workbench.checks import check_int
 from workbench.config import ProbeConfig, TrainingConfig, check_field
+from workbench.losses import class_probabilities, num_outputs, predicted_labels
 from workbench.metrics import classification_report
 from workbench.threads import torch_threads
 
@@ -113,7 +114,8 @@ class CharacterProbe(nn.Module):
 @dataclass(frozen=True)
 class ProbeFit:
     """:func:`fit_probe`'s kept 1-based ``best_epoch``, that epoch's ``validation`` and ``test`` reports and predictions,
-    test ``probabilities`` and the per-epoch ``history`` (mean training loss, validation macro-F1)."""
+    test ``probabilities``, the per-epoch ``history`` (mean training loss, validation macro-F1) and the kept epoch's
+    ``validation_probabilities``."""
 
     best_epoch: int
     validation: dict[str, Any]
@@ -122,6 +124,7 @@ class ProbeFit:
     predictions: np.ndarray
     probabilities: np.ndarray
     history: list[dict[str, float]]
+    validation_probabilities: np.ndarray | None = None
 
 
 def _check_encoded(encoded: Mapping[str, EncodedSplit], vocab_size: int, num_labels: int) -> None:
@@ -171,17 +174,18 @@ def fit_probe(
     with torch_threads(1), torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         pair = bool(train and train.is_pair)
-        model = CharacterProbe(vocab_size, num_labels, probe.embedding_size, probe.hidden_size, pair=pair)
+        outputs = num_outputs(loss, num_labels)
+        model = CharacterProbe(vocab_size, outputs, probe.embedding_size, probe.hidden_size, pair=pair)
         _check_encoded(encoded, vocab_size, num_labels)
         optimizer = torch.optim.AdamW(model.parameters(), lr=training.learning_rate, weight_decay=training.weight_decay)
         order = torch.Generator().manual_seed(seed)
 
-        def predict(name: str) -> tuple[torch.Tensor, dict[str, Any]]:
+        def predict(name: str) -> tuple[torch.Tensor, np.ndarray, dict[str, Any]]:
             with torch.no_grad():
-                probabilities = torch.softmax(model(*encoded[name].ids), dim=-1)
-            predicted = probabilities.argmax(-1).numpy()
+                logits = model(*encoded[name].ids)
+                probabilities, predicted = class_probabilities(loss, logits), predicted_labels(loss, logits).numpy()
             report = classification_report(encoded[name].labels.numpy(), predicted, label_names, num_labels=num_labels)
-            return probabilities, report
+            return probabilities, predicted, report
 
         best, history = None, []
         for epoch in range(1, int(epochs) + 1):
@@ -195,10 +199,10 @@ def fit_probe(
             train_loss = float(torch.stack(losses).mean())
             if not math.isfinite(train_loss):
                 raise FloatingPointError(f"training diverged: the mean training loss of epoch {epoch} is {train_loss}")
-            probabilities, validation = predict("validation")
+            probabilities, predicted, validation = predict("validation")
             history.append({"epoch": epoch, "train_loss": train_loss, "validation_macro_f1": validation["macro_f1"]})
             if best is None or validation["macro_f1"] > best[1]["macro_f1"]:
-                best = (epoch, validation, probabilities.argmax(-1).numpy(), copy.deepcopy(model.state_dict()))
+                best = (epoch, validation, predicted, copy.deepcopy(model.state_dict()), probabilities.numpy())
         model.load_state_dict(best[3])
-        probabilities, test = predict("test")
-    return ProbeFit(best[0], best[1], test, best[2], probabilities.argmax(-1).numpy(), probabilities.numpy(), history)
+        probabilities, predicted, test = predict("test")  # the test split, read once, at the kept epoch
+    return ProbeFit(best[0], best[1], test, best[2], predicted, probabilities.numpy(), history, best[4])
