@@ -46,7 +46,11 @@ ALLOWED: dict[str, set[str]] = {
     "train": FOUNDATION | {"losses", "masking", "data", "models"},  # not the runner: metrics.json via records
     "viz": {"checks", "config", "losses", "information"},
     "studies": FOUNDATION | {"losses", "masking", "data", "models", "train"},
-    "__main__": {"checks", "runs"},  # the command lines' one error line: checks.error_line
+    "__main__": {
+        "checks",
+        "runs",
+        "data",
+    },  # data list / data fetch  # the command lines' one error line: checks.error_line
 }
 
 

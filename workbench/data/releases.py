@@ -44,10 +44,13 @@ class ReleaseFile:
         """The file's path under ``root`` (default :func:`data_root`)."""
         return (data_root() if root is None else root) / self.path
 
-    def manual_step(self, root: Path | None = None) -> str:
-        """How to place the file by hand: its ``manual`` text, or download ``url`` (unzip ``member``) to its path."""
+    def manual_step(self, root: Path | None = None, url: str | None = None) -> str:
+        """How to place the file by hand: download ``url`` (default: the release's; unzip ``member`` from the release's
+        archive) to the file's path, or the ``manual`` text of a file without a download."""
         target = self.location(root)
-        if self.manual is not None:
+        if url is not None and url != self.url:  # a mirror's copy: the file itself
+            return f"download {url} and place it at {target}"
+        if self.url is None:
             return f"{self.manual}; place it at {target}"
         if self.member is not None:
             return f"download {self.url}, unzip {self.member} from it and place it at {target}"
