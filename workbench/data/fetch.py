@@ -138,7 +138,7 @@ def _stream(url: str, out: IO[bytes], label: str) -> tuple[str, int]:
             length = response.headers.get("Content-Length")
             expected = int(length) if length and length.isdigit() else None
             unit = {"unit": "B", "unit_scale": True, "unit_divisor": 1024}
-            with tqdm(total=expected, desc=label, file=sys.stderr, leave=False, **unit) as bar:
+            with tqdm(total=expected, desc=label, file=sys.stderr, leave=False, disable=None, **unit) as bar:
                 for block in iter(lambda: response.read(CHUNK_BYTES), b""):
                     out.write(block)
                     digest.update(block)
