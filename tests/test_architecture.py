@@ -21,6 +21,7 @@ FOUNDATION = {
     "vocab",
     "metrics",
     "decisions",
+    "evidence",
     "information",
     "lexicon",
     "records",
@@ -38,13 +39,14 @@ ALLOWED: dict[str, set[str]] = {
     "vocab": {"lexicon"},  # lexicon.read_lines: the one reader of text files
     "metrics": {"checks"},
     "decisions": {"checks", "metrics"},
+    "evidence": {"checks", "metrics", "stats"},
     "information": {"checks"},
     "lexicon": {"checks", "data_root"},
     "losses": {"checks", "config", "lexicon"},
     "masking": {"checks", "config", "lexicon", "threads"},
     "data": {"checks", "config", "lexicon", "masking", "data_root"},
     "models": {"checks", "config", "vocab"},
-    "runs": {"checks", "config", "stats", "threads", "records"},
+    "runs": {"checks", "config", "stats", "threads", "records", "evidence"},
     "train": FOUNDATION | {"losses", "masking", "data", "models"},  # not the runner: metrics.json via records
     "viz": {"checks", "config", "losses", "information"},
     "studies": FOUNDATION | {"losses", "masking", "data", "models", "train"},
@@ -136,6 +138,8 @@ def test_notebooks_import_only_public_packages():
         "workbench.stats",
         "workbench.lexicon",
         "workbench.information",
+        "workbench.evidence",
+        "workbench.decisions",
     }
     for notebook in sorted((PACKAGE.parent / "notebooks").glob("*.ipynb")):
         cells = json.loads(notebook.read_text(encoding="utf-8"))["cells"]

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import shlex
 import signal
 import sys
 
@@ -109,6 +110,7 @@ def main(argv: list[str] | None = None) -> int:
     input, a missing package or a failed fetch, 130 when interrupted (Ctrl-C, SIGTERM or SIGHUP: the running kernels
     are stopped; a fetch leaves no partial file)."""
     args = build_parser().parse_args(argv)
+    command = shlex.join(["python", "-m", "workbench", *(sys.argv[1:] if argv is None else argv)])
     stops = (signal.SIGTERM, signal.SIGHUP)  # a CI cancel, `timeout`, a closed terminal: as Ctrl-C
     previous = {number: signal.signal(number, signal.default_int_handler) for number in stops}
     try:
@@ -118,6 +120,11 @@ def main(argv: list[str] | None = None) -> int:
             from workbench.runs.export import export_notebook
 
             print(export_notebook(args.notebook, args.output, student=args.student))
+            return 0
+        if args.command == "results":
+            from workbench.runs.results import RESULTS_FILE, write_page
+
+            print(write_page(args.run_dir, args.output or f"{args.run_dir}/{RESULTS_FILE}"))
             return 0
         from workbench.runs import parse_assignments, parse_seeds, parse_sweep, run
 
@@ -136,6 +143,7 @@ def main(argv: list[str] | None = None) -> int:
             gpus=[gpu.strip() for gpu in args.gpus.split(",")] if args.gpus is not None else None,
             executor=args.executor,
             slurm=parse_assignments(args.slurm, "--slurm"),
+            command=command,
         )
     except (ValueError, ModuleNotFoundError) as exc:
         print(error_line(exc), file=sys.stderr)

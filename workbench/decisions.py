@@ -15,8 +15,9 @@ never read here.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -154,3 +155,13 @@ def logit_adjustment_rule(label_counts: Sequence[float], tau: float = 1.0) -> De
     """The post-hoc logit adjustment as a :class:`DecisionRule` (nothing tuned)."""
     counts = tuple(float(count) for count in label_counts)
     return DecisionRule("logit_adjustment", (check_number("tau", tau, 0.0),), counts)
+
+
+def tuned_predictions(fits: Mapping[int, Any], validation_labels: np.ndarray, score: str) -> dict[int, np.ndarray]:
+    """Per seed, the test predictions of a fit (``validation_probabilities``, ``test_probabilities``; a
+    ``workbench.train.Fit``) under the rule :func:`tune_rule` finds on its validation probabilities alone."""
+    gold = np.asarray(validation_labels)
+    return {
+        seed: tune_rule(fit.validation_probabilities, gold, score).predict(fit.test_probabilities)
+        for seed, fit in fits.items()
+    }

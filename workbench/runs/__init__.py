@@ -29,6 +29,7 @@ from workbench.runs.plan import (
     select_notebooks,
 )
 from workbench.runs.progress import Progress
+from workbench.runs.results import finish_record, start_record, write_results
 from workbench.threads import default_threads, kernel_environment, usable_cores
 
 __all__ = [
@@ -149,6 +150,7 @@ def run(
     slurm: dict[str, Any] | None = None,
     stream: IO[str] | None = None,
     progress: bool = True,
+    command: str | None = None,
 ) -> RunReport:
     """Execute the selected notebooks over the sweep grid; write summaries and index.html (docs/runner.md).
 
@@ -156,7 +158,9 @@ def run(
     per GPU, else :func:`default_jobs`); ``gpus``: one per running kernel (default: every visible one); ``executor``:
     ``threads`` here, ``slurm`` (a Slurm array through submitit, ``slurm`` its job parameters) or ``local``
     (submitit's local executor). Bad input raises ValueError before any notebook runs; Ctrl-C stops the run,
-    writes the report with unfinished executions "interrupted" and raises :class:`RunInterrupted`.
+    writes the report with unfinished executions "interrupted" and raises :class:`RunInterrupted`. ``run.json``
+    records ``command`` (default: this process's command line), the dates and the machine; ``results.md`` the claim
+    rows the notebooks recorded (:mod:`~workbench.runs.results`).
     """
     notebooks = select_notebooks(notebooks_dir, only)
     stems = {notebook.stem for notebook in select_notebooks(notebooks_dir)}
@@ -200,6 +204,7 @@ def run(
         ) as error:  # no Slurm here, an unknown or mistyped parameter
             shutil.rmtree(run_dir)  # nothing ran: leave no run folder
             raise ValueError(f"--slurm: {str(error).splitlines()[0]}") from None
+    start_record(run_dir, command, params_set, jobs, threads)
     ensure_assets(run_dir)  # once, before concurrent exports look for them
     folders = [run_dir / execution.name / execution.slug for execution in executions]  # slug "": the notebook's folder
     env = kernel_environment(threads)
@@ -221,6 +226,8 @@ def run(
 
     stopped = [Outcome(execution, folder, "interrupted", 0.0) for execution, folder in zip(executions, folders)]
     report = RunReport(run_dir, [outcome or stop for outcome, stop in zip(outcomes, stopped)])
+    finish_record(run_dir)
+    write_results(run_dir, [folder.relative_to(run_dir).as_posix() for folder in folders])
     write_report(run_dir, report.outcomes, list(sweep or {}), interrupted)
     if interrupted:
         raise RunInterrupted(report)

@@ -19,6 +19,7 @@ import pandas as pd
 from workbench.records import metric_statistics
 from workbench.runs.assets import ASSETS_DIR, PLOTLY_JS
 from workbench.runs.execute import Outcome
+from workbench.runs.results import results_html
 
 METRIC_PREFIX = "metric."
 DESCRIPTIONS = "descriptions"  # metrics.json's entry of one-line metric descriptions, shown in index.html
@@ -169,6 +170,7 @@ def write_report(
         f"<p>{len(summary)} executions, {int((summary['status'] == 'failed').sum())} failed.</p>",
         "<h2>Executions</h2>",
         _runs_table(summary, run_dir),
+        results_html(run_dir),  # the claim rows of results.md, when the notebooks recorded some
         f"<h2>Metrics against {html.escape(sweep_keys[0])} (mean ± std over the seeds)</h2>" if sweep_keys else "",
         _sweep_figures(aggregated, sweep_keys),
         '<h2>Metrics: mean ± std over each notebook\'s seeds (<a href="summary_agg.csv">summary_agg.csv</a>)</h2>',

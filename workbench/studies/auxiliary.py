@@ -25,10 +25,18 @@ from transformers import AutoModelForSequenceClassification, DataCollatorWithPad
 
 from workbench.checks import check_number, check_seeds, is_int
 from workbench.config import Config, load_config
+from workbench.evidence import Claim, compare
 from workbench.information import softmax_entropy
 from workbench.stats import describe, mean_std, row_statistics
 from workbench.stats import summarize as summarize_runs
-from workbench.train import classification_data, evaluation_split, finetune, fusion_finetune, two_stage
+from workbench.train import (
+    classification_data,
+    evaluation_split,
+    finetune,
+    fusion_finetune,
+    read_predictions,
+    two_stage,
+)
 
 BASELINE, TWO_STAGE, TWO_STAGE_FGM = "baseline", "two_stage", "two_stage_fgm"
 FUSION_FINETUNE, FUSION, FUSION_FGM = "fusion_finetune", "fusion", "fusion_fgm"
@@ -76,9 +84,16 @@ def stage_one_entropy(run_dir: str | Path, config: Config, batch_size: int = 128
 
 
 def _run(
-    config: Config, method: str, num_aux: int, seed: int, output_root: Path, fgm_epsilon: float = 0.0
+    config: Config,
+    method: str,
+    num_aux: int,
+    seed: int,
+    output_root: Path,
+    fgm_epsilon: float = 0.0,
+    predictions: dict | None = None,
 ) -> dict[str, Any]:
-    """Train one (method, n, seed) cell into ``output_root`` and return its table row."""
+    """Train one (method, n, seed) cell into ``output_root`` and return its table row; ``predictions`` (when given)
+    receives the run's (gold, predicted) test labels under (method, n, seed)."""
     run_dir = output_root / f"{method}_n{num_aux}_seed{seed}"
     aux = {
         "num_aux": num_aux,
@@ -96,6 +111,8 @@ def _run(
         row["stage1_macro_f1"] = metrics["stage1"]["macro_f1"]
         if method not in FUSION_METHODS and num_aux > 0:
             row.update({f"stage1_{key}": value for key, value in stage_one_entropy(run_dir, run_config).items()})
+    if predictions is not None:
+        predictions[(method, num_aux, seed)] = read_predictions(run_dir)
     return {**row, "macro_f1": metrics["macro_f1"], "accuracy": metrics["accuracy"], "time": metrics["time"]}
 
 
@@ -115,10 +132,12 @@ def run_study(
     fgm_epsilon: float = 0.0,
     fusion: bool = False,
     output_root: str | Path | None = None,
+    predictions: dict | None = None,
 ) -> pd.DataFrame:
     """One row per run (:data:`RUN_COLUMNS`): per seed (``training.seed``) the baseline and ``two_stage`` for each n
     (n = 0: a control), then at n* (:func:`select_num_aux`) the FGM (``fgm_epsilon`` > 0) and ``fusion`` variants.
-    Run folders go under ``output_root`` (None: a temporary folder)."""
+    Run folders go under ``output_root`` (None: a temporary folder); ``predictions`` (a dict, when given) receives
+    each run's (gold, predicted) test labels under (method, n, seed), which the results page pairs by seed."""
     distinct = all(is_int(n) and n >= 0 for n in num_aux_values) and len(set(num_aux_values)) == len(num_aux_values)
     if not num_aux_values or not distinct:
         raise ValueError(f"num_aux_values: must be a non-empty list of distinct ints >= 0, got {num_aux_values!r}")
@@ -127,10 +146,10 @@ def run_study(
     config = load_config(config)
     if output_root is None:
         with tempfile.TemporaryDirectory(prefix="aux_study_") as folder:
-            return run_study(config, num_aux_values, seeds, fgm_epsilon, fusion, folder)
+            return run_study(config, num_aux_values, seeds, fgm_epsilon, fusion, folder, predictions)
     root = Path(output_root)
     rows = [
-        _run(config, method, n, seed, root)
+        _run(config, method, n, seed, root, predictions=predictions)
         for seed in seeds
         for method, n in [(BASELINE, 0), *((TWO_STAGE, n) for n in num_aux_values)]
     ]
@@ -140,7 +159,7 @@ def run_study(
     if variants:
         chosen = select_num_aux(pd.DataFrame(rows))
         rows += [
-            _run(config, m, 0 if m == FUSION_FINETUNE else chosen, seed, root, fgm_epsilon)
+            _run(config, m, 0 if m == FUSION_FINETUNE else chosen, seed, root, fgm_epsilon, predictions)
             for seed in seeds
             for m in variants
         ]
@@ -203,3 +222,65 @@ def this_run(runs: pd.DataFrame) -> str:
         )
         + "."
     )
+
+
+AUX_CLAIM = Claim(
+    "COLING 2022 (ACL Anthology 2022.coling-1.97)",
+    "Figure 3",
+    "models can be effectively improved by introducing auxiliary labels",
+)
+TWO_STAGE_CLAIM = Claim(
+    "COLING 2022 (ACL Anthology 2022.coling-1.97)",
+    "sec. 4.3 (TNEWS and LCQMC)",
+    "introducing auxiliary labels did not significantly improve classification but the two-stage repetitive "
+    "operation based on learning similar to human cognitive skills still improved the model’s effectiveness.",
+)
+CLAIM_METRIC = "accuracy"
+"""The paper's metric on TNEWS (Table 3, CLUE's accuracy)."""
+
+
+def claim_rows(
+    runs: pd.DataFrame,
+    predictions: Mapping[tuple[str, int, int], tuple[np.ndarray, np.ndarray]],
+    test: str,
+    setting: str,
+    num_labels: int,
+    n_resamples: int = 2000,
+) -> list[dict[str, Any]]:
+    """The results page's rows from :func:`run_study`'s ``runs`` and its ``predictions`` (seeds paired), on test
+    accuracy: two-stage training without auxiliary labels (n = 0) against plain fine-tuning (sec. 4.3's "two-stage
+    repetitive operation"); every n > 0 of the sweep against plain fine-tuning (Figure 3); the n* chosen on validation
+    against n = 0, the auxiliary labels' own effect."""
+    golds = [gold for gold, _ in predictions.values()]
+    if not golds or any(not np.array_equal(gold, golds[0]) for gold in golds):
+        raise ValueError("predictions: must hold every run's labels of one and the same test split")
+
+    def of(method: str, n: int) -> dict[int, np.ndarray]:
+        return {seed: pred for (name, aux, seed), (_, pred) in predictions.items() if (name, aux) == (method, n)}
+
+    def row(claim: Claim, method: str, baseline: str, a: dict, b: dict) -> dict[str, Any]:
+        return compare(
+            claim,
+            setting=setting,
+            method=method,
+            baseline=baseline,
+            metric=CLAIM_METRIC,
+            y_true=golds[0],
+            method_predictions=a,
+            baseline_predictions=b,
+            test=test,
+            num_labels=num_labels,
+            n_resamples=n_resamples,
+        )
+
+    baseline, label = of(BASELINE, 0), PAPER_NAMES[BASELINE]
+    sweep = sorted(int(n) for n in runs.loc[runs["method"] == TWO_STAGE, "num_aux"].unique())
+    rows = []
+    if 0 in sweep:
+        rows.append(row(TWO_STAGE_CLAIM, "two stages, n = 0", label, of(TWO_STAGE, 0), baseline))
+    rows += [row(AUX_CLAIM, f"two stages, n = {n}", label, of(TWO_STAGE, n), baseline) for n in sweep if n > 0]
+    if 0 in sweep and any(n > 0 for n in sweep):
+        chosen = select_num_aux(runs)
+        method = f"two stages, n* = {chosen} (chosen on validation)"
+        rows.append(row(AUX_CLAIM, method, "two stages, n = 0", of(TWO_STAGE, chosen), of(TWO_STAGE, 0)))
+    return rows

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -18,8 +18,11 @@ import pandas as pd
 import torch
 from datasets import DatasetDict
 
+from workbench import decisions, evidence
 from workbench.checks import check_int, check_names, check_seeds
 from workbench.data import label_names
+from workbench.decisions import logit_adjustment_rule
+from workbench.evidence import Claim, compare
 from workbench.losses import QBQTC_LABEL_COUNTS, LossSpec, needs_label_counts, resolve
 from workbench.metrics import classification_report
 from workbench.stats import formatted, row_statistics, summarize
@@ -38,6 +41,14 @@ PCL_SETTINGS: dict[str, LossSpec] = {
 ``reference`` the released code, ``weighted`` and ``expected_cost`` the workbench's gradient-bearing forms."""
 GRADIENT_FREE = ("PCL reference", "PCL paper")
 """Settings whose gradient equals LS's (constants added per sample)."""
+BASELINES: dict[str, LossSpec] = {
+    "CE": LossSpec("ce"),
+    "class-balanced CE": LossSpec("class_balanced"),
+    "logit-adjusted CE": LossSpec("logit_adjusted"),
+    "CORN (ordinal)": LossSpec("corn"),
+}
+"""The fair baselines beside LS (the notebook's ``baselines``): CE, class-balanced CE (Cui et al. 2019), logit-adjusted
+CE (Menon et al. 2021), and CORN, an ordinal model for ordered labels (Shi et al.; a head of K - 1 outputs)."""
 BASELINE = "LS"
 METRICS = ("macro_f1", "accuracy", "far_error_rate")
 """Test scores; ``far_error_rate`` (share of predictions two or more steps from gold) for ordinal labels only."""
@@ -56,6 +67,13 @@ def setting_specs(
         costs = {"cost_matrix": [list(row) for row in cost_matrix]} if takes_costs else {}
         specs[setting] = spec.replace(params={**spec.params, "epsilon": epsilon, **costs})
     return specs
+
+
+def baseline_specs(baselines: Sequence[str]) -> dict[str, LossSpec]:
+    """The specs of ``baselines`` (:data:`BASELINES` keys, each once; none is allowed)."""
+    if not baselines:
+        return {}
+    return {name: BASELINES[name] for name in check_names("baselines", baselines, list(BASELINES))}
 
 
 def gradient_comparison(
@@ -90,12 +108,14 @@ def gradient_comparison(
 
 @dataclass
 class Ablation:
-    """:func:`run_ablation`'s result: ``runs``, test ``predictions[(setting, seed)]``, ``confusion[setting]`` (summed)."""
+    """:func:`run_ablation`'s result: ``runs``, test ``predictions[(setting, seed)]``, ``confusion[setting]`` (summed),
+    and every ``Fit`` (``fits[(setting, seed)]``: validation and test probabilities, for decision rules and calibration)."""
 
     runs: pd.DataFrame
     predictions: dict[tuple[str, int], np.ndarray]
     confusion: dict[str, np.ndarray]
     label_names: list[str]
+    fits: dict[tuple[str, int], Any] = field(default_factory=dict)
 
 
 def run_ablation(
@@ -117,12 +137,12 @@ def run_ablation(
     seeds = check_seeds("seeds", seeds)
     names = label_names(splits["train"])
     gold = np.asarray(splits["test"]["label"], dtype=np.int64)
-    rows, predictions, confusion = [], {}, dict.fromkeys(losses, 0)
+    rows, predictions, confusion, fits = [], {}, dict.fromkeys(losses, 0), {}
     for setting, spec in losses.items():
         loss = resolve(spec, splits["train"])
         for seed in seeds:
             fit = fitter.fit(splits, loss, seed)
-            predictions[(setting, seed)] = fit.test_predictions
+            predictions[(setting, seed)], fits[(setting, seed)] = fit.test_predictions, fit
             report = classification_report(gold, fit.test_predictions, label_names=names, ordinal=ordinal)
             confusion[setting] += np.asarray(report["confusion_matrix"])
             scores = {metric: report[metric] for metric in METRICS if metric in report}
@@ -133,7 +153,7 @@ def run_ablation(
     same = [
         np.array_equal(predictions[key], predictions[(BASELINE, key[1])]) for key in zip(runs["setting"], runs["seed"])
     ]
-    return Ablation(runs.assign(identical_to_ls=same), predictions, confusion, names)
+    return Ablation(runs.assign(identical_to_ls=same), predictions, confusion, names, fits)
 
 
 def encoder_fitters(
@@ -198,11 +218,13 @@ def table4(runs: pd.DataFrame, metrics: Sequence[str] = TABLE4_METRICS, digits: 
     return table.reindex(index=list(dict.fromkeys(runs["encoder"])), columns=columns)
 
 
-def best_gradient_bearing(runs: pd.DataFrame) -> str | None:
-    """One encoder's gradient-bearing setting (not LS or a constant offset) of best mean macro-F1; None if none ran."""
+def best_gradient_bearing(runs: pd.DataFrame, score: str = "macro_f1") -> str | None:
+    """One encoder's gradient-bearing PCL setting (not LS, a constant offset or a baseline) of best mean ``score``
+    (``validation_macro_f1`` selects on validation); None if none ran."""
     if "encoder" in runs.columns and runs["encoder"].nunique() > 1:
         raise ValueError(f"runs: must hold one encoder's runs, got encoders {list(dict.fromkeys(runs['encoder']))}")
-    means = runs[~runs["setting"].isin([BASELINE, *GRADIENT_FREE])].groupby("setting", sort=False)["macro_f1"].mean()
+    bearing = runs["setting"].isin(PCL_SETTINGS) & ~runs["setting"].isin([BASELINE, *GRADIENT_FREE])
+    means = runs[bearing].groupby("setting", sort=False)[score].mean()
     return None if means.empty else str(means.idxmax())
 
 
@@ -255,3 +277,100 @@ def this_run(runs: pd.DataFrame) -> str:
             )
         parts.append(text)
     return f"This run ({runs['seed'].nunique()} seed(s), test): " + "; ".join(parts) + "."
+
+
+TABLE4_CLAIM = Claim(
+    "arXiv 2208.02959",
+    "Table 4",
+    "PCL helps all models to achieve a better performance than the original label smoothing one.",
+)
+PURPOSE_CLAIM = Claim(
+    "arXiv 2208.02959",
+    "sec. 3.2, against the fair baselines (not a comparison the paper makes)",
+    "We introduce the Propensity-Corrected Loss (PCL) to encourage the model to predict the dominant categories, "
+    "which corrects the predicting propensity.",
+)
+CLAIM_METRICS = ("macro_f1", "accuracy", "macro_mae")
+"""Table 4's F1 (QBQTC's macro-F1) and accuracy, and macro-MAE, the error measure of ordered labels."""
+
+
+def tuned_predictions(ablation: Ablation, splits: DatasetDict, setting: str, score: str = "macro_f1") -> dict:
+    """Per seed, ``setting``'s test predictions under a decision rule tuned on its validation probabilities only
+    (``workbench.decisions.tune_rule``: per-class offsets, a threshold for two classes)."""
+    fits = {seed: fit for (name, seed), fit in ablation.fits.items() if name == setting}
+    return decisions.tuned_predictions(fits, np.asarray(splits["validation"]["label"], dtype=np.int64), score)
+
+
+def claim_rows(
+    ablation: Ablation,
+    splits: DatasetDict,
+    test: str,
+    encoder: str = "probe",
+    ordinal: bool = True,
+    n_resamples: int = 2000,
+) -> list[dict[str, Any]]:
+    """The results page's rows for one encoder's ablation (``workbench.evidence.compare``, seeds paired):
+
+    * Table 4: every PCL form that ran against LS, on macro-F1, accuracy and (``ordinal``) macro-MAE, argmax decisions;
+    * Table 4 after tuning: the gradient-bearing form of best mean *validation* macro-F1 against LS, both with
+      per-class offsets tuned on validation (an imbalance loss that wins only until the decision rule is tuned has
+      not won);
+    * the fair baselines: that form against each baseline that ran (:data:`BASELINES`), against CE with the post-hoc
+      logit adjustment (training label counts) and against CE with tuned offsets, on macro-F1 and macro-MAE.
+    """
+    gold = np.asarray(splits["test"]["label"], dtype=np.int64)
+    k = len(ablation.label_names)
+    settings = list(dict.fromkeys(ablation.runs["setting"]))
+
+    def argmax(setting: str) -> dict[int, np.ndarray]:
+        return {seed: ablation.predictions[(name, seed)] for name, seed in ablation.predictions if name == setting}
+
+    def row(claim: Claim, rule: str, method: str, baseline: str, metric: str, a: dict, b: dict) -> dict[str, Any]:
+        return compare(
+            claim,
+            setting=f"{encoder}, {rule}",
+            method=method,
+            baseline=baseline,
+            metric=metric,
+            y_true=gold,
+            method_predictions=a,
+            baseline_predictions=b,
+            test=test,
+            num_labels=k,
+            n_resamples=n_resamples,
+        )
+
+    metrics = CLAIM_METRICS if ordinal else ("macro_f1", "accuracy")
+    rows = [
+        row(TABLE4_CLAIM, "argmax", setting, BASELINE, metric, argmax(setting), argmax(BASELINE))
+        for setting in settings
+        if setting in PCL_SETTINGS and setting != BASELINE
+        for metric in metrics
+    ]
+    best = best_gradient_bearing(ablation.runs, "validation_macro_f1")
+    if best is None:
+        return rows
+    tuned = "per-class offsets tuned on validation"
+    best_tuned, ls_tuned = tuned_predictions(ablation, splits, best), tuned_predictions(ablation, splits, BASELINE)
+    rows += [row(TABLE4_CLAIM, tuned, f"{best} + offsets", "LS + offsets", "macro_f1", best_tuned, ls_tuned)]
+    baselines = {name: argmax(name) for name in settings if name in BASELINES}
+    if "CE" in baselines:
+        counts = np.bincount(np.asarray(splits["train"]["label"], dtype=np.int64), minlength=k)
+        rule = logit_adjustment_rule(counts)
+        ce_fits = {seed: fit for (name, seed), fit in ablation.fits.items() if name == "CE"}
+        baselines["CE + post-hoc logit adjustment"] = {
+            seed: rule.predict(fit.test_probabilities) for seed, fit in ce_fits.items()
+        }
+        baselines["CE + offsets tuned on validation"] = tuned_predictions(ablation, splits, "CE")
+    for name, predictions in baselines.items():
+        for metric in ("macro_f1", "macro_mae") if ordinal else ("macro_f1",):
+            rows.append(row(PURPOSE_CLAIM, "fair baselines", best, name, metric, argmax(best), predictions))
+    return rows
+
+
+def calibration(ablation: Ablation, splits: DatasetDict) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """ECE per setting over seeds and the pooled reliability bins (``workbench.evidence.calibration``)."""
+    probabilities: dict[str, list[np.ndarray]] = {}
+    for (setting, _), fit in ablation.fits.items():
+        probabilities.setdefault(setting, []).append(fit.test_probabilities)
+    return evidence.calibration(probabilities, np.asarray(splits["test"]["label"], dtype=np.int64))

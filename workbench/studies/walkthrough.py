@@ -15,6 +15,8 @@ from datasets import Dataset
 
 from workbench.checks import check_names
 from workbench.data import label_counts, label_names
+from workbench.decisions import tuned_predictions
+from workbench.evidence import Claim, compare
 from workbench.losses import LossSpec
 from workbench.metrics import classification_report
 from workbench.stats import formatted, mean_std_table, row_statistics, summarize
@@ -109,3 +111,50 @@ def this_run(runs: pd.DataFrame, baseline: Mapping[str, Any]) -> str:
             f"{setting} {cell}" for setting, cell in cells["far_error_rate"].items()
         )
     return text + "."
+
+
+DICE_CLAIM = Claim(
+    "arXiv 1911.02855",
+    "abstract (a multi-class task: one-vs-rest, the released preset)",
+    "we propose to use dice loss in replacement of the standard cross-entropy objective for data-imbalanced NLP tasks.",
+)
+
+
+def dice_rows(
+    comparison: Any, splits: Mapping[str, Dataset], test: str, encoder: str, n_resamples: int = 2000
+) -> list[dict[str, Any]]:
+    """DSC (the released preset, one-vs-rest) against CE on macro-F1 (``pcl.run_ablation``'s result, seeds paired),
+    with argmax decisions and with per-class offsets tuned on validation for both; none unless both ran. (The PCL rows
+    of the walkthrough come from ``pcl.claim_rows``.)"""
+    gold = np.asarray(splits["test"]["label"], dtype=np.int64)
+    validation = np.asarray(splits["validation"]["label"], dtype=np.int64)
+    rows: list[dict[str, Any]] = []
+    if {"DSC", "CE"} <= set(comparison.runs["setting"]):
+
+        def argmax(setting: str) -> dict[int, np.ndarray]:
+            return {seed: pred for (name, seed), pred in comparison.predictions.items() if name == setting}
+
+        def fits(setting: str) -> dict[int, Any]:
+            return {seed: fit for (name, seed), fit in comparison.fits.items() if name == setting}
+
+        tuned = {setting: tuned_predictions(fits(setting), validation, "macro_f1") for setting in ("DSC", "CE")}
+        for rule, method, baseline in (
+            ("argmax", argmax("DSC"), argmax("CE")),
+            ("per-class offsets tuned on validation", tuned["DSC"], tuned["CE"]),
+        ):
+            rows.append(
+                compare(
+                    DICE_CLAIM,
+                    setting=f"{encoder}, {rule}",
+                    method="DSC (released preset)",
+                    baseline="CE",
+                    metric="macro_f1",
+                    y_true=gold,
+                    method_predictions=method,
+                    baseline_predictions=baseline,
+                    test=test,
+                    num_labels=len(comparison.label_names),
+                    n_resamples=n_resamples,
+                )
+            )
+    return rows

@@ -11,7 +11,14 @@ from typing import Any
 from workbench.config import TASKS, Config, load_config
 
 _MODULES = {
-    "finetuning": ("finetune", "ClassificationData", "classification_data", "tokenize_splits", "evaluation_split"),
+    "finetuning": (
+        "finetune",
+        "ClassificationData",
+        "classification_data",
+        "tokenize_splits",
+        "evaluation_split",
+        "read_predictions",
+    ),
     "two_stage_training": ("two_stage", "fusion_finetune", "fusion_description"),
     "electra": ("pretrain_electra",),
     "run_folder": ("Result", "drop_weights"),

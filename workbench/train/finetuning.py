@@ -129,6 +129,17 @@ def evaluation_split(splits: Any) -> str:
     return "test" if "test" in splits else "validation"
 
 
+def read_predictions(output_dir: str | Path) -> tuple[np.ndarray, np.ndarray]:
+    """``(gold, predicted)`` class ids of a run folder's ``predictions.csv`` (:func:`write_predictions`)."""
+    path = Path(output_dir) / PREDICTIONS_FILE
+    if not path.is_file():
+        raise ValueError(
+            f"output_dir: {str(output_dir)!r} has no {PREDICTIONS_FILE} (a finetune or two_stage run writes one)"
+        )
+    table = pd.read_csv(path)
+    return table["gold"].to_numpy(dtype=np.int64), table["pred"].to_numpy(dtype=np.int64)
+
+
 def predict_probabilities(trainer: Trainer, dataset: Dataset, num_labels: int) -> tuple[np.ndarray, np.ndarray]:
     """``(probabilities (n, num_labels), gold labels (n,))``: float64 softmax over the first ``num_labels`` logits."""
     output = trainer.predict(dataset)

@@ -27,6 +27,7 @@ from workbench.train.finetuning import (
     finished_checkpoint,
     train_classifier,
     write_classifier_result,
+    write_predictions,
 )
 from workbench.train.run_folder import Result, training_run, write_result
 from workbench.train.trainer import LossTrainer
@@ -129,7 +130,8 @@ def two_stage(config: str | Path | Mapping[str, Any] | Config, callbacks: Sequen
     """Both stages on ``config`` (docs/training.md): stage 1 into ``output_dir/stage1`` (CE over K+n outputs,
     scored on the first K), stage 2 into ``output_dir/stage2`` (frozen encoder, fresh head, ``loss``,
     ``aux.stage2_epochs`` / ``aux.stage2_lr``), each keeping its best epoch by validation macro-F1;
-    ``output_dir/metrics.json`` holds both stages' metrics, stage 2's report at the top level."""
+    ``output_dir/metrics.json`` holds both stages' metrics, stage 2's report at the top level, and
+    ``output_dir/predictions.csv`` stage 2's test (else validation) predictions."""
     with training_run(config, "two_stage", "stage1", "stage2") as config:
         data, output_dir, keep = classification_data(config), Path(config.output_dir), config.training.keep_checkpoints
         model = stage_one_model(config, data.tokenizer, len(data.names))
@@ -140,6 +142,8 @@ def two_stage(config: str | Path | Mapping[str, Any] | Config, callbacks: Sequen
         overrides = {"num_train_epochs": config.aux.stage2_epochs, "learning_rate": config.aux.stage2_lr}
         stage_two = train_classifier(config, model, loss, data, output_dir / "stage2", callbacks, **overrides)
         finished_checkpoint(stage_one, output_dir / "stage1", keep)
+        if stage_two.trainer.is_world_process_zero():  # stage 2's test (else validation) predictions, as finetune's
+            write_predictions(output_dir, stage_two.gold, stage_two.probabilities, data.names)
         metrics = {
             "task": "two_stage",
             **{key: stage_two.metrics[key] for key in ("macro_f1", "accuracy")},

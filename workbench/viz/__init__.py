@@ -1,6 +1,7 @@
 """Plotly figures and ipywidgets panels over plain library functions: notebooks draw from here, studies never draw."""
 
 from workbench.viz import figures
+from workbench.viz.calibration import reliability_diagram
 from workbench.viz.confusion import confusion_figure, confusion_grid, matrix_grid
 from workbench.viz.curves import dice_paper_figure1, figure_loss_curves, loss_curves, pcl_vs_ls_figure
 from workbench.viz.entropy import entropy_figure
@@ -45,6 +46,7 @@ __all__ = [
     "metric_lines",
     "pcl_vs_ls_figure",
     "pretraining_loss_figure",
+    "reliability_diagram",
     "set_output_dir",
     "show",
 ]

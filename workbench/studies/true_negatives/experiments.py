@@ -13,8 +13,9 @@ import pandas as pd
 
 from workbench.checks import check_choice, check_names, check_seeds
 from workbench.config import HC_LEVELS, Config, load_config
+from workbench.evidence import Claim, compare, rate
 from workbench.stats import formatted, row_statistics, summarize
-from workbench.train import finetune, pretrain_mlm
+from workbench.train import finetune, pretrain_mlm, read_predictions
 
 from .masking_demo import STRATEGIES
 
@@ -283,3 +284,97 @@ def this_run(results: pd.DataFrame, epochs: pd.DataFrame, table2_run: str, strat
         )
         + "."
     )
+
+
+def downstream_predictions(
+    output_root: str | Path, encoders: Sequence[str], seeds: Sequence[int]
+) -> dict[tuple[str, int], tuple[np.ndarray, np.ndarray]]:
+    """(gold, predicted) test labels of every :func:`downstream_grid` run under ``output_root``, by (encoder, seed)."""
+    return {
+        (name, int(seed)): read_predictions(Path(output_root) / f"{name}-seed{seed}")
+        for name in encoders
+        for seed in seeds
+    }
+
+
+PAPER = "arXiv 2212.00460"
+TABLE2_CLAIM = Claim(
+    PAPER,
+    "Table 2",
+    "the ratio of detected false negatives is around 6.0%-7.0% in iteration-level and 1.0%-2.0% in token-level.",
+)
+TABLE2_RANGES = {"prediction": (0.01, 0.02), "iteration": (0.06, 0.07)}
+BOOST_CLAIM = Claim(PAPER, "sec. 1; Table 6", "our approach boosts the baseline performance by a large margin")
+SOURCE_CLAIM = Claim(PAPER, "Table 6, second block", "turns out to be better suitable for our task")
+SENTENCE_CLAIM = Claim(
+    PAPER, "Table 6, third block", "also outperforms the baseline and nearly reaches the performance of word-level one"
+)
+DOWNSTREAM_METRIC = "macro_f1"
+
+
+def rate_rows(corrections: pd.DataFrame, encoder: str, test: str) -> list[dict[str, Any]]:
+    """Table 2's two rates of ``encoder``'s held-out corrections (:func:`~workbench.studies.true_negatives.
+    hard_correction.correction_table`) at each level, against the paper's ranges (``workbench.evidence.rate``)."""
+    rows = []
+    for entry in corrections[corrections["encoder"] == encoder].itertuples():
+        counts = {
+            "prediction": (entry.corrected, entry.wrong, "prediction level: corrected / wrong predictions"),
+            "iteration": (entry.sequences_with_correction, entry.sequences, "iteration level: sequences corrected"),
+        }
+        for name, (successes, trials, measure) in counts.items():
+            if trials:
+                rows.append(
+                    rate(
+                        TABLE2_CLAIM,
+                        setting=f"{encoder}, {entry.level} level",
+                        method=encoder,
+                        measure=measure,
+                        successes=int(successes),
+                        trials=int(trials),
+                        paper_range=TABLE2_RANGES[name],
+                        test=test,
+                    )
+                )
+    return rows
+
+
+def downstream_rows(
+    predictions: Mapping[tuple[str, int], tuple[np.ndarray, np.ndarray]],
+    strategy: str,
+    setting: str,
+    test: str,
+    num_labels: int,
+    n_resamples: int = 2000,
+) -> list[dict[str, Any]]:
+    """Table 6's comparisons downstream (test macro-F1, fine-tuning seeds paired), for the ``strategy`` runs present:
+    HC (word and the paper's token level) and SR (eq. 3) against plain MLM, sentence-level SR against plain MLM, and HC
+    with the lexicon against HC with embedding neighbours (the second block)."""
+    golds = [gold for gold, _ in predictions.values()]
+    if not golds or any(not np.array_equal(gold, golds[0]) for gold in golds):
+        raise ValueError("predictions: must hold every run's labels of one and the same test split")
+    encoders = {name for name, _ in predictions}
+
+    def of(encoder: str) -> dict[int, np.ndarray]:
+        return {seed: pred for (name, seed), (_, pred) in predictions.items() if name == encoder}
+
+    plain = f"{strategy}-plain"
+    pairs = [(BOOST_CLAIM, f"{strategy}-{objective}", plain) for objective in ("hc_word", "hc", "sr")]
+    pairs += [(SENTENCE_CLAIM, f"{strategy}-sr_sentence", plain)]
+    pairs += [(SOURCE_CLAIM, f"{strategy}-hc_word", f"{strategy}-hc_word@embedding")]
+    return [
+        compare(
+            claim,
+            setting=setting,
+            method=method,
+            baseline=baseline,
+            metric=DOWNSTREAM_METRIC,
+            y_true=golds[0],
+            method_predictions=of(method),
+            baseline_predictions=of(baseline),
+            test=test,
+            num_labels=num_labels,
+            n_resamples=n_resamples,
+        )
+        for claim, method, baseline in pairs
+        if method in encoders and baseline in encoders
+    ]

@@ -27,7 +27,10 @@ from .masking_demo import BLANK
 
 Model = str | Path | PreTrainedModel
 MODEL_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
-CORRECTION_COLUMNS = ("prediction_rate", "iteration_rate", "accuracy", "synonym_accuracy", "wrong", "corrected")
+CORRECTION_COLUMNS = (
+    *("prediction_rate", "iteration_rate", "accuracy", "synonym_accuracy", "wrong", "corrected"),
+    *("sequences", "sequences_with_correction"),
+)
 
 
 def heldout_texts(data: DataConfig | Mapping[str, Any], n_texts: int) -> list[str]:
