@@ -91,6 +91,15 @@ def build_parser() -> argparse.ArgumentParser:
         "$WORKBENCH_DATA_MIRROR replaces the releases' URLs by <mirror>/<path>.",
     )
     fetch.add_argument("names", nargs="+", metavar="NAME", help="qbqtc, tnews, lcqmc, chnsenticorp, corpus, ...")
+    results = commands.add_parser(
+        "results",
+        help="the results page (claims, statistics, verdicts) of a run folder",
+        description="Write the results page of a run folder, printed from its run.json and metrics.json files.",
+    )
+    results.add_argument("run_dir", metavar="RUN_DIR", help="a folder python -m workbench run made (outputs/<run-id>)")
+    results.add_argument(
+        "-o", dest="output", metavar="OUT.md", help="default: RUN_DIR/results.md; e.g. docs/results.md (replaced)"
+    )
     return parser
 
 

@@ -128,8 +128,9 @@ def write_page(run_dir: str | Path, output: str | Path) -> Path:
     """``python -m workbench results``: the results page of ``run_dir`` written to ``output`` (replacing it: the page
     is generated, e.g. docs/results.md); ValueError when the run recorded no claims."""
     run_dir = Path(run_dir)
+    page = results_markdown(run_dir)  # a folder without run.json is refused first
     if not evidence_sections(run_dir):
         raise ValueError(f"run folder {str(run_dir)!r}: no notebook recorded claims (metrics.json 'evidence')")
     output = Path(output)
-    output.write_text(results_markdown(run_dir), encoding="utf-8")
+    output.write_text(page, encoding="utf-8")
     return output
