@@ -216,6 +216,14 @@ def rate(
     }
 
 
+def scale(**sections: Any) -> str:
+    """The scale of a notebook's runs in one sentence, from its parameter sections as given (``model={...},
+    data={...}, training={...}``): the page names encoder sizes and data caps from the run's own parameters."""
+    if not sections:
+        raise ValueError("sections: must name at least one parameter section, got none")
+    return "; ".join(f"{name} {json.dumps(value, ensure_ascii=False)}" for name, value in sections.items()) + "."
+
+
 def record(
     title: str,
     scale: str,
@@ -277,8 +285,10 @@ def _data_sentence(data: Mapping[str, Any]) -> str:
         parts.append(", missing " + ", ".join(f"`{name}`" for name in data["missing"]))
     splits = []
     for name, entry in (data.get("splits") or {}).items():
-        origin = f"cut from `{entry['cut']['from']}` ({entry['cut']['method']}, seed {entry['cut']['seed']})"
-        origin = origin if "cut" in entry else f"`{entry['file']}`" if "file" in entry else "generated"
+        if "cut" in entry:
+            origin = f"cut from `{entry['cut']['from']}` ({entry['cut']['method']}, seed {entry['cut']['seed']})"
+        else:
+            origin = f"`{entry['file']}`" if "file" in entry else "generated"
         first = f", the first {entry['first']:,}" if entry.get("first") else ""
         splits.append(f"{name} {entry.get('examples', 0):,} ({origin}{first})")
     return "".join(parts) + ("; " + "; ".join(splits) if splits else "") + "."

@@ -101,3 +101,17 @@ def metric_statistics(recorded: Mapping[str, Any]) -> dict[str, dict[str, float 
         elif isinstance(value, numbers.Real) and not isinstance(value, bool):
             statistics[name] = {"mean": float(value), "std": None, "n": 1}
     return statistics
+
+
+def add_details(output_dir: str | Path | None, **details: Any) -> Path | None:
+    """Add ``details`` (never aggregated) to the ``metrics.json`` that :func:`write_metrics` wrote in ``output_dir``,
+    keeping its other entries (atomic, as :func:`write_json`); a detail already there is replaced only when it is
+    named again. ``output_dir=None`` (a notebook run by hand) writes nothing; no metrics.json there is a ValueError."""
+    if output_dir is None:
+        return None
+    if "metrics" in details:
+        raise ValueError("details: 'metrics' is the aggregated entry; write it with write_metrics")
+    path = Path(output_dir) / METRICS_FILE
+    if not path.is_file():
+        raise ValueError(f"output_dir: {str(output_dir)!r} has no {METRICS_FILE}; write_metrics writes it first")
+    return write_json(path, {**json.loads(path.read_text(encoding="utf-8")), **details})

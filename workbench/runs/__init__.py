@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from workbench.records import read_metrics, write_metrics
+from workbench.records import add_details, read_metrics, write_metrics
 from workbench.runs.assets import ensure_assets
 from workbench.runs.execute import Outcome, RunningKernels, ensure_kernel, execute, new_run_dir
 from workbench.runs.plan import (
@@ -34,6 +34,7 @@ from workbench.threads import default_threads, kernel_environment, usable_cores
 
 __all__ = [
     "PARAMS_SETS",
+    "add_details",
     "parse_assignments",
     "parse_seeds",
     "parse_sweep",
@@ -227,8 +228,10 @@ def run(
     stopped = [Outcome(execution, folder, "interrupted", 0.0) for execution, folder in zip(executions, folders)]
     report = RunReport(run_dir, [outcome or stop for outcome, stop in zip(outcomes, stopped)])
     finish_record(run_dir)
-    write_results(run_dir, [folder.relative_to(run_dir).as_posix() for folder in folders])
-    write_report(run_dir, report.outcomes, list(sweep or {}), interrupted)
+    try:
+        write_results(run_dir, [folder.relative_to(run_dir).as_posix() for folder in folders])
+    finally:  # the index is written even when a notebook's evidence cannot be printed
+        write_report(run_dir, report.outcomes, list(sweep or {}), interrupted)
     if interrupted:
         raise RunInterrupted(report)
     return report
