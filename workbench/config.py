@@ -164,7 +164,9 @@ class DataConfig(Section, prefix="data"):
         "sample_relevance", "docs/data.md's sources (sample_corpus, corpus: MLM only)", choices=DATA_SOURCES
     )
     path: str | list[str] | None = option(
-        None, "a file source's file (train, or the only one, split); corpus: a list too"
+        None,
+        "a file source's file (train, or the only one, split); corpus: a list too; null: a named data set's files in "
+        "the data root ($WORKBENCH_DATA, docs/data.md)",
     )
     validation_path: str | None = option(
         None, "a separate validation file (without it, path is cut by stratified_split)"
