@@ -290,7 +290,11 @@ def _data_sentence(data: Mapping[str, Any]) -> str:
         else:
             origin = f"`{entry['file']}`" if "file" in entry else "generated"
         first = f", the first {entry['first']:,}" if entry.get("first") else ""
-        splits.append(f"{name} {entry.get('examples', 0):,} ({origin}{first})")
+        thinned = entry.get("downsampled")
+        thinned = (
+            f", positives down-sampled to {thinned['positive_share']:g} (seed {thinned['seed']})" if thinned else ""
+        )
+        splits.append(f"{name} {entry.get('examples', 0):,} ({origin}{first}{thinned})")
     return "".join(parts) + ("; " + "; ".join(splits) if splits else "") + "."
 
 

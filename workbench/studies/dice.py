@@ -10,6 +10,7 @@ the rest (Table 8's sets are built for it), and the dice losses score every clas
 
 from __future__ import annotations
 
+import copy
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -20,10 +21,11 @@ import pandas as pd
 import torch
 from datasets import Dataset, DatasetDict
 
-from workbench.checks import check_choice, check_names, check_number, check_seeds
+from workbench.checks import check_bool, check_choice, check_names, check_number, check_seeds
 from workbench.config import DataConfig
 from workbench.data import (
     TABLE8_SETTINGS,
+    Splits,
     SynonymAugmenter,
     downsample,
     label_counts,
@@ -45,8 +47,11 @@ LOSS_ZOO: dict[str, LossSpec] = {
     "DL": LossSpec("dice", {"gamma": 1.0}),
     "TL": LossSpec("tversky", {"alpha": 0.3, "beta": 0.7, "gamma": 1.0}),
     "DSC": LossSpec("dsc", {"preset": "paper"}),
+    "DSC reference": LossSpec("dsc", {"preset": "reference"}),  # what the released scripts ran
+    "class-balanced CE": LossSpec("class_balanced"),  # the fair baselines: Cui et al. 2019
+    "logit-adjusted CE": LossSpec("logit_adjusted"),  # Menon et al. 2021
 }
-"""The paper's losses (sec. 3) with the settings of this study."""
+"""The paper's losses (sec. 3) with the settings of this study, the released DSC, and two fair baselines."""
 AUGMENTATIONS = ("synonyms", "copies")
 """Table 8's added examples: synonym replacement (new sentences, the paper's reading) or exact copies (an option)."""
 METRICS = ("f1_positive", "macro_f1", "accuracy")
@@ -61,9 +66,13 @@ def scored_label(train: Dataset) -> int:
     return POSITIVE_LABEL if len(counts) == 2 else int(np.argmin(counts))
 
 
-def study_splits(data: DataConfig | Mapping[str, Any], positive_share: float | None = None) -> DatasetDict:
-    """A task's splits (two or more classes and a test split); ``positive_share`` in (0, 0.5] down-samples the training
-    examples of the positive class (:func:`scored_label`) to that share."""
+def study_splits(
+    data: DataConfig | Mapping[str, Any], positive_share: float | None = None, thin_evaluation: bool = False
+) -> DatasetDict:
+    """A task's splits (two or more classes and a test split, with their provenance); ``positive_share`` in (0, 0.5]
+    down-samples the training examples of the positive class (:func:`scored_label`) to that share, and with
+    ``thin_evaluation`` those of validation and test too (Table 8 tests on a set with the original training set's
+    share); the provenance records it (``downsampled``)."""
     splits = load_splits(data)
     if len(label_names(splits["train"])) < 2 or "test" not in splits:
         raise ValueError(
@@ -76,8 +85,15 @@ def study_splits(data: DataConfig | Mapping[str, Any], positive_share: float | N
     seed = DataConfig.from_mapping(data).seed
     ratio = positive_share / (1.0 - positive_share)
     positive = scored_label(splits["train"])
-    train = rebalance(splits["train"], ratio, positive_label=positive, method="downsample", seed=seed)
-    return DatasetDict({**splits, "train": train})
+    thinned = list(splits) if check_bool("thin_evaluation", thin_evaluation) else ["train"]
+    result = Splits(dict(splits))
+    provenance = copy.deepcopy(splits.provenance or {"splits": {}})
+    for name in thinned:
+        result[name] = rebalance(splits[name], ratio, positive_label=positive, method="downsample", seed=seed)
+        entry = provenance["splits"].setdefault(name, {})
+        entry.update(examples=len(result[name]), downsampled={"positive_share": positive_share, "seed": seed})
+    result.provenance = provenance
+    return result
 
 
 @dataclass
@@ -150,13 +166,21 @@ def _equal_classes(split: Dataset, seed: int) -> Dataset:
 
 
 def fit_and_score(
-    splits: DatasetDict, loss: LossSpec, seed: int, fitter: Fitter, positive_label: int | None = None
+    splits: DatasetDict,
+    loss: LossSpec,
+    seed: int,
+    fitter: Fitter,
+    positive_label: int | None = None,
+    fits: dict | None = None,
 ) -> dict[str, float]:
     """Fit ``loss`` at ``seed`` (epoch kept on validation macro-F1): test f1_positive (of ``positive_label``, default
-    :func:`scored_label` of the training split), macro_f1, accuracy; validation F1 of the positive class."""
+    :func:`scored_label` of the training split), macro_f1, accuracy; validation F1 of the positive class. ``fits``
+    (a dict, when given) receives the ``Fit`` under ``seed``."""
     names = label_names(splits["train"])
     positive_label = scored_label(splits["train"]) if positive_label is None else positive_label
     fit = fitter.fit(splits, resolve(loss, splits["train"]), seed)
+    if fits is not None:
+        fits[seed] = fit
     test = classification_report(np.asarray(splits["test"]["label"]), fit.test_predictions, label_names=names)
     validation = classification_report(
         np.asarray(splits["validation"]["label"]), fit.validation_predictions, label_names=names
@@ -176,9 +200,11 @@ def run_grid(
     seeds: Sequence[int],
     fitter: Fitter,
     positive_label: int | None = None,
+    fits: dict | None = None,
 ) -> pd.DataFrame:
     """One :func:`fit_and_score` per setting x loss x seed (F1 of ``positive_label``, default each setting's
-    :func:`scored_label`): columns setting, loss, seed and the scores."""
+    :func:`scored_label`): columns setting, loss, seed and the scores. ``fits`` (a dict, when given) receives every
+    ``Fit`` under (setting, loss): {seed: Fit}, for decision rules and paired statistics."""
     check_seeds("seeds", seeds)
     if not settings or not losses:
         raise ValueError(f"settings, losses: must each hold at least one entry, got {len(settings)} and {len(losses)}")
@@ -188,7 +214,7 @@ def run_grid(
                 "setting": setting,
                 "loss": label,
                 "seed": seed,
-                **fit_and_score(splits, spec, seed, fitter, positive_label),
+                **fit_and_score(splits, spec, seed, fitter, positive_label, _cell(fits, setting, label)),
             }
             for setting, splits in settings.items()
             for label, spec in losses.items()
@@ -197,30 +223,38 @@ def run_grid(
     )
 
 
+def _cell(fits: dict | None, setting: str, loss: str) -> dict | None:
+    """The {seed: Fit} dict of one grid cell inside ``fits`` (None when fits are not kept)."""
+    return None if fits is None else fits.setdefault((setting, loss), {})
+
+
 def imbalance_study(
     splits: DatasetDict,
     losses: Mapping[str, LossSpec],
     seeds: Sequence[int],
     fitter: Fitter,
     training_sets: Table8Sets | None = None,
+    fits: dict | None = None,
 ) -> pd.DataFrame:
     """Table 8: :func:`run_grid` over the five training sets (``training_sets``, else :func:`table8_sets`), scoring the
-    class they were built for."""
+    class they were built for; ``fits`` as :func:`run_grid`'s."""
     training_sets = training_sets or table8_sets(splits["train"])
     settings = {name: DatasetDict({**splits, "train": train}) for name, train in training_sets.sets.items()}
-    return run_grid(settings, losses, seeds, fitter, training_sets.positive_label)
+    return run_grid(settings, losses, seeds, fitter, training_sets.positive_label, fits)
 
 
-def tversky_sweep(splits: DatasetDict, alphas: Sequence[float], seeds: Sequence[int], fitter: Fitter) -> pd.DataFrame:
+def tversky_sweep(
+    splits: DatasetDict, alphas: Sequence[float], seeds: Sequence[int], fitter: Fitter, fits: dict | None = None
+) -> pd.DataFrame:
     """Table 10: :data:`LOSS_ZOO`'s TL with alpha (false-positive weight) over ``alphas``, beta = 1 - alpha;
-    :func:`run_grid`'s table with a column ``alpha``."""
+    :func:`run_grid`'s table with a column ``alpha``; ``fits`` as :func:`run_grid`'s (loss: the alpha, ``f"{a:g}"``)."""
     for alpha in alphas:
         check_number("alphas", alpha, 0, 1)
     if not alphas or len(set(alphas)) != len(alphas):
         raise ValueError(f"alphas: must be a non-empty list of distinct numbers in [0, 1], got {list(alphas)}")
     tversky = LOSS_ZOO["TL"]
     losses = {f"{a:g}": tversky.replace(params={**tversky.params, "alpha": a, "beta": 1.0 - a}) for a in alphas}
-    table = run_grid({"TL": splits}, losses, seeds, fitter)
+    table = run_grid({"TL": splits}, losses, seeds, fitter, fits=fits)
     return table.assign(alpha=table["loss"].astype(float), loss="TL")
 
 
