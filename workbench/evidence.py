@@ -231,11 +231,14 @@ def record(
     rows: Sequence[Mapping[str, Any]],
     data: Mapping[str, Any] | None,
     calibration: Sequence[Mapping[str, Any]] = (),
+    comment: str = "",
 ) -> dict[str, Any]:
     """A notebook's ``evidence`` entry for metrics.json: ``title`` (the paper), ``scale`` (encoder sizes and data caps,
-    one sentence), ``seeds``, the ``data`` provenance of its splits (``load_splits``), the claim ``rows`` and the
-    ``calibration`` rows of :func:`calibration` (ECE per setting)."""
+    one sentence, :func:`scale`), ``seeds``, the ``data`` provenance of its splits (``load_splits``), the claim
+    ``rows``, the ``calibration`` rows of :func:`calibration` (ECE per setting) and a ``comment`` the page prints
+    under the scale (what the setting stands for)."""
     return {
+        "comment": comment,
         "title": check_text("title", title),
         "scale": check_text("scale", scale),
         "seeds": list(seeds),
@@ -344,6 +347,7 @@ def notebook_section(name: str, evidence: Mapping[str, Any]) -> str:
         "",
         f"Scale: {evidence['scale']} Seeds: {len(evidence['seeds'])} ({', '.join(map(str, evidence['seeds']))}).",
         "",
+        *([evidence["comment"], ""] if evidence.get("comment") else []),
         _data_sentence(evidence.get("data") or {}),
         "",
         f"{len(rows)} rows: " + ", ".join(f"{count} {outcome}" for outcome, count in counts.items()) + ".",
