@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import plotly.graph_objects as go
 import plotly.io as pio
 import pytest
@@ -75,3 +76,21 @@ def test_headless_renderer_outputs_carry_no_plotly_js_and_no_cdn_script():
     assert "<script src" not in html and "http" not in html  # the page loads plotly.js; no CDN MathJax
     assert len(html) < 20_000  # the notebook renderer put 4.7 MB of plotly.js into each notebook
     assert "application/vnd.plotly.v1+json" in pio.renderers["plotly_mimetype"].to_mimebundle(fig.to_dict())
+
+
+def test_reliability_diagram_draws_the_filled_bins_of_each_loss_and_the_diagonal():
+    from workbench.metrics import reliability_bins
+    from workbench.viz import reliability_diagram
+
+    probs = np.array([[0.9, 0.1], [0.6, 0.4], [0.25, 0.75]])
+    bins = {
+        name: {key: value.tolist() for key, value in reliability_bins(probs, np.array(labels), 10).items()}
+        for name, labels in (("CE", [0, 1, 1]), ("DSC", [0, 0, 0]))
+    }
+    figure = reliability_diagram(bins, {"CE": 0.3167})
+    names = [trace.name for trace in figure.data]
+    assert names == ["perfect calibration", "CE (ECE 31.67)", "DSC"]
+    assert list(figure.data[1].x) == pytest.approx([0.6, 0.75, 0.9])  # three filled bins, by confidence
+    assert list(figure.data[2].y) == [1.0, 0.0, 1.0]  # gold 0 everywhere: the argmax is right at 0.6 and 0.9
+    with pytest.raises(ValueError, match="^bins"):
+        reliability_diagram({})
