@@ -210,7 +210,8 @@ def _expected_line(row: dict) -> str:
     def stat(side: dict) -> str:
         return f"{scale * side['mean']:.{digits}f} ± {scale * side['std']:.{digits}f}"
 
-    ci = f"{scale * row['difference']:+.{digits}f} [{scale * row['ci_low']:+.{digits}f}, {scale * row['ci_high']:+.{digits}f}]"
+    low, high = scale * row["ci_low"], scale * row["ci_high"]
+    ci = f"{scale * row['difference']:+.{digits}f} [{low:+.{digits}f}, {high:+.{digits}f}]"
     label = {"macro_f1": "macro-F1", "macro_mae": "macro-MAE"}[row["metric"]]
     cells = [
         row["setting"],

@@ -362,7 +362,8 @@ def notebook_section(name: str, evidence: Mapping[str, Any]) -> str:
     if evidence.get("calibration"):
         lines += [
             "",
-            f"Calibration (test): expected calibration error, {ECE_BINS} equal-width bins of the top-class probability, "
+            f"Calibration (test): expected calibration error, {ECE_BINS} equal-width bins of the top-class "
+            "probability, "
             "x 100, mean ± std over the seeds:",
             "",
             "| setting | ECE |",
@@ -385,7 +386,8 @@ def results_page(header: Mapping[str, Any], sections: Mapping[str, Mapping[str, 
         "# Results: each paper's claim at this scale",
         "",
         f"Run `{header.get('run_id', '?')}` of the `{header.get('params_set', '?')}` parameter set: "
-        f"`{header.get('command', '?')}`, started {header.get('started', '?')}, finished {header.get('finished', '?')}.",
+        f"`{header.get('command', '?')}`, started {header.get('started', '?')}, "
+        f"finished {header.get('finished', '?')}.",
         "",
         "Machine: " + ", ".join(f"{key} {value}" for key, value in machine.items()) + ".",
         "",

@@ -149,7 +149,8 @@ def _check_probabilities(probabilities: np.ndarray, labels: np.ndarray) -> tuple
     gold = _as_label_array("labels", labels)
     if probs.ndim != 2 or probs.shape[0] != gold.size or probs.shape[1] < 2 or gold.size == 0:
         raise ValueError(
-            f"probabilities: must have shape (n, K) with K >= 2 and n = len(labels) = {gold.size} > 0, got {probs.shape}"
+            f"probabilities: must have shape (n, K) with K >= 2 and n = len(labels) = {gold.size} > 0, "
+            f"got {probs.shape}"
         )
     if not np.all(np.isfinite(probs)) or probs.min() < 0 or np.abs(probs.sum(1) - 1).max() > 1e-6:
         raise ValueError("probabilities: each row must hold non-negative numbers summing to 1")
@@ -182,7 +183,8 @@ def reliability_bins(probabilities: np.ndarray, labels: np.ndarray, n_bins: int 
 
 def expected_calibration_error(probabilities: np.ndarray, labels: np.ndarray, n_bins: int = 15) -> float:
     """ECE = sum_m (|B_m| / n) |acc(B_m) - conf(B_m)| over :func:`reliability_bins` (Guo et al., 2017, "On
-    Calibration of Modern Neural Networks", sec. 2; Naeini et al., 2015): equal-width bins of the top-class probability, empty bins left out."""
+    Calibration of Modern Neural Networks", sec. 2; Naeini et al., 2015): equal-width bins of the top-class
+    probability, empty bins left out."""
     bins = reliability_bins(probabilities, labels, n_bins)
     filled = bins["count"] > 0
     gaps = np.abs(bins["accuracy"][filled] - bins["confidence"][filled])

@@ -162,9 +162,10 @@ class ClassBalancedLoss(CrossEntropyLoss):
 class LogitAdjustedLoss(ImbalanceLoss):
     """Logit-adjusted softmax CE (Menon et al., 2021, sec. 5): L_i = -log softmax(z_i + tau log pi)_{y_i}.
 
-    "Long-tail learning via logit adjustment" (ICLR 2021); pi_k = n_k / n is the training prior. At prediction time the model's own
-    logits z are used: the adjustment is a training-time margin that favours rare classes. The post-hoc form instead
-    trains with CE and predicts argmax_k z_k - tau log pi_k (``workbench.decisions.posthoc_logit_adjustment``).
+    "Long-tail learning via logit adjustment" (ICLR 2021); pi_k = n_k / n is the training prior. At prediction time
+    the model's own logits z are used: the adjustment is a training-time margin that favours rare classes. The
+    post-hoc form instead trains with CE and predicts argmax_k z_k - tau log pi_k
+    (``workbench.decisions.posthoc_logit_adjustment``).
 
     Args:
         label_counts: the class counts n_k of the training set, in [1e-12, 1e12].

@@ -24,7 +24,7 @@ INJECTED_PARAMETERS_TAG = "injected-parameters"
 OUTPUT_DIR_PARAMETER = "output_dir"
 INTERACTIVE_PARAMETER = "interactive"
 SEEDS_PARAMETER = "seeds"
-PARAMS_SETS = ("default", "smoke", "gpu", "results")  # the sets the project ships; any folder under --params-dir is a set
+PARAMS_SETS = ("default", "smoke", "gpu", "results")  # the project's sets; any folder under --params-dir is a set
 MAX_SEED = 2**32 - 1  # numpy's largest seed
 MAX_SLUG = 96  # characters of a sweep point's folder name before its hash (file systems allow 255 bytes)
 _SLUG_UNSAFE = re.compile(r"[^A-Za-z0-9._=+,-]")

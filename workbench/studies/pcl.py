@@ -109,7 +109,8 @@ def gradient_comparison(
 @dataclass
 class Ablation:
     """:func:`run_ablation`'s result: ``runs``, test ``predictions[(setting, seed)]``, ``confusion[setting]`` (summed),
-    and every ``Fit`` (``fits[(setting, seed)]``: validation and test probabilities, for decision rules and calibration)."""
+    and every ``Fit`` (``fits[(setting, seed)]``: validation and test probabilities, for decision rules and
+    calibration)."""
 
     runs: pd.DataFrame
     predictions: dict[tuple[str, int], np.ndarray]

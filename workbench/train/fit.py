@@ -91,7 +91,8 @@ class TransformerFitter(Fitter):
         if num_outputs(loss, classes) != classes:
             raise ValueError(
                 f"loss: {type(loss).__name__} needs a head of {num_outputs(loss, classes)} outputs for {classes} "
-                "classes, which the transformer fitter does not build; fit it with the character probe (model.kind: probe)"
+                "classes, which the transformer fitter does not build; fit it with the character probe "
+                "(model.kind: probe)"
             )
         training = self.training.replace(seed=seed, quiet=True)
         with tempfile.TemporaryDirectory(prefix="workbench_fit_") as folder:

@@ -113,9 +113,9 @@ class CharacterProbe(nn.Module):
 
 @dataclass(frozen=True)
 class ProbeFit:
-    """:func:`fit_probe`'s kept 1-based ``best_epoch``, that epoch's ``validation`` and ``test`` reports and predictions,
-    test ``probabilities``, the per-epoch ``history`` (mean training loss, validation macro-F1) and the kept epoch's
-    ``validation_probabilities``."""
+    """:func:`fit_probe`'s kept 1-based ``best_epoch``, that epoch's ``validation`` and ``test`` reports and
+    predictions, test ``probabilities``, the per-epoch ``history`` (mean training loss, validation macro-F1) and the
+    kept epoch's ``validation_probabilities``."""
 
     best_epoch: int
     validation: dict[str, Any]

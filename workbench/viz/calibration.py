@@ -1,6 +1,6 @@
 """Reliability diagrams: per loss, the accuracy of the argmax against the mean top-class probability in equal-width
-bins (Guo et al., 2017, "On Calibration of Modern Neural Networks", Figure 1), from ``workbench.metrics.reliability_bins``
-(``workbench.evidence.calibration`` pools them over seeds)."""
+bins (Guo et al., 2017, "On Calibration of Modern Neural Networks", Figure 1), from
+``workbench.metrics.reliability_bins`` (``workbench.evidence.calibration`` pools them over seeds)."""
 
 from __future__ import annotations
 
