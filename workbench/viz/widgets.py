@@ -15,9 +15,9 @@ import numpy as np
 import plotly.graph_objects as go
 from IPython.display import display
 
-from workbench.checks import check_choice, check_int, check_number
+from workbench.checks import check_choice, check_int, check_names, check_number
 from workbench.label_entropy import paper_entropy
-from workbench.losses.pcl import QBQTC_LABEL_COUNTS, check_counts, pcl_weight_matrix
+from workbench.losses.pcl import DEFAULT_PCL_PLUS_FORM, PCL_VARIANTS, QBQTC_LABEL_COUNTS, check_counts, weight_matrix
 from workbench.viz import figures
 from workbench.viz.confusion import matrix_grid
 from workbench.viz.curves import figure_loss_curves
@@ -231,7 +231,7 @@ class LossCurvePanel(Panel):
 class PclWeightsPanel(Panel):
     """The PCL per-(gold, predicted) matrices (``pcl_weight_matrix``) of ``variants`` against epsilon, which starts at
     ``epsilon`` in [0, 1) (a notebook sweep changes the figure); ``label_counts`` (default QBQTC's) set K and
-    ``label_names`` (default "0".."K-1")."""
+    ``label_names`` (default "0".."K-1"). Each argument is checked here, once; a redraw takes the slider's epsilon."""
 
     def __init__(
         self,
@@ -242,7 +242,8 @@ class PclWeightsPanel(Panel):
         name: str = "pcl_weights",
         epsilon: float = 0.1,
     ) -> None:
-        self.label_counts = tuple(check_counts(QBQTC_LABEL_COUNTS if label_counts is None else label_counts).tolist())
+        self.counts = check_counts(QBQTC_LABEL_COUNTS if label_counts is None else label_counts)
+        self.label_counts = tuple(self.counts.tolist())
         self.label_names = (
             [str(index) for index in range(len(self.label_counts))] if label_names is None else list(label_names)
         )
@@ -250,14 +251,15 @@ class PclWeightsPanel(Panel):
             raise ValueError(
                 f"label_counts: must have one count per label name {self.label_names}, got {self.label_counts}"
             )
-        self.variants = list(variants)
+        self.variants = check_names("variants", variants, PCL_VARIANTS, distinct=False)
         epsilon = check_number("epsilon", epsilon, 0.0, 1.0, high_inclusive=False)
         super().__init__({"epsilon": make_slider("epsilon", value=epsilon)}, name, interactive)
 
     def draw(self, epsilon: float) -> go.Figure:
-        matrices = {
-            variant: pcl_weight_matrix(variant, epsilon, self.label_counts).numpy() for variant in self.variants
-        }
+        matrices = {}
+        for variant in self.variants:
+            form = DEFAULT_PCL_PLUS_FORM[variant]
+            matrices[variant] = weight_matrix(variant, epsilon, self.counts, form, cost_matrix=None).numpy()
         title = f"PCL matrices M[gold, predicted], epsilon = {epsilon:g}"
         return matrix_grid(matrices, self.label_names, title=title, shared_scale=False)
 
