@@ -92,6 +92,11 @@ class ImbalanceLoss(nn.Module):
     def is_batch_level(self) -> bool:
         return False
 
+    @property
+    def rows_are_independent(self) -> bool:
+        """True when each row's loss (``reduction="none"``) depends on that row alone, not on the rest of the batch."""
+        return not self.is_batch_level
+
     def forward(self, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
         rows, targets = flatten(logits, labels)
         with torch.autocast(rows.device.type, enabled=False):

@@ -211,6 +211,11 @@ class PropensityCorrectedLoss(ImbalanceLoss):
     def is_batch_level(self) -> bool:
         return self.counts == "batch"
 
+    @property
+    def rows_are_independent(self) -> bool:
+        """False for ``reference`` too: its correction, read from the first C positions, is added to every row."""
+        return not self.is_batch_level and self.variant != "reference"
+
     def class_counts(self, targets: torch.Tensor, num_classes: int) -> torch.Tensor:
         """The counts n_k of eq. 2-3 for C classes: ``label_counts``, or this batch's add-one smoothed counts."""
         defined = self.label_counts if self.counts == "global" else self.cost_matrix
