@@ -181,10 +181,15 @@ def soft_regularization(
     r_k = argmax logits_k, without gradient, so SR trains the embedding layer (Sec. 3.2); ``"expected"`` (the
     workbench's): e'_k = softmax(logits_k) @ E, which reaches the logits too.
 
-    ``level="sentence"`` (Sec. 5): s = ``input_ids`` with the gold tokens restored, s_p = s with r_k at the masked
-    positions, H_p and H_s ``model``'s encoder states on s_p and s, P = softmax(H_p), Q = softmax(H_s) over the hidden
-    dimension. L_kl = KL(P || Q) (``kl_direction="filled||original"``, the paper's; ``"original||filled"`` is KL(Q ||
-    P)) averaged over the real tokens (``attention_mask``); both passes carry gradient.
+    ``level="sentence"`` (Sec. 5): the paper writes "we fill the masked sentence s with he predicted tokens r_k to
+    have the predicted sentence s_p. Then, s_p and s are fed to the Transformer encoder to have the contextualized
+    representation H_p and H_s" and counts only H_p as extra work ("it requires the extra calculation for the
+    predicted sequence H_p"): its s is the masked input, whose states the MLM pass has already. The workbench's
+    reading, its own: s = ``input_ids`` with the gold tokens restored (the unmasked original), s_p = s with r_k at
+    the masked positions, H_p and H_s ``model``'s encoder states on s_p and s, two extra encoder passes, both
+    carrying gradient. P = softmax(H_p), Q = softmax(H_s) over the hidden dimension; L_kl = KL(P || Q)
+    (``kl_direction="filled||original"``, the paper's; ``"original||filled"`` is KL(Q || P)) averaged over the real
+    tokens (``attention_mask``).
     """
     check_choice("level", level, SR_LEVELS)
     check_choice("prediction", prediction, SR_PREDICTIONS)
