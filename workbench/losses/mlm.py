@@ -181,7 +181,7 @@ def soft_regularization(
     r_k = argmax logits_k, without gradient, so SR trains the embedding layer (Sec. 3.2); ``"expected"`` (the
     workbench's): e'_k = softmax(logits_k) @ E, which reaches the logits too.
 
-    ``level="sentence"`` (Sec. 5): the paper writes "we fill the masked sentence s with he predicted tokens r_k to
+    ``level="sentence"`` (Sec. 5): the paper writes "we fill the masked sentence s with he [sic] predicted tokens r_k to
     have the predicted sentence s_p. Then, s_p and s are fed to the Transformer encoder to have the contextualized
     representation H_p and H_s" and counts only H_p as extra work ("it requires the extra calculation for the
     predicted sequence H_p"): its s is the masked input, whose states the MLM pass has already. The workbench's
