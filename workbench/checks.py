@@ -88,7 +88,8 @@ def check_bool(name: str, value: Any) -> bool:
 
 
 def check_text(name: str, value: Any, *, allow_none: bool = False) -> str | None:
-    """A non-empty string (a path or a name) without a lone surrogate (``"\\ud800"``); None passes when ``allow_none``."""
+    """A non-empty string (a path or a name) without a lone surrogate (``"\\ud800"``); None passes when
+    ``allow_none``."""
     if value is None and allow_none:
         return None
     if not isinstance(value, str) or not value or any("\ud800" <= char <= "\udfff" for char in value):

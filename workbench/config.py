@@ -1,5 +1,6 @@
-"""The one configuration system: frozen sections whose fields carry their help and check (``ValueError`` naming the key),
-``key.path=value`` overrides, ``training`` as ``transformers.TrainingArguments`` by its own names. No torch here."""
+"""The one configuration system: frozen sections whose fields carry their help and check (a ``ValueError`` naming
+the key), ``key.path=value`` overrides, and ``training`` as ``transformers.TrainingArguments`` by its own names.
+No torch here."""
 
 from __future__ import annotations
 
@@ -170,7 +171,8 @@ class DataConfig(Section, prefix="data"):
     label: str | None = option(None, "table source: the label column")
     label_names: list[str] | None = option(
         None,
-        "table source: the classes, in order (a label is a name or its index); null: the training file's values, sorted",
+        "table source: the classes, in order (a label is a name or its index); "
+        "null: the training file's values, sorted",
     )
     ordinal: bool | None = option(
         None, "the labels are ordered (far-error rates, PCL); null: true for qbqtc, sample_relevance"
@@ -281,7 +283,8 @@ class ModelConfig(Section, prefix="model"):
 
 
 def check_checkpoint(name: str, path: str | None) -> None:
-    """A local ``path`` must be a checkpoint folder (with config.json), not a file such as a pickle; others are hub names."""
+    """A local ``path`` must be a checkpoint folder (with config.json), not a file such as a pickle; a path that does
+    not exist is a hub name."""
     if path is not None and os.path.exists(path) and not os.path.isfile(os.path.join(path, "config.json")):
         raise ValueError(f"{name}: must be a checkpoint folder (holding config.json) or a hub name, got {path!r}")
 
@@ -517,7 +520,8 @@ def check_loss_fits_labels(data: DataConfig, loss: LossSpec) -> None:
     if loss.name == "pcl" and not data.is_ordinal and loss.params.get("cost_matrix") is None:
         raise ValueError(
             "loss.params.cost_matrix: pcl's near and far cases need ordinal labels; give a cost matrix or set "
-            f"data.ordinal: true if the classes are ordered, got nominal labels (source {data.source}, data.ordinal: false)"
+            f"data.ordinal: true if the classes are ordered, got nominal labels "
+            f"(source {data.source}, data.ordinal: false)"
         )
 
 

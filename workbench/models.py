@@ -109,9 +109,10 @@ def electra_generator_config(discriminator: ElectraConfig, generator_size: float
 def build_electra(
     generator_size: float, model_name_or_path: str | Path | None = None, tiny: Mapping[str, Any] | None = None
 ) -> tuple[ElectraForMaskedLM, ElectraForPreTraining]:
-    """ELECTRA's ``(generator, discriminator)``: D a tiny ELECTRA (``tiny``) or the checkpoint ``model_name_or_path``, G
-    ``<model_name_or_path>/generator`` when it exists, else a new one of ``generator_size``. Clark et al. 2020, Sec. 3.2,
-    "we only share the embeddings (both the token and positional embeddings)": G's ``electra.embeddings`` *is* D's."""
+    """ELECTRA's ``(generator, discriminator)``: D a tiny ELECTRA (``tiny``) or the checkpoint
+    ``model_name_or_path``; G ``<model_name_or_path>/generator`` when it exists, else a new one of ``generator_size``.
+    Clark et al. 2020, Sec. 3.2, "we only share the embeddings (both the token and positional embeddings)": G's
+    ``electra.embeddings`` *is* D's."""
     if model_name_or_path is None:
         discriminator = ElectraForPreTraining(tiny_electra_config(**dict(tiny or {})))
         generator = ElectraForMaskedLM(electra_generator_config(discriminator.config, generator_size))
@@ -140,7 +141,8 @@ def build_electra(
 
 
 def model_source(model: ModelConfig, vocab_size: int, max_length: int) -> dict[str, Any]:
-    """The builders' keyword arguments from a ``model`` section: the checkpoint, or the tiny config for ``vocab_size``."""
+    """The builders' keyword arguments from a ``model`` section: the checkpoint, or the tiny config for
+    ``vocab_size``."""
     if model.kind != "transformer":
         raise ValueError(f"model.kind: must be 'transformer' to build a transformer, got {model.kind!r}")
     if model.model_name_or_path is not None:

@@ -74,7 +74,8 @@ class SynonymTable:
 
     @classmethod
     def from_cilin(cls, path: str | Path) -> SynonymTable:
-        """The ``=`` groups of a HIT Cilin (extended) file (``Aa01A01= w1 w2 ...``); ``#`` and ``@`` lines are skipped."""
+        """The ``=`` groups of a HIT Cilin (extended) file (``Aa01A01= w1 w2 ...``); ``#`` and ``@`` lines are
+        skipped."""
         groups = []
         for number, line in read_lines(path):
             if not line.strip():
@@ -88,7 +89,8 @@ class SynonymTable:
 
     @classmethod
     def from_wordnet_tsv(cls, path: str | Path) -> SynonymTable:
-        """Synsets from ``synset_id<TAB>pos<TAB>member<TAB>...`` lines (``#``: a comment; ``_`` in a member: a space)."""
+        """Synsets from ``synset_id<TAB>pos<TAB>member<TAB>...`` lines (``#`` starts a comment; ``_`` in a member
+        is a space)."""
         groups = []
         for number, line in read_lines(path):
             if not line.strip() or line.startswith("#"):
@@ -108,10 +110,10 @@ class SynonymTable:
         threshold: float | None = None,
         chunk_size: int = 4096,
     ) -> SynonymTable:
-        """``b`` is a synonym of ``a`` when among the ``k`` nearest neighbours of ``a`` by cosine a.b / (|a| |b|) (and at
-        least ``threshold``), made symmetric: threshold and symmetry are the workbench's adaptations; k = 10 is the
-        true-negatives paper's (footnote 11: "the top 10 most similar words for each retrieval"). ``chunk_size`` rows per
-        matrix product."""
+        """``b`` is a synonym of ``a`` when among the ``k`` nearest neighbours of ``a`` by cosine a.b / (|a| |b|)
+        (and at least ``threshold``), made symmetric: the threshold and the symmetry are the workbench's adaptations;
+        k = 10 is the true-negatives paper's (footnote 11: "the top 10 most similar words for each retrieval").
+        ``chunk_size`` rows per matrix product."""
         vectors = torch.as_tensor(np.asarray(matrix), dtype=torch.float32)
         if vectors.ndim != 2 or vectors.shape[0] != len(vocab):
             raise ValueError(
@@ -349,7 +351,8 @@ def lexicon_coverage(
 
 
 def neighbours(tables: Mapping[str, SynonymTable], words: Sequence[str]) -> pd.DataFrame:
-    """The synonyms each source lists for each of ``words`` (sorted, space-separated): one row per word, one column per source."""
+    """The synonyms each source lists for each of ``words`` (sorted, space-separated): one row per word, one
+    column per source."""
     return pd.DataFrame(
         [{"word": word, **{name: " ".join(sorted(t.synonyms(word))) for name, t in tables.items()}} for word in words]
     )

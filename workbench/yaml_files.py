@@ -13,7 +13,8 @@ import yaml
 
 class _YamlLoader(yaml.SafeLoader):
     """YAML as written: booleans only true / false, decimal numbers (``1e-4``, ``.inf``; ``1e400`` is an error), null;
-    anything else (yes, off, 1:30, 0777, 2024-01-01) is a string. A repeated key is an error naming the file and line."""
+    anything else (yes, off, 1:30, 0777, 2024-01-01) is a string. A repeated key is an error naming the file and
+    line."""
 
     yaml_implicit_resolvers: ClassVar[dict] = {}
 

@@ -195,7 +195,8 @@ def table8_training_sets(
     negatives = np.setdiff1d(np.arange(len(train)), positives)
     if not 0 < positives.size < negatives.size:
         raise ValueError(
-            f"train: must have 0 < positives (label {positive_label}) < negatives, got {positives.size} and {negatives.size}"
+            f"train: must have 0 < positives (label {positive_label}) < negatives, "
+            f"got {positives.size} positives and {negatives.size} negatives"
         )
     counts = table8_class_counts(positives.size, negatives.size)
 

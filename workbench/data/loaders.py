@@ -235,7 +235,8 @@ def load_table(
     """A CSV/TSV (with a header line) or JSON-lines file (``format``: one of ``FORMATS``, default from the
     suffix) with columns ``text``, ``text_pair`` (optional) and ``label``. The classes: ``label_names`` (a
     label is a name or its index), else ``classes`` (exact values, e.g. another split's), else the file's
-    distinct values (:func:`class_values`; not a :data:`MISSING_LABELS` value); a label is an index only if no name is one."""
+    distinct values (:func:`class_values`; not a :data:`MISSING_LABELS` value); a label is an index only if no name
+    is one."""
     path = existing_file(path)
     columns = {"text": text, "text_pair": text_pair, "label": label}
     read = read_table(path, table_format(path, format), {name: source for name, source in columns.items() if source})

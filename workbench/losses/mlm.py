@@ -1,4 +1,5 @@
-"""Language Model Pre-training on True Negatives (Zhang, Zhao, Utiyama, Sumita, AAAI 2023, arXiv 2212.00460), Sec. 3 and 5.
+"""Language Model Pre-training on True Negatives (Zhang, Zhao, Utiyama, Sumita, AAAI 2023, arXiv 2212.00460),
+Sec. 3 and 5.
 
 A masked position whose prediction r_k differs from the gold token w_k but is a synonym of it is a false
 negative: plain MLM punishes a right answer. Three loss modules, registered as ``mlm``, ``mlm_hc``, ``mlm_sr``:
@@ -50,8 +51,8 @@ def labelled_rows(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
     if logits.ndim == 2 and labels.ndim == 2 and logits.shape[0] == int(masked.sum()):
         return _float(logits)
     raise ValueError(
-        f"logits: must be (batch, length, vocab) or (masked positions, vocab) for labels of shape {tuple(labels.shape)} "
-        f"with {int(masked.sum())} masked, got {tuple(logits.shape)}"
+        f"logits: must be (batch, length, vocab) or (masked positions, vocab) for labels of shape "
+        f"{tuple(labels.shape)} with {int(masked.sum())} masked, got {tuple(logits.shape)}"
     )
 
 
@@ -303,9 +304,9 @@ class SoftRegularizationLoss(MaskedLMLoss):
     """Soft regularization: L = L_mlm + ``weight`` x L_sr (eq. 1 + eq. 3, or + L_kl at sentence level), see
     :func:`soft_regularization`.
 
-    ``weight`` in [0, 1e12]; ``level``: ``token`` (eq. 3) or ``sentence`` (Sec. 5); ``prediction``: ``argmax`` (the paper's
-    r_k) or ``expected``; ``kl_direction``: ``filled||original`` (the paper's) or ``original||filled``. Token level
-    reads ``embeddings`` or ``model.get_input_embeddings().weight``; sentence level needs ``model``, ``input_ids``
+    ``weight`` in [0, 1e12]; ``level``: ``token`` (eq. 3) or ``sentence`` (Sec. 5); ``prediction``: ``argmax`` (the
+    paper's r_k) or ``expected``; ``kl_direction``: ``filled||original`` (the paper's) or ``original||filled``. Token
+    level reads ``embeddings`` or ``model.get_input_embeddings().weight``; sentence level needs ``model``, ``input_ids``
     and ``attention_mask``. ``items`` counts the masked positions.
     """
 
@@ -341,4 +342,7 @@ class SoftRegularizationLoss(MaskedLMLoss):
         return loss + penalty, items
 
     def extra_repr(self) -> str:
-        return f"weight={self.weight}, level={self.level!r}, prediction={self.prediction!r}, kl_direction={self.kl_direction!r}"
+        return (
+            f"weight={self.weight}, level={self.level!r}, prediction={self.prediction!r}, "
+            f"kl_direction={self.kl_direction!r}"
+        )

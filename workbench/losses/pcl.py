@@ -67,7 +67,8 @@ def pcl_constants(label_counts: Sequence[float] | torch.Tensor, pcl_plus_form: s
 def check_cost_matrix(
     cost_matrix: Sequence[Sequence[float]] | torch.Tensor, variant: str | None = None
 ) -> torch.Tensor:
-    """A K x K float64 CPU matrix, K >= 2, zero diagonal, entries in [0, 1e12], not for ``reference``; else ValueError."""
+    """The cost matrix as a K x K float64 CPU matrix: K >= 2, a zero diagonal, entries in [0, 1e12], and not for
+    ``reference``; ValueError naming ``cost_matrix`` otherwise."""
     if variant == "reference":
         raise ValueError(
             "cost_matrix: must be None for variant='reference' (the released code reads label values), got a matrix"

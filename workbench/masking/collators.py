@@ -134,7 +134,8 @@ class _WordMaskCollator(_MaskingCollator):
     word gets no mask)."""
 
     def _word_order(self, features, word_counts, rng) -> tuple[tuple[np.ndarray, ...], np.ndarray]:
-        """Per batch word (rows concatenated): ``np.lexsort`` keys (last = primary; smaller: masked first), span in words."""
+        """Per word of the batch (rows concatenated): the ``np.lexsort`` keys (the last is the primary one; the
+        smaller is masked first) and the span in words."""
         raise NotImplementedError
 
     def _choose(self, features, word_ids, maskable, token_type_ids, budgets, rng) -> np.ndarray:

@@ -1,4 +1,5 @@
-"""Corpus preparation for MLM pre-training as ``datasets`` map steps with ``num_proc`` processes and datasets' cache files.
+"""Corpus preparation for MLM pre-training as ``datasets`` map steps, with ``num_proc`` processes and the datasets'
+cache files.
 
 Blank documents are dropped, the others grouped into chunks of about :data:`CHUNK_CHARACTERS` characters (whole
 documents in order; a chunk is a row, so the blocks do not depend on ``num_proc``; its last block may be short), and

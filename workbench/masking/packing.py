@@ -122,7 +122,8 @@ class Packer:
         self.documents = self.last = 0  # documents added; the document of the open block's last token
 
     def add(self, ids: list[int], token_word: list[int], sentence_starts: list[int], words: list[str], tags: list[str]):
-        """Append a document (none without tokens): token ids, token words, sentence starts (step 2), words, tags (step 1)."""
+        """Append a document (a document without tokens adds nothing): its token ids, token words, sentence starts
+        (step 2), words and tags (step 1)."""
         if not ids:
             return
         self.documents += 1

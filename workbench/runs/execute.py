@@ -46,7 +46,8 @@ class Outcome:
 
 
 def _runs_this_python(kernel_name: str) -> bool:
-    """Whether the kernelspec launches this interpreter (jupyter_client runs a bare ``python*`` as ``sys.executable``)."""
+    """Whether the kernelspec launches this interpreter (jupyter_client runs a bare ``python*`` as
+    ``sys.executable``)."""
     from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
 
     try:

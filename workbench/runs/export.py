@@ -74,7 +74,8 @@ def export_offline_html(notebook: str | Path, target: str | Path, assets: RunAss
 
 
 def _page_instead_of_widget(nb, resources):
-    """A live panel's output (viz.widgets) shows its page figure; widgets and their saved state (MBs) are dead offline."""
+    """A live panel's output (viz.widgets) shows its page figure: widgets and their saved state (megabytes) are dead
+    offline."""
     nb.metadata.pop("widgets", None)
     for output in (output for cell in nb.cells for output in cell.get("outputs", [])):
         if WIDGET_VIEW in output.get("data", {}) and "text/html" in output["data"]:

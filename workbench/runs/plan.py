@@ -45,9 +45,9 @@ class Execution:
 
 
 def parse_sweep(specs: Iterable[str]) -> dict[str, list[Any]]:
-    """``["epsilon=0.1,0.2", "losses=[CE,DSC],[FL]"]`` -> ``{"epsilon": [0.1, 0.2], "losses": [["CE", "DSC"], ["FL"]]}``:
-    the values read as one YAML flow list. Empty values, control characters and values equal after parsing
-    (``0.1`` and ``0.10``) are refused."""
+    """``["epsilon=0.1,0.2", "losses=[CE,DSC],[FL]"]`` ->
+    ``{"epsilon": [0.1, 0.2], "losses": [["CE", "DSC"], ["FL"]]}``: the values read as one YAML flow list. Empty
+    values, control characters and values equal after parsing (``0.1`` and ``0.10``) are refused."""
     sweep: dict[str, list[Any]] = {}
     for spec in specs:
         key, _, values = (part.strip() for part in spec.partition("="))
@@ -81,7 +81,8 @@ def parse_seeds(text: str) -> list[int]:
 
 
 def parse_assignments(specs: Iterable[str], option: str) -> dict[str, Any]:
-    """``["timeout_min=60", "slurm_partition=gpu"]`` -> ``{"timeout_min": 60, "slurm_partition": "gpu"}`` (YAML values)."""
+    """``["timeout_min=60", "slurm_partition=gpu"]`` -> ``{"timeout_min": 60, "slurm_partition": "gpu"}``, the
+    values read as YAML."""
     assignments: dict[str, Any] = {}
     for spec in specs:
         key, sep, value = (part.strip() for part in spec.partition("="))

@@ -178,7 +178,10 @@ def write_report(
         "<h2>Figures</h2>",
         _figures_section(summary, run_dir),
     ]
-    head = f'<meta charset="utf-8"><title>{title}</title><style>{_STYLE}</style><script src="{ASSETS_DIR}/{PLOTLY_JS}"></script>'
+    head = (
+        f'<meta charset="utf-8"><title>{title}</title><style>{_STYLE}</style>'
+        f'<script src="{ASSETS_DIR}/{PLOTLY_JS}"></script>'
+    )
     page = (
         f"<!DOCTYPE html>\n<html><head>{head}</head>\n<body>\n"
         + "\n".join(part for part in body if part)

@@ -83,8 +83,9 @@ def zoo(parameter: str, names: Sequence[str]) -> dict[str, LossSpec]:
 def table8_sets(
     train: Dataset, seed: int = 0, augmentation: str = "synonyms", lexicon: str | None = None
 ) -> Table8Sets:
-    """Table 8's five training sets (:func:`workbench.data.table8_training_sets`), added examples by ``synonyms`` (a
-    jieba word replaced from ``lexicon``, a Cilin / .tsv path or None: the shipped one) or ``copies`` (not the paper's)."""
+    """Table 8's five training sets (:func:`workbench.data.table8_training_sets`), the examples added by ``synonyms``
+    (a jieba word replaced from ``lexicon``, a Cilin / .tsv path or None: the shipped one) or by ``copies`` (not the
+    paper's)."""
     check_choice("augmentation", augmentation, AUGMENTATIONS)
     augmenter = SynonymAugmenter(SynonymTable.from_path(lexicon), seed=seed) if augmentation == "synonyms" else None
     sets = table8_training_sets(train, seed, augmenter, positive_label=POSITIVE_LABEL)
@@ -113,7 +114,8 @@ def balanced_splits(splits: DatasetDict, seed: int = 0) -> DatasetDict:
 
 
 def fit_and_score(splits: DatasetDict, loss: LossSpec, seed: int, fitter: Fitter) -> dict[str, float]:
-    """Fit ``loss`` at ``seed`` (epoch kept on validation macro-F1): test f1_positive, macro_f1, accuracy; validation F1."""
+    """Fit ``loss`` at ``seed`` (the epoch kept on validation macro-F1): test f1_positive, macro_f1 and accuracy, and
+    the validation F1."""
     names = label_names(splits["train"])
     fit = fitter.fit(splits, loss_from_spec(loss, splits["train"]), seed)
     test = classification_report(np.asarray(splits["test"]["label"]), fit.test_predictions, label_names=names)
@@ -229,9 +231,11 @@ def this_run(
     )
     return (
         f"This run ({table8['seed'].nunique()} seed(s); test, x100): F1 of the positive class, {per_setting} "
-        f"(added examples: {sets.augmentation}, {sets.unchanged} of {sets.calls} left unchanged). DSC presets on original: "
-        f"eq. 12 {cell('presets', 'DSC paper')}, reference {cell('presets', 'DSC reference')}. Tversky: alpha = {chosen['alpha']:g} "
-        f"chosen on validation, test F1 {100 * chosen['test_f1_positive']:.1f}. Balanced task (Table 9), accuracy: "
+        f"(added examples: {sets.augmentation}, {sets.unchanged} of {sets.calls} left unchanged). "
+        f"DSC presets on original: eq. 12 {cell('presets', 'DSC paper')}, "
+        f"reference {cell('presets', 'DSC reference')}. "
+        f"Tversky: alpha = {chosen['alpha']:g} chosen on validation, "
+        f"test F1 {100 * chosen['test_f1_positive']:.1f}. Balanced task (Table 9), accuracy: "
         + ", ".join(f"{loss} {cell('balanced', loss, 'accuracy')}" for loss in dict.fromkeys(table9["loss"]))
         + "."
     )

@@ -37,7 +37,8 @@ from workbench.train.run_folder import Result, count_parameters, training_run
 
 @dataclass
 class ElectraOutput(ModelOutput):
-    """One pass of the pair: G's logits at the masked positions (M, vocab), D's input x^c, D's logits (batch, length)."""
+    """One pass of the pair: G's logits at the masked positions (M, vocab), D's input x^c and D's logits
+    (batch, length)."""
 
     generator_logits: torch.Tensor | None = None
     replaced_ids: torch.Tensor | None = None
@@ -116,8 +117,9 @@ def loss_means(sums: np.ndarray) -> dict[str, float]:
 
 
 class ElectraTrainer(pretraining.MaskedLMTrainer):
-    """The MLM objective (plain / HC / SR) on G plus ``discriminator_weight`` x L_disc (a batch-level mean under gradient
-    accumulation); with HC D's relabellings counted in ``corrections["disc_hc"]``; G's and D's mean losses logged."""
+    """The MLM objective (plain / HC / SR) on G plus ``discriminator_weight`` x L_disc (a batch-level mean under
+    gradient accumulation); with HC, D's relabellings are counted in ``corrections["disc_hc"]``; G's and D's mean
+    losses are logged."""
 
     def __init__(self, *args: Any, discriminator_weight: float, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -169,8 +171,8 @@ class ElectraTrainer(pretraining.MaskedLMTrainer):
         return metrics
 
     def save_model(self, output_dir: str | None = None, _internal_call: bool = False) -> None:
-        """D into ``output_dir``, G into ``output_dir/generator``, the tokenizer into both, the training arguments beside
-        (checkpoints and the final save)."""
+        """D into ``output_dir``, G into ``output_dir/generator``, the tokenizer into both and the training arguments
+        beside them (checkpoints and the final save)."""
         output_dir = output_dir or self.args.output_dir
         if self.args.should_save:
             self.accelerator.unwrap_model(self.model).save_pretrained(output_dir)
@@ -232,7 +234,8 @@ def evaluate_discriminator(
 def evaluate_electra(
     model: ElectraPretrainingModel, batches: Sequence, correction: HardCorrectionLoss | None = None
 ) -> dict:
-    """G's plain MLM evaluation (:func:`evaluate_masked_lm`) and D's (:func:`evaluate_discriminator`) on the same masks."""
+    """G's plain MLM evaluation (:func:`evaluate_masked_lm`) and D's (:func:`evaluate_discriminator`) on the same
+    masks."""
     generator = pretraining.evaluate_masked_lm(model.generator, batches, correction)
     return {**generator, **evaluate_discriminator(model, batches, correction)}
 

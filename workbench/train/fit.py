@@ -48,7 +48,8 @@ class Fitter:
         """Train on ``splits["train"]``, keep the epoch with the best validation macro-F1, predict validation and test.
 
         Args:
-            splits: ``train``, ``validation`` and ``test`` with ``text`` (optional ``text_pair``) and a ClassLabel ``label``.
+            splits: ``train``, ``validation`` and ``test`` with ``text`` (optional ``text_pair``) and a ClassLabel
+                ``label``.
             loss: any ``forward(logits, labels)`` module averaging over the batch (``workbench.train.loss_from_spec``).
             seed: seeds the model's initialisation and the batch order.
 

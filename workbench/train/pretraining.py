@@ -1,9 +1,10 @@
 """MLM pre-training at corpus scale (``pretrain_mlm``): packed blocks, cached encoding, masks drawn in DataLoader
-workers; random / whole-word / knowledge masking, plain / HC / SR objectives, optionally sentence-order prediction;
-the vocabulary head at the masked positions only (:func:`workbench.models.labelled_logits`). Every epoch a held-out
+workers; random / whole-word / knowledge masking, plain / HC / SR objectives, optionally sentence-order prediction; the
+vocabulary head at the masked positions only (:func:`workbench.models.labelled_logits`). Every epoch a held-out
 evaluation on blocks masked once (:func:`fixed_mask_batches`: every evaluation scores the same predictions), with the
 plain MLM loss whatever the objective (:func:`evaluate_masked_lm`: plain, HC and SR runs compare). ``pretrain_electra``
-shares the data (:func:`prepare_pretraining`), the Trainer, the HC logs and the run's ending (:func:`run_pretraining`)."""
+shares the data (:func:`prepare_pretraining`), the Trainer, the HC logs and the run's ending
+(:func:`run_pretraining`)."""
 
 from __future__ import annotations
 
@@ -58,7 +59,8 @@ def fixed_mask_batches(
     collator: Callable[[list[dict]], dict[str, torch.Tensor]],
     batch_size: int = 64,
 ) -> list[dict[str, torch.Tensor]]:
-    """The held-out ``blocks`` masked once: ``collator`` (its own, with a fixed seed and word ids) on consecutive batches."""
+    """The held-out ``blocks`` masked once: ``collator`` (its own, with a fixed seed and word ids) on consecutive
+    batches."""
     check_int("batch_size", batch_size, 1)
     if len(blocks) == 0:
         raise ValueError("blocks: there is no held-out block to mask")
@@ -68,7 +70,8 @@ def fixed_mask_batches(
 
 @contextmanager
 def evaluation_mode(model: torch.nn.Module, batches: Sequence) -> Iterator[torch.device]:
-    """``model`` in eval mode inside the block (its mode restored after), yielding its device; ValueError without ``batches``."""
+    """``model`` in eval mode inside the block (its mode restored after), yielding its device; ValueError without
+    ``batches``."""
     if len(batches) == 0:
         raise ValueError("batches: there is no eval batch")
     was_training = model.training
@@ -127,7 +130,8 @@ def objective_loss(objective: ObjectiveConfig, tokenizer: Any) -> nn.Module:
 
 
 class CorrectionLog:
-    """Running hard-correction counts since the last logged step (``since_log``), this epoch and the whole run (``totals``)."""
+    """Running hard-correction counts since the last logged step (``since_log``), of this epoch and of the whole run
+    (``totals``)."""
 
     def __init__(self) -> None:
         self.since_log, self.epoch, self.totals = CorrectionCounts(), CorrectionCounts(), CorrectionCounts()
@@ -137,7 +141,8 @@ class CorrectionLog:
             running.update(counts)
 
     def take(self, period: str, prefix: str) -> dict[str, float]:
-        """The counts and rates of ``period`` (``since_log`` or ``epoch``) as ``<prefix>_<name>``; the period restarts."""
+        """The counts and rates of ``period`` (``since_log`` or ``epoch``) as ``<prefix>_<name>``; the period
+        restarts."""
         taken = getattr(self, period).as_dict()
         setattr(self, period, CorrectionCounts())
         return {f"{prefix}_{key}": value for key, value in taken.items()}
@@ -156,7 +161,8 @@ class MaskedLMTrainer(LossTrainer):
     def mlm_loss(
         self, mlm: nn.Module, logits: torch.Tensor, labels: torch.Tensor, inputs: dict, word_ids: Any
     ) -> tuple:
-        """The objective's ``(loss, items)`` on the masked positions' ``logits`` of ``mlm`` (HC counts kept while training)."""
+        """The objective's ``(loss, items)`` on the masked positions' ``logits`` of ``mlm`` (the HC counts are kept
+        while training)."""
         stats = {"stats": self.corrections["hc"]} if self.correcting and mlm.training else {}
         context = {key: inputs.get(key) for key in ("input_ids", "attention_mask", "token_type_ids")}
         return self.loss.loss_and_items(logits, labels, model=mlm, word_ids=word_ids, **context, **stats)
@@ -249,7 +255,8 @@ def prepare_pretraining(config: Config) -> PretrainingData:
     """The data of a pre-training run: ``data``'s texts (pairs joined by a newline) packed into blocks of
     ``data.max_length`` tokens (one fewer with ``objective.sop``: its swap adds a [SEP]) and cached
     (:func:`workbench.masking.prepare_corpus`); ``data.eval_fraction`` of the blocks held out and masked once
-    (:data:`EVAL_MASKING`); ``config.masking``'s collator seeded with ``training.seed`` (KDM: the training blocks' IDF)."""
+    (:data:`EVAL_MASKING`); ``config.masking``'s collator seeded with ``training.seed`` (KDM: the training blocks'
+    IDF)."""
     started, data, objective = time.perf_counter(), config.data, config.objective
     tokenizer = load_tokenizer(config.model.model_name_or_path, config.model.vocab_file)
     texts, pairs = load_texts(data)
@@ -271,7 +278,8 @@ def pretraining_trainer_kwargs(
     config: Config, data: PretrainingData, callbacks: Sequence[TrainerCallback]
 ) -> dict[str, Any]:
     """The Trainer keyword arguments both pre-training tasks share: no Trainer evaluation, masks drawn in
-    ``training.dataloader_num_workers`` persistent processes, the ``objective``'s loss, ``callbacks``, the time budget."""
+    ``training.dataloader_num_workers`` persistent processes, the ``objective``'s loss, ``callbacks``, the time
+    budget."""
     training = config.training
     workers = (
         default_dataloader_workers() if training.dataloader_num_workers is None else training.dataloader_num_workers

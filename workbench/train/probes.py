@@ -29,7 +29,8 @@ SPLITS = ("train", "validation", "test")
 
 @dataclass(frozen=True)
 class EncodedSplit:
-    """One split: ``ids``, one (texts) or two (query, title) int64 tensors (n, length) padded with ``PAD_ID``, ``labels``."""
+    """One split: ``ids``, one (texts) or two (query, title) int64 tensors (n, length) padded with ``PAD_ID``, and
+    ``labels``."""
 
     ids: tuple[torch.Tensor, ...]
     labels: torch.Tensor
@@ -112,8 +113,8 @@ class CharacterProbe(nn.Module):
 
 @dataclass(frozen=True)
 class ProbeFit:
-    """:func:`fit_probe`'s kept 1-based ``best_epoch``, that epoch's ``validation`` and ``test`` reports and predictions,
-    test ``probabilities`` and the per-epoch ``history`` (mean training loss, validation macro-F1)."""
+    """:func:`fit_probe`'s kept 1-based ``best_epoch``, that epoch's ``validation`` and ``test`` reports and
+    predictions, test ``probabilities`` and the per-epoch ``history`` (mean training loss, validation macro-F1)."""
 
     best_epoch: int
     validation: dict[str, Any]

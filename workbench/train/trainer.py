@@ -25,7 +25,8 @@ from workbench.train.run_folder import STAGING_DIR, checkpoint_to_resume
 
 
 class BarProgressCallback(ProgressCallback):
-    """The Trainer's bar with the training loss in its postfix and one line per evaluation (no line per log, no eval bar)."""
+    """The Trainer's bar with the training loss in its postfix and one line per evaluation (no line per log, no
+    evaluation bar)."""
 
     def on_prediction_step(self, *args: Any, **kwargs: Any) -> None:
         return
@@ -172,14 +173,15 @@ class LossTrainer(Trainer):
     def diverged(self, step: int, what: str) -> FloatingPointError:
         """The error that stops a diverged run at ``step``: ``what`` went non-finite."""
         return FloatingPointError(
-            f"training diverged at step {step} (epoch {self.state.epoch or 0:.2f}): {what}; lower training.learning_rate or "
-            f"check the loss parameters. Checkpoints saved before are kept in {self.run_dir}"
+            f"training diverged at step {step} (epoch {self.state.epoch or 0:.2f}): {what}; "
+            "lower training.learning_rate or check the loss parameters. "
+            f"Checkpoints saved before are kept in {self.run_dir}"
         )
 
     def train(self, resume_from_checkpoint: str | None = None, **kwargs: Any) -> Any:
-        """``Trainer.train`` from ``args.resume_from_checkpoint`` by default, no staging left after an error; a folder that
-        cannot be written and a checkpoint holding a file that is not a checkpoint's (or weights of another shape) are a
-        ValueError naming it."""
+        """``Trainer.train`` from ``args.resume_from_checkpoint`` by default, no staging left after an error; a folder
+        that cannot be written and a checkpoint holding a file that is not a checkpoint's (or weights of another shape)
+        are a ValueError naming it."""
         resume_from_checkpoint = resume_from_checkpoint or self.args.resume_from_checkpoint
         try:
             return super().train(resume_from_checkpoint=resume_from_checkpoint, **kwargs)

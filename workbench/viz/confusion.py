@@ -49,8 +49,8 @@ def matrix_grid(
     shared_scale: bool = True,
     columns: int = GRID_COLUMNS,
 ) -> go.Figure:
-    """Heatmaps, one per entry (e.g. PCL weight matrices), ``columns`` per row, titles wrapped at TITLE_WIDTH; cells show
-    ``texts[name]`` or the values in ``value_format``; ``shared_scale``: one colour scale, else one per panel."""
+    """Heatmaps, one per entry (e.g. PCL weight matrices), ``columns`` per row, titles wrapped at TITLE_WIDTH; cells
+    show ``texts[name]`` or the values in ``value_format``; ``shared_scale``: one colour scale, else one per panel."""
     if not matrices:
         raise ValueError("matrices: must hold at least one name -> matrix entry, got none")
     arrays = {name: check_matrix(matrix, label_names, f"matrix {name!r}") for name, matrix in matrices.items()}

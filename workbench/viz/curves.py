@@ -1,9 +1,10 @@
 """Loss and gradient curves against p, the predicted probability of the gold class, by autograd through ``build_loss``.
 
-One position, C classes: the gold logit is z, the others 0, so p = e^z / (e^z + C - 1) and dL/dp = (dL/dz) / (p (1 - p)).
-DSC (Dice paper eq. 12) for a positive: dL/dp = -3 (1 - 2p) / ((1 - p) p + 2)^2 is positive beyond p = 0.5 (+0.55 at
-0.9, +0.75 as p -> 1): confident positives are pushed back towards 0.5, not faded out (the paper's "approaches zero right
-after p exceeds 0.5" does not hold for eq. 12 as printed). CE's dL/dp = -1/p tends to -1; per logit CE's dL/dz = p - 1 fades.
+One position, C classes: the gold logit is z, the others 0, so p = e^z / (e^z + C - 1) and
+dL/dp = (dL/dz) / (p (1 - p)). DSC (Dice paper eq. 12) for a positive: dL/dp = -3 (1 - 2p) / ((1 - p) p + 2)^2 is
+positive beyond p = 0.5 (+0.55 at 0.9, +0.75 as p -> 1): confident positives are pushed back towards 0.5, not faded
+out (the paper's "approaches zero right after p exceeds 0.5" does not hold for eq. 12 as printed). CE's dL/dp = -1/p
+tends to -1; per logit CE's dL/dz = p - 1 fades.
 """
 
 from __future__ import annotations

@@ -103,7 +103,8 @@ def aux_sweep_figure(
     method_labels: Mapping[str, str] | None = None,
 ) -> go.Figure:
     """``metric`` of two-stage training against the auxiliary-label count n, the baseline a band, other methods
-    (``method_labels`` names them) markers: the auxiliary-label paper's Figure 3, whose metric the paper does not state."""
+    (``method_labels`` names them) markers: the auxiliary-label paper's Figure 3, whose metric the paper does not
+    state."""
     if f"{metric}_mean" not in summary.columns:
         metrics = sorted(column[:-5] for column in summary.columns if column.endswith("_mean"))
         raise ValueError(f"metric: must be one of {metrics}, got {metric!r}")

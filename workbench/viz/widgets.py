@@ -1,5 +1,6 @@
-"""Slider panels: ipywidgets sliders redraw a plotly figure in JupyterLab (``interactive=True``); headless, ``display()``
-shows ``page_figure()``, plotly's own sliders over precomputed steps, so a run's pages stay interactive offline."""
+"""Slider panels: ipywidgets sliders redraw a plotly figure in JupyterLab (``interactive=True``); headless,
+``display()`` shows ``page_figure()``, plotly's own sliders over precomputed steps, so a run's pages stay interactive
+offline."""
 
 from __future__ import annotations
 
@@ -32,7 +33,8 @@ SLIDERS: dict[str, dict[str, Any]] = {
     "k": {"value": 2, "min": 1, "max": 10, "step": 1},
     "gamma_entropy": {"value": 0.1, "min": 0.01, "max": 0.5, "step": 0.01},  # the aux-label paper's eq. 2-3 gamma
 }
-# (loss, parameter) pairs that change a negative example's curves only: Tversky eq. 10's FP = p (1 - y) is 0 for a positive
+# (loss, parameter) pairs that change a negative example's curves only: Tversky eq. 10's FP = p (1 - y) is 0
+# for a positive
 NEGATIVE_ONLY = {("tversky", "alpha")}
 PAGE_STEPS = 11  # a page slider's steps: every position up to this many, else this many spread evenly
 TRACE_ATTRIBUTES = ("x", "y", "z", "text")  # what a page slider's step may change in a trace
@@ -95,7 +97,8 @@ def _hold_axis_ranges(figures: Sequence[go.Figure]) -> None:
 
 
 def _update_args(step: go.Figure, parts: set[tuple[Any, str | None]], back: dict[str, int]) -> list[Any]:
-    """``Plotly.update`` arguments: ``step``'s values of ``parts`` and the sliders set ``back`` (``sliders[i].active``)."""
+    """``Plotly.update`` arguments: ``step``'s values of ``parts`` and the sliders set ``back``
+    (``sliders[i].active``)."""
     traces = sorted({index for index, name in parts if name})
     layout = step.layout.to_plotly_json()
     data = {
@@ -126,7 +129,8 @@ class Panel:
         return {name: slider.value for name, slider in self.sliders.items()}
 
     def figure_for(self, **values: Any) -> go.Figure:
-        """The figure for these slider values (others: current values), the cell's width; ValueError for unknown names."""
+        """The figure for these slider values (the others at their current values), the cell's width; ValueError for
+        unknown names."""
         unknown = sorted(set(values) - set(self.sliders))
         if unknown:
             raise ValueError(
@@ -190,7 +194,8 @@ class Panel:
 
 @dataclass(frozen=True)
 class LinkedCurve:
-    """One curve: loss ``loss`` with ``fixed`` parameters and the sliders named in ``linked``; legend ``label`` (or ``loss``)."""
+    """One curve: loss ``loss`` with ``fixed`` parameters and the sliders named in ``linked``; legend ``label`` (or
+    ``loss``)."""
 
     loss: str
     linked: tuple[str, ...] = ()

@@ -47,7 +47,8 @@ def heldout_texts(data: DataConfig | Mapping[str, Any], n_texts: int) -> list[st
 
 
 def load_masked_lm(model: Model, tokenizer: Any = None) -> tuple[Any, Any]:
-    """``(model, tokenizer)``: a checkpoint folder loaded (without transformers' loading bar), or a module with its tokenizer."""
+    """``(model, tokenizer)``: a checkpoint folder loaded (without transformers' loading bar), or a module with its
+    tokenizer."""
     if isinstance(model, (str, Path)):
         was_on = transformers_logging.is_progress_bar_enabled()
         transformers_logging.disable_progress_bar()
@@ -191,7 +192,8 @@ def corpus_words(texts: Sequence[str]) -> list[list[str]]:
 
 
 def model_word_vectors(model: Model, words: Sequence[str], tokenizer: Any = None) -> tuple[np.ndarray, list[str]]:
-    """``(vectors, words kept)``: a word's vector is the mean input embedding of its tokens; words with [UNK] left out."""
+    """``(vectors, words kept)``: a word's vector is the mean input embedding of its tokens; words with [UNK] are
+    left out."""
     model, tokenizer = load_masked_lm(model, tokenizer)
     matrix = model.get_input_embeddings().weight.detach().float().cpu()
     vectors, kept = [], []
@@ -214,7 +216,8 @@ def word_vectors(
     min_count: int = 2,
 ) -> tuple[np.ndarray, list[str]]:
     """The vectors of embedding look-up over the jieba words of ``texts`` seen ``min_count`` times: learnt from
-    ``texts`` (``corpus``: :func:`workbench.word_vectors.corpus_word_vectors`) or ``model``'s input embeddings (``model``)."""
+    ``texts`` (``corpus``: :func:`workbench.word_vectors.corpus_word_vectors`) or ``model``'s input embeddings
+    (``model``)."""
     check_choice("source", source, ("corpus", "model"))
     vectors, words = corpus_word_vectors(corpus_words(texts), dim=dim, window=window, min_count=min_count)
     if source == "corpus":
