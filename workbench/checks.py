@@ -54,9 +54,8 @@ def check_number(
     value = float(value) if is_number(value) and not isinstance(value, int) else value  # numpy scalars as Python floats
     too_low = is_number(value) and low is not None and (value < low if low_inclusive else value <= low)
     too_high = is_number(value) and high is not None and (value > high if high_inclusive else value >= high)
-    if (
-        not is_number(value) or not abs(value) <= sys.float_info.max or too_low or too_high
-    ):  # NaN, inf, an int past a float
+    finite = is_number(value) and abs(value) <= sys.float_info.max  # not NaN, not inf, not an int past a float
+    if not finite or too_low or too_high:
         allowed = _allowed("a number", low, high, low_inclusive, high_inclusive)
         raise _fail(name, ("null or " if allow_none else "") + allowed, value)
     return float(value)

@@ -25,7 +25,7 @@ def _validated_pair(
     if gold.shape != pred.shape:
         raise ValueError(f"predictions: must have the same length as labels ({gold.size}), got {pred.size}")
     if gold.size == 0:
-        raise ValueError("labels: must not be empty")
+        raise ValueError("labels: must hold at least one label, got none")
     return gold, pred
 
 

@@ -118,7 +118,10 @@ def build_electra(
         generator = ElectraForMaskedLM(electra_generator_config(discriminator.config, generator_size))
     else:
         if tiny is not None:
-            raise ValueError("tiny: give either model_name_or_path or tiny config kwargs, not both")
+            raise ValueError(
+                f"tiny: must be None with model_name_or_path={str(model_name_or_path)!r} (a checkpoint has its own "
+                f"sizes), got {tiny!r}"
+            )
         model_type = AutoConfig.from_pretrained(str(model_name_or_path)).model_type
         if model_type != "electra":
             raise ValueError(
@@ -168,7 +171,10 @@ def _build(
     """Load ``model_name_or_path`` with ``auto_class`` or build ``bert_class`` from a tiny config."""
     if model_name_or_path is not None:
         if tiny is not None:
-            raise ValueError("tiny: give either model_name_or_path or tiny config kwargs, not both")
+            raise ValueError(
+                f"tiny: must be None with model_name_or_path={str(model_name_or_path)!r} (a checkpoint has its own "
+                f"sizes), got {tiny!r}"
+            )
         return load_pretrained(auto_class, model_name_or_path, **head_kw)
     config = tiny_bert_config(**dict(tiny or {}))
     for key, value in head_kw.items():
@@ -300,7 +306,8 @@ class FusionClassifier(nn.Module):
         self.num_labels = check_int("num_labels", num_labels, 1)
         self.representation = check_choice("representation", representation, self.REPRESENTATIONS)
         self.dropout = nn.Dropout(check_number("dropout", dropout, 0.0, 1.0, high_inclusive=False))
-        self.encoder_a, self.encoder_b = encoder_a, encoder_b
+        self.encoder_a = encoder_a
+        self.encoder_b = encoder_b
         self.classifier = nn.Linear(encoder_a.config.hidden_size + encoder_b.config.hidden_size, num_labels)
 
     def _represent(self, encoder: PreTrainedModel, **inputs: torch.Tensor | None) -> torch.Tensor:

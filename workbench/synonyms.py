@@ -215,7 +215,8 @@ class SynonymIdIndex:
         if len({key for key, _ in keyed}) != len(keyed):
             raise RuntimeError("two lexicon words share a 62-bit text key; change HASH_BASES")
         groups_of = [table._groups_of[word] for _, word in keyed]
-        self.num_words, self.num_groups = len(keyed), max(len(table), 1)
+        self.num_words = len(keyed)
+        self.num_groups = max(len(table), 1)
         self.max_chars = max((len(word) for _, word in keyed), default=0)
         self.max_groups = max(map(len, groups_of), default=0)  # the most groups a word is in: a query's cost
         self.num_pairs = sum(len(group) * (len(group) - 1) for group in table._groups)  # ordered pairs, per group
@@ -272,7 +273,8 @@ class SynonymIdIndex:
     def are_synonyms(self, first: torch.Tensor, second: torch.Tensor) -> torch.Tensor:
         """Elementwise: word numbers ``first`` and ``second`` (:meth:`span_words`) are different words
         and some group of ``first`` holds ``second``; False where either is -1."""
-        codes, groups = self._tensors(first.device)["member_codes"], self.num_groups
+        codes = self._tensors(first.device)["member_codes"]
+        groups = self.num_groups
         if self.num_words == 0:
             return torch.zeros_like(first, dtype=torch.bool)
         a, b = first.clamp(min=0), second.clamp(min=0)

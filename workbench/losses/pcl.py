@@ -243,7 +243,8 @@ class PropensityCorrectedLoss(ImbalanceLoss):
         pcl_plus = self.epsilon * r_plus  # eq. 2
         pcl_minus = self.epsilon * r_minus  # eq. 3
         severity = ordinal_severity(counts) if self.cost_matrix is None else self.cost_matrix.cpu()
-        gold, predicted = targets.clamp_min(0), logits.detach().argmax(-1)
+        gold = targets.clamp_min(0)
+        predicted = logits.detach().argmax(-1)
         near = near_mistakes(severity).to(logits.device)[gold, predicted]
         correct = predicted == gold
         loss = torch.where(correct, ls, torch.where(near, ls - pcl_minus, ls + pcl_plus))
@@ -254,7 +255,8 @@ class PropensityCorrectedLoss(ImbalanceLoss):
         if self.variant == "paper":
             return self.reduce(self.paper_loss(logits, targets, ls), targets)
         valid = targets != IGNORE_INDEX
-        gold, predicted = targets.clamp_min(0), logits.detach().argmax(-1)
+        gold = targets.clamp_min(0)
+        predicted = logits.detach().argmax(-1)
         matrix = self.matrix(targets, logits.shape[-1]).to(logits)
         if self.variant == "weighted":
             return self.reduce(matrix[gold, predicted] * ls, targets)

@@ -59,9 +59,8 @@ def parse_sweep(specs: Iterable[str]) -> dict[str, list[Any]]:
             raise ValueError(f"--sweep {key}: values must be printable and not empty, got {values!r}")
         parsed = read_yaml(f"[{values}]", f"--sweep {key}")
         for a, b in itertools.combinations(parsed, 2):
-            if (a == b and isinstance(a, bool) == isinstance(b, bool)) or repr(a) == repr(
-                b
-            ):  # 0.1, 0.10; NaN; 1 is no flag
+            # equal after parsing: 0.1 and 0.10, NaN twice; but 1 and true are different values
+            if (a == b and isinstance(a, bool) == isinstance(b, bool)) or repr(a) == repr(b):
                 raise ValueError(f"--sweep {key}: the value {a!r} is given twice (equal after parsing)")
         sweep[key] = parsed
     return sweep
@@ -195,7 +194,8 @@ def plan_executions(
         One :class:`Execution` per notebook and sweep point (params file, sweep point, seeds, ``interactive = False``),
         each in its own folder (names that differ only in case get a hash: macOS and Windows would merge them).
     """
-    sweep, fixed = sweep or {}, {SEEDS_PARAMETER: list(seeds)} if seeds else {}
+    sweep = sweep or {}
+    fixed = {SEEDS_PARAMETER: list(seeds)} if seeds else {}
     if fixed and SEEDS_PARAMETER in sweep:
         raise ValueError(f"--seeds: give seeds either with --seeds or with --sweep {SEEDS_PARAMETER}=..., not both")
     points = [dict(zip(sweep, values)) for values in itertools.product(*sweep.values())]

@@ -30,8 +30,12 @@ from workbench.stats import describe, mean_std, row_statistics
 from workbench.stats import summarize as summarize_runs
 from workbench.train import classification_data, evaluation_split, finetune, fusion_finetune, two_stage
 
-BASELINE, TWO_STAGE, TWO_STAGE_FGM = "baseline", "two_stage", "two_stage_fgm"
-FUSION_FINETUNE, FUSION, FUSION_FGM = "fusion_finetune", "fusion", "fusion_fgm"
+BASELINE = "baseline"
+TWO_STAGE = "two_stage"
+TWO_STAGE_FGM = "two_stage_fgm"
+FUSION_FINETUNE = "fusion_finetune"
+FUSION = "fusion"
+FUSION_FGM = "fusion_fgm"
 METHODS = (BASELINE, TWO_STAGE, TWO_STAGE_FGM, FUSION_FINETUNE, FUSION, FUSION_FGM)
 PAPER_NAMES = {
     BASELINE: "BERT (fine-tuning)",

@@ -95,7 +95,8 @@ def table8_sets(
 def table8_counts(table8: Table8Sets) -> pd.DataFrame:
     """Per setting: negative, positive, total, positive share, added (rows appended to the original) and added rows
     whose text equals an original training text (every copy, and replacements that found no synonym)."""
-    sets, original = table8.sets, table8.sets["original"]
+    sets = table8.sets
+    original = table8.sets["original"]
     counts = pd.DataFrame(
         [label_counts(train, 2) for train in sets.values()], index=list(sets), columns=["negative", "positive"]
     )

@@ -71,12 +71,14 @@ def gradient_comparison(
     shares = torch.as_tensor(QBQTC_LABEL_COUNTS, dtype=torch.float64)
     labels = torch.multinomial(shares / shares.sum(), batch_size, replacement=True, generator=generator)
     logits = 2.0 * torch.randn(batch_size, len(shares), generator=generator, dtype=torch.float64)
-    values, gradients = {}, {}
+    values = {}
+    gradients = {}
     for setting, spec in specs.items():
         counts = {"label_counts": list(QBQTC_LABEL_COUNTS)} if needs_label_counts(spec) else {}
         leaf = logits.clone().requires_grad_(True)
         value = loss_from_spec(spec.replace(params={**spec.params, **counts}))(leaf, labels)
-        values[setting], (gradients[setting],) = value.item(), torch.autograd.grad(value, leaf)
+        values[setting] = value.item()
+        gradients[setting] = torch.autograd.grad(value, leaf)[0]
     return pd.DataFrame(
         {
             "setting": list(settings),
@@ -120,7 +122,9 @@ def run_ablation(
     seeds = check_seeds("seeds", seeds)
     names = label_names(splits["train"])
     gold = np.asarray(splits["test"]["label"], dtype=np.int64)
-    rows, predictions, confusion = [], {}, dict.fromkeys(losses, 0)
+    rows = []
+    predictions = {}
+    confusion = dict.fromkeys(losses, 0)
     for setting, spec in losses.items():
         loss = loss_from_spec(spec, splits["train"])
         for seed in seeds:

@@ -33,9 +33,8 @@ def comparison_specs(settings: Sequence[str], epsilon: float, cost_matrix=None) 
     """The specs of ``settings`` (:data:`COMPARISON` keys): LS and PCL at ``epsilon``, PCL with ``cost_matrix`` if
     one is given."""
     specs = {}
-    for setting in check_names(
-        "settings", settings, list(COMPARISON), required=("CE", "LS")
-    ):  # the notebook shows both
+    chosen = check_names("settings", settings, list(COMPARISON), required=("CE", "LS"))  # the notebook shows both
+    for setting in chosen:
         spec = COMPARISON[setting]
         extra = {"epsilon": epsilon} if spec.name in ("ls", "pcl") else {}
         if cost_matrix is not None and spec.name == "pcl" and spec.params["variant"] != "reference":

@@ -94,7 +94,8 @@ class ElectraPretrainingModel(nn.Module):
 
     def __init__(self, generator: ElectraForMaskedLM, discriminator: ElectraForPreTraining) -> None:
         super().__init__()
-        self.generator, self.discriminator = generator, discriminator
+        self.generator = generator
+        self.discriminator = discriminator
 
     def forward(self, input_ids, attention_mask, token_type_ids=None, labels=None, sampler=None) -> ElectraOutput:
         if labels is None:
@@ -126,11 +127,13 @@ class ElectraTrainer(pretraining.MaskedLMTrainer):
         self.discriminator_weight = discriminator_weight
         if self.correcting:
             self.corrections["disc_hc"] = pretraining.CorrectionLog()
-        self.losses_since_log, self.losses_total = np.zeros(3), np.zeros(3)  # G's sum, D's sum, micro-batches
+        self.losses_since_log = np.zeros(3)  # G's loss sum, D's loss sum, micro-batches since the last log
+        self.losses_total = np.zeros(3)  # the same over the whole run
 
     def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
         inputs = dict(inputs)
-        labels, word_ids = inputs.pop("labels"), inputs.pop("word_ids", None)
+        labels = inputs.pop("labels")
+        word_ids = inputs.pop("word_ids", None)
         outputs = model(**inputs, labels=labels)
         generator = self.accelerator.unwrap_model(model).generator
         generator_loss, items = self.mlm_loss(generator, outputs.generator_logits, labels, inputs, word_ids)
@@ -198,10 +201,8 @@ def evaluate_discriminator(
     over the real tokens: eval_disc_loss (mean BCE), eval_disc_accuracy (1[logit > 0] = y), eval_disc_precision and
     eval_disc_recall of "replaced", eval_replaced_share; with ``correction`` the HC relabelling counts and rates of the
     same replacements as ``disc_hc_<name>``. Runs in eval mode, restores the mode after."""
-    totals, counts = (
-        np.zeros(6),
-        CorrectionCounts(),
-    )  # loss sum, real tokens, right, true positives, predicted, replaced
+    totals = np.zeros(6)  # loss sum, real tokens, right, true positives, predicted, replaced
+    counts = CorrectionCounts()
     with pretraining.evaluation_mode(model, batches) as device:
         sampler = torch.Generator(device=device).manual_seed(seed)
         for batch in batches:

@@ -89,7 +89,9 @@ def evaluate_masked_lm(
     """Plain MLM loss on pre-masked ``batches``: eval_loss = (sum over the M masked positions of -log p(w_k | s)) / M,
     perplexity = exp(eval_loss), eval_masked_tokens = M; with ``correction`` the HC counts and Table 2 rates of the
     same predictions as ``hc_<name>`` (word level: batches need ``word_ids``)."""
-    total, masked, counts = 0.0, 0, CorrectionCounts()
+    total = 0.0
+    masked = 0
+    counts = CorrectionCounts()
     with evaluation_mode(model, batches) as device:
         for batch in batches:
             batch = {key: value.to(device) for key, value in batch.items()}
@@ -112,10 +114,8 @@ def evaluate_masked_lm(
     return result
 
 
-EVAL_MASKING, EVAL_SEED = (
-    MaskingSpec(strategy="wwm"),
-    12345,
-)  # the held-out masks, whatever the training's: runs compare
+EVAL_MASKING = MaskingSpec(strategy="wwm")  # the held-out masks, whatever the training's: runs compare
+EVAL_SEED = 12345
 HEADLINE = ("eval_loss", "perplexity", "eval_disc_loss", "eval_disc_accuracy")  # metrics.json's top-level evaluation
 
 
@@ -134,7 +134,9 @@ class CorrectionLog:
     (``totals``)."""
 
     def __init__(self) -> None:
-        self.since_log, self.epoch, self.totals = CorrectionCounts(), CorrectionCounts(), CorrectionCounts()
+        self.since_log = CorrectionCounts()
+        self.epoch = CorrectionCounts()
+        self.totals = CorrectionCounts()
 
     def update(self, counts: CorrectionCounts) -> None:
         for running in (self.since_log, self.epoch, self.totals):
@@ -171,11 +173,9 @@ class MaskedLMTrainer(LossTrainer):
         self, model: nn.Module, inputs: dict[str, Any], return_outputs: bool = False, num_items_in_batch: Any = None
     ) -> torch.Tensor | tuple[torch.Tensor, Any]:
         inputs = dict(inputs)
-        labels, word_ids, sop_labels = (
-            inputs.pop("labels"),
-            inputs.pop("word_ids", None),
-            inputs.pop("sop_labels", None),
-        )
+        labels = inputs.pop("labels")
+        word_ids = inputs.pop("word_ids", None)
+        sop_labels = inputs.pop("sop_labels", None)
         logits, sop_logits = labelled_logits(model, labels, **inputs)
         loss, items = self.mlm_loss(self.accelerator.unwrap_model(model), logits, labels, inputs, word_ids)
         if sop_labels is not None:
@@ -202,7 +202,8 @@ class EpochEvaluation(TrainerCallback):
     ``epochs`` (a non-finite eval loss stops the run before the checkpoint); ``first_step``: when training began."""
 
     def __init__(self, trainer: MaskedLMTrainer, evaluate: Callable[[nn.Module], dict[str, float]]) -> None:
-        self.trainer, self.evaluate = trainer, evaluate
+        self.trainer = trainer
+        self.evaluate = evaluate
         self.epochs: list[dict[str, Any]] = []
         self.first_step: float | None = None
 
@@ -257,7 +258,9 @@ def prepare_pretraining(config: Config) -> PretrainingData:
     (:func:`workbench.masking.prepare_corpus`); ``data.eval_fraction`` of the blocks held out and masked once
     (:data:`EVAL_MASKING`); ``config.masking``'s collator seeded with ``training.seed`` (KDM: the training blocks'
     IDF)."""
-    started, data, objective = time.perf_counter(), config.data, config.objective
+    started = time.perf_counter()
+    data = config.data
+    objective = config.objective
     tokenizer = load_tokenizer(config.model.model_name_or_path, config.model.vocab_file)
     texts, pairs = load_texts(data)
     documents = texts if pairs is None else [f"{text}\n{pair}" for text, pair in zip(texts, pairs)]
@@ -308,7 +311,8 @@ def run_pretraining(
     trainer.save_model(config.output_dir)
     if not evaluation.epochs or evaluation.epochs[-1]["step"] != trainer.state.global_step:  # stopped mid-epoch
         evaluation.on_epoch_end(trainer.args, trainer.state, trainer.control)
-    final, wall = evaluation.epochs[-1], time.perf_counter() - data.started
+    final = evaluation.epochs[-1]
+    wall = time.perf_counter() - data.started
     before_first_step = wall if evaluation.first_step is None else evaluation.first_step - data.started
     metrics: dict[str, Any] = {
         "task": config.task,

@@ -121,7 +121,8 @@ def progress_bars(enabled: bool) -> Iterator[None]:
     """Inside the block, only the bars worth watching: transformers' bars for reading and writing model files
     (a 0-to-100% flash) are off; with ``enabled`` false (quiet runs) the bars of ``datasets`` and transformers'
     warnings below errors (e.g. the LOAD REPORT of a fresh head) too. The Trainer's bar follows ``training.quiet``."""
-    bars, verbosity = logging.is_progress_bar_enabled(), logging.get_verbosity()
+    bars = logging.is_progress_bar_enabled()
+    verbosity = logging.get_verbosity()
     datasets_bars = datasets.is_progress_bar_enabled()
     logging.disable_progress_bar()
     if not enabled:

@@ -100,7 +100,8 @@ def figure_loss_curves(
     beside dL/dp); ``derivative_range``: (low, high), None (autorange) or "auto": dL/dp axes span the curves for
     p >= AUTO_RANGE_FROM_P (CE's -1/p reaches -100 at p = 0.01 and would squash the others), dL/dz autoranges.
     """
-    examples, derivatives = _choices("example", example, EXAMPLES), _choices("derivative", derivative, DERIVATIVES)
+    examples = _choices("example", example, EXAMPLES)
+    derivatives = _choices("derivative", derivative, DERIVATIVES)
     if isinstance(derivative_range, str) and derivative_range != "auto":
         raise ValueError(f"derivative_range: must be 'auto', None or a (low, high) pair, got {derivative_range!r}")
     quantities = ["loss", *derivatives]

@@ -112,7 +112,9 @@ class Panel:
     """Sliders + one figure redrawn from ``figure_for``; subclasses implement ``draw``."""
 
     def __init__(self, sliders: Mapping[str, widgets.widget.Widget], name: str, interactive: bool = True) -> None:
-        self.sliders, self.name, self.interactive = dict(sliders), name, interactive
+        self.sliders = dict(sliders)
+        self.name = name
+        self.interactive = interactive
         self.figure: go.Figure = go.FigureWidget(self.figure_for()) if interactive else self.figure_for()
         for slider in self.sliders.values():
             slider.observe(self._redraw, names="value")
@@ -147,7 +149,8 @@ class Panel:
 
         Sliders that change the same traces or layout entries form a group: a step puts the others of its group
         back to their values, so the figure shows what the sliders say. Axis ranges hold the span of every step."""
-        start, grids = self.values(), {name: _page_grid(slider) for name, slider in self.sliders.items()}
+        start = self.values()
+        grids = {name: _page_grid(slider) for name, slider in self.sliders.items()}
         figure = self.figure_for()
         steps = {name: [self.figure_for(**{name: value}) for value in grid] for name, grid in grids.items()}
         _hold_axis_ranges([figure, *itertools.chain(*steps.values())])
@@ -222,7 +225,8 @@ class LossCurvePanel(Panel):
             raise ValueError(f"curves: link slider(s) {unknown} that are not in slider_names {list(slider_names)}")
         if any((curve.loss, slider) in NEGATIVE_ONLY for curve in curves for slider in curve.linked):
             options.setdefault("example", ("positive", "negative"))
-        self.curves, self.options = list(curves), options
+        self.curves = list(curves)
+        self.options = options
         super().__init__(
             {slider: make_slider(slider, continuous_update=False) for slider in slider_names}, name, interactive
         )
@@ -280,10 +284,10 @@ class EntropyPanel(Panel):
         self, n_max: int = 20, gamma: float = 0.1, interactive: bool = True, name: str = "entropy", **options: Any
     ) -> None:
         check_int("n_max", n_max, 0)
-        self.logits, self.options = options.get("logits"), {"n_max": n_max, **options}
-        paper_entropy(
-            SLIDERS["k"]["value"] if self.logits is None else len(self.logits), gamma
-        )  # ValueError naming gamma
+        self.logits = options.get("logits")
+        self.options = {"n_max": n_max, **options}
+        k = SLIDERS["k"]["value"] if self.logits is None else len(self.logits)
+        paper_entropy(k, gamma)  # a ValueError naming gamma where the entropy is undefined
         sliders = {"n_auxiliary": make_slider("n_auxiliary", max=n_max, value=min(3, n_max))}
         if self.logits is None:
             sliders["k"] = make_slider("k")

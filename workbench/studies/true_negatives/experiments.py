@@ -54,16 +54,19 @@ def pretraining_runs(
         raise ValueError(
             f"synonyms: must name the source of lexicon (not {DEFAULT_SOURCE!r}) when one is given, got {synonyms!r}"
         )
-    base, rows = load_config(base_config, task="pretrain_mlm"), []
+    base = load_config(base_config, task="pretrain_mlm")
+    rows = []
     for strategy, objective in dict.fromkeys(map(tuple, plan)):
         name = f"{strategy}-{objective}" + ("" if synonyms == DEFAULT_SOURCE else f"@{synonyms}")
         overrides = {**OBJECTIVE_VARIANTS[objective], **({} if lexicon is None else {"lexicon": str(lexicon)})}
-        masking, training = {"strategy": strategy}, {"seed": seed}
+        masking = {"strategy": strategy}
+        training = {"seed": seed}
         config = base.replace(
             output_dir=str(Path(output_root) / name), masking=masking, objective=overrides, training=training
         )
         metrics = pretrain_mlm(config).metrics
-        final, correction = (metrics.get("epochs") or [{}])[-1], metrics.get("correction", {})
+        final = (metrics.get("epochs") or [{}])[-1]
+        correction = metrics.get("correction", {})
         rows.append(
             {
                 "encoder": name,
@@ -164,7 +167,8 @@ def downstream_grid(
         raise ValueError("encoders: must name at least one encoder, got none")
     seeds = check_seeds("seeds", seeds)
     base = load_config(base_config, task="finetune")
-    rows, keys = [], (*DOWNSTREAM_METRICS, "best_validation_macro_f1")
+    rows = []
+    keys = (*DOWNSTREAM_METRICS, "best_validation_macro_f1")
     for name, path in encoders.items():
         model = {"model_name_or_path": None} if path is None else {"model_name_or_path": str(path), "vocab_file": None}
         for seed in seeds:
@@ -266,7 +270,8 @@ def this_run(results: pd.DataFrame, epochs: pd.DataFrame, table2_run: str, strat
     """The run's key numbers in one line (HC rates in % of the wrong predictions), which the notebook's reading
     quotes."""
     rows = results.set_index("encoder")
-    trained, run = rows[rows["masking"].notna()], epochs[epochs["encoder"] == table2_run]
+    trained = rows[rows["masking"].notna()]
+    run = epochs[epochs["encoder"] == table2_run]
     corrected = trained[trained["objective"].isin(["hc", "hc_word"])]["train_prediction_rate"]
     levels = [trained.get(f"heldout_prediction_rate_{level}", pd.Series(np.nan, trained.index)) for level in HC_LEVELS]
     best = best_encoder(results)
