@@ -58,6 +58,14 @@ MARKDOWN_PAYLOAD = (
 SVG_OUTPUT = (
     f'<svg xmlns="http://www.w3.org/2000/svg" onload="{_mark("svg-output")}"><rect width="9" height="9"/></svg>'
 )
+# A foreign figure: a layout image from the network, a height that would break out of plotly.io's style attribute.
+FOREIGN_FIGURE = {
+    "data": [{"type": "bar", "y": [2, 1]}],
+    "layout": {
+        "height": f'300px" onmouseover="{_mark("height")}',
+        "images": [{"source": f"http://{REMOTE}/logo.png", "xref": "paper", "yref": "paper", "x": 0, "y": 1}],
+    },
+}
 # Markers each payload leaves when a trusted page runs it (the svg output is an image: it never runs).
 LIVE_WHEN_TRUSTED = {"script", "onerror", "iframe", "link", "details", "javascript", "md-script", "md-onerror"}
 CLICK_PROBE = """<script>
@@ -89,6 +97,12 @@ def _foreign_notebook(path: Path) -> Path:
             data={"text/vnd.mermaid": f'<img src="x" onerror="{_mark("mermaid")}">', "text/plain": "graph"},
         ),
         new_output("display_data", data=_figure_bundle()),
+        new_output(  # the template would load an image from a file name the notebook gives
+            "display_data",
+            data={"image/png": "iVBORw0KGgo=", "text/plain": "png"},
+            metadata={"filenames": {"image/png": f"http://{REMOTE}/output.png"}},
+        ),
+        new_output("display_data", data={PLOTLY_MIME: FOREIGN_FIGURE, "text/plain": "figure"}),
     ]
     panel = PclWeightsPanel(variants=("weighted",), interactive=False).page_figure()
     live = {"application/vnd.jupyter.widget-view+json": {"model_id": "0", "version_major": 2, "version_minor": 0}}
@@ -139,7 +153,7 @@ def test_a_foreign_page_holds_no_live_content(tmp_path):
     for needle in ("onerror", "onload", "ontoggle", "javascript:", "<iframe", "<object", "<link", REMOTE, "pwned"):
         assert needle not in shown.lower(), needle
     scripts = re.findall(r"<script\b[^>]*>(.*?)</script>", shown, flags=re.DOTALL)
-    assert len(scripts) == 2 and all("Plotly.newPlot" in script for script in scripts)  # the two figures, from data
+    assert len(scripts) == 3 and all("Plotly.newPlot" in script for script in scripts)  # the figures, from data
     assert "A foreign notebook" in shown and "styled" in shown  # the text stays
 
 
@@ -148,7 +162,7 @@ def test_a_foreign_notebooks_page_runs_nothing_and_asks_no_server_in_chromium(tm
     page = export_notebook(_foreign_notebook(tmp_path / "foreign.ipynb"))
     dom = _rendered_dom(page, CLICK_PROBE)  # no request either
     assert not _marks(dom)
-    assert len(re.findall(r'class="main-svg"', _main(dom))) >= 4  # the workbench's figure and live panel drew
+    assert len(re.findall(r'class="main-svg"', _main(dom))) >= 6  # the workbench's figure and live panel drew
 
 
 @needs_chromium
@@ -282,3 +296,21 @@ def test_a_missing_attachment_is_one_error_naming_notebook_and_attachment(tmp_pa
     error = capsys.readouterr().err
     assert error.count("\n") == 1 and "chart.png" in error and str(notebook) in error
     assert sorted(tmp_path.iterdir()) == [notebook]  # no page, no assets/
+
+
+def test_a_page_that_cannot_be_written_is_one_error_and_leaves_nothing(tmp_path, capsys, monkeypatch):
+    notebook = tmp_path / "full.ipynb"
+    nbformat.write(new_notebook(cells=[new_markdown_cell("text")]), notebook)
+    write_text = Path.write_text
+
+    def full_disk(path, *args, **kwargs):
+        if path.name.endswith(".partial"):
+            write_text(path, "half a pa", encoding="utf-8")
+            raise OSError(28, "No space left on device")
+        return write_text(path, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "write_text", full_disk)
+    assert main(["export", str(notebook)]) == 2
+    error = capsys.readouterr().err
+    assert error.count("\n") == 1 and "full.html" in error and "No space left" in error
+    assert sorted(tmp_path.iterdir()) == [notebook]  # no page, no half page: a retry is not refused

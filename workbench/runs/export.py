@@ -157,6 +157,9 @@ def _prepare(nb: Any, notebook: Path, student: bool, trusted: bool, priority: li
                 del data[WIDGET_VIEW]
                 if "text/html" not in data and PLOTLY_MIME not in data:
                     continue  # a widget's text (a tqdm bar when it was drawn: 0%| 0/500) is not what it showed
+            if not trusted:
+                output.pop("svg_filename", None)  # file names the template would load an image from
+                output.get("metadata", {}).pop("filenames", None)
             if not trusted and "text/html" in data and PLOTLY_MIME not in data:
                 figure = figure_from_html(data["text/html"])  # a live panel's page figure
                 if figure is not None:
@@ -256,11 +259,14 @@ def _read(notebook: Path) -> Any:
 
 
 def _write(target: Path, page: str) -> None:
-    """Write ``page`` to ``target`` through a temporary file and a rename: no half-written page stays behind."""
+    """Write ``page`` to ``target`` through a temporary file and a rename: no half-written page stays behind
+    (a full disk, an interrupt), so a retry finds no page in its way. ValueError naming ``target`` when it fails."""
     staging = target.with_name(f".{target.name}.partial")
     try:
         staging.write_text(page, encoding="utf-8")
         os.replace(staging, target)
+    except OSError as error:
+        raise ValueError(f"{target}: cannot write the page ({error.strerror or error})") from None
     finally:
         staging.unlink(missing_ok=True)
 

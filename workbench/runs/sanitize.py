@@ -129,9 +129,16 @@ def _size(value: Any) -> float | None:
         return None
 
 
+def _embedded(image: Any) -> bool:
+    """Whether a plotly layout image is embedded in the figure (a ``data:`` image), not fetched."""
+    source = image.get("source") if isinstance(image, dict) else None
+    return isinstance(source, str) and _EMBEDDED_IMAGE.match(re.sub(r"[\x00-\x20]", "", source)) is not None
+
+
 def figure_html(bundle: Any) -> str:
     """The ``div`` and ``Plotly.newPlot`` call of a plotly MIME bundle (``data``, ``layout``, ``frames``), as the
-    workbench's renderer writes them for a page that loads plotly.js; the notebook's config is not used."""
+    workbench's renderer writes them for a page that loads plotly.js; the notebook's config is not used, layout
+    images from the network are left out. (Map and geo traces still fetch their base maps, as plotly.js does.)"""
     import plotly.io as pio
 
     bundle = bundle if isinstance(bundle, dict) else {}
@@ -140,6 +147,8 @@ def figure_html(bundle: Any) -> str:
     for key in ("width", "height"):  # written unescaped into a style attribute
         if key in layout and _size(layout[key]) is None:
             del layout[key]
+    if isinstance(layout.get("images"), list):  # a layout image from the network is a request the page makes
+        layout["images"] = [image for image in layout["images"] if _embedded(image)]
     template = layout.get("template")
     if template is not None and not isinstance(template, dict):
         del layout["template"]
