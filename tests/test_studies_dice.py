@@ -9,9 +9,9 @@ import pandas as pd
 import pytest
 from datasets import DatasetDict
 
+from workbench.config import LossSpec
 from workbench.data import label_counts
 from workbench.data.features import build_dataset
-from workbench.losses import LossSpec
 from workbench.stats import mean_std_table, summarize
 from workbench.studies import dice
 from workbench.train import ProbeFitter, TransformerFitter, build_fitter

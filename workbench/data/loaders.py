@@ -20,7 +20,7 @@ from workbench.config import DataConfig
 from workbench.data.features import RELEVANCE_LABEL_NAMES, build_dataset, label_names
 from workbench.data.samples import sample_corpus, sample_relevance_splits, sample_sentence_splits
 from workbench.data.splits import stratified_split
-from workbench.lexicon import read_lines
+from workbench.text_files import read_lines
 
 FORMATS = ("csv", "tsv", "jsonl")
 _SUFFIX_FORMATS = {".csv": "csv", ".tsv": "tsv", ".txt": "tsv", ".jsonl": "jsonl", ".json": "jsonl"}
