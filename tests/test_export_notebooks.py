@@ -44,7 +44,8 @@ HTML_PAYLOADS = {
     "details": f'<details open ontoggle="{_mark("details")}"><summary>s</summary>t</details>',
     "remote-script": f'<script src="http://{REMOTE}/evil.js"></script>',
     "remote-image": f'<img src="https://{REMOTE}/pixel.png" alt="pixel">',
-    "remote-css": f'<link rel="stylesheet" href="http://{REMOTE}/a.css"><style>@import url(http://{REMOTE}/b.css);</style>',
+    "remote-css": f'<link rel="stylesheet" href="http://{REMOTE}/a.css">'
+    f"<style>@import url(http://{REMOTE}/b.css);</style>",
     "remote-style": f'<div style="background-image: url(http://{REMOTE}/bg.png)">styled</div>',
 }
 MARKDOWN_PAYLOAD = (

@@ -74,7 +74,7 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument(
         "--trusted",
         action="store_true",
-        help="keep the notebook's own HTML and scripts as they are (default: sanitised; plotly figures drawn from data)",
+        help="keep the notebook's own HTML and scripts as they are (default: sanitised, figures drawn from their data)",
     )
     export.add_argument(
         "--assets-folder",
