@@ -20,7 +20,7 @@ from workbench.config import DataConfig, load_config
 from workbench.data import RELEASES, MissingDataError, Release, ReleaseFile, label_names, load_splits, load_texts
 from workbench.data.fetch import FETCH_RECORD, MIRROR_ENV, FetchError, fetch, file_status, read_record
 from workbench.data_root import DATA_ROOT_ENV, data_root, expand_data_root
-from workbench.lexicon import SynonymTable
+from workbench.synonyms import SynonymTable
 
 
 def _sha(data: bytes) -> str:

@@ -223,10 +223,10 @@ def _loss_of_config(*overrides: str, base: dict) -> Any:
 def _resolve_without_a_class() -> Any:
     from workbench.config import LossSpec
     from workbench.data.features import build_dataset
-    from workbench.losses import resolve
+    from workbench.train import loss_from_spec
 
     train = build_dataset({"text": ["a", "b", "c"], "label": [0, 0, 2]}, ("low", "mid", "high"))
-    return resolve(LossSpec("wce"), train)
+    return loss_from_spec(LossSpec("wce"), train)
 
 
 def _stratified(seed: int) -> Any:

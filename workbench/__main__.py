@@ -7,7 +7,7 @@ import argparse
 import signal
 import sys
 
-from workbench.checks import error_line
+from workbench.command_line import error_message
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -138,7 +138,7 @@ def main(argv: list[str] | None = None) -> int:
             slurm=parse_assignments(args.slurm, "--slurm"),
         )
     except (ValueError, ModuleNotFoundError) as exc:
-        print(error_line(exc), file=sys.stderr)
+        print(error_message(exc), file=sys.stderr)
         return 2
     except KeyboardInterrupt as exc:
         if args.command == "data":

@@ -23,7 +23,7 @@ from workbench.data.releases import RELEASES, present_files, release
 from workbench.data.samples import sample_corpus, sample_relevance_splits, sample_sentence_splits
 from workbench.data.splits import stratified_split
 from workbench.data_root import data_root
-from workbench.lexicon import read_lines
+from workbench.text_files import read_lines
 
 FORMATS = ("csv", "tsv", "jsonl")
 _SUFFIX_FORMATS = {".csv": "csv", ".tsv": "tsv", ".txt": "tsv", ".jsonl": "jsonl", ".json": "jsonl"}

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from workbench.records import read_metrics, write_metrics
+from workbench.metrics_file import read_metrics, write_metrics
 from workbench.runs.assets import ensure_assets
 from workbench.runs.execute import Outcome, RunningKernels, ensure_kernel, execute, new_run_dir
 from workbench.runs.plan import (

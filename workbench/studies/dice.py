@@ -21,7 +21,7 @@ import torch
 from datasets import Dataset, DatasetDict
 
 from workbench.checks import check_choice, check_names, check_number, check_seeds
-from workbench.config import DataConfig
+from workbench.config import DataConfig, LossSpec
 from workbench.data import (
     TABLE8_SETTINGS,
     SynonymAugmenter,
@@ -32,11 +32,11 @@ from workbench.data import (
     rebalance,
     table8_training_sets,
 )
-from workbench.lexicon import SynonymTable
-from workbench.losses import LossSpec, build_loss, resolve
+from workbench.losses import build_loss
 from workbench.metrics import classification_report
 from workbench.stats import formatted, row_statistics, summarize
-from workbench.train import Fitter
+from workbench.synonyms import SynonymTable
+from workbench.train import Fitter, loss_from_spec
 
 LOSS_ZOO: dict[str, LossSpec] = {
     "CE": LossSpec("ce"),
@@ -156,7 +156,7 @@ def fit_and_score(
     :func:`scored_label` of the training split), macro_f1, accuracy; validation F1 of the positive class."""
     names = label_names(splits["train"])
     positive_label = scored_label(splits["train"]) if positive_label is None else positive_label
-    fit = fitter.fit(splits, resolve(loss, splits["train"]), seed)
+    fit = fitter.fit(splits, loss_from_spec(loss, splits["train"]), seed)
     test = classification_report(np.asarray(splits["test"]["label"]), fit.test_predictions, label_names=names)
     validation = classification_report(
         np.asarray(splits["validation"]["label"]), fit.validation_predictions, label_names=names
