@@ -27,30 +27,32 @@ FOUNDATION = {
     "word_vectors",
     "metrics_file",
     "yaml_files",
+    "data_root",
 }
 ALLOWED: dict[str, set[str]] = {
     "checks": set(),
     "command_line": set(),
     "stats": set(),
     "threads": set(),
-    "config": {"checks", "yaml_files", "losses"},  # only losses.choices, torch-free (test below)
+    "config": {"checks", "yaml_files", "losses", "data_root"},  # losses.choices (torch-free); $WORKBENCH_DATA/ paths
+    "data_root": set(),
     "metrics_file": set(),
     "yaml_files": set(),
     "text_files": set(),
     "vocab": {"text_files"},  # text_files.read_lines: the one reader of text files
     "metrics": {"checks"},
     "label_entropy": {"checks"},
-    "synonyms": {"checks", "text_files"},
+    "synonyms": {"checks", "text_files", "data_root"},
     "word_vectors": {"checks"},
     "losses": {"checks", "synonyms"},
     "masking": {"checks", "config", "text_files", "threads"},
-    "data": {"checks", "config", "synonyms", "text_files", "masking"},
+    "data": {"checks", "config", "synonyms", "text_files", "masking", "data_root"},
     "models": {"checks", "config", "vocab"},
     "runs": {"checks", "config", "stats", "threads", "metrics_file"},
     "train": FOUNDATION | {"losses", "masking", "data", "models"},  # not the runner: metrics.json via metrics_file
     "viz": {"checks", "config", "losses", "label_entropy"},
     "studies": FOUNDATION | {"losses", "masking", "data", "models", "train"},
-    "__main__": {"command_line", "runs"},  # the command lines' one error line: command_line.error_message
+    "__main__": {"command_line", "runs", "data"},  # the one error line: command_line.error_message; data list / fetch
 }
 
 

@@ -1,7 +1,7 @@
 """The bad inputs of docs/reliability.md's first tables, each run here: the case below with the row's id
 (``losses-1``, ``data-3``, ...) gives the input, the exception type and the thing the message must name (the
 wording is free to change: the doc's error column is an example). The cases are written here, not read from the
-doc; the doc's rows and the cases share their ids. The "handled" and round-2 rows name their own tests.
+doc; the doc's rows and the cases share their ids. The "handled" and later rounds' rows name their own tests.
 """
 
 from __future__ import annotations
@@ -15,6 +15,9 @@ from typing import Any
 import pytest
 import torch
 from test_train_runs import tiny_config
+
+from workbench.data.fetch import FetchError
+from workbench.data.releases import MissingDataError
 
 FIXTURES = Path(__file__).parent / "fixtures" / "notebooks"
 GROUPS = ("losses", "data", "trainer", "runner", "masking", "widgets")
@@ -56,6 +59,37 @@ def _splits(
     from workbench.data import load_splits
 
     return load_splits({"source": source, "path": str(_write(tmp_path / name, content)), **data})
+
+
+def _in_root(tmp_path: Path, call: Callable[[], Any], mirror: str | None = None) -> Any:
+    """``call()`` with the data root (``$WORKBENCH_DATA``) an empty folder of ``tmp_path`` and the mirror ``mirror``."""
+    import os
+
+    names = ("WORKBENCH_DATA", "WORKBENCH_DATA_MIRROR")
+    saved = {name: os.environ.pop(name, None) for name in names}
+    os.environ["WORKBENCH_DATA"] = str(tmp_path / "root")
+    if mirror is not None:
+        os.environ["WORKBENCH_DATA_MIRROR"] = mirror
+    try:
+        return call()
+    finally:
+        for name, value in saved.items():
+            os.environ.pop(name, None)
+            if value is not None:
+                os.environ[name] = value
+
+
+def _fetch(tmp_path: Path, *names: str, mirror: dict[str, str] | None = None) -> Any:
+    """``data fetch NAMES`` into an empty data root; ``mirror``: files served from a folder through file:// URLs."""
+    import io
+
+    from workbench.data.fetch import fetch
+
+    for relative, text in (mirror or {}).items():
+        (tmp_path / "mirror" / relative).parent.mkdir(parents=True, exist_ok=True)
+        _write(tmp_path / "mirror" / relative, text)
+    url = (tmp_path / "mirror").as_uri() if mirror is not None else None
+    return _in_root(tmp_path, lambda: fetch(names, stream=io.StringIO()), mirror=url)
 
 
 def _config(*overrides: str, base: dict | None = None) -> Any:
@@ -280,6 +314,18 @@ CASES: dict[str, Case] = {
     "data-11": Case(lambda tmp: _config("data.max_eval_samples=0"), ValueError, "data.max_eval_samples"),
     "data-12": Case(lambda tmp: _resolve_without_a_class(), ValueError, "train split"),
     "data-13": Case(lambda tmp: _stratified(seed=-1), ValueError, "seed"),
+    "data-14": Case(
+        lambda tmp: _in_root(tmp, lambda: _splits_from_config("data.source=qbqtc")),
+        MissingDataError,
+        "python -m workbench data fetch qbqtc",
+    ),
+    "data-15": Case(
+        lambda tmp: _fetch(tmp, "qbqtc", mirror={"qbqtc/train.json": "{}\n", "qbqtc/dev.json": "{}\n"}),
+        FetchError,
+        "qbqtc/dev.json",
+    ),
+    "data-16": Case(lambda tmp: _fetch(tmp, "qbqtcc"), ValueError, "'qbqtcc'"),
+    "data-17": Case(lambda tmp: _fetch(tmp, "lcqmc"), FetchError, "icrc.hitsz.edu.cn"),
     # trainer
     "trainer-1": Case(lambda tmp: _config("training.learning_rate=.inf"), ValueError, "training.learning_rate"),
     "trainer-2": Case(lambda tmp: _config("training.seed=-1"), ValueError, "training.seed"),

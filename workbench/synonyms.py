@@ -22,6 +22,7 @@ import pandas as pd
 import torch
 
 from workbench.checks import check_int, check_number
+from workbench.data_root import expand_data_root
 from workbench.text_files import read_lines
 
 _CILIN_LINE = re.compile(r"^(?P<code>\S+?)(?P<flag>[=#@])\s*(?P<members>.*)$")
@@ -140,7 +141,8 @@ class SynonymTable:
         """The lexicon at ``path``.
 
         Args:
-            path: a WordNet-style TSV (``.tsv``, ``.tsv.gz``), a Cilin file (anything else), or None.
+            path: a WordNet-style TSV (``.tsv``, ``.tsv.gz``), a Cilin file (anything else), or None; a path under the
+                data root may be written ``$WORKBENCH_DATA/cilin/cilin_ex.txt``.
 
         Returns:
             The :class:`SynonymTable`; None gives the shipped tiny table (:meth:`default`). A file of no group of
@@ -148,6 +150,7 @@ class SynonymTable:
         """
         if path is None:
             return cls.default()
+        path = expand_data_root(str(path))
         table = cls.from_wordnet_tsv(path) if str(path).removesuffix(".gz").endswith(".tsv") else cls.from_cilin(path)
         if not table.groups:
             raise ValueError(f"lexicon: {str(path)!r} holds no synonym group of two or more words")
@@ -176,12 +179,11 @@ _KEY_SHIFT = 31
 def text_hashes(text: str) -> tuple[int, int]:
     """``(h_0, h_1)``: ``h_m = sum_i (ord(c_i) + 1) * B_m**(n - 1 - i) mod P_m`` over the ``n``
     characters ``c_i`` of ``text`` (``HASH_BASES``, ``HASH_MODULI``)."""
-    first, second = 0, 0
+    first = 0
+    second = 0
     for code in map(ord, text):
-        first, second = (
-            (first * HASH_BASES[0] + code + 1) % HASH_MODULI[0],
-            (second * HASH_BASES[1] + code + 1) % HASH_MODULI[1],
-        )
+        first = (first * HASH_BASES[0] + code + 1) % HASH_MODULI[0]
+        second = (second * HASH_BASES[1] + code + 1) % HASH_MODULI[1]
     return first, second
 
 
@@ -277,8 +279,10 @@ class SynonymIdIndex:
         groups = self.num_groups
         if self.num_words == 0:
             return torch.zeros_like(first, dtype=torch.bool)
-        a, b = first.clamp(min=0), second.clamp(min=0)
-        start, stop = torch.searchsorted(codes, a * groups), torch.searchsorted(codes, (a + 1) * groups)
+        a = first.clamp(min=0)
+        b = second.clamp(min=0)
+        start = torch.searchsorted(codes, a * groups)
+        stop = torch.searchsorted(codes, (a + 1) * groups)
         member = start[..., None] + torch.arange(self.max_groups, device=first.device)  # the memberships of a
         query = b[..., None] * groups + codes[member.clamp(max=codes.numel() - 1)] % groups  # (b, each group of a)
         found = codes[torch.searchsorted(codes, query).clamp(max=codes.numel() - 1)] == query

@@ -53,7 +53,8 @@ def corpus_word_vectors(
     dim = min(dim, size)
     if size <= 4000 or dim >= size - 1:
         left, singular, _ = np.linalg.svd(matrix.toarray(), full_matrices=False)
-        left, singular = left[:, :dim], singular[:dim]
+        left = left[:, :dim]
+        singular = singular[:dim]
     else:
         left, singular, _ = svds(matrix, k=dim, v0=np.full(size, 1.0 / np.sqrt(size)))
     return (left * np.sqrt(singular)).astype(np.float32), words

@@ -212,7 +212,10 @@ class WholeWordMaskCollator(_WordMaskCollator):
 ENTITY_TAGS = frozenset({"ns", "nt", "nz"})
 ENTITY_TAG_PREFIX = "nr"  # nr, nrfg, nrt: person names
 EVENT_TAGS = frozenset({"v", "vn"})
-ENTITY, EVENT, OTHER = 0, 1, 2  # word types: the indices of KnowledgeMaskCollator's type weights
+# word types: the indices of KnowledgeMaskCollator's type weights
+ENTITY = 0
+EVENT = 1
+OTHER = 2
 
 
 def word_type(tag: str) -> int:

@@ -109,7 +109,8 @@ def align_tokens(
             end = start + next(lengths)
             char_word[start:end] = [word] * (end - start)
             char_sentence[start:end] = [sentence] * (end - start)
-            start, word = end, word + 1
+            start = end
+            word += 1
     token_word = [char_word[start] if end > start else NO_WORD for start, end in offsets]
     token_sentence = [char_sentence[min(start, len(text) - 1)] for start, _ in offsets]
     return token_word, [i for i, sentence in enumerate(token_sentence) if i == 0 or sentence != token_sentence[i - 1]]

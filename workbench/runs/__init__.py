@@ -201,7 +201,7 @@ def run(
         ) as error:  # no Slurm here, an unknown or mistyped parameter
             shutil.rmtree(run_dir)  # nothing ran: leave no run folder
             raise ValueError(f"--slurm: {str(error).splitlines()[0]}") from None
-    ensure_assets(run_dir)  # once, before concurrent exports look for them
+    ensure_assets(run_dir, mathjax=False)  # once, before concurrent exports look for it (figures/, index.html)
     folders = [run_dir / execution.name / execution.slug for execution in executions]  # slug "": the notebook's folder
     env = kernel_environment(threads)
     board = Progress(executions, stream, ticking=progress)
