@@ -25,11 +25,10 @@ from typing import Any
 import numpy as np
 import torch
 
-from workbench.config import load_config, read_yaml_file
+from workbench.config import LossSpec, load_config, read_yaml_file
 from workbench.data import SynonymAugmenter, label_counts, load_splits, rebalance, table8_class_counts
-from workbench.lexicon import SynonymTable
-from workbench.losses import LossSpec, resolve
-from workbench.train import build_fitter, finetune, pretrain_mlm, two_stage
+from workbench.synonyms import SynonymTable
+from workbench.train import build_fitter, finetune, loss_from_spec, pretrain_mlm, two_stage
 
 NOTEBOOKS = (
     "01_dice_loss",
@@ -48,7 +47,7 @@ def cpu_seconds(call: Callable[[], Any]) -> float:
 
 def probe_fit(parameters: dict[str, Any], splits: Any, model: dict[str, Any]) -> float:
     fitter = build_fitter(model, parameters["training"], parameters["data"].get("max_length", 128))
-    return cpu_seconds(lambda: fitter.fit(splits, resolve(LossSpec("ce"), splits["train"]), 0))
+    return cpu_seconds(lambda: fitter.fit(splits, loss_from_spec(LossSpec("ce"), splits["train"]), 0))
 
 
 def dice_notebook(parameters: dict[str, Any]) -> tuple[float, str]:

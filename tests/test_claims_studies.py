@@ -11,7 +11,7 @@ from datasets import ClassLabel, Dataset, DatasetDict, Features, Value
 
 from workbench.decisions import tuned_predictions
 from workbench.evidence import DOES_NOT_HOLD
-from workbench.studies import auxiliary, dice_claims, pcl, walkthrough
+from workbench.studies import auxiliary, dice_claims, pcl, pcl_vs_dice
 from workbench.studies.true_negatives import experiments
 from workbench.train import Fit
 
@@ -107,7 +107,7 @@ def test_decision_rules_are_tuned_on_validation_alone():
 def test_walkthrough_dice_rows_compare_dsc_with_ce_argmax_and_tuned():
     splits = _splits(3)
     ablation = _ablation(splits, {"LS": 0.6, "CE": 0.6, "DSC": 0.62})
-    rows = walkthrough.dice_rows(ablation, splits, "t", "probe", n_resamples=200)
+    rows = pcl_vs_dice.dice_rows(ablation, splits, "t", "probe", n_resamples=200)
     assert [(row["method"], row["baseline"], row["setting"]) for row in rows] == [
         ("DSC (released preset)", "CE", "probe, argmax"),
         ("DSC (released preset)", "CE", "probe, per-class offsets tuned on validation"),

@@ -14,7 +14,7 @@ from sklearn.metrics import accuracy_score, f1_score
 from workbench import evidence
 from workbench.__main__ import main
 from workbench.evidence import DOES_NOT_HOLD, HOLDS, INCONCLUSIVE, Claim, compare, rate, verdict
-from workbench.records import write_json, write_metrics
+from workbench.metrics_file import write_json, write_metrics
 from workbench.runs.results import RESULTS_FILE, RUN_FILE, results_html, results_markdown, write_results
 
 CLAIM = Claim("arXiv 0000.00000", "Table 1", "Our loss is better.")

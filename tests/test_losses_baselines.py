@@ -8,7 +8,9 @@ import math
 import numpy as np
 import pytest
 import torch
+from datasets import ClassLabel, Dataset, Features, Value
 
+from workbench.config import LossSpec
 from workbench.decisions import (
     DecisionRule,
     logit_adjustment_rule,
@@ -18,14 +20,13 @@ from workbench.decisions import (
     tune_threshold,
 )
 from workbench.losses import (
-    LossSpec,
     build_loss,
     class_balanced_weights,
     class_probabilities,
     num_outputs,
     predicted_labels,
-    resolve,
 )
+from workbench.train import loss_from_spec
 
 COUNTS = [30, 120, 10]
 
@@ -77,17 +78,13 @@ def test_logit_adjusted_value_by_hand():
     )
 
 
-def test_counted_baselines_take_the_training_counts_through_resolve():
-    class Split:  # a dataset's two members resolve reads
-        features = {"label": type("Label", (), {"names": ["a", "b", "c"]})()}
-
-        def __getitem__(self, key):
-            return [0, 1, 1, 2, 1]
-
-    loss = resolve(LossSpec("logit_adjusted"), Split())
+def test_counted_baselines_take_the_training_counts_through_loss_from_spec():
+    features = Features({"text": Value("string"), "label": ClassLabel(names=["a", "b", "c"])})
+    train = Dataset.from_dict({"text": ["x"] * 5, "label": [0, 1, 1, 2, 1]}, features=features)
+    loss = loss_from_spec(LossSpec("logit_adjusted"), train)
     torch.testing.assert_close(loss.log_prior, torch.log(torch.tensor([1, 3, 1], dtype=torch.float64) / 5))
     with pytest.raises(ValueError, match="^train_split"):
-        resolve(LossSpec("class_balanced"))
+        loss_from_spec(LossSpec("class_balanced"))
 
 
 def test_corn_loss_by_hand():

@@ -9,12 +9,13 @@ import pandas as pd
 import pytest
 from datasets import DatasetDict
 
+from workbench.config import LossSpec
 from workbench.data import label_counts, label_names
 from workbench.data.features import build_dataset
-from workbench.losses import LossSpec, build_loss, resolve
+from workbench.losses import build_loss
 from workbench.stats import mean_std_table, summarize
 from workbench.studies import dice
-from workbench.train import ProbeFitter, TransformerFitter, build_fitter
+from workbench.train import ProbeFitter, TransformerFitter, build_fitter, loss_from_spec
 
 TINY_TRAINING = {"num_train_epochs": 1, "per_device_train_batch_size": 32, "learning_rate": 0.02, "weight_decay": 0.0}
 BOW = {"kind": "probe", "probe": {"embedding_size": 32, "hidden_size": None}}
@@ -170,7 +171,9 @@ def test_three_classes_score_the_smallest_class_and_train_every_dice_loss(fitter
     assert set(table["loss"]) == {"CE", "DL", "TL", "DSC"}
     assert ((table[list(dice.METRICS)] >= 0) & (table[list(dice.METRICS)] <= 1)).all().all()
     assert table[list(dice.METRICS)].notna().all().all()
-    fit = fitter.fit(splits, resolve(dice.LOSS_ZOO["CE"], splits["train"]), 0)  # as fit_and_score fits it, seeded
+    fit = fitter.fit(
+        splits, loss_from_spec(dice.LOSS_ZOO["CE"], splits["train"]), 0
+    )  # as fit_and_score fits it, seeded
     gold, predicted = np.asarray(splits["test"]["label"]), fit.test_predictions
     true_positive = np.sum((gold == 2) & (predicted == 2))
     f1 = 2 * true_positive / (np.sum(gold == 2) + np.sum(predicted == 2))  # F1 of the smallest class, by hand

@@ -59,7 +59,8 @@ def flatten(
         raise ValueError(f"labels: must be an integer tensor, got {labels.dtype}")
     if labels.shape != logits.shape[:-1]:
         raise ValueError(
-            f"labels: must have the logits' shape without the class axis {tuple(logits.shape[:-1])}, got {tuple(labels.shape)}"
+            f"labels: must have the logits' shape without the class axis {tuple(logits.shape[:-1])}, "
+            f"got {tuple(labels.shape)}"
         )
     if num_classes is None and logits.shape[-1] < 2:
         raise ValueError(f"logits: must have C >= 2 classes (binary tasks use 2 logits), got C={logits.shape[-1]}")
@@ -68,7 +69,8 @@ def flatten(
     bad = (targets != IGNORE_INDEX) & ((targets < 0) | (targets >= num_classes))
     if bad.any():  # one read of the labels on the host
         raise ValueError(
-            f"labels: must lie in [0, {num_classes}) or equal {IGNORE_INDEX} (ignored), got {targets[bad].unique().tolist()}"
+            f"labels: must lie in [0, {num_classes}) or equal {IGNORE_INDEX} (ignored), "
+            f"got {targets[bad].unique().tolist()}"
         )
     return logits.reshape(-1, logits.shape[-1]), targets
 
@@ -108,6 +110,11 @@ class ImbalanceLoss(nn.Module):
     def predict(self, logits: torch.Tensor) -> torch.Tensor:
         """Predicted class ids (N,): the argmax of the logits."""
         return logits.argmax(-1)
+
+    @property
+    def rows_are_independent(self) -> bool:
+        """True when each row's loss (``reduction="none"``) depends on that row alone, not on the rest of the batch."""
+        return not self.is_batch_level
 
     def forward(self, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
         rows, targets = flatten(logits, labels)

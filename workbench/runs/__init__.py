@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from workbench.records import add_details, read_metrics, write_metrics
+from workbench.metrics_file import add_details, read_metrics, write_metrics
 from workbench.runs.assets import ensure_assets
 from workbench.runs.execute import Outcome, RunningKernels, ensure_kernel, execute, new_run_dir
 from workbench.runs.plan import (
@@ -87,7 +87,8 @@ def _check_count(name: str, value: Any, what: str) -> int:
 def _in_threads(executions, folders, kernel_name, env, jobs, gpus, board) -> Iterator[tuple[int, Outcome]]:
     """Run the executions in ``jobs`` threads, each kernel on its own GPU of ``gpus`` (cycled when
     ``jobs`` exceeds them); yields (index, outcome) as they end. Ctrl-C kills the running kernels."""
-    kernels, free = RunningKernels(), queue.SimpleQueue()
+    kernels = RunningKernels()
+    free = queue.SimpleQueue()
     for slot in range(jobs):
         free.put({"CUDA_VISIBLE_DEVICES": gpus[slot % len(gpus)]} if gpus else {})
 
@@ -206,7 +207,7 @@ def run(
             shutil.rmtree(run_dir)  # nothing ran: leave no run folder
             raise ValueError(f"--slurm: {str(error).splitlines()[0]}") from None
     start_record(run_dir, command, params_set, jobs, threads)
-    ensure_assets(run_dir)  # once, before concurrent exports look for them
+    ensure_assets(run_dir, mathjax=False)  # once, before concurrent exports look for it (figures/, index.html)
     folders = [run_dir / execution.name / execution.slug for execution in executions]  # slug "": the notebook's folder
     env = kernel_environment(threads)
     board = Progress(executions, stream, ticking=progress)

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from workbench.evidence import results_page
-from workbench.records import read_metrics, write_json
+from workbench.metrics_file import read_metrics, write_json
 from workbench.threads import usable_cores
 
 RUN_FILE = "run.json"

@@ -22,7 +22,7 @@ import torch
 from datasets import Dataset, DatasetDict
 
 from workbench.checks import check_bool, check_choice, check_names, check_number, check_seeds
-from workbench.config import DataConfig
+from workbench.config import DataConfig, LossSpec
 from workbench.data import (
     TABLE8_SETTINGS,
     Splits,
@@ -34,11 +34,11 @@ from workbench.data import (
     rebalance,
     table8_training_sets,
 )
-from workbench.lexicon import SynonymTable
-from workbench.losses import LossSpec, build_loss, resolve
+from workbench.losses import build_loss
 from workbench.metrics import classification_report
 from workbench.stats import formatted, row_statistics, summarize
-from workbench.train import Fitter
+from workbench.synonyms import SynonymTable
+from workbench.train import Fitter, loss_from_spec
 
 LOSS_ZOO: dict[str, LossSpec] = {
     "CE": LossSpec("ce"),
@@ -98,9 +98,9 @@ def study_splits(
 
 @dataclass
 class Table8Sets:
-    """Table 8's training sets (setting -> split), the ``augmentation``, the augmenter's ``calls`` and ``unchanged``, and
-    the ``positive_label`` they were built for (:func:`scored_label`; every other class is a negative) and, with more
-    than two classes, its name ``smallest_class``."""
+    """Table 8's training sets (setting -> split), the ``augmentation``, the augmenter's ``calls`` and ``unchanged``,
+    and the ``positive_label`` they were built for (:func:`scored_label`; every other class is a negative) and, with
+    more than two classes, its name ``smallest_class``."""
 
     sets: OrderedDict[str, Dataset]
     augmentation: str
@@ -123,9 +123,11 @@ def table8_sets(
     Cilin / .tsv path or None: the shipped one) or ``copies`` (not the paper's)."""
     check_choice("augmentation", augmentation, AUGMENTATIONS)
     augmenter = SynonymAugmenter(SynonymTable.from_path(lexicon), seed=seed) if augmentation == "synonyms" else None
-    positive, names = scored_label(train), label_names(train)
+    positive = scored_label(train)
+    names = label_names(train)
     sets = table8_training_sets(train, seed, augmenter, positive_label=positive)
-    calls, unchanged = getattr(augmenter, "calls", 0), getattr(augmenter, "unchanged", 0)
+    calls = getattr(augmenter, "calls", 0)
+    unchanged = getattr(augmenter, "unchanged", 0)
     return Table8Sets(sets, augmentation, calls, unchanged, positive, names[positive] if len(names) > 2 else None)
 
 
@@ -133,7 +135,8 @@ def table8_counts(table8: Table8Sets) -> pd.DataFrame:
     """Per setting: negative (every class but the positive one), positive, total, positive share, added (rows appended
     to the original) and added rows whose text equals an original training text (every copy, and replacements that
     found no synonym)."""
-    sets, original = table8.sets, table8.sets["original"]
+    sets = table8.sets
+    original = table8.sets["original"]
     positives = [label_counts(train)[table8.positive_label] for train in sets.values()]
     counts = pd.DataFrame(
         [(len(train) - n, n) for train, n in zip(sets.values(), positives)],
@@ -178,7 +181,7 @@ def fit_and_score(
     (a dict, when given) receives the ``Fit`` under ``seed``."""
     names = label_names(splits["train"])
     positive_label = scored_label(splits["train"]) if positive_label is None else positive_label
-    fit = fitter.fit(splits, resolve(loss, splits["train"]), seed)
+    fit = fitter.fit(splits, loss_from_spec(loss, splits["train"]), seed)
     if fits is not None:
         fits[seed] = fit
     test = classification_report(np.asarray(splits["test"]["label"]), fit.test_predictions, label_names=names)
@@ -316,9 +319,11 @@ def this_run(
     )
     return (
         f"This run ({table8['seed'].nunique()} seed(s); test, x100): F1 of {scored}, {per_setting} "
-        f"(added examples: {sets.augmentation}, {sets.unchanged} of {sets.calls} left unchanged). DSC presets on original: "
-        f"eq. 12 {cell('presets', 'DSC paper')}, reference {cell('presets', 'DSC reference')}. Tversky: alpha = {chosen['alpha']:g} "
-        f"chosen on validation, test F1 {100 * chosen['test_f1_positive']:.1f}. Balanced task (Table 9), accuracy: "
+        f"(added examples: {sets.augmentation}, {sets.unchanged} of {sets.calls} left unchanged). "
+        f"DSC presets on original: eq. 12 {cell('presets', 'DSC paper')}, "
+        f"reference {cell('presets', 'DSC reference')}. "
+        f"Tversky: alpha = {chosen['alpha']:g} chosen on validation, "
+        f"test F1 {100 * chosen['test_f1_positive']:.1f}. Balanced task (Table 9), accuracy: "
         + ", ".join(f"{loss} {cell('balanced', loss, 'accuracy')}" for loss in dict.fromkeys(table9["loss"]))
         + "."
     )

@@ -18,15 +18,15 @@ import pandas as pd
 import torch
 from datasets import DatasetDict
 
-from workbench import decisions, evidence
 from workbench.checks import check_int, check_names, check_seeds
+from workbench.config import LossSpec
 from workbench.data import label_names
-from workbench.decisions import logit_adjustment_rule
-from workbench.evidence import Claim, compare
-from workbench.losses import QBQTC_LABEL_COUNTS, LossSpec, needs_label_counts, resolve
+from workbench.decisions import logit_adjustment_rule, tuned_predictions
+from workbench.evidence import Claim, calibration, compare
+from workbench.losses import QBQTC_LABEL_COUNTS
 from workbench.metrics import classification_report
 from workbench.stats import formatted, row_statistics, summarize
-from workbench.train import Fitter, build_fitter
+from workbench.train import Fitter, build_fitter, loss_from_spec, needs_label_counts
 
 PCL_SETTINGS: dict[str, LossSpec] = {
     "LS": LossSpec("ls"),
@@ -79,20 +79,23 @@ def baseline_specs(baselines: Sequence[str]) -> dict[str, LossSpec]:
 def gradient_comparison(
     epsilon: float = 0.1, batch_size: int = 64, seed: int = 0, settings: Sequence[str] = tuple(PCL_SETTINGS)
 ) -> pd.DataFrame:
-    """Each setting's loss and gradient against LS's on one seeded float64 batch (logits ~ N(0, 2^2), labels in QBQTC's
-    shares, its counts the global ones): loss, ``loss_minus_ls``, ``max_abs_grad_diff`` and ``same_gradient`` (bitwise)."""
+    """Each setting's loss and gradient against LS's on one seeded float64 batch (logits ~ N(0, 2^2), labels in
+    QBQTC's shares, its counts the global ones): loss, ``loss_minus_ls``, ``max_abs_grad_diff`` and
+    ``same_gradient`` (bitwise)."""
     check_int("batch_size", batch_size, 1)
     specs = setting_specs(list(dict.fromkeys([BASELINE, *settings])), epsilon)
     generator = torch.Generator().manual_seed(seed)
     shares = torch.as_tensor(QBQTC_LABEL_COUNTS, dtype=torch.float64)
     labels = torch.multinomial(shares / shares.sum(), batch_size, replacement=True, generator=generator)
     logits = 2.0 * torch.randn(batch_size, len(shares), generator=generator, dtype=torch.float64)
-    values, gradients = {}, {}
+    values = {}
+    gradients = {}
     for setting, spec in specs.items():
         counts = {"label_counts": list(QBQTC_LABEL_COUNTS)} if needs_label_counts(spec) else {}
         leaf = logits.clone().requires_grad_(True)
-        value = resolve(spec.replace(params={**spec.params, **counts}))(leaf, labels)
-        values[setting], (gradients[setting],) = value.item(), torch.autograd.grad(value, leaf)
+        value = loss_from_spec(spec.replace(params={**spec.params, **counts}))(leaf, labels)
+        values[setting] = value.item()
+        gradients[setting] = torch.autograd.grad(value, leaf)[0]
     return pd.DataFrame(
         {
             "setting": list(settings),
@@ -138,12 +141,16 @@ def run_ablation(
     seeds = check_seeds("seeds", seeds)
     names = label_names(splits["train"])
     gold = np.asarray(splits["test"]["label"], dtype=np.int64)
-    rows, predictions, confusion, fits = [], {}, dict.fromkeys(losses, 0), {}
+    rows = []
+    predictions = {}
+    fits = {}
+    confusion = dict.fromkeys(losses, 0)
     for setting, spec in losses.items():
-        loss = resolve(spec, splits["train"])
+        loss = loss_from_spec(spec, splits["train"])
         for seed in seeds:
             fit = fitter.fit(splits, loss, seed)
-            predictions[(setting, seed)], fits[(setting, seed)] = fit.test_predictions, fit
+            predictions[(setting, seed)] = fit.test_predictions
+            fits[(setting, seed)] = fit
             report = classification_report(gold, fit.test_predictions, label_names=names, ordinal=ordinal)
             confusion[setting] += np.asarray(report["confusion_matrix"])
             scores = {metric: report[metric] for metric in METRICS if metric in report}
@@ -160,7 +167,8 @@ def run_ablation(
 def encoder_fitters(
     encoders: Mapping[str, Mapping[str, Any]], training: Mapping[str, Any], max_length: int
 ) -> dict[str, Fitter]:
-    """Table 4's encoder axis: a :func:`~workbench.train.build_fitter` per ``encoders`` entry (name -> ``model`` section)."""
+    """Table 4's encoder axis: a :func:`~workbench.train.build_fitter` per ``encoders`` entry (a name ->
+    ``model`` section)."""
     if (
         not isinstance(encoders, Mapping)
         or not encoders
@@ -172,7 +180,8 @@ def encoder_fitters(
 
 @dataclass
 class EncoderAblation:
-    """:func:`run_encoder_ablation`'s result: ``runs`` (with a first column ``encoder``) and ``ablations`` per encoder."""
+    """:func:`run_encoder_ablation`'s result: ``runs`` (with a first column ``encoder``) and ``ablations`` per
+    encoder."""
 
     runs: pd.DataFrame
     ablations: dict[str, Ablation]
@@ -295,11 +304,11 @@ CLAIM_METRICS = ("macro_f1", "accuracy", "macro_mae")
 """Table 4's F1 (QBQTC's macro-F1) and accuracy, and macro-MAE, the error measure of ordered labels."""
 
 
-def tuned_predictions(ablation: Ablation, splits: DatasetDict, setting: str, score: str = "macro_f1") -> dict:
+def tuned_setting(ablation: Ablation, splits: DatasetDict, setting: str, score: str = "macro_f1") -> dict:
     """Per seed, ``setting``'s test predictions under a decision rule tuned on its validation probabilities only
     (``workbench.decisions.tune_rule``: per-class offsets, a threshold for two classes)."""
     fits = {seed: fit for (name, seed), fit in ablation.fits.items() if name == setting}
-    return decisions.tuned_predictions(fits, np.asarray(splits["validation"]["label"], dtype=np.int64), score)
+    return tuned_predictions(fits, np.asarray(splits["validation"]["label"], dtype=np.int64), score)
 
 
 def claim_rows(
@@ -353,7 +362,7 @@ def claim_rows(
     if best is None:
         return rows
     tuned = "per-class offsets tuned on validation"
-    best_tuned, ls_tuned = tuned_predictions(ablation, splits, best), tuned_predictions(ablation, splits, BASELINE)
+    best_tuned, ls_tuned = tuned_setting(ablation, splits, best), tuned_setting(ablation, splits, BASELINE)
     rows += [row(TABLE4_CLAIM, tuned, f"{best} + offsets", "LS + offsets", "macro_f1", best_tuned, ls_tuned)]
     baselines = {name: argmax(name) for name in settings if name in BASELINES and fair_baselines}
     if "CE" in baselines:
@@ -363,16 +372,16 @@ def claim_rows(
         baselines["CE + post-hoc logit adjustment"] = {
             seed: rule.predict(fit.test_probabilities) for seed, fit in ce_fits.items()
         }
-        baselines["CE + offsets tuned on validation"] = tuned_predictions(ablation, splits, "CE")
+        baselines["CE + offsets tuned on validation"] = tuned_setting(ablation, splits, "CE")
     for name, predictions in baselines.items():
         for metric in ("macro_f1", "macro_mae") if ordinal else ("macro_f1",):
             rows.append(row(PURPOSE_CLAIM, "fair baselines", best, name, metric, argmax(best), predictions))
     return rows
 
 
-def calibration(ablation: Ablation, splits: DatasetDict) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+def calibration_table(ablation: Ablation, splits: DatasetDict) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """ECE per setting over seeds and the pooled reliability bins (``workbench.evidence.calibration``)."""
     probabilities: dict[str, list[np.ndarray]] = {}
     for (setting, _), fit in ablation.fits.items():
         probabilities.setdefault(setting, []).append(fit.test_probabilities)
-    return evidence.calibration(probabilities, np.asarray(splits["test"]["label"], dtype=np.int64))
+    return calibration(probabilities, np.asarray(splits["test"]["label"], dtype=np.int64))

@@ -1,9 +1,11 @@
-"""Build a loss from its :class:`~workbench.config.LossSpec`, with the training split's label counts.
+"""Building a loss from its spec (a config's ``loss`` section, :class:`~workbench.config.LossSpec`), with the
+training split's label counts.
 
 The one place that owns the label-count rule: ``wce`` (class weights alpha_t from the counts,
 Dice paper sec. 3.2), ``class_balanced`` (effective numbers, Cui et al. 2019), ``logit_adjusted`` (the prior,
 Menon et al. 2021) and ``pcl`` with ``counts="global"`` (PCL+ and PCL- from the counts, PCL paper eq. 2-3) take
-``label_counts``; when the spec's params do not give them, :func:`resolve` counts the labels of the training split.
+``label_counts``; when the spec's params do not give them, :func:`loss_from_spec` counts the labels of the training
+split (``workbench.data.label_counts``).
 """
 
 from __future__ import annotations
@@ -11,11 +13,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-import numpy as np
 from torch import nn
 
 from workbench.config import LossSpec
-from workbench.losses.registry import build_loss
+from workbench.data import label_counts, label_names
+from workbench.losses import build_loss
 
 COUNTED_LOSSES = ("wce", "class_balanced", "logit_adjusted")
 """Losses built from the training split's label counts (besides global-count pcl)."""
@@ -34,9 +36,8 @@ def needs_label_counts(spec: LossSpec) -> bool:
 def split_label_counts(train_split: Any) -> list[int]:
     """Per-class counts ``[n_0, ..., n_{K-1}]`` of a split with an integer ``label`` column whose
     ClassLabel feature names the K classes. Raises ValueError naming a class with no example."""
-    names = list(train_split.features["label"].names)
-    labels = np.asarray(train_split["label"], dtype=np.int64)
-    counts = np.bincount(labels, minlength=len(names)).tolist() if labels.size else [0] * len(names)
+    names = label_names(train_split)
+    counts = label_counts(train_split)
     empty = [name for name, count in zip(names, counts) if count == 0]
     if empty:
         raise ValueError(
@@ -46,7 +47,7 @@ def split_label_counts(train_split: Any) -> list[int]:
     return counts
 
 
-def resolve(spec: LossSpec | Mapping[str, Any], train_split: Any = None) -> nn.Module:
+def loss_from_spec(spec: LossSpec | Mapping[str, Any], train_split: Any = None) -> nn.Module:
     """``build_loss(spec.name, **spec.params)``; the counted losses and global-count pcl get ``label_counts``
     from ``train_split`` unless the params give them.
 
