@@ -19,7 +19,7 @@ from datasets import Dataset, DatasetDict
 from workbench.config import DataConfig
 from workbench.data.features import RELEVANCE_LABEL_NAMES, build_dataset, label_names
 from workbench.data.samples import sample_corpus, sample_relevance_splits, sample_sentence_splits
-from workbench.data.splits import stratified_split
+from workbench.data.splits import stratified_sample, stratified_split
 from workbench.lexicon import read_lines
 
 FORMATS = ("csv", "tsv", "jsonl")
@@ -63,23 +63,37 @@ def _delimited_records(
     path: Path, delimiter: str, fieldnames: Sequence[str] | None
 ) -> Iterator[tuple[int, dict[str, Any]]]:
     """Rows of a CSV/TSV (unquoted) file, its first line the header; with ``fieldnames`` (headerless) a
-    first line with a field ``label`` is a header: its ``label`` column first, the others in order."""
+    first line with a field ``label`` is a header: its ``label`` column first, the others in order. A byte-order mark
+    opening any line is dropped (files joined with ``cat``: their repeated header is then an error); a header naming a
+    column twice and a CSV record running over several lines (a quote left open swallows the rows after it) are errors
+    naming the line."""
     quoting = csv.QUOTE_MINIMAL if delimiter == "," else csv.QUOTE_NONE
     previous_limit = csv.field_size_limit(
         min(path.stat().st_size + 1, _CSV_FIELD_LIMIT_CAP)
     )  # fields as long as the file
-    reader = csv.reader((line for _, line in read_lines(path)), delimiter=delimiter, quoting=quoting)
+    reader = csv.reader(
+        (line.removeprefix("\ufeff") for _, line in read_lines(path)), delimiter=delimiter, quoting=quoting
+    )
     columns = list(fieldnames) if fieldnames is not None else None
+    start = 1  # the line a record begins on
     try:
         for row in reader:
+            first, start = start, reader.line_num + 1
+            if reader.line_num > first and any(row):
+                raise ValueError(
+                    f"{path}:{first}: a quoted field runs on to line {reader.line_num} (a quote left open?); a text "
+                    'may hold no line break: close the quote, or double a quote inside a quoted text ("")'
+                )
             names = [field.strip().lower() for field in row]
             if not any(names):
                 continue
             if columns is None:
                 columns = [field.strip() for field in row]
+                _check_header(path, reader.line_num, columns)
             elif reader.line_num == 1 and fieldnames is not None and "label" in names:
                 if len(names) != len(fieldnames):
                     raise ValueError(f"{path}:1: header: expected {len(fieldnames)} columns, got {row}")
+                _check_header(path, 1, names)
                 others = iter(name for name in fieldnames if name != "label")
                 columns = ["label" if name == "label" else next(others) for name in names]
             elif fieldnames is None and [field.strip() for field in row] == columns:  # files joined with cat
@@ -92,6 +106,13 @@ def _delimited_records(
         raise ValueError(f"{path}:{reader.line_num}: {error}") from None
     finally:
         csv.field_size_limit(previous_limit)
+
+
+def _check_header(path: Path, line_no: int, columns: Sequence[str]) -> None:
+    """A header naming a column twice is an error naming ``path:line_no`` (a row would keep only the last one)."""
+    twice = sorted({name for name in columns if name and columns.count(name) > 1})
+    if twice:
+        raise ValueError(f"{path}:{line_no}: the header names the column {twice[0]!r} twice; give each column once")
 
 
 def _text(value: Any, where: str) -> str:
@@ -281,8 +302,41 @@ def _read(data: DataConfig, key: str, classes: list[str] | None = None) -> Datas
     return {"qbqtc": load_qbqtc, "chnsenticorp": load_chnsenticorp, "lcqmc": load_lcqmc}[data.source](path)
 
 
+def check_ordinal_order(data: DataConfig, names: Sequence[str]) -> None:
+    """Ordinal labels (``data.is_ordinal``) need an order: a table's classes ``names`` read from its file are in it only
+    when every label is a number (text labels sort by name: ``high, low, mid``); else ValueError naming
+    ``data.label_names``, the file and the labels."""
+    if data.source != "table" or not data.is_ordinal or data.label_names is not None:
+        return
+    try:
+        [Decimal(name) for name in names]
+    except InvalidOperation:
+        raise ValueError(
+            f"data.label_names: data.ordinal is true but the labels of {str(data.path)!r} are text, {list(names)} "
+            "(sorted by name, not by rank): list them from lowest to highest in data.label_names"
+        ) from None
+
+
+def check_training_file(data: DataConfig, train: Dataset) -> None:
+    """A training file must hold two or more classes and some text: else ValueError naming ``data.path``, the file and
+    its one label (a classifier of one class learns nothing) or the empty text column."""
+    present = sorted(set(train["label"]))
+    if len(present) < 2:
+        name = label_names(train)[present[0]] if present else None
+        raise ValueError(
+            f"data.path: {str(data.path)!r} holds one class, {name!r}, on every line; a classifier needs two or more"
+        )
+    columns = [column for column in ("text", "text_pair") if column in train.column_names]
+    if not any(text.strip() for column in columns for text in train[column]):
+        raise ValueError(
+            f"data.path: every text of {str(data.path)!r} is empty (columns {columns}); nothing to learn from"
+        )
+
+
 def _file_splits(data: DataConfig) -> DatasetDict:
     train = _read(data, "path")
+    check_ordinal_order(data, label_names(train))
+    check_training_file(data, train)
     if data.validation_path is not None:  # one label vocabulary: train's (or data.label_names)
         others = {"validation": "validation_path", "test": "test_path"}
         return DatasetDict(
@@ -304,7 +358,8 @@ def load_splits(data: DataConfig | Mapping[str, Any]) -> DatasetDict:
     """Splits ``train``, ``validation`` (and ``test``) of a labelled source: sample sources come split; a
     file source reads ``data.path`` and ``validation_path`` / ``test_path`` with the training file's
     classes, or cuts ``path`` by ``stratified_split`` (``data.split``, ``data.seed``; a 0 test fraction:
-    no test). ``max_train_samples`` / ``max_eval_samples`` keep the first N examples."""
+    no test). ``max_train_samples`` / ``max_eval_samples`` keep a seeded stratified sample of N examples of each split
+    (:func:`stratified_sample`, ``data.seed``): the first N rows of a file sorted by label would lose classes."""
     data = DataConfig.from_mapping(data)
     if data.source == "sample_relevance":
         splits = sample_relevance_splits(seed=data.seed)
@@ -316,14 +371,18 @@ def load_splits(data: DataConfig | Mapping[str, Any]) -> DatasetDict:
         raise ValueError(f"data.source: {data.source!r} has no labels; use one of {', '.join(LABELLED_SOURCES)}")
     limits = {name: data.max_train_samples if name == "train" else data.max_eval_samples for name in splits}
     return DatasetDict(
-        {name: split.select(range(min(limits[name] or len(split), len(split)))) for name, split in splits.items()}
+        {
+            name: split if limits[name] is None else stratified_sample(split, limits[name], data.seed)
+            for name, split in splits.items()
+        }
     )
 
 
 def load_texts(data: DataConfig | Mapping[str, Any]) -> tuple[list[str], list[str] | None]:
     """Texts (and second segments, or None) for MLM pre-training: ``sample_corpus``'s ``n_sentences``;
     ``corpus``: the non-blank lines of ``data.path`` (a file or a list, ``.gz`` allowed); a labelled
-    source: its training split. ``max_train_samples`` keeps the first N."""
+    source: its training split (``max_train_samples``: its stratified sample). ``max_train_samples`` keeps the first
+    N texts of a corpus (the texts after them stay unseen: notebook 03 holds them out)."""
     data = DataConfig.from_mapping(data)
     pairs = None
     if data.source == "sample_corpus":
