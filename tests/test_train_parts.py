@@ -17,7 +17,7 @@ import torch
 from torch import nn
 
 from workbench.config import Config, DataConfig, LossSpec, ProbeConfig, TrainingConfig, load_config
-from workbench.data import label_counts, load_splits, load_texts, sample_relevance_splits
+from workbench.data import label_counts, load_splits, load_texts, sample_relevance_splits, stratified_sample
 from workbench.data.features import build_dataset
 from workbench.lexicon import token_text
 from workbench.losses import build_loss, pcl_constants, resolve
@@ -106,8 +106,8 @@ def test_texts_for_pretraining(tmp_path):
     corpus.write_text("第一句。\n\n第二句。\n第三句。\n", encoding="utf-8")
     assert load_texts(_data(source="corpus", path=str(corpus), max_train_samples=2)) == (["第一句。", "第二句。"], None)
     texts, pairs = load_texts(_data(source="sample_relevance", max_train_samples=5))
-    train = sample_relevance_splits(seed=0)["train"]
-    assert texts == train["text"][:5] and pairs == train["text_pair"][:5]
+    train = stratified_sample(sample_relevance_splits(seed=0)["train"], 5, seed=0)  # load_splits' sample
+    assert texts == train["text"] and pairs == train["text_pair"]
     assert len(load_texts(_data(source="sample_corpus", n_sentences=9))[0]) == 9
 
 
@@ -177,6 +177,8 @@ def _checkpoint(folder: Path, step: int, state: str = "{}", weights: bool = True
     (path / "trainer_state.json").write_text(state)
     if weights:
         (path / "model.safetensors").write_bytes(b"weights")
+    for name in ("optimizer.pt", "scheduler.pt"):  # without them a resume is refused (issue 30)
+        (path / name).write_bytes(b"state")
     return path
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from workbench.records import write_atomically
 from workbench.runs.assets import RunAssets, ensure_assets, link_figures, run_dir_of
 
 SOLUTION_TAG = "solution"  # cells left out of a --student page
@@ -69,8 +70,7 @@ def export_offline_html(notebook: str | Path, target: str | Path, assets: RunAss
     resources = {"workbench_assets": {name: assets.relative_to(target.parent, path) for name, path in urls.items()}}
     resources["workbench_assets"]["mathjax_config"] = json.dumps(MATHJAX_CONFIG)
     body, _ = exporter.from_filename(str(notebook), resources=resources)
-    target.write_text(body, encoding="utf-8")
-    return target
+    return write_atomically(target, body)  # a full disk leaves no truncated page that a retry would refuse
 
 
 def _page_instead_of_widget(nb, resources):

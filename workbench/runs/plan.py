@@ -18,6 +18,7 @@ from typing import Any
 
 from workbench.checks import check_seeds
 from workbench.config import read_yaml, read_yaml_file
+from workbench.records import is_secret, secret_mark
 
 PARAMETERS_TAG = "parameters"
 INJECTED_PARAMETERS_TAG = "injected-parameters"
@@ -160,7 +161,46 @@ def notebook_parameters(notebook: str | Path) -> list[str]:
         raise ValueError(f"notebook {Path(notebook).name}: {exc}") from exc
 
 
+def _secrets(value: Any, path: tuple[str, ...] = ()) -> Iterable[tuple[str, str]]:
+    """(dotted key, value) of every secret (:func:`~workbench.records.is_secret`) in ``value``, at any depth."""
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            if is_secret(key) and isinstance(item, str) and item:
+                yield ".".join((*path, str(key))), item
+            else:
+                yield from _secrets(item, (*path, str(key)))
+    elif isinstance(value, list | tuple):
+        for index, item in enumerate(value):
+            yield from _secrets(item, (*path, str(index)))
+
+
+def secret_environment(parameters: Mapping[str, Any], source: str = "parameters") -> dict[str, str]:
+    """The kernel environment that carries the secrets of ``parameters``, which params.yaml, the executed notebook and
+    its pages show redacted (``<HUB_TOKEN>``): a ``hub_token`` (at any depth) as ``HF_TOKEN``, which huggingface_hub
+    reads (the trainers take the mark for "the environment's token"). Any other secret (a password, an API key) is a
+    ValueError naming ``source`` and the parameter: the runner cannot hand it to the notebook unwritten."""
+    tokens = {}
+    for key, value in _secrets(parameters):
+        if key.rsplit(".", 1)[-1] != "hub_token":
+            raise ValueError(
+                f"{source}: parameter {key!r} holds a secret, which the executed notebook, its params.yaml and pages "
+                "would show; give it to the notebook through an environment variable instead"
+            )
+        if value != secret_mark("hub_token"):
+            tokens[key] = value
+    if len(set(tokens.values())) > 1:
+        raise ValueError(
+            f"{source}: parameters {sorted(tokens)} hold different hub tokens; a notebook gets one HF_TOKEN"
+        )
+    return {"HF_TOKEN": next(iter(tokens.values()))} if tokens else {}
+
+
 def _check_parameters(notebook: Path, allowed: list[str], parameters: Mapping[str, Any], source: str) -> None:
+    if source == "--sweep" and any(True for _ in _secrets(parameters)):
+        raise ValueError(
+            f"--sweep: a secret ({next(iter(_secrets(parameters)))[0]}) is not swept; give it in the params file"
+        )
+    secret_environment(parameters, source)
     for name, value in parameters.items():
         if name == OUTPUT_DIR_PARAMETER:
             raise ValueError(f"{source}: parameter {name!r} is set by the runner, not by the user")

@@ -16,7 +16,7 @@ from typing import Any
 
 import pandas as pd
 
-from workbench.records import metric_statistics
+from workbench.records import metric_statistics, write_atomically
 from workbench.runs.assets import ASSETS_DIR, PLOTLY_JS
 from workbench.runs.execute import Outcome
 
@@ -157,8 +157,8 @@ def write_report(
     run_dir = Path(run_dir)
     summary = pd.DataFrame.from_records([summary_row(outcome, run_dir) for outcome in outcomes])
     aggregated = metric_rows(outcomes, sweep_keys)
-    summary.to_csv(run_dir / "summary.csv", index=False)
-    aggregated.to_csv(run_dir / "summary_agg.csv", index=False)
+    write_atomically(run_dir / "summary.csv", summary.to_csv(index=False))  # a full disk: a ValueError naming it
+    write_atomically(run_dir / "summary_agg.csv", aggregated.to_csv(index=False))
     title = f"Run {html.escape(run_dir.name)}"
     stopped = (
         '<p class="failed">Interrupted (Ctrl-C or SIGTERM): the executions marked "interrupted" did not finish.</p>'
@@ -184,5 +184,5 @@ def write_report(
         + "\n".join(part for part in body if part)
         + "\n</body></html>\n"
     )
-    (run_dir / "index.html").write_text(page, encoding="utf-8")
+    write_atomically(run_dir / "index.html", page)
     return run_dir / "index.html"
