@@ -94,3 +94,22 @@ def _look_up(name: str, key: str, endpoint: str) -> None:
             f"{key}: {name!r} is no local folder, and the hub at {endpoint} {what} ({type(error).__name__}: "
             f"{detail}); set HF_HUB_OFFLINE=1 to load it from the local cache"
         ) from None
+
+
+def is_hub_error(error: BaseException) -> bool:
+    """Whether ``error`` (or its cause) comes from a call to the hub: huggingface_hub's errors, an HTTP timeout."""
+    return any(
+        type(item).__module__.split(".")[0] in ("huggingface_hub", "httpx", "httpx2", "httpcore", "httpcore2")
+        for item in (error, error.__cause__, error.__context__)
+        if item is not None
+    )
+
+
+def hub_error_text(error: BaseException) -> str:
+    """One line saying which hub failed and how: it did not answer in time, or what it answered."""
+    from huggingface_hub import constants
+
+    detail = " ".join(str(error).split())[:200] or type(error).__name__
+    timed_out = any("Timeout" in type(item).__name__ for item in (error, error.__cause__, error.__context__))
+    what = f"did not answer within {hub_timeout():g} s" if timed_out else "failed"
+    return f"the hub at {constants.ENDPOINT} {what} ({type(error).__name__}: {detail})"

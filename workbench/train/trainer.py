@@ -23,7 +23,7 @@ from transformers.trainer_jit_checkpoint import JITCheckpointCallback
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR, rotate_checkpoints, sort_checkpoints
 
 from workbench.config import PRECISIONS, TrainingConfig, check_field
-from workbench.hub import bound_hub_timeouts
+from workbench.hub import bound_hub_timeouts, hub_error_text, is_hub_error
 from workbench.losses import IGNORE_INDEX
 from workbench.train.run_folder import STAGING_DIR, checkpoint_to_resume
 
@@ -295,23 +295,6 @@ def write_failure(error: BaseException) -> str | None:
         if isinstance(item, RuntimeError) and "inline_container" in str(item):
             return f"writing a file failed, is the disk full? ({' '.join(str(item).split())[:120]})"
     return None
-
-
-def is_hub_error(error: BaseException) -> bool:
-    """Whether ``error`` comes from a call to the Hugging Face Hub (an HTTP error, a timeout, offline mode)."""
-    return any(
-        type(item).__module__.split(".")[0] in ("huggingface_hub", "httpx", "httpx2", "httpcore", "httpcore2")
-        for item in (error, error.__cause__, error.__context__)
-        if item is not None
-    )
-
-
-def hub_error_text(error: BaseException) -> str:
-    """One line saying which hub did not answer, and how."""
-    from huggingface_hub import constants
-
-    detail = " ".join(str(error).split())[:200] or type(error).__name__
-    return f"the hub at {constants.ENDPOINT} failed ({type(error).__name__}: {detail})"
 
 
 def save_final_model(trainer: Trainer, folder: str | os.PathLike) -> None:
