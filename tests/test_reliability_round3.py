@@ -539,6 +539,28 @@ def test_csv_malformations_name_the_file_and_line(tmp_path, text, names):
         load_table(tmp_path / "x.csv")
 
 
+@pytest.mark.parametrize(
+    ("name", "raw", "names"),
+    [
+        (
+            "x.jsonl",
+            b'\xef\xbb\xbf{"text": "a", "label": "x"}\n\xef\xbb\xbf{"text": "b", "label": "y"}\n',
+            "x.jsonl:2:",
+        ),
+        ("x.json", b'[{"text": "a", "label": "x"},\n{"text": "b", "label": "y"}]\n', "x.json:1: not a JSON object"),
+        ("x.jsonl", b'{"text": "a", "label": "x"}{"text": "b", "label": "y"}\n', "x.jsonl:1: not a JSON object"),
+        ("x.jsonl", b'{"text": "a", "label": NaN}\n', "x.jsonl:1: column 'label': empty or missing label"),
+        ("x.csv", b"text,label\ra,x\rb,y\r", "x.csv:1:"),  # old Mac line ends
+        ("x.csv", b"text;label\na;x\nb;y\n", "x.csv:2: missing column 'text'"),  # a European Excel CSV
+        ("x.csv", b"text,label\na,x,\nb,y\n", "x.csv:2: expected 2 fields"),
+    ],
+)
+def test_other_csv_and_json_malformations_name_the_file_and_line(tmp_path, name, raw, names):
+    (tmp_path / name).write_bytes(raw)
+    with pytest.raises(ValueError, match=f"^{re.escape(str(tmp_path / names))}"):
+        load_table(tmp_path / name)
+
+
 def test_a_byte_order_mark_opening_a_headerless_line_is_dropped(tmp_path):
     from workbench.data import load_chnsenticorp
 
