@@ -36,6 +36,7 @@ from pathlib import Path
 import numpy as np
 
 from workbench import masking
+from workbench.data_root import data_root
 from workbench.masking import (
     JiebaSegmenter,
     KnowledgeMaskCollator,
@@ -47,8 +48,8 @@ from workbench.masking import (
 from workbench.vocab import load_tokenizer
 
 HF_NAME = "HF DataCollatorForLM(whole_word_mask, spaced)"
-# The news corpus of the real data sets beside a checkout (benchmarks only; generated sentences when absent).
-DEFAULT_CORPUS = str(Path(__file__).resolve().parents[2] / "shared" / "data" / "corpus" / "xwlb_news.txt.gz")
+# The news corpus of the data root, $WORKBENCH_DATA (benchmarks only; generated sentences when absent).
+DEFAULT_CORPUS = str(data_root() / "corpus" / "xwlb_news.txt.gz")
 _SENTENCE_END = re.compile(r"(?<=[。！？])")
 _FALLBACK_SENTENCES = [
     "习近平主席在北京会见了美国总统，双方就经济合作交换了意见。",
@@ -110,7 +111,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def old_preparation(commit: str = OLD_COMMIT):
-    """The ``workbench.masking`` corpus modules of ``commit`` (``git show``), imported as the package ``old_masking``."""
+    """The ``workbench.masking`` corpus modules of ``commit`` (``git show``), imported as the package
+    ``old_masking``."""
     package = Path(tempfile.mkdtemp(prefix="old-masking-")) / "old_masking"
     package.mkdir()
     (package / "__init__.py").write_text("", encoding="utf-8")
@@ -212,8 +214,9 @@ def idf_memory(args) -> None:
     collator = masking.build_collator({"strategy": "kdm"}, tokenizer, segmented_texts=train["words"])
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20  # KiB -> GiB
     print(
-        f"corpus: {args.corpus}; {corpus.corpus_characters:,} characters, {corpus.blocks:,} blocks (cache hit: {corpus.cache_hit}, "
-        f"{corpus.preprocess_seconds:.1f} s); IDF of {len(collator.idf):,} words in {time.perf_counter() - start:.1f} s; "
+        f"corpus: {args.corpus}; {corpus.corpus_characters:,} characters, {corpus.blocks:,} blocks "
+        f"(cache hit: {corpus.cache_hit}, {corpus.preprocess_seconds:.1f} s); "
+        f"IDF of {len(collator.idf):,} words in {time.perf_counter() - start:.1f} s; "
         f"peak resident memory {peak:.2f} GiB (target <= 2 GB)"
     )
 

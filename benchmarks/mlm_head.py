@@ -1,7 +1,7 @@
 """Issue 21, the MLM vocabulary head at the masked positions only: before and after in one run.
 
     python -m benchmarks mlm_head steps [--recipes six default tiny] [--threads 2] [--repeats 5] [--steps 3]
-    python -m benchmarks mlm_head cli [--stories 3000] [--data-dir ../shared/data]
+    python -m benchmarks mlm_head cli [--stories 3000] [--data-dir $WORKBENCH_DATA]
 
 ``steps`` times one pre-training step (forward, loss, backward, AdamW step) of a BertForMaskedLM on the same
 whole-word-masked batches (``--batch-size`` 32 x ``--max-length`` 128 tokens packed from the news corpus, or from
@@ -41,11 +41,12 @@ import datasets
 import torch
 
 from benchmarks.pretrain import load_documents
-from workbench.lexicon import SynonymTable
+from workbench.data_root import data_root
 from workbench.losses import build_loss
 from workbench.losses.mlm import CorrectionCounts
 from workbench.masking import JiebaSegmenter, WholeWordMaskCollator, pack_documents
 from workbench.models import build_masked_lm, labelled_logits
+from workbench.synonyms import SynonymTable
 from workbench.vocab import load_tokenizer
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -67,11 +68,8 @@ MODEL_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 
 
 def default_data_dir() -> Path:
-    """``../shared/data`` beside the checkout (or beside its parent, for a git worktree under wt/)."""
-    for candidate in (ROOT.parent / "shared" / "data", ROOT.parents[1] / "shared" / "data"):
-        if candidate.is_dir():
-            return candidate
-    return ROOT.parent / "shared" / "data"
+    """The data root (``$WORKBENCH_DATA``; docs/data.md)."""
+    return data_root()
 
 
 def make_batches(tokenizer: Any, documents: list[str], batch_size: int, steps: int, max_length: int) -> list[dict]:
@@ -158,9 +156,8 @@ def print_recipe(result: dict[str, Any], arguments: argparse.Namespace) -> None:
         f"{result['masked_share']:.1%} of positions masked; {torch.get_num_threads()} torch threads; "
         f"median of {arguments.repeats} interleaved rounds of {arguments.steps} steps"
     )
-    print(
-        "\n| step | ms / step | CPU ms / step | speed-up vs before | time vs after plain | target |\n|---|---:|---:|---:|---:|---|"
-    )
+    print("\n| step | ms / step | CPU ms / step | speed-up vs before | time vs after plain | target |")
+    print("|---|---:|---:|---:|---:|---|")
     for label, row in rows.items():
         speedup = before["ms"] / row["ms"]
         relative = row["ms"] / after["ms"]
@@ -218,9 +215,8 @@ def cli_main(arguments: argparse.Namespace) -> None:
     print(f"| preprocessing (fresh cache) | {metrics['preprocess_seconds']:,.1f} |")
     print(f"| training (train_runtime) | {metrics['train_runtime']:,.1f} |")
     print(f"\n{arguments.stories:,} stories, {metrics['corpus_characters']:,} characters, {tokens:,} training tokens")
-    print(
-        f"{tokens / metrics['train_runtime']:,.0f} training tokens/s; eval perplexity {metrics['perplexity'] or float('nan'):,.1f}"
-    )
+    perplexity = metrics["perplexity"] or float("nan")
+    print(f"{tokens / metrics['train_runtime']:,.0f} training tokens/s; eval perplexity {perplexity:,.1f}")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -241,9 +237,7 @@ def main(argv: list[str] | None = None) -> None:
     cli.add_argument("--stories", type=int, default=3000)
     cli.add_argument("--threads", type=int, default=None, help="training.threads (default: the CLI's)")
     for command in (steps, cli):
-        command.add_argument(
-            "--data-dir", default=str(default_data_dir()), help="the shared data folder (corpus, vocab, cilin)"
-        )
+        command.add_argument("--data-dir", default=str(default_data_dir()), help="the data root (corpus, vocab, cilin)")
     arguments = parser.parse_args(argv)
     datasets.disable_progress_bars()
     (steps_main if arguments.command == "steps" else cli_main)(arguments)

@@ -135,13 +135,61 @@ def _relative_paths(params_set: str) -> dict[str, Path]:
     return paths
 
 
-def test_gpu_params_paths_resolve_from_the_notebooks_folder():
-    paths = {name: path for name, path in _relative_paths("gpu").items() if "shared" in path.parts}
-    assert paths, "the gpu set names real data files"
-    present = {name: path.exists() for name, path in paths.items()}
-    if not any(present.values()):
-        pytest.skip("the real data sets are not beside this checkout")
-    assert all(present.values()), {name: str(paths[name]) for name, ok in present.items() if not ok}
+def _values(params_set: str) -> dict[str, object]:
+    """Every value of a params set by its dotted name (inside section mappings too)."""
+    values = {}
+
+    def walk(name: str, value) -> None:
+        values[name] = value
+        if isinstance(value, dict):
+            for key, item in value.items():
+                walk(f"{name}.{key}", item)
+
+    for file in sorted((ROOT / "params" / params_set).glob("*.yaml")):
+        walk(file.stem, yaml.safe_load(file.read_text()) or {})
+    return values
+
+
+def test_the_gpu_set_reads_real_data_from_the_data_root_only():
+    from workbench.data import RELEASES
+
+    values = _values("gpu")
+    outside = {name: path for name, path in _relative_paths("gpu").items() if "models" not in path.parts}
+    assert not outside, f"relative paths outside the data root: {outside}"
+    rooted = {name: value for name, value in values.items() if isinstance(value, str) and "WORKBENCH_DATA" in value}
+    files = {file.path for release in RELEASES.values() for file in release.files}
+    assert rooted and all(value.removeprefix("$WORKBENCH_DATA/") in files for value in rooted.values()), rooted
+    sections = {name: value for name, value in values.items() if isinstance(value, dict) and "source" in value}
+    named = {name: value["source"] for name, value in sections.items() if value["source"] in RELEASES}
+    assert {"qbqtc", "chnsenticorp"} <= set(named.values()), sections
+    assert all("path" not in sections[name] for name, source in named.items() if source != "corpus"), sections
+
+
+@pytest.mark.slow
+def test_notebook_01_runs_the_own_set_on_three_topics(tmp_path):
+    from test_data_own_data import news_csv  # 300 Chinese headlines in 3 imbalanced topics (60 / 27 / 13 %)
+
+    data = news_csv(tmp_path / "news_zh.csv")
+    (tmp_path / "params" / "own").mkdir(parents=True)
+    text = (ROOT / "params" / "own" / "01_dice_loss.yaml").read_text(encoding="utf-8")
+    text = text.replace("../own_data.csv", str(data)).replace("seeds: [0, 1, 2]", "seeds: [0]")
+    (tmp_path / "params" / "own" / "01_dice_loss.yaml").write_text(text, encoding="utf-8")
+    report = run(
+        params_set="own",
+        only=["01"],
+        notebooks_dir=ROOT / "notebooks",
+        params_dir=tmp_path / "params",
+        outputs_dir=tmp_path / "out",
+        run_id="own01",
+        jobs=1,
+        stream=io.StringIO(),
+    )
+    assert {o.execution.name: f"cell {o.failed_cell}: {o.error}" for o in report.failed} == {}
+    record = json.loads((report.outcomes[0].output_dir / "metrics.json").read_text())
+    assert record["positive_class"] == "科技"  # the smallest topic, scored against the other two
+    counts = {row["setting"]: row for row in record["table8_training_sets"]["sets"]}
+    assert counts["+positive"]["positive"] == counts["+positive"]["negative"]  # the smallest topic grown to the rest
+    assert all(0 <= value["mean"] <= 1 for value in record["metrics"].values() if isinstance(value, dict))
 
 
 @pytest.mark.slow

@@ -30,7 +30,7 @@ from transformers import TrainerCallback
 from workbench.__main__ import main as workbench_main
 from workbench.config import load_config
 from workbench.data import label_counts, label_names, load_splits, load_table, stratified_sample
-from workbench.records import is_secret, redact, write_json
+from workbench.metrics_file import is_secret, redact, write_json
 from workbench.runs import plan_executions
 from workbench.runs.plan import secret_environment
 from workbench.train.__main__ import main as train_main
@@ -708,29 +708,6 @@ def test_a_full_disk_at_the_runner_s_start_is_one_line_and_leaves_no_run_folder(
     assert error.startswith(f"error: --outputs-dir {str(tmp_path / 'out')!r}: ") and error.count("\n") == 1
     assert "No space left on device" in error and "plotly.min.js" in error
     assert list((tmp_path / "out").iterdir()) == []  # no run folder, no .partial: `--run-id r` is free again
-
-
-def test_a_full_disk_during_an_export_leaves_no_page_and_the_retry_writes_it(tmp_path, monkeypatch, capsys):
-    notebook = _notebook(tmp_path / "nb.ipynb", "output_dir = None", "print(1)")
-    from workbench.runs.assets import ensure_assets
-
-    ensure_assets(tmp_path)  # the assets are there; the page finds the disk full
-    original = Path.write_text
-
-    def full_for_pages(self, text, *args, **kwargs):
-        if self.name.startswith(".nb.html."):
-            original(self, text[:100], *args, **kwargs)
-            _enospc()
-        return original(self, text, *args, **kwargs)
-
-    monkeypatch.setattr(Path, "write_text", full_for_pages)
-    assert workbench_main(["export", str(notebook)]) == 2
-    error = capsys.readouterr().err
-    assert error == f"error: {tmp_path / 'nb.html'}: cannot be written (No space left on device)\n"
-    assert sorted(path.name for path in tmp_path.iterdir()) == ["assets", "nb.ipynb"]
-    monkeypatch.undo()
-    assert workbench_main(["export", str(notebook)]) == 0  # not refused: no truncated page is in the way
-    assert (tmp_path / "nb.html").is_file()
 
 
 # ----------------------------------------------------------------------------- 12. TrainingArguments not honoured

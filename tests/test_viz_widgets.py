@@ -10,7 +10,7 @@ import numpy as np
 import plotly.graph_objects as go
 import pytest
 
-from workbench.information import paper_entropy
+from workbench.label_entropy import paper_entropy
 from workbench.losses.pcl import pcl_weight_matrix
 from workbench.viz import figures
 from workbench.viz.entropy import entropy_figure

@@ -1,4 +1,5 @@
-"""Command line: ``python -m workbench run [options]`` and ``python -m workbench export NOTEBOOK`` (docs/runner.md)."""
+"""Command line: ``python -m workbench run [options]``, ``python -m workbench export NOTEBOOK`` (docs/runner.md) and
+``python -m workbench data list`` / ``data fetch NAME ...`` (docs/data.md)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import argparse
 import signal
 import sys
 
-from workbench.checks import error_line
+from workbench.command_line import error_message
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -17,7 +18,10 @@ def build_parser() -> argparse.ArgumentParser:
     run = commands.add_parser(
         "run",
         help="execute notebooks headless through papermill into outputs/<run-id>/",
-        description="Execute notebooks headless into a new outputs/<run-id>/ folder with summaries and index.html (docs/runner.md).",
+        description=(
+            "Execute notebooks headless into a new outputs/<run-id>/ folder with summaries and index.html "
+            "(docs/runner.md)."
+        ),
     )
     option = run.add_argument
     sets = "default (CPU, minutes), smoke (seconds, the tests'), gpu (real data, bf16) or a folder of yours"
@@ -63,30 +67,78 @@ def build_parser() -> argparse.ArgumentParser:
     option("--run-id", help="folder name under outputs-dir (must not exist); default: timestamp + suffix")
     option("--kernel", help="kernelspec name; default: one that runs this interpreter")
     export = commands.add_parser(
-        "export", help="the offline HTML page of an executed notebook", description="Write the page the runner writes."
+        "export",
+        help="the offline HTML page of an executed notebook",
+        description="Write the page the runner writes: one file that opens offline anywhere (docs/runner.md).",
     )
     export.add_argument("notebook", metavar="NOTEBOOK.ipynb")
-    export.add_argument("--student", action="store_true", help="leave out the cells tagged solution")
+    export.add_argument(
+        "--student", action="store_true", help="leave out the cells tagged solution or answer (any case, plurals too)"
+    )
+    export.add_argument(
+        "--trusted",
+        action="store_true",
+        help="keep the notebook's own HTML and scripts as they are (default: sanitised, figures drawn from their data)",
+    )
+    export.add_argument(
+        "--assets-folder",
+        action="store_true",
+        help="load plotly.js and MathJax from an assets/ folder (the run folder's, or beside the page) instead of "
+        "inlining them: a smaller page that needs that folder beside it",
+    )
     export.add_argument(
         "-o",
         dest="output",
         metavar="OUT.html",
         help="default: NOTEBOOK.html beside the notebook (NOTEBOOK.student.html with --student); never overwritten",
     )
+    data = commands.add_parser(
+        "data",
+        help="the named data sets in the data root ($WORKBENCH_DATA): list them, fetch them",
+        description="The data sets the workbench knows by name, in their public releases' layout (docs/data.md).",
+    )
+    data_commands = data.add_subparsers(dest="data_command", required=True)
+    data_commands.add_parser(
+        "list", help="each data set's files: present, size, checksum, source URL, licence", description="List them."
+    )
+    fetch = data_commands.add_parser(
+        "fetch",
+        help="download data sets from their public releases into the data root (checked, atomic)",
+        description="Download each named data set's missing files, check their sha256 and rename them into place; "
+        "$WORKBENCH_DATA_MIRROR replaces the releases' URLs by <mirror>/<path>.",
+    )
+    fetch.add_argument("names", nargs="+", metavar="NAME", help="qbqtc, tnews, lcqmc, chnsenticorp, corpus, ...")
     return parser
 
 
+def data_command(args: argparse.Namespace) -> int:
+    """``data list`` / ``data fetch``: 0 when done, 2 (one error line) when a file cannot be fetched."""
+    from workbench.data.fetch import fetch, list_releases
+
+    if args.data_command == "list":
+        print(list_releases())
+    else:
+        fetch(args.names)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Run the command; 0 when every notebook succeeded, 1 when any failed, 2 for invalid input or a
-    missing package, 130 when interrupted (Ctrl-C, SIGTERM or SIGHUP: the running kernels are stopped)."""
+    """Run the command; 0 when every notebook succeeded (every data set was fetched), 1 when any failed, 2 for invalid
+    input, a missing package or a failed fetch, 130 when interrupted (Ctrl-C, SIGTERM or SIGHUP: the running kernels
+    are stopped; a fetch leaves no partial file)."""
     args = build_parser().parse_args(argv)
     stops = (signal.SIGTERM, signal.SIGHUP)  # a CI cancel, `timeout`, a closed terminal: as Ctrl-C
     previous = {number: signal.signal(number, signal.default_int_handler) for number in stops}
     try:
+        if args.command == "data":
+            return data_command(args)
         if args.command == "export":
             from workbench.runs.export import export_notebook
 
-            print(export_notebook(args.notebook, args.output, student=args.student))
+            page = export_notebook(
+                args.notebook, args.output, student=args.student, trusted=args.trusted, assets_folder=args.assets_folder
+            )
+            print(page)
             return 0
         from workbench.runs import parse_assignments, parse_seeds, parse_sweep, run
 
@@ -107,9 +159,12 @@ def main(argv: list[str] | None = None) -> int:
             slurm=parse_assignments(args.slurm, "--slurm"),
         )
     except (ValueError, ModuleNotFoundError) as exc:
-        print(error_line(exc), file=sys.stderr)
+        print(error_message(exc), file=sys.stderr)
         return 2
     except KeyboardInterrupt as exc:
+        if args.command == "data":
+            print("interrupted: no partial file was left in the data root", file=sys.stderr)
+            return 130
         report = getattr(exc, "report", None)  # RunInterrupted: the report of what ran
         stopped = (
             f"the running notebooks were stopped; report: {report.run_dir / 'index.html'}" if report else "stopped"
@@ -119,9 +174,8 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         for number, handler in previous.items():
             signal.signal(number, handler)
-    print(
-        f"{len(report.outcomes) - len(report.failed)}/{len(report.outcomes)} ok; report: {report.run_dir / 'index.html'}"
-    )
+    succeeded = len(report.outcomes) - len(report.failed)
+    print(f"{succeeded}/{len(report.outcomes)} ok; report: {report.run_dir / 'index.html'}")
     return 1 if report.failed else 0
 
 

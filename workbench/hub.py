@@ -2,8 +2,8 @@
 failure one ValueError naming the key and the endpoint; every later request of huggingface_hub's shared session has
 timeouts (huggingface_hub's own default for its API calls is none: a hub that never answers hung a run for good).
 
-``WORKBENCH_HUB_TIMEOUT`` (seconds, default :data:`DEFAULT_TIMEOUT_S`) bounds each connect, read and write; ``HF_ENDPOINT``
-names the hub, ``HF_HUB_OFFLINE=1`` uses the local cache only (no look-up).
+``WORKBENCH_HUB_TIMEOUT`` (seconds, default :data:`DEFAULT_TIMEOUT_S`) bounds each connect, read and write;
+``HF_ENDPOINT`` names the hub, ``HF_HUB_OFFLINE=1`` uses the local cache only (no look-up).
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ from pathlib import Path
 from transformers import AutoTokenizer, BertTokenizerFast, PreTrainedTokenizerBase
 
 from workbench.hub import check_hub_model
-from workbench.lexicon import read_lines
+from workbench.text_files import read_lines
 
 CHARS_PER_TOKEN = 100  # a WordPiece token covers at most 100 characters of a word (a longer word is one [UNK])
 

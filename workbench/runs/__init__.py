@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from workbench.records import read_metrics, write_metrics
+from workbench.metrics_file import read_metrics, write_metrics
 from workbench.runs.assets import ensure_assets
 from workbench.runs.execute import Outcome, RunningKernels, ensure_kernel, execute, new_run_dir
 from workbench.runs.plan import (
@@ -87,7 +87,10 @@ def _in_threads(executions, folders, kernel_name, env, jobs, gpus, board) -> Ite
     """Run the executions in ``jobs`` daemon threads, each kernel on its own GPU of ``gpus`` (cycled when ``jobs``
     exceeds them); yields (index, outcome) as they end. Ctrl-C or SIGTERM kills the running kernels and returns at once:
     an HTML export still running in a thread is abandoned (its page is written whole or not at all), not waited for."""
-    kernels, free, waiting, ended = RunningKernels(), queue.SimpleQueue(), queue.SimpleQueue(), queue.SimpleQueue()
+    kernels = RunningKernels()
+    free = queue.SimpleQueue()
+    waiting = queue.SimpleQueue()
+    ended = queue.SimpleQueue()
     for slot in range(jobs):
         free.put({"CUDA_VISIBLE_DEVICES": gpus[slot % len(gpus)]} if gpus else {})
     for index in range(len(executions)):
@@ -224,7 +227,7 @@ def run(
             shutil.rmtree(run_dir)  # nothing ran: leave no run folder
             raise ValueError(f"--slurm: {str(error).splitlines()[0]}") from None
     try:
-        ensure_assets(run_dir)  # once, before concurrent exports look for them
+        ensure_assets(run_dir, mathjax=False)  # once, before concurrent exports look for it (figures/, index.html)
     except ValueError as error:  # a full disk: nothing ran, no run folder is left
         shutil.rmtree(run_dir, ignore_errors=True)
         raise ValueError(f"--outputs-dir {str(outputs_dir)!r}: {error}") from None

@@ -15,7 +15,7 @@ from typing import Any
 
 import yaml
 
-from workbench.records import read_metrics, redact, write_atomically
+from workbench.metrics_file import read_metrics, redact, write_atomically
 from workbench.runs.export import export_html
 from workbench.runs.plan import (
     _SLUG_UNSAFE,
@@ -52,7 +52,8 @@ class Outcome:
 
 
 def _runs_this_python(kernel_name: str) -> bool:
-    """Whether the kernelspec launches this interpreter (jupyter_client runs a bare ``python*`` as ``sys.executable``)."""
+    """Whether the kernelspec launches this interpreter (jupyter_client runs a bare ``python*`` as
+    ``sys.executable``)."""
     from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
 
     try:
@@ -70,7 +71,8 @@ def ensure_kernel(kernel_name: str | None = None) -> str:
     from jupyter_client.kernelspec import KernelSpecManager
 
     if kernel_name is not None:
-        if kernel_name not in (available := KernelSpecManager().find_kernel_specs()):
+        available = KernelSpecManager().find_kernel_specs()
+        if kernel_name not in available:
             raise ValueError(f"--kernel {kernel_name!r}: no such kernelspec; available: {', '.join(sorted(available))}")
         return kernel_name
     for name in ("python3", WORKBENCH_KERNEL):
@@ -186,7 +188,8 @@ def execute(
 
     folder = output_dir.absolute()  # papermill's file writes chdir the process to a cwd another run may have left
     executed = folder / execution.notebook.name
-    failed_cell, error = None, None
+    failed_cell = None
+    error = None
     start = time.perf_counter()
     try:  # secrets: redacted in what is written, handed to the kernel through its environment
         parameters = redact({**execution.parameters, OUTPUT_DIR_PARAMETER: str(folder.resolve())})

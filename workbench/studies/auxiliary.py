@@ -25,13 +25,17 @@ from transformers import AutoModelForSequenceClassification, DataCollatorWithPad
 
 from workbench.checks import check_number, check_seeds, is_int
 from workbench.config import Config, load_config
-from workbench.information import softmax_entropy
+from workbench.label_entropy import softmax_entropy
 from workbench.stats import describe, mean_std, row_statistics
 from workbench.stats import summarize as summarize_runs
 from workbench.train import classification_data, evaluation_split, finetune, fusion_finetune, two_stage
 
-BASELINE, TWO_STAGE, TWO_STAGE_FGM = "baseline", "two_stage", "two_stage_fgm"
-FUSION_FINETUNE, FUSION, FUSION_FGM = "fusion_finetune", "fusion", "fusion_fgm"
+BASELINE = "baseline"
+TWO_STAGE = "two_stage"
+TWO_STAGE_FGM = "two_stage_fgm"
+FUSION_FINETUNE = "fusion_finetune"
+FUSION = "fusion"
+FUSION_FGM = "fusion_fgm"
 METHODS = (BASELINE, TWO_STAGE, TWO_STAGE_FGM, FUSION_FINETUNE, FUSION, FUSION_FGM)
 PAPER_NAMES = {
     BASELINE: "BERT (fine-tuning)",
@@ -148,7 +152,8 @@ def run_study(
 
 
 def summarize(runs: pd.DataFrame, metrics: Sequence[str] = METRICS) -> pd.DataFrame:
-    """Per (method, num_aux): ``<metric>_mean``, ``<metric>_std`` (ddof = 1) and ``n``, methods in :data:`METHODS` order."""
+    """Per (method, num_aux): ``<metric>_mean``, ``<metric>_std`` (ddof = 1) and ``n``, the methods in
+    :data:`METHODS` order."""
     missing = [name for name in ("method", "num_aux", *metrics) if name not in runs.columns]
     if missing:
         raise ValueError(f"runs: missing columns {missing}; expected a run_study table")
@@ -156,7 +161,7 @@ def summarize(runs: pd.DataFrame, metrics: Sequence[str] = METRICS) -> pd.DataFr
     return table.sort_values(["order", "num_aux"]).drop(columns="order").reset_index(drop=True)
 
 
-def key_metrics(runs: pd.DataFrame) -> dict[str, Any]:
+def headline_metrics(runs: pd.DataFrame) -> dict[str, Any]:
     """metrics.json ``metrics``: ``chosen_num_aux`` (n*), ``<method>_<metric>`` (``{"mean", "std", "n"}``; two-stage at
     n*) and ``delta_macro_f1``, two-stage at n* minus the baseline, paired by seed."""
     summary = summarize(runs)
@@ -173,7 +178,7 @@ def key_metrics(runs: pd.DataFrame) -> dict[str, Any]:
 
 def this_run(runs: pd.DataFrame) -> str:
     """The run's key numbers in one line (test, mean ± std over seeds), which the notebook's reading quotes."""
-    metrics = key_metrics(runs)
+    metrics = headline_metrics(runs)
 
     def cell(key: str) -> str:
         return mean_std(metrics[key]["mean"], metrics[key]["std"])
@@ -197,8 +202,8 @@ def this_run(runs: pd.DataFrame) -> str:
         + "; ".join(f"{method} n={n}: {values}" for (method, n), values in per_seed.items())
         + ". Stage 1 on the evaluation split (mean over seeds): "
         + "; ".join(
-            f"n={n}: auxiliary mass {row['stage1_aux_mass']:.3f}, entropy over K {row['stage1_entropy_k']:.3f} and over K+n "
-            f"{row['stage1_entropy_k_plus_n']:.3f} nats"
+            f"n={n}: auxiliary mass {row['stage1_aux_mass']:.3f}, entropy over K {row['stage1_entropy_k']:.3f} "
+            f"and over K+n {row['stage1_entropy_k_plus_n']:.3f} nats"
             for n, row in entropy.iterrows()
         )
         + "."

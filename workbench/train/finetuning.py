@@ -22,10 +22,10 @@ from transformers import DataCollatorWithPadding, EvalPrediction, Trainer, Train
 
 from workbench.config import Config
 from workbench.data import label_names, load_splits, shared_with_train
-from workbench.losses import resolve
 from workbench.metrics import classification_report
+from workbench.metrics_file import write_atomically
 from workbench.models import build_sequence_classifier, model_source
-from workbench.records import write_atomically
+from workbench.train.losses_from_specs import loss_from_spec
 from workbench.train.run_folder import (
     Result,
     check_classes,
@@ -65,14 +65,15 @@ def warn_unreadable(rows: Mapping[str, Sequence[Sequence[int]]], tokenizer: Any)
     named = ", ".join(f"{share:.0%} of {name}" for name, share in shares.items() if share > UNREADABLE_SHARE)
     if named:
         warn_once(
-            f"text the vocabulary cannot read: {named} samples are mostly [UNK] or single Latin letters; use a vocabulary "
-            "that fits the language (model.vocab_file) or a model.model_name_or_path whose tokenizer does"
+            f"text the vocabulary cannot read: {named} samples are mostly [UNK] or single Latin letters; "
+            "use a vocabulary that fits the language (model.vocab_file) or a model.model_name_or_path "
+            "whose tokenizer does"
         )
 
 
 def tokenize_splits(splits: DatasetDict, tokenizer: Any, max_length: int) -> DatasetDict:
-    """``text`` (``text_pair``) as at most ``max_length`` unpadded tokens (each text :func:`clip_texts`-ed first),
-    ``label`` -> ``labels``; :func:`warn_unreadable`."""
+    """``text`` (and ``text_pair``) as at most ``max_length`` unpadded tokens (each text :func:`clip_texts`-ed first),
+    ``label`` renamed ``labels``; :func:`warn_unreadable` warns about text the vocabulary cannot read."""
 
     def encode(batch: dict[str, list]) -> dict[str, list]:
         pairs = clip_texts(batch["text_pair"], max_length) if "text_pair" in batch else None
@@ -102,7 +103,8 @@ class ClassificationData:
 
 
 def classification_data(config: Config, splits: DatasetDict | None = None) -> ClassificationData:
-    """``config.data``'s splits (or ``splits``) tokenized by ``config.model``'s tokenizer; a warning counts rows shared."""
+    """``config.data``'s splits (or ``splits``) tokenized by ``config.model``'s tokenizer; a warning counts the rows
+    that the evaluation splits share with training."""
     splits = load_splits(config.data) if splits is None else splits
     shared = shared_with_train(splits)
     if any(shared.values()):
@@ -206,6 +208,7 @@ def train_classifier(
         **classification_report(gold, probabilities.argmax(axis=-1), label_names=data.names, ordinal=data.ordinal),
         "evaluated_split": split,
         "shared_with_train": data.shared_with_train,
+        "data_provenance": getattr(data.splits, "provenance", None),  # load_splits' record: which file, cut how
         "best_validation_macro_f1": trainer.state.best_metric,
         "train_runtime": train_output.metrics["train_runtime"],
         "train_samples_per_second": train_output.metrics["train_samples_per_second"],
@@ -236,12 +239,13 @@ def write_classifier_result(
 
 
 def finetune(config: str | Path | Mapping[str, Any] | Config, callbacks: Sequence[TrainerCallback] = ()) -> Result:
-    """Fine-tune a tiny BERT or ``model.model_name_or_path`` on ``config`` (docs/training.md) with ``resolve(config.loss)``;
-    ``output_dir`` gets the best model, tokenizer, ``metrics.json``, test (else validation) ``predictions.csv``."""
+    """Fine-tune a tiny BERT or ``model.model_name_or_path`` on ``config`` (docs/training.md) with
+    ``loss_from_spec(config.loss)``; ``output_dir`` gets the best model, tokenizer, ``metrics.json``, test (else
+    validation) ``predictions.csv``."""
     with training_run(config, "finetune") as config:
         data = classification_data(config)
         source = model_source(config.model, len(data.tokenizer), config.data.max_length)
         model = build_sequence_classifier(len(data.names), **source)
-        loss = resolve(config.loss, data.splits["train"])
+        loss = loss_from_spec(config.loss, data.splits["train"])
         trained = train_classifier(config, model, loss, data, Path(config.output_dir), callbacks)
         return write_classifier_result(config, trained, data, {"task": "finetune", "loss": config.loss.to_dict()})

@@ -1,6 +1,7 @@
-"""A run's folder: its frame (:func:`training_run`: the folder claimed by :func:`claim_output_dir`, ``run_config.yaml`` locked while
-the run lives; :func:`progress_bars`), its ``checkpoint-N`` folders (written atomically by ``LossTrainer``; only direct
-children are resumed from or removed), :func:`drop_weights`, and what a finished run writes (:class:`Result`)."""
+"""A run's folder: its frame (:func:`training_run`: the folder claimed by :func:`claim_output_dir`, ``run_config.yaml``
+locked while the run lives; :func:`progress_bars`), its ``checkpoint-N`` folders (written atomically by ``LossTrainer``;
+only direct children are resumed from or removed), :func:`drop_weights`, and what a finished run writes
+(:class:`Result`)."""
 
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ from transformers.utils import logging
 
 from workbench.checks import is_number
 from workbench.config import Config, load_config
-from workbench.records import METRICS_FILE, redact, secret_mark, write_json
+from workbench.metrics_file import METRICS_FILE, redact, secret_mark, write_json
 from workbench.threads import torch_threads
 from workbench.yaml_files import read_yaml_file
 
@@ -121,7 +122,8 @@ def claim_output_dir(config: Config, *subfolders: str) -> contextlib.ExitStack:
 
 
 def _rewrite(handle: Any, text: str) -> None:
-    """Replace the content of the open file ``handle`` by ``text`` (unbuffered: a failed write leaves nothing pending)."""
+    """Replace the content of the open file ``handle`` by ``text`` (unbuffered: a failed write leaves nothing
+    pending)."""
     data = text.encode("utf-8")
     os.ftruncate(handle.fileno(), 0)
     if os.pwrite(handle.fileno(), data, 0) < len(data):
@@ -133,7 +135,8 @@ def progress_bars(enabled: bool) -> Iterator[None]:
     """Inside the block, only the bars worth watching: transformers' bars for reading and writing model files
     (a 0-to-100% flash) are off; with ``enabled`` false (quiet runs) the bars of ``datasets`` and transformers'
     warnings below errors (e.g. the LOAD REPORT of a fresh head) too. The Trainer's bar follows ``training.quiet``."""
-    bars, verbosity = logging.is_progress_bar_enabled(), logging.get_verbosity()
+    bars = logging.is_progress_bar_enabled()
+    verbosity = logging.get_verbosity()
     datasets_bars = datasets.is_progress_bar_enabled()
     logging.disable_progress_bar()
     if not enabled:
@@ -151,9 +154,10 @@ def progress_bars(enabled: bool) -> Iterator[None]:
 
 @contextlib.contextmanager
 def hub_token(token: str | None) -> Iterator[None]:
-    """``training.hub_token`` reaches huggingface_hub as the ``HF_TOKEN`` environment variable while the block runs, never
-    as a TrainingArguments field: no file of the run (``training_args.bin``, which the Trainer also pushes) holds it.
-    Null or its mark ``<HUB_TOKEN>`` (what a written config shows): the environment's own token or ``hf auth login``'s."""
+    """``training.hub_token`` reaches huggingface_hub as the ``HF_TOKEN`` environment variable while the block runs,
+    never as a TrainingArguments field: no file of the run (``training_args.bin``, which the Trainer also pushes) holds
+    it. Null or its mark ``<HUB_TOKEN>`` (what a written config shows): the environment's own token or ``hf auth
+    login``'s."""
     if token is None or token == secret_mark("hub_token"):
         yield
         return
@@ -184,7 +188,8 @@ def training_run(config: Any, task: str, *subfolders: str) -> Iterator[Config]:
 
 
 def check_classes(output_dir: str | Path, names: Sequence[str], resume: bool) -> None:
-    """Write the run's classes to ``classes.json``; resuming on data of other classes (a file edited in place) is an error."""
+    """Write the run's classes to ``classes.json``; resuming on data of other classes (a file edited in place) is an
+    error."""
     path = Path(output_dir) / "classes.json"
     before = json.loads(path.read_text(encoding="utf-8"))["classes"] if resume and path.is_file() else list(names)
     if before != list(names):
@@ -237,7 +242,8 @@ def checkpoint_to_resume(output_dir: str | Path, resume: bool) -> str | None:
 
 
 def remove_checkpoints(*folders: str | Path) -> None:
-    """Delete the ``checkpoint-N`` folders directly inside each of ``folders`` and their staging folder (main process)."""
+    """Delete the ``checkpoint-N`` folders directly inside each of ``folders`` and their staging folder (in the main
+    process only)."""
     for folder in folders if is_main_process() else ():
         for checkpoint in sort_checkpoints(str(folder)):
             shutil.rmtree(checkpoint)
@@ -278,7 +284,8 @@ class Result:
 
 
 def is_main_process() -> bool:
-    """False in a non-zero rank of a ``torchrun`` / ``accelerate launch`` job (env ``RANK``), where no trainer can say."""
+    """False in a non-zero rank of a ``torchrun`` / ``accelerate launch`` job (env ``RANK``), where no trainer can
+    say."""
     return int(os.environ.get("RANK", "0")) == 0
 
 
@@ -291,7 +298,7 @@ def write_result(
     output_dir: str | Path, metrics: Mapping[str, Any], best_checkpoint: str | None, history: list
 ) -> Result:
     """Write ``metrics`` (with ``history``) to ``output_dir/metrics.json`` (main process only); return the Result
-    (its metrics :func:`~workbench.records.redact`-ed as the file's: a notebook shows them)."""
+    (its metrics :func:`~workbench.metrics_file.redact`-ed as the file's: a notebook shows them)."""
     if is_main_process():
         write_json(Path(output_dir) / METRICS_FILE, {**metrics, "history": history})
     return Result(Path(output_dir), redact(dict(metrics)), best_checkpoint, history)

@@ -29,7 +29,8 @@ from workbench.train.run_folder import STAGING_DIR, checkpoint_to_resume
 
 
 class BarProgressCallback(ProgressCallback):
-    """The Trainer's bar with the training loss in its postfix and one line per evaluation (no line per log, no eval bar)."""
+    """The Trainer's bar with the training loss in its postfix and one line per evaluation (no line per log, no
+    evaluation bar)."""
 
     def on_prediction_step(self, *args: Any, **kwargs: Any) -> None:
         return
@@ -72,8 +73,9 @@ class TrainingInterrupted(KeyboardInterrupt):
 
 class AtomicCheckpoints(TrainerCallback):
     """Moves each complete ``<run>/.staging/checkpoint-N`` to ``<run>/checkpoint-N`` (a kill mid-save leaves no half
-    checkpoint), keeping ``save_total_limit`` of them and the best. With ``training.enable_jit_checkpoint`` it notes when
-    SIGTERM asked for a checkpoint (``interrupted``: the JIT callback, called after this one, then stops the run)."""
+    checkpoint), keeping ``save_total_limit`` of them and the best. With ``training.enable_jit_checkpoint`` it notes
+    when SIGTERM asked for a checkpoint (``interrupted``: the JIT callback, called after this one, then stops the
+    run)."""
 
     def __init__(self, jit_manager: Any = None) -> None:
         self.jit_manager, self.interrupted = jit_manager, False
@@ -92,10 +94,11 @@ class AtomicCheckpoints(TrainerCallback):
         self.publish(args, state, state.global_step)
 
     def publish(self, args: Any, state: Any, step: int) -> None:
-        """Move the staged ``checkpoint-<step>`` into the run folder (main process; the best checkpoint's path fixed)."""
+        """Move the staged ``checkpoint-<step>`` into the run folder (main process); the state's best path follows."""
         name = f"{PREFIX_CHECKPOINT_DIR}-{step}"
         run_dir = os.path.dirname(args.output_dir)
-        staged, final = os.path.join(args.output_dir, name), os.path.join(run_dir, name)
+        staged = os.path.join(args.output_dir, name)
+        final = os.path.join(run_dir, name)
         if not state.is_world_process_zero or not os.path.isdir(staged):
             return
         if state.best_model_checkpoint == staged:  # the state names the checkpoint's final place
@@ -170,7 +173,8 @@ class LossTrainer(Trainer):
     ) -> torch.Tensor:
         """:func:`scale_for_accumulation` for this accumulation step and these processes."""
         averaging = self.args.average_tokens_across_devices and self.args.world_size > 1
-        processes, steps = self.accelerator.num_processes if averaging else 1, self.current_gradient_accumulation_steps
+        processes = self.accelerator.num_processes if averaging else 1
+        steps = self.current_gradient_accumulation_steps
         return scale_for_accumulation(loss, items, num_items_in_batch, steps, is_batch_level, processes)
 
     def training_step(self, model: nn.Module, inputs: dict[str, Any], num_items_in_batch: Any = None) -> torch.Tensor:
@@ -200,7 +204,8 @@ class LossTrainer(Trainer):
             raise
 
     def get_eval_dataloader(self, eval_dataset: Any = None) -> Any:
-        """The Trainer's, never dropping rows: ``training.dataloader_drop_last`` drops incomplete training batches only."""
+        """The Trainer's, never dropping rows: ``training.dataloader_drop_last`` drops incomplete training batches
+        only."""
         with every_row(self.args):
             return super().get_eval_dataloader(eval_dataset)
 
@@ -226,15 +231,17 @@ class LossTrainer(Trainer):
     def diverged(self, step: int, what: str) -> FloatingPointError:
         """The error that stops a diverged run at ``step``: ``what`` went non-finite."""
         return FloatingPointError(
-            f"training diverged at step {step} (epoch {self.state.epoch or 0:.2f}): {what}; lower training.learning_rate or "
-            f"check the loss parameters. Checkpoints saved before are kept in {self.run_dir}"
+            f"training diverged at step {step} (epoch {self.state.epoch or 0:.2f}): {what}; "
+            "lower training.learning_rate or check the loss parameters. "
+            f"Checkpoints saved before are kept in {self.run_dir}"
         )
 
     def train(self, resume_from_checkpoint: str | None = None, **kwargs: Any) -> Any:
-        """``Trainer.train`` from ``args.resume_from_checkpoint`` by default, no staging left after an error; a folder that
-        cannot be written (:func:`write_failure`), a hub that does not answer (``training.push_to_hub``) and a checkpoint
-        holding a file that is not a checkpoint's (or weights of another shape) are a ValueError naming it. A run that
-        SIGTERM stopped (``training.enable_jit_checkpoint``) keeps its checkpoint and raises :class:`TrainingInterrupted`."""
+        """``Trainer.train`` from ``args.resume_from_checkpoint`` by default, no staging left after an error; a folder
+        that cannot be written (:func:`write_failure`), a hub that does not answer (``training.push_to_hub``) and a
+        checkpoint holding a file that is not a checkpoint's (or weights of another shape) are a ValueError naming it.
+        A run that SIGTERM stopped (``training.enable_jit_checkpoint``) keeps its checkpoint and raises
+        :class:`TrainingInterrupted`."""
         resume_from_checkpoint = resume_from_checkpoint or self.args.resume_from_checkpoint
         try:
             output = super().train(resume_from_checkpoint=resume_from_checkpoint, **kwargs)
@@ -246,9 +253,8 @@ class LossTrainer(Trainer):
             if self.args.push_to_hub and is_hub_error(error):
                 raise ValueError(f"training.push_to_hub: {hub_error_text(error)}") from None
             unreadable = isinstance(error, pickle.UnpicklingError | EOFError | SafetensorError)
-            if resume_from_checkpoint and (
-                unreadable or "size mismatch" in str(error)
-            ):  # another model size, class count
+            # a size mismatch: another model size or class count
+            if resume_from_checkpoint and (unreadable or "size mismatch" in str(error)):
                 detail = " ".join(str(error).split())[:300]
                 raise ValueError(
                     f"training.resume: {resume_from_checkpoint!r} does not fit this model ({detail})"
@@ -283,9 +289,9 @@ WRITE_ERRORS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EFB
 
 
 def write_failure(error: BaseException) -> str | None:
-    """Why a save failed when ``error`` (or its cause) is a failed write, else None: an OSError of a full disk, a quota, a
-    read-only or forbidden folder, and how safetensors (``SafetensorError: ... (os error 28)``) and ``torch.save``
-    (``RuntimeError: [enforce fail at inline_container.cc...]``) report one."""
+    """Why a save failed when ``error`` (or its cause) is a failed write, else None: an OSError of a full disk, a
+    quota, a read-only or forbidden folder, and how safetensors (``SafetensorError: ... (os error 28)``) and
+    ``torch.save`` (``RuntimeError: [enforce fail at inline_container.cc...]``) report one."""
     for item in (error, error.__cause__, error.__context__):
         if isinstance(item, OSError) and item.errno in WRITE_ERRORS:
             return item.strerror
@@ -298,9 +304,9 @@ def write_failure(error: BaseException) -> str | None:
 
 
 def save_final_model(trainer: Trainer, folder: str | os.PathLike) -> None:
-    """``trainer.save_model`` into ``folder`` through ``<folder>/.final``, each file then renamed into place: a save that
-    fails (a full disk) leaves no half-written model and is a ValueError naming ``output_dir``; the checkpoints stay, so
-    ``training.resume=true`` finishes the run."""
+    """``trainer.save_model`` into ``folder`` through ``<folder>/.final``, each file then renamed into place: a save
+    that fails (a full disk) leaves no half-written model and is a ValueError naming ``output_dir``; the checkpoints
+    stay, so ``training.resume=true`` finishes the run."""
     staged = os.path.join(folder, ".final")
     shutil.rmtree(staged, ignore_errors=True)
     try:

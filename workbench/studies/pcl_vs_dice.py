@@ -14,8 +14,8 @@ import pandas as pd
 from datasets import Dataset
 
 from workbench.checks import check_names
+from workbench.config import LossSpec
 from workbench.data import label_counts, label_names
-from workbench.losses import LossSpec
 from workbench.metrics import classification_report
 from workbench.stats import formatted, mean_std_table, row_statistics, summarize
 
@@ -30,11 +30,11 @@ COMPARISON: dict[str, LossSpec] = {
 
 
 def comparison_specs(settings: Sequence[str], epsilon: float, cost_matrix=None) -> dict[str, LossSpec]:
-    """The specs of ``settings`` (:data:`COMPARISON` keys): LS and PCL at ``epsilon``, PCL with ``cost_matrix`` if given."""
+    """The specs of ``settings`` (:data:`COMPARISON` keys): LS and PCL at ``epsilon``, PCL with ``cost_matrix`` if
+    one is given."""
     specs = {}
-    for setting in check_names(
-        "settings", settings, list(COMPARISON), required=("CE", "LS")
-    ):  # the notebook shows both
+    chosen = check_names("settings", settings, list(COMPARISON), required=("CE", "LS"))  # the notebook shows both
+    for setting in chosen:
         spec = COMPARISON[setting]
         extra = {"epsilon": epsilon} if spec.name in ("ls", "pcl") else {}
         if cost_matrix is not None and spec.name == "pcl" and spec.params["variant"] != "reference":
@@ -72,7 +72,7 @@ def recall_table(runs: pd.DataFrame) -> pd.DataFrame:
     )
 
 
-def key_metrics(runs: pd.DataFrame, baseline: Mapping[str, Any]) -> dict[str, Any]:
+def headline_metrics(runs: pd.DataFrame, baseline: Mapping[str, Any]) -> dict[str, Any]:
     """metrics.json ``metrics``: ``<setting>_macro_f1`` (``{"mean", "std", "n"}``; e.g. ``pcl_expected_cost_macro_f1``),
     ``majority_macro_f1``, ``majority_accuracy`` and ``pcl_reference_identical_share`` when that setting ran."""
     metrics: dict[str, Any] = {}
@@ -92,8 +92,8 @@ def this_run(runs: pd.DataFrame, baseline: Mapping[str, Any]) -> str:
     recall = recall_table(runs)
     identical = runs.groupby("setting", sort=False)["identical_to_ls"].agg(["sum", "size"])
     text = (
-        f"This run ({runs['seed'].nunique()} seed(s), test): always predicting {baseline['majority_label']!r}: accuracy "
-        f"{baseline['accuracy']:.3f}, macro-F1 {baseline['macro_f1']:.3f}. Macro-F1 "
+        f"This run ({runs['seed'].nunique()} seed(s), test): always predicting {baseline['majority_label']!r}: "
+        f"accuracy {baseline['accuracy']:.3f}, macro-F1 {baseline['macro_f1']:.3f}. Macro-F1 "
         + ", ".join(f"{setting} {cell}" for setting, cell in cells["macro_f1"].items())
         + ". Recall (%) of CE: "
         + (

@@ -21,15 +21,15 @@ TOKENIZER_TOKENS = ("pad_token", "unk_token", "cls_token", "sep_token", "mask_to
 
 
 def is_secret(key: Any) -> bool:
-    """Whether ``key`` names a secret: transformers' rule, ``token`` or ``*_token`` (``hub_token``; a tokenizer's special
-    tokens aside), and names holding a password, secret, API key, private or access key or credential."""
+    """Whether ``key`` names a secret: transformers' rule, ``token`` or ``*_token`` (``hub_token``; a tokenizer's
+    special tokens aside), and names holding a password, secret, API key, private or access key or credential."""
     name = str(key).lower()
     token = (name == "token" or name.endswith("_token")) and name not in TOKENIZER_TOKENS
     return token or any(word in name for word in SECRET_WORDS)
 
 
 def secret_mark(key: Any) -> str:
-    """What a written file shows for the secret under ``key``: ``<HUB_TOKEN>``, as ``TrainingArguments.to_dict`` writes."""
+    """What a written file shows for the secret under ``key``: ``<HUB_TOKEN>``, as TrainingArguments.to_dict writes."""
     return f"<{str(key).upper()}>"
 
 
@@ -99,7 +99,8 @@ def _check_metric(name: str, value: Any) -> None:
     if name.endswith("_std") or name in ("n", "n_seeds", "seeds"):  # summary_agg.csv would list them as metrics
         raise ValueError(
             f"metrics: entry {name!r} is a spread or a count of runs, not a metric: record the metric as "
-            "{'mean', 'std', 'n'} (workbench.stats.describe) and parameters as details (write_metrics(..., parameters=...))"
+            "{'mean', 'std', 'n'} (workbench.stats.describe) and parameters as details "
+            "(write_metrics(..., parameters=...))"
         )
     if value is None:  # not measured in this run (e.g. a rate with no run to average over)
         return
