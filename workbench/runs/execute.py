@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
+import subprocess
 import sys
 import tempfile
 import threading
@@ -136,13 +138,17 @@ class RunningKernels:
 
     def kill_all(self) -> None:
         """Kill every kernel process and start no new one: the executions using them end with a
-        dead-kernel error, as a crashed kernel would."""
+        dead-kernel error, as a crashed kernel would. Returns once the processes have ended (the runner does not wait
+        for its threads), at most a few seconds each."""
         with self._lock:
             self._stopped = True
             processes = [getattr(getattr(manager, "provisioner", None), "process", None) for manager in self._managers]
-        for process in processes:
-            if process is not None and process.poll() is None:
-                process.kill()
+        running = [process for process in processes if process is not None and process.poll() is None]
+        for process in running:
+            process.kill()
+        for process in running:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                process.wait(timeout=5)
 
 
 def new_run_dir(outputs_dir: str | Path, run_id: str | None = None) -> Path:
