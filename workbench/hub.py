@@ -89,7 +89,8 @@ def _look_up(name: str, key: str, endpoint: str) -> None:
     except Exception as error:  # a timeout, no network, a server error
         detail = " ".join(str(error).split())[:160] or type(error).__name__
         status = getattr(getattr(error, "response", None), "status_code", None)
-        what = f"answered {status}" if isinstance(error, HfHubHTTPError) else f"did not answer within {seconds:g} s"
+        what = f"did not answer within {seconds:g} s" if "Timeout" in type(error).__name__ else "could not be reached"
+        what = f"answered {status}" if isinstance(error, HfHubHTTPError) else what
         raise ValueError(
             f"{key}: {name!r} is no local folder, and the hub at {endpoint} {what} ({type(error).__name__}: "
             f"{detail}); set HF_HUB_OFFLINE=1 to load it from the local cache"
