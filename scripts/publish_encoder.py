@@ -81,9 +81,9 @@ def model_card(metrics: dict[str, Any], command: str, hardware: str | None = Non
         "",
         "## Licence",
         "",
-        "The workbench's code is under the MIT licence. These weights were learnt from the CCTV news transcripts (CCTV's copyright, "
-        "offered for study use only) and a Chinese Wikipedia (CC BY-SA) and CLUECorpusSmall sample: use them for "
-        "research and teaching.",
+        "The workbench's code is under the MIT licence. These weights were learnt from the CCTV news transcripts "
+        "(CCTV's copyright, offered for study use only) and a Chinese Wikipedia (CC BY-SA) and CLUECorpusSmall "
+        "sample: use them for research and teaching.",
         "",
     ]
     return "\n".join(lines)
