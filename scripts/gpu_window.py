@@ -522,11 +522,14 @@ def environment() -> dict[str, Any]:
 
     packages = ("torch", "transformers", "accelerate", "tokenizers", "huggingface_hub", "datasets", "safetensors")
     versions = {}
-    for name in (*packages, "numpy", "pyarrow", "pandas", "scikit-learn", "jieba", "pytest"):
+    for name in (*packages, "numpy", "pyarrow", "pandas", "scikit-learn", "pytest"):
         try:
             versions[name] = importlib.metadata.version(name)
         except importlib.metadata.PackageNotFoundError:
             versions[name] = None
+    import jieba  # the kit unpacks its source folder, which has no package metadata
+
+    versions["jieba"] = jieba.__version__
     found = {
         "python": platform.python_version(),
         "executable": sys.executable,
