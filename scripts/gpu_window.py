@@ -85,7 +85,7 @@ GPU = Plan(
     pretrain_reserve=45,
     pretrain_kill=470,
     publish_by=500,
-    evidence_by=540,
+    evidence_by=525,
     shortest_budget=30,
     longest_budget=None,
     pretrain_overrides=("training.dataloader_num_workers=8", "training.quiet=true"),
