@@ -403,8 +403,7 @@ def run_window(out: Path, work: Path, plan: Plan, micro: bool, start: float) -> 
     """Every step of the window (module docstring); returns the summary also written to ``out/summary.json``. A
     SIGTERM or SIGINT stops the running steps and still writes what was done."""
     window = Window(out, work, plan, micro, start)
-    for number in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(number, raise_stopped)
+    handlers = {number: signal.signal(number, raise_stopped) for number in (signal.SIGTERM, signal.SIGINT)}
     try:
         steps(window)
     except Stopped as stopped:
@@ -418,6 +417,8 @@ def run_window(out: Path, work: Path, plan: Plan, micro: bool, start: float) -> 
         window.say(f"done; what would not come back: {window.summary['returned_problems'] or 'nothing'}")
         window.checkpoint()
         window.log_file.close()
+        for number, handler in handlers.items():
+            signal.signal(number, handler)
     return window.summary
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -198,6 +199,26 @@ def test_a_step_past_its_deadline_is_stopped_with_the_processes_it_started(tmp_p
     failed = run.run(run.step("failing", [sys.executable, "-c", "raise SystemExit(3)"], run.elapsed() + 30))
     assert (failed.status, failed.rc) == ("failed", 3)
     run.log_file.close()
+
+
+def test_a_stopped_command_stops_its_steps_and_still_writes_what_was_done(tmp_path, monkeypatch):
+    started = []
+
+    def steps(run):
+        started.append(run.begin(run.step("sleeper", [sys.executable, "-c", "import time; time.sleep(60)"], 60)))
+        os.kill(os.getpid(), signal.SIGTERM)  # as the device tool's timeout would
+        time.sleep(5)
+
+    monkeypatch.setattr(window, "steps", steps)
+    out = tmp_path / "out"
+    out.mkdir()
+    summary = window.run_window(out, tmp_path / "work", window.MICRO, micro=True, start=time.time())
+    assert summary["steps"]["sleeper"]["status"] == "stopped: SIGTERM"
+    assert started[0].process.poll() is not None
+    assert json.loads((out / "summary.json").read_text(encoding="utf-8"))["steps"]["sleeper"]["status"].startswith(
+        "stopped"
+    )
+    assert (out / "steps.tar.gz").is_file() and signal.getsignal(signal.SIGTERM) is not window.raise_stopped
 
 
 def test_run_refuses_a_work_folder_that_holds_files(tmp_path, capsys):
