@@ -32,6 +32,7 @@ import subprocess
 import sys
 import tarfile
 import time
+import traceback
 import xml.etree.ElementTree as ElementTree
 from dataclasses import dataclass
 from pathlib import Path
@@ -409,8 +410,9 @@ def run_window(out: Path, work: Path, plan: Plan, micro: bool, start: float) -> 
     except Stopped as stopped:
         window.stop(str(stopped))
     except Exception as error:  # the driver's own fault: what was done still comes back
+        window.summary["driver_error"] = traceback.format_exc()
+        window.say(window.summary["driver_error"])
         window.stop(f"the driver failed: {type(error).__name__}: {error}")
-        window.summary["driver_error"] = f"{type(error).__name__}: {error}"
     finally:
         window.checkpoint()
         window.summary["returned_problems"] = returnable_problems(out)
