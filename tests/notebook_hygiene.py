@@ -10,7 +10,8 @@ from workbench.runs.plan import INJECTED_PARAMETERS_TAG, PARAMETERS_TAG
 
 
 def check_notebook_clean(path: str | Path) -> list[str]:
-    """Problems that keep a notebook from being committed: outputs, execution counts, not exactly one ``parameters`` cell."""
+    """Problems that keep a notebook from being committed: outputs, execution counts, or not exactly one
+    ``parameters`` cell."""
     try:
         notebook = nbformat.read(str(path), as_version=4)
     except Exception as exc:

@@ -45,7 +45,8 @@ def metric_rows(outcomes: Sequence[Outcome], sweep_keys: Sequence[str] = ()) -> 
     notebook's seeds; empty for one run), n and the notebook's description of the metric."""
     records = []
     for outcome in (outcome for outcome in outcomes if outcome.ok):
-        execution, descriptions = outcome.execution, outcome.metrics.get(DESCRIPTIONS)
+        execution = outcome.execution
+        descriptions = outcome.metrics.get(DESCRIPTIONS)
         descriptions = descriptions if isinstance(descriptions, dict) else {}
         point = {
             "notebook": execution.name,
@@ -117,7 +118,8 @@ def _sweep_figures(aggregated: pd.DataFrame, sweep_keys: Sequence[str]) -> str:
 
     if not sweep_keys or aggregated.empty:
         return ""
-    x_key, others = sweep_keys[0], list(sweep_keys[1:])
+    x_key = sweep_keys[0]
+    others = list(sweep_keys[1:])
     parts = []
     for (notebook, metric), rows in aggregated.groupby(["notebook", "metric"], sort=False):
         figure = go.Figure(
@@ -178,7 +180,10 @@ def write_report(
         "<h2>Figures</h2>",
         _figures_section(summary, run_dir),
     ]
-    head = f'<meta charset="utf-8"><title>{title}</title><style>{_STYLE}</style><script src="{ASSETS_DIR}/{PLOTLY_JS}"></script>'
+    head = (
+        f'<meta charset="utf-8"><title>{title}</title><style>{_STYLE}</style>'
+        f'<script src="{ASSETS_DIR}/{PLOTLY_JS}"></script>'
+    )
     page = (
         f"<!DOCTYPE html>\n<html><head>{head}</head>\n<body>\n"
         + "\n".join(part for part in body if part)

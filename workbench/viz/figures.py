@@ -1,6 +1,6 @@
 """Show a plotly figure; in a run (``set_output_dir``) save it as ``figures/<name>.html`` (a plotly.min.js beside it,
-swapped by the runner for the run's) and ``.json``. The headless renderer's outputs (plotly's MIME bundle for JupyterLab,
-a ``Plotly.newPlot`` div for the HTML export) carry neither plotly.js nor a CDN script."""
+swapped by the runner for the run's) and ``.json``. The headless renderer's outputs (plotly's MIME bundle for
+JupyterLab, a ``Plotly.newPlot`` div for the HTML export) carry neither plotly.js nor a CDN script."""
 
 from __future__ import annotations
 
