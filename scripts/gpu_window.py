@@ -122,7 +122,9 @@ MICRO = Plan(  # the same steps on a CPU at micro scale: a few hundred documents
 def pretraining_figures(metrics: dict[str, Any], peak_tflops: float = PEAK_BF16_TFLOPS) -> dict[str, Any]:
     """Throughput and held-out figures of a pretrain_mlm run's ``metrics``. Tokens: the training blocks' text tokens
     ([CLS], [SEP] and padding not counted) times the epochs run; FLOPs estimated as 6 x parameters x tokens (forward
-    and backward, attention's own products and the embedding lookups not counted), taken of ``peak_tflops``."""
+    and backward of every weight: attention's score products left out, the word embeddings counted as if multiplied
+    at every position, though only the tied output layer multiplies them, at the masked positions), taken of
+    ``peak_tflops``."""
     last = metrics["epochs"][-1]
     tokens = last["epoch"] * metrics["tokens_per_epoch"]
     seconds = metrics["train_runtime"]
