@@ -455,6 +455,18 @@ def test_stratified_sample_keeps_order_proportions_and_a_rare_class():
     assert stratified_sample(ds, 100) is ds and stratified_sample(ds, 500) is ds
 
 
+def test_pretraining_texts_of_a_sorted_file_come_from_every_class_and_the_held_out_ones_are_unseen(tmp_path):
+    from workbench.data import load_texts
+    from workbench.studies.true_negatives.hard_correction import heldout_texts
+
+    path = _sorted_by_label(tmp_path / "sorted.csv", {"neg": 50, "pos": 50})
+    data = table(path, max_train_samples=20)
+    texts, _ = load_texts(data)
+    held_out = heldout_texts(data, 10)
+    assert len(texts) == 20 and {text.split()[1] for text in texts} == {"neg", "pos"}
+    assert not set(texts) & set(held_out)  # notebook 03 scores its held-out texts on text pre-training never saw
+
+
 # ----------------------------------------------------------------------------- 7. ordinal text labels
 
 

@@ -12,12 +12,13 @@ import sys
 from pathlib import Path
 
 import datasets
+import numpy as np
 import pytest
 import torch
 from torch import nn
 
 from workbench.config import Config, DataConfig, LossSpec, ProbeConfig, TrainingConfig, load_config
-from workbench.data import label_counts, load_splits, load_texts, sample_relevance_splits, stratified_sample
+from workbench.data import label_counts, load_splits, load_texts, sample_relevance_splits
 from workbench.data.features import build_dataset
 from workbench.losses import build_loss, pcl_constants
 from workbench.metrics_file import write_json
@@ -108,8 +109,9 @@ def test_texts_for_pretraining(tmp_path):
     corpus.write_text("第一句。\n\n第二句。\n第三句。\n", encoding="utf-8")
     assert load_texts(_data(source="corpus", path=str(corpus), max_train_samples=2)) == (["第一句。", "第二句。"], None)
     texts, pairs = load_texts(_data(source="sample_relevance", max_train_samples=5))
-    train = stratified_sample(sample_relevance_splits(seed=0)["train"], 5, seed=0)  # load_splits' sample
-    assert texts == train["text"] and pairs == train["text_pair"]
+    train = sample_relevance_splits(seed=0)["train"]
+    order = np.random.default_rng(0).permutation(len(train))[:5]  # the training split shuffled by data.seed
+    assert texts == [train["text"][i] for i in order] and pairs == [train["text_pair"][i] for i in order]
     assert len(load_texts(_data(source="sample_corpus", n_sentences=9))[0]) == 9
 
 

@@ -15,6 +15,7 @@ from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from datasets import Dataset, DatasetDict
 
 from workbench.config import DataConfig
@@ -504,8 +505,9 @@ def load_texts(data: DataConfig | Mapping[str, Any]) -> tuple[list[str], list[st
     """Texts (and second segments, or None) for MLM pre-training: ``sample_corpus``'s ``n_sentences``;
     ``corpus``: the non-blank lines of ``data.path`` (a file or a list, ``.gz`` allowed), without a path the
     ``corpus`` data set's files present in the data root (a warning names the absent ones); a labelled
-    source: its training split (``max_train_samples``: its stratified sample). ``max_train_samples`` keeps the first
-    N texts of a corpus (the texts after them stay unseen: notebook 03 holds them out)."""
+    source: its training split in a seeded random order (``data.seed``; a file sorted by label gives texts of every
+    class). ``max_train_samples`` keeps the first N texts of that order (the texts after them stay unseen:
+    notebook 03 holds them out)."""
     data = DataConfig.from_mapping(data)
     pairs = None
     if data.source == "sample_corpus":
@@ -517,8 +519,9 @@ def load_texts(data: DataConfig | Mapping[str, Any]) -> tuple[list[str], list[st
             raise ValueError(
                 f"data.path: must hold at least one non-blank line, got none in {', '.join(map(str, paths))}"
             )
-    else:
-        train = load_splits(data)["train"]
+    else:  # every training text, shuffled: the first N and those after them come from every class
+        train = load_splits(data.replace(max_train_samples=None))["train"]
+        train = train.select(np.random.default_rng(data.seed).permutation(len(train)))
         texts = list(train["text"])
         pairs = list(train["text_pair"]) if "text_pair" in train.column_names else None
     return texts[: data.max_train_samples], (pairs[: data.max_train_samples] if pairs is not None else None)
