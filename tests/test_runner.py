@@ -21,6 +21,7 @@ from workbench.runs.execute import ensure_kernel, new_run_dir
 from workbench.runs.plan import (
     MAX_SLUG,
     cell_slug,
+    check_paths,
     load_params,
     parse_assignments,
     parse_seeds,
@@ -226,6 +227,61 @@ def test_notebook_without_output_dir_parameter_refused(tmp_path):
     notebook = _write_notebook(tmp_path / "no_output.ipynb", "x = 1")
     with pytest.raises(ValueError, match=r"^notebook no_output\.ipynb"):
         plan_executions([notebook], _params(tmp_path), "default")
+
+
+PATHS_NOTEBOOK = (
+    "data = {'source': 'sample_relevance', 'path': None}\n"
+    "encoders = {'probe': {'kind': 'probe'}}\n"
+    "extra_lexicons = {}\n"
+    "output_dir = None\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("params_file", "sweep", "names"),
+    [
+        ("data: {source: table, path: ../own_data.csv}\n", None, ["params file default/paths.yaml", "data.path"]),
+        ("data: {source: tnews, path: t.json, labels_path: no/labels.json}\n", None, ["data.labels_path"]),
+        ("encoders: {scratch: {vocab_file: ../no/vocab.txt}}\n", None, ["encoders.scratch.vocab_file"]),
+        ("encoders: {mini: {model_name_or_path: ../models/mini}}\n", None, ["encoders.mini.model_name_or_path"]),
+        ("extra_lexicons: {wordnet: ../synsets.tsv}\n", None, ["extra_lexicons.wordnet"]),
+        ("", {"data": [{"source": "corpus", "path": ["t.json", "gone.txt"]}]}, ["--sweep", "data.path[1]"]),
+    ],
+)
+def test_every_file_and_folder_a_params_set_names_is_checked_before_a_kernel_starts(
+    tmp_path, capsys, params_file, sweep, names
+):
+    notebooks = tmp_path / "notebooks"
+    notebooks.mkdir()
+    notebook = _write_notebook(notebooks / "paths.ipynb", PATHS_NOTEBOOK)
+    (notebooks / "t.json").write_text("{}", encoding="utf-8")
+    executions = plan_executions([notebook], _params(tmp_path, {"paths": params_file}), "default", sweep)
+    with pytest.raises(ValueError) as caught:
+        check_paths(executions, "default")
+    message = str(caught.value)
+    missing = re.search(r"'([^']+)' \(relative to", message)
+    assert all(name in message for name in names) and missing, message
+    assert not (notebooks / missing.group(1)).exists()
+    # through the command line: one error line, exit 2, no run folder, no kernel started
+    options = [f"--sweep=data={json.dumps(value[0])}" for value in (sweep or {}).values()]
+    arguments = ["--notebooks-dir", str(notebooks), "--params-dir", str(tmp_path / "params")]
+    assert main(["run", *arguments, "--outputs-dir", str(tmp_path / "outputs"), *options]) == 2
+    error = capsys.readouterr().err
+    assert error.startswith("error: ") and error.count("\n") == 1 and names[-1] in error, error
+    assert not (tmp_path / "outputs").exists()
+
+
+def test_paths_that_exist_and_hub_names_pass_the_early_check(tmp_path):
+    notebooks = tmp_path / "notebooks"
+    (notebooks / "ckpt").mkdir(parents=True)
+    notebook = _write_notebook(notebooks / "paths.ipynb", PATHS_NOTEBOOK)
+    (tmp_path / "own.csv").write_text("text,label\n", encoding="utf-8")
+    params = (
+        "data: {source: table, path: ../own.csv}\n"
+        "encoders: {a: {model_name_or_path: ckpt}, b: {model_name_or_path: hfl/chinese-roberta-wwm-ext}}\n"
+        f"extra_lexicons: {{wordnet: {tmp_path / 'own.csv'}}}\n"
+    )
+    check_paths(plan_executions([notebook], _params(tmp_path, {"paths": params}), "default"), "default")
 
 
 def _main(tmp_path: Path, *options: str) -> int:

@@ -27,6 +27,21 @@ SEEDS_PARAMETER = "seeds"
 PARAMS_SETS = ("default", "smoke", "gpu")  # the sets the project ships; any folder under --params-dir is a set
 MAX_SEED = 2**32 - 1  # numpy's largest seed
 MAX_SLUG = 96  # characters of a sweep point's folder name before its hash (file systems allow 255 bytes)
+# Keys of a parameter (at any depth of its mappings) whose text names a file or folder the notebook reads: "file" (a
+# data file, vocabulary or lexicon; a list or a name -> file mapping of them too) or "checkpoint" (a folder, or a hub
+# name). The runner checks them all before any kernel starts (check_paths).
+PATH_KEYS = {
+    "path": "file",
+    "validation_path": "file",
+    "test_path": "file",
+    "labels_path": "file",
+    "vocab_file": "file",
+    "lexicon": "file",
+    "table8_lexicon": "file",
+    "extra_lexicons": "file",
+    "model_name_or_path": "checkpoint",
+    "fusion_model": "checkpoint",
+}
 _SLUG_UNSAFE = re.compile(r"[^A-Za-z0-9._=+,-]")
 
 
@@ -174,6 +189,48 @@ def _check_parameters(notebook: Path, allowed: list[str], parameters: Mapping[st
             )
         if name == SEEDS_PARAMETER:  # a notebook would refuse them only once it runs
             check_seeds(f"{source}: {name}", value)
+
+
+def _named_paths(name: str, value: Any, kind: str | None = None) -> Iterable[tuple[str, str, str]]:
+    """(dotted parameter name, kind, path) for every text under a PATH_KEYS key in ``value``, a parameter's value."""
+    if kind is not None and isinstance(value, str):
+        yield name, kind, value
+    elif isinstance(value, Mapping):
+        for key, item in value.items():
+            yield from _named_paths(f"{name}.{key}", item, kind or PATH_KEYS.get(key))
+    elif kind is not None and isinstance(value, list | tuple):
+        for index, item in enumerate(value):
+            yield from _named_paths(f"{name}[{index}]", item, kind)
+
+
+def _is_hub_name(text: str) -> bool:
+    """Whether ``text`` reads as a hub repository id (``org/name``), which transformers looks up when no folder has
+    that name; ``../models/x`` or ``/abs/x`` cannot be one."""
+    from huggingface_hub.utils import HFValidationError, validate_repo_id
+
+    try:
+        validate_repo_id(text)
+    except HFValidationError:
+        return False
+    return True
+
+
+def check_paths(executions: Sequence[Execution], params_set: str) -> None:
+    """Every file and folder the executions' parameters name (:data:`PATH_KEYS`, at any depth), before any kernel
+    starts: a relative path is read from the notebook's folder, its working directory. A missing one (a
+    checkpoint: no such folder and no hub name) is a ValueError naming where it was given, the parameter and the path.
+    """
+    for execution in executions:
+        folder = execution.notebook.parent
+        for parameter, value in execution.parameters.items():
+            given = "--sweep" if parameter in execution.point else f"params file {params_set}/{execution.name}.yaml"
+            for name, kind, text in _named_paths(parameter, value, PATH_KEYS.get(parameter)):
+                path = folder / Path(text).expanduser()
+                if path.exists() if kind == "file" else path.is_dir() or _is_hub_name(text):
+                    continue
+                where = "" if Path(text).expanduser().is_absolute() else f" (relative to {folder}/, where it runs)"
+                what = "file or folder" if kind == "file" else "checkpoint folder (nor a hub name)"
+                raise ValueError(f"{given}: {name}: no such {what}: {text!r}{where}")
 
 
 def plan_executions(
