@@ -178,14 +178,15 @@ class Panel:
         height = (figure.layout.height or 450) + 90 * len(sliders)
         return figure.update_layout(sliders=sliders, height=height, margin={"b": 60 + 90 * len(sliders)})
 
-    def display(self) -> None:
-        """Show the live widget, or (headless) ``page_figure()`` through ``figures.show`` (saved in a run).
-        The live widget's output carries ``page_figure()`` too: ``python -m workbench export`` pages show it."""
+    def display(self, caption: str | None = None) -> None:
+        """Show the live widget, or (headless) ``page_figure()`` through ``figures.show`` (saved in a run, with
+        ``caption``). The live widget's output carries ``page_figure()`` too: ``python -m workbench export`` pages
+        show it."""
         if self.interactive:
             page = figures.PageLoadsPlotlyRenderer().to_mimebundle(self.page_figure().to_dict())
             display({**self.widget._repr_mimebundle_(), **page}, raw=True)
         else:
-            figures.show(self.page_figure(), self.name)
+            figures.show(self.page_figure(), self.name, caption)
 
 
 @dataclass(frozen=True)
