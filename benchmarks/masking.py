@@ -36,6 +36,7 @@ from pathlib import Path
 import numpy as np
 
 from workbench import masking
+from workbench.data_root import data_root
 from workbench.masking import (
     JiebaSegmenter,
     KnowledgeMaskCollator,
@@ -47,8 +48,8 @@ from workbench.masking import (
 from workbench.vocab import load_tokenizer
 
 HF_NAME = "HF DataCollatorForLM(whole_word_mask, spaced)"
-# The news corpus of the real data sets beside a checkout (benchmarks only; generated sentences when absent).
-DEFAULT_CORPUS = str(Path(__file__).resolve().parents[2] / "shared" / "data" / "corpus" / "xwlb_news.txt.gz")
+# The news corpus of the data root, $WORKBENCH_DATA (benchmarks only; generated sentences when absent).
+DEFAULT_CORPUS = str(data_root() / "corpus" / "xwlb_news.txt.gz")
 _SENTENCE_END = re.compile(r"(?<=[。！？])")
 _FALLBACK_SENTENCES = [
     "习近平主席在北京会见了美国总统，双方就经济合作交换了意见。",

@@ -1,7 +1,7 @@
 """Issue 21, the MLM vocabulary head at the masked positions only: before and after in one run.
 
     python -m benchmarks mlm_head steps [--recipes six default tiny] [--threads 2] [--repeats 5] [--steps 3]
-    python -m benchmarks mlm_head cli [--stories 3000] [--data-dir ../shared/data]
+    python -m benchmarks mlm_head cli [--stories 3000] [--data-dir $WORKBENCH_DATA]
 
 ``steps`` times one pre-training step (forward, loss, backward, AdamW step) of a BertForMaskedLM on the same
 whole-word-masked batches (``--batch-size`` 32 x ``--max-length`` 128 tokens packed from the news corpus, or from
@@ -41,6 +41,7 @@ import datasets
 import torch
 
 from benchmarks.pretrain import load_documents
+from workbench.data_root import data_root
 from workbench.lexicon import SynonymTable
 from workbench.losses import build_loss
 from workbench.losses.mlm import CorrectionCounts
@@ -67,11 +68,8 @@ MODEL_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 
 
 def default_data_dir() -> Path:
-    """``../shared/data`` beside the checkout (or beside its parent, for a git worktree under wt/)."""
-    for candidate in (ROOT.parent / "shared" / "data", ROOT.parents[1] / "shared" / "data"):
-        if candidate.is_dir():
-            return candidate
-    return ROOT.parent / "shared" / "data"
+    """The data root (``$WORKBENCH_DATA``; docs/data.md)."""
+    return data_root()
 
 
 def make_batches(tokenizer: Any, documents: list[str], batch_size: int, steps: int, max_length: int) -> list[dict]:
@@ -241,9 +239,7 @@ def main(argv: list[str] | None = None) -> None:
     cli.add_argument("--stories", type=int, default=3000)
     cli.add_argument("--threads", type=int, default=None, help="training.threads (default: the CLI's)")
     for command in (steps, cli):
-        command.add_argument(
-            "--data-dir", default=str(default_data_dir()), help="the shared data folder (corpus, vocab, cilin)"
-        )
+        command.add_argument("--data-dir", default=str(default_data_dir()), help="the data root (corpus, vocab, cilin)")
     arguments = parser.parse_args(argv)
     datasets.disable_progress_bars()
     (steps_main if arguments.command == "steps" else cli_main)(arguments)

@@ -2,8 +2,8 @@
 
 Run once by a developer (not at run time, not in tests):
 
-    python scripts/build_vocab.py ../shared/data/corpus/xwlb_news.txt.gz \
-        ../shared/data/corpus/wiki_web_sample.txt.gz --size 4500
+    python scripts/build_vocab.py $WORKBENCH_DATA/corpus/xwlb_news.txt.gz \
+        $WORKBENCH_DATA/corpus/wiki_web_sample.txt.gz --size 4500
 
 It keeps the most frequent CJK characters of the given corpora, plus ASCII
 letters, digits and punctuation (with WordPiece '##' continuations), in the

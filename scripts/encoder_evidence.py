@@ -3,9 +3,9 @@ train / validation / test, stratified and seeded) with label smoothing, over sev
 mean ± std of test macro-F1 and accuracy (the epoch is kept on validation macro-F1; the test split is
 never used for any choice).
 
-    python scripts/encoder_evidence.py --qbqtc ../shared/data/qbqtc/dev.json \\
+    python scripts/encoder_evidence.py --qbqtc $WORKBENCH_DATA/qbqtc/dev.json \\
         --encoder workbench-zh-mini=models/workbench-zh-mini \\
-        --encoder scratch=scratch --scratch-vocab ../shared/data/vocab/bert-base-chinese-vocab.txt \\
+        --encoder scratch=scratch --scratch-vocab $WORKBENCH_DATA/vocab/bert-base-chinese-vocab.txt \\
         --seeds 0 1 2 --output-dir outputs/encoder-evidence --jobs 3
 
 ``scratch`` is the same architecture as models/workbench-zh-mini (6 layers, hidden 256, 4 heads)

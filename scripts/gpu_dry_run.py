@@ -1,12 +1,14 @@
 """Dry-run the ``gpu`` parameter sets on the CPU at micro scale, before spending GPU minutes on them.
 
-    python scripts/gpu_dry_run.py --encoder /tmp/micro-encoder --data-dir ../shared/data --work-dir /tmp/gpu-dry-run
+    python scripts/gpu_dry_run.py --encoder /tmp/micro-encoder --work-dir /tmp/gpu-dry-run [--data-dir DATA_ROOT]
 
 writes a micro copy of every ``params/gpu/*.yaml`` into ``WORK_DIR/params/gpu`` and runs all five notebooks
 through the runner into ``WORK_DIR/outputs``. The micro copy keeps every code path of the real set (its loss
 grids, masking strategies, objectives, lexicons, the published-encoder loading) and shrinks its size: one seed,
-one epoch, batch 16, fp32 (bf16 needs CUDA), a few hundred rows of each real data file (copied into
-``WORK_DIR/data``), and the encoder of ``ENCODER`` in place of models/workbench-zh-mini (which is not published):
+one epoch, batch 16, fp32 (bf16 needs CUDA), a few hundred rows of each real data file of the data root (default
+``$WORKBENCH_DATA``; copied into a micro data root, ``WORK_DIR/data``, which the run reads as its
+``$WORKBENCH_DATA``; lexicons and the vocabulary linked whole), and the encoder of ``ENCODER`` in place of
+models/workbench-zh-mini (which is not published):
 any transformers checkpoint folder, a classifier's, a masked LM's or a pretrain_mlm run's, e.g. one made by
 ``python -m workbench.train params/pretrain/workbench-zh-mini.yaml data.max_train_samples=600
 model.tiny.num_layers=2 model.tiny.hidden_size=64 training.num_train_epochs=1 training.precision=fp32 output_dir=...``.
@@ -19,6 +21,7 @@ from __future__ import annotations
 import argparse
 import gzip
 import itertools
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -27,6 +30,7 @@ import yaml
 from transformers import AutoModel, AutoTokenizer
 
 from workbench.config import read_yaml_file
+from workbench.data_root import DATA_ROOT_ENV, data_root
 from workbench.runs import run
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -34,6 +38,7 @@ TRAINING_SECTIONS = ("training", "pretrain_training", "finetune_training")
 MICRO_TRAINING = {"num_train_epochs": 1, "per_device_train_batch_size": 16, "precision": "fp32"}
 MICRO_ROWS = 400  # rows kept of each real data file
 MICRO_CORPUS_DOCUMENTS = 60
+REAL_DATA = ("qbqtc", "chnsenticorp", "tnews", "lcqmc", "corpus")  # shrunk; lexicons and the vocab stay whole
 
 
 def stand_in_encoder(checkpoint: Path, work_dir: Path) -> Path:
@@ -60,10 +65,25 @@ def micro_copy(source: Path, target_dir: Path, data_dir: Path) -> Path:
     return target
 
 
-def micro_parameters(parameters: dict[str, Any], encoder: Path, data_dir: Path, work_dir: Path) -> dict[str, Any]:
+def micro_root(data_dir: Path, work_dir: Path) -> Path:
+    """``WORK_DIR/data``: a micro copy of each file of the data root ``data_dir`` under ``REAL_DATA``, a link to each
+    other file (lexicons, vocabulary)."""
+    target_root = work_dir / "data"
+    for path in sorted(data_dir.rglob("*")):
+        relative = path.relative_to(data_dir)
+        if not path.is_file() or relative.parts[0].startswith("."):
+            continue
+        if relative.parts[0] in REAL_DATA:
+            micro_copy(path, target_root, data_dir)
+        else:
+            (target_root / relative).parent.mkdir(parents=True, exist_ok=True)
+            (target_root / relative).symlink_to(path)
+    return target_root
+
+
+def micro_parameters(parameters: dict[str, Any], encoder: Path) -> dict[str, Any]:
     """The micro version of one notebook's gpu parameters (see the module docstring)."""
     notebooks = ROOT / "notebooks"
-    real_data = {"qbqtc", "chnsenticorp", "tnews", "lcqmc", "corpus"}  # lexicons and the vocab stay whole
 
     def shrink(value: Any) -> Any:
         if isinstance(value, dict):
@@ -71,11 +91,8 @@ def micro_parameters(parameters: dict[str, Any], encoder: Path, data_dir: Path, 
         if isinstance(value, list):
             return [shrink(item) for item in value]
         if isinstance(value, str) and value.startswith("../"):
-            path = (notebooks / value).resolve()
-            if path == (ROOT / "models" / "workbench-zh-mini"):
+            if (notebooks / value).resolve() == (ROOT / "models" / "workbench-zh-mini"):
                 return str(encoder)
-            if path.is_relative_to(data_dir) and path.relative_to(data_dir).parts[0] in real_data:
-                return str(micro_copy(path, work_dir / "data", data_dir))
         return value
 
     micro = shrink(parameters)
@@ -108,7 +125,7 @@ def main() -> int:
     parser.add_argument(
         "--encoder", type=Path, required=True, help="a checkpoint folder standing in for models/workbench-zh-mini"
     )
-    parser.add_argument("--data-dir", type=Path, default=ROOT.parent / "shared" / "data", help="the real data sets")
+    parser.add_argument("--data-dir", type=Path, default=data_root(), help="the data root (default: $WORKBENCH_DATA)")
     parser.add_argument(
         "--work-dir", type=Path, required=True, help="a new folder for the micro params, data and outputs"
     )
@@ -131,8 +148,9 @@ def main() -> int:
         parser.error(
             f"--encoder: not a transformers checkpoint folder ({type(error).__name__}: {str(error).splitlines()[0]})"
         )
+    os.environ[DATA_ROOT_ENV] = str(micro_root(data_dir, work_dir))  # the kernels read the micro data root
     for file in sorted((ROOT / "params" / "gpu").glob("*.yaml")):
-        micro = micro_parameters(read_yaml_file(file, "params file"), encoder, data_dir, work_dir)
+        micro = micro_parameters(read_yaml_file(file, "params file"), encoder)
         (params / file.name).write_text(yaml.safe_dump(micro, allow_unicode=True, sort_keys=False), encoding="utf-8")
     report = run(
         params_set="gpu",

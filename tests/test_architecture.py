@@ -24,27 +24,33 @@ FOUNDATION = {
     "lexicon",
     "records",
     "yaml_files",
+    "data_root",
 }
 ALLOWED: dict[str, set[str]] = {
     "checks": set(),
     "stats": set(),
     "threads": set(),
-    "config": {"checks", "yaml_files"},
+    "config": {"checks", "yaml_files", "data_root"},  # $WORKBENCH_DATA/... paths expanded where they enter
+    "data_root": set(),
     "records": set(),
     "yaml_files": set(),
     "vocab": {"lexicon"},  # lexicon.read_lines: the one reader of text files
     "metrics": {"checks"},
     "information": {"checks"},
-    "lexicon": {"checks"},
+    "lexicon": {"checks", "data_root"},
     "losses": {"checks", "config", "lexicon"},
     "masking": {"checks", "config", "lexicon", "threads"},
-    "data": {"checks", "config", "lexicon", "masking"},
+    "data": {"checks", "config", "lexicon", "masking", "data_root"},
     "models": {"checks", "config", "vocab"},
     "runs": {"checks", "config", "stats", "threads", "records"},
     "train": FOUNDATION | {"losses", "masking", "data", "models"},  # not the runner: metrics.json via records
     "viz": {"checks", "config", "losses", "information"},
     "studies": FOUNDATION | {"losses", "masking", "data", "models", "train"},
-    "__main__": {"checks", "runs"},  # the command lines' one error line: checks.error_line
+    "__main__": {
+        "checks",
+        "runs",
+        "data",
+    },  # data list / data fetch  # the command lines' one error line: checks.error_line
 }
 
 

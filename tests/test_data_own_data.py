@@ -70,3 +70,6 @@ def test_own_data_example_learns_more_than_the_majority_class(tmp_path, capsys):
     assert metrics["macro_f1"] > majority_macro_f1 + 0.3
     assert min(scores["recall"] for scores in metrics["per_class"].values()) > 0  # every topic found, the smallest too
     assert "far_error_rate" not in metrics and set(metrics["shared_with_train"]) == {"validation", "test"}
+    provenance = metrics["data_provenance"]["splits"]  # which file each split came from, cut how (issue 32)
+    assert {entry["file"] for entry in provenance.values()} == {str(path)}
+    assert provenance["test"]["examples"] == sum(support) and provenance["test"]["cut"]["method"] == "stratified_split"

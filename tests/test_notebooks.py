@@ -135,13 +135,34 @@ def _relative_paths(params_set: str) -> dict[str, Path]:
     return paths
 
 
-def test_gpu_params_paths_resolve_from_the_notebooks_folder():
-    paths = {name: path for name, path in _relative_paths("gpu").items() if "shared" in path.parts}
-    assert paths, "the gpu set names real data files"
-    present = {name: path.exists() for name, path in paths.items()}
-    if not any(present.values()):
-        pytest.skip("the real data sets are not beside this checkout")
-    assert all(present.values()), {name: str(paths[name]) for name, ok in present.items() if not ok}
+def _values(params_set: str) -> dict[str, object]:
+    """Every value of a params set by its dotted name (inside section mappings too)."""
+    values = {}
+
+    def walk(name: str, value) -> None:
+        values[name] = value
+        if isinstance(value, dict):
+            for key, item in value.items():
+                walk(f"{name}.{key}", item)
+
+    for file in sorted((ROOT / "params" / params_set).glob("*.yaml")):
+        walk(file.stem, yaml.safe_load(file.read_text()) or {})
+    return values
+
+
+def test_the_gpu_set_reads_real_data_from_the_data_root_only():
+    from workbench.data import RELEASES
+
+    values = _values("gpu")
+    outside = {name: path for name, path in _relative_paths("gpu").items() if "models" not in path.parts}
+    assert not outside, f"relative paths outside the data root: {outside}"
+    rooted = {name: value for name, value in values.items() if isinstance(value, str) and "WORKBENCH_DATA" in value}
+    files = {file.path for release in RELEASES.values() for file in release.files}
+    assert rooted and all(value.removeprefix("$WORKBENCH_DATA/") in files for value in rooted.values()), rooted
+    sections = {name: value for name, value in values.items() if isinstance(value, dict) and "source" in value}
+    named = {name: value["source"] for name, value in sections.items() if value["source"] in RELEASES}
+    assert {"qbqtc", "chnsenticorp"} <= set(named.values()), sections
+    assert all("path" not in sections[name] for name, source in named.items() if source != "corpus"), sections
 
 
 @pytest.mark.slow

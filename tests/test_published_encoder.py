@@ -146,10 +146,7 @@ def test_gpu_dry_run_takes_any_classifier_checkpoint(tmp_path):
             model.base_model.embeddings.word_embeddings.weight, classifier.bert.embeddings.word_embeddings.weight
         )
     micro = dry_run.micro_parameters(
-        yaml.safe_load((ROOT / "params" / "gpu" / "02_propensity_corrected_loss.yaml").read_text()),
-        encoder,
-        tmp_path / "no-data",
-        tmp_path / "work",
+        yaml.safe_load((ROOT / "params" / "gpu" / "02_propensity_corrected_loss.yaml").read_text()), encoder
     )
     assert micro["encoders"]["workbench-zh-mini"]["model_name_or_path"] == str(encoder) and micro["seeds"] == [0]
 

@@ -77,6 +77,37 @@ def _splits(
     return load_splits({"source": source, "path": str(_write(tmp_path / name, content)), **data})
 
 
+def _in_root(tmp_path: Path, call: Callable[[], Any], mirror: str | None = None) -> Any:
+    """``call()`` with the data root (``$WORKBENCH_DATA``) an empty folder of ``tmp_path`` and the mirror ``mirror``."""
+    import os
+
+    names = ("WORKBENCH_DATA", "WORKBENCH_DATA_MIRROR")
+    saved = {name: os.environ.pop(name, None) for name in names}
+    os.environ["WORKBENCH_DATA"] = str(tmp_path / "root")
+    if mirror is not None:
+        os.environ["WORKBENCH_DATA_MIRROR"] = mirror
+    try:
+        return call()
+    finally:
+        for name, value in saved.items():
+            os.environ.pop(name, None)
+            if value is not None:
+                os.environ[name] = value
+
+
+def _fetch(tmp_path: Path, *names: str, mirror: dict[str, str] | None = None) -> Any:
+    """``data fetch NAMES`` into an empty data root; ``mirror``: files served from a folder through file:// URLs."""
+    import io
+
+    from workbench.data.fetch import fetch
+
+    for relative, text in (mirror or {}).items():
+        (tmp_path / "mirror" / relative).parent.mkdir(parents=True, exist_ok=True)
+        _write(tmp_path / "mirror" / relative, text)
+    url = (tmp_path / "mirror").as_uri() if mirror is not None else None
+    return _in_root(tmp_path, lambda: fetch(names, stream=io.StringIO()), mirror=url)
+
+
 def _config(*overrides: str, base: dict | None = None) -> Any:
     from workbench.config import load_config
 
@@ -275,6 +306,10 @@ CASES: dict[str, Callable[[Path], Any]] = {
     "data-11": lambda tmp: _config("data.max_eval_samples=0"),
     "data-12": lambda tmp: _resolve_without_a_class(),
     "data-13": lambda tmp: _stratified(seed=-1),
+    "data-14": lambda tmp: _in_root(tmp, lambda: _splits_from_config("data.source=qbqtc")),
+    "data-15": lambda tmp: _fetch(tmp, "qbqtc", mirror={"qbqtc/train.json": "{}\n", "qbqtc/dev.json": "{}\n"}),
+    "data-16": lambda tmp: _fetch(tmp, "qbqtcc"),
+    "data-17": lambda tmp: _fetch(tmp, "lcqmc"),
     # trainer
     "trainer-1": lambda tmp: _config("training.learning_rate=.inf"),
     "trainer-2": lambda tmp: _config("training.seed=-1"),

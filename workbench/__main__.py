@@ -1,4 +1,5 @@
-"""Command line: ``python -m workbench run [options]`` and ``python -m workbench export NOTEBOOK`` (docs/runner.md)."""
+"""Command line: ``python -m workbench run [options]``, ``python -m workbench export NOTEBOOK`` (docs/runner.md) and
+``python -m workbench data list`` / ``data fetch NAME ...`` (docs/data.md)."""
 
 from __future__ import annotations
 
@@ -73,16 +74,46 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="OUT.html",
         help="default: NOTEBOOK.html beside the notebook (NOTEBOOK.student.html with --student); never overwritten",
     )
+    data = commands.add_parser(
+        "data",
+        help="the named data sets in the data root ($WORKBENCH_DATA): list them, fetch them",
+        description="The data sets the workbench knows by name, in their public releases' layout (docs/data.md).",
+    )
+    data_commands = data.add_subparsers(dest="data_command", required=True)
+    data_commands.add_parser(
+        "list", help="each data set's files: present, size, checksum, source URL, licence", description="List them."
+    )
+    fetch = data_commands.add_parser(
+        "fetch",
+        help="download data sets from their public releases into the data root (checked, atomic)",
+        description="Download each named data set's missing files, check their sha256 and rename them into place; "
+        "$WORKBENCH_DATA_MIRROR replaces the releases' URLs by <mirror>/<path>.",
+    )
+    fetch.add_argument("names", nargs="+", metavar="NAME", help="qbqtc, tnews, lcqmc, chnsenticorp, corpus, ...")
     return parser
 
 
+def data_command(args: argparse.Namespace) -> int:
+    """``data list`` / ``data fetch``: 0 when done, 2 (one error line) when a file cannot be fetched."""
+    from workbench.data.fetch import fetch, list_releases
+
+    if args.data_command == "list":
+        print(list_releases())
+    else:
+        fetch(args.names)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Run the command; 0 when every notebook succeeded, 1 when any failed, 2 for invalid input or a
-    missing package, 130 when interrupted (Ctrl-C, SIGTERM or SIGHUP: the running kernels are stopped)."""
+    """Run the command; 0 when every notebook succeeded (every data set was fetched), 1 when any failed, 2 for invalid
+    input, a missing package or a failed fetch, 130 when interrupted (Ctrl-C, SIGTERM or SIGHUP: the running kernels
+    are stopped; a fetch leaves no partial file)."""
     args = build_parser().parse_args(argv)
     stops = (signal.SIGTERM, signal.SIGHUP)  # a CI cancel, `timeout`, a closed terminal: as Ctrl-C
     previous = {number: signal.signal(number, signal.default_int_handler) for number in stops}
     try:
+        if args.command == "data":
+            return data_command(args)
         if args.command == "export":
             from workbench.runs.export import export_notebook
 
@@ -110,6 +141,9 @@ def main(argv: list[str] | None = None) -> int:
         print(error_line(exc), file=sys.stderr)
         return 2
     except KeyboardInterrupt as exc:
+        if args.command == "data":
+            print("interrupted: no partial file was left in the data root", file=sys.stderr)
+            return 130
         report = getattr(exc, "report", None)  # RunInterrupted: the report of what ran
         stopped = (
             f"the running notebooks were stopped; report: {report.run_dir / 'index.html'}" if report else "stopped"

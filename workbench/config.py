@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
 from workbench.checks import check_bool, check_choice, check_int, check_number, check_text, is_number
+from workbench.data_root import expand_data_root
 from workbench.yaml_files import parse_override, read_yaml, read_yaml_file  # noqa: F401 - read_yaml re-exported
 
 TASKS = ("finetune", "pretrain_mlm", "two_stage", "pretrain_electra")
@@ -45,8 +46,9 @@ def option(
 
 
 def check_field(name: str, value: Any, hint: Any, within: str | None = None, choices: Any = None) -> Any:
-    """``value`` checked by its type ``hint`` (bool, int, float or str (a path too), each optionally ``| None``) with
-    the ``workbench.checks`` check, within the interval ``within`` (``"(0, 1]"``) or one of ``choices``."""
+    """``value`` checked by its type ``hint`` (bool, int, float or str (a path too, ``$WORKBENCH_DATA/...`` expanded by
+    :func:`workbench.data_root.expand_data_root`), each optionally ``| None``) with the ``workbench.checks`` check, within
+    the interval ``within`` (``"(0, 1]"``) or one of ``choices``."""
     options = typing.get_args(hint) if typing.get_origin(hint) in (typing.Union, types.UnionType) else (hint,)
     kinds, allow_none = [kind for kind in options if kind is not type(None)], type(None) in options
     if value is None and allow_none:
@@ -65,8 +67,9 @@ def check_field(name: str, value: Any, hint: Any, within: str | None = None, cho
             "high_inclusive": not (within or "").endswith(")"),
         }
         check_number(name, value, low, high, **closed, allow_none=allow_none)
-    if kinds == [str]:
-        return check_text(name, os.fspath(value) if isinstance(value, os.PathLike) else value, allow_none=allow_none)
+    if kinds == [str]:  # a path under the data root may be written $WORKBENCH_DATA/...
+        text = check_text(name, os.fspath(value) if isinstance(value, os.PathLike) else value, allow_none=allow_none)
+        return expand_data_root(text)
     return value
 
 
@@ -161,7 +164,9 @@ class DataConfig(Section, prefix="data"):
         "sample_relevance", "docs/data.md's sources (sample_corpus, corpus: MLM only)", choices=DATA_SOURCES
     )
     path: str | list[str] | None = option(
-        None, "a file source's file (train, or the only one, split); corpus: a list too"
+        None,
+        "a file source's file (train, or the only one, split); corpus: a list too; null: a named data set's files in "
+        "the data root ($WORKBENCH_DATA, docs/data.md)",
     )
     validation_path: str | None = option(
         None, "a separate validation file (without it, path is cut by stratified_split)"

@@ -24,6 +24,7 @@ import pandas as pd
 import torch
 
 from workbench.checks import check_int, check_number
+from workbench.data_root import expand_data_root
 
 _CILIN_LINE = re.compile(r"^(?P<code>\S+?)(?P<flag>[=#@])\s*(?P<members>.*)$")
 
@@ -161,7 +162,8 @@ class SynonymTable:
         """The lexicon at ``path``.
 
         Args:
-            path: a WordNet-style TSV (``.tsv``, ``.tsv.gz``), a Cilin file (anything else), or None.
+            path: a WordNet-style TSV (``.tsv``, ``.tsv.gz``), a Cilin file (anything else), or None; a path under the
+                data root may be written ``$WORKBENCH_DATA/cilin/cilin_ex.txt``.
 
         Returns:
             The :class:`SynonymTable`; None gives the shipped tiny table (:meth:`default`). A file of no group of
@@ -169,6 +171,7 @@ class SynonymTable:
         """
         if path is None:
             return cls.default()
+        path = expand_data_root(str(path))
         table = cls.from_wordnet_tsv(path) if str(path).removesuffix(".gz").endswith(".tsv") else cls.from_cilin(path)
         if not table.groups:
             raise ValueError(f"lexicon: {str(path)!r} holds no synonym group of two or more words")

@@ -1,6 +1,7 @@
-"""Datasets: generated samples, loaders of the real files, seeded splits, imbalance tools, and
-:func:`load_splits` / :func:`load_texts` for a config's ``data`` section. Every dataset has ``text``
-(and ``text_pair``) and an integer ``label`` whose ClassLabel names the classes (``label_names(ds)``)."""
+"""Datasets: generated samples, loaders of the real files, the named data sets of the data root (:data:`RELEASES`,
+``$WORKBENCH_DATA``), seeded splits, imbalance tools, and :func:`load_splits` / :func:`load_texts` for a config's
+``data`` section. Every dataset has ``text`` (and ``text_pair``) and an integer ``label`` whose ClassLabel names the
+classes (``label_names(ds)``)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from workbench.data.imbalance import (
 )
 from workbench.data.loaders import (
     TNEWS_LABELS,
+    Splits,
     load_chnsenticorp,
     load_lcqmc,
     load_qbqtc,
@@ -25,6 +27,7 @@ from workbench.data.loaders import (
     load_texts,
     load_tnews,
 )
+from workbench.data.releases import RELEASES, MissingDataError, Release, ReleaseFile, release
 from workbench.data.samples import (
     SENTIMENT_LABEL_NAMES,
     SYNONYM_GROUPS,
@@ -35,14 +38,21 @@ from workbench.data.samples import (
     sample_sentences,
 )
 from workbench.data.splits import deduplicate_splits, shared_with_train, stratified_split
+from workbench.data_root import data_root
 
 __all__ = [
+    "RELEASES",
     "RELEVANCE_LABEL_NAMES",
+    "MissingDataError",
+    "Release",
+    "ReleaseFile",
+    "Splits",
     "SENTIMENT_LABEL_NAMES",
     "SYNONYM_GROUPS",
     "SynonymAugmenter",
     "TABLE8_SETTINGS",
     "TNEWS_LABELS",
+    "data_root",
     "deduplicate_splits",
     "downsample",
     "label_counts",
@@ -55,6 +65,7 @@ __all__ = [
     "load_texts",
     "load_tnews",
     "rebalance",
+    "release",
     "sample_corpus",
     "sample_relevance_pairs",
     "sample_relevance_splits",

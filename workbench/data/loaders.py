@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import csv
 import json
+import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
@@ -18,8 +19,10 @@ from datasets import Dataset, DatasetDict
 
 from workbench.config import DataConfig
 from workbench.data.features import RELEVANCE_LABEL_NAMES, build_dataset, label_names
+from workbench.data.releases import RELEASES, present_files, release
 from workbench.data.samples import sample_corpus, sample_relevance_splits, sample_sentence_splits
 from workbench.data.splits import stratified_split
+from workbench.data_root import data_root
 from workbench.lexicon import read_lines
 
 FORMATS = ("csv", "tsv", "jsonl")
@@ -258,6 +261,15 @@ def load_table(
 # ----------------------------------------------------------------------------- a config's data section
 
 LABELLED_SOURCES = ("sample_relevance", "sample_sentences", "qbqtc", "tnews", "chnsenticorp", "lcqmc", "table")
+SPLIT_NAMES = ("train", "validation", "test")
+
+
+class Splits(DatasetDict):
+    """The splits of :func:`load_splits`, a ``DatasetDict`` with ``provenance``: a JSON-ready record of where each
+    split came from (docs/data.md): ``source``, ``splits`` (per split: ``file``, ``cut`` when it was cut from a file,
+    ``examples``) and, for a data set read from the data root, ``data_root`` and ``missing`` (its absent files)."""
+
+    provenance: dict[str, Any] | None = None
 
 
 def _paths(data: DataConfig, key: str = "path") -> list[Path]:
@@ -267,9 +279,8 @@ def _paths(data: DataConfig, key: str = "path") -> list[Path]:
     return [existing_file(item, f"data.{key}") for item in (value if isinstance(value, list) else [value])]
 
 
-def _read(data: DataConfig, key: str, classes: list[str] | None = None) -> Dataset:
-    """The labelled file ``data.<key>``; a table's labels must be among ``classes`` when given."""
-    path = _paths(data, key)[0]
+def _read_file(data: DataConfig, path: Path, classes: list[str] | None = None, labels_path: Path | None = None):
+    """The labelled file ``path`` of ``data.source``; a table's labels must be among ``classes`` when given."""
     if data.source == "table":
         if data.label is None or data.text is None:
             raise ValueError(
@@ -277,59 +288,143 @@ def _read(data: DataConfig, key: str, classes: list[str] | None = None) -> Datas
             )
         return load_table(path, data.text, data.text_pair, data.label, data.label_names, classes=classes)
     if data.source == "tnews":
-        return load_tnews(path, labels_path=data.labels_path)
+        return load_tnews(path, labels_path=labels_path if labels_path is not None else data.labels_path)
     return {"qbqtc": load_qbqtc, "chnsenticorp": load_chnsenticorp, "lcqmc": load_lcqmc}[data.source](path)
 
 
-def _file_splits(data: DataConfig) -> DatasetDict:
-    train = _read(data, "path")
+def _cut(data: DataConfig, ds: Dataset, fractions: dict[str, float], name: str) -> DatasetDict:
+    """``ds`` (the file ``name``) cut by :func:`stratified_split` into ``fractions`` (renormalised), seeded by
+    ``data.seed``; ValueError naming ``data.split`` when a part would be empty."""
+    total = sum(fractions.values())
+    shares = {split: fraction / total for split, fraction in fractions.items()}
+    try:
+        return stratified_split(ds, shares, seed=data.seed)
+    except ValueError as error:
+        raise ValueError(f"data.split: cannot cut {name} into {list(data.split)!r}: {error}") from None
+
+
+def _cut_record(name: str, fractions: dict[str, float], seed: int) -> dict[str, Any]:
+    total = sum(fractions.values())
+    shares = {split: round(fraction / total, 6) for split, fraction in fractions.items()}
+    return {"from": name, "method": "stratified_split", "shares": shares, "seed": seed}
+
+
+def _file_splits(data: DataConfig) -> tuple[DatasetDict, dict[str, Any]]:
+    train_path = _paths(data, "path")[0]
+    train = _read_file(data, train_path)
     if data.validation_path is not None:  # one label vocabulary: train's (or data.label_names)
         others = {"validation": "validation_path", "test": "test_path"}
-        return DatasetDict(
-            {
-                "train": train,
-                **{name: _read(data, key, label_names(train)) for name, key in others.items() if getattr(data, key)},
-            }
-        )
-    fractions = {name: fraction for name, fraction in zip(("train", "validation", "test"), data.split) if fraction > 0}
+        files = {
+            "train": train_path,
+            **{name: _paths(data, key)[0] for name, key in others.items() if getattr(data, key)},
+        }
+        splits = {
+            "train": train,
+            **{name: _read_file(data, path, label_names(train)) for name, path in files.items() if name != "train"},
+        }
+        return DatasetDict(splits), {"splits": {name: {"file": str(path)} for name, path in files.items()}}
+    fractions = {name: fraction for name, fraction in zip(SPLIT_NAMES, data.split) if fraction > 0}
     if "validation" not in fractions:
         raise ValueError(f"data.split: the validation fraction must be > 0, got {list(data.split)!r}")
-    try:
-        return stratified_split(train, fractions, seed=data.seed)
-    except ValueError as error:
-        raise ValueError(f"data.split: cannot cut {data.path!r} into {list(data.split)!r}: {error}") from None
+    cut = _cut_record(str(train_path), fractions, data.seed)
+    splits = _cut(data, train, fractions, repr(data.path))
+    return splits, {"splits": {name: {"file": str(train_path), "cut": cut} for name in splits}}
 
 
-def load_splits(data: DataConfig | Mapping[str, Any]) -> DatasetDict:
-    """Splits ``train``, ``validation`` (and ``test``) of a labelled source: sample sources come split; a
-    file source reads ``data.path`` and ``validation_path`` / ``test_path`` with the training file's
-    classes, or cuts ``path`` by ``stratified_split`` (``data.split``, ``data.seed``; a 0 test fraction:
-    no test). ``max_train_samples`` / ``max_eval_samples`` keep the first N examples."""
+def _root_splits(data: DataConfig) -> tuple[DatasetDict, dict[str, Any]]:
+    """The data set ``data.source`` from the data root: each split from its release file; a split whose file is
+    absent (or that the release lacks, as TNEWS's labelled test) is cut from a present file (train's, else
+    validation's, else test's) by ``data.split`` and ``data.seed``, with a warning and the cut in the provenance."""
+    item, root = release(data.source), data_root()
+    wanted = [name for name, fraction in zip(SPLIT_NAMES, data.split) if fraction > 0]
+    if "validation" not in wanted:
+        raise ValueError(f"data.split: the validation fraction must be > 0, got {list(data.split)!r}")
+    present = present_files(data.source, tuple(item.splits.values()), root)  # MissingDataError when none is there
+    files = {name: present[item.splits[name]] for name in SPLIT_NAMES if item.splits.get(name) in present}
+    labels = data.labels_path
+    if data.source == "tnews" and labels is None and item.file("labels.json").location(root).is_file():
+        labels = str(item.file("labels.json").location(root))
+    read = {name: _read_file(data, path, labels_path=labels) for name, path in files.items() if name in wanted}
+    absent = [name for name in wanted if name not in files]
+    record: dict[str, Any] = {
+        "data_root": str(root),
+        "missing": [file.path for file in item.files if file.name in item.splits.values() and file.name not in present],
+        "splits": {name: {"file": str(files[name].relative_to(root))} for name in read},
+    }
+    if not absent:
+        return DatasetDict(read), record
+    donor = next(name for name in SPLIT_NAMES if name in files)
+    donor_file = str(files[donor].relative_to(root))
+    parts = {
+        name: fraction
+        for name, fraction in zip(SPLIT_NAMES, data.split)
+        if (name == donor and fraction > 0) or name in absent
+    }
+    donor_data = read.get(donor) if donor in read else _read_file(data, files[donor], labels_path=labels)
+    cut = _cut(data, donor_data, parts, donor_file)
+    read.update(cut)
+    for name in cut:
+        record["splits"][name] = {"file": donor_file, "cut": _cut_record(donor_file, parts, data.seed)}
+    lacking = [name for name in absent if name not in item.splits]
+    unfetched = [str(item.file(item.splits[name]).location(root)) for name in absent if name in item.splits]
+    reasons = ([f"{', '.join(unfetched)} not in the data root"] if unfetched else []) + (
+        [f"the release has no labelled {' or '.join(lacking)} split"] if lacking else []
+    )
+    fetch = f"; `{item.fetch_command}` adds the release's files" if unfetched else ""
+    warnings.warn(
+        f"data.source {data.source!r}: {' and '.join(reasons)}, so {donor_file} is cut into {', '.join(parts)} "
+        f"(stratified by label, seed {data.seed}, in the shares of data.split {list(data.split)!r}){fetch}",
+        stacklevel=3,
+    )
+    return DatasetDict({name: read[name] for name in SPLIT_NAMES if name in read}), record
+
+
+def load_splits(data: DataConfig | Mapping[str, Any]) -> Splits:
+    """Splits ``train``, ``validation`` (and ``test``) of a labelled source, with their ``provenance`` (:class:`Splits`).
+
+    Sample sources come split. A file source reads ``data.path`` and ``validation_path`` / ``test_path`` with the
+    training file's classes, or cuts ``path`` by ``stratified_split`` (``data.split``, ``data.seed``; a 0 test
+    fraction: no test). A named data set without a path (``{source: qbqtc}``) reads its release files from the data
+    root; a split whose file is absent is cut from the present ones (a warning says which); no file present is a
+    :class:`~workbench.data.releases.MissingDataError` naming the files, the root and the fetch command.
+    ``max_train_samples`` / ``max_eval_samples`` keep the first N examples."""
     data = DataConfig.from_mapping(data)
-    if data.source == "sample_relevance":
-        splits = sample_relevance_splits(seed=data.seed)
-    elif data.source == "sample_sentences":
-        splits = sample_sentence_splits(seed=data.seed)
+    if data.source in ("sample_relevance", "sample_sentences"):
+        generate = sample_relevance_splits if data.source == "sample_relevance" else sample_sentence_splits
+        splits, record = generate(seed=data.seed), {"generated": {"seed": data.seed}, "splits": {}}
+    elif data.source in RELEASES and data.path is None and data.validation_path is None:
+        splits, record = _root_splits(data)
     elif data.source in LABELLED_SOURCES:
-        splits = _file_splits(data)
+        splits, record = _file_splits(data)
     else:
         raise ValueError(f"data.source: {data.source!r} has no labels; use one of {', '.join(LABELLED_SOURCES)}")
     limits = {name: data.max_train_samples if name == "train" else data.max_eval_samples for name in splits}
-    return DatasetDict(
+    result = Splits(
         {name: split.select(range(min(limits[name] or len(split), len(split)))) for name, split in splits.items()}
     )
+    entries = record.pop("splits")
+    result.provenance = {
+        "source": data.source,
+        **record,
+        "splits": {
+            name: {**entries.get(name, {}), "examples": len(split), **({"first": limits[name]} if limits[name] else {})}
+            for name, split in result.items()
+        },
+    }
+    return result
 
 
 def load_texts(data: DataConfig | Mapping[str, Any]) -> tuple[list[str], list[str] | None]:
     """Texts (and second segments, or None) for MLM pre-training: ``sample_corpus``'s ``n_sentences``;
-    ``corpus``: the non-blank lines of ``data.path`` (a file or a list, ``.gz`` allowed); a labelled
+    ``corpus``: the non-blank lines of ``data.path`` (a file or a list, ``.gz`` allowed), without a path the
+    ``corpus`` data set's files present in the data root (a warning names the absent ones); a labelled
     source: its training split. ``max_train_samples`` keeps the first N."""
     data = DataConfig.from_mapping(data)
     pairs = None
     if data.source == "sample_corpus":
         texts = sample_corpus(n_sentences=data.n_sentences, seed=data.seed)
     elif data.source == "corpus":
-        paths = _paths(data)
+        paths = _paths(data) if data.path is not None else _root_corpus()
         texts = [line.strip() for path in paths for _, line in read_lines(path) if line.strip()]
         if not texts:
             raise ValueError(
@@ -340,3 +435,16 @@ def load_texts(data: DataConfig | Mapping[str, Any]) -> tuple[list[str], list[st
         texts = list(train["text"])
         pairs = list(train["text_pair"]) if "text_pair" in train.column_names else None
     return texts[: data.max_train_samples], (pairs[: data.max_train_samples] if pairs is not None else None)
+
+
+def _root_corpus() -> list[Path]:
+    """The ``corpus`` data set's files present in the data root, in the release's order; a warning names absent ones."""
+    present = present_files("corpus")  # MissingDataError when none is there
+    absent = [file.path for file in release("corpus").files if file.name not in present]
+    if absent:
+        warnings.warn(
+            f"data.source 'corpus': {', '.join(absent)} not in the data root {data_root()}; reading "
+            f"{', '.join(str(path) for path in present.values())} only",
+            stacklevel=3,
+        )
+    return list(present.values())

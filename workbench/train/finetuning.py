@@ -205,6 +205,7 @@ def train_classifier(
         **classification_report(gold, probabilities.argmax(axis=-1), label_names=data.names, ordinal=data.ordinal),
         "evaluated_split": split,
         "shared_with_train": data.shared_with_train,
+        "data_provenance": getattr(data.splits, "provenance", None),  # load_splits' record: which file, cut how
         "best_validation_macro_f1": trainer.state.best_metric,
         "train_runtime": train_output.metrics["train_runtime"],
         "train_samples_per_second": train_output.metrics["train_samples_per_second"],
