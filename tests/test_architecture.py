@@ -42,7 +42,7 @@ ALLOWED: dict[str, set[str]] = {
     "masking": {"checks", "config", "lexicon", "threads"},
     "data": {"checks", "config", "lexicon", "masking", "data_root"},
     "models": {"checks", "config", "vocab"},
-    "runs": {"checks", "config", "stats", "threads", "records"},
+    "runs": {"checks", "config", "stats", "threads", "records", "data_root", "data"},  # data: the early file check
     "train": FOUNDATION | {"losses", "masking", "data", "models"},  # not the runner: metrics.json via records
     "viz": {"checks", "config", "losses", "information"},
     "studies": FOUNDATION | {"losses", "masking", "data", "models", "train"},

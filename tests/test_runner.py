@@ -259,7 +259,7 @@ def test_every_file_and_folder_a_params_set_names_is_checked_before_a_kernel_sta
     with pytest.raises(ValueError) as caught:
         check_paths(executions, "default")
     message = str(caught.value)
-    missing = re.search(r"'([^']+)' \(relative to", message)
+    missing = re.search(r"'([^']+)' \(", message)
     assert all(name in message for name in names) and missing, message
     assert not (notebooks / missing.group(1)).exists()
     # through the command line: one error line, exit 2, no run folder, no kernel started
@@ -269,6 +269,36 @@ def test_every_file_and_folder_a_params_set_names_is_checked_before_a_kernel_sta
     error = capsys.readouterr().err
     assert error.startswith("error: ") and error.count("\n") == 1 and names[-1] in error, error
     assert not (tmp_path / "outputs").exists()
+
+
+def test_data_root_sections_and_paths_are_checked_through_the_data_root(tmp_path, monkeypatch):
+    notebooks = tmp_path / "notebooks"
+    notebooks.mkdir()
+    notebook = _write_notebook(
+        notebooks / "root.ipynb",
+        "data = {}\nfinetune_data = {}\nembedding = {}\nobjective = {}\noutput_dir = None\n",
+    )
+    root = tmp_path / "root"
+    monkeypatch.setenv("WORKBENCH_DATA", str(root))
+
+    def check(params: str) -> None:
+        check_paths(plan_executions([notebook], _params(tmp_path, {"root": params}), "default"), "default")
+
+    check("embedding: {source: corpus, k: 10}\n")  # a synonym source named like a data set: no data section
+    with pytest.raises(
+        ValueError, match=r"^params file default/root\.yaml: finetune_data\.source: qbqtc: .*data fetch"
+    ):
+        check("finetune_data: {source: qbqtc, max_length: 64}\n")
+    with pytest.raises(
+        ValueError, match=r"objective\.lexicon: no such file or folder: '\$WORKBENCH_DATA/cilin/c\.txt'"
+    ):
+        check("objective: {lexicon: $WORKBENCH_DATA/cilin/c.txt}\n")
+    (root / "qbqtc").mkdir(parents=True)
+    (root / "qbqtc" / "dev.json").write_text("", encoding="utf-8")  # one split's file: the others are cut from it
+    (root / "cilin").mkdir()
+    (root / "cilin" / "c.txt").write_text("", encoding="utf-8")
+    check("data: {source: qbqtc}\nobjective: {lexicon: $WORKBENCH_DATA/cilin/c.txt}\n")
+    check("data: {source: corpus, path: ../own.txt}\n".replace("../own.txt", str(root / "cilin" / "c.txt")))
 
 
 def test_paths_that_exist_and_hub_names_pass_the_early_check(tmp_path):

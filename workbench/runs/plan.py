@@ -215,22 +215,53 @@ def _is_hub_name(text: str) -> bool:
     return True
 
 
+def _data_sections(parameter: str, value: Any) -> Iterable[tuple[str, Mapping[str, Any]]]:
+    """(name, section) of the config data sections in a parameter: ``data`` or ``*_data`` (``finetune_data``)."""
+    if (parameter == "data" or parameter.endswith("_data")) and isinstance(value, Mapping):
+        yield parameter, value
+
+
+def _check_data_root(name: str, section: Mapping[str, Any], folder: Path) -> None:
+    """A data section naming a data set of the data root without a file (``{source: qbqtc}``) needs one of the
+    release's files there (``workbench.data.releases.present_files``, as ``load_splits`` / ``load_texts`` read them);
+    MissingDataError otherwise, naming the files, the root and the fetch command."""
+    from workbench.data.releases import RELEASES, present_files
+    from workbench.data_root import data_root
+
+    source = section.get("source")
+    if source not in RELEASES or section.get("path") is not None or section.get("validation_path") is not None:
+        return
+    splits = tuple(RELEASES[source].splits.values()) or None
+    try:
+        present_files(source, splits, folder / data_root())  # a relative root is read from the notebook's folder
+    except ValueError as error:
+        raise type(error)(f"{name}.source: {error}") from None
+
+
 def check_paths(executions: Sequence[Execution], params_set: str) -> None:
-    """Every file and folder the executions' parameters name (:data:`PATH_KEYS`, at any depth), before any kernel
-    starts: a relative path is read from the notebook's folder, its working directory. A missing one (a
-    checkpoint: no such folder and no hub name) is a ValueError naming where it was given, the parameter and the path.
+    """Every file and folder the executions' parameters name (:data:`PATH_KEYS`, at any depth; ``$WORKBENCH_DATA/...``
+    expanded) and the data root's files a data section reads (``{source: qbqtc}`` without a path), before any kernel
+    starts: a relative path is read from the notebook's folder, its working directory. A missing one (a checkpoint:
+    no such folder and no hub name) is a ValueError naming where it was given, the parameter and the path.
     """
+    from workbench.data_root import expand_data_root
+
     for execution in executions:
         folder = execution.notebook.parent
         for parameter, value in execution.parameters.items():
             given = "--sweep" if parameter in execution.point else f"params file {params_set}/{execution.name}.yaml"
             for name, kind, text in _named_paths(parameter, value, PATH_KEYS.get(parameter)):
-                path = folder / Path(text).expanduser()
+                path = folder / Path(expand_data_root(text)).expanduser()
                 if path.exists() if kind == "file" else path.is_dir() or _is_hub_name(text):
                     continue
-                where = "" if Path(text).expanduser().is_absolute() else f" (relative to {folder}/, where it runs)"
+                where = "" if path.is_absolute() and text == str(path) else f" ({path}, from {folder}/, where it runs)"
                 what = "file or folder" if kind == "file" else "checkpoint folder (nor a hub name)"
                 raise ValueError(f"{given}: {name}: no such {what}: {text!r}{where}")
+            for name, section in _data_sections(parameter, value):
+                try:
+                    _check_data_root(name, section, folder)
+                except ValueError as error:
+                    raise type(error)(f"{given}: {error}") from None
 
 
 def plan_executions(
