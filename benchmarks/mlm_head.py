@@ -42,11 +42,11 @@ import torch
 
 from benchmarks.pretrain import load_documents
 from workbench.data_root import data_root
-from workbench.lexicon import SynonymTable
 from workbench.losses import build_loss
 from workbench.losses.mlm import CorrectionCounts
 from workbench.masking import JiebaSegmenter, WholeWordMaskCollator, pack_documents
 from workbench.models import build_masked_lm, labelled_logits
+from workbench.synonyms import SynonymTable
 from workbench.vocab import load_tokenizer
 
 ROOT = Path(__file__).resolve().parents[1]

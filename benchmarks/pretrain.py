@@ -45,7 +45,6 @@ import torch
 
 from benchmarks.masking import DEFAULT_CORPUS
 from workbench.data import sample_corpus
-from workbench.lexicon import SynonymTable
 from workbench.losses import build_loss
 from workbench.losses.mlm import CorrectionCounts
 from workbench.masking import (
@@ -57,6 +56,7 @@ from workbench.masking import (
 )
 from workbench.masking.corpus import CHUNK_CHARACTERS, chunk_documents
 from workbench.models import build_masked_lm, labelled_logits
+from workbench.synonyms import SynonymTable
 from workbench.threads import usable_cores
 from workbench.vocab import load_tokenizer
 

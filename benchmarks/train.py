@@ -33,9 +33,9 @@ import torch
 from transformers import DataCollatorWithPadding, PrinterCallback, Trainer, TrainerCallback, set_seed
 
 from workbench.config import Config, load_config
-from workbench.losses import resolve
 from workbench.models import build_sequence_classifier, model_source
 from workbench.train.finetuning import ClassificationData, classification_data
+from workbench.train.losses_from_specs import loss_from_spec
 from workbench.train.run_folder import progress_bars
 from workbench.train.trainer import LossTrainer, training_arguments
 
@@ -110,7 +110,7 @@ def _runner(
             trainer = Trainer(**common)
             trainer.remove_callback(PrinterCallback)  # quiet, as LossTrainer is
         else:
-            trainer = LossTrainer(**common, loss=resolve(loss, data.splits["train"]))
+            trainer = LossTrainer(**common, loss=loss_from_spec(loss, data.splits["train"]))
         runtime = trainer.train().metrics["train_runtime"]
         return runtime, clock.seconds
 

@@ -15,42 +15,44 @@ PACKAGE = Path(__file__).resolve().parents[1] / "workbench"
 
 FOUNDATION = {
     "checks",
+    "command_line",
     "config",
     "stats",
     "threads",
     "vocab",
     "metrics",
-    "information",
-    "lexicon",
-    "records",
+    "label_entropy",
+    "synonyms",
+    "text_files",
+    "word_vectors",
+    "metrics_file",
     "yaml_files",
     "data_root",
 }
 ALLOWED: dict[str, set[str]] = {
     "checks": set(),
+    "command_line": set(),
     "stats": set(),
     "threads": set(),
-    "config": {"checks", "yaml_files", "data_root"},  # $WORKBENCH_DATA/... paths expanded where they enter
+    "config": {"checks", "yaml_files", "losses", "data_root"},  # losses.choices (torch-free); $WORKBENCH_DATA/ paths
     "data_root": set(),
-    "records": set(),
+    "metrics_file": set(),
     "yaml_files": set(),
-    "vocab": {"lexicon"},  # lexicon.read_lines: the one reader of text files
+    "text_files": set(),
+    "vocab": {"text_files"},  # text_files.read_lines: the one reader of text files
     "metrics": {"checks"},
-    "information": {"checks"},
-    "lexicon": {"checks", "data_root"},
-    "losses": {"checks", "config", "lexicon"},
-    "masking": {"checks", "config", "lexicon", "threads"},
-    "data": {"checks", "config", "lexicon", "masking", "data_root"},
+    "label_entropy": {"checks"},
+    "synonyms": {"checks", "text_files", "data_root"},
+    "word_vectors": {"checks"},
+    "losses": {"checks", "synonyms"},
+    "masking": {"checks", "config", "text_files", "threads"},
+    "data": {"checks", "config", "synonyms", "text_files", "masking", "data_root"},
     "models": {"checks", "config", "vocab"},
-    "runs": {"checks", "config", "stats", "threads", "records", "data_root", "data"},  # data: the early file check
-    "train": FOUNDATION | {"losses", "masking", "data", "models"},  # not the runner: metrics.json via records
-    "viz": {"checks", "config", "losses", "information"},
+    "runs": {"checks", "config", "stats", "threads", "metrics_file", "data_root", "data"},  # data: the early file check
+    "train": FOUNDATION | {"losses", "masking", "data", "models"},  # not the runner: metrics.json via metrics_file
+    "viz": {"checks", "config", "losses", "label_entropy"},
     "studies": FOUNDATION | {"losses", "masking", "data", "models", "train"},
-    "__main__": {
-        "checks",
-        "runs",
-        "data",
-    },  # data list / data fetch  # the command lines' one error line: checks.error_line
+    "__main__": {"command_line", "runs", "data"},  # the one error line: command_line.error_message; data list / fetch
 }
 
 
@@ -93,6 +95,21 @@ def test_losses_import_nothing_from_data_train_viz_or_studies():
         assert not _imports(path) & {"data", "train", "viz", "studies"}, path.name
 
 
+def test_losses_import_neither_the_config_nor_text_files():
+    # issue 29: the losses' options live with them (losses/choices.py); reading a label feature is the data side's
+    for path in (PACKAGE / "losses").glob("*.py"):
+        assert not _imports(path) & {"config", "text_files", "data"}, path.name
+
+
+def test_config_reads_from_the_losses_only_their_torch_free_choices():
+    tree = ast.parse((PACKAGE / "config.py").read_text(encoding="utf-8"))
+    modules = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module}
+    assert {module for module in modules if module.startswith("workbench.losses")} == {"workbench.losses.choices"}
+    choices = ast.parse((PACKAGE / "losses" / "choices.py").read_text(encoding="utf-8"))
+    imports = [node for node in ast.walk(choices) if isinstance(node, ast.Import | ast.ImportFrom)]
+    assert all(isinstance(node, ast.ImportFrom) and node.module == "__future__" for node in imports)
+
+
 def test_masking_does_not_import_the_losses():
     # issue 20: a masked LM's held-out evaluation with hard-correction statistics is evaluation (train), not masking
     for path in (PACKAGE / "masking").rglob("*.py"):
@@ -100,7 +117,7 @@ def test_masking_does_not_import_the_losses():
 
 
 def test_the_trainers_do_not_import_the_runner():
-    # issue 20: trainers and runner both write metrics.json through ``records``, one writer below both
+    # issue 20: trainers and runner both write metrics.json through ``metrics_file``, one writer below both
     for path in (PACKAGE / "train").rglob("*.py"):
         assert "runs" not in _imports(path), path.name
 
@@ -132,8 +149,9 @@ def test_notebooks_import_only_public_packages():
         "workbench.data",
         "workbench.runs",
         "workbench.stats",
-        "workbench.lexicon",
-        "workbench.information",
+        "workbench.synonyms",
+        "workbench.word_vectors",
+        "workbench.label_entropy",
     }
     for notebook in sorted((PACKAGE.parent / "notebooks").glob("*.ipynb")):
         cells = json.loads(notebook.read_text(encoding="utf-8"))["cells"]

@@ -14,8 +14,8 @@ from workbench.data.imbalance import (
     table8_class_counts,
     table8_training_sets,
 )
-from workbench.lexicon import SynonymTable
 from workbench.masking.segment import JiebaSegmenter
+from workbench.synonyms import SynonymTable
 
 
 def _toy():

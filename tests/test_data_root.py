@@ -20,7 +20,7 @@ from workbench.config import DataConfig, load_config
 from workbench.data import RELEASES, MissingDataError, Release, ReleaseFile, label_names, load_splits, load_texts
 from workbench.data.fetch import FETCH_RECORD, MIRROR_ENV, FetchError, fetch, file_status, read_record
 from workbench.data_root import DATA_ROOT_ENV, data_root, expand_data_root
-from workbench.lexicon import SynonymTable
+from workbench.synonyms import SynonymTable
 
 
 def _sha(data: bytes) -> str:
@@ -355,3 +355,11 @@ def test_a_corpus_section_without_a_path_reads_the_root_s_corpus_files(root):
     with pytest.warns(UserWarning, match="xwlb_news.txt.gz"):
         texts, pairs = load_texts({"source": "corpus"})
     assert texts == ["第一句。", "第二句。"] and pairs is None
+
+
+def test_a_root_that_cannot_be_written_is_one_error_naming_it(tmp_path, monkeypatch, toy, capsys):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder\n", encoding="utf-8")
+    monkeypatch.setenv(DATA_ROOT_ENV, str(blocker))
+    line = _fetch_error(capsys, "toy")
+    assert str(blocker) in line and DATA_ROOT_ENV in line

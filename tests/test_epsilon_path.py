@@ -4,9 +4,9 @@ The path a notebook 05 run takes, hop by hop:
 
 1. ``params/<set>/05_pcl_vs_dice_walkthrough.yaml`` (or ``--sweep epsilon=...``) -> the notebook's
    ``epsilon`` parameter (``workbench.runs.plan_executions``, injected by papermill);
-2. the notebook -> ``walkthrough.comparison_specs(settings, epsilon)``: ``LossSpec.params["epsilon"]``;
-3. ``pcl.run_ablation`` -> ``workbench.losses.resolve(spec, train_split)``;
-4. ``resolve`` -> ``build_loss("pcl" | "ls", **params)`` -> the loss's constructor, the one range check.
+2. the notebook -> ``pcl_vs_dice.comparison_specs(settings, epsilon)``: ``LossSpec.params["epsilon"]``;
+3. ``pcl.run_ablation`` -> ``workbench.train.loss_from_spec(spec, train_split)``;
+4. ``loss_from_spec`` -> ``build_loss("pcl" | "ls", **params)`` -> the loss's constructor, the one range check.
 
 The same ``epsilon`` reaches ``PclWeightsPanel`` and the other figures of notebooks 02 and 05.
 """
@@ -21,10 +21,10 @@ import numpy as np
 import pytest
 
 from workbench.data import load_splits
-from workbench.losses import LabelSmoothingLoss, PropensityCorrectedLoss, resolve
+from workbench.losses import LabelSmoothingLoss, PropensityCorrectedLoss
 from workbench.runs import plan_executions
-from workbench.studies import pcl, walkthrough
-from workbench.train import Fit
+from workbench.studies import pcl, pcl_vs_dice
+from workbench.train import Fit, loss_from_spec
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK = ROOT / "notebooks" / "05_pcl_vs_dice_walkthrough.ipynb"
@@ -64,21 +64,21 @@ def test_epsilon_goes_from_a_params_file_to_the_loss(tmp_path, source):
     epsilon = execution.parameters["epsilon"]
     assert epsilon == 0.25
 
-    specs = walkthrough.comparison_specs(["CE", "LS", "PCL reference", "PCL expected_cost (global)"], epsilon)  # hop 2
+    specs = pcl_vs_dice.comparison_specs(["CE", "LS", "PCL reference", "PCL expected_cost (global)"], epsilon)  # hop 2
     splits = load_splits(SAMPLE)
     fitter = RecordingFitter()
-    pcl.run_ablation(splits, specs, [0], fitter)  # hops 3 and 4: resolve -> build_loss -> the loss
+    pcl.run_ablation(splits, specs, [0], fitter)  # hops 3 and 4: loss_from_spec -> build_loss -> the loss
     ce, *taking = fitter.losses
     assert [type(loss) for loss in taking] == [LabelSmoothingLoss, PropensityCorrectedLoss, PropensityCorrectedLoss]
     assert [loss.epsilon for loss in taking] == [0.25, 0.25, 0.25] and not hasattr(ce, "epsilon")
 
 
 def test_epsilon_is_validated_once_by_the_loss():
-    specs = walkthrough.comparison_specs(["CE", "LS", "PCL reference"], 1.5)  # passed on unchecked
+    specs = pcl_vs_dice.comparison_specs(["CE", "LS", "PCL reference"], 1.5)  # passed on unchecked
     assert specs["PCL reference"].params["epsilon"] == 1.5
     assert pcl.setting_specs(["PCL reference"], 1.5)["PCL reference"].params["epsilon"] == 1.5
     with pytest.raises(ValueError, match=r"^epsilon:"):
-        resolve(specs["PCL reference"], load_splits(SAMPLE)["train"])
+        loss_from_spec(specs["PCL reference"], load_splits(SAMPLE)["train"])
 
 
 @pytest.mark.parametrize("name", EPSILON_NOTEBOOKS)

@@ -1,7 +1,9 @@
-"""Offline HTML exports: one plotly.js and one MathJax per run folder, shared by relative paths;
-no remote script, stylesheet or font; no link, class, id or style from TeX; ``python -m workbench
-export``. In headless Chromium: equations typeset, figures drawn, a slider panel's plotly slider
-moved. The browser tests skip only where no Chromium is installed and CI is unset (in CI they fail)."""
+"""Offline HTML exports: a notebook's page is one self-contained file (plotly.js and MathJax inlined); a run's
+figure pages share one plotly.js by a relative path; no remote script, stylesheet or font; no link, class, id or
+style from TeX; ``python -m workbench export`` (``--assets-folder``: the folder form). In headless Chromium, the
+page alone in an empty folder and with every request recorded: equations typeset, figures drawn, a slider panel's
+plotly slider moved, nothing asked of any server. The browser tests skip only where no Chromium is installed and
+CI is unset (in CI they fail)."""
 
 from __future__ import annotations
 
@@ -14,7 +16,9 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 from html.parser import HTMLParser
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
@@ -28,7 +32,17 @@ from plotly.offline import get_plotlyjs
 from workbench.__main__ import main
 from workbench.losses.pcl import pcl_weight_matrix
 from workbench.runs import run
-from workbench.runs.assets import ASSETS_DIR, PLOTLY_JS, RunAssets, ensure_assets, link_figures, run_dir_of
+from workbench.runs.assets import (
+    ASSETS_DIR,
+    MATHJAX_DIR,
+    PLOTLY_JS,
+    RunAssets,
+    ensure_assets,
+    inline_mathjax_js,
+    inline_plotly_js,
+    link_figures,
+    run_dir_of,
+)
 from workbench.runs.export import WIDGET_VIEW, export_html
 from workbench.viz import figures
 
@@ -121,6 +135,14 @@ def _pages(run_dir: Path) -> list[Path]:
     return [cell / "ok_metrics.html", cell / "figures" / "score_line.html", run_dir / "index.html"]
 
 
+@pytest.fixture(scope="module")
+def alone(run_dir, tmp_path_factory) -> Path:
+    """The runner's page of the notebook, copied alone into an empty folder (as if e-mailed)."""
+    page = tmp_path_factory.mktemp("alone") / "ok_metrics.html"
+    shutil.copyfile(_cell(run_dir) / "ok_metrics.html", page)
+    return page
+
+
 class _References(HTMLParser):
     """What a page loads: script and link URLs, CSS url()/@import targets, and URLs in inline scripts."""
 
@@ -155,20 +177,22 @@ class _References(HTMLParser):
 
 
 def _references(page: Path) -> _References:
+    """What ``page`` loads, its inlined plotly.js and MathJax left out: their sources name URLs (map tiles, a CDN
+    for speech) that a page of ours never makes them fetch, which the browser tests check."""
     parser = _References()
-    parser.feed(page.read_text(encoding="utf-8"))
+    text = page.read_text(encoding="utf-8")
+    parser.feed(text.replace(inline_plotly_js(), "").replace(inline_mathjax_js(), ""))
     return parser
 
 
 # ----------------------------------------------------------------------------- the run folder
 
 
-def test_run_folder_holds_one_plotly_js_and_one_mathjax(run_dir):
+def test_run_folder_holds_one_plotly_js_for_its_figure_pages(run_dir):
     assets = RunAssets(run_dir / ASSETS_DIR)
     assert sorted(run_dir.rglob(PLOTLY_JS)) == [assets.plotly_js]  # not one per figures/ folder
     assert assets.plotly_js.read_text(encoding="utf-8") == get_plotlyjs()
-    assert assets.mathjax_js.stat().st_size > 1_000_000  # the whole TeX-to-SVG MathJax, in one file
-    assert "Apache License" in (assets.mathjax_js.parent / "LICENSE").read_text(encoding="utf-8")
+    assert not (assets.root / MATHJAX_DIR).exists()  # only the notebook's page typesets, and it holds MathJax
 
 
 @pytest.mark.parametrize("page", [0, 1, 2], ids=["export", "figure", "index"])
@@ -183,11 +207,11 @@ def test_pages_load_nothing_remote_and_every_local_reference_exists(run_dir, pag
             assert (path.parent / unquote(url)).is_file(), f"{path.name}: {url} does not exist"
 
 
-def test_export_and_figure_pages_use_the_shared_copies(run_dir):
+def test_the_notebooks_page_is_self_contained_and_figure_pages_share_plotly_js(run_dir):
     export, figure, _ = _pages(run_dir)
-    export_loads = _references(export).loaded
-    assert "../../assets/plotly.min.js" in export_loads
-    assert "../../assets/mathjax/tex-svg-full.js" in export_loads
+    assert all(url.startswith(("data:", "#")) for url in _references(export).loaded)  # the theme's fonts: data URLs
+    page = export.read_text(encoding="utf-8")
+    assert inline_plotly_js() in page and inline_mathjax_js() in page  # MathJax with its safe extension
     assert _references(figure).loaded == ["../../../assets/plotly.min.js"]
 
 
@@ -205,13 +229,14 @@ def test_executed_notebook_and_export_stay_small(run_dir):
         "widgets"
     )  # the live panel's FigureWidget state (5 MB), as JupyterLab saves it; no page holds it
     assert len(nbformat.writes(notebook)) < 150_000  # the panels' 12 precomputed steps included
-    assert (cell / "ok_metrics.html").stat().st_size < 1_000_000
+    scripts = len(inline_plotly_js().encode()) + len(inline_mathjax_js().encode())
+    assert (cell / "ok_metrics.html").stat().st_size < scripts + 1_000_000  # one plotly.js, one MathJax: no more
 
 
 def test_the_page_configures_mathjax_safe(run_dir):
     page = (_cell(run_dir) / "ok_metrics.html").read_text(encoding="utf-8")
     config = json.loads(re.search(r"window\.MathJax = (\{.*?\});</script>", page).group(1))
-    assert "ui/safe" in config["loader"]["load"]  # MathJax's safe extension filters what TeX may set
+    assert config["loader"]["load"] == []  # MathJax's safe extension, which filters what TeX may set, is inlined
     assert config["options"]["safeOptions"]["allow"] == {
         "URLs": "none",
         "classes": "safe",
@@ -219,7 +244,6 @@ def test_the_page_configures_mathjax_safe(run_dir):
         "styles": "safe",
     }
     assert config["tex"]["packages"] == {"[-]": ["require"]}  # \require would load more code
-    assert (run_dir / ASSETS_DIR / "mathjax" / "ui" / "safe.js").is_file()
 
 
 # ----------------------------------------------------------------------------- the helpers
@@ -244,15 +268,13 @@ def test_link_figures_points_standalone_pages_at_the_shared_copy(tmp_path):
     assert link_figures(figures_dir, assets) == []  # already linked
 
 
-def test_export_html_outside_a_run_keeps_its_assets_beside_it(run_dir, tmp_path):
+def test_export_html_outside_a_run_keeps_the_figures_plotly_js_beside_it(run_dir, tmp_path):
     notebook = tmp_path / "exported.ipynb"
     shutil.copyfile(_cell(run_dir) / "ok_metrics.ipynb", notebook)
     target = export_html(notebook)
     assert target == tmp_path / "exported.html"
-    assert {"assets/plotly.min.js", "assets/mathjax/tex-svg-full.js"} <= set(_references(target).loaded)
-    assert (tmp_path / "assets" / PLOTLY_JS).is_file()
-    elsewhere = export_html(notebook, run_dir=tmp_path / "shared")
-    assert "shared/assets/plotly.min.js" in _references(elsewhere).loaded
+    assert not [url for url in _references(target).loaded if not url.startswith(("data:", "#"))]
+    assert (tmp_path / "assets" / PLOTLY_JS).is_file()  # for the figures/ pages and index.html of a run
 
 
 # ----------------------------------------------------------------------------- a real browser
@@ -279,44 +301,85 @@ class _VisibleText(HTMLParser):
             self.parts.append(data)
 
 
-def _rendered_dom(page: Path, script: str | None = None) -> str:
-    """The page's DOM after its scripts (and ``script``, added at the end of a copy of the page) ran, in
-    headless Chromium with every http(s) request sent to a closed local port, i.e. without a network."""
+# Chromium's own calls (component update, sign-in), made for a blank page too: not the page's.
+BROWSER_OWN = re.compile(r"^(CONNECT |POST |GET )(https?://)?(update\.googleapis\.com|accounts\.google\.com)[:/]")
+
+
+class _Recorder(BaseHTTPRequestHandler):
+    """A proxy that answers every request with 502 and records it: the browser's only way to a network."""
+
+    def _refuse(self) -> None:
+        request = f"{self.command} {self.path}"
+        if not BROWSER_OWN.match(request):
+            self.server.requests.append(request)
+        self.send_error(502)
+
+    do_GET = do_POST = do_HEAD = do_PUT = do_OPTIONS = do_CONNECT = _refuse
+
+    def log_message(self, *args) -> None:
+        pass
+
+
+def _browse(page: Path, script: str | None = None, width: int = 1280) -> tuple[str, list[str]]:
+    """The page's DOM after its scripts (and ``script``, added at the end of a copy of the page) ran in headless
+    Chromium ``width`` pixels wide, and every request it sent to the network (all go to a recording proxy)."""
     assert CHROMIUM is not None, "CI is set and no Chromium is installed (.ci/run installs Debian's chromium)"
     if script is not None:
         probed = page.with_name(f"{page.stem}.probe.html")
         probed.write_text(page.read_text(encoding="utf-8").replace("</body>", script + "</body>"), encoding="utf-8")
         page = probed
-    with tempfile.TemporaryDirectory() as profile:
-        completed = subprocess.run(
-            [
-                CHROMIUM,
-                "--headless",
-                "--no-sandbox",
-                "--disable-gpu",
-                "--disable-quic",
-                "--no-first-run",
-                "--disable-background-networking",
-                "--disable-component-update",
-                "--disable-sync",
-                f"--user-data-dir={profile}",
-                "--proxy-server=http://127.0.0.1:9",
-                "--proxy-bypass-list=<-loopback>",
-                "--virtual-time-budget=30000",
-                "--dump-dom",
-                page.as_uri(),
-            ],
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
+    proxy = ThreadingHTTPServer(("127.0.0.1", 0), _Recorder)
+    proxy.requests = []
+    threading.Thread(target=proxy.serve_forever, daemon=True).start()
+    try:
+        with tempfile.TemporaryDirectory() as profile:
+            completed = subprocess.run(
+                [
+                    CHROMIUM,
+                    "--headless",
+                    "--no-sandbox",
+                    "--disable-gpu",
+                    "--disable-quic",
+                    "--no-first-run",
+                    "--disable-background-networking",
+                    "--disable-component-update",
+                    "--disable-sync",
+                    "--disable-features=NetworkTimeServiceQuerying",
+                    f"--user-data-dir={profile}",
+                    f"--proxy-server=http://127.0.0.1:{proxy.server_address[1]}",
+                    "--proxy-bypass-list=<-loopback>",
+                    f"--window-size={width},1000",
+                    "--virtual-time-budget=30000",
+                    "--dump-dom",
+                    page.as_uri(),
+                ],
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
+    finally:
+        proxy.shutdown()
+        proxy.server_close()
     assert completed.returncode == 0, completed.stderr[-2000:]
-    return completed.stdout
+    return completed.stdout, proxy.requests
+
+
+def _rendered_dom(page: Path, script: str | None = None) -> str:
+    """The page's DOM as :func:`_browse` gives it; the page asked no server for anything."""
+    dom, requests = _browse(page, script)
+    assert not requests, f"{page.name} sent {requests}"
+    return dom
+
+
+def _main(dom: str) -> str:
+    """The notebook's part of a page's DOM (not the scripts and styles of its head)."""
+    return dom[dom.index("<main>") :]
 
 
 @needs_chromium
-def test_export_renders_equations_and_figures_offline_in_chromium(run_dir):
-    dom = _rendered_dom(_pages(run_dir)[0])
+def test_the_page_alone_renders_equations_and_figures_offline_in_chromium(alone):
+    assert sorted(path.name for path in alone.parent.iterdir()) == ["ok_metrics.html"]
+    dom = _main(_rendered_dom(alone))
     equations = dom[: dom.index("PAYLOADS-START")]
     containers = re.findall(r"<mjx-container\b[^>]*>", equations)
     assert len(containers) == INLINE_EQUATIONS + DISPLAY_EQUATIONS
@@ -353,8 +416,8 @@ class _Attributes(HTMLParser):
 
 
 @needs_chromium
-def test_tex_in_shown_text_makes_no_link_class_id_style_or_script(run_dir):
-    dom = _rendered_dom(_pages(run_dir)[0])
+def test_tex_in_shown_text_makes_no_link_class_id_style_or_script(alone):
+    dom = _rendered_dom(alone)
     payloads = dom[dom.index("PAYLOADS-START") :]
     assert (
         len(re.findall(r"<mjx-container\b", payloads)) == len(PAYLOADS) + 1
@@ -371,11 +434,7 @@ def test_tex_in_shown_text_makes_no_link_class_id_style_or_script(run_dir):
         assert "wbevil" not in attributes.get("class", "") and attributes.get("id") != "wbevilid", (tag, attributes)
         assert "fixed" not in attributes.get("style", ""), (tag, attributes)  # MathJax itself sets position: relative
     scripts = [attributes["src"] for tag, attributes in parsed.elements if tag == "script" and "src" in attributes]
-    assert {Path(src).name for src in scripts} == {
-        "plotly.min.js",
-        "tex-svg-full.js",
-        "safe.js",
-    }  # \require loaded nothing
+    assert scripts == []  # \require loaded nothing (and _rendered_dom saw no request)
 
 
 # A user moving the panel's plotly slider: a mouse press on the slider's rail, then release. Headless
@@ -403,14 +462,13 @@ window.addEventListener("load", () => setTimeout(() => {
 @needs_chromium
 @pytest.mark.parametrize(
     ("page", "plot"),
-    [("ok_metrics.html", 0), ("figures/pcl_panel.html", 0), ("ok_metrics.html", 1)],
-    ids=["export", "figure", "export-of-a-live-panel"],
+    [("alone", 0), ("figures/pcl_panel.html", 0), ("alone", 1)],
+    ids=["export-alone", "figure", "export-alone-of-a-live-panel"],
 )
-def test_moving_a_panels_plotly_slider_redraws_the_figure_offline(run_dir, page, plot):
+def test_moving_a_panels_plotly_slider_redraws_the_figure_offline(run_dir, alone, page, plot):
     script = SLIDER_PROBE.replace("PLOT_INDEX", str(plot))
-    probe = json.loads(
-        html.unescape(re.search(r'data-probe="([^"]*)"', _rendered_dom(_cell(run_dir) / page, script)).group(1))
-    )
+    path = alone if page == "alone" else _cell(run_dir) / page
+    probe = json.loads(html.unescape(re.search(r'data-probe="([^"]*)"', _rendered_dom(path, script)).group(1)))
     assert probe["active"] != probe["active_before"]
     epsilon = float(probe["label"])
     assert epsilon > 0.5  # 0.9 of the rail: a late step (the panel starts at epsilon = 0.1)
@@ -452,7 +510,8 @@ def test_export_writes_the_runners_page_and_never_overwrites(executed, capsys):
     page = executed.with_suffix(".html")
     assert capsys.readouterr().out.strip() == str(page)
     written = page.read_text(encoding="utf-8")
-    assert {"assets/plotly.min.js", "assets/mathjax/tex-svg-full.js"} <= set(_references(page).loaded)
+    assert sorted(executed.parent.iterdir()) == sorted([executed, page])  # one file: no assets/ beside it
+    assert not [url for url in _references(page).loaded if not url.startswith(("data:", "#"))]
     assert SOLUTION in written and "PclWeightsPanel" in written
     assert main(["export", str(executed)]) == 2  # the page exists: refused, unchanged
     assert str(page) in _error_line(capsys)
@@ -467,9 +526,26 @@ def test_export_for_students_leaves_out_solution_cells(executed, tmp_path, capsy
     target.parent.mkdir()
     assert main(["export", str(executed), "--student", "-o", str(target)]) == 0
     assert SOLUTION not in target.read_text(encoding="utf-8")
-    assert (target.parent / ASSETS_DIR / PLOTLY_JS).is_file()  # the assets go beside a page elsewhere
+    assert sorted(target.parent.iterdir()) == [target]  # one file
     assert main(["export", str(executed), "-o", str(target)]) == 2
     assert "-o" in _error_line(capsys)
+
+
+def test_export_assets_folder_loads_plotly_and_mathjax_from_a_folder(executed, run_dir, tmp_path, capsys):
+    target = tmp_path / "elsewhere" / "page.html"
+    target.parent.mkdir()
+    assert main(["export", str(executed), "--assets-folder", "-o", str(target)]) == 0
+    assert {"assets/plotly.min.js", "assets/mathjax/tex-svg-full.js"} <= set(_references(target).loaded)
+    assert (target.parent / ASSETS_DIR / PLOTLY_JS).is_file()  # the assets go beside a page elsewhere
+    page = target.read_text(encoding="utf-8")
+    assert "ui/safe" in json.loads(re.search(r"window\.MathJax = (\{.*?\});</script>", page).group(1))["loader"]["load"]
+    assert (target.parent / ASSETS_DIR / "mathjax" / "ui" / "safe.js").is_file()
+    in_a_run = tmp_path / "run" / "ok_metrics" / "x=2.0" / "ok_metrics.ipynb"  # the runner's layout
+    in_a_run.parent.mkdir(parents=True)
+    shutil.copyfile(executed, in_a_run)
+    assert main(["export", str(in_a_run), "--assets-folder"]) == 0  # beside its notebook: the run folder's assets/
+    assert "../../assets/mathjax/tex-svg-full.js" in _references(in_a_run.with_suffix(".html")).loaded
+    assert RunAssets(tmp_path / "run" / ASSETS_DIR).mathjax_js.is_file()
 
 
 @pytest.mark.parametrize(

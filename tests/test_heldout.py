@@ -11,9 +11,9 @@ import torch.nn.functional as F
 from transformers import BertConfig, BertForMaskedLM
 
 from workbench.data import sample_corpus
-from workbench.lexicon import SynonymTable
 from workbench.losses.mlm import CorrectionCounts, HardCorrectionLoss
 from workbench.masking import JiebaSegmenter, RandomMaskCollator, WholeWordMaskCollator, count_tokens, pack_documents
+from workbench.synonyms import SynonymTable
 from workbench.train.pretraining import evaluate_masked_lm, fixed_mask_batches, split_heldout
 from workbench.vocab import load_tokenizer
 

@@ -9,7 +9,6 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from workbench.lexicon import SynonymTable, token_text
 from workbench.losses import build_loss
 from workbench.losses.mlm import (
     CorrectionCounts,
@@ -20,6 +19,7 @@ from workbench.losses.mlm import (
     soft_regularization,
 )
 from workbench.models import labelled_logits
+from workbench.synonyms import SynonymTable, token_text
 from workbench.vocab import load_tokenizer
 
 

@@ -166,6 +166,33 @@ def test_the_gpu_set_reads_real_data_from_the_data_root_only():
 
 
 @pytest.mark.slow
+def test_notebook_01_runs_the_own_set_on_three_topics(tmp_path):
+    from test_data_own_data import news_csv  # 300 Chinese headlines in 3 imbalanced topics (60 / 27 / 13 %)
+
+    data = news_csv(tmp_path / "news_zh.csv")
+    (tmp_path / "params" / "own").mkdir(parents=True)
+    text = (ROOT / "params" / "own" / "01_dice_loss.yaml").read_text(encoding="utf-8")
+    text = text.replace("../own_data.csv", str(data)).replace("seeds: [0, 1, 2]", "seeds: [0]")
+    (tmp_path / "params" / "own" / "01_dice_loss.yaml").write_text(text, encoding="utf-8")
+    report = run(
+        params_set="own",
+        only=["01"],
+        notebooks_dir=ROOT / "notebooks",
+        params_dir=tmp_path / "params",
+        outputs_dir=tmp_path / "out",
+        run_id="own01",
+        jobs=1,
+        stream=io.StringIO(),
+    )
+    assert {o.execution.name: f"cell {o.failed_cell}: {o.error}" for o in report.failed} == {}
+    record = json.loads((report.outcomes[0].output_dir / "metrics.json").read_text())
+    assert record["positive_class"] == "科技"  # the smallest topic, scored against the other two
+    counts = {row["setting"]: row for row in record["table8_training_sets"]["sets"]}
+    assert counts["+positive"]["positive"] == counts["+positive"]["negative"]  # the smallest topic grown to the rest
+    assert all(0 <= value["mean"] <= 1 for value in record["metrics"].values() if isinstance(value, dict))
+
+
+@pytest.mark.slow
 def test_the_own_set_runs_on_a_file_the_user_names(tmp_path):
     from test_data_own_data import news_csv  # 300 Chinese headlines in 3 imbalanced topics, columns text,label
 

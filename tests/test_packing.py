@@ -8,7 +8,6 @@ import numpy as np
 import pytest
 
 from workbench.data import sample_corpus
-from workbench.lexicon import token_text
 from workbench.masking import (
     JiebaSegmenter,
     KnowledgeMaskCollator,
@@ -16,6 +15,7 @@ from workbench.masking import (
     encode_words,
 )
 from workbench.masking.packing import pack_documents, split_sentences
+from workbench.synonyms import token_text
 from workbench.vocab import load_tokenizer
 
 

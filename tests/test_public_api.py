@@ -45,13 +45,15 @@ def test_every_loss_names_its_equation_in_the_first_docstring_line():
         assert re.search(r"\b(eq|sec)\. \d+", first_line), f"{name}: {first_line}"
 
 
-def test_choices_are_defined_once_in_the_config():
+def test_choices_are_defined_once():
+    # the objectives' options live with the losses (losses/choices.py); the config's objective section reads them
     from workbench import config
-    from workbench.losses import mlm
+    from workbench.losses import choices, mlm
     from workbench.masking import packing
 
     for name in ("HC_LEVELS", "SR_LEVELS", "SR_PREDICTIONS", "KL_DIRECTIONS"):
         assert getattr(mlm, name) is getattr(config, name), name
+        assert getattr(choices, name) is getattr(config, name), name
     assert packing.BLOCK_BOUNDARIES is config.BLOCK_BOUNDARIES
 
 
@@ -96,12 +98,12 @@ def test_docs_and_notebooks_name_only_modules_and_names_that_exist():
 ENTRY_POINTS = (
     "workbench.config.load_config",
     "workbench.losses.build_loss",
-    "workbench.losses.resolve",
+    "workbench.train.loss_from_spec",
     "workbench.masking.build_collator",
     "workbench.train.build_fitter",
     "workbench.train.Fitter.fit",
     "workbench.vocab.load_tokenizer",
-    "workbench.lexicon.SynonymTable.from_path",
+    "workbench.synonyms.SynonymTable.from_path",
     "workbench.runs.plan_executions",
 )
 

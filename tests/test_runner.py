@@ -15,7 +15,7 @@ from nbformat.v4 import new_code_cell, new_notebook
 from notebook_hygiene import check_notebook_clean
 
 from workbench.__main__ import main
-from workbench.records import metric_statistics, read_metrics, write_json, write_metrics
+from workbench.metrics_file import metric_statistics, read_metrics, write_json, write_metrics
 from workbench.runs import run
 from workbench.runs.execute import ensure_kernel, new_run_dir
 from workbench.runs.plan import (

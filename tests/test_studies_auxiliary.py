@@ -23,7 +23,7 @@ from workbench.studies.auxiliary import (
     RUN_COLUMNS,
     TWO_STAGE,
     TWO_STAGE_FGM,
-    key_metrics,
+    headline_metrics,
     run_study,
     select_num_aux,
     stage_one_entropy,
@@ -308,7 +308,7 @@ def test_bad_grid_is_rejected_before_training(kwargs, message, tmp_path):
     assert not any(tmp_path.iterdir())
 
 
-def test_key_metrics_compare_baseline_with_two_stage_at_the_chosen_n():
+def test_headline_metrics_compare_baseline_with_two_stage_at_the_chosen_n():
     runs = pd.DataFrame(
         {
             "method": [BASELINE, BASELINE, TWO_STAGE, TWO_STAGE, TWO_STAGE, TWO_STAGE],
@@ -319,7 +319,7 @@ def test_key_metrics_compare_baseline_with_two_stage_at_the_chosen_n():
             "validation_macro_f1": [0.9, 0.9, 0.4, 0.5, 0.6, 0.7],
         }
     )
-    metrics = key_metrics(runs)
+    metrics = headline_metrics(runs)
     assert metrics["chosen_num_aux"] == 4
     assert metrics["baseline_macro_f1"]["mean"] == pytest.approx(0.7) and metrics["two_stage_macro_f1"][
         "mean"
@@ -346,7 +346,7 @@ def test_key_metrics_compare_baseline_with_two_stage_at_the_chosen_n():
             ),
         ]
     )
-    metrics = key_metrics(with_variants)
+    metrics = headline_metrics(with_variants)
     assert (
         metrics["fusion_finetune_macro_f1"]["mean"] == pytest.approx(0.6)
         and metrics["fusion_finetune_macro_f1"]["n"] == 2
@@ -356,7 +356,7 @@ def test_key_metrics_compare_baseline_with_two_stage_at_the_chosen_n():
 
 def test_this_run_quotes_the_grid(grid):
     _, runs = grid
-    metrics = key_metrics(runs)
+    metrics = headline_metrics(runs)
     line = this_run(runs)
     baseline = runs[runs["method"] == BASELINE]["macro_f1"]
     assert line.startswith(

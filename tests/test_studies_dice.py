@@ -9,12 +9,12 @@ import pandas as pd
 import pytest
 from datasets import DatasetDict
 
-from workbench.data import label_counts
+from workbench.config import LossSpec
+from workbench.data import label_counts, label_names
 from workbench.data.features import build_dataset
-from workbench.losses import LossSpec
 from workbench.stats import mean_std_table, summarize
 from workbench.studies import dice
-from workbench.train import ProbeFitter, TransformerFitter, build_fitter
+from workbench.train import ProbeFitter, TransformerFitter, build_fitter, loss_from_spec
 
 TINY_TRAINING = {"num_train_epochs": 1, "per_device_train_batch_size": 32, "learning_rate": 0.02, "weight_decay": 0.0}
 BOW = {"kind": "probe", "probe": {"embedding_size": 32, "hidden_size": None}}
@@ -103,7 +103,7 @@ def test_balanced_splits_equalise_every_split():
     assert label_counts(balanced["train"]) == [6, 6] and label_counts(balanced["test"]) == [5, 5]
 
 
-def test_study_splits_positive_share_downsamples_training_positives_only():
+def test_study_splits_positive_share_downsamples_training_positives_only(tmp_path):
     plain = dice.study_splits(sample_data(400, 50))
     shifted = dice.study_splits(sample_data(400, 50), positive_share=0.1)
     negatives, positives = label_counts(shifted["train"])
@@ -112,8 +112,72 @@ def test_study_splits_positive_share_downsamples_training_positives_only():
     assert label_counts(shifted["test"]) == label_counts(plain["test"])
     with pytest.raises(ValueError, match=r"^positive_share:"):
         dice.study_splits(sample_data(100, 20), positive_share=0.7)
-    with pytest.raises(ValueError, match=r"^data:"):  # notebook 01 needs a binary task
-        dice.study_splits({"source": "sample_relevance", "max_train_samples": 50, "max_eval_samples": 20})
+    table = tmp_path / "t.csv"
+    table.write_text("text,label\n" + "".join(f"句{i},{i % 2}\n" for i in range(40)), encoding="utf-8")
+    with pytest.raises(ValueError, match=r"^data:"):  # notebook 01 needs a test split
+        dice.study_splits(
+            {"source": "table", "path": str(table), "text": "text", "label": "label", "split": [0.8, 0.2, 0]}
+        )
+
+
+# ----------------------------------------------------------------------------- more than two classes (issue 32 item 5)
+
+
+def three_topics(counts=(30, 50, 8)):
+    labels = [label for label, count in enumerate(counts) for _ in range(count)]
+    texts = [("手机很好用", "汽车跑得快", "房子非常大")[label] + str(i) for i, label in enumerate(labels)]
+    return build_dataset({"text": texts, "label": labels}, ("phone", "car", "house"))
+
+
+def test_the_scored_class_is_label_1_of_two_and_the_smallest_of_more():
+    assert dice.scored_label(binary_dataset(10, 40)) == 1  # binary: label 1, even when it is the larger class
+    assert dice.scored_label(three_topics((30, 50, 8))) == 2
+    assert dice.scored_label(three_topics((8, 50, 8))) == 0  # a tie: the lowest id
+
+
+def test_table8_sets_of_three_classes_are_the_smallest_against_the_rest():
+    # positives: the 8 houses; negatives: the 80 phones and cars. +positive adds 72 houses, +negative 72 of the rest
+    # (drawn from both classes), -negative keeps 8 of the rest, +positive & +negative: m = round(2*80*8/88) = 15.
+    table8 = dice.table8_sets(three_topics(), seed=0, augmentation="copies")
+    assert table8.positive_label == 2 and table8.smallest_class == "house"
+    counts = dice.table8_counts(table8)
+    assert counts["positive"].tolist() == [8, 80, 8, 8, 15]
+    assert counts["negative"].tolist() == [80, 80, 152, 8, 145]
+    assert label_counts(table8.sets["+positive"])[:2] == [30, 50]  # the rest untouched
+    assert sum(label_counts(table8.sets["+negative"])[:2]) == 152 and label_counts(table8.sets["+negative"])[2] == 8
+
+
+def test_balanced_splits_of_three_classes_equalise_every_class():
+    splits = DatasetDict({"train": three_topics((30, 50, 8)), "test": three_topics((5, 9, 7))})
+    balanced = dice.balanced_splits(splits, seed=1)
+    assert label_counts(balanced["train"]) == [8, 8, 8] and label_counts(balanced["test"]) == [5, 5, 5]
+
+
+def test_study_splits_take_three_classes_and_down_sample_the_smallest():
+    data = {"source": "sample_relevance", "max_train_samples": 400, "max_eval_samples": 80}
+    splits = dice.study_splits(data)
+    assert label_names(splits["train"]) == ["irrelevant", "related", "highly_relevant"]
+    assert dice.scored_label(splits["train"]) == 2  # highly_relevant, QBQTC's 12.6%
+    shifted = dice.study_splits(data, positive_share=0.05)
+    counts = label_counts(shifted["train"])
+    assert counts[:2] == label_counts(splits["train"])[:2] and counts[2] == round(0.05 / 0.95 * sum(counts[:2]))
+
+
+def test_three_classes_score_the_smallest_class_and_train_every_dice_loss(fitter):
+    data = {"source": "sample_relevance", "max_train_samples": 300, "max_eval_samples": 60, "max_length": 32}
+    splits = dice.study_splits(data)
+    table = dice.run_grid({"original": splits}, dice.zoo("losses", ["CE", "DL", "TL", "DSC"]), [0], fitter)
+    assert set(table["loss"]) == {"CE", "DL", "TL", "DSC"}
+    assert ((table[list(dice.METRICS)] >= 0) & (table[list(dice.METRICS)] <= 1)).all().all()
+    assert table[list(dice.METRICS)].notna().all().all()
+    fit = fitter.fit(
+        splits, loss_from_spec(dice.LOSS_ZOO["CE"], splits["train"]), 0
+    )  # as fit_and_score fits it, seeded
+    gold, predicted = np.asarray(splits["test"]["label"]), fit.test_predictions
+    true_positive = np.sum((gold == 2) & (predicted == 2))
+    f1 = 2 * true_positive / (np.sum(gold == 2) + np.sum(predicted == 2))  # F1 of the smallest class, by hand
+    scores = dice.fit_and_score(splits, dice.LOSS_ZOO["CE"], 0, fitter)
+    assert scores["f1_positive"] == pytest.approx(f1)
 
 
 def test_fit_and_score_is_seeded_and_scores_in_range(tiny_splits, fitter):

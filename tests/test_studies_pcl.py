@@ -8,9 +8,9 @@ import pytest
 import torch
 
 from workbench.data import load_splits
-from workbench.losses import QBQTC_LABEL_COUNTS, pcl_constants, pcl_weight_matrix, resolve
+from workbench.losses import QBQTC_LABEL_COUNTS, pcl_constants, pcl_weight_matrix
 from workbench.studies import pcl as study
-from workbench.train import ProbeFitter, TransformerFitter, build_fitter
+from workbench.train import ProbeFitter, TransformerFitter, build_fitter, loss_from_spec
 from workbench.train.finetuning import best_epoch
 
 EPSILON = 0.1
@@ -105,7 +105,7 @@ def test_fitter_rejects_bad_values(model, training, max_length, match):
 
 
 def test_pair_probe_fit_is_seeded_and_leaves_global_rng_alone(splits, fitter):
-    loss = resolve(study.setting_specs(["LS"], EPSILON)["LS"], splits["train"])
+    loss = loss_from_spec(study.setting_specs(["LS"], EPSILON)["LS"], splits["train"])
     state = torch.get_rng_state()
     first = fitter.fit(splits, loss, 3)
     assert torch.equal(state, torch.get_rng_state())
@@ -168,7 +168,7 @@ def test_setting_specs_rejects_unknown_setting():
 def test_setting_specs_carry_epsilon_and_global_counts_come_from_the_training_split(splits):
     spec = study.setting_specs(["PCL weighted (global)"], EPSILON)["PCL weighted (global)"]
     assert spec.params == {"variant": "weighted", "counts": "global", "epsilon": EPSILON}
-    loss = resolve(spec, splits["train"])
+    loss = loss_from_spec(spec, splits["train"])
     counts = np.bincount(np.asarray(splits["train"]["label"]), minlength=3)
     np.testing.assert_array_equal(loss.label_counts.numpy(), counts)
     assert loss.epsilon == EPSILON
@@ -393,7 +393,7 @@ def test_transformer_fit_matches_the_ablation_and_reports_the_kept_epoch(
 ):
     from workbench.metrics import classification_report
 
-    loss = resolve(study.setting_specs(["LS"], EPSILON)["LS"], cue_splits["train"])
+    loss = loss_from_spec(study.setting_specs(["LS"], EPSILON)["LS"], cue_splits["train"])
     fit = transformer_fitter.fit(cue_splits, loss, 0)
     np.testing.assert_array_equal(fit.test_predictions, transformer_ablation.predictions[("LS", 0)])  # seeded
     validation = classification_report(np.asarray(cue_splits["validation"]["label"]), fit.validation_predictions)

@@ -12,9 +12,9 @@ from torch import nn
 from transformers.modeling_outputs import MaskedLMOutput
 
 from workbench.data import sample_corpus
-from workbench.lexicon import SynonymTable
 from workbench.masking import JiebaSegmenter, encode_words
 from workbench.studies.true_negatives import experiments, hard_correction, masking_demo
+from workbench.synonyms import SynonymTable
 from workbench.viz import downstream_figure, masking_heatmap, pretraining_loss_figure
 from workbench.vocab import load_tokenizer
 

@@ -15,11 +15,12 @@ from torch import nn
 from transformers.modeling_outputs import MaskedLMOutput
 
 from workbench.data import sample_corpus
-from workbench.lexicon import SynonymTable, corpus_word_vectors, lexicon_coverage, neighbours, write_lexicon_tsv
 from workbench.models import build_masked_lm
 from workbench.studies.true_negatives import experiments, hard_correction
+from workbench.synonyms import SynonymTable, lexicon_coverage, neighbours, write_lexicon_tsv
 from workbench.viz import checkpoint_rates_figure, comparison_figure, eval_loss_figure, level_rates_figure
 from workbench.vocab import load_tokenizer
+from workbench.word_vectors import corpus_word_vectors
 
 TINY = {"num_layers": 1, "hidden_size": 32, "num_heads": 2}
 LOGIT = 5.0

@@ -14,10 +14,10 @@ from safetensors.torch import load_file
 from transformers import BertForMaskedLM, TrainerCallback
 
 from workbench.config import TrainingConfig, load_config
-from workbench.lexicon import SynonymTable
 from workbench.losses import SoftRegularizationLoss
 from workbench.losses.mlm import HardCorrectionLoss, MaskedLMLoss
 from workbench.models import build_electra, build_sequence_classifier, tiny_bert_config
+from workbench.synonyms import SynonymTable
 from workbench.train import TASK_RUNNERS, finetune, pretrain_electra
 from workbench.train.__main__ import main as cli_main
 from workbench.train.electra import (

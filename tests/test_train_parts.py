@@ -19,10 +19,10 @@ from torch import nn
 from workbench.config import Config, DataConfig, LossSpec, ProbeConfig, TrainingConfig, load_config
 from workbench.data import label_counts, load_splits, load_texts, sample_relevance_splits
 from workbench.data.features import build_dataset
-from workbench.lexicon import token_text
-from workbench.losses import build_loss, pcl_constants, resolve
-from workbench.records import write_json
-from workbench.train import tokenize_splits
+from workbench.losses import build_loss, pcl_constants
+from workbench.metrics_file import write_json
+from workbench.synonyms import token_text
+from workbench.train import loss_from_spec, tokenize_splits
 from workbench.train.__main__ import main as cli_main
 from workbench.train.pretraining import prepare_pretraining, pretraining_trainer_kwargs
 from workbench.train.probes import EncodedSplit, fit_probe
@@ -122,23 +122,23 @@ def test_tokenize_splits_keeps_model_inputs_and_labels():
 def test_loss_label_counts_come_from_the_training_split():
     train = load_splits(_data(max_train_samples=200))["train"]
     counts = label_counts(train, 3)
-    pcl = resolve(LossSpec("pcl", {"variant": "weighted"}), train)
+    pcl = loss_from_spec(LossSpec("pcl", {"variant": "weighted"}), train)
     assert (pcl.pcl_plus, pcl.pcl_minus) == pytest.approx(pcl_constants(counts, "code"))
-    given = resolve({"name": "pcl", "params": {"variant": "weighted", "label_counts": [1, 8, 1]}}, train)
+    given = loss_from_spec({"name": "pcl", "params": {"variant": "weighted", "label_counts": [1, 8, 1]}}, train)
     assert given.pcl_plus == pytest.approx(pcl_constants([1, 8, 1], "code")[0])
-    batch = resolve(LossSpec("pcl", {"counts": "batch"}), train)
+    batch = loss_from_spec(LossSpec("pcl", {"counts": "batch"}), train)
     assert batch.is_batch_level
-    assert resolve(LossSpec("wce"), train).weight is not None
+    assert loss_from_spec(LossSpec("wce"), train).weight is not None
 
 
 def test_a_training_split_without_a_class_is_named_for_count_based_losses():
     train = build_dataset({"text": ["a", "b", "c"], "label": [0, 0, 2]}, ("low", "mid", "high"))
     with pytest.raises(ValueError, match=r"^train split: .*\['mid'\]"):
-        resolve(LossSpec("wce"), train)
-    assert resolve(LossSpec("wce", {"label_counts": [2, 1, 1]}), train).weight is not None
-    assert resolve(LossSpec("pcl", {"counts": "batch"}), train).is_batch_level
+        loss_from_spec(LossSpec("wce"), train)
+    assert loss_from_spec(LossSpec("wce", {"label_counts": [2, 1, 1]}), train).weight is not None
+    assert loss_from_spec(LossSpec("pcl", {"counts": "batch"}), train).is_batch_level
     with pytest.raises(ValueError, match=r"^train_split: .*'pcl'"):
-        resolve(LossSpec("pcl"))
+        loss_from_spec(LossSpec("pcl"))
 
 
 def _embedding_model() -> nn.Module:

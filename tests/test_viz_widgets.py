@@ -11,7 +11,7 @@ import plotly.graph_objects as go
 import plotly.io as pio
 import pytest
 
-from workbench.information import paper_entropy
+from workbench.label_entropy import paper_entropy
 from workbench.losses.pcl import pcl_weight_matrix
 from workbench.viz import figures
 from workbench.viz.entropy import entropy_figure

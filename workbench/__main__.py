@@ -7,7 +7,7 @@ import argparse
 import signal
 import sys
 
-from workbench.checks import error_line
+from workbench.command_line import error_message
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -64,10 +64,25 @@ def build_parser() -> argparse.ArgumentParser:
     option("--run-id", help="folder name under outputs-dir (must not exist); default: timestamp + suffix")
     option("--kernel", help="kernelspec name; default: one that runs this interpreter")
     export = commands.add_parser(
-        "export", help="the offline HTML page of an executed notebook", description="Write the page the runner writes."
+        "export",
+        help="the offline HTML page of an executed notebook",
+        description="Write the page the runner writes: one file that opens offline anywhere (docs/runner.md).",
     )
     export.add_argument("notebook", metavar="NOTEBOOK.ipynb")
-    export.add_argument("--student", action="store_true", help="leave out the cells tagged solution")
+    export.add_argument(
+        "--student", action="store_true", help="leave out the cells tagged solution or answer (any case, plurals too)"
+    )
+    export.add_argument(
+        "--trusted",
+        action="store_true",
+        help="keep the notebook's own HTML and scripts as they are (default: sanitised, figures drawn from their data)",
+    )
+    export.add_argument(
+        "--assets-folder",
+        action="store_true",
+        help="load plotly.js and MathJax from an assets/ folder (the run folder's, or beside the page) instead of "
+        "inlining them: a smaller page that needs that folder beside it",
+    )
     export.add_argument(
         "-o",
         dest="output",
@@ -117,7 +132,10 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "export":
             from workbench.runs.export import export_notebook
 
-            print(export_notebook(args.notebook, args.output, student=args.student))
+            page = export_notebook(
+                args.notebook, args.output, student=args.student, trusted=args.trusted, assets_folder=args.assets_folder
+            )
+            print(page)
             return 0
         from workbench.runs import parse_assignments, parse_seeds, parse_sweep, run
 
@@ -138,7 +156,7 @@ def main(argv: list[str] | None = None) -> int:
             slurm=parse_assignments(args.slurm, "--slurm"),
         )
     except (ValueError, ModuleNotFoundError) as exc:
-        print(error_line(exc), file=sys.stderr)
+        print(error_message(exc), file=sys.stderr)
         return 2
     except KeyboardInterrupt as exc:
         if args.command == "data":

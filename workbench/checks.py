@@ -10,17 +10,6 @@ from typing import Any
 
 IGNORE_INDEX = -100
 """The label of a position that carries no loss (torch's ``cross_entropy`` default ``ignore_index``)."""
-PIP_NAMES = {"yaml": "pyyaml", "sklearn": "scikit-learn", "mathjax": "django-static-mathjax"}
-
-
-def error_line(error: Exception) -> str:
-    """A CLI's one error line, ``error: <message>``; a missing package's names its pip install (workbench's: re-raised)."""
-    if not isinstance(error, ModuleNotFoundError):
-        return f"error: {error}"
-    if not error.name or error.name.startswith("workbench"):
-        raise error
-    package = PIP_NAMES.get(error.name.split(".")[0], error.name.split(".")[0])
-    return f"error: package {package} is missing: install it with `{sys.executable} -m pip install {package}`"
 
 
 def _fail(name: str, allowed: str, value: Any) -> ValueError:

@@ -16,6 +16,7 @@ from typing import Any, ClassVar, TypeVar
 
 from workbench.checks import check_bool, check_choice, check_int, check_number, check_text, is_number
 from workbench.data_root import expand_data_root
+from workbench.losses.choices import HC_LEVELS, KL_DIRECTIONS, SR_LEVELS, SR_PREDICTIONS  # the objectives' options
 from workbench.yaml_files import parse_override, read_yaml, read_yaml_file  # noqa: F401 - read_yaml re-exported
 
 TASKS = ("finetune", "pretrain_mlm", "two_stage", "pretrain_electra")
@@ -26,10 +27,6 @@ ORDINAL_SOURCES = ("qbqtc", "sample_relevance")
 MODEL_KINDS = ("transformer", "probe")
 MASKING_STRATEGIES = ("random", "wwm", "kdm")
 OBJECTIVES = ("plain", "hc", "sr")
-SR_LEVELS = ("token", "sentence")
-SR_PREDICTIONS = ("argmax", "expected")
-HC_LEVELS = ("token", "word")
-KL_DIRECTIONS = ("filled||original", "original||filled")
 BLOCK_BOUNDARIES = ("sentence", "word")
 PRECISIONS = ("auto", "fp32", "bf16", "fp16")
 INT_MAX = 2**31 - 1

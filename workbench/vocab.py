@@ -16,7 +16,7 @@ from pathlib import Path
 
 from transformers import AutoTokenizer, BertTokenizerFast, PreTrainedTokenizerBase
 
-from workbench.lexicon import read_lines
+from workbench.text_files import read_lines
 
 
 def default_vocab_file() -> Path:

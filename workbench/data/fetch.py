@@ -217,8 +217,14 @@ class _Fetcher:
         if url is None:
             raise FetchError(f"{file.path}: has no download: {file.manual_step(self.root)}")
         created = not target.parent.is_dir()
-        target.parent.mkdir(parents=True, exist_ok=True)
-        out, partial = _temporary(target.parent, file.name)
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            out, partial = _temporary(target.parent, file.name)
+        except OSError as error:
+            raise FetchError(
+                f"{target.parent}: cannot write there ({error.strerror or error}); set {DATA_ROOT_ENV} to a writable "
+                "folder"
+            ) from None
         try:
             try:
                 with out:
@@ -268,7 +274,12 @@ def fetch(names: Iterable[str], root: Path | None = None, stream: IO[str] | None
         raise ValueError(f"data fetch: name one or more data sets, of {', '.join(RELEASES)}")
     items = [release(name) for name in names]
     root = data_root() if root is None else root
-    root.mkdir(parents=True, exist_ok=True)
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise FetchError(
+            f"{root}: cannot create the data root ({error.strerror or error}); set {DATA_ROOT_ENV}"
+        ) from None
     stream = sys.stdout if stream is None else stream
     fetcher, lines = _Fetcher(root), []
     try:

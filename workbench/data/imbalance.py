@@ -16,8 +16,8 @@ from workbench.checks import check_choice, check_int, check_number
 from workbench.data.features import check_seed
 
 if TYPE_CHECKING:
-    from workbench.lexicon import SynonymTable
     from workbench.masking.segment import JiebaSegmenter
+    from workbench.synonyms import SynonymTable
 
 
 Augmenter = Callable[[str], str]
@@ -149,7 +149,7 @@ class SynonymAugmenter:
         n_words: int = 1,
     ) -> None:
         if synonyms is None:
-            from workbench.lexicon import SynonymTable
+            from workbench.synonyms import SynonymTable
 
             synonyms = SynonymTable.default()
         if segmenter is None:

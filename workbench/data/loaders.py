@@ -23,7 +23,7 @@ from workbench.data.releases import RELEASES, present_files, release
 from workbench.data.samples import sample_corpus, sample_relevance_splits, sample_sentence_splits
 from workbench.data.splits import stratified_split
 from workbench.data_root import data_root
-from workbench.lexicon import read_lines
+from workbench.text_files import read_lines
 
 FORMATS = ("csv", "tsv", "jsonl")
 _SUFFIX_FORMATS = {".csv": "csv", ".tsv": "tsv", ".txt": "tsv", ".jsonl": "jsonl", ".json": "jsonl"}
@@ -262,6 +262,13 @@ def load_table(
 
 LABELLED_SOURCES = ("sample_relevance", "sample_sentences", "qbqtc", "tnews", "chnsenticorp", "lcqmc", "table")
 SPLIT_NAMES = ("train", "validation", "test")
+_WARNED: set[str] = set()  # the data root's warnings, each once per process however many fits read the section
+
+
+def _warn_once(message: str) -> None:
+    if message not in _WARNED:
+        _WARNED.add(message)
+        warnings.warn(message, stacklevel=4)
 
 
 class Splits(DatasetDict):
@@ -334,7 +341,8 @@ def _file_splits(data: DataConfig) -> tuple[DatasetDict, dict[str, Any]]:
 def _root_splits(data: DataConfig) -> tuple[DatasetDict, dict[str, Any]]:
     """The data set ``data.source`` from the data root: each split from its release file; a split whose file is
     absent (or that the release lacks, as TNEWS's labelled test) is cut from a present file (train's, else
-    validation's, else test's) by ``data.split`` and ``data.seed``, with a warning and the cut in the provenance."""
+    validation's, else test's) by ``data.split`` and ``data.seed``, with a warning (once per process) and the cut in the
+    provenance."""
     item, root = release(data.source), data_root()
     wanted = [name for name, fraction in zip(SPLIT_NAMES, data.split) if fraction > 0]
     if "validation" not in wanted:
@@ -371,10 +379,9 @@ def _root_splits(data: DataConfig) -> tuple[DatasetDict, dict[str, Any]]:
         [f"the release has no labelled {' or '.join(lacking)} split"] if lacking else []
     )
     fetch = f"; `{item.fetch_command}` adds the release's files" if unfetched else ""
-    warnings.warn(
+    _warn_once(
         f"data.source {data.source!r}: {' and '.join(reasons)}, so {donor_file} is cut into {', '.join(parts)} "
-        f"(stratified by label, seed {data.seed}, in the shares of data.split {list(data.split)!r}){fetch}",
-        stacklevel=3,
+        f"(stratified by label, seed {data.seed}, in the shares of data.split {list(data.split)!r}){fetch}"
     )
     return DatasetDict({name: read[name] for name in SPLIT_NAMES if name in read}), record
 
@@ -442,9 +449,8 @@ def _root_corpus() -> list[Path]:
     present = present_files("corpus")  # MissingDataError when none is there
     absent = [file.path for file in release("corpus").files if file.name not in present]
     if absent:
-        warnings.warn(
+        _warn_once(
             f"data.source 'corpus': {', '.join(absent)} not in the data root {data_root()}; reading "
-            f"{', '.join(str(path) for path in present.values())} only",
-            stacklevel=3,
+            f"{', '.join(str(path) for path in present.values())} only"
         )
     return list(present.values())

@@ -1,47 +1,32 @@
-"""Losses for imbalanced classification and MLM: ``build_loss(name, **params)``, ``available_losses()``,
-``resolve(LossSpec, train_split)``; every loss class (the MLM objectives too) is importable from here (as in MONAI).
+"""Losses for imbalanced classification and MLM: ``build_loss(name, **params)``, ``available_losses()``; every loss
+class (the MLM objectives too) is importable from here (as in MONAI).
 
-Every loss is an ``nn.Module`` with ``forward(logits, labels)``; see docs/losses.md.
+Every loss is an ``nn.Module`` with ``forward(logits, labels)``; see docs/losses.md. A loss spec of a config
+(``LossSpec``) with the training split's label counts becomes a loss through ``workbench.train.loss_from_spec``.
+
+Names are imported on first use (PEP 562), so that the config reads the objectives' options
+(:mod:`workbench.losses.choices`) without loading torch.
 """
 
 from __future__ import annotations
 
-from workbench.config import LossSpec
-from workbench.losses._base import IGNORE_INDEX
-from workbench.losses.classification import CrossEntropyLoss, FocalLoss, LabelSmoothingLoss, WeightedCrossEntropyLoss
-from workbench.losses.dice import DiceLoss, SelfAdjustingDiceLoss, TverskyLoss
-from workbench.losses.mlm import CorrectionStats, HardCorrectionLoss, MaskedLMLoss, SoftRegularizationLoss
-from workbench.losses.pcl import (
-    QBQTC_LABEL_COUNTS,
-    PropensityCorrectedLoss,
-    pcl_constants,
-    pcl_severity,
-    pcl_weight_matrix,
-)
-from workbench.losses.registry import available_losses, build_loss
-from workbench.losses.spec import needs_label_counts, resolve
+import importlib
+from typing import Any
 
-__all__ = [
-    "IGNORE_INDEX",
-    "QBQTC_LABEL_COUNTS",
-    "CorrectionStats",
-    "CrossEntropyLoss",
-    "DiceLoss",
-    "FocalLoss",
-    "HardCorrectionLoss",
-    "LabelSmoothingLoss",
-    "LossSpec",
-    "MaskedLMLoss",
-    "PropensityCorrectedLoss",
-    "SelfAdjustingDiceLoss",
-    "SoftRegularizationLoss",
-    "TverskyLoss",
-    "WeightedCrossEntropyLoss",
-    "available_losses",
-    "build_loss",
-    "needs_label_counts",
-    "pcl_constants",
-    "pcl_severity",
-    "pcl_weight_matrix",
-    "resolve",
-]
+_MODULES = {
+    "_base": ("IGNORE_INDEX",),
+    "choices": ("HC_LEVELS", "KL_DIRECTIONS", "SR_LEVELS", "SR_PREDICTIONS"),
+    "classification": ("CrossEntropyLoss", "FocalLoss", "LabelSmoothingLoss", "WeightedCrossEntropyLoss"),
+    "dice": ("DiceLoss", "SelfAdjustingDiceLoss", "TverskyLoss"),
+    "mlm": ("CorrectionStats", "HardCorrectionLoss", "MaskedLMLoss", "SoftRegularizationLoss"),
+    "pcl": ("QBQTC_LABEL_COUNTS", "PropensityCorrectedLoss", "pcl_constants", "pcl_severity", "pcl_weight_matrix"),
+    "registry": ("available_losses", "build_loss"),
+}
+_EXPORTS = {name: f"workbench.losses.{module}" for module, names in _MODULES.items() for name in names}
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'workbench.losses' has no attribute {name!r}")
+    return getattr(importlib.import_module(_EXPORTS[name]), name)

@@ -23,9 +23,9 @@ import torch.nn.functional as F
 from torch import nn
 
 from workbench.checks import check_choice, check_number
-from workbench.config import HC_LEVELS, KL_DIRECTIONS, SR_LEVELS, SR_PREDICTIONS  # the choices, defined once
-from workbench.lexicon import SynonymIdIndex, SynonymTable
 from workbench.losses._base import IGNORE_INDEX, LARGEST
+from workbench.losses.choices import HC_LEVELS, KL_DIRECTIONS, SR_LEVELS, SR_PREDICTIONS
+from workbench.synonyms import SynonymIdIndex, SynonymTable
 
 CONTEXT_KEYS = ("model", "embeddings", "input_ids", "attention_mask", "token_type_ids", "word_ids", "stats")
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import jieba
 
 from workbench.checks import check_int
-from workbench.lexicon import read_lines
+from workbench.text_files import read_lines
 
 jieba.setLogLevel(logging.WARNING)
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from workbench.records import read_metrics, write_metrics
+from workbench.metrics_file import read_metrics, write_metrics
 from workbench.runs.assets import ensure_assets
 from workbench.runs.execute import Outcome, RunningKernels, ensure_kernel, execute, new_run_dir
 from workbench.runs.plan import (
@@ -202,7 +202,7 @@ def run(
         ) as error:  # no Slurm here, an unknown or mistyped parameter
             shutil.rmtree(run_dir)  # nothing ran: leave no run folder
             raise ValueError(f"--slurm: {str(error).splitlines()[0]}") from None
-    ensure_assets(run_dir)  # once, before concurrent exports look for them
+    ensure_assets(run_dir, mathjax=False)  # once, before concurrent exports look for it (figures/, index.html)
     folders = [run_dir / execution.name / execution.slug for execution in executions]  # slug "": the notebook's folder
     env = kernel_environment(threads)
     board = Progress(executions, stream, ticking=progress)

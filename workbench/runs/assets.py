@@ -1,14 +1,15 @@
-"""The offline assets a run folder shares under ``<run>/assets/`` (one plotly.js, one MathJax).
+"""plotly.js and MathJax for offline pages: inlined into a self-contained page (:func:`inline_plotly_js`,
+:func:`inline_mathjax_js`), or shared by the pages of a folder under ``<folder>/assets/`` (:func:`ensure_assets`).
 
-Every page of a run (the HTML exports, the ``figures/*.html`` pages, ``index.html``'s iframes)
-loads them by a relative path, so a run folder opens without a network and holds plotly.js
-(4.7 MB) once:
+A run's ``figures/*.html`` pages and ``index.html`` load the run's plotly.js by a relative path, so a run
+folder opens without a network and holds plotly.js (4.8 MB) once; its notebook pages are self-contained.
+``python -m workbench export --assets-folder`` writes a page that loads both from a folder:
 
-    <run>/assets/plotly.min.js            plotly.js of the installed plotly package
-    <run>/assets/mathjax/tex-svg-full.js  MathJax 3: TeX input with every extension, SVG output (no
-                                          web fonts, which browsers refuse on file:// pages)
-    <run>/assets/mathjax/ui/safe.js       MathJax's safe extension (workbench.runs.export loads it)
-    <run>/assets/mathjax/LICENSE          MathJax's Apache 2.0 licence
+    <folder>/assets/plotly.min.js            plotly.js of the installed plotly package
+    <folder>/assets/mathjax/tex-svg-full.js  MathJax 3: TeX input with every extension, SVG output (no
+                                             web fonts, which browsers refuse on file:// pages)
+    <folder>/assets/mathjax/ui/safe.js       MathJax's safe extension (workbench.runs.export loads it)
+    <folder>/assets/mathjax/LICENSE          MathJax's Apache 2.0 licence
 
 MathJax comes from the django-static-mathjax package.
 """
@@ -79,17 +80,39 @@ def _write_once(target: Path, write) -> None:
     staging.replace(target)
 
 
-def ensure_assets(run_dir: str | Path) -> RunAssets:
-    """Copy plotly.js and MathJax into ``<run_dir>/assets/`` unless they are there; return their paths."""
+def ensure_assets(run_dir: str | Path, mathjax: bool = True) -> RunAssets:
+    """Copy plotly.js and (``mathjax``) MathJax into ``<run_dir>/assets/`` unless they are there; return their paths."""
     from plotly.offline import get_plotlyjs
 
     assets = RunAssets(Path(run_dir) / ASSETS_DIR)
     _write_once(assets.plotly_js, lambda path: path.write_text(get_plotlyjs(), encoding="utf-8"))
-    for name, source in MATHJAX_FILES.items():
+    for name, source in MATHJAX_FILES.items() if mathjax else ():
         target = assets.root / MATHJAX_DIR / name
         if not target.is_file():
             _write_once(target, partial(shutil.copyfile, _mathjax_source() / source))
     return assets
+
+
+def inline_plotly_js() -> str:
+    """plotly.js of the installed plotly package, for a ``<script>`` element of a self-contained page."""
+    from plotly.offline import get_plotlyjs
+
+    return _script_text(get_plotlyjs())
+
+
+def inline_mathjax_js() -> str:
+    """MathJax's ``tex-svg-full.js`` and its safe extension as one script, for a ``<script>`` element of a
+    self-contained page. The extension must run in the same script: MathJax starts (and builds its document
+    handler) as soon as the script that loaded it ends; its configuration then lists nothing to load."""
+    source = _mathjax_source()
+    parts = [(source / MATHJAX_FILES[name]).read_text(encoding="utf-8") for name in (MATHJAX_JS, "ui/safe.js")]
+    return _script_text("\n;\n".join(parts))
+
+
+def _script_text(code: str) -> str:
+    """``code`` safe inside ``<script>...</script>``: a ``</script`` can only occur in a string, regular expression or
+    comment, where ``<\\/script`` means the same."""
+    return re.sub(r"</(script)", r"<\\/\1", code, flags=re.IGNORECASE)
 
 
 # A page saved by plotly's write_html(include_plotlyjs="directory") loads the copy beside it.

@@ -15,7 +15,7 @@ from typing import Any
 
 import yaml
 
-from workbench.records import read_metrics
+from workbench.metrics_file import read_metrics
 from workbench.runs.export import export_html
 from workbench.runs.plan import _SLUG_UNSAFE, INJECTED_PARAMETERS_TAG, OUTPUT_DIR_PARAMETER, Execution
 

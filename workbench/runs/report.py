@@ -23,7 +23,7 @@ from typing import Any
 
 import pandas as pd
 
-from workbench.records import metric_statistics
+from workbench.metrics_file import metric_statistics
 from workbench.runs.assets import ASSETS_DIR, PLOTLY_JS
 from workbench.runs.execute import Outcome
 

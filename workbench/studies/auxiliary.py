@@ -25,7 +25,7 @@ from transformers import AutoModelForSequenceClassification, DataCollatorWithPad
 
 from workbench.checks import check_number, check_seeds, is_int
 from workbench.config import Config, load_config
-from workbench.information import softmax_entropy
+from workbench.label_entropy import softmax_entropy
 from workbench.stats import describe, mean_std, row_statistics
 from workbench.stats import summarize as summarize_runs
 from workbench.train import classification_data, evaluation_split, finetune, fusion_finetune, two_stage
@@ -156,7 +156,7 @@ def summarize(runs: pd.DataFrame, metrics: Sequence[str] = METRICS) -> pd.DataFr
     return table.sort_values(["order", "num_aux"]).drop(columns="order").reset_index(drop=True)
 
 
-def key_metrics(runs: pd.DataFrame) -> dict[str, Any]:
+def headline_metrics(runs: pd.DataFrame) -> dict[str, Any]:
     """metrics.json ``metrics``: ``chosen_num_aux`` (n*), ``<method>_<metric>`` (``{"mean", "std", "n"}``; two-stage at
     n*) and ``delta_macro_f1``, two-stage at n* minus the baseline, paired by seed."""
     summary = summarize(runs)
@@ -173,7 +173,7 @@ def key_metrics(runs: pd.DataFrame) -> dict[str, Any]:
 
 def this_run(runs: pd.DataFrame) -> str:
     """The run's key numbers in one line (test, mean ± std over seeds), which the notebook's reading quotes."""
-    metrics = key_metrics(runs)
+    metrics = headline_metrics(runs)
 
     def cell(key: str) -> str:
         return mean_std(metrics[key]["mean"], metrics[key]["std"])

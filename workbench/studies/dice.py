@@ -2,7 +2,10 @@
 
 Table 8 (:func:`imbalance_study`), Table 9 (:func:`balanced_splits`), Table 10 (:func:`tversky_sweep`) and the
 released code's NaN at p = 1 (:func:`saturation_check`). Each run fits a :class:`workbench.train.Fitter`; the scores
-are the test F1 of the positive class (label 1, the paper's metric), macro-F1 and accuracy.
+are the test F1 of the positive class (the paper's metric), macro-F1 and accuracy. The positive class
+(:func:`scored_label`) is label 1 of a binary task; a task of more classes scores its smallest training class against
+the rest (Table 8's sets are built for it), and the dice losses score every class one-vs-rest and average over classes
+(``class_reduction="mean"``; the released code sums).
 """
 
 from __future__ import annotations
@@ -18,21 +21,22 @@ import torch
 from datasets import Dataset, DatasetDict
 
 from workbench.checks import check_choice, check_names, check_number, check_seeds
-from workbench.config import DataConfig
+from workbench.config import DataConfig, LossSpec
 from workbench.data import (
     TABLE8_SETTINGS,
     SynonymAugmenter,
+    downsample,
     label_counts,
     label_names,
     load_splits,
     rebalance,
     table8_training_sets,
 )
-from workbench.lexicon import SynonymTable
-from workbench.losses import LossSpec, build_loss, resolve
+from workbench.losses import build_loss
 from workbench.metrics import classification_report
 from workbench.stats import formatted, row_statistics, summarize
-from workbench.train import Fitter
+from workbench.synonyms import SynonymTable
+from workbench.train import Fitter, loss_from_spec
 
 LOSS_ZOO: dict[str, LossSpec] = {
     "CE": LossSpec("ce"),
@@ -47,32 +51,47 @@ AUGMENTATIONS = ("synonyms", "copies")
 """Table 8's added examples: synonym replacement (new sentences, the paper's reading) or exact copies (an option)."""
 METRICS = ("f1_positive", "macro_f1", "accuracy")
 POSITIVE_LABEL = 1
+"""The positive class of a binary task."""
+
+
+def scored_label(train: Dataset) -> int:
+    """The class the study scores and Table 8 resamples (its "positive" class): label 1 of a binary task, else the class
+    with the fewest examples in ``train`` (the lowest id among ties)."""
+    counts = label_counts(train)
+    return POSITIVE_LABEL if len(counts) == 2 else int(np.argmin(counts))
 
 
 def study_splits(data: DataConfig | Mapping[str, Any], positive_share: float | None = None) -> DatasetDict:
-    """A binary task's splits (label 1 positive); ``positive_share`` in (0, 0.5] down-samples the training positives."""
+    """A task's splits (two or more classes and a test split); ``positive_share`` in (0, 0.5] down-samples the training
+    examples of the positive class (:func:`scored_label`) to that share."""
     splits = load_splits(data)
-    if len(label_names(splits["train"])) != 2 or "test" not in splits:
+    if len(label_names(splits["train"])) < 2 or "test" not in splits:
         raise ValueError(
-            f"data: must give two labels (1 = positive) and a test split, got {label_names(splits['train'])}"
+            f"data: must give two or more labels and a test split, got labels {label_names(splits['train'])} and "
+            f"splits {list(splits)}"
         )
     if positive_share is None:
         return splits
     check_number("positive_share", positive_share, 0, 0.5, low_inclusive=False)
     seed = DataConfig.from_mapping(data).seed
     ratio = positive_share / (1.0 - positive_share)
-    train = rebalance(splits["train"], ratio, positive_label=POSITIVE_LABEL, method="downsample", seed=seed)
+    positive = scored_label(splits["train"])
+    train = rebalance(splits["train"], ratio, positive_label=positive, method="downsample", seed=seed)
     return DatasetDict({**splits, "train": train})
 
 
 @dataclass
 class Table8Sets:
-    """Table 8's training sets (setting -> split), the ``augmentation``, the augmenter's ``calls`` and ``unchanged``."""
+    """Table 8's training sets (setting -> split), the ``augmentation``, the augmenter's ``calls`` and ``unchanged``, and
+    the ``positive_label`` they were built for (:func:`scored_label`; every other class is a negative) and, with more
+    than two classes, its name ``smallest_class``."""
 
     sets: OrderedDict[str, Dataset]
     augmentation: str
     calls: int
     unchanged: int
+    positive_label: int = POSITIVE_LABEL
+    smallest_class: str | None = None
 
 
 def zoo(parameter: str, names: Sequence[str]) -> dict[str, LossSpec]:
@@ -83,20 +102,27 @@ def zoo(parameter: str, names: Sequence[str]) -> dict[str, LossSpec]:
 def table8_sets(
     train: Dataset, seed: int = 0, augmentation: str = "synonyms", lexicon: str | None = None
 ) -> Table8Sets:
-    """Table 8's five training sets (:func:`workbench.data.table8_training_sets`), added examples by ``synonyms`` (a
-    jieba word replaced from ``lexicon``, a Cilin / .tsv path or None: the shipped one) or ``copies`` (not the paper's)."""
+    """Table 8's five training sets (:func:`workbench.data.table8_training_sets`) for the positive class
+    (:func:`scored_label`) against the rest, added examples by ``synonyms`` (a jieba word replaced from ``lexicon``, a
+    Cilin / .tsv path or None: the shipped one) or ``copies`` (not the paper's)."""
     check_choice("augmentation", augmentation, AUGMENTATIONS)
     augmenter = SynonymAugmenter(SynonymTable.from_path(lexicon), seed=seed) if augmentation == "synonyms" else None
-    sets = table8_training_sets(train, seed, augmenter, positive_label=POSITIVE_LABEL)
-    return Table8Sets(sets, augmentation, getattr(augmenter, "calls", 0), getattr(augmenter, "unchanged", 0))
+    positive, names = scored_label(train), label_names(train)
+    sets = table8_training_sets(train, seed, augmenter, positive_label=positive)
+    calls, unchanged = getattr(augmenter, "calls", 0), getattr(augmenter, "unchanged", 0)
+    return Table8Sets(sets, augmentation, calls, unchanged, positive, names[positive] if len(names) > 2 else None)
 
 
 def table8_counts(table8: Table8Sets) -> pd.DataFrame:
-    """Per setting: negative, positive, total, positive share, added (rows appended to the original) and added rows
-    whose text equals an original training text (every copy, and replacements that found no synonym)."""
+    """Per setting: negative (every class but the positive one), positive, total, positive share, added (rows appended
+    to the original) and added rows whose text equals an original training text (every copy, and replacements that
+    found no synonym)."""
     sets, original = table8.sets, table8.sets["original"]
+    positives = [label_counts(train)[table8.positive_label] for train in sets.values()]
     counts = pd.DataFrame(
-        [label_counts(train, 2) for train in sets.values()], index=list(sets), columns=["negative", "positive"]
+        [(len(train) - n, n) for train, n in zip(sets.values(), positives)],
+        index=list(sets),
+        columns=["negative", "positive"],
     )
     counts["total"] = counts.sum(axis=1)
     counts["positive share"] = counts["positive"] / counts["total"]
@@ -108,19 +134,34 @@ def table8_counts(table8: Table8Sets) -> pd.DataFrame:
 
 
 def balanced_splits(splits: DatasetDict, seed: int = 0) -> DatasetDict:
-    """Every split down-sampled to equal classes: the balanced, accuracy-oriented task of the Table 9 caveat."""
+    """Every split down-sampled to equal classes: the balanced, accuracy-oriented task of the Table 9 caveat (with more
+    than two classes, each class down-sampled to the split's smallest, as SST-5 in the paper's Table 9)."""
+    if len(label_names(splits)) > 2:
+        return DatasetDict({name: _equal_classes(split, seed) for name, split in splits.items()})
     return DatasetDict({name: rebalance(split, 1.0, method="downsample", seed=seed) for name, split in splits.items()})
 
 
-def fit_and_score(splits: DatasetDict, loss: LossSpec, seed: int, fitter: Fitter) -> dict[str, float]:
-    """Fit ``loss`` at ``seed`` (epoch kept on validation macro-F1): test f1_positive, macro_f1, accuracy; validation F1."""
+def _equal_classes(split: Dataset, seed: int) -> Dataset:
+    """``split`` with every class down-sampled (seeded, per class) to the size of its smallest class."""
+    smallest = min(label_counts(split))
+    for label in range(len(label_names(split))):
+        split = downsample(split, label, target=smallest, seed=seed + label)
+    return split
+
+
+def fit_and_score(
+    splits: DatasetDict, loss: LossSpec, seed: int, fitter: Fitter, positive_label: int | None = None
+) -> dict[str, float]:
+    """Fit ``loss`` at ``seed`` (epoch kept on validation macro-F1): test f1_positive (of ``positive_label``, default
+    :func:`scored_label` of the training split), macro_f1, accuracy; validation F1 of the positive class."""
     names = label_names(splits["train"])
-    fit = fitter.fit(splits, resolve(loss, splits["train"]), seed)
+    positive_label = scored_label(splits["train"]) if positive_label is None else positive_label
+    fit = fitter.fit(splits, loss_from_spec(loss, splits["train"]), seed)
     test = classification_report(np.asarray(splits["test"]["label"]), fit.test_predictions, label_names=names)
     validation = classification_report(
         np.asarray(splits["validation"]["label"]), fit.validation_predictions, label_names=names
     )
-    positive = names[POSITIVE_LABEL]
+    positive = names[positive_label]
     return {
         "f1_positive": test["per_class"][positive]["f1"],
         "macro_f1": test["macro_f1"],
@@ -130,15 +171,25 @@ def fit_and_score(splits: DatasetDict, loss: LossSpec, seed: int, fitter: Fitter
 
 
 def run_grid(
-    settings: Mapping[str, DatasetDict], losses: Mapping[str, LossSpec], seeds: Sequence[int], fitter: Fitter
+    settings: Mapping[str, DatasetDict],
+    losses: Mapping[str, LossSpec],
+    seeds: Sequence[int],
+    fitter: Fitter,
+    positive_label: int | None = None,
 ) -> pd.DataFrame:
-    """One :func:`fit_and_score` per setting x loss x seed: columns setting, loss, seed and the scores."""
+    """One :func:`fit_and_score` per setting x loss x seed (F1 of ``positive_label``, default each setting's
+    :func:`scored_label`): columns setting, loss, seed and the scores."""
     check_seeds("seeds", seeds)
     if not settings or not losses:
         raise ValueError(f"settings, losses: must each hold at least one entry, got {len(settings)} and {len(losses)}")
     return pd.DataFrame(
         [
-            {"setting": setting, "loss": label, "seed": seed, **fit_and_score(splits, spec, seed, fitter)}
+            {
+                "setting": setting,
+                "loss": label,
+                "seed": seed,
+                **fit_and_score(splits, spec, seed, fitter, positive_label),
+            }
             for setting, splits in settings.items()
             for label, spec in losses.items()
             for seed in seeds
@@ -153,10 +204,11 @@ def imbalance_study(
     fitter: Fitter,
     training_sets: Table8Sets | None = None,
 ) -> pd.DataFrame:
-    """Table 8: :func:`run_grid` over the five training sets (``training_sets``, else :func:`table8_sets`)."""
+    """Table 8: :func:`run_grid` over the five training sets (``training_sets``, else :func:`table8_sets`), scoring the
+    class they were built for."""
     training_sets = training_sets or table8_sets(splits["train"])
     settings = {name: DatasetDict({**splits, "train": train}) for name, train in training_sets.sets.items()}
-    return run_grid(settings, losses, seeds, fitter)
+    return run_grid(settings, losses, seeds, fitter, training_sets.positive_label)
 
 
 def tversky_sweep(splits: DatasetDict, alphas: Sequence[float], seeds: Sequence[int], fitter: Fitter) -> pd.DataFrame:
@@ -224,11 +276,12 @@ def this_run(
         return cells[metric].get((setting, loss), "n/a")
 
     losses = list(dict.fromkeys(table8["loss"]))
+    scored = "the positive class" if sets.smallest_class is None else f"the smallest class ({sets.smallest_class})"
     per_setting = "; ".join(
         f"{setting}: " + ", ".join(f"{loss} {cell(setting, loss)}" for loss in losses) for setting in TABLE8_SETTINGS
     )
     return (
-        f"This run ({table8['seed'].nunique()} seed(s); test, x100): F1 of the positive class, {per_setting} "
+        f"This run ({table8['seed'].nunique()} seed(s); test, x100): F1 of {scored}, {per_setting} "
         f"(added examples: {sets.augmentation}, {sets.unchanged} of {sets.calls} left unchanged). DSC presets on original: "
         f"eq. 12 {cell('presets', 'DSC paper')}, reference {cell('presets', 'DSC reference')}. Tversky: alpha = {chosen['alpha']:g} "
         f"chosen on validation, test F1 {100 * chosen['test_f1_positive']:.1f}. Balanced task (Table 9), accuracy: "

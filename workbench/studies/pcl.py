@@ -19,11 +19,12 @@ import torch
 from datasets import DatasetDict
 
 from workbench.checks import check_int, check_names, check_seeds
+from workbench.config import LossSpec
 from workbench.data import label_names
-from workbench.losses import QBQTC_LABEL_COUNTS, LossSpec, needs_label_counts, resolve
+from workbench.losses import QBQTC_LABEL_COUNTS
 from workbench.metrics import classification_report
 from workbench.stats import formatted, row_statistics, summarize
-from workbench.train import Fitter, build_fitter
+from workbench.train import Fitter, build_fitter, loss_from_spec, needs_label_counts
 
 PCL_SETTINGS: dict[str, LossSpec] = {
     "LS": LossSpec("ls"),
@@ -73,7 +74,7 @@ def gradient_comparison(
     for setting, spec in specs.items():
         counts = {"label_counts": list(QBQTC_LABEL_COUNTS)} if needs_label_counts(spec) else {}
         leaf = logits.clone().requires_grad_(True)
-        value = resolve(spec.replace(params={**spec.params, **counts}))(leaf, labels)
+        value = loss_from_spec(spec.replace(params={**spec.params, **counts}))(leaf, labels)
         values[setting], (gradients[setting],) = value.item(), torch.autograd.grad(value, leaf)
     return pd.DataFrame(
         {
@@ -119,7 +120,7 @@ def run_ablation(
     gold = np.asarray(splits["test"]["label"], dtype=np.int64)
     rows, predictions, confusion = [], {}, dict.fromkeys(losses, 0)
     for setting, spec in losses.items():
-        loss = resolve(spec, splits["train"])
+        loss = loss_from_spec(spec, splits["train"])
         for seed in seeds:
             fit = fitter.fit(splits, loss, seed)
             predictions[(setting, seed)] = fit.test_predictions

@@ -8,7 +8,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from workbench.config import TASKS, Config, load_config
+from workbench.config import TASKS, Config, LossSpec, load_config
 
 _MODULES = {
     "finetuning": ("finetune", "ClassificationData", "classification_data", "tokenize_splits", "evaluation_split"),
@@ -17,9 +17,10 @@ _MODULES = {
     "run_folder": ("Result", "drop_weights"),
     "fit": ("Fit", "Fitter", "ProbeFitter", "TransformerFitter", "build_fitter"),
     "pretraining": ("pretrain_mlm", "split_heldout", "fixed_mask_batches", "evaluate_masked_lm"),
+    "losses_from_specs": ("loss_from_spec", "needs_label_counts"),
 }
 _EXPORTS = {name: f"workbench.train.{module}" for module, names in _MODULES.items() for name in names}
-__all__ = ["TASK_RUNNERS", "Config", "load_config", *_EXPORTS]
+__all__ = ["TASK_RUNNERS", "Config", "LossSpec", "load_config", *_EXPORTS]
 
 
 def __getattr__(name: str) -> Any:

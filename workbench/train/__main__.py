@@ -7,7 +7,7 @@ import argparse
 import json
 import sys
 
-from workbench.checks import error_line
+from workbench.command_line import error_message
 
 # The README's example; 8 epochs (the config's) learn every class, 3 learnt little more than the majority.
 EXAMPLE = "python -m workbench.train params/examples/finetune_qbqtc_sample_pcl.yaml loss.params.epsilon=0.2"
@@ -31,7 +31,7 @@ def main(argv: list[str] | None = None) -> int:
 
         result = TASK_RUNNERS[config.task](config)
     except (ValueError, OSError, FloatingPointError, ModuleNotFoundError) as error:
-        print(error_line(error), file=sys.stderr)
+        print(error_message(error), file=sys.stderr)
         return 1 if isinstance(error, FloatingPointError) else 2
     from workbench.train.run_folder import is_main_process
 

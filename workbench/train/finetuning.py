@@ -22,9 +22,9 @@ from transformers import DataCollatorWithPadding, EvalPrediction, Trainer, Train
 
 from workbench.config import Config
 from workbench.data import label_names, load_splits, shared_with_train
-from workbench.losses import resolve
 from workbench.metrics import classification_report
 from workbench.models import build_sequence_classifier, model_source
+from workbench.train.losses_from_specs import loss_from_spec
 from workbench.train.run_folder import (
     Result,
     check_classes,
@@ -236,12 +236,12 @@ def write_classifier_result(
 
 
 def finetune(config: str | Path | Mapping[str, Any] | Config, callbacks: Sequence[TrainerCallback] = ()) -> Result:
-    """Fine-tune a tiny BERT or ``model.model_name_or_path`` on ``config`` (docs/training.md) with ``resolve(config.loss)``;
+    """Fine-tune a tiny BERT or ``model.model_name_or_path`` on ``config`` (docs/training.md) with ``loss_from_spec(config.loss)``;
     ``output_dir`` gets the best model, tokenizer, ``metrics.json``, test (else validation) ``predictions.csv``."""
     with training_run(config, "finetune") as config:
         data = classification_data(config)
         source = model_source(config.model, len(data.tokenizer), config.data.max_length)
         model = build_sequence_classifier(len(data.names), **source)
-        loss = resolve(config.loss, data.splits["train"])
+        loss = loss_from_spec(config.loss, data.splits["train"])
         trained = train_classifier(config, model, loss, data, Path(config.output_dir), callbacks)
         return write_classifier_result(config, trained, data, {"task": "finetune", "loss": config.loss.to_dict()})

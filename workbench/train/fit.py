@@ -49,7 +49,7 @@ class Fitter:
 
         Args:
             splits: ``train``, ``validation`` and ``test`` with ``text`` (optional ``text_pair``) and a ClassLabel ``label``.
-            loss: any ``forward(logits, labels)`` module averaging over the batch (``workbench.losses.resolve``).
+            loss: any ``forward(logits, labels)`` module averaging over the batch (``workbench.train.loss_from_spec``).
             seed: seeds the model's initialisation and the batch order.
 
         Returns:

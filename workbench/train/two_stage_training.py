@@ -21,13 +21,14 @@ from transformers import TrainerCallback
 
 from workbench import models
 from workbench.config import Config
-from workbench.losses import build_loss, resolve
+from workbench.losses import build_loss
 from workbench.train.finetuning import (
     classification_data,
     finished_checkpoint,
     train_classifier,
     write_classifier_result,
 )
+from workbench.train.losses_from_specs import loss_from_spec
 from workbench.train.run_folder import Result, training_run, write_result
 from workbench.train.trainer import LossTrainer
 from workbench.vocab import load_tokenizer
@@ -136,7 +137,7 @@ def two_stage(config: str | Path | Mapping[str, Any] | Config, callbacks: Sequen
         fgm = partial(FGMTrainer, fgm_epsilon=config.aux.fgm_epsilon) if config.aux.fgm_epsilon > 0 else LossTrainer
         stage_one = train_classifier(config, model, build_loss("ce"), data, output_dir / "stage1", callbacks, fgm)
         model = stage_two_model(stage_one.trainer.model, len(data.names), seed=config.training.seed)
-        loss = resolve(config.loss, data.splits["train"])
+        loss = loss_from_spec(config.loss, data.splits["train"])
         overrides = {"num_train_epochs": config.aux.stage2_epochs, "learning_rate": config.aux.stage2_lr}
         stage_two = train_classifier(config, model, loss, data, output_dir / "stage2", callbacks, **overrides)
         finished_checkpoint(stage_one, output_dir / "stage1", keep)
@@ -162,7 +163,7 @@ def fusion_finetune(
     with training_run(config, "finetune") as config:
         data = classification_data(config)
         model = models.FusionClassifier(*fusion_encoders(config, data.tokenizer), len(data.names))
-        loss = resolve(config.loss, data.splits["train"])
+        loss = loss_from_spec(config.loss, data.splits["train"])
         trained = train_classifier(config, model, loss, data, Path(config.output_dir), callbacks)
         head = {"task": "fusion_finetune", "fusion": fusion_description(config), "loss": config.loss.to_dict()}
         return write_classifier_result(config, trained, data, head)

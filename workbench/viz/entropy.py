@@ -1,4 +1,4 @@
-"""The auxiliary-label paper's H_k (eq. 2) vs H_{k+n} (eq. 3) over the auxiliary-label count n (``workbench.information``)."""
+"""The auxiliary-label paper's H_k (eq. 2) vs H_{k+n} (eq. 3) over the auxiliary-label count n (``workbench.label_entropy``)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 import plotly.graph_objects as go
 
-from workbench.information import entropy_table
+from workbench.label_entropy import entropy_table
 
 CURVES = {
     "H_k": "H_k, eq. 2 (k labels, false labels gamma each)",

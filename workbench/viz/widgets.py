@@ -17,7 +17,7 @@ import plotly.io as pio
 from IPython.display import clear_output, display
 
 from workbench.checks import check_choice, check_int, check_number
-from workbench.information import paper_entropy
+from workbench.label_entropy import paper_entropy
 from workbench.losses.pcl import QBQTC_LABEL_COUNTS, check_counts, pcl_weight_matrix
 from workbench.viz import figures
 from workbench.viz.confusion import matrix_grid

@@ -12,7 +12,8 @@ import numpy as np
 import pandas as pd
 
 from workbench.checks import check_choice, check_names, check_seeds
-from workbench.config import HC_LEVELS, Config, load_config
+from workbench.config import Config, load_config
+from workbench.losses import HC_LEVELS
 from workbench.stats import formatted, row_statistics, summarize
 from workbench.train import finetune, pretrain_mlm
 

@@ -15,13 +15,14 @@ from transformers import PreTrainedModel
 from transformers.utils import logging as transformers_logging
 
 from workbench.checks import check_choice, check_int, check_names
-from workbench.config import HC_LEVELS, DataConfig, MaskingSpec
+from workbench.config import DataConfig, MaskingSpec
 from workbench.data import load_texts
-from workbench.lexicon import SynonymTable, corpus_word_vectors, token_text
-from workbench.losses import IGNORE_INDEX, CorrectionStats, HardCorrectionLoss
+from workbench.losses import HC_LEVELS, IGNORE_INDEX, CorrectionStats, HardCorrectionLoss
 from workbench.masking import JiebaSegmenter, build_collator, encode_words
 from workbench.models import build_masked_lm, labelled_logits
+from workbench.synonyms import SynonymTable, token_text
 from workbench.vocab import load_tokenizer
+from workbench.word_vectors import corpus_word_vectors
 
 from .masking_demo import BLANK
 
@@ -213,7 +214,7 @@ def word_vectors(
     min_count: int = 2,
 ) -> tuple[np.ndarray, list[str]]:
     """The vectors of embedding look-up over the jieba words of ``texts`` seen ``min_count`` times: learnt from
-    ``texts`` (``corpus``: :func:`workbench.lexicon.corpus_word_vectors`) or ``model``'s input embeddings (``model``)."""
+    ``texts`` (``corpus``: :func:`workbench.word_vectors.corpus_word_vectors`) or ``model``'s input embeddings (``model``)."""
     check_choice("source", source, ("corpus", "model"))
     vectors, words = corpus_word_vectors(corpus_words(texts), dim=dim, window=window, min_count=min_count)
     if source == "corpus":

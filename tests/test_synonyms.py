@@ -10,13 +10,7 @@ import numpy as np
 import pytest
 import torch
 
-from workbench.lexicon import (
-    HASH_BASES,
-    HASH_MODULI,
-    SynonymTable,
-    text_hashes,
-    text_key,
-)
+from workbench.synonyms import HASH_BASES, HASH_MODULI, SynonymTable, text_hashes, text_key
 from workbench.vocab import load_tokenizer
 
 

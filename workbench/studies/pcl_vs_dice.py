@@ -15,9 +15,8 @@ import pandas as pd
 from datasets import Dataset
 
 from workbench.checks import check_names
-from workbench.config import DataConfig
+from workbench.config import DataConfig, LossSpec
 from workbench.data import RELEASES, label_counts, label_names
-from workbench.losses import LossSpec
 from workbench.metrics import classification_report
 from workbench.stats import formatted, mean_std_table, row_statistics, summarize
 
@@ -110,7 +109,7 @@ def recall_table(runs: pd.DataFrame) -> pd.DataFrame:
     )
 
 
-def key_metrics(runs: pd.DataFrame, baseline: Mapping[str, Any]) -> dict[str, Any]:
+def headline_metrics(runs: pd.DataFrame, baseline: Mapping[str, Any]) -> dict[str, Any]:
     """metrics.json ``metrics``: ``<setting>_macro_f1`` (``{"mean", "std", "n"}``; e.g. ``pcl_expected_cost_macro_f1``),
     ``majority_macro_f1``, ``majority_accuracy`` and ``pcl_reference_identical_share`` when that setting ran."""
     metrics: dict[str, Any] = {}

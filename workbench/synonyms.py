@@ -9,12 +9,10 @@ and indexes grow linearly with the lexicon (its (word, group) memberships), what
 
 from __future__ import annotations
 
-import gzip
 import re
 import weakref
-import zlib
 from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -25,30 +23,9 @@ import torch
 
 from workbench.checks import check_int, check_number
 from workbench.data_root import expand_data_root
+from workbench.text_files import read_lines
 
 _CILIN_LINE = re.compile(r"^(?P<code>\S+?)(?P<flag>[=#@])\s*(?P<members>.*)$")
-
-
-def read_lines(path: str | Path, name: str = "path") -> Iterator[tuple[int, str]]:
-    """(1-based line number, line) of a UTF-8 text file, ``.gz`` through gzip, a byte-order mark
-    dropped. ValueError naming ``name`` if the file is missing, ``file:line`` for bytes that are not UTF-8 (GBK, an
-    encoded lone surrogate: with the ``iconv`` command that fixes it) or a broken or truncated gzip stream."""
-    path = Path(path)
-    if not path.is_file():
-        raise ValueError(f"{name}: no such file {str(path)!r}")
-    line_no = 0
-    try:
-        with (gzip.open if path.suffix == ".gz" else open)(path, "rb") as handle:
-            for line_no, raw in enumerate(handle, start=1):
-                try:
-                    line = raw.decode("utf-8-sig" if line_no == 1 else "utf-8")
-                except UnicodeDecodeError as error:
-                    source = "<its encoding>" if "\ufffd" in raw.decode("gbk", "replace") else "GBK"
-                    where = f"{path}:{line_no}: not UTF-8 text ({error.reason} at byte {error.start} of the line)"
-                    raise ValueError(f"{where}; convert it with iconv -f {source} -t UTF-8") from None
-                yield line_no, line
-    except (OSError, EOFError, zlib.error) as error:  # gzip.BadGzipFile is an OSError; a truncated .gz ends in EOFError
-        raise ValueError(f"{path}:{line_no + 1}: not a readable file ({error or type(error).__name__})") from None
 
 
 class SynonymTable:
@@ -308,56 +285,10 @@ class SynonymIdIndex:
 
 
 # --------------------------------------------------------------------------
-# Lexicon builders for notebook 03 (Table 6, second block): word vectors, a lexicon file, coverage
+# Lexicon files and coverage for notebook 03 (Table 6, second block)
 # --------------------------------------------------------------------------
 
 _NOT_IN_A_LEXICON_FILE = re.compile(r"[\s_]")
-
-
-def corpus_word_vectors(
-    documents: Sequence[Sequence[str]], dim: int = 50, window: int = 2, min_count: int = 2
-) -> tuple[np.ndarray, list[str]]:
-    """Count-based word vectors, a stand-in for the paper's Word2Vec / GloVe (Levy, Goldberg & Dagan 2015):
-    ``(vectors, words)`` for the words of ``documents`` (lists of words) seen at least ``min_count`` times, ordered by
-    count, then text.
-
-    PPMI(w, c) = max(0, log(n(w, c) N / (n(w) n_0.75(c)))), n(w, c) counting words at most ``window`` apart,
-    n_0.75(c) = N n(c)^0.75 / sum_c' n(c')^0.75; vectors U_d S_d^(1/2) of its SVD, d = min(``dim``, words).
-    Deterministic (dense SVD up to 4,000 words, ARPACK with a fixed start vector beyond).
-    """
-    from scipy import sparse
-    from scipy.sparse.linalg import svds
-
-    for name, value in (("dim", dim), ("window", window), ("min_count", min_count)):
-        check_int(name, value, 1)
-    counts = Counter(word for document in documents for word in document)
-    words = sorted(
-        (word for word, count in counts.items() if count >= min_count), key=lambda word: (-counts[word], word)
-    )
-    if len(words) < 2:
-        raise ValueError(f"documents: need at least two words seen min_count={min_count} times, got {len(words)}")
-    index = {word: number for number, word in enumerate(words)}
-    pairs: Counter[tuple[int, int]] = Counter()
-    for document in documents:
-        ids = [index.get(word, -1) for word in document]
-        for position, word in enumerate(ids):
-            context = ids[max(0, position - window) : position] + ids[position + 1 : position + window + 1]
-            pairs.update((word, other) for other in context if word >= 0 and other >= 0)
-    size = len(words)
-    rows, columns = (np.array(side, dtype=np.int64) for side in zip(*pairs)) if pairs else (np.zeros(0, np.int64),) * 2
-    n = np.array(list(pairs.values()), dtype=np.float64)
-    context = np.bincount(columns, weights=n, minlength=size) ** 0.75
-    with np.errstate(divide="ignore"):
-        pmi = np.log(n * context.sum()) - np.log(np.bincount(rows, weights=n, minlength=size)[rows] * context[columns])
-    keep = pmi > 0
-    matrix = sparse.csr_matrix((pmi[keep], (rows[keep], columns[keep])), shape=(size, size))
-    dim = min(dim, size)
-    if size <= 4000 or dim >= size - 1:
-        left, singular, _ = np.linalg.svd(matrix.toarray(), full_matrices=False)
-        left, singular = left[:, :dim], singular[:dim]
-    else:
-        left, singular, _ = svds(matrix, k=dim, v0=np.full(size, 1.0 / np.sqrt(size)))
-    return (left * np.sqrt(singular)).astype(np.float32), words
 
 
 def write_lexicon_tsv(table: SynonymTable, path: str | Path, prefix: str = "emb") -> Path:
@@ -373,7 +304,9 @@ def write_lexicon_tsv(table: SynonymTable, path: str | Path, prefix: str = "emb"
         raise ValueError(
             f"table: words with white space or underscores cannot be written to a lexicon file, got {bad[:5]}"
         )
-    lines = ["# synset_id\tpos\tmembers (tab separated): synonym groups written by workbench.lexicon.write_lexicon_tsv"]
+    lines = [
+        "# synset_id\tpos\tmembers (tab separated): synonym groups written by workbench.synonyms.write_lexicon_tsv"
+    ]
     lines += [f"{prefix}{number:06d}\tx\t" + "\t".join(group) for number, group in enumerate(groups)]
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")

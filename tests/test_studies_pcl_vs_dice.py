@@ -1,4 +1,4 @@
-"""workbench.studies.walkthrough: imbalance tables, the majority baseline, the five-loss comparison."""
+"""workbench.studies.pcl_vs_dice: imbalance tables, the majority baseline, the five-loss comparison."""
 
 from __future__ import annotations
 
@@ -10,10 +10,9 @@ from datasets import DatasetDict
 
 from workbench.config import DataConfig
 from workbench.data import load_splits
-from workbench.losses import resolve
 from workbench.studies import pcl
-from workbench.studies import walkthrough as study
-from workbench.train import build_fitter
+from workbench.studies import pcl_vs_dice as study
+from workbench.train import build_fitter, loss_from_spec
 
 SEEDS = [0, 1]
 
@@ -109,11 +108,11 @@ def test_comparison_losses_match_torch(splits):
     logits = torch.randn(12, 3, generator=generator, dtype=torch.float64)
     labels = torch.randint(0, 3, (12,), generator=generator)
     specs = study.comparison_specs(list(study.COMPARISON), 0.1)
-    ce = resolve(specs["CE"], splits["train"])(logits, labels)
-    ls = resolve(specs["LS"], splits["train"])(logits, labels)
+    ce = loss_from_spec(specs["CE"], splits["train"])(logits, labels)
+    ls = loss_from_spec(specs["LS"], splits["train"])(logits, labels)
     torch.testing.assert_close(ce, torch.nn.functional.cross_entropy(logits, labels))
     torch.testing.assert_close(ls, torch.nn.functional.cross_entropy(logits, labels, label_smoothing=0.1))
-    assert resolve(specs["DSC"], splits["train"]).preset == "reference"
+    assert loss_from_spec(specs["DSC"], splits["train"]).preset == "reference"
     assert specs["CE"].params == {} and specs["PCL reference"].params["epsilon"] == 0.1
 
 
@@ -217,8 +216,8 @@ def test_recall_table_needs_recall_columns():
         study.recall_table(_hand_runs().drop(columns=["recall_a", "recall_b"]))
 
 
-def test_key_metrics_by_hand():
-    metrics = study.key_metrics(_hand_runs(), {"macro_f1": 0.27, "accuracy": 0.69})
+def test_headline_metrics_by_hand():
+    metrics = study.headline_metrics(_hand_runs(), {"macro_f1": 0.27, "accuracy": 0.69})
     assert metrics["ls_macro_f1"]["mean"] == pytest.approx(0.6)
     assert metrics["pcl_reference_macro_f1"]["mean"] == pytest.approx(0.6)
     assert metrics["pcl_expected_cost_macro_f1"]["mean"] == pytest.approx(0.75)

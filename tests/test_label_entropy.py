@@ -1,4 +1,4 @@
-"""Entropy of K vs K+n outputs (workbench.information) against hand computations."""
+"""Entropy of K vs K+n outputs (workbench.label_entropy) against hand computations."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from workbench.information import (
+from workbench.label_entropy import (
     auxiliary_entropy,
     auxiliary_logits,
     entropy_table,

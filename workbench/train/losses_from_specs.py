@@ -1,9 +1,10 @@
-"""Build a loss from its :class:`~workbench.config.LossSpec`, with the training split's label counts.
+"""Building a loss from its spec (a config's ``loss`` section, :class:`~workbench.config.LossSpec`), with the
+training split's label counts.
 
 The one place that owns the label-count rule: ``wce`` (class weights alpha_t from the counts,
 Dice paper sec. 3.2) and ``pcl`` with ``counts="global"`` (PCL+ and PCL- from the counts,
 PCL paper eq. 2-3) take ``label_counts``; when the spec's params do not give them,
-:func:`resolve` counts the labels of the training split.
+:func:`loss_from_spec` counts the labels of the training split (``workbench.data.label_counts``).
 """
 
 from __future__ import annotations
@@ -11,11 +12,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-import numpy as np
 from torch import nn
 
 from workbench.config import LossSpec
-from workbench.losses.registry import build_loss
+from workbench.data import label_counts, label_names
+from workbench.losses import build_loss
 
 
 def needs_label_counts(spec: LossSpec) -> bool:
@@ -30,9 +31,8 @@ def needs_label_counts(spec: LossSpec) -> bool:
 def split_label_counts(train_split: Any) -> list[int]:
     """Per-class counts ``[n_0, ..., n_{K-1}]`` of a split with an integer ``label`` column whose
     ClassLabel feature names the K classes. Raises ValueError naming a class with no example."""
-    names = list(train_split.features["label"].names)
-    labels = np.asarray(train_split["label"], dtype=np.int64)
-    counts = np.bincount(labels, minlength=len(names)).tolist() if labels.size else [0] * len(names)
+    names = label_names(train_split)
+    counts = label_counts(train_split)
     empty = [name for name, count in zip(names, counts) if count == 0]
     if empty:
         raise ValueError(
@@ -42,7 +42,7 @@ def split_label_counts(train_split: Any) -> list[int]:
     return counts
 
 
-def resolve(spec: LossSpec | Mapping[str, Any], train_split: Any = None) -> nn.Module:
+def loss_from_spec(spec: LossSpec | Mapping[str, Any], train_split: Any = None) -> nn.Module:
     """``build_loss(spec.name, **spec.params)``; wce and global-count pcl get ``label_counts``
     from ``train_split`` unless the params give them.
 
