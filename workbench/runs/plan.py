@@ -24,7 +24,14 @@ INJECTED_PARAMETERS_TAG = "injected-parameters"
 OUTPUT_DIR_PARAMETER = "output_dir"
 INTERACTIVE_PARAMETER = "interactive"
 SEEDS_PARAMETER = "seeds"
-PARAMS_SETS = ("default", "smoke", "gpu")  # the sets the project ships; any folder under --params-dir is a set
+PARAMS_SETS = ("default", "smoke", "gpu")  # sets with a file per notebook; any folder under --params-dir is a set
+SET_PURPOSES = {  # what the sets the project ships are for (python -m workbench run --help lists every set present)
+    "default": "CPU, minutes: make run",
+    "smoke": "seconds: the tests'",
+    "gpu": "real data and an encoder, bf16",
+    "own": "your own_data.csv",
+    "class": "notebook 05 for a class, under a minute: --only 05",
+}
 MAX_SEED = 2**32 - 1  # numpy's largest seed
 MAX_SLUG = 96  # characters of a sweep point's folder name before its hash (file systems allow 255 bytes)
 # Keys of a parameter (at any depth of its mappings) whose text names a file or folder the notebook reads: "file" (a
@@ -157,6 +164,18 @@ def params_folder(params_dir: str | Path, params_set: str) -> Path:
             f"--params-set {params_set!r}: no folder {folder}; available: {', '.join(available) or '(none)'}"
         )
     return folder
+
+
+def describe_sets(params_dir: str | Path, notebooks_dir: str | Path) -> str:
+    """The sets in ``params_dir``: its folders holding a ``<notebook>.yaml`` of a notebook in ``notebooks_dir`` (not
+    the trainer configs of ``examples/``), each with its purpose where the project says it (``default (CPU, minutes:
+    make run), ..., results``); the shipped sets alone when the folders are not there."""
+    stems = {notebook.stem for notebook in Path(notebooks_dir).glob("*.ipynb")}
+    folders = sorted(path for path in Path(params_dir).glob("*") if path.is_dir())
+    names = [folder.name for folder in folders if {file.stem for file in folder.glob("*.yaml")} & stems]
+    return ", ".join(
+        f"{name} ({SET_PURPOSES[name]})" if name in SET_PURPOSES else name for name in names or SET_PURPOSES
+    )
 
 
 def load_params(params_dir: str | Path, params_set: str, notebook_stem: str) -> dict[str, Any]:
