@@ -9,6 +9,9 @@ from __future__ import annotations
 import io
 import json
 import re
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import nbformat
@@ -254,3 +257,36 @@ def test_run_help_lists_every_params_set_present(monkeypatch, capsys):
     for name in sets:
         assert f" {name} (" in shown or f" {name}," in shown, name
     assert "examples" not in shown  # the trainer configs are no set
+
+
+def test_a_notebook_saved_with_outputs_is_committed_clean_through_the_nbstripout_filter(tmp_path):
+    # make venv installs nbstripout as the repository's git filter: JupyterLab saves outputs into the file,
+    # git stores the notebook without them, and the cleanliness check judges what git stores
+    pytest.importorskip("nbstripout")
+    if shutil.which("git") is None or shutil.which("make") is None:
+        pytest.skip("needs git and make")
+    notebook = tmp_path / "05.ipynb"
+    notebook.write_bytes((ROOT / "notebooks" / "05_pcl_vs_dice_walkthrough.ipynb").read_bytes())
+
+    def git(*arguments: str) -> str:
+        identity = ["-c", "user.name=test", "-c", "user.email=test@example.org"]
+        return subprocess.run(
+            ["git", *identity, *arguments], cwd=tmp_path, capture_output=True, text=True, check=True
+        ).stdout
+
+    git("init", "-q")
+    git("add", notebook.name)
+    git("commit", "-q", "-m", "a clean notebook")
+    make = ["make", "--no-print-directory", "-f", str(ROOT / "Makefile"), "notebook-filter", f"PY={sys.executable}"]
+    subprocess.run(make, cwd=tmp_path, check=True, capture_output=True)  # what make venv runs
+    assert git("status", "--porcelain") == ""  # the filter leaves a clean notebook as it is (cell ids kept)
+    saved = nbformat.read(notebook, as_version=4)  # as JupyterLab saves it after a run
+    for count, cell in enumerate((cell for cell in saved.cells if cell.cell_type == "code"), start=1):
+        cell.execution_count = count
+        cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text="a result\n")]
+    nbformat.write(saved, notebook)
+    assert check_notebook_clean(notebook) == []  # judged as git stores it
+    git("add", notebook.name)  # git add stores the notebook as the filter cleans it
+    assert git("status", "--porcelain") == ""  # the same as committed: nothing to commit, the outputs never reach git
+    git("config", "--unset", "filter.nbstripout.clean")  # without the filter the file itself is judged
+    assert any("has outputs" in problem for problem in check_notebook_clean(notebook))
