@@ -250,7 +250,7 @@ def _sweep_figures(aggregated: pd.DataFrame, sweep_keys: Sequence[str]) -> str:
         for line in dict.fromkeys(lines):
             points = rows[lines == line]
             x, mean, std = (points[column].tolist() for column in (x_key, "mean", "std"))  # lists: readable in the page
-            figure.add_scatter(x=x, y=mean, error_y={"array": std}, name=line, mode="lines+markers")
+            figure.add_scatter(x=x, y=mean, error_y={"array": std}, name=line, mode="lines+markers", cliponaxis=False)
         figure.update_xaxes(type=None if numeric else "category")
         figure.update_yaxes(range=_metric_range(rows["mean"], rows["std"]))
         parts.append(_figure_div(json.loads(figure.to_json()), f"sweep-{index}"))  # its title says what it shows
