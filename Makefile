@@ -27,9 +27,10 @@ $(STAMP): pyproject.toml
 # counts from what `git add` stores (cell ids kept), so a notebook saved in JupyterLab stays clean in git.
 notebook-filter:
 	if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then \
+		python=$$($(PY) -c 'import sys; print(sys.executable)') && \
 		$(PY) -m nbstripout --install && \
-		git config filter.nbstripout.clean '"$(abspath $(PY))" -m nbstripout --keep-id' && \
-		git config diff.ipynb.textconv '"$(abspath $(PY))" -m nbstripout --keep-id -t'; \
+		git config filter.nbstripout.clean "\"$$python\" -m nbstripout --keep-id" && \
+		git config diff.ipynb.textconv "\"$$python\" -m nbstripout --keep-id -t"; \
 	fi
 
 run: $(STAMP)
