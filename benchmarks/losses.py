@@ -10,8 +10,9 @@ Sizes ``NxC`` are sentence level (every label valid), ``NxTxC`` token level (10%
 positions -100); the default is 4096x3 and 32x128x9, ``all`` adds 65536x3 and 64x512x9.
 Each repeat times a block of ``BLOCK`` forward+backward calls of the loss and then of
 ``F.cross_entropy`` on the same inputs (interleaved, same process); the table reports
-the median over repeats of the loss's time per call and of the ratio loss / CE. On CPU the clock is the thread's CPU time
-(``time.thread_time``; with one torch thread all work runs on it), so time the process
+the median over repeats of the loss's time per call and of the ratio loss / CE. On CPU the
+clock is the thread's CPU time (``time.thread_time``; with one torch thread all work runs
+on it), so time the process
 spends descheduled on a shared machine does not count; on CUDA it is the time between
 two CUDA events around the block (the block's wall time when, as here, the GPU waits for
 kernel launches). When MONAI is installed, its DiceLoss / TverskyLoss / FocalLoss are
@@ -148,14 +149,19 @@ def monai_equivalents(num_classes: int) -> list[tuple[str, Callable, Callable]]:
 
         return call
 
+    smoothing = {"batch": True, "smooth_nr": 1.0, "smooth_dr": 1.0}  # set level, our gamma = 1
+    monai_dice = DiceLoss(softmax=True, to_onehot_y=True, squared_pred=True, **smoothing)
+    monai_tversky = TverskyLoss(softmax=True, to_onehot_y=True, alpha=0.7, beta=0.3, **smoothing)
+    monai_focal = FocalLoss(gamma=2.0, to_onehot_y=True, use_softmax=True)
     return [
-        ("dice set-level", build_loss("dice", set_level=True),
-         channels_first(DiceLoss(softmax=True, to_onehot_y=True, squared_pred=True, batch=True, smooth_nr=1.0, smooth_dr=1.0))),
-        ("tversky set-level", build_loss("tversky", alpha=0.7, beta=0.3, set_level=True),
-         channels_first(TverskyLoss(softmax=True, to_onehot_y=True, alpha=0.7, beta=0.3, batch=True, smooth_nr=1.0, smooth_dr=1.0))),
-        ("focal", build_loss("focal", gamma=2.0),
-         channels_first(FocalLoss(gamma=2.0, to_onehot_y=True, use_softmax=True), scale=float(num_classes))),
-    ]  # fmt: skip
+        ("dice set-level", build_loss("dice", set_level=True), channels_first(monai_dice)),
+        (
+            "tversky set-level",
+            build_loss("tversky", alpha=0.7, beta=0.3, set_level=True),
+            channels_first(monai_tversky),
+        ),
+        ("focal", build_loss("focal", gamma=2.0), channels_first(monai_focal, scale=float(num_classes))),
+    ]
 
 
 def hardware(device: str) -> str:

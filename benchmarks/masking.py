@@ -111,7 +111,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def old_preparation(commit: str = OLD_COMMIT):
-    """The ``workbench.masking`` corpus modules of ``commit`` (``git show``), imported as the package ``old_masking``."""
+    """The ``workbench.masking`` corpus modules of ``commit`` (``git show``), imported as the package
+    ``old_masking``."""
     package = Path(tempfile.mkdtemp(prefix="old-masking-")) / "old_masking"
     package.mkdir()
     (package / "__init__.py").write_text("", encoding="utf-8")
@@ -213,8 +214,9 @@ def idf_memory(args) -> None:
     collator = masking.build_collator({"strategy": "kdm"}, tokenizer, segmented_texts=train["words"])
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20  # KiB -> GiB
     print(
-        f"corpus: {args.corpus}; {corpus.corpus_characters:,} characters, {corpus.blocks:,} blocks (cache hit: {corpus.cache_hit}, "
-        f"{corpus.preprocess_seconds:.1f} s); IDF of {len(collator.idf):,} words in {time.perf_counter() - start:.1f} s; "
+        f"corpus: {args.corpus}; {corpus.corpus_characters:,} characters, {corpus.blocks:,} blocks "
+        f"(cache hit: {corpus.cache_hit}, {corpus.preprocess_seconds:.1f} s); "
+        f"IDF of {len(collator.idf):,} words in {time.perf_counter() - start:.1f} s; "
         f"peak resident memory {peak:.2f} GiB (target <= 2 GB)"
     )
 

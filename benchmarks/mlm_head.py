@@ -156,9 +156,8 @@ def print_recipe(result: dict[str, Any], arguments: argparse.Namespace) -> None:
         f"{result['masked_share']:.1%} of positions masked; {torch.get_num_threads()} torch threads; "
         f"median of {arguments.repeats} interleaved rounds of {arguments.steps} steps"
     )
-    print(
-        "\n| step | ms / step | CPU ms / step | speed-up vs before | time vs after plain | target |\n|---|---:|---:|---:|---:|---|"
-    )
+    print("\n| step | ms / step | CPU ms / step | speed-up vs before | time vs after plain | target |")
+    print("|---|---:|---:|---:|---:|---|")
     for label, row in rows.items():
         speedup = before["ms"] / row["ms"]
         relative = row["ms"] / after["ms"]
@@ -216,9 +215,8 @@ def cli_main(arguments: argparse.Namespace) -> None:
     print(f"| preprocessing (fresh cache) | {metrics['preprocess_seconds']:,.1f} |")
     print(f"| training (train_runtime) | {metrics['train_runtime']:,.1f} |")
     print(f"\n{arguments.stories:,} stories, {metrics['corpus_characters']:,} characters, {tokens:,} training tokens")
-    print(
-        f"{tokens / metrics['train_runtime']:,.0f} training tokens/s; eval perplexity {metrics['perplexity'] or float('nan'):,.1f}"
-    )
+    perplexity = metrics["perplexity"] or float("nan")
+    print(f"{tokens / metrics['train_runtime']:,.0f} training tokens/s; eval perplexity {perplexity:,.1f}")
 
 
 def main(argv: list[str] | None = None) -> None:

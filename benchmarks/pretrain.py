@@ -244,16 +244,16 @@ def _print_report(report: dict[str, Any]) -> None:
     pre, cache, train, share = report["preprocessing"], report["cache"], report["training"], report["first_step"]
     print(
         f"corpus: {report['source']}; {report['stories']} stories, {pre['characters']:,} characters; "
-        f"vocab {report['vocab_size']:,} tokens; max_length {report['max_length']}; {usable_cores()} cores; device {report['device']}"
+        f"vocab {report['vocab_size']:,} tokens; max_length {report['max_length']}; {usable_cores()} cores; "
+        f"device {report['device']}"
     )
     print(f"\njieba dictionary load (once per run): {pre['jieba_load_seconds']:.2f} s")
-    print(
-        "\n| preprocessing | characters/s | speedup vs 1 | target | characters per CPU second |\n|---|---:|---:|---:|---:|"
-    )
+    print("\n| preprocessing | characters/s | speedup vs 1 | target | characters per CPU second |")
+    print("|---|---:|---:|---:|---:|")
     for count, rate in pre["chars_per_second"].items():
         print(
-            f"| encode_corpus, {count} process{'es' if count > 1 else ''} | {rate:,.0f} | {pre['speedup'][count]:.2f}x | "
-            f">= {0.8 * count:.1f}x | {pre['chars_per_cpu_second'][count]:,.0f} |"
+            f"| encode_corpus, {count} process{'es' if count > 1 else ''} | {rate:,.0f} | "
+            f"{pre['speedup'][count]:.2f}x | >= {0.8 * count:.1f}x | {pre['chars_per_cpu_second'][count]:,.0f} |"
         )
     print(f"| encode_words (old path), 1 process | {pre['encode_words_chars_per_second']:,.0f} | | | |")
     print(
@@ -267,7 +267,8 @@ def _print_report(report: dict[str, Any]) -> None:
     print(f"| ratio (target >= 20x) | {cache['ratio']:.1f}x |")
     sizes = train["sizes"]
     print(
-        f"\ntraining step: BertForMaskedLM {sizes['layers']} layers, hidden {sizes['hidden']}, batch {sizes['batch_size']}, "
+        f"\ntraining step: BertForMaskedLM {sizes['layers']} layers, hidden {sizes['hidden']}, "
+        f"batch {sizes['batch_size']}, "
         f"{sizes['precision']}, {train['samples']} samples per round, fastest of {report['repeats']} rounds, "
         f"{torch.get_num_threads()} torch threads"
     )

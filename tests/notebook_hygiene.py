@@ -43,7 +43,7 @@ def committed_text(path: str | Path) -> str:
 
 def check_notebook_clean(path: str | Path) -> list[str]:
     """Problems that keep a notebook from being committed (as git would commit it, :func:`committed_text`): outputs,
-    execution counts, not exactly one ``parameters`` cell."""
+    execution counts, or not exactly one ``parameters`` cell."""
     try:
         notebook = nbformat.reads(committed_text(path), as_version=4)
     except Exception as exc:

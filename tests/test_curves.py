@@ -104,6 +104,27 @@ def test_faithful_pcl_logit_derivative_equals_label_smoothing(variant):
     np.testing.assert_array_equal(pcl["dloss_dlogit"].to_numpy(), ls["dloss_dlogit"].to_numpy())
 
 
+def test_pcl_reference_curve_steps_up_where_the_prediction_turns_correct():
+    # issue 29: drawn as one batch of 99 rows, the released code's correction read the first 3 (p < 1/3, no
+    # correction) and the curve was LS's; a batch of one per p draws the step the notebooks describe
+    p = np.array([0.1, 0.3, 0.33, 0.34, 0.5, 0.9])
+    n0, n1, n2 = QBQTC_LABEL_COUNTS
+    ls = loss_curves("ls", p=p, num_classes=3, epsilon=0.1, examples=["positive"])
+    pcl = loss_curves(
+        "pcl",
+        p=p,
+        num_classes=3,
+        epsilon=0.1,
+        label_counts=QBQTC_LABEL_COUNTS,
+        variant="reference",
+        examples=["positive"],
+    )
+    step = 0.1 * (n1 + n2) / (n0 * 3)  # eps r+(code) / C on a correct prediction of gold 1 (1 + 1 >= 2)
+    assert step == pytest.approx(0.1027, abs=1e-4)
+    expected = np.where(p > 1 / 3, step, 0.0)
+    np.testing.assert_allclose(pcl["loss"].to_numpy() - ls["loss"].to_numpy(), expected, atol=1e-12)
+
+
 def test_weighted_pcl_logit_derivative_differs_from_label_smoothing():
     ls = loss_curves("ls", p=FINE_GRID, num_classes=3)
     pcl = loss_curves("pcl", p=FINE_GRID, num_classes=3, label_counts=QBQTC_LABEL_COUNTS, variant="weighted")

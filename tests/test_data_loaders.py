@@ -368,10 +368,9 @@ def test_a_lone_surrogate_in_jsonl_names_file_and_line(tmp_path, source):
     label = '"100"' if source == "tnews" else '"0"'
     text_key = {"qbqtc": "query", "tnews": "sentence", "table_jsonl": "text"}[source]
     path = tmp_path / "s.jsonl"
-    path.write_text(
-        f'{{"{text_key}": "好", "title": "t", "label": {label}}}\n{{"{text_key}": "坏\\ud800", "title": "t", "label": {label}}}\n',
-        encoding="utf-8",
-    )
+    first = f'{{"{text_key}": "好", "title": "t", "label": {label}}}\n'
+    second = f'{{"{text_key}": "坏\\ud800", "title": "t", "label": {label}}}\n'  # a lone surrogate, escaped in JSON
+    path.write_text(first + second, encoding="utf-8")
     with pytest.raises(ValueError, match=re.escape(f"{path}:2:")):
         LOADERS[source](path)
 

@@ -8,13 +8,15 @@ The path a notebook 05 run takes, hop by hop:
 3. ``pcl.run_ablation`` -> ``workbench.train.loss_from_spec(spec, train_split)``;
 4. ``loss_from_spec`` -> ``build_loss("pcl" | "ls", **params)`` -> the loss's constructor, the one range check.
 
-The same ``epsilon`` reaches ``PclWeightsPanel`` and the other figures of notebooks 02 and 05.
+The same ``epsilon`` reaches ``PclWeightsPanel`` (which checks it once, where it enters, and redraws with the
+slider's values) and the other figures of notebooks 02 and 05.
 """
 
 from __future__ import annotations
 
 import ast
 import json
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -25,6 +27,7 @@ from workbench.losses import LabelSmoothingLoss, PropensityCorrectedLoss
 from workbench.runs import plan_executions
 from workbench.studies import pcl, pcl_vs_dice
 from workbench.train import Fit, loss_from_spec
+from workbench.viz import PclWeightsPanel
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK = ROOT / "notebooks" / "05_pcl_vs_dice_walkthrough.ipynb"
@@ -79,6 +82,36 @@ def test_epsilon_is_validated_once_by_the_loss():
     assert pcl.setting_specs(["PCL reference"], 1.5)["PCL reference"].params["epsilon"] == 1.5
     with pytest.raises(ValueError, match=r"^epsilon:"):
         loss_from_spec(specs["PCL reference"], load_splits(SAMPLE)["train"])
+
+
+@pytest.fixture
+def epsilon_checks(monkeypatch):
+    """The epsilon values that ``check_number`` checks anywhere in the package during the test."""
+    from workbench.checks import check_number
+
+    checked = []
+
+    def counting(name, value, *args, **kwargs):
+        if name == "epsilon":
+            checked.append(value)
+        return check_number(name, value, *args, **kwargs)
+
+    for module in list(sys.modules.values()):
+        if getattr(module, "check_number", None) is check_number and module.__name__ != "workbench.checks":
+            monkeypatch.setattr(module, "check_number", counting)
+    return checked
+
+
+def test_epsilon_is_checked_once_by_each_loss_it_reaches(epsilon_checks):
+    specs = pcl_vs_dice.comparison_specs(["CE", "LS", "PCL reference", "PCL expected_cost (global)"], 0.25)
+    pcl.run_ablation(load_splits(SAMPLE), specs, [0], RecordingFitter())
+    assert epsilon_checks == [0.25, 0.25, 0.25]  # the constructors of LS, PCL reference, PCL expected_cost
+
+
+def test_the_pcl_panel_checks_its_epsilon_once_however_often_it_draws(epsilon_checks):
+    panel = PclWeightsPanel(variants=("paper", "weighted"), interactive=False, epsilon=0.25)
+    panel.page_figure()  # every slider step drawn
+    assert epsilon_checks == [0.25]
 
 
 @pytest.mark.parametrize("name", EPSILON_NOTEBOOKS)

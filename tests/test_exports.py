@@ -48,16 +48,22 @@ from workbench.viz import figures
 
 FIXTURE = Path(__file__).parent / "fixtures" / "notebooks" / "ok_metrics.ipynb"
 # Equations as notebooks 02-04 write them: \tag, cases, \operatorname, \mathbb, \text, \frac, sums.
-EQUATIONS = r"""## Equations as the notebooks write them
-
-Label smoothing $\mathrm{LS}_i = -\sum_k q_k \log p_{ik}$ with $z \in \mathbb{R}^{K+n}$ and $\operatorname{round}(p\,n)$,
-
-$$\mathrm{PCL}^{+} = \frac{n_0}{n_1 + n_2}\ \text{(eq. 2)}\quad\text{or}\quad \frac{n_1+n_2}{n_0}\ \text{(code)}, \qquad \mathrm{PCL}^{-} = \frac{n_0 + n_2}{n_1} \tag{2, 3}$$
-
-$$\mathcal{L}_i = \begin{cases}\mathrm{LS}_i + \mathrm{PCL}^{+} & \text{far mistake}\\ \mathrm{LS}_i - \mathrm{PCL}^{-} & \text{near mistake}\\ \mathrm{LS}_i & \text{correct}\end{cases} \tag{4}$$
-
-$$\mathcal{L}_{\text{SR}} = \mathcal{L}_{\text{MLM}} + \lambda\,\frac{1}{|\mathcal{M}|}\sum_{i\in\mathcal{M}} \bigl(1 - \cos(e(y_i), e(r_i))\bigr). \tag{3}$$
-"""
+# Each equation is one line of the markdown; the pieces below are joined without a line break.
+EQUATIONS = (
+    "## Equations as the notebooks write them\n\n"
+    r"Label smoothing $\mathrm{LS}_i = -\sum_k q_k \log p_{ik}$ with $z \in \mathbb{R}^{K+n}$ and "
+    r"$\operatorname{round}(p\,n)$,"
+    "\n\n"
+    r"$$\mathrm{PCL}^{+} = \frac{n_0}{n_1 + n_2}\ \text{(eq. 2)}\quad\text{or}\quad \frac{n_1+n_2}{n_0}\ "
+    r"\text{(code)}, \qquad \mathrm{PCL}^{-} = \frac{n_0 + n_2}{n_1} \tag{2, 3}$$"
+    "\n\n"
+    r"$$\mathcal{L}_i = \begin{cases}\mathrm{LS}_i + \mathrm{PCL}^{+} & \text{far mistake}\\ "
+    r"\mathrm{LS}_i - \mathrm{PCL}^{-} & \text{near mistake}\\ \mathrm{LS}_i & \text{correct}\end{cases} \tag{4}$$"
+    "\n\n"
+    r"$$\mathcal{L}_{\text{SR}} = \mathcal{L}_{\text{MLM}} + \lambda\,\frac{1}{|\mathcal{M}|}"
+    r"\sum_{i\in\mathcal{M}} \bigl(1 - \cos(e(y_i), e(r_i))\bigr). \tag{3}$$"
+    "\n"
+)
 INLINE_EQUATIONS, DISPLAY_EQUATIONS = 3, 3
 # Text a notebook shows (a data row, a parameter) that MathJax typesets: none may become a link, a
 # class, an id, a style, an event handler or a loaded script.

@@ -7,6 +7,7 @@ import torch
 import torch.nn.functional as F
 
 from workbench.losses import QBQTC_LABEL_COUNTS, build_loss, pcl_constants, pcl_severity, pcl_weight_matrix
+from workbench.losses._base import check_class_vector
 
 COUNTS = QBQTC_LABEL_COUNTS
 
@@ -289,3 +290,19 @@ def test_the_default_variant_is_the_papers_eq_4():
     labels = torch.tensor([2, 1, 1])  # far mistake 2 -> 0, near mistake 1 -> 2, correct
     explicit = build_loss("pcl", label_counts=counts, variant="paper")
     torch.testing.assert_close(default(logits, labels), explicit(logits, labels), rtol=0, atol=0)
+
+
+def test_label_counts_are_checked_once_by_the_constructor(monkeypatch):
+    import workbench.losses.pcl as pcl_module
+
+    checked = []
+
+    def counting(name, values, *args, **kwargs):
+        checked.append(name)
+        return check_class_vector(name, values, *args, **kwargs)
+
+    monkeypatch.setattr(pcl_module, "check_class_vector", counting)
+    for variant in ("paper", "reference", "weighted", "expected_cost"):
+        checked.clear()
+        build_loss("pcl", variant=variant, label_counts=COUNTS)
+        assert checked == ["label_counts"], variant

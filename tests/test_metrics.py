@@ -14,7 +14,8 @@ def test_report_matches_hand_computation():
     # confusion (rows gold, cols predicted): gold0 -> 0,1,2 ; gold1 -> 0,1,1 ; gold2 -> 0,2
     assert report["confusion_matrix"] == [[1, 1, 1], [1, 2, 0], [1, 0, 1]]
     assert report["accuracy"] == pytest.approx(4 / 8)
-    # class 0: tp 1, predicted 3, gold 3 -> p=r=1/3 ; class 1: tp 2, pred 3, gold 3 -> 2/3 ; class 2: tp 1, pred 2, gold 2 -> 1/2
+    # class 0: tp 1, predicted 3, gold 3 -> p = r = 1/3; class 1: tp 2, predicted 3, gold 3 -> 2/3;
+    # class 2: tp 1, predicted 2, gold 2 -> 1/2
     expected_f1 = [1 / 3, 2 / 3, 1 / 2]
     assert report["macro_f1"] == pytest.approx(sum(expected_f1) / 3)
     per = report["per_class"]

@@ -667,8 +667,9 @@ TRAINER_CASES = [("mlm", False), ("mlm", True), ("mlm_hc", True), ("mlm_sr", Tru
 
 @pytest.mark.parametrize(("name", "sop"), TRAINER_CASES, ids=[f"{name}-sop={sop}" for name, sop in TRAINER_CASES])
 def test_the_trainers_loss_is_the_full_heads_with_and_without_sentence_order(name, sop, tokenizer, table, tmp_path):
-    """MaskedLMTrainer.compute_loss (the head at the masked rows) against the full head: L_MLM over the masked rows of
-    ``model(**inputs).logits`` (BertForPreTraining: ``prediction_logits``) plus, with SOP, CE(seq_relationship_logits)."""
+    """MaskedLMTrainer.compute_loss (the head at the masked rows) against the full head: L_MLM over the masked rows
+    of ``model(**inputs).logits`` (BertForPreTraining: ``prediction_logits``) plus, with SOP,
+    CE(seq_relationship_logits)."""
     from transformers import BertForPreTraining
 
     from workbench.config import TrainingConfig

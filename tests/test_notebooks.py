@@ -223,7 +223,7 @@ def test_the_own_set_runs_on_a_file_the_user_names(tmp_path):
         metrics["metrics"]["ce_macro_f1"]["mean"] > metrics["metrics"]["majority_macro_f1"]
     )  # more than the majority class
     assert "far_error_rate" not in json.dumps(metrics["runs"])  # topics are not ordered
-    # the notebook says what it loaded from the data, not the sample's query-title pairs, and warns of small test classes
+    # the notebook says what it loaded from the data (not the sample's query-title pairs) and warns of small classes
     executed = nbformat.read(report.outcomes[0].output_dir / "05_pcl_vs_dice_walkthrough.ipynb", as_version=4)
     printed = "".join(
         output.get("text", "") for cell in executed.cells for output in cell.get("outputs", []) if output.get("text")

@@ -368,7 +368,8 @@ def test_bad_runner_input_exits_2_with_one_line_before_anything_runs(tmp_path, c
 def test_repeated_list_options_add_up(tmp_path, capsys, monkeypatch):
     from workbench.__main__ import build_parser
 
-    # the last --sweep / --only / --slurm silently replaced the earlier ones (a one-value option: the last wins, as usual)
+    # the last --sweep / --only / --slurm silently replaced the earlier ones (a one-value option: the last wins, as
+    # usual)
     parsed = build_parser().parse_args(["run", "--only", "01", "--only", "02", "--sweep", "x=1", "--sweep", "y=2,3"])
     assert parsed.only == ["01", "02"] and parsed.sweep == ["x=1", "y=2,3"]
     assert build_parser().parse_args(["run", "--slurm", "a=1", "--slurm", "b=2"]).slurm == ["a=1", "b=2"]
@@ -779,7 +780,8 @@ def _marker_notebook(path: Path, mine: str, theirs: str) -> Path:
         path,
         "output_dir = None\nmarkers = None",
         "import json, os, pathlib, time\n"
-        f"pathlib.Path(markers, {mine!r}).write_text(json.dumps([os.getcwd(), os.environ.get('CUDA_VISIBLE_DEVICES')]))\n"
+        "devices = os.environ.get('CUDA_VISIBLE_DEVICES')\n"
+        f"pathlib.Path(markers, {mine!r}).write_text(json.dumps([os.getcwd(), devices]))\n"
         "deadline = time.monotonic() + 60\n"
         f"while not pathlib.Path(markers, {theirs!r}).exists():\n"
         "    assert time.monotonic() < deadline, 'the other notebook never started'\n"
@@ -889,7 +891,9 @@ def _sleeping_notebooks(tmp_path: Path) -> tuple[Path, Path]:
         _write_notebook(
             notebooks / f"{name}.ipynb",
             "output_dir = None",
-            f"import os, pathlib, time\npathlib.Path({str(markers)!r}, {name!r}).write_text(str(os.getpid()))\ntime.sleep(120)",
+            "import os, pathlib, time\n"
+            f"pathlib.Path({str(markers)!r}, {name!r}).write_text(str(os.getpid()))\n"
+            "time.sleep(120)",
         )
     _params(tmp_path)
     return notebooks, markers

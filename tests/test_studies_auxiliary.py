@@ -1,4 +1,5 @@
-"""The auxiliary-label study (workbench.studies.auxiliary) on tiny settings: grid, selection, aggregation, entropy, figure."""
+"""The auxiliary-label study (workbench.studies.auxiliary) on tiny settings: grid, selection, aggregation, entropy
+and figure."""
 
 from __future__ import annotations
 

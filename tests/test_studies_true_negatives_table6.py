@@ -57,7 +57,8 @@ def run_metrics(output_dir: str) -> dict:
 
 
 def planted_table() -> SynonymTable:
-    """Embedding look-up over planted vectors: 美丽 ~ 漂亮 (true synonyms) and 北京 ~ 上海 (neighbours, not synonyms)."""
+    """Embedding look-up over planted vectors: 美丽 ~ 漂亮 (true synonyms) and 北京 ~ 上海 (neighbours, not
+    synonyms)."""
     words = ["美丽", "漂亮", "北京", "上海", "难过"]
     vectors = np.array([[1.0, 0.0, 0.0], [0.99, 0.1, 0.0], [0.0, 1.0, 0.0], [0.05, 0.98, 0.1], [0.0, 0.0, 1.0]])
     return SynonymTable.from_embeddings(vectors, words, k=1, threshold=0.5)

@@ -73,12 +73,14 @@ def test_separate_validation_file(tmp_path):
 @pytest.mark.parametrize(
     "values, match",
     [
-        ({"source": "qbqtc"}, r"^data\.path: .*'qbqtc'"),
+        # no path and no file in the data root: the files, the root and the fetch command are named
+        ({"source": "qbqtc"}, r"^qbqtc: .*dev\.json.*data root.*workbench data fetch qbqtc"),
         ({"source": "qbqtc", "path": "/no/such/file.json"}, r"^data\.path: .*'/no/such/file\.json'"),
         ({"source": "sample_corpus"}, r"^data\.source: 'sample_corpus'"),
     ],
 )
-def test_bad_data_sections(values, match):
+def test_bad_data_sections(values, match, tmp_path, monkeypatch):
+    monkeypatch.setenv("WORKBENCH_DATA", str(tmp_path))
     with pytest.raises(ValueError, match=match):
         load_splits(_data(**values))
 

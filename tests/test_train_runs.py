@@ -416,7 +416,8 @@ def test_a_time_budget_stops_pretraining_and_evaluates_where_it_stopped(tmp_path
 
 
 def test_the_readme_trainer_example_runs_as_written_and_learns_more_than_the_majority_class(tmp_path, capsys):
-    # the README named a missing file, and with training.num_train_epochs=3 the run learnt only the majority class (macro-F1 0.256)
+    # the README named a missing file, and with training.num_train_epochs=3 the run learnt only the majority class
+    # (macro-F1 0.256)
     from workbench.train.__main__ import EXAMPLE
 
     readme = (ROOT / "README.md").read_text(encoding="utf-8")

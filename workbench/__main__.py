@@ -21,7 +21,10 @@ def build_parser() -> argparse.ArgumentParser:
     run = commands.add_parser(
         "run",
         help="execute notebooks headless through papermill into outputs/<run-id>/",
-        description="Execute notebooks headless into a new outputs/<run-id>/ folder with summaries and index.html (docs/runner.md).",
+        description=(
+            "Execute notebooks headless into a new outputs/<run-id>/ folder with summaries and index.html "
+            "(docs/runner.md)."
+        ),
     )
     option = run.add_argument
     sets = f"{describe_sets(PARAMS_DIR, NOTEBOOKS_DIR)}, or a folder of yours"  # the sets present when asked
@@ -176,9 +179,8 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         for number, handler in previous.items():
             signal.signal(number, handler)
-    print(
-        f"{len(report.outcomes) - len(report.failed)}/{len(report.outcomes)} ok; report: {report.run_dir / 'index.html'}"
-    )
+    succeeded = len(report.outcomes) - len(report.failed)
+    print(f"{succeeded}/{len(report.outcomes)} ok; report: {report.run_dir / 'index.html'}")
     return 1 if report.failed else 0
 
 

@@ -54,9 +54,8 @@ def check_number(
     value = float(value) if is_number(value) and not isinstance(value, int) else value  # numpy scalars as Python floats
     too_low = is_number(value) and low is not None and (value < low if low_inclusive else value <= low)
     too_high = is_number(value) and high is not None and (value > high if high_inclusive else value >= high)
-    if (
-        not is_number(value) or not abs(value) <= sys.float_info.max or too_low or too_high
-    ):  # NaN, inf, an int past a float
+    finite = is_number(value) and abs(value) <= sys.float_info.max  # not NaN, not inf, not an int past a float
+    if not finite or too_low or too_high:
         allowed = _allowed("a number", low, high, low_inclusive, high_inclusive)
         raise _fail(name, ("null or " if allow_none else "") + allowed, value)
     return float(value)
@@ -88,7 +87,8 @@ def check_bool(name: str, value: Any) -> bool:
 
 
 def check_text(name: str, value: Any, *, allow_none: bool = False) -> str | None:
-    """A non-empty string (a path or a name) without a lone surrogate (``"\\ud800"``); None passes when ``allow_none``."""
+    """A non-empty string (a path or a name) without a lone surrogate (``"\\ud800"``); None passes when
+    ``allow_none``."""
     if value is None and allow_none:
         return None
     if not isinstance(value, str) or not value or any("\ud800" <= char <= "\udfff" for char in value):

@@ -9,7 +9,8 @@ PIP_NAMES = {"yaml": "pyyaml", "sklearn": "scikit-learn", "mathjax": "django-sta
 
 
 def error_message(error: Exception) -> str:
-    """A CLI's one error line, ``error: <message>``; a missing package's names its pip install (workbench's: re-raised)."""
+    """A CLI's one error line, ``error: <message>``. A missing package's line names its pip install; a missing
+    module of the workbench itself is re-raised."""
     if not isinstance(error, ModuleNotFoundError):
         return f"error: {error}"
     if not error.name or error.name.startswith("workbench"):

@@ -1,5 +1,6 @@
-"""The one configuration system: frozen sections whose fields carry their help and check (``ValueError`` naming the key),
-``key.path=value`` overrides, ``training`` as ``transformers.TrainingArguments`` by its own names. No torch here."""
+"""The one configuration system: frozen sections whose fields carry their help and check (a ``ValueError`` naming
+the key), ``key.path=value`` overrides, and ``training`` as ``transformers.TrainingArguments`` by its own names.
+No torch here."""
 
 from __future__ import annotations
 
@@ -20,8 +21,16 @@ from workbench.losses.choices import HC_LEVELS, KL_DIRECTIONS, SR_LEVELS, SR_PRE
 from workbench.yaml_files import parse_override, read_yaml, read_yaml_file  # noqa: F401 - read_yaml re-exported
 
 TASKS = ("finetune", "pretrain_mlm", "two_stage", "pretrain_electra")
-DATA_SOURCES = tuple(
-    "sample_relevance sample_sentences sample_corpus qbqtc tnews chnsenticorp lcqmc table corpus".split()
+DATA_SOURCES = (
+    "sample_relevance",
+    "sample_sentences",
+    "sample_corpus",
+    "qbqtc",
+    "tnews",
+    "chnsenticorp",
+    "lcqmc",
+    "table",
+    "corpus",
 )
 ORDINAL_SOURCES = ("qbqtc", "sample_relevance")
 MODEL_KINDS = ("transformer", "probe")
@@ -44,10 +53,11 @@ def option(
 
 def check_field(name: str, value: Any, hint: Any, within: str | None = None, choices: Any = None) -> Any:
     """``value`` checked by its type ``hint`` (bool, int, float or str (a path too, ``$WORKBENCH_DATA/...`` expanded by
-    :func:`workbench.data_root.expand_data_root`), each optionally ``| None``) with the ``workbench.checks`` check, within
-    the interval ``within`` (``"(0, 1]"``) or one of ``choices``."""
+    :func:`workbench.data_root.expand_data_root`), each optionally ``| None``) with the ``workbench.checks`` check,
+    within the interval ``within`` (``"(0, 1]"``) or one of ``choices``."""
     options = typing.get_args(hint) if typing.get_origin(hint) in (typing.Union, types.UnionType) else (hint,)
-    kinds, allow_none = [kind for kind in options if kind is not type(None)], type(None) in options
+    kinds = [kind for kind in options if kind is not type(None)]
+    allow_none = type(None) in options
     if value is None and allow_none:
         return None
     ends = [float(end) for end in (within or "[-inf, inf]")[1:-1].split(",")]
@@ -96,7 +106,8 @@ class Section:
 
     def __init_subclass__(cls, prefix: str = "", free_mappings: tuple[str, ...] = (), **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        cls.prefix, cls.free_mappings = prefix, free_mappings
+        cls.prefix = prefix
+        cls.free_mappings = free_mappings
 
     def __post_init__(self) -> None:
         hints = _section_fields(type(self))
@@ -175,7 +186,8 @@ class DataConfig(Section, prefix="data"):
     label: str | None = option(None, "table source: the label column")
     label_names: list[str] | None = option(
         None,
-        "table source: the classes, in order (a label is a name or its index); null: the training file's values, sorted",
+        "table source: the classes, in order (a label is a name or its index); "
+        "null: the training file's values, sorted",
     )
     ordinal: bool | None = option(
         None, "the labels are ordered (far-error rates, PCL); null: true for qbqtc, sample_relevance"
@@ -280,13 +292,15 @@ class ModelConfig(Section, prefix="model"):
         if self.model_name_or_path is not None and (self.kind == "probe" or self.vocab_file is not None):
             other = "kind" if self.kind == "probe" else "vocab_file"
             raise ValueError(
-                f"{self.key('model_name_or_path')}: must be null with model.{other}={getattr(self, other)!r}"
+                f"{self.key('model_name_or_path')}: must be null when model.{other} is {getattr(self, other)!r}, "
+                f"got {self.model_name_or_path!r}"
             )
         check_checkpoint(self.key("model_name_or_path"), self.model_name_or_path)
 
 
 def check_checkpoint(name: str, path: str | None) -> None:
-    """A local ``path`` must be a checkpoint folder (with config.json), not a file such as a pickle; others are hub names."""
+    """A local ``path`` must be a checkpoint folder (with config.json), not a file such as a pickle; a path that does
+    not exist is a hub name."""
     if path is not None and os.path.exists(path) and not os.path.isfile(os.path.join(path, "config.json")):
         raise ValueError(f"{name}: must be a checkpoint folder (holding config.json) or a hub name, got {path!r}")
 
@@ -373,38 +387,57 @@ class AuxConfig(Section, prefix="aux"):
 
 
 TRAINING_DEFAULTS: dict[str, Any] = {
-    **dict(num_train_epochs=3, learning_rate=5e-5, per_device_train_batch_size=16, per_device_eval_batch_size=64),
-    **dict(
-        warmup_steps=0.1, weight_decay=0.01, seed=0, logging_steps=10, save_total_limit=1
-    ),  # warmup below 1: a share
+    "num_train_epochs": 3,
+    "learning_rate": 5e-5,
+    "per_device_train_batch_size": 16,
+    "per_device_eval_batch_size": 64,
+    "warmup_steps": 0.1,  # below 1: a share of the training steps
+    "weight_decay": 0.01,
+    "seed": 0,
+    "logging_steps": 10,
+    "save_total_limit": 1,
     "dataloader_num_workers": None,  # pretrain_*: min(4, cores); the others: 0
 }
 """The workbench's defaults where they differ from ``transformers.TrainingArguments``'."""
 
 SET_BY_THE_WORKBENCH = (
-    *("output_dir", "bf16", "fp16", "disable_tqdm", "log_level", "resume_from_checkpoint", "remove_unused_columns"),
-    *("eval_strategy", "save_strategy", "load_best_model_at_end", "metric_for_best_model", "greater_is_better"),
-    *(
-        "logging_nan_inf_filter",
-        "do_train",
-        "do_eval",
-        "do_predict",
-        "save_steps",
-        "eval_steps",
-        "label_smoothing_factor",
-    ),
+    "output_dir",
+    "bf16",
+    "fp16",
+    "disable_tqdm",
+    "log_level",
+    "resume_from_checkpoint",
+    "remove_unused_columns",
+    "eval_strategy",
+    "save_strategy",
+    "load_best_model_at_end",
+    "metric_for_best_model",
+    "greater_is_better",
+    "logging_nan_inf_filter",
+    "do_train",
+    "do_eval",
+    "do_predict",
+    "save_steps",
+    "eval_steps",
+    "label_smoothing_factor",
 )
 """TrainingArguments fields the workbench sets or replaces (docs/training.md says by what); refused in a config."""
 
 TRAINING_BOUNDS = {
-    **dict(
-        num_train_epochs="(0, 1e6]", learning_rate="(0, inf)", save_total_limit="[1, inf)", adam_epsilon="[1e-30, 1]"
-    ),
-    **dict(adam_beta1="[0, 1)", adam_beta2="[0, 1)"),
-    **dict.fromkeys(
-        ("per_device_train_batch_size", "per_device_eval_batch_size", "gradient_accumulation_steps"), "[1, inf)"
-    ),
-    **dict.fromkeys(("weight_decay", "max_grad_norm", "seed", "data_seed", "dataloader_num_workers"), "[0, inf)"),
+    "num_train_epochs": "(0, 1e6]",
+    "learning_rate": "(0, inf)",
+    "save_total_limit": "[1, inf)",
+    "adam_epsilon": "[1e-30, 1]",
+    "adam_beta1": "[0, 1)",
+    "adam_beta2": "[0, 1)",
+    "per_device_train_batch_size": "[1, inf)",
+    "per_device_eval_batch_size": "[1, inf)",
+    "gradient_accumulation_steps": "[1, inf)",
+    "weight_decay": "[0, inf)",
+    "max_grad_norm": "[0, inf)",
+    "seed": "[0, inf)",
+    "data_seed": "[0, inf)",
+    "dataloader_num_workers": "[0, inf)",
 }
 """Bounds beyond TrainingArguments' checks (and everywhere: numbers finite, ints <= 2**31 - 1)."""
 
@@ -419,7 +452,7 @@ def check_training_arguments(arguments: Mapping[str, Any]) -> dict[str, Any]:
     for key, value in arguments.items():
         if key in SET_BY_THE_WORKBENCH or key not in hints:
             what = "is set by the workbench" if key in hints else "is not a transformers.TrainingArguments field"
-            raise ValueError(f"training.{key}: {what} (docs/training.md)")
+            raise ValueError(f"training.{key}: {what} (docs/training.md lists the keys), got {key}: {value!r}")
         if value is not None or TRAINING_DEFAULTS.get(key, 0) is not None:
             check_field(f"training.{key}", value, hints[key], TRAINING_BOUNDS.get(key))
     reporters = arguments.get("report_to") or "none"
@@ -522,7 +555,8 @@ def check_loss_fits_labels(data: DataConfig, loss: LossSpec) -> None:
     if loss.name == "pcl" and not data.is_ordinal and loss.params.get("cost_matrix") is None:
         raise ValueError(
             "loss.params.cost_matrix: pcl's near and far cases need ordinal labels; give a cost matrix or set "
-            f"data.ordinal: true if the classes are ordered, got nominal labels (source {data.source}, data.ordinal: false)"
+            f"data.ordinal: true if the classes are ordered, got nominal labels "
+            f"(source {data.source}, data.ordinal: false)"
         )
 
 
@@ -541,7 +575,8 @@ def _set_path(tree: dict[str, Any], cls: type[Section], path: list[str], value: 
         if depth == len(path) - 1:
             tree[key] = value
             return
-        tree, cls = tree.setdefault(key, {}), _nested(cls, key)
+        tree = tree.setdefault(key, {})
+        cls = _nested(cls, key)
 
 
 def load_config(
@@ -566,9 +601,8 @@ def load_config(
         tree = _plain(config.to_dict() if isinstance(config, Config) else dict(config or {}))
     earlier: list[list[str]] = []
     for path, value in map(parse_override, overrides):
-        if any(
-            key[: len(path)] == path for key in earlier
-        ):  # given twice, or after one of its own keys: one would be lost
+        # given twice, or after one of its own keys: one of them would be lost
+        if any(key[: len(path)] == path for key in earlier):
             raise ValueError(f"overrides: {'.'.join(path)}= replaces an earlier override (of it or a key below it)")
         earlier.append(path)
         _set_path(tree, Config, path, value)

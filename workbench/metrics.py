@@ -25,15 +25,18 @@ def _validated_pair(
     if gold.shape != pred.shape:
         raise ValueError(f"predictions: must have the same length as labels ({gold.size}), got {pred.size}")
     if gold.size == 0:
-        raise ValueError("labels: must not be empty")
+        raise ValueError("labels: must hold at least one label, got none")
     return gold, pred
 
 
 def far_error_rate(labels: Sequence[int] | np.ndarray, predictions: Sequence[int] | np.ndarray) -> float:
     """Share of predictions two or more ordinal steps from the gold label: mean(|pred - gold| >= 2).
 
-    On QBQTC this counts "irrelevant" judged "highly relevant" and vice versa,
-    the errors the PCL paper's label distance penalises most.
+    The workbench's definition of a far error, by label distance alone: on QBQTC "irrelevant" judged "highly
+    relevant" and vice versa (0 <-> 2), the errors farthest apart. It is not the set that the PCL paper's eq. 4
+    punishes: its condition 2 ("Condition 2 tends to punish the model, e.g., the model misclassifies label 2 into
+    label 0") covers, in the workbench's reading (``workbench.losses.pcl``), gold 1 predicted 0 as well, which is
+    one step from gold and not counted here.
     """
     gold, pred = _validated_pair(labels, predictions)
     return float(np.mean(np.abs(pred - gold) >= 2))

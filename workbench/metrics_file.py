@@ -58,7 +58,8 @@ def _check_metric(name: str, value: Any) -> None:
     if name.endswith("_std") or name in ("n", "n_seeds", "seeds"):  # summary_agg.csv would list them as metrics
         raise ValueError(
             f"metrics: entry {name!r} is a spread or a count of runs, not a metric: record the metric as "
-            "{'mean', 'std', 'n'} (workbench.stats.describe) and parameters as details (write_metrics(..., parameters=...))"
+            "{'mean', 'std', 'n'} (workbench.stats.describe) and parameters as details "
+            "(write_metrics(..., parameters=...))"
         )
     if value is None:  # not measured in this run (e.g. a rate with no run to average over)
         return

@@ -109,15 +109,19 @@ def electra_generator_config(discriminator: ElectraConfig, generator_size: float
 def build_electra(
     generator_size: float, model_name_or_path: str | Path | None = None, tiny: Mapping[str, Any] | None = None
 ) -> tuple[ElectraForMaskedLM, ElectraForPreTraining]:
-    """ELECTRA's ``(generator, discriminator)``: D a tiny ELECTRA (``tiny``) or the checkpoint ``model_name_or_path``, G
-    ``<model_name_or_path>/generator`` when it exists, else a new one of ``generator_size``. Clark et al. 2020, Sec. 3.2,
-    "we only share the embeddings (both the token and positional embeddings)": G's ``electra.embeddings`` *is* D's."""
+    """ELECTRA's ``(generator, discriminator)``: D a tiny ELECTRA (``tiny``) or the checkpoint
+    ``model_name_or_path``; G ``<model_name_or_path>/generator`` when it exists, else a new one of ``generator_size``.
+    Clark et al. 2020, Sec. 3.2, "we only share the embeddings (both the token and positional embeddings)": G's
+    ``electra.embeddings`` *is* D's."""
     if model_name_or_path is None:
         discriminator = ElectraForPreTraining(tiny_electra_config(**dict(tiny or {})))
         generator = ElectraForMaskedLM(electra_generator_config(discriminator.config, generator_size))
     else:
         if tiny is not None:
-            raise ValueError("tiny: give either model_name_or_path or tiny config kwargs, not both")
+            raise ValueError(
+                f"tiny: must be None with model_name_or_path={str(model_name_or_path)!r} (a checkpoint has its own "
+                f"sizes), got {tiny!r}"
+            )
         model_type = AutoConfig.from_pretrained(str(model_name_or_path)).model_type
         if model_type != "electra":
             raise ValueError(
@@ -140,7 +144,8 @@ def build_electra(
 
 
 def model_source(model: ModelConfig, vocab_size: int, max_length: int) -> dict[str, Any]:
-    """The builders' keyword arguments from a ``model`` section: the checkpoint, or the tiny config for ``vocab_size``."""
+    """The builders' keyword arguments from a ``model`` section: the checkpoint, or the tiny config for
+    ``vocab_size``."""
     if model.kind != "transformer":
         raise ValueError(f"model.kind: must be 'transformer' to build a transformer, got {model.kind!r}")
     if model.model_name_or_path is not None:
@@ -166,7 +171,10 @@ def _build(
     """Load ``model_name_or_path`` with ``auto_class`` or build ``bert_class`` from a tiny config."""
     if model_name_or_path is not None:
         if tiny is not None:
-            raise ValueError("tiny: give either model_name_or_path or tiny config kwargs, not both")
+            raise ValueError(
+                f"tiny: must be None with model_name_or_path={str(model_name_or_path)!r} (a checkpoint has its own "
+                f"sizes), got {tiny!r}"
+            )
         return load_pretrained(auto_class, model_name_or_path, **head_kw)
     config = tiny_bert_config(**dict(tiny or {}))
     for key, value in head_kw.items():
@@ -298,7 +306,8 @@ class FusionClassifier(nn.Module):
         self.num_labels = check_int("num_labels", num_labels, 1)
         self.representation = check_choice("representation", representation, self.REPRESENTATIONS)
         self.dropout = nn.Dropout(check_number("dropout", dropout, 0.0, 1.0, high_inclusive=False))
-        self.encoder_a, self.encoder_b = encoder_a, encoder_b
+        self.encoder_a = encoder_a
+        self.encoder_b = encoder_b
         self.classifier = nn.Linear(encoder_a.config.hidden_size + encoder_b.config.hidden_size, num_labels)
 
     def _represent(self, encoder: PreTrainedModel, **inputs: torch.Tensor | None) -> torch.Tensor:

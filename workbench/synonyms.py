@@ -75,7 +75,8 @@ class SynonymTable:
 
     @classmethod
     def from_cilin(cls, path: str | Path) -> SynonymTable:
-        """The ``=`` groups of a HIT Cilin (extended) file (``Aa01A01= w1 w2 ...``); ``#`` and ``@`` lines are skipped."""
+        """The ``=`` groups of a HIT Cilin (extended) file (``Aa01A01= w1 w2 ...``); ``#`` and ``@`` lines are
+        skipped."""
         groups = []
         for number, line in read_lines(path):
             if not line.strip():
@@ -89,7 +90,8 @@ class SynonymTable:
 
     @classmethod
     def from_wordnet_tsv(cls, path: str | Path) -> SynonymTable:
-        """Synsets from ``synset_id<TAB>pos<TAB>member<TAB>...`` lines (``#``: a comment; ``_`` in a member: a space)."""
+        """Synsets from ``synset_id<TAB>pos<TAB>member<TAB>...`` lines (``#`` starts a comment; ``_`` in a member
+        is a space)."""
         groups = []
         for number, line in read_lines(path):
             if not line.strip() or line.startswith("#"):
@@ -109,10 +111,10 @@ class SynonymTable:
         threshold: float | None = None,
         chunk_size: int = 4096,
     ) -> SynonymTable:
-        """``b`` is a synonym of ``a`` when among the ``k`` nearest neighbours of ``a`` by cosine a.b / (|a| |b|) (and at
-        least ``threshold``), made symmetric: threshold and symmetry are the workbench's adaptations; k = 10 is the
-        true-negatives paper's (footnote 11: "the top 10 most similar words for each retrieval"). ``chunk_size`` rows per
-        matrix product."""
+        """``b`` is a synonym of ``a`` when among the ``k`` nearest neighbours of ``a`` by cosine a.b / (|a| |b|)
+        (and at least ``threshold``), made symmetric: the threshold and the symmetry are the workbench's adaptations;
+        k = 10 is the true-negatives paper's (footnote 11: "the top 10 most similar words for each retrieval").
+        ``chunk_size`` rows per matrix product."""
         vectors = torch.as_tensor(np.asarray(matrix), dtype=torch.float32)
         if vectors.ndim != 2 or vectors.shape[0] != len(vocab):
             raise ValueError(
@@ -177,12 +179,11 @@ _KEY_SHIFT = 31
 def text_hashes(text: str) -> tuple[int, int]:
     """``(h_0, h_1)``: ``h_m = sum_i (ord(c_i) + 1) * B_m**(n - 1 - i) mod P_m`` over the ``n``
     characters ``c_i`` of ``text`` (``HASH_BASES``, ``HASH_MODULI``)."""
-    first, second = 0, 0
+    first = 0
+    second = 0
     for code in map(ord, text):
-        first, second = (
-            (first * HASH_BASES[0] + code + 1) % HASH_MODULI[0],
-            (second * HASH_BASES[1] + code + 1) % HASH_MODULI[1],
-        )
+        first = (first * HASH_BASES[0] + code + 1) % HASH_MODULI[0]
+        second = (second * HASH_BASES[1] + code + 1) % HASH_MODULI[1]
     return first, second
 
 
@@ -216,7 +217,8 @@ class SynonymIdIndex:
         if len({key for key, _ in keyed}) != len(keyed):
             raise RuntimeError("two lexicon words share a 62-bit text key; change HASH_BASES")
         groups_of = [table._groups_of[word] for _, word in keyed]
-        self.num_words, self.num_groups = len(keyed), max(len(table), 1)
+        self.num_words = len(keyed)
+        self.num_groups = max(len(table), 1)
         self.max_chars = max((len(word) for _, word in keyed), default=0)
         self.max_groups = max(map(len, groups_of), default=0)  # the most groups a word is in: a query's cost
         self.num_pairs = sum(len(group) * (len(group) - 1) for group in table._groups)  # ordered pairs, per group
@@ -273,11 +275,14 @@ class SynonymIdIndex:
     def are_synonyms(self, first: torch.Tensor, second: torch.Tensor) -> torch.Tensor:
         """Elementwise: word numbers ``first`` and ``second`` (:meth:`span_words`) are different words
         and some group of ``first`` holds ``second``; False where either is -1."""
-        codes, groups = self._tensors(first.device)["member_codes"], self.num_groups
+        codes = self._tensors(first.device)["member_codes"]
+        groups = self.num_groups
         if self.num_words == 0:
             return torch.zeros_like(first, dtype=torch.bool)
-        a, b = first.clamp(min=0), second.clamp(min=0)
-        start, stop = torch.searchsorted(codes, a * groups), torch.searchsorted(codes, (a + 1) * groups)
+        a = first.clamp(min=0)
+        b = second.clamp(min=0)
+        start = torch.searchsorted(codes, a * groups)
+        stop = torch.searchsorted(codes, (a + 1) * groups)
         member = start[..., None] + torch.arange(self.max_groups, device=first.device)  # the memberships of a
         query = b[..., None] * groups + codes[member.clamp(max=codes.numel() - 1)] % groups  # (b, each group of a)
         found = codes[torch.searchsorted(codes, query).clamp(max=codes.numel() - 1)] == query
@@ -352,7 +357,8 @@ def lexicon_coverage(
 
 
 def neighbours(tables: Mapping[str, SynonymTable], words: Sequence[str]) -> pd.DataFrame:
-    """The synonyms each source lists for each of ``words`` (sorted, space-separated): one row per word, one column per source."""
+    """The synonyms each source lists for each of ``words`` (sorted, space-separated): one row per word, one
+    column per source."""
     return pd.DataFrame(
         [{"word": word, **{name: " ".join(sorted(t.synonyms(word))) for name, t in tables.items()}} for word in words]
     )

@@ -42,7 +42,8 @@ def corpus_word_vectors(
             context = ids[max(0, position - window) : position] + ids[position + 1 : position + window + 1]
             pairs.update((word, other) for other in context if word >= 0 and other >= 0)
     size = len(words)
-    rows, columns = (np.array(side, dtype=np.int64) for side in zip(*pairs)) if pairs else (np.zeros(0, np.int64),) * 2
+    rows = np.array([word for word, _ in pairs], dtype=np.int64)
+    columns = np.array([other for _, other in pairs], dtype=np.int64)
     n = np.array(list(pairs.values()), dtype=np.float64)
     context = np.bincount(columns, weights=n, minlength=size) ** 0.75
     with np.errstate(divide="ignore"):
@@ -52,7 +53,8 @@ def corpus_word_vectors(
     dim = min(dim, size)
     if size <= 4000 or dim >= size - 1:
         left, singular, _ = np.linalg.svd(matrix.toarray(), full_matrices=False)
-        left, singular = left[:, :dim], singular[:dim]
+        left = left[:, :dim]
+        singular = singular[:dim]
     else:
         left, singular, _ = svds(matrix, k=dim, v0=np.full(size, 1.0 / np.sqrt(size)))
     return (left * np.sqrt(singular)).astype(np.float32), words

@@ -13,7 +13,8 @@ import yaml
 
 class _YamlLoader(yaml.SafeLoader):
     """YAML as written: booleans only true / false, decimal numbers (``1e-4``, ``.inf``; ``1e400`` is an error), null;
-    anything else (yes, off, 1:30, 0777, 2024-01-01) is a string. A repeated key is an error naming the file and line."""
+    anything else (yes, off, 1:30, 0777, 2024-01-01) is a string. A repeated key is an error naming the file and
+    line."""
 
     yaml_implicit_resolvers: ClassVar[dict] = {}
 
@@ -28,7 +29,8 @@ class _YamlLoader(yaml.SafeLoader):
         return super().construct_mapping(node, deep)
 
     def construct_yaml_float(self, node: yaml.ScalarNode) -> float:
-        value, text = super().construct_yaml_float(node), node.value.lower()
+        value = super().construct_yaml_float(node)
+        text = node.value.lower()
         if (abs(value) == float("inf") and "inf" not in text) or (value == 0 and text.split("e")[0].strip("+-0._")):
             raise yaml.constructor.ConstructorError(
                 None, None, f"{node.value} is beyond a float's range", node.start_mark
@@ -70,7 +72,8 @@ def read_yaml_file(path: str | Path, what: str) -> dict[str, Any]:
     try:
         loaded = read_yaml(raw.decode("utf-8"), str(path))
     except UnicodeDecodeError as error:
-        line, column = raw.count(b"\n", 0, error.start) + 1, error.start - raw.rfind(b"\n", 0, error.start) - 1
+        line = raw.count(b"\n", 0, error.start) + 1
+        column = error.start - raw.rfind(b"\n", 0, error.start) - 1
         raise ValueError(
             f"{path}:{line}: {what} is not UTF-8 text ({error.reason} at byte {column}); save it as UTF-8"
         ) from None

@@ -130,8 +130,11 @@ def list_releases(root: Path | None = None) -> str:
 
 def _stream(url: str, out: IO[bytes], label: str) -> tuple[str, int]:
     """Copy ``url`` into ``out`` with a progress bar: (sha256, bytes). FetchError (without the manual step) when the
-    server cannot be reached or answers with an error, stops answering for TIMEOUT_S, or sends less than it announced."""
-    digest, received, expected = hashlib.sha256(), 0, None
+    server cannot be reached or answers with an error, stops answering for TIMEOUT_S, or sends less than it
+    announced."""
+    digest = hashlib.sha256()
+    received = 0
+    expected = None
     try:
         request = urllib.request.Request(url, headers={"User-Agent": "workbench-data-fetch"})
         with urllib.request.urlopen(request, timeout=TIMEOUT_S) as response:
@@ -191,7 +194,8 @@ class _Fetcher:
                 names = [name for name in bundle.namelist() if name == member or name.endswith(f"/{member}")]
                 if not names:
                     raise FetchError(f"the archive holds no {member}")
-                digest, size = hashlib.sha256(), 0
+                digest = hashlib.sha256()
+                size = 0
                 with bundle.open(names[0]) as source:
                     for block in iter(lambda: source.read(CHUNK_BYTES), b""):
                         out.write(block)
@@ -281,7 +285,8 @@ def fetch(names: Iterable[str], root: Path | None = None, stream: IO[str] | None
             f"{root}: cannot create the data root ({error.strerror or error}); set {DATA_ROOT_ENV}"
         ) from None
     stream = sys.stdout if stream is None else stream
-    fetcher, lines = _Fetcher(root), []
+    fetcher = _Fetcher(root)
+    lines = []
     try:
         for item in items:
             for file in item.files:

@@ -64,7 +64,7 @@ def downsample(
     seed = check_seed(seed)
     members = _class_indices(ds, label)
     if (ratio is None) == (target is None):
-        raise ValueError("ratio: give exactly one of ratio and target")
+        raise ValueError(f"ratio: give exactly one of ratio and target, got ratio={ratio!r} and target={target!r}")
     if ratio is not None:
         target = int(round(check_number("ratio", ratio, 0, 1, low_inclusive=False) * members.size))
     check_int("target", target, 0, members.size)
@@ -156,8 +156,10 @@ class SynonymAugmenter:
             from workbench.masking.segment import JiebaSegmenter
 
             segmenter = JiebaSegmenter(pos=False)
-        self.synonyms, self.segmenter = synonyms, segmenter
-        self.seed, self.n_words = check_seed(seed), check_int("n_words", n_words, 1)
+        self.synonyms = synonyms
+        self.segmenter = segmenter
+        self.seed = check_seed(seed)
+        self.n_words = check_int("n_words", n_words, 1)
         self.calls = self.unchanged = 0
 
     def __call__(self, text: str) -> str:
@@ -175,7 +177,8 @@ def table8_class_counts(n_positive: int, n_negative: int) -> OrderedDict[str, tu
     """``{setting: (positives, negatives)}`` of Table 8 from n_p positives and n_n > n_p negatives:
     original (n_p, n_n); +positive (n_n, n_n); +negative (n_p, 2 n_n - n_p); -negative (n_p, n_p);
     +positive & +negative (m, 2 n_n - m), m = round(2 n_n n_p / (n_p + n_n)) (QQP: docs/data.md)."""
-    n_p, n_n = check_int("n_positive", n_positive, 1), check_int("n_negative", n_negative, 1)
+    n_p = check_int("n_positive", n_positive, 1)
+    n_n = check_int("n_negative", n_negative, 1)
     if not n_p < n_n:
         raise ValueError(f"n_positive: must be fewer than the negatives ({n_n}), got {n_p}")
     m = int(round(2 * n_n * n_p / (n_p + n_n)))
@@ -195,7 +198,8 @@ def table8_training_sets(
     negatives = np.setdiff1d(np.arange(len(train)), positives)
     if not 0 < positives.size < negatives.size:
         raise ValueError(
-            f"train: must have 0 < positives (label {positive_label}) < negatives, got {positives.size} and {negatives.size}"
+            f"train: must have 0 < positives (label {positive_label}) < negatives, "
+            f"got {positives.size} positives and {negatives.size} negatives"
         )
     counts = table8_class_counts(positives.size, negatives.size)
 

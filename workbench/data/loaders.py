@@ -28,12 +28,24 @@ from workbench.text_files import read_lines
 FORMATS = ("csv", "tsv", "jsonl")
 _SUFFIX_FORMATS = {".csv": "csv", ".tsv": "tsv", ".txt": "tsv", ".jsonl": "jsonl", ".json": "jsonl"}
 _CSV_FIELD_LIMIT_CAP = 2**31 - 1  # csv.field_size_limit takes a C long (32-bit on Windows)
-_TNEWS_IDS = (*range(100, 105), *range(106, 111), *range(112, 117))  # 105 and 111 unused
-_TNEWS_TOPICS = (
-    "story culture entertainment sports finance house car edu tech military travel world stock agriculture game"
-)
 MISSING_LABELS = ("na", "n/a", "#n/a", "<na>", "null", "none")  # how tables write a missing value (pandas' na_values)
-TNEWS_LABELS = tuple((str(i), f"news_{topic}") for i, topic in zip(_TNEWS_IDS, _TNEWS_TOPICS.split()))
+TNEWS_LABELS = (  # ids 105 and 111 are unused
+    ("100", "news_story"),
+    ("101", "news_culture"),
+    ("102", "news_entertainment"),
+    ("103", "news_sports"),
+    ("104", "news_finance"),
+    ("106", "news_house"),
+    ("107", "news_car"),
+    ("108", "news_edu"),
+    ("109", "news_tech"),
+    ("110", "news_military"),
+    ("112", "news_travel"),
+    ("113", "news_world"),
+    ("114", "news_stock"),
+    ("115", "news_agriculture"),
+    ("116", "news_game"),
+)
 """CLUE TNEWS label ids and descriptions (the content of its labels.json)."""
 
 
@@ -45,8 +57,11 @@ def existing_file(path: str | Path, parameter: str = "path") -> Path:
 
 
 def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    if len(record := dict(pairs)) < len(pairs):  # json.loads keeps the last of a repeated key silently
-        raise ValueError(f"a key given twice among {[key for key, _ in pairs]}")
+    """A JSON object's keys and values as a dict; a key given twice is an error (json.loads keeps the last silently)."""
+    record = dict(pairs)
+    if len(record) < len(pairs):
+        repeated = sorted({key for key, _ in pairs if [name for name, _ in pairs].count(key) > 1})
+        raise ValueError(f"a key is given twice in the object: {repeated}; each key may appear once")
     return record
 
 
@@ -68,9 +83,8 @@ def _delimited_records(
     """Rows of a CSV/TSV (unquoted) file, its first line the header; with ``fieldnames`` (headerless) a
     first line with a field ``label`` is a header: its ``label`` column first, the others in order."""
     quoting = csv.QUOTE_MINIMAL if delimiter == "," else csv.QUOTE_NONE
-    previous_limit = csv.field_size_limit(
-        min(path.stat().st_size + 1, _CSV_FIELD_LIMIT_CAP)
-    )  # fields as long as the file
+    # fields as long as the file
+    previous_limit = csv.field_size_limit(min(path.stat().st_size + 1, _CSV_FIELD_LIMIT_CAP))
     reader = csv.reader((line for _, line in read_lines(path)), delimiter=delimiter, quoting=quoting)
     columns = list(fieldnames) if fieldnames is not None else None
     try:
@@ -238,7 +252,8 @@ def load_table(
     """A CSV/TSV (with a header line) or JSON-lines file (``format``: one of ``FORMATS``, default from the
     suffix) with columns ``text``, ``text_pair`` (optional) and ``label``. The classes: ``label_names`` (a
     label is a name or its index), else ``classes`` (exact values, e.g. another split's), else the file's
-    distinct values (:func:`class_values`; not a :data:`MISSING_LABELS` value); a label is an index only if no name is one."""
+    distinct values (:func:`class_values`; not a :data:`MISSING_LABELS` value); a label is an index only if no name
+    is one."""
     path = existing_file(path)
     columns = {"text": text, "text_pair": text_pair, "label": label}
     read = read_table(path, table_format(path, format), {name: source for name, source in columns.items() if source})
@@ -343,7 +358,8 @@ def _root_splits(data: DataConfig) -> tuple[DatasetDict, dict[str, Any]]:
     absent (or that the release lacks, as TNEWS's labelled test) is cut from a present file (train's, else
     validation's, else test's) by ``data.split`` and ``data.seed``, with a warning (once per process) and the cut in the
     provenance."""
-    item, root = release(data.source), data_root()
+    item = release(data.source)
+    root = data_root()
     wanted = [name for name, fraction in zip(SPLIT_NAMES, data.split) if fraction > 0]
     if "validation" not in wanted:
         raise ValueError(f"data.split: the validation fraction must be > 0, got {list(data.split)!r}")
@@ -387,7 +403,8 @@ def _root_splits(data: DataConfig) -> tuple[DatasetDict, dict[str, Any]]:
 
 
 def load_splits(data: DataConfig | Mapping[str, Any]) -> Splits:
-    """Splits ``train``, ``validation`` (and ``test``) of a labelled source, with their ``provenance`` (:class:`Splits`).
+    """Splits ``train``, ``validation`` (and ``test``) of a labelled source, with their ``provenance``
+    (:class:`Splits`).
 
     Sample sources come split. A file source reads ``data.path`` and ``validation_path`` / ``test_path`` with the
     training file's classes, or cuts ``path`` by ``stratified_split`` (``data.split``, ``data.seed``; a 0 test
@@ -398,7 +415,8 @@ def load_splits(data: DataConfig | Mapping[str, Any]) -> Splits:
     data = DataConfig.from_mapping(data)
     if data.source in ("sample_relevance", "sample_sentences"):
         generate = sample_relevance_splits if data.source == "sample_relevance" else sample_sentence_splits
-        splits, record = generate(seed=data.seed), {"generated": {"seed": data.seed}, "splits": {}}
+        splits = generate(seed=data.seed)
+        record = {"generated": {"seed": data.seed}, "splits": {}}
     elif data.source in RELEASES and data.path is None and data.validation_path is None:
         splits, record = _root_splits(data)
     elif data.source in LABELLED_SOURCES:

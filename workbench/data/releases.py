@@ -119,7 +119,8 @@ RELEASES: dict[str, Release] = {
             "lcqmc",
             "LCQMC question-pair matching, 1 same intent / 0 not",
             _LCQMC_FORM,
-            "released by HIT Shenzhen on application (a form), for research; no licence file in the source repositories",
+            "released by HIT Shenzhen on application (a form), for research; "
+            "no licence file in the source repositories",
             tuple(
                 ReleaseFile(
                     f"lcqmc/{name}",

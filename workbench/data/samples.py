@@ -70,8 +70,10 @@ def _relevance_pair(rng: random.Random, content_label: int) -> tuple[str, str]:
     0: another topic."""
     topics = list(_TOPIC_ENTITIES)
     topic = rng.choice(topics)
-    n_entities, n_intents = len(_TOPIC_ENTITIES[topic]), len(_TOPIC_INTENTS[topic])
-    entity, intent = rng.randrange(n_entities), rng.randrange(n_intents)
+    n_entities = len(_TOPIC_ENTITIES[topic])
+    n_intents = len(_TOPIC_INTENTS[topic])
+    entity = rng.randrange(n_entities)
+    intent = rng.randrange(n_intents)
     query = _TOPIC_ENTITIES[topic][entity] + _TOPIC_INTENTS[topic][intent][0]
     if content_label == 2:
         return query, _relevance_title(rng, topic, entity, intent)

@@ -57,12 +57,14 @@ def deduplicate_splits(
     if not columns:
         raise ValueError(f"keys: none of {list(keys)} is a column of every split")
     seen: set[tuple[str, ...]] = set()
-    cleaned, removed = {}, {}
+    cleaned = {}
+    removed = {}
     for name in priority:
         rows = list(zip(*(dsdict[name][column] for column in columns)))
         keep = [i for i, row in enumerate(rows) if row not in seen]
         seen.update(rows)
-        cleaned[name], removed[name] = dsdict[name].select(keep), len(rows) - len(keep)
+        cleaned[name] = dsdict[name].select(keep)
+        removed[name] = len(rows) - len(keep)
     return DatasetDict({name: cleaned[name] for name in dsdict}), removed
 
 

@@ -56,7 +56,8 @@ def flatten(logits: torch.Tensor, labels: torch.Tensor) -> tuple[torch.Tensor, t
         raise ValueError(f"labels: must be an integer tensor, got {labels.dtype}")
     if labels.shape != logits.shape[:-1]:
         raise ValueError(
-            f"labels: must have the logits' shape without the class axis {tuple(logits.shape[:-1])}, got {tuple(labels.shape)}"
+            f"labels: must have the logits' shape without the class axis {tuple(logits.shape[:-1])}, "
+            f"got {tuple(labels.shape)}"
         )
     num_classes = logits.shape[-1]
     if num_classes < 2:
@@ -65,7 +66,8 @@ def flatten(logits: torch.Tensor, labels: torch.Tensor) -> tuple[torch.Tensor, t
     bad = (targets != IGNORE_INDEX) & ((targets < 0) | (targets >= num_classes))
     if bad.any():  # one read of the labels on the host
         raise ValueError(
-            f"labels: must lie in [0, {num_classes}) or equal {IGNORE_INDEX} (ignored), got {targets[bad].unique().tolist()}"
+            f"labels: must lie in [0, {num_classes}) or equal {IGNORE_INDEX} (ignored), "
+            f"got {targets[bad].unique().tolist()}"
         )
     return logits.reshape(-1, num_classes), targets
 
@@ -91,6 +93,11 @@ class ImbalanceLoss(nn.Module):
     @property
     def is_batch_level(self) -> bool:
         return False
+
+    @property
+    def rows_are_independent(self) -> bool:
+        """True when each row's loss (``reduction="none"``) depends on that row alone, not on the rest of the batch."""
+        return not self.is_batch_level
 
     def forward(self, logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
         rows, targets = flatten(logits, labels)

@@ -41,7 +41,8 @@ class CrossEntropyLoss(ImbalanceLoss):
 
 
 def dice_paper_class_weights(label_counts: Sequence[float] | torch.Tensor, K: float = 1.0) -> torch.Tensor:
-    """alpha_t = lg((n - n_t) / n_t + K), lg = log10 (Dice paper eq. 2, sec. 3.2), from the class counts n_t, n = sum_t n_t."""
+    """alpha_t = lg((n - n_t) / n_t + K), lg = log10 (Dice paper eq. 2, sec. 3.2), from the class counts n_t,
+    n = sum_t n_t."""
     counts = check_class_vector("label_counts", label_counts, low=1 / LARGEST)
     K = check_number("K", K, 0.0, None, low_inclusive=False)
     alpha = torch.log10((counts.sum() - counts) / counts + K)

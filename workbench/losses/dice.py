@@ -1,4 +1,5 @@
-"""Dice family (Li et al. 2020, "Dice Loss for Data-imbalanced NLP Tasks", arXiv 1911.02855): ``dice``, ``tversky``, ``dsc``.
+"""Dice family (Li et al. 2020, "Dice Loss for Data-imbalanced NLP Tasks", arXiv 1911.02855): ``dice``,
+``tversky``, ``dsc``.
 
 For position i and scored class c: p = softmax probability, y = [label_i = c], and TP = p y, FP = p (1 - y),
 FN = (1 - p) y. Binary tasks (C = 2) score class 1 only, as the paper does; C > 2 scores each class

@@ -1,4 +1,5 @@
-"""Language Model Pre-training on True Negatives (Zhang, Zhao, Utiyama, Sumita, AAAI 2023, arXiv 2212.00460), Sec. 3 and 5.
+"""Language Model Pre-training on True Negatives (Zhang, Zhao, Utiyama, Sumita, AAAI 2023, arXiv 2212.00460),
+Sec. 3 and 5.
 
 A masked position whose prediction r_k differs from the gold token w_k but is a synonym of it is a false
 negative: plain MLM punishes a right answer. Three loss modules, registered as ``mlm``, ``mlm_hc``, ``mlm_sr``:
@@ -50,8 +51,8 @@ def labelled_rows(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
     if logits.ndim == 2 and labels.ndim == 2 and logits.shape[0] == int(masked.sum()):
         return _float(logits)
     raise ValueError(
-        f"logits: must be (batch, length, vocab) or (masked positions, vocab) for labels of shape {tuple(labels.shape)} "
-        f"with {int(masked.sum())} masked, got {tuple(logits.shape)}"
+        f"logits: must be (batch, length, vocab) or (masked positions, vocab) for labels of shape "
+        f"{tuple(labels.shape)} with {int(masked.sum())} masked, got {tuple(logits.shape)}"
     )
 
 
@@ -181,10 +182,15 @@ def soft_regularization(
     r_k = argmax logits_k, without gradient, so SR trains the embedding layer (Sec. 3.2); ``"expected"`` (the
     workbench's): e'_k = softmax(logits_k) @ E, which reaches the logits too.
 
-    ``level="sentence"`` (Sec. 5): s = ``input_ids`` with the gold tokens restored, s_p = s with r_k at the masked
-    positions, H_p and H_s ``model``'s encoder states on s_p and s, P = softmax(H_p), Q = softmax(H_s) over the hidden
-    dimension. L_kl = KL(P || Q) (``kl_direction="filled||original"``, the paper's; ``"original||filled"`` is KL(Q ||
-    P)) averaged over the real tokens (``attention_mask``); both passes carry gradient.
+    ``level="sentence"`` (Sec. 5): the paper writes "we fill the masked sentence s with he [sic] predicted tokens r_k to
+    have the predicted sentence s_p. Then, s_p and s are fed to the Transformer encoder to have the contextualized
+    representation H_p and H_s" and counts only H_p as extra work ("it requires the extra calculation for the
+    predicted sequence H_p"): its s is the masked input, whose states the MLM pass has already. The workbench's
+    reading, its own: s = ``input_ids`` with the gold tokens restored (the unmasked original), s_p = s with r_k at
+    the masked positions, H_p and H_s ``model``'s encoder states on s_p and s, two extra encoder passes, both
+    carrying gradient. P = softmax(H_p), Q = softmax(H_s) over the hidden dimension; L_kl = KL(P || Q)
+    (``kl_direction="filled||original"``, the paper's; ``"original||filled"`` is KL(Q || P)) averaged over the real
+    tokens (``attention_mask``).
     """
     check_choice("level", level, SR_LEVELS)
     check_choice("prediction", prediction, SR_PREDICTIONS)
@@ -298,9 +304,9 @@ class SoftRegularizationLoss(MaskedLMLoss):
     """Soft regularization: L = L_mlm + ``weight`` x L_sr (eq. 1 + eq. 3, or + L_kl at sentence level), see
     :func:`soft_regularization`.
 
-    ``weight`` in [0, 1e12]; ``level``: ``token`` (eq. 3) or ``sentence`` (Sec. 5); ``prediction``: ``argmax`` (the paper's
-    r_k) or ``expected``; ``kl_direction``: ``filled||original`` (the paper's) or ``original||filled``. Token level
-    reads ``embeddings`` or ``model.get_input_embeddings().weight``; sentence level needs ``model``, ``input_ids``
+    ``weight`` in [0, 1e12]; ``level``: ``token`` (eq. 3) or ``sentence`` (Sec. 5); ``prediction``: ``argmax`` (the
+    paper's r_k) or ``expected``; ``kl_direction``: ``filled||original`` (the paper's) or ``original||filled``. Token
+    level reads ``embeddings`` or ``model.get_input_embeddings().weight``; sentence level needs ``model``, ``input_ids``
     and ``attention_mask``. ``items`` counts the masked positions.
     """
 
@@ -336,4 +342,7 @@ class SoftRegularizationLoss(MaskedLMLoss):
         return loss + penalty, items
 
     def extra_repr(self) -> str:
-        return f"weight={self.weight}, level={self.level!r}, prediction={self.prediction!r}, kl_direction={self.kl_direction!r}"
+        return (
+            f"weight={self.weight}, level={self.level!r}, prediction={self.prediction!r}, "
+            f"kl_direction={self.kl_direction!r}"
+        )

@@ -44,13 +44,17 @@ DEFAULT_PCL_PLUS_FORM = {"reference": "code", "paper": "paper", "weighted": "cod
 
 
 def check_counts(label_counts: Sequence[float] | torch.Tensor) -> torch.Tensor:
+    """``label_counts`` as a float64 CPU vector of K >= 2 counts in [1e-12, 1e12]; ValueError naming it otherwise."""
     return check_class_vector("label_counts", label_counts, low=1 / LARGEST)
 
 
 def count_ratios(n: list[float], pcl_plus_form: str) -> tuple[float, float]:
-    """(r+, r-) from counts n, as eq. 2-3 print them (sums of the other counts, no cancellation)."""
-    not_0, not_1 = sum(n[1:]), n[0] + sum(n[2:])
-    return (n[0] / not_0 if pcl_plus_form == "paper" else not_0 / n[0]), not_1 / n[1]
+    """(r+, r-) = (PCL+ / eps, PCL- / eps) from counts n, as eq. 2-3 print them (sums of the other counts)."""
+    r_plus = n[0] / sum(n[1:])  # eq. 2: PCL+ = eps n_0 / (n_1 + n_2)
+    r_minus = (n[0] + sum(n[2:])) / n[1]  # eq. 3: PCL- = eps (n_0 + n_2) / n_1
+    if pcl_plus_form == "code":
+        r_plus = sum(n[1:]) / n[0]  # the released code's PCL+: the reciprocal of eq. 2's ratio
+    return r_plus, r_minus
 
 
 def pcl_constants(label_counts: Sequence[float] | torch.Tensor, pcl_plus_form: str = "code") -> tuple[float, float]:
@@ -63,7 +67,8 @@ def pcl_constants(label_counts: Sequence[float] | torch.Tensor, pcl_plus_form: s
 def check_cost_matrix(
     cost_matrix: Sequence[Sequence[float]] | torch.Tensor, variant: str | None = None
 ) -> torch.Tensor:
-    """A K x K float64 CPU matrix, K >= 2, zero diagonal, entries in [0, 1e12], not for ``reference``; else ValueError."""
+    """The cost matrix as a K x K float64 CPU matrix: K >= 2, a zero diagonal, entries in [0, 1e12], and not for
+    ``reference``; ValueError naming ``cost_matrix`` otherwise."""
     if variant == "reference":
         raise ValueError(
             "cost_matrix: must be None for variant='reference' (the released code reads label values), got a matrix"
@@ -151,7 +156,7 @@ class PropensityCorrectedLoss(ImbalanceLoss):
     """PCL (eq. 2-4) on per-row label smoothing; the variants and near/far cases are in the module docstring.
 
     With global counts ``pcl_plus`` and ``pcl_minus`` hold r+ and r- (PCL+- / eps) and ``weight_matrix``
-    the matrix in use (:func:`pcl_weight_matrix`).
+    the matrix of the variant (:func:`pcl_weight_matrix`); the ``paper`` variant computes eq. 4 case by case.
 
     Args:
         epsilon: eps in [0, 1), the LS epsilon and the scaling ratio of eq. 2-3.
@@ -174,15 +179,14 @@ class PropensityCorrectedLoss(ImbalanceLoss):
         reduction: str = "mean",
     ) -> None:
         super().__init__(reduction)
-        check_choice("counts", counts, ("global", "batch"))
-        check_choice("variant", variant, PCL_VARIANTS)
+        self.counts = check_choice("counts", counts, ("global", "batch"))
+        self.variant = check_choice("variant", variant, PCL_VARIANTS)
         check_choice("pcl_plus_form", pcl_plus_form, (None, *PCL_PLUS_FORMS))
         self.epsilon = check_number("epsilon", epsilon, 0.0, 1.0, high_inclusive=False)
-        self.counts = counts
-        self.variant = variant
         self.pcl_plus_form = DEFAULT_PCL_PLUS_FORM[variant] if pcl_plus_form is None else pcl_plus_form
         self.register_buffer("cost_matrix", None if cost_matrix is None else check_cost_matrix(cost_matrix, variant))
-        self.pcl_plus = self.pcl_minus = None
+        self.pcl_plus = None
+        self.pcl_minus = None
         self.register_buffer("weight_matrix", None)
         if counts == "batch" and label_counts is not None:
             raise ValueError(
@@ -194,8 +198,13 @@ class PropensityCorrectedLoss(ImbalanceLoss):
                     "label_counts: must be given when counts='global' (one positive count per class), got None"
                 )
             self.label_counts = check_counts(label_counts)
-            self.pcl_plus, self.pcl_minus = pcl_constants(self.label_counts, self.pcl_plus_form)
-            self.weight_matrix = pcl_weight_matrix(
+            if self.cost_matrix is not None and len(self.cost_matrix) != len(self.label_counts):
+                raise ValueError(
+                    f"label_counts: must have one count per row of cost_matrix ({len(self.cost_matrix)}), "
+                    f"got {len(self.label_counts)}"
+                )
+            self.pcl_plus, self.pcl_minus = count_ratios(self.label_counts.tolist(), self.pcl_plus_form)
+            self.weight_matrix = weight_matrix(
                 variant, self.epsilon, self.label_counts, self.pcl_plus_form, self.cost_matrix
             )
 
@@ -203,25 +212,52 @@ class PropensityCorrectedLoss(ImbalanceLoss):
     def is_batch_level(self) -> bool:
         return self.counts == "batch"
 
-    def matrix(self, targets: torch.Tensor, num_classes: int) -> torch.Tensor:
-        """M[gold, predicted] for C classes: the global matrix, or one from this batch's add-one smoothed counts."""
-        defined = self.weight_matrix if self.counts == "global" else self.cost_matrix
+    @property
+    def rows_are_independent(self) -> bool:
+        """False for ``reference`` too: its correction, read from the first C positions, is added to every row."""
+        return not self.is_batch_level and self.variant != "reference"
+
+    def class_counts(self, targets: torch.Tensor, num_classes: int) -> torch.Tensor:
+        """The counts n_k of eq. 2-3 for C classes: ``label_counts``, or this batch's add-one smoothed counts."""
+        defined = self.label_counts if self.counts == "global" else self.cost_matrix
         if defined is not None and len(defined) != num_classes:
             name = "cost_matrix" if self.cost_matrix is not None else "label_counts"
             raise ValueError(f"{name}: must define C={num_classes} classes (those of the logits), got {len(defined)}")
         if self.counts == "global":
+            return self.label_counts
+        return torch.bincount(targets[targets != IGNORE_INDEX], minlength=num_classes).cpu().double() + 1
+
+    def matrix(self, targets: torch.Tensor, num_classes: int) -> torch.Tensor:
+        """M[gold, predicted] for C classes: the global matrix, or one from this batch's add-one smoothed counts."""
+        counts = self.class_counts(targets, num_classes)
+        if self.counts == "global":
             return self.weight_matrix
-        batch_counts = torch.bincount(targets[targets != IGNORE_INDEX], minlength=num_classes).cpu().double() + 1
         cost_matrix = None if self.cost_matrix is None else self.cost_matrix.cpu()
-        return weight_matrix(self.variant, self.epsilon, batch_counts, self.pcl_plus_form, cost_matrix)
+        return weight_matrix(self.variant, self.epsilon, counts, self.pcl_plus_form, cost_matrix)
+
+    def paper_loss(self, logits: torch.Tensor, targets: torch.Tensor, ls: torch.Tensor) -> torch.Tensor:
+        """Eq. 4 as printed, per position: LS - PCL- (condition 1: a near mistake), LS + PCL+ (condition 2: a far
+        mistake), LS (condition 3: a correct prediction); 0 at ignored positions. Constants: LS's gradient."""
+        counts = self.class_counts(targets, logits.shape[-1])
+        r_plus, r_minus = count_ratios(counts.tolist(), self.pcl_plus_form)
+        pcl_plus = self.epsilon * r_plus  # eq. 2
+        pcl_minus = self.epsilon * r_minus  # eq. 3
+        severity = ordinal_severity(counts) if self.cost_matrix is None else self.cost_matrix.cpu()
+        gold = targets.clamp_min(0)
+        predicted = logits.detach().argmax(-1)
+        near = near_mistakes(severity).to(logits.device)[gold, predicted]
+        correct = predicted == gold
+        loss = torch.where(correct, ls, torch.where(near, ls - pcl_minus, ls + pcl_plus))
+        return torch.where(targets != IGNORE_INDEX, loss, 0.0)
 
     def compute(self, logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
-        valid = targets != IGNORE_INDEX
-        gold, predicted = targets.clamp_min(0), logits.detach().argmax(-1)
-        matrix = self.matrix(targets, logits.shape[-1]).to(logits)
         ls = F.cross_entropy(logits, targets, ignore_index=IGNORE_INDEX, label_smoothing=self.epsilon, reduction="none")
-        if self.variant == "paper":  # eq. 4
-            return self.reduce(ls + valid * matrix[gold, predicted], targets)
+        if self.variant == "paper":
+            return self.reduce(self.paper_loss(logits, targets, ls), targets)
+        valid = targets != IGNORE_INDEX
+        gold = targets.clamp_min(0)
+        predicted = logits.detach().argmax(-1)
+        matrix = self.matrix(targets, logits.shape[-1]).to(logits)
         if self.variant == "weighted":
             return self.reduce(matrix[gold, predicted] * ls, targets)
         if self.variant == "expected_cost":

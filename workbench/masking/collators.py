@@ -54,8 +54,10 @@ class _MaskingCollator:
         )
         if getattr(tokenizer, "mask_token_id", None) is None or getattr(tokenizer, "pad_token_id", None) is None:
             raise ValueError(f"tokenizer: must define mask_token and pad_token, got {type(tokenizer).__name__}")
-        self.tokenizer, self.seed = tokenizer, check_int("seed", seed, 0)
-        self.return_word_ids, self.sentence_order = return_word_ids, bool(sentence_order)
+        self.tokenizer = tokenizer
+        self.seed = check_int("seed", seed, 0)
+        self.return_word_ids = return_word_ids
+        self.sentence_order = bool(sentence_order)
         self._worker_id: int | None = None
         self._rng = np.random.default_rng(self.seed)
         special_ids = set(tokenizer.all_special_ids)
@@ -81,7 +83,8 @@ class _MaskingCollator:
         rng = self._generator()
         sop_labels = None
         if self.sentence_order:
-            cls_id, sep_id = self.tokenizer.cls_token_id, self.tokenizer.sep_token_id
+            cls_id = self.tokenizer.cls_token_id
+            sep_id = self.tokenizer.sep_token_id
             features, sop_labels = sentence_order_batch(list(features), rng, cls_id, sep_id)
         width = max(len(feature["input_ids"]) for feature in features)
         input_ids = _pad(features, "input_ids", self.tokenizer.pad_token_id, width)
@@ -134,7 +137,8 @@ class _WordMaskCollator(_MaskingCollator):
     word gets no mask)."""
 
     def _word_order(self, features, word_counts, rng) -> tuple[tuple[np.ndarray, ...], np.ndarray]:
-        """Per batch word (rows concatenated): ``np.lexsort`` keys (last = primary; smaller: masked first), span in words."""
+        """Per word of the batch (rows concatenated): the ``np.lexsort`` keys (the last is the primary one; the
+        smaller is masked first) and the span in words."""
         raise NotImplementedError
 
     def _choose(self, features, word_ids, maskable, token_type_ids, budgets, rng) -> np.ndarray:
@@ -152,7 +156,9 @@ class _WordMaskCollator(_MaskingCollator):
         keys, spans = self._word_order(features, word_counts, rng)
         order = np.lexsort((*keys, np.repeat(np.arange(len(word_counts)), word_counts))).tolist()
         chosen = bytearray(total)
-        lengths, segments, spans = word_lengths.tolist(), word_segment.tolist(), spans.tolist()
+        lengths = word_lengths.tolist()
+        segments = word_segment.tolist()
+        spans = spans.tolist()
         for start, count, budget in zip(first_word.tolist(), word_counts.tolist(), budgets.tolist()):
             _fill_budget(order[start : start + count], start + count, budget, lengths, segments, spans, chosen)
         chosen_words = np.frombuffer(bytes(chosen), dtype=np.uint8).astype(bool)
@@ -206,7 +212,10 @@ class WholeWordMaskCollator(_WordMaskCollator):
 ENTITY_TAGS = frozenset({"ns", "nt", "nz"})
 ENTITY_TAG_PREFIX = "nr"  # nr, nrfg, nrt: person names
 EVENT_TAGS = frozenset({"v", "vn"})
-ENTITY, EVENT, OTHER = 0, 1, 2  # word types: the indices of KnowledgeMaskCollator's type weights
+# word types: the indices of KnowledgeMaskCollator's type weights
+ENTITY = 0
+EVENT = 1
+OTHER = 2
 
 
 def word_type(tag: str) -> int:
@@ -251,10 +260,14 @@ class KnowledgeMaskCollator(_WordMaskCollator):
         sentence_order: bool = False,
     ):
         super().__init__(tokenizer, mlm_probability, seed, return_word_ids, sentence_order)
-        weights = {"entity_weight": entity_weight, "event_weight": event_weight, "other_weight": other_weight}
-        self.entity_weight, self.event_weight, self.other_weight = (check_number(n, v, 0) for n, v in weights.items())
+        self.entity_weight = check_number("entity_weight", entity_weight, 0)
+        self.event_weight = check_number("event_weight", event_weight, 0)
+        self.other_weight = check_number("other_weight", other_weight, 0)
         if self.entity_weight == self.event_weight == self.other_weight == 0:
-            raise ValueError("entity_weight, event_weight, other_weight: must not all be 0")
+            raise ValueError(
+                "entity_weight, event_weight, other_weight: must not all be 0 (one of them chooses the words to mask), "
+                f"got {self.entity_weight}, {self.event_weight} and {self.other_weight}"
+            )
         self._type_weights = np.array([self.entity_weight, self.event_weight, self.other_weight])
         self.entities = frozenset(entities or ())
         self.idf = dict(idf or {})
@@ -271,7 +284,8 @@ class KnowledgeMaskCollator(_WordMaskCollator):
             [self.idf.get(word, self._unseen_idf) for word in words] if self.idf else [1.0] * len(words), float
         )
         weights = self._type_weights[np.array(types, dtype=np.int64)]  # w = type_weight * idf(word)
-        log_e, unweighted = np.log(rng.standard_exponential(len(tags))), (weights == 0) | (idf == 0)
+        log_e = np.log(rng.standard_exponential(len(tags)))
+        unweighted = (weights == 0) | (idf == 0)
         with np.errstate(divide="ignore"):  # log E - log w: no product overflows to inf, no quotient to 0 or inf (ties)
             keys = np.where(unweighted, log_e, log_e - np.log(weights) - np.log(idf))
         return (keys, unweighted), np.ones(len(tags), dtype=np.int64)

@@ -1,4 +1,5 @@
-"""Corpus preparation for MLM pre-training as ``datasets`` map steps with ``num_proc`` processes and datasets' cache files.
+"""Corpus preparation for MLM pre-training as ``datasets`` map steps, with ``num_proc`` processes and the datasets'
+cache files.
 
 Blank documents are dropped, the others grouped into chunks of about :data:`CHUNK_CHARACTERS` characters (whole
 documents in order; a chunk is a row, so the blocks do not depend on ``num_proc``; its last block may be short), and
@@ -32,7 +33,8 @@ from .segment import JiebaSegmenter
 CHUNK_CHARACTERS = 1 << 14
 FORMAT = 2  # raised whenever a step's output changes for the same inputs
 CACHE_ENV = "WORKBENCH_CACHE"
-_INTS, _STRINGS = datasets.List(datasets.Value("int32")), datasets.List(datasets.Value("string"))
+_INTS = datasets.List(datasets.Value("int32"))
+_STRINGS = datasets.List(datasets.Value("string"))
 _BYTES = datasets.List(datasets.Value("int8"))
 BLOCK_FEATURES = datasets.Features(
     dict(zip(BLOCK_COLUMNS, (_INTS, _BYTES, _BYTES, _INTS, _STRINGS, _STRINGS, _STRINGS)))
@@ -54,7 +56,8 @@ def resolve_num_proc(num_proc: int | None) -> int:
 def chunk_documents(documents: Sequence[str], chunk_characters: int = CHUNK_CHARACTERS) -> list[list[str]]:
     """Consecutive documents in chunks of at least ``chunk_characters`` characters (the last may be
     smaller); blank documents are dropped, a string that is not text (a lone surrogate) is a ValueError."""
-    chunks, size = [[]], 0
+    chunks = [[]]
+    size = 0
     for number, document in enumerate(documents):
         try:
             document.encode("utf-8")

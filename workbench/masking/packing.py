@@ -47,7 +47,8 @@ def encode_words(
             f"tokenizer: must be a fast tokenizer (offset mappings are needed), got {type(tokenizer).__name__}"
         )
     texts = list(texts)
-    if text_pairs is not None and len(text_pairs := list(text_pairs)) != len(texts):
+    text_pairs = None if text_pairs is None else list(text_pairs)
+    if text_pairs is not None and len(text_pairs) != len(texts):
         raise ValueError(f"text_pairs: must have one entry per text ({len(texts)}), got {len(text_pairs)}")
     encoded = tokenizer(
         texts,
@@ -83,7 +84,9 @@ def split_sentences(text: str) -> list[tuple[int, int]]:
 
 def segment_document(text: str, segmenter: JiebaSegmenter) -> tuple[list[str], list[str], list[int]]:
     """Step 1: the jieba words and POS tags of the sentences of ``text``, and the number of words of each sentence."""
-    words, tags, counts = [], [], []
+    words = []
+    tags = []
+    counts = []
     for start, end in split_sentences(text):
         pairs = segmenter.segment(text[start:end])
         words += [word for word, _ in pairs]
@@ -97,7 +100,8 @@ def align_tokens(
 ) -> tuple[list, list]:
     """Step 2: per token (character ``offsets``), the word holding its first character (-1: none), and
     the token where each sentence with a token starts."""
-    char_word, char_sentence = [NO_WORD] * len(text), [0] * len(text)
+    char_word = [NO_WORD] * len(text)
+    char_sentence = [0] * len(text)
     lengths = iter(map(len, words))
     word = 0
     for sentence, ((start, _), count) in enumerate(zip(split_sentences(text), sentence_words)):
@@ -105,7 +109,8 @@ def align_tokens(
             end = start + next(lengths)
             char_word[start:end] = [word] * (end - start)
             char_sentence[start:end] = [sentence] * (end - start)
-            start, word = end, word + 1
+            start = end
+            word += 1
     token_word = [char_word[start] if end > start else NO_WORD for start, end in offsets]
     token_sentence = [char_sentence[min(start, len(text) - 1)] for start, _ in offsets]
     return token_word, [i for i, sentence in enumerate(token_sentence) if i == 0 or sentence != token_sentence[i - 1]]
@@ -115,14 +120,17 @@ class Packer:
     """Step 3: greedy packing of documents' sentences into blocks of at most ``max_length`` tokens."""
 
     def __init__(self, cls_id: int, sep_id: int, max_length: int, block_boundary: str):
-        self.cls_id, self.sep_id, self.capacity = cls_id, sep_id, max_length - 2
+        self.cls_id = cls_id
+        self.sep_id = sep_id
+        self.capacity = max_length - 2
         self.fill_with_words = block_boundary == "word"
         self.blocks: list[dict] = []
         self.tokens: list[tuple] = []  # the open block: (token id, (document, word, text, tag) or None)
         self.documents = self.last = 0  # documents added; the document of the open block's last token
 
     def add(self, ids: list[int], token_word: list[int], sentence_starts: list[int], words: list[str], tags: list[str]):
-        """Append a document (none without tokens): token ids, token words, sentence starts (step 2), words, tags (step 1)."""
+        """Append a document (a document without tokens adds nothing): its token ids, token words, sentence starts
+        (step 2), words and tags (step 1)."""
         if not ids:
             return
         self.documents += 1
@@ -171,8 +179,10 @@ class Packer:
             input_ids = [self.cls_id, *(token for token, _ in self.tokens), self.sep_id]
             word_ids = [NO_WORD, *(NO_WORD if w is None else number[w[:2]] for _, w in self.tokens), NO_WORD]
             word_pos = ["", *("" if w is None else w[3] for _, w in self.tokens), ""]
-            words, tags = [text for text, _ in numbered.values()], [tag for _, tag in numbered.values()]
-            ones, zeros = [1] * len(input_ids), [0] * len(input_ids)
+            words = [text for text, _ in numbered.values()]
+            tags = [tag for _, tag in numbered.values()]
+            ones = [1] * len(input_ids)
+            zeros = [0] * len(input_ids)
             self.blocks.append(dict(zip(BLOCK_COLUMNS, (input_ids, ones, zeros, word_ids, word_pos, words, tags))))
         self.tokens = []
 

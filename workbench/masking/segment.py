@@ -41,7 +41,8 @@ class JiebaSegmenter:
         if user_dict is not None:
             list(read_lines(user_dict, "user_dict"))  # a ValueError unless the file exists and is UTF-8 text
         self.user_dict = None if user_dict is None else str(Path(user_dict).resolve())
-        self.pos, self.cache_size = pos, check_int("cache_size", cache_size, 1)
+        self.pos = pos
+        self.cache_size = check_int("cache_size", cache_size, 1)
         self._segment_cached = lru_cache(maxsize=cache_size)(self._segment_uncached)
 
     def __reduce__(self):

@@ -5,6 +5,11 @@ ALBERT (Lan et al., 2020, Sec. 3.1): two consecutive segments of one document, i
 Prediction (SOP)". The workbench's reading for packed blocks: cut at the word boundary nearest the middle, swap with
 probability 0.5, giving ``[CLS] A [SEP] B [SEP]`` (``token_type_ids`` 0 for A, 1 for B); one [SEP] more, so a corpus
 for SOP is packed to ``max_length - 1``.
+
+The halves may straddle documents: consecutive documents share a packed block (``pack_documents``), so the cut may
+fall inside the second document, or a half may hold the end of one document and the start of the next. Such a pair is
+not ALBERT's two segments of one document; in order or swapped, its label says only which half came first in the
+block.
 """
 
 from __future__ import annotations

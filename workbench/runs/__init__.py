@@ -86,7 +86,8 @@ def _check_count(name: str, value: Any, what: str) -> int:
 def _in_threads(executions, folders, kernel_name, env, jobs, gpus, board) -> Iterator[tuple[int, Outcome]]:
     """Run the executions in ``jobs`` threads, each kernel on its own GPU of ``gpus`` (cycled when
     ``jobs`` exceeds them); yields (index, outcome) as they end. Ctrl-C kills the running kernels."""
-    kernels, free = RunningKernels(), queue.SimpleQueue()
+    kernels = RunningKernels()
+    free = queue.SimpleQueue()
     for slot in range(jobs):
         free.put({"CUDA_VISIBLE_DEVICES": gpus[slot % len(gpus)]} if gpus else {})
 

@@ -46,7 +46,8 @@ class Outcome:
 
 
 def _runs_this_python(kernel_name: str) -> bool:
-    """Whether the kernelspec launches this interpreter (jupyter_client runs a bare ``python*`` as ``sys.executable``)."""
+    """Whether the kernelspec launches this interpreter (jupyter_client runs a bare ``python*`` as
+    ``sys.executable``)."""
     from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
 
     try:
@@ -64,7 +65,8 @@ def ensure_kernel(kernel_name: str | None = None) -> str:
     from jupyter_client.kernelspec import KernelSpecManager
 
     if kernel_name is not None:
-        if kernel_name not in (available := KernelSpecManager().find_kernel_specs()):
+        available = KernelSpecManager().find_kernel_specs()
+        if kernel_name not in available:
             raise ValueError(f"--kernel {kernel_name!r}: no such kernelspec; available: {', '.join(sorted(available))}")
         return kernel_name
     for name in ("python3", WORKBENCH_KERNEL):
@@ -178,7 +180,8 @@ def execute(
     parameters = {**execution.parameters, OUTPUT_DIR_PARAMETER: str(folder.resolve())}
     (folder / "params.yaml").write_text(yaml.safe_dump(parameters, sort_keys=False), encoding="utf-8")
     executed = folder / execution.notebook.name
-    failed_cell, error = None, None
+    failed_cell = None
+    error = None
     start = time.perf_counter()
     try:
         papermill.execute_notebook(  # absolute paths: papermill resolves relative ones against a process-wide

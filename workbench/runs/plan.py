@@ -67,9 +67,9 @@ class Execution:
 
 
 def parse_sweep(specs: Iterable[str]) -> dict[str, list[Any]]:
-    """``["epsilon=0.1,0.2", "losses=[CE,DSC],[FL]"]`` -> ``{"epsilon": [0.1, 0.2], "losses": [["CE", "DSC"], ["FL"]]}``:
-    the values read as one YAML flow list. Empty values, control characters and values equal after parsing
-    (``0.1`` and ``0.10``) are refused."""
+    """``["epsilon=0.1,0.2", "losses=[CE,DSC],[FL]"]`` ->
+    ``{"epsilon": [0.1, 0.2], "losses": [["CE", "DSC"], ["FL"]]}``: the values read as one YAML flow list. Empty
+    values, control characters and values equal after parsing (``0.1`` and ``0.10``) are refused."""
     sweep: dict[str, list[Any]] = {}
     for spec in specs:
         key, _, values = (part.strip() for part in spec.partition("="))
@@ -81,9 +81,8 @@ def parse_sweep(specs: Iterable[str]) -> dict[str, list[Any]]:
             raise ValueError(f"--sweep {key}: values must be printable and not empty, got {values!r}")
         parsed = read_yaml(f"[{values}]", f"--sweep {key}")
         for a, b in itertools.combinations(parsed, 2):
-            if (a == b and isinstance(a, bool) == isinstance(b, bool)) or repr(a) == repr(
-                b
-            ):  # 0.1, 0.10; NaN; 1 is no flag
+            # equal after parsing: 0.1 and 0.10, NaN twice; but 1 and true are different values
+            if (a == b and isinstance(a, bool) == isinstance(b, bool)) or repr(a) == repr(b):
                 raise ValueError(f"--sweep {key}: the value {a!r} is given twice (equal after parsing)")
         sweep[key] = parsed
     return sweep
@@ -103,7 +102,8 @@ def parse_seeds(text: str) -> list[int]:
 
 
 def parse_assignments(specs: Iterable[str], option: str) -> dict[str, Any]:
-    """``["timeout_min=60", "slurm_partition=gpu"]`` -> ``{"timeout_min": 60, "slurm_partition": "gpu"}`` (YAML values)."""
+    """``["timeout_min=60", "slurm_partition=gpu"]`` -> ``{"timeout_min": 60, "slurm_partition": "gpu"}``, the
+    values read as YAML."""
     assignments: dict[str, Any] = {}
     for spec in specs:
         key, sep, value = (part.strip() for part in spec.partition("="))
@@ -301,7 +301,8 @@ def plan_executions(
         One :class:`Execution` per notebook and sweep point (params file, sweep point, seeds, ``interactive = False``),
         each in its own folder (names that differ only in case get a hash: macOS and Windows would merge them).
     """
-    sweep, fixed = sweep or {}, {SEEDS_PARAMETER: list(seeds)} if seeds else {}
+    sweep = sweep or {}
+    fixed = {SEEDS_PARAMETER: list(seeds)} if seeds else {}
     if fixed and SEEDS_PARAMETER in sweep:
         raise ValueError(f"--seeds: give seeds either with --seeds or with --sweep {SEEDS_PARAMETER}=..., not both")
     points = [dict(zip(sweep, values)) for values in itertools.product(*sweep.values())]

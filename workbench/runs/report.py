@@ -54,7 +54,8 @@ def metric_rows(outcomes: Sequence[Outcome], sweep_keys: Sequence[str] = ()) -> 
     notebook's seeds; empty for one run), n and the notebook's description of the metric."""
     records = []
     for outcome in (outcome for outcome in outcomes if outcome.ok):
-        execution, descriptions = outcome.execution, outcome.metrics.get(DESCRIPTIONS)
+        execution = outcome.execution
+        descriptions = outcome.metrics.get(DESCRIPTIONS)
         descriptions = descriptions if isinstance(descriptions, dict) else {}
         point = {
             "notebook": execution.name,
@@ -230,7 +231,8 @@ def _sweep_figures(aggregated: pd.DataFrame, sweep_keys: Sequence[str]) -> str:
 
     if not sweep_keys or aggregated.empty:
         return ""
-    x_key, others = sweep_keys[0], list(sweep_keys[1:])
+    x_key = sweep_keys[0]
+    others = list(sweep_keys[1:])
     parts = []
     for index, ((notebook, metric), rows) in enumerate(aggregated.groupby(["notebook", "metric"], sort=False)):
         description = next((text for text in rows["description"] if text), "")

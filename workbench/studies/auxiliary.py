@@ -30,8 +30,12 @@ from workbench.stats import describe, mean_std, row_statistics
 from workbench.stats import summarize as summarize_runs
 from workbench.train import classification_data, evaluation_split, finetune, fusion_finetune, two_stage
 
-BASELINE, TWO_STAGE, TWO_STAGE_FGM = "baseline", "two_stage", "two_stage_fgm"
-FUSION_FINETUNE, FUSION, FUSION_FGM = "fusion_finetune", "fusion", "fusion_fgm"
+BASELINE = "baseline"
+TWO_STAGE = "two_stage"
+TWO_STAGE_FGM = "two_stage_fgm"
+FUSION_FINETUNE = "fusion_finetune"
+FUSION = "fusion"
+FUSION_FGM = "fusion_fgm"
 METHODS = (BASELINE, TWO_STAGE, TWO_STAGE_FGM, FUSION_FINETUNE, FUSION, FUSION_FGM)
 PAPER_NAMES = {
     BASELINE: "BERT (fine-tuning)",
@@ -148,7 +152,8 @@ def run_study(
 
 
 def summarize(runs: pd.DataFrame, metrics: Sequence[str] = METRICS) -> pd.DataFrame:
-    """Per (method, num_aux): ``<metric>_mean``, ``<metric>_std`` (ddof = 1) and ``n``, methods in :data:`METHODS` order."""
+    """Per (method, num_aux): ``<metric>_mean``, ``<metric>_std`` (ddof = 1) and ``n``, the methods in
+    :data:`METHODS` order."""
     missing = [name for name in ("method", "num_aux", *metrics) if name not in runs.columns]
     if missing:
         raise ValueError(f"runs: missing columns {missing}; expected a run_study table")
@@ -197,8 +202,8 @@ def this_run(runs: pd.DataFrame) -> str:
         + "; ".join(f"{method} n={n}: {values}" for (method, n), values in per_seed.items())
         + ". Stage 1 on the evaluation split (mean over seeds): "
         + "; ".join(
-            f"n={n}: auxiliary mass {row['stage1_aux_mass']:.3f}, entropy over K {row['stage1_entropy_k']:.3f} and over K+n "
-            f"{row['stage1_entropy_k_plus_n']:.3f} nats"
+            f"n={n}: auxiliary mass {row['stage1_aux_mass']:.3f}, entropy over K {row['stage1_entropy_k']:.3f} "
+            f"and over K+n {row['stage1_entropy_k_plus_n']:.3f} nats"
             for n, row in entropy.iterrows()
         )
         + "."

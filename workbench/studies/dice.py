@@ -82,9 +82,9 @@ def study_splits(data: DataConfig | Mapping[str, Any], positive_share: float | N
 
 @dataclass
 class Table8Sets:
-    """Table 8's training sets (setting -> split), the ``augmentation``, the augmenter's ``calls`` and ``unchanged``, and
-    the ``positive_label`` they were built for (:func:`scored_label`; every other class is a negative) and, with more
-    than two classes, its name ``smallest_class``."""
+    """Table 8's training sets (setting -> split), the ``augmentation``, the augmenter's ``calls`` and ``unchanged``,
+    and the ``positive_label`` they were built for (:func:`scored_label`; every other class is a negative) and, with
+    more than two classes, its name ``smallest_class``."""
 
     sets: OrderedDict[str, Dataset]
     augmentation: str
@@ -107,9 +107,11 @@ def table8_sets(
     Cilin / .tsv path or None: the shipped one) or ``copies`` (not the paper's)."""
     check_choice("augmentation", augmentation, AUGMENTATIONS)
     augmenter = SynonymAugmenter(SynonymTable.from_path(lexicon), seed=seed) if augmentation == "synonyms" else None
-    positive, names = scored_label(train), label_names(train)
+    positive = scored_label(train)
+    names = label_names(train)
     sets = table8_training_sets(train, seed, augmenter, positive_label=positive)
-    calls, unchanged = getattr(augmenter, "calls", 0), getattr(augmenter, "unchanged", 0)
+    calls = getattr(augmenter, "calls", 0)
+    unchanged = getattr(augmenter, "unchanged", 0)
     return Table8Sets(sets, augmentation, calls, unchanged, positive, names[positive] if len(names) > 2 else None)
 
 
@@ -117,7 +119,8 @@ def table8_counts(table8: Table8Sets) -> pd.DataFrame:
     """Per setting: negative (every class but the positive one), positive, total, positive share, added (rows appended
     to the original) and added rows whose text equals an original training text (every copy, and replacements that
     found no synonym)."""
-    sets, original = table8.sets, table8.sets["original"]
+    sets = table8.sets
+    original = table8.sets["original"]
     positives = [label_counts(train)[table8.positive_label] for train in sets.values()]
     counts = pd.DataFrame(
         [(len(train) - n, n) for train, n in zip(sets.values(), positives)],
@@ -282,9 +285,11 @@ def this_run(
     )
     return (
         f"This run ({table8['seed'].nunique()} seed(s); test, x100): F1 of {scored}, {per_setting} "
-        f"(added examples: {sets.augmentation}, {sets.unchanged} of {sets.calls} left unchanged). DSC presets on original: "
-        f"eq. 12 {cell('presets', 'DSC paper')}, reference {cell('presets', 'DSC reference')}. Tversky: alpha = {chosen['alpha']:g} "
-        f"chosen on validation, test F1 {100 * chosen['test_f1_positive']:.1f}. Balanced task (Table 9), accuracy: "
+        f"(added examples: {sets.augmentation}, {sets.unchanged} of {sets.calls} left unchanged). "
+        f"DSC presets on original: eq. 12 {cell('presets', 'DSC paper')}, "
+        f"reference {cell('presets', 'DSC reference')}. "
+        f"Tversky: alpha = {chosen['alpha']:g} chosen on validation, "
+        f"test F1 {100 * chosen['test_f1_positive']:.1f}. Balanced task (Table 9), accuracy: "
         + ", ".join(f"{loss} {cell('balanced', loss, 'accuracy')}" for loss in dict.fromkeys(table9["loss"]))
         + "."
     )

@@ -62,20 +62,23 @@ def setting_specs(
 def gradient_comparison(
     epsilon: float = 0.1, batch_size: int = 64, seed: int = 0, settings: Sequence[str] = tuple(PCL_SETTINGS)
 ) -> pd.DataFrame:
-    """Each setting's loss and gradient against LS's on one seeded float64 batch (logits ~ N(0, 2^2), labels in QBQTC's
-    shares, its counts the global ones): loss, ``loss_minus_ls``, ``max_abs_grad_diff`` and ``same_gradient`` (bitwise)."""
+    """Each setting's loss and gradient against LS's on one seeded float64 batch (logits ~ N(0, 2^2), labels in
+    QBQTC's shares, its counts the global ones): loss, ``loss_minus_ls``, ``max_abs_grad_diff`` and
+    ``same_gradient`` (bitwise)."""
     check_int("batch_size", batch_size, 1)
     specs = setting_specs(list(dict.fromkeys([BASELINE, *settings])), epsilon)
     generator = torch.Generator().manual_seed(seed)
     shares = torch.as_tensor(QBQTC_LABEL_COUNTS, dtype=torch.float64)
     labels = torch.multinomial(shares / shares.sum(), batch_size, replacement=True, generator=generator)
     logits = 2.0 * torch.randn(batch_size, len(shares), generator=generator, dtype=torch.float64)
-    values, gradients = {}, {}
+    values = {}
+    gradients = {}
     for setting, spec in specs.items():
         counts = {"label_counts": list(QBQTC_LABEL_COUNTS)} if needs_label_counts(spec) else {}
         leaf = logits.clone().requires_grad_(True)
         value = loss_from_spec(spec.replace(params={**spec.params, **counts}))(leaf, labels)
-        values[setting], (gradients[setting],) = value.item(), torch.autograd.grad(value, leaf)
+        values[setting] = value.item()
+        gradients[setting] = torch.autograd.grad(value, leaf)[0]
     return pd.DataFrame(
         {
             "setting": list(settings),
@@ -91,7 +94,8 @@ def gradient_comparison(
 
 @dataclass
 class Ablation:
-    """:func:`run_ablation`'s result: ``runs``, test ``predictions[(setting, seed)]``, ``confusion[setting]`` (summed)."""
+    """:func:`run_ablation`'s result: ``runs``, the test ``predictions[(setting, seed)]`` and
+    ``confusion[setting]`` (summed over seeds)."""
 
     runs: pd.DataFrame
     predictions: dict[tuple[str, int], np.ndarray]
@@ -118,7 +122,9 @@ def run_ablation(
     seeds = check_seeds("seeds", seeds)
     names = label_names(splits["train"])
     gold = np.asarray(splits["test"]["label"], dtype=np.int64)
-    rows, predictions, confusion = [], {}, dict.fromkeys(losses, 0)
+    rows = []
+    predictions = {}
+    confusion = dict.fromkeys(losses, 0)
     for setting, spec in losses.items():
         loss = loss_from_spec(spec, splits["train"])
         for seed in seeds:
@@ -140,7 +146,8 @@ def run_ablation(
 def encoder_fitters(
     encoders: Mapping[str, Mapping[str, Any]], training: Mapping[str, Any], max_length: int
 ) -> dict[str, Fitter]:
-    """Table 4's encoder axis: a :func:`~workbench.train.build_fitter` per ``encoders`` entry (name -> ``model`` section)."""
+    """Table 4's encoder axis: a :func:`~workbench.train.build_fitter` per ``encoders`` entry (a name ->
+    ``model`` section)."""
     if (
         not isinstance(encoders, Mapping)
         or not encoders
@@ -152,7 +159,8 @@ def encoder_fitters(
 
 @dataclass
 class EncoderAblation:
-    """:func:`run_encoder_ablation`'s result: ``runs`` (with a first column ``encoder``) and ``ablations`` per encoder."""
+    """:func:`run_encoder_ablation`'s result: ``runs`` (with a first column ``encoder``) and ``ablations`` per
+    encoder."""
 
     runs: pd.DataFrame
     ablations: dict[str, Ablation]

@@ -36,11 +36,11 @@ GENERATED = {
 
 
 def comparison_specs(settings: Sequence[str], epsilon: float, cost_matrix=None) -> dict[str, LossSpec]:
-    """The specs of ``settings`` (:data:`COMPARISON` keys): LS and PCL at ``epsilon``, PCL with ``cost_matrix`` if given."""
+    """The specs of ``settings`` (:data:`COMPARISON` keys): LS and PCL at ``epsilon``, PCL with ``cost_matrix`` if
+    one is given."""
     specs = {}
-    for setting in check_names(
-        "settings", settings, list(COMPARISON), required=("CE", "LS")
-    ):  # the notebook shows both
+    chosen = check_names("settings", settings, list(COMPARISON), required=("CE", "LS"))  # the notebook shows both
+    for setting in chosen:
         spec = COMPARISON[setting]
         extra = {"epsilon": epsilon} if spec.name in ("ls", "pcl") else {}
         if cost_matrix is not None and spec.name == "pcl" and spec.params["variant"] != "reference":
@@ -129,8 +129,8 @@ def this_run(runs: pd.DataFrame, baseline: Mapping[str, Any]) -> str:
     recall = recall_table(runs)
     identical = runs.groupby("setting", sort=False)["identical_to_ls"].agg(["sum", "size"])
     text = (
-        f"This run ({runs['seed'].nunique()} seed(s), test): always predicting {baseline['majority_label']!r}: accuracy "
-        f"{baseline['accuracy']:.3f}, macro-F1 {baseline['macro_f1']:.3f}. Macro-F1 "
+        f"This run ({runs['seed'].nunique()} seed(s), test): always predicting {baseline['majority_label']!r}: "
+        f"accuracy {baseline['accuracy']:.3f}, macro-F1 {baseline['macro_f1']:.3f}. Macro-F1 "
         + ", ".join(f"{setting} {cell}" for setting, cell in cells["macro_f1"].items())
         + ". Recall (%) of CE: "
         + (

@@ -37,7 +37,8 @@ from workbench.train.run_folder import Result, count_parameters, training_run
 
 @dataclass
 class ElectraOutput(ModelOutput):
-    """One pass of the pair: G's logits at the masked positions (M, vocab), D's input x^c, D's logits (batch, length)."""
+    """One pass of the pair: G's logits at the masked positions (M, vocab), D's input x^c and D's logits
+    (batch, length)."""
 
     generator_logits: torch.Tensor | None = None
     replaced_ids: torch.Tensor | None = None
@@ -93,7 +94,8 @@ class ElectraPretrainingModel(nn.Module):
 
     def __init__(self, generator: ElectraForMaskedLM, discriminator: ElectraForPreTraining) -> None:
         super().__init__()
-        self.generator, self.discriminator = generator, discriminator
+        self.generator = generator
+        self.discriminator = discriminator
 
     def forward(self, input_ids, attention_mask, token_type_ids=None, labels=None, sampler=None) -> ElectraOutput:
         if labels is None:
@@ -116,19 +118,22 @@ def loss_means(sums: np.ndarray) -> dict[str, float]:
 
 
 class ElectraTrainer(pretraining.MaskedLMTrainer):
-    """The MLM objective (plain / HC / SR) on G plus ``discriminator_weight`` x L_disc (a batch-level mean under gradient
-    accumulation); with HC D's relabellings counted in ``corrections["disc_hc"]``; G's and D's mean losses logged."""
+    """The MLM objective (plain / HC / SR) on G plus ``discriminator_weight`` x L_disc (a batch-level mean under
+    gradient accumulation); with HC, D's relabellings are counted in ``corrections["disc_hc"]``; G's and D's mean
+    losses are logged."""
 
     def __init__(self, *args: Any, discriminator_weight: float, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.discriminator_weight = discriminator_weight
         if self.correcting:
             self.corrections["disc_hc"] = pretraining.CorrectionLog()
-        self.losses_since_log, self.losses_total = np.zeros(3), np.zeros(3)  # G's sum, D's sum, micro-batches
+        self.losses_since_log = np.zeros(3)  # G's loss sum, D's loss sum, micro-batches since the last log
+        self.losses_total = np.zeros(3)  # the same over the whole run
 
     def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
         inputs = dict(inputs)
-        labels, word_ids = inputs.pop("labels"), inputs.pop("word_ids", None)
+        labels = inputs.pop("labels")
+        word_ids = inputs.pop("word_ids", None)
         outputs = model(**inputs, labels=labels)
         generator = self.accelerator.unwrap_model(model).generator
         generator_loss, items = self.mlm_loss(generator, outputs.generator_logits, labels, inputs, word_ids)
@@ -169,8 +174,8 @@ class ElectraTrainer(pretraining.MaskedLMTrainer):
         return metrics
 
     def save_model(self, output_dir: str | None = None, _internal_call: bool = False) -> None:
-        """D into ``output_dir``, G into ``output_dir/generator``, the tokenizer into both, the training arguments beside
-        (checkpoints and the final save)."""
+        """D into ``output_dir``, G into ``output_dir/generator``, the tokenizer into both and the training arguments
+        beside them (checkpoints and the final save)."""
         output_dir = output_dir or self.args.output_dir
         if self.args.should_save:
             self.accelerator.unwrap_model(self.model).save_pretrained(output_dir)
@@ -196,10 +201,8 @@ def evaluate_discriminator(
     over the real tokens: eval_disc_loss (mean BCE), eval_disc_accuracy (1[logit > 0] = y), eval_disc_precision and
     eval_disc_recall of "replaced", eval_replaced_share; with ``correction`` the HC relabelling counts and rates of the
     same replacements as ``disc_hc_<name>``. Runs in eval mode, restores the mode after."""
-    totals, counts = (
-        np.zeros(6),
-        CorrectionCounts(),
-    )  # loss sum, real tokens, right, true positives, predicted, replaced
+    totals = np.zeros(6)  # loss sum, real tokens, right, true positives, predicted, replaced
+    counts = CorrectionCounts()
     with pretraining.evaluation_mode(model, batches) as device:
         sampler = torch.Generator(device=device).manual_seed(seed)
         for batch in batches:
@@ -232,7 +235,8 @@ def evaluate_discriminator(
 def evaluate_electra(
     model: ElectraPretrainingModel, batches: Sequence, correction: HardCorrectionLoss | None = None
 ) -> dict:
-    """G's plain MLM evaluation (:func:`evaluate_masked_lm`) and D's (:func:`evaluate_discriminator`) on the same masks."""
+    """G's plain MLM evaluation (:func:`evaluate_masked_lm`) and D's (:func:`evaluate_discriminator`) on the same
+    masks."""
     generator = pretraining.evaluate_masked_lm(model.generator, batches, correction)
     return {**generator, **evaluate_discriminator(model, batches, correction)}
 

@@ -64,13 +64,15 @@ def warn_unreadable(rows: Mapping[str, Sequence[Sequence[int]]], tokenizer: Any)
     named = ", ".join(f"{share:.0%} of {name}" for name, share in shares.items() if share > UNREADABLE_SHARE)
     if named:
         warn_once(
-            f"text the vocabulary cannot read: {named} samples are mostly [UNK] or single Latin letters; use a vocabulary "
-            "that fits the language (model.vocab_file) or a model.model_name_or_path whose tokenizer does"
+            f"text the vocabulary cannot read: {named} samples are mostly [UNK] or single Latin letters; "
+            "use a vocabulary that fits the language (model.vocab_file) or a model.model_name_or_path "
+            "whose tokenizer does"
         )
 
 
 def tokenize_splits(splits: DatasetDict, tokenizer: Any, max_length: int) -> DatasetDict:
-    """``text`` (``text_pair``) as at most ``max_length`` unpadded tokens, ``label`` -> ``labels``; :func:`warn_unreadable`."""
+    """``text`` (and ``text_pair``) as at most ``max_length`` unpadded tokens, ``label`` renamed ``labels``;
+    :func:`warn_unreadable` warns about text the vocabulary cannot read."""
 
     def encode(batch: dict[str, list]) -> dict[str, list]:
         encoded = tokenizer(batch["text"], batch.get("text_pair"), truncation=True, max_length=max_length)
@@ -99,7 +101,8 @@ class ClassificationData:
 
 
 def classification_data(config: Config, splits: DatasetDict | None = None) -> ClassificationData:
-    """``config.data``'s splits (or ``splits``) tokenized by ``config.model``'s tokenizer; a warning counts rows shared."""
+    """``config.data``'s splits (or ``splits``) tokenized by ``config.model``'s tokenizer; a warning counts the rows
+    that the evaluation splits share with training."""
     splits = load_splits(config.data) if splits is None else splits
     shared = shared_with_train(splits)
     if any(shared.values()):
@@ -236,8 +239,9 @@ def write_classifier_result(
 
 
 def finetune(config: str | Path | Mapping[str, Any] | Config, callbacks: Sequence[TrainerCallback] = ()) -> Result:
-    """Fine-tune a tiny BERT or ``model.model_name_or_path`` on ``config`` (docs/training.md) with ``loss_from_spec(config.loss)``;
-    ``output_dir`` gets the best model, tokenizer, ``metrics.json``, test (else validation) ``predictions.csv``."""
+    """Fine-tune a tiny BERT or ``model.model_name_or_path`` on ``config`` (docs/training.md) with
+    ``loss_from_spec(config.loss)``; ``output_dir`` gets the best model, tokenizer, ``metrics.json``, test (else
+    validation) ``predictions.csv``."""
     with training_run(config, "finetune") as config:
         data = classification_data(config)
         source = model_source(config.model, len(data.tokenizer), config.data.max_length)

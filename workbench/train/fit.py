@@ -41,14 +41,16 @@ class Fitter:
     def __init__(
         self, model: ModelConfig | dict[str, Any], training: TrainingConfig | dict[str, Any], max_length: int
     ) -> None:
-        self.model, self.training = ModelConfig.from_mapping(model), TrainingConfig.from_mapping(training)
+        self.model = ModelConfig.from_mapping(model)
+        self.training = TrainingConfig.from_mapping(training)
         self.max_length = check_int("max_length", max_length, 1)
 
     def fit(self, splits: DatasetDict, loss: nn.Module, seed: int) -> Fit:
         """Train on ``splits["train"]``, keep the epoch with the best validation macro-F1, predict validation and test.
 
         Args:
-            splits: ``train``, ``validation`` and ``test`` with ``text`` (optional ``text_pair``) and a ClassLabel ``label``.
+            splits: ``train``, ``validation`` and ``test`` with ``text`` (optional ``text_pair``) and a ClassLabel
+                ``label``.
             loss: any ``forward(logits, labels)`` module averaging over the batch (``workbench.train.loss_from_spec``).
             seed: seeds the model's initialisation and the batch order.
 
@@ -68,7 +70,8 @@ class ProbeFitter(Fitter):
     """The character probe (:func:`~workbench.train.probes.fit_probe`), on pairs when the splits have ``text_pair``."""
 
     def _fit(self, splits: DatasetDict, loss: nn.Module, seed: int) -> Fit:
-        tokenizer, names = load_tokenizer(vocab_file=self.model.vocab_file), label_names(splits["train"])
+        tokenizer = load_tokenizer(vocab_file=self.model.vocab_file)
+        names = label_names(splits["train"])
         columns = PAIR_COLUMNS if "text_pair" in splits["train"].column_names else SINGLE_COLUMNS
         encoded = {name: encode_split(splits[name], tokenizer, self.max_length, columns) for name in SPLITS}
         warn_unreadable({name: np.hstack(split.ids).tolist() for name, split in encoded.items()}, tokenizer)
@@ -96,7 +99,8 @@ class TransformerFitter(Fitter):
                     config, build_sequence_classifier(len(data.names), **source), loss, data, Path(folder)
                 )
                 validation, _ = predict_probabilities(trained.trainer, data.encoded["validation"], len(data.names))
-        state, test = trained.trainer.state, trained.probabilities
+        state = trained.trainer.state
+        test = trained.probabilities
         evaluations = [entry for entry in state.log_history if "eval_macro_f1" in entry]
         history = [{"epoch": round(e["epoch"]), "validation_macro_f1": e["eval_macro_f1"]} for e in evaluations]
         return Fit(validation.argmax(-1), test.argmax(-1), test, trained.best_epoch, float(state.best_metric), history)

@@ -1,9 +1,10 @@
 """MLM pre-training at corpus scale (``pretrain_mlm``): packed blocks, cached encoding, masks drawn in DataLoader
-workers; random / whole-word / knowledge masking, plain / HC / SR objectives, optionally sentence-order prediction;
-the vocabulary head at the masked positions only (:func:`workbench.models.labelled_logits`). Every epoch a held-out
+workers; random / whole-word / knowledge masking, plain / HC / SR objectives, optionally sentence-order prediction; the
+vocabulary head at the masked positions only (:func:`workbench.models.labelled_logits`). Every epoch a held-out
 evaluation on blocks masked once (:func:`fixed_mask_batches`: every evaluation scores the same predictions), with the
 plain MLM loss whatever the objective (:func:`evaluate_masked_lm`: plain, HC and SR runs compare). ``pretrain_electra``
-shares the data (:func:`prepare_pretraining`), the Trainer, the HC logs and the run's ending (:func:`run_pretraining`)."""
+shares the data (:func:`prepare_pretraining`), the Trainer, the HC logs and the run's ending
+(:func:`run_pretraining`)."""
 
 from __future__ import annotations
 
@@ -58,7 +59,8 @@ def fixed_mask_batches(
     collator: Callable[[list[dict]], dict[str, torch.Tensor]],
     batch_size: int = 64,
 ) -> list[dict[str, torch.Tensor]]:
-    """The held-out ``blocks`` masked once: ``collator`` (its own, with a fixed seed and word ids) on consecutive batches."""
+    """The held-out ``blocks`` masked once: ``collator`` (its own, with a fixed seed and word ids) on consecutive
+    batches."""
     check_int("batch_size", batch_size, 1)
     if len(blocks) == 0:
         raise ValueError("blocks: there is no held-out block to mask")
@@ -68,7 +70,8 @@ def fixed_mask_batches(
 
 @contextmanager
 def evaluation_mode(model: torch.nn.Module, batches: Sequence) -> Iterator[torch.device]:
-    """``model`` in eval mode inside the block (its mode restored after), yielding its device; ValueError without ``batches``."""
+    """``model`` in eval mode inside the block (its mode restored after), yielding its device; ValueError without
+    ``batches``."""
     if len(batches) == 0:
         raise ValueError("batches: there is no eval batch")
     was_training = model.training
@@ -86,7 +89,9 @@ def evaluate_masked_lm(
     """Plain MLM loss on pre-masked ``batches``: eval_loss = (sum over the M masked positions of -log p(w_k | s)) / M,
     perplexity = exp(eval_loss), eval_masked_tokens = M; with ``correction`` the HC counts and Table 2 rates of the
     same predictions as ``hc_<name>`` (word level: batches need ``word_ids``)."""
-    total, masked, counts = 0.0, 0, CorrectionCounts()
+    total = 0.0
+    masked = 0
+    counts = CorrectionCounts()
     with evaluation_mode(model, batches) as device:
         for batch in batches:
             batch = {key: value.to(device) for key, value in batch.items()}
@@ -109,10 +114,8 @@ def evaluate_masked_lm(
     return result
 
 
-EVAL_MASKING, EVAL_SEED = (
-    MaskingSpec(strategy="wwm"),
-    12345,
-)  # the held-out masks, whatever the training's: runs compare
+EVAL_MASKING = MaskingSpec(strategy="wwm")  # the held-out masks, whatever the training's: runs compare
+EVAL_SEED = 12345
 HEADLINE = ("eval_loss", "perplexity", "eval_disc_loss", "eval_disc_accuracy")  # metrics.json's top-level evaluation
 
 
@@ -127,17 +130,21 @@ def objective_loss(objective: ObjectiveConfig, tokenizer: Any) -> nn.Module:
 
 
 class CorrectionLog:
-    """Running hard-correction counts since the last logged step (``since_log``), this epoch and the whole run (``totals``)."""
+    """Running hard-correction counts since the last logged step (``since_log``), of this epoch and of the whole run
+    (``totals``)."""
 
     def __init__(self) -> None:
-        self.since_log, self.epoch, self.totals = CorrectionCounts(), CorrectionCounts(), CorrectionCounts()
+        self.since_log = CorrectionCounts()
+        self.epoch = CorrectionCounts()
+        self.totals = CorrectionCounts()
 
     def update(self, counts: CorrectionCounts) -> None:
         for running in (self.since_log, self.epoch, self.totals):
             running.update(counts)
 
     def take(self, period: str, prefix: str) -> dict[str, float]:
-        """The counts and rates of ``period`` (``since_log`` or ``epoch``) as ``<prefix>_<name>``; the period restarts."""
+        """The counts and rates of ``period`` (``since_log`` or ``epoch``) as ``<prefix>_<name>``; the period
+        restarts."""
         taken = getattr(self, period).as_dict()
         setattr(self, period, CorrectionCounts())
         return {f"{prefix}_{key}": value for key, value in taken.items()}
@@ -156,7 +163,8 @@ class MaskedLMTrainer(LossTrainer):
     def mlm_loss(
         self, mlm: nn.Module, logits: torch.Tensor, labels: torch.Tensor, inputs: dict, word_ids: Any
     ) -> tuple:
-        """The objective's ``(loss, items)`` on the masked positions' ``logits`` of ``mlm`` (HC counts kept while training)."""
+        """The objective's ``(loss, items)`` on the masked positions' ``logits`` of ``mlm`` (the HC counts are kept
+        while training)."""
         stats = {"stats": self.corrections["hc"]} if self.correcting and mlm.training else {}
         context = {key: inputs.get(key) for key in ("input_ids", "attention_mask", "token_type_ids")}
         return self.loss.loss_and_items(logits, labels, model=mlm, word_ids=word_ids, **context, **stats)
@@ -165,11 +173,9 @@ class MaskedLMTrainer(LossTrainer):
         self, model: nn.Module, inputs: dict[str, Any], return_outputs: bool = False, num_items_in_batch: Any = None
     ) -> torch.Tensor | tuple[torch.Tensor, Any]:
         inputs = dict(inputs)
-        labels, word_ids, sop_labels = (
-            inputs.pop("labels"),
-            inputs.pop("word_ids", None),
-            inputs.pop("sop_labels", None),
-        )
+        labels = inputs.pop("labels")
+        word_ids = inputs.pop("word_ids", None)
+        sop_labels = inputs.pop("sop_labels", None)
         logits, sop_logits = labelled_logits(model, labels, **inputs)
         loss, items = self.mlm_loss(self.accelerator.unwrap_model(model), logits, labels, inputs, word_ids)
         if sop_labels is not None:
@@ -196,7 +202,8 @@ class EpochEvaluation(TrainerCallback):
     ``epochs`` (a non-finite eval loss stops the run before the checkpoint); ``first_step``: when training began."""
 
     def __init__(self, trainer: MaskedLMTrainer, evaluate: Callable[[nn.Module], dict[str, float]]) -> None:
-        self.trainer, self.evaluate = trainer, evaluate
+        self.trainer = trainer
+        self.evaluate = evaluate
         self.epochs: list[dict[str, Any]] = []
         self.first_step: float | None = None
 
@@ -249,8 +256,11 @@ def prepare_pretraining(config: Config) -> PretrainingData:
     """The data of a pre-training run: ``data``'s texts (pairs joined by a newline) packed into blocks of
     ``data.max_length`` tokens (one fewer with ``objective.sop``: its swap adds a [SEP]) and cached
     (:func:`workbench.masking.prepare_corpus`); ``data.eval_fraction`` of the blocks held out and masked once
-    (:data:`EVAL_MASKING`); ``config.masking``'s collator seeded with ``training.seed`` (KDM: the training blocks' IDF)."""
-    started, data, objective = time.perf_counter(), config.data, config.objective
+    (:data:`EVAL_MASKING`); ``config.masking``'s collator seeded with ``training.seed`` (KDM: the training blocks'
+    IDF)."""
+    started = time.perf_counter()
+    data = config.data
+    objective = config.objective
     tokenizer = load_tokenizer(config.model.model_name_or_path, config.model.vocab_file)
     texts, pairs = load_texts(data)
     documents = texts if pairs is None else [f"{text}\n{pair}" for text, pair in zip(texts, pairs)]
@@ -271,7 +281,8 @@ def pretraining_trainer_kwargs(
     config: Config, data: PretrainingData, callbacks: Sequence[TrainerCallback]
 ) -> dict[str, Any]:
     """The Trainer keyword arguments both pre-training tasks share: no Trainer evaluation, masks drawn in
-    ``training.dataloader_num_workers`` persistent processes, the ``objective``'s loss, ``callbacks``, the time budget."""
+    ``training.dataloader_num_workers`` persistent processes, the ``objective``'s loss, ``callbacks``, the time
+    budget."""
     training = config.training
     workers = (
         default_dataloader_workers() if training.dataloader_num_workers is None else training.dataloader_num_workers
@@ -300,7 +311,8 @@ def run_pretraining(
     trainer.save_model(config.output_dir)
     if not evaluation.epochs or evaluation.epochs[-1]["step"] != trainer.state.global_step:  # stopped mid-epoch
         evaluation.on_epoch_end(trainer.args, trainer.state, trainer.control)
-    final, wall = evaluation.epochs[-1], time.perf_counter() - data.started
+    final = evaluation.epochs[-1]
+    wall = time.perf_counter() - data.started
     before_first_step = wall if evaluation.first_step is None else evaluation.first_step - data.started
     metrics: dict[str, Any] = {
         "task": config.task,

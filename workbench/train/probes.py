@@ -29,7 +29,8 @@ SPLITS = ("train", "validation", "test")
 
 @dataclass(frozen=True)
 class EncodedSplit:
-    """One split: ``ids``, one (texts) or two (query, title) int64 tensors (n, length) padded with ``PAD_ID``, ``labels``."""
+    """One split: ``ids``, one (texts) or two (query, title) int64 tensors (n, length) padded with ``PAD_ID``, and
+    ``labels``."""
 
     ids: tuple[torch.Tensor, ...]
     labels: torch.Tensor
@@ -112,8 +113,8 @@ class CharacterProbe(nn.Module):
 
 @dataclass(frozen=True)
 class ProbeFit:
-    """:func:`fit_probe`'s kept 1-based ``best_epoch``, that epoch's ``validation`` and ``test`` reports and predictions,
-    test ``probabilities`` and the per-epoch ``history`` (mean training loss, validation macro-F1)."""
+    """:func:`fit_probe`'s kept 1-based ``best_epoch``, that epoch's ``validation`` and ``test`` reports and
+    predictions, test ``probabilities`` and the per-epoch ``history`` (mean training loss, validation macro-F1)."""
 
     best_epoch: int
     validation: dict[str, Any]
@@ -136,7 +137,11 @@ def _check_encoded(encoded: Mapping[str, EncodedSplit], vocab_size: int, num_lab
                 f"num_labels: labels of {name!r} must be in [0, {num_labels - 1}], got {split.labels.max().item()}"
             )
         if any(ids.numel() and (ids.min() < 0 or ids.max() >= vocab_size) for ids in split.ids):
-            raise ValueError(f"vocab_size: character ids of {name!r} must be in [0, {vocab_size - 1}]")
+            low = min(ids.min().item() for ids in split.ids if ids.numel())
+            high = max(ids.max().item() for ids in split.ids if ids.numel())
+            raise ValueError(
+                f"vocab_size: character ids of {name!r} must be in [0, {vocab_size - 1}], got range [{low}, {high}]"
+            )
 
 
 def fit_probe(
@@ -183,7 +188,8 @@ def fit_probe(
             report = classification_report(encoded[name].labels.numpy(), predicted, label_names, num_labels=num_labels)
             return probabilities, report
 
-        best, history = None, []
+        best = None
+        history = []
         for epoch in range(1, int(epochs) + 1):
             losses = []
             for rows in torch.randperm(len(train), generator=order).split(training.per_device_train_batch_size):

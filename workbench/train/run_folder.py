@@ -1,6 +1,7 @@
-"""A run's folder: its frame (:func:`training_run`: the folder claimed by :func:`claim_output_dir`, ``run_config.yaml`` locked while
-the run lives; :func:`progress_bars`), its ``checkpoint-N`` folders (written atomically by ``LossTrainer``; only direct
-children are resumed from or removed), :func:`drop_weights`, and what a finished run writes (:class:`Result`)."""
+"""A run's folder: its frame (:func:`training_run`: the folder claimed by :func:`claim_output_dir`, ``run_config.yaml``
+locked while the run lives; :func:`progress_bars`), its ``checkpoint-N`` folders (written atomically by ``LossTrainer``;
+only direct children are resumed from or removed), :func:`drop_weights`, and what a finished run writes
+(:class:`Result`)."""
 
 from __future__ import annotations
 
@@ -120,7 +121,8 @@ def progress_bars(enabled: bool) -> Iterator[None]:
     """Inside the block, only the bars worth watching: transformers' bars for reading and writing model files
     (a 0-to-100% flash) are off; with ``enabled`` false (quiet runs) the bars of ``datasets`` and transformers'
     warnings below errors (e.g. the LOAD REPORT of a fresh head) too. The Trainer's bar follows ``training.quiet``."""
-    bars, verbosity = logging.is_progress_bar_enabled(), logging.get_verbosity()
+    bars = logging.is_progress_bar_enabled()
+    verbosity = logging.get_verbosity()
     datasets_bars = datasets.is_progress_bar_enabled()
     logging.disable_progress_bar()
     if not enabled:
@@ -151,7 +153,8 @@ def training_run(config: Any, task: str, *subfolders: str) -> Iterator[Config]:
 
 
 def check_classes(output_dir: str | Path, names: Sequence[str], resume: bool) -> None:
-    """Write the run's classes to ``classes.json``; resuming on data of other classes (a file edited in place) is an error."""
+    """Write the run's classes to ``classes.json``; resuming on data of other classes (a file edited in place) is an
+    error."""
     path = Path(output_dir) / "classes.json"
     before = json.loads(path.read_text(encoding="utf-8"))["classes"] if resume and path.is_file() else list(names)
     if before != list(names):
@@ -198,7 +201,8 @@ def checkpoint_to_resume(output_dir: str | Path, resume: bool) -> str | None:
 
 
 def remove_checkpoints(*folders: str | Path) -> None:
-    """Delete the ``checkpoint-N`` folders directly inside each of ``folders`` and their staging folder (main process)."""
+    """Delete the ``checkpoint-N`` folders directly inside each of ``folders`` and their staging folder (in the main
+    process only)."""
     for folder in folders if is_main_process() else ():
         for checkpoint in sort_checkpoints(str(folder)):
             shutil.rmtree(checkpoint)
@@ -239,7 +243,8 @@ class Result:
 
 
 def is_main_process() -> bool:
-    """False in a non-zero rank of a ``torchrun`` / ``accelerate launch`` job (env ``RANK``), where no trainer can say."""
+    """False in a non-zero rank of a ``torchrun`` / ``accelerate launch`` job (env ``RANK``), where no trainer can
+    say."""
     return int(os.environ.get("RANK", "0")) == 0
 
 

@@ -25,7 +25,8 @@ from workbench.train.run_folder import STAGING_DIR, checkpoint_to_resume
 
 
 class BarProgressCallback(ProgressCallback):
-    """The Trainer's bar with the training loss in its postfix and one line per evaluation (no line per log, no eval bar)."""
+    """The Trainer's bar with the training loss in its postfix and one line per evaluation (no line per log, no
+    evaluation bar)."""
 
     def on_prediction_step(self, *args: Any, **kwargs: Any) -> None:
         return
@@ -72,7 +73,8 @@ class AtomicCheckpoints(TrainerCallback):
     def on_save(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         name = f"{PREFIX_CHECKPOINT_DIR}-{state.global_step}"
         run_dir = os.path.dirname(args.output_dir)
-        staged, final = os.path.join(args.output_dir, name), os.path.join(run_dir, name)
+        staged = os.path.join(args.output_dir, name)
+        final = os.path.join(run_dir, name)
         if not state.is_world_process_zero or not os.path.isdir(staged):
             return
         if state.best_model_checkpoint == staged:  # the state names the checkpoint's final place
@@ -145,7 +147,8 @@ class LossTrainer(Trainer):
     ) -> torch.Tensor:
         """:func:`scale_for_accumulation` for this accumulation step and these processes."""
         averaging = self.args.average_tokens_across_devices and self.args.world_size > 1
-        processes, steps = self.accelerator.num_processes if averaging else 1, self.current_gradient_accumulation_steps
+        processes = self.accelerator.num_processes if averaging else 1
+        steps = self.current_gradient_accumulation_steps
         return scale_for_accumulation(loss, items, num_items_in_batch, steps, is_batch_level, processes)
 
     def training_step(self, model: nn.Module, inputs: dict[str, Any], num_items_in_batch: Any = None) -> torch.Tensor:
@@ -172,14 +175,15 @@ class LossTrainer(Trainer):
     def diverged(self, step: int, what: str) -> FloatingPointError:
         """The error that stops a diverged run at ``step``: ``what`` went non-finite."""
         return FloatingPointError(
-            f"training diverged at step {step} (epoch {self.state.epoch or 0:.2f}): {what}; lower training.learning_rate or "
-            f"check the loss parameters. Checkpoints saved before are kept in {self.run_dir}"
+            f"training diverged at step {step} (epoch {self.state.epoch or 0:.2f}): {what}; "
+            "lower training.learning_rate or check the loss parameters. "
+            f"Checkpoints saved before are kept in {self.run_dir}"
         )
 
     def train(self, resume_from_checkpoint: str | None = None, **kwargs: Any) -> Any:
-        """``Trainer.train`` from ``args.resume_from_checkpoint`` by default, no staging left after an error; a folder that
-        cannot be written and a checkpoint holding a file that is not a checkpoint's (or weights of another shape) are a
-        ValueError naming it."""
+        """``Trainer.train`` from ``args.resume_from_checkpoint`` by default, no staging left after an error; a folder
+        that cannot be written and a checkpoint holding a file that is not a checkpoint's (or weights of another shape)
+        are a ValueError naming it."""
         resume_from_checkpoint = resume_from_checkpoint or self.args.resume_from_checkpoint
         try:
             return super().train(resume_from_checkpoint=resume_from_checkpoint, **kwargs)
@@ -190,9 +194,8 @@ class LossTrainer(Trainer):
             if isinstance(cause, OSError) and cause.errno in (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES):
                 raise ValueError(f"output_dir: cannot write into {self.run_dir!r} ({cause.strerror})") from None
             unreadable = isinstance(error, pickle.UnpicklingError | EOFError | SafetensorError)
-            if resume_from_checkpoint and (
-                unreadable or "size mismatch" in str(error)
-            ):  # another model size, class count
+            # a size mismatch: another model size or class count
+            if resume_from_checkpoint and (unreadable or "size mismatch" in str(error)):
                 detail = " ".join(str(error).split())[:300]
                 raise ValueError(
                     f"training.resume: {resume_from_checkpoint!r} does not fit this model ({detail})"

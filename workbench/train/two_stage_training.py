@@ -132,7 +132,9 @@ def two_stage(config: str | Path | Mapping[str, Any] | Config, callbacks: Sequen
     ``aux.stage2_epochs`` / ``aux.stage2_lr``), each keeping its best epoch by validation macro-F1;
     ``output_dir/metrics.json`` holds both stages' metrics, stage 2's report at the top level."""
     with training_run(config, "two_stage", "stage1", "stage2") as config:
-        data, output_dir, keep = classification_data(config), Path(config.output_dir), config.training.keep_checkpoints
+        data = classification_data(config)
+        output_dir = Path(config.output_dir)
+        keep = config.training.keep_checkpoints
         model = stage_one_model(config, data.tokenizer, len(data.names))
         fgm = partial(FGMTrainer, fgm_epsilon=config.aux.fgm_epsilon) if config.aux.fgm_epsilon > 0 else LossTrainer
         stage_one = train_classifier(config, model, build_loss("ce"), data, output_dir / "stage1", callbacks, fgm)

@@ -19,7 +19,8 @@ Matrix = Sequence[Sequence[float]] | np.ndarray
 NORMALIZE_CHOICES = (None, "true")
 GRID_COLUMNS = 3  # panels per row: a title of TITLE_WIDTH characters fits its column on a projector
 TITLE_WIDTH = 18  # longer panel titles wrap onto more lines
-ROW_HEIGHT, ROW_GAP = 300, 110  # pixels per row of panels and between rows (tick labels, axis title, next titles)
+ROW_HEIGHT = 300  # pixels per row of panels
+ROW_GAP = 110  # pixels between rows (tick labels, axis title, next titles)
 
 
 def check_matrix(matrix: Matrix, label_names: Sequence[str], name: str = "matrix", counts: bool = False) -> np.ndarray:
@@ -28,7 +29,9 @@ def check_matrix(matrix: Matrix, label_names: Sequence[str], name: str = "matrix
     if array.ndim != 2 or array.shape[0] != array.shape[1] or array.shape[0] < 1:
         raise ValueError(f"{name}: must be a square K x K matrix, got shape {array.shape}")
     if not np.isfinite(array).all() or (counts and (array < 0).any()):
-        raise ValueError(f"{name}: must hold finite {'non-negative counts' if counts else 'numbers'}")
+        raise ValueError(
+            f"{name}: must hold finite {'non-negative counts' if counts else 'numbers'}, got {array.tolist()}"
+        )
     if len(label_names) != array.shape[0]:
         raise ValueError(f"label_names: must have K = {array.shape[0]} entries, got {len(label_names)}")
     return array
@@ -49,12 +52,13 @@ def matrix_grid(
     shared_scale: bool = True,
     columns: int = GRID_COLUMNS,
 ) -> go.Figure:
-    """Heatmaps, one per entry (e.g. PCL weight matrices), ``columns`` per row, titles wrapped at TITLE_WIDTH; cells show
-    ``texts[name]`` or the values in ``value_format``; ``shared_scale``: one colour scale, else one per panel."""
+    """Heatmaps, one per entry (e.g. PCL weight matrices), ``columns`` per row, titles wrapped at TITLE_WIDTH; cells
+    show ``texts[name]`` or the values in ``value_format``; ``shared_scale``: one colour scale, else one per panel."""
     if not matrices:
         raise ValueError("matrices: must hold at least one name -> matrix entry, got none")
     arrays = {name: check_matrix(matrix, label_names, f"matrix {name!r}") for name, matrix in matrices.items()}
-    rows, columns = math.ceil(len(arrays) / columns), min(len(arrays), columns)
+    rows = math.ceil(len(arrays) / columns)
+    columns = min(len(arrays), columns)
     titles = ["<br>".join(textwrap.wrap(name, TITLE_WIDTH)) for name in arrays]
     spacing = ROW_GAP / (rows * ROW_HEIGHT + (rows - 1) * ROW_GAP) if rows > 1 else 0.0
     fig = make_subplots(

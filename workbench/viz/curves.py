@@ -1,9 +1,10 @@
 """Loss and gradient curves against p, the predicted probability of the gold class, by autograd through ``build_loss``.
 
-One position, C classes: the gold logit is z, the others 0, so p = e^z / (e^z + C - 1) and dL/dp = (dL/dz) / (p (1 - p)).
-DSC (Dice paper eq. 12) for a positive: dL/dp = -3 (1 - 2p) / ((1 - p) p + 2)^2 is positive beyond p = 0.5 (+0.55 at
-0.9, +0.75 as p -> 1): confident positives are pushed back towards 0.5, not faded out (the paper's "approaches zero right
-after p exceeds 0.5" does not hold for eq. 12 as printed). CE's dL/dp = -1/p tends to -1; per logit CE's dL/dz = p - 1 fades.
+One position, C classes: the gold logit is z, the others 0, so p = e^z / (e^z + C - 1) and
+dL/dp = (dL/dz) / (p (1 - p)). DSC (Dice paper eq. 12) for a positive: dL/dp = -3 (1 - 2p) / ((1 - p) p + 2)^2 is
+positive beyond p = 0.5 (+0.55 at 0.9, +0.75 as p -> 1): confident positives are pushed back towards 0.5, not faded
+out (the paper's "approaches zero right after p exceeds 0.5" does not hold for eq. 12 as printed). CE's dL/dp = -1/p
+tends to -1; per logit CE's dL/dz = p - 1 fades.
 """
 
 from __future__ import annotations
@@ -47,9 +48,9 @@ def loss_curves(
         raise ValueError(f"p: must be a non-empty sequence of probabilities in (0, 1), got {p.tolist()}")
     check_int("num_classes", num_classes, 2)
     loss = build_loss(name, **params)
-    per_row = (
-        None if loss.is_batch_level else build_loss(name, **{**params, "reduction": "none"})
-    )  # one row = a batch of one
+    per_row = None
+    if loss.rows_are_independent:  # every p at once, one row each; otherwise a batch of one per p
+        per_row = build_loss(name, **{**params, "reduction": "none"})
     frames = []
     for example in examples:
         labels = torch.tensor([EXAMPLES[check_choice("examples", example, list(EXAMPLES))]])
@@ -57,7 +58,7 @@ def loss_curves(
         logits = torch.nn.functional.one_hot(labels, num_classes).double() * gold_logits[:, None]  # (len(p), C)
         if per_row is not None:
             values = per_row(logits, labels.expand(len(p)))
-        else:  # a batch of one per p
+        else:  # a batch of one per p: batch-level losses, and PCL reference (its correction reads the batch)
             values = torch.stack([loss(row[None], labels) for row in logits])
         dloss_dz = torch.autograd.grad(values.sum(), gold_logits)[0].numpy()
         columns = {
@@ -101,7 +102,8 @@ def figure_loss_curves(
     beside dL/dp); ``derivative_range``: (low, high), None (autorange) or "auto": dL/dp axes span the curves for
     p >= AUTO_RANGE_FROM_P (CE's -1/p reaches -100 at p = 0.01 and would squash the others), dL/dz autoranges.
     """
-    examples, derivatives = _choices("example", example, EXAMPLES), _choices("derivative", derivative, DERIVATIVES)
+    examples = _choices("example", example, EXAMPLES)
+    derivatives = _choices("derivative", derivative, DERIVATIVES)
     if isinstance(derivative_range, str) and derivative_range != "auto":
         raise ValueError(f"derivative_range: must be 'auto', None or a (low, high) pair, got {derivative_range!r}")
     quantities = ["loss", *derivatives]
@@ -156,8 +158,9 @@ def pcl_vs_ls_figure(
     label_counts: Sequence[float] = QBQTC_LABEL_COUNTS,
     p: Sequence[float] | np.ndarray | None = None,
 ) -> go.Figure:
-    """3-class curves for gold 1: PCL ``reference`` and ``paper`` share LS's gradient
-    (their loss curves are shifted by constants); ``weighted`` and ``expected_cost`` differ."""
+    """3-class curves for gold 1: PCL ``reference`` and ``paper`` share LS's gradient (their loss curves are LS's
+    shifted by constants: ``reference`` steps up by eps (n_1 + n_2) / (n_0 C), 0.103 at eps = 0.1 on QBQTC's counts,
+    where the prediction turns correct, beyond p = 1/3); ``weighted`` and ``expected_cost`` differ."""
     specs: list[CurveSpec] = [("LS", "ls", {"epsilon": epsilon})]
     for variant in ("reference", "paper", "weighted", "expected_cost"):
         specs.append((f"PCL {variant}", "pcl", {"epsilon": epsilon, "label_counts": label_counts, "variant": variant}))

@@ -1,4 +1,5 @@
-"""The auxiliary-label paper's H_k (eq. 2) vs H_{k+n} (eq. 3) over the auxiliary-label count n (``workbench.label_entropy``)."""
+"""The auxiliary-label paper's H_k (eq. 2) vs H_{k+n} (eq. 3) over the auxiliary-label count n
+(``workbench.label_entropy``)."""
 
 from __future__ import annotations
 
@@ -29,8 +30,8 @@ def entropy_figure(
 ) -> go.Figure:
     """Entropy (nats) against n = 0..n_max: H_k (eq. 2) and H_{k+n} (eq. 3), every false label at probability ``gamma``.
 
-    ``logits`` add the model's entropies (``entropy_table``), ``uniform`` log k and log(k+n); ``highlight_n`` marks an n.
-    Where eq. 3 or eq. 2 is undefined ((k+n-1) or (k-1) gamma >= 1) the curves stop and the title says so.
+    ``logits`` add the model's entropies (``entropy_table``), ``uniform`` log k and log(k+n); ``highlight_n`` marks an
+    n. Where eq. 3 or eq. 2 is undefined ((k+n-1) or (k-1) gamma >= 1) the curves stop and the title says so.
     """
     if highlight_n is not None and not 0 <= highlight_n <= n_max:
         raise ValueError(f"highlight_n: must be in [0, n_max = {n_max}], got {highlight_n!r}")

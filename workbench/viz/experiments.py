@@ -44,7 +44,8 @@ def grouped_bars(
 ) -> go.Figure:
     """Bars of ``<metric>_mean`` per ``x`` and ``color`` group, ± std (a ``stats.summarize`` table)."""
     _check_columns(summary, [x, color, f"{metric}_mean", f"{metric}_std"], "summary")
-    names, error = {f"{metric}_mean": metric_label or metric}, summary[f"{metric}_std"].fillna(0.0)
+    names = {f"{metric}_mean": metric_label or metric}
+    error = summary[f"{metric}_std"].fillna(0.0)
     return px.bar(
         summary, x=x, y=f"{metric}_mean", error_y=error, color=color, barmode="group", labels=names, title=title
     )
@@ -103,7 +104,8 @@ def aux_sweep_figure(
     method_labels: Mapping[str, str] | None = None,
 ) -> go.Figure:
     """``metric`` of two-stage training against the auxiliary-label count n, the baseline a band, other methods
-    (``method_labels`` names them) markers: the auxiliary-label paper's Figure 3, whose metric the paper does not state."""
+    (``method_labels`` names them) markers: the auxiliary-label paper's Figure 3, whose metric the paper does not
+    state."""
     if f"{metric}_mean" not in summary.columns:
         metrics = sorted(column[:-5] for column in summary.columns if column.endswith("_mean"))
         raise ValueError(f"metric: must be one of {metrics}, got {metric!r}")
@@ -125,7 +127,8 @@ def aux_sweep_figure(
             )
     baseline = summary[summary["method"] == baseline_method]
     if not baseline.empty:
-        mean, std = float(baseline[f"{metric}_mean"].iloc[0]), float(np.nan_to_num(baseline[f"{metric}_std"].iloc[0]))
+        mean = float(baseline[f"{metric}_mean"].iloc[0])
+        std = float(np.nan_to_num(baseline[f"{metric}_std"].iloc[0]))
         fig.add_hrect(y0=mean - std, y1=mean + std, fillcolor="grey", opacity=0.2, line_width=0)
         fig.add_hline(y=mean, line_dash="dash", annotation_text="baseline fine-tuning (mean ± std)")
     title = f"Test {metric} vs number of auxiliary labels n (mean ± std over seeds)"

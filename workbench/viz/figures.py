@@ -1,7 +1,7 @@
 """Show a plotly figure; in a run (``set_output_dir``) save it as ``figures/<name>.html`` (a plotly.min.js beside it,
 swapped by the runner for the run's) and ``.json``, and its caption, one sentence saying what it shows, as
-``<name>.caption.txt`` (the run's index.html prints it above the figure). The headless renderer's outputs (plotly's MIME bundle for JupyterLab,
-a ``Plotly.newPlot`` div for the HTML export) carry neither plotly.js nor a CDN script."""
+``<name>.caption.txt`` (the run's index.html prints it above the figure). The headless renderer's outputs (plotly's
+MIME bundle for JupyterLab, a ``Plotly.newPlot`` div for the HTML export) carry neither plotly.js nor a CDN script."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""Slider panels: ipywidgets sliders redraw a plotly figure in JupyterLab (``interactive=True``); headless, ``display()``
-shows ``page_figure()``, plotly's own sliders over precomputed steps, so a run's pages stay interactive offline."""
+"""Slider panels: ipywidgets sliders redraw a plotly figure in JupyterLab (``interactive=True``); headless,
+``display()`` shows ``page_figure()``, plotly's own sliders over precomputed steps, so a run's pages stay interactive
+offline."""
 
 from __future__ import annotations
 
@@ -16,9 +17,9 @@ import plotly.graph_objects as go
 import plotly.io as pio
 from IPython.display import clear_output, display
 
-from workbench.checks import check_choice, check_int, check_number
+from workbench.checks import check_choice, check_int, check_names, check_number
 from workbench.label_entropy import paper_entropy
-from workbench.losses.pcl import QBQTC_LABEL_COUNTS, check_counts, pcl_weight_matrix
+from workbench.losses.pcl import DEFAULT_PCL_PLUS_FORM, PCL_VARIANTS, QBQTC_LABEL_COUNTS, check_counts, weight_matrix
 from workbench.viz import figures
 from workbench.viz.confusion import matrix_grid
 from workbench.viz.curves import figure_loss_curves
@@ -33,7 +34,8 @@ SLIDERS: dict[str, dict[str, Any]] = {
     "k": {"value": 2, "min": 1, "max": 10, "step": 1},
     "gamma_entropy": {"value": 0.1, "min": 0.01, "max": 0.5, "step": 0.01},  # the aux-label paper's eq. 2-3 gamma
 }
-# (loss, parameter) pairs that change a negative example's curves only: Tversky eq. 10's FP = p (1 - y) is 0 for a positive
+# (loss, parameter) pairs that change a negative example's curves only: Tversky eq. 10's FP = p (1 - y) is 0
+# for a positive
 NEGATIVE_ONLY = {("tversky", "alpha")}
 PAGE_STEPS = 11  # a page slider's steps: every position up to this many, else this many spread evenly
 TRACE_ATTRIBUTES = ("x", "y", "z", "text")  # what a page slider's step may change in a trace
@@ -96,7 +98,8 @@ def _hold_axis_ranges(figures: Sequence[go.Figure]) -> None:
 
 
 def _update_args(step: go.Figure, parts: set[tuple[Any, str | None]], back: dict[str, int]) -> list[Any]:
-    """``Plotly.update`` arguments: ``step``'s values of ``parts`` and the sliders set ``back`` (``sliders[i].active``)."""
+    """``Plotly.update`` arguments: ``step``'s values of ``parts`` and the sliders set ``back``
+    (``sliders[i].active``)."""
     traces = sorted({index for index, name in parts if name})
     layout = step.layout.to_plotly_json()
     data = {
@@ -114,7 +117,9 @@ class Panel:
     keeps plotly's default 700 px, where three panels' axis titles overlap)."""
 
     def __init__(self, sliders: Mapping[str, widgets.widget.Widget], name: str, interactive: bool = True) -> None:
-        self.sliders, self.name, self.interactive = dict(sliders), name, interactive
+        self.sliders = dict(sliders)
+        self.name = name
+        self.interactive = interactive
         self.figure: go.Figure = self.figure_for()
         for slider in self.sliders.values():
             slider.observe(self._redraw, names="value")
@@ -134,7 +139,8 @@ class Panel:
         return {name: slider.value for name, slider in self.sliders.items()}
 
     def figure_for(self, **values: Any) -> go.Figure:
-        """The figure for these slider values (others: current values), the cell's width; ValueError for unknown names."""
+        """The figure for these slider values (the others at their current values), the cell's width; ValueError for
+        unknown names."""
         unknown = sorted(set(values) - set(self.sliders))
         if unknown:
             raise ValueError(
@@ -158,7 +164,8 @@ class Panel:
 
         Sliders that change the same traces or layout entries form a group: a step puts the others of its group
         back to their values, so the figure shows what the sliders say. Axis ranges hold the span of every step."""
-        start, grids = self.values(), {name: _page_grid(slider) for name, slider in self.sliders.items()}
+        start = self.values()
+        grids = {name: _page_grid(slider) for name, slider in self.sliders.items()}
         figure = self.figure_for()
         steps = {name: [self.figure_for(**{name: value}) for value in grid] for name, grid in grids.items()}
         _hold_axis_ranges([figure, *itertools.chain(*steps.values())])
@@ -206,7 +213,8 @@ class Panel:
 
 @dataclass(frozen=True)
 class LinkedCurve:
-    """One curve: loss ``loss`` with ``fixed`` parameters and the sliders named in ``linked``; legend ``label`` (or ``loss``)."""
+    """One curve: loss ``loss`` with ``fixed`` parameters and the sliders named in ``linked``; legend ``label`` (or
+    ``loss``)."""
 
     loss: str
     linked: tuple[str, ...] = ()
@@ -233,7 +241,8 @@ class LossCurvePanel(Panel):
             raise ValueError(f"curves: link slider(s) {unknown} that are not in slider_names {list(slider_names)}")
         if any((curve.loss, slider) in NEGATIVE_ONLY for curve in curves for slider in curve.linked):
             options.setdefault("example", ("positive", "negative"))
-        self.curves, self.options = list(curves), options
+        self.curves = list(curves)
+        self.options = options
         super().__init__(
             {slider: make_slider(slider, continuous_update=False) for slider in slider_names}, name, interactive
         )
@@ -247,7 +256,7 @@ class LossCurvePanel(Panel):
 class PclWeightsPanel(Panel):
     """The PCL per-(gold, predicted) matrices (``pcl_weight_matrix``) of ``variants`` against epsilon, which starts at
     ``epsilon`` in [0, 1) (a notebook sweep changes the figure); ``label_counts`` (default QBQTC's) set K and
-    ``label_names`` (default "0".."K-1")."""
+    ``label_names`` (default "0".."K-1"). Each argument is checked here, once; a redraw takes the slider's epsilon."""
 
     def __init__(
         self,
@@ -258,7 +267,8 @@ class PclWeightsPanel(Panel):
         name: str = "pcl_weights",
         epsilon: float = 0.1,
     ) -> None:
-        self.label_counts = tuple(check_counts(QBQTC_LABEL_COUNTS if label_counts is None else label_counts).tolist())
+        self.counts = check_counts(QBQTC_LABEL_COUNTS if label_counts is None else label_counts)
+        self.label_counts = tuple(self.counts.tolist())
         self.label_names = (
             [str(index) for index in range(len(self.label_counts))] if label_names is None else list(label_names)
         )
@@ -266,14 +276,15 @@ class PclWeightsPanel(Panel):
             raise ValueError(
                 f"label_counts: must have one count per label name {self.label_names}, got {self.label_counts}"
             )
-        self.variants = list(variants)
+        self.variants = check_names("variants", variants, PCL_VARIANTS, distinct=False)
         epsilon = check_number("epsilon", epsilon, 0.0, 1.0, high_inclusive=False)
         super().__init__({"epsilon": make_slider("epsilon", value=epsilon)}, name, interactive)
 
     def draw(self, epsilon: float) -> go.Figure:
-        matrices = {
-            variant: pcl_weight_matrix(variant, epsilon, self.label_counts).numpy() for variant in self.variants
-        }
+        matrices = {}
+        for variant in self.variants:
+            form = DEFAULT_PCL_PLUS_FORM[variant]
+            matrices[variant] = weight_matrix(variant, epsilon, self.counts, form, cost_matrix=None).numpy()
         title = f"PCL matrices M[gold, predicted], epsilon = {epsilon:g}"
         return matrix_grid(matrices, self.label_names, title=title, shared_scale=False)
 
@@ -289,10 +300,10 @@ class EntropyPanel(Panel):
         self, n_max: int = 20, gamma: float = 0.1, interactive: bool = True, name: str = "entropy", **options: Any
     ) -> None:
         check_int("n_max", n_max, 0)
-        self.logits, self.options = options.get("logits"), {"n_max": n_max, **options}
-        paper_entropy(
-            SLIDERS["k"]["value"] if self.logits is None else len(self.logits), gamma
-        )  # ValueError naming gamma
+        self.logits = options.get("logits")
+        self.options = {"n_max": n_max, **options}
+        k = SLIDERS["k"]["value"] if self.logits is None else len(self.logits)
+        paper_entropy(k, gamma)  # a ValueError naming gamma where the entropy is undefined
         sliders = {"n_auxiliary": make_slider("n_auxiliary", max=n_max, value=min(3, n_max))}
         if self.logits is None:
             sliders["k"] = make_slider("k")

@@ -27,7 +27,8 @@ OBJECTIVE_VARIANTS: dict[str, dict[str, str]] = {
     "sr_sentence": {"name": "sr", "level": "sentence"},
 }
 """``objective`` overrides per run: ``hc`` eq. 2 at the paper's token level (footnote 5), ``hc_word`` the workbench's
-whole-word level, ``sr`` eq. 3 (Table 6's word level), ``sr_sentence`` the KL of Sec. 5; the rest from the base config."""
+whole-word level, ``sr`` eq. 3 (Table 6's word level), ``sr_sentence`` the KL of Sec. 5; the rest comes from the base
+config."""
 DEFAULT_SOURCE = "lexicon"
 """The ``synonyms`` label of runs that use the base config's ``objective.lexicon``."""
 RATES = ("prediction_rate", "iteration_rate", "wrong", "corrected")
@@ -53,16 +54,19 @@ def pretraining_runs(
         raise ValueError(
             f"synonyms: must name the source of lexicon (not {DEFAULT_SOURCE!r}) when one is given, got {synonyms!r}"
         )
-    base, rows = load_config(base_config, task="pretrain_mlm"), []
+    base = load_config(base_config, task="pretrain_mlm")
+    rows = []
     for strategy, objective in dict.fromkeys(map(tuple, plan)):
         name = f"{strategy}-{objective}" + ("" if synonyms == DEFAULT_SOURCE else f"@{synonyms}")
         overrides = {**OBJECTIVE_VARIANTS[objective], **({} if lexicon is None else {"lexicon": str(lexicon)})}
-        masking, training = {"strategy": strategy}, {"seed": seed}
+        masking = {"strategy": strategy}
+        training = {"seed": seed}
         config = base.replace(
             output_dir=str(Path(output_root) / name), masking=masking, objective=overrides, training=training
         )
         metrics = pretrain_mlm(config).metrics
-        final, correction = (metrics.get("epochs") or [{}])[-1], metrics.get("correction", {})
+        final = (metrics.get("epochs") or [{}])[-1]
+        correction = metrics.get("correction", {})
         rows.append(
             {
                 "encoder": name,
@@ -88,7 +92,8 @@ def _metrics_file(output_dir: str | Path) -> dict[str, Any]:
 
 
 def loss_history(runs: pd.DataFrame) -> pd.DataFrame:
-    """The logged training loss of every run (its metrics.json): columns masking, objective (with ``@<source>``), step, loss."""
+    """The logged training loss of every run (its metrics.json): columns masking, objective (with ``@<source>``),
+    step and loss."""
     rows = [
         (run.masking, run.encoder.removeprefix(f"{run.masking}-"), entry["step"], entry["loss"])
         for run in runs.itertuples()
@@ -107,7 +112,8 @@ EPOCH_COLUMNS = (
 def epoch_table(runs: pd.DataFrame) -> pd.DataFrame:
     """Every run's per-epoch records (metrics.json ``epochs``): :data:`EPOCH_COLUMNS`. ``checkpoint``: the share of the
     run's steps done, in % (Table 2's "Check."); ``eval_*``: held-out blocks with fixed masks; ``train_*``: that epoch's
-    training batches (NaN unless HC). Rates: corrected / wrong (prediction), corrected sequences / sequences (iteration)."""
+    training batches (NaN unless HC). Rates: corrected / wrong (prediction level), corrected sequences / sequences
+    (iteration level)."""
     records = [
         {
             "encoder": run.encoder,
@@ -124,7 +130,8 @@ def epoch_table(runs: pd.DataFrame) -> pd.DataFrame:
 
 
 def table2(epochs: pd.DataFrame, encoder: str) -> pd.DataFrame:
-    """One run of :func:`epoch_table` as the paper's Table 2 (rates in %), held-out and training batches side by side."""
+    """One run of :func:`epoch_table` as the paper's Table 2 (rates in %), the held-out and the training batches
+    side by side."""
     check_choice("encoder", encoder, sorted(set(epochs["encoder"])))
     rows = epochs[epochs["encoder"] == encoder].reset_index(drop=True)
     return pd.DataFrame(
@@ -160,7 +167,8 @@ def downstream_grid(
         raise ValueError("encoders: must name at least one encoder, got none")
     seeds = check_seeds("seeds", seeds)
     base = load_config(base_config, task="finetune")
-    rows, keys = [], (*DOWNSTREAM_METRICS, "best_validation_macro_f1")
+    rows = []
+    keys = (*DOWNSTREAM_METRICS, "best_validation_macro_f1")
     for name, path in encoders.items():
         model = {"model_name_or_path": None} if path is None else {"model_name_or_path": str(path), "vocab_file": None}
         for seed in seeds:
@@ -259,22 +267,26 @@ def headline_metrics(results: pd.DataFrame, baseline: str = "no_pretraining") ->
 
 
 def this_run(results: pd.DataFrame, epochs: pd.DataFrame, table2_run: str, strategy: str = "wwm") -> str:
-    """The run's key numbers in one line (HC rates in % of the wrong predictions), which the notebook's reading quotes."""
+    """The run's key numbers in one line (HC rates in % of the wrong predictions), which the notebook's reading
+    quotes."""
     rows = results.set_index("encoder")
-    trained, run = rows[rows["masking"].notna()], epochs[epochs["encoder"] == table2_run]
+    trained = rows[rows["masking"].notna()]
+    run = epochs[epochs["encoder"] == table2_run]
     corrected = trained[trained["objective"].isin(["hc", "hc_word"])]["train_prediction_rate"]
     levels = [trained.get(f"heldout_prediction_rate_{level}", pd.Series(np.nan, trained.index)) for level in HC_LEVELS]
     best = best_encoder(results)
     return (
         f"This run: {table2_run}, held-out prediction-level HC rate per checkpoint "
         + ", ".join(f"{check:.0f}%: {rate:.2%}" for check, rate in zip(run["checkpoint"], run["eval_prediction_rate"]))
-        + f" (perplexity {run['perplexity'].iloc[0]:.1f} -> {run['perplexity'].iloc[-1]:.1f}). Training-time HC rate over the run: "
+        + f" (perplexity {run['perplexity'].iloc[0]:.1f} -> {run['perplexity'].iloc[-1]:.1f}). "
+        + "Training-time HC rate over the run: "
         + ", ".join(f"{encoder} {rate:.2%}" for encoder, rate in corrected.items())
         + ". Held-out HC rate, token / word level: "
         + ", ".join(f"{encoder} {token:.2%} / {word:.2%}" for encoder, token, word in zip(trained.index, *levels))
         + ". "
         + "; ".join(
-            f"{encoder}: train loss {row['train_loss']:.3f}, perplexity {row['perplexity']:.2f}, {row['time']:.0f} s, macro-F1 {row['macro_f1']}"
+            f"{encoder}: train loss {row['train_loss']:.3f}, perplexity {row['perplexity']:.2f}, "
+            f"{row['time']:.0f} s, macro-F1 {row['macro_f1']}"
             for encoder, row in trained.iterrows()
             if encoder.startswith(f"{strategy}-")
         )

@@ -47,7 +47,8 @@ def heldout_texts(data: DataConfig | Mapping[str, Any], n_texts: int) -> list[st
 
 
 def load_masked_lm(model: Model, tokenizer: Any = None) -> tuple[Any, Any]:
-    """``(model, tokenizer)``: a checkpoint folder loaded (without transformers' loading bar), or a module with its tokenizer."""
+    """``(model, tokenizer)``: a checkpoint folder loaded (without transformers' loading bar), or a module with its
+    tokenizer."""
     if isinstance(model, (str, Path)):
         was_on = transformers_logging.is_progress_bar_enabled()
         transformers_logging.disable_progress_bar()
@@ -89,12 +90,16 @@ def correction_statistics(
     collator = build_collator(
         MaskingSpec.from_mapping(masking), tokenizer, seed, return_word_ids=True, segmented_texts=segmented
     )
-    correction, stats, rows = HardCorrectionLoss(tokenizer, table, level), CorrectionStats(), []
+    correction = HardCorrectionLoss(tokenizer, table, level)
+    stats = CorrectionStats()
+    rows = []
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     model.to(device).eval()
     for start in range(0, len(features), batch_size):
         batch = collator(features[start : start + batch_size])
-        labels, word_ids, masked = batch["labels"], batch["word_ids"], batch["labels"] != IGNORE_INDEX
+        labels = batch["labels"]
+        word_ids = batch["word_ids"]
+        masked = labels != IGNORE_INDEX
         logits, _ = labelled_logits(model, labels.to(device), **{key: batch[key].to(device) for key in MODEL_INPUTS})
         predictions = torch.full_like(labels, IGNORE_INDEX).masked_scatter(masked, logits.argmax(-1).cpu())
         counts = correction.prediction_counts(predictions, labels, word_ids)
@@ -102,7 +107,8 @@ def correction_statistics(
         dropped = torch.nonzero(masked & (counts.labels == IGNORE_INDEX), as_tuple=True)
         corrected_words = sorted({(int(row), int(word_ids[row, column])) for row, column in zip(*dropped)})
         for row, word in corrected_words[: examples - len(rows)]:
-            span, tokens = word_ids[row] == word, tokenizer.convert_ids_to_tokens(features[start + row]["input_ids"])
+            span = word_ids[row] == word
+            tokens = tokenizer.convert_ids_to_tokens(features[start + row]["input_ids"])
             gold = token_text(tokenizer.convert_ids_to_tokens(labels[row][span].tolist()))
             masked_input = "".join(
                 BLANK if masked[row, i] else token for i, token in enumerate(tokens) if word_ids[row, i] >= 0
@@ -110,7 +116,8 @@ def correction_statistics(
             predicted = token_text(tokenizer.convert_ids_to_tokens(predictions[row][span].tolist()))
             rows.append((texts[start + row], masked_input, gold, predicted, " ".join(sorted(table.synonyms(gold)))))
     result = stats.as_dict()
-    total, right = max(result["masked"], 1), result["masked"] - result["wrong"]
+    total = max(result["masked"], 1)
+    right = result["masked"] - result["wrong"]
     result.update(accuracy=right / total, synonym_accuracy=(right + result["corrected"]) / total)
     if examples:
         result["examples"] = pd.DataFrame(rows, columns=["text", "masked_input", "gold", "predicted", "gold_synonyms"])
@@ -147,7 +154,8 @@ def worked_example(
     model, tokenizer = load_masked_lm(model, tokenizer)
     feature = encode_words(tokenizer, [text], JiebaSegmenter())[0]
     check_choice("word", word, feature["words"])
-    input_ids, word_ids = torch.tensor([feature["input_ids"]]), torch.tensor([feature["word_ids"]])
+    input_ids = torch.tensor([feature["input_ids"]])
+    word_ids = torch.tensor([feature["word_ids"]])
     span = word_ids == feature["words"].index(word)
     labels = torch.where(span, input_ids, IGNORE_INDEX)
     masked_ids = torch.where(span, tokenizer.mask_token_id, input_ids)
@@ -191,10 +199,12 @@ def corpus_words(texts: Sequence[str]) -> list[list[str]]:
 
 
 def model_word_vectors(model: Model, words: Sequence[str], tokenizer: Any = None) -> tuple[np.ndarray, list[str]]:
-    """``(vectors, words kept)``: a word's vector is the mean input embedding of its tokens; words with [UNK] left out."""
+    """``(vectors, words kept)``: a word's vector is the mean input embedding of its tokens; words with [UNK] are
+    left out."""
     model, tokenizer = load_masked_lm(model, tokenizer)
     matrix = model.get_input_embeddings().weight.detach().float().cpu()
-    vectors, kept = [], []
+    vectors = []
+    kept = []
     for word in dict.fromkeys(words):
         ids = tokenizer(word, add_special_tokens=False)["input_ids"]
         if ids and tokenizer.unk_token_id not in ids:
@@ -214,7 +224,8 @@ def word_vectors(
     min_count: int = 2,
 ) -> tuple[np.ndarray, list[str]]:
     """The vectors of embedding look-up over the jieba words of ``texts`` seen ``min_count`` times: learnt from
-    ``texts`` (``corpus``: :func:`workbench.word_vectors.corpus_word_vectors`) or ``model``'s input embeddings (``model``)."""
+    ``texts`` (``corpus``: :func:`workbench.word_vectors.corpus_word_vectors`) or ``model``'s input embeddings
+    (``model``)."""
     check_choice("source", source, ("corpus", "model"))
     vectors, words = corpus_word_vectors(corpus_words(texts), dim=dim, window=window, min_count=min_count)
     if source == "corpus":
