@@ -51,7 +51,7 @@ ALLOWED: dict[str, set[str]] = {
     "masking": {"checks", "config", "text_files", "threads"},
     "data": {"checks", "config", "synonyms", "text_files", "masking", "data_root"},
     "models": {"checks", "config", "vocab"},
-    "runs": {"checks", "config", "stats", "threads", "metrics_file"},
+    "runs": {"checks", "config", "stats", "threads", "metrics_file", "data_root", "data"},  # data: the early file check
     "train": FOUNDATION | {"losses", "masking", "data", "models"},  # not the runner: metrics.json via metrics_file
     "viz": {"checks", "config", "losses", "label_entropy"},
     "studies": FOUNDATION | {"losses", "masking", "data", "models", "train"},

@@ -75,3 +75,15 @@ def test_headless_renderer_outputs_carry_no_plotly_js_and_no_cdn_script():
     assert "<script src" not in html and "http" not in html  # the page loads plotly.js; no CDN MathJax
     assert len(html) < 20_000  # the notebook renderer put 4.7 MB of plotly.js into each notebook
     assert "application/vnd.plotly.v1+json" in pio.renderers["plotly_mimetype"].to_mimebundle(fig.to_dict())
+
+
+def test_show_saves_the_caption_the_notebook_gives(tmp_path):
+    figures.set_output_dir(tmp_path, renderer=None)
+    figures.show(go.Figure(), "counts", caption="  How many examples each class has, per split. ")
+    assert (tmp_path / "figures" / "counts.caption.txt").read_text() == "How many examples each class has, per split.\n"
+    figures.show(go.Figure(), "plain")
+    assert not (tmp_path / "figures" / "plain.caption.txt").exists()
+    for caption in ("", "  ", 3):
+        with pytest.raises(ValueError, match=r"^caption:"):
+            figures.show(go.Figure(), "bad", caption=caption)
+    assert not (tmp_path / "figures" / "bad.json").exists()

@@ -21,6 +21,7 @@ from workbench.runs.assets import ensure_assets
 from workbench.runs.execute import Outcome, RunningKernels, ensure_kernel, execute, new_run_dir
 from workbench.runs.plan import (
     PARAMS_SETS,
+    check_paths,
     params_folder,
     parse_assignments,
     parse_seeds,
@@ -188,6 +189,7 @@ def run(
             f"--params-set {params_set!r}: {stray} names no notebook in {notebooks_dir} (a typo runs on defaults)"
         )
     executions = plan_executions(notebooks, params_dir, params_set, sweep, seeds)
+    check_paths(executions, params_set)  # a missing data file or encoder: now, not in a kernel later
     if executor not in EXECUTORS or (slurm and executor == "threads"):
         raise ValueError(
             f"--executor {executor!r}: must be one of {', '.join(EXECUTORS)} (--slurm parameters: not threads)"

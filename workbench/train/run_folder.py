@@ -216,11 +216,11 @@ def checkpoint_to_resume(output_dir: str | Path, resume: bool) -> str | None:
     checkpoints = sort_checkpoints(str(folder)) if folder.is_dir() else []
     if checkpoints and not resume:
         raise ValueError(
-            f"output_dir: {str(folder)!r} holds checkpoints; set training.resume=true or choose another folder"
+            f"output_dir: {str(folder)!r} holds checkpoints; set training.resume=true or give output_dir=NEW_FOLDER"
         )
     if not checkpoints and ((folder / "config.json").is_file() or (folder / METRICS_FILE).is_file()):
         raise ValueError(
-            f"output_dir: {str(folder)!r} holds a finished run (its checkpoints removed); choose another folder"
+            f"output_dir: {str(folder)!r} holds a finished run, which is never overwritten; give output_dir=NEW_FOLDER"
         )
     for checkpoint in (path for path in checkpoints if not is_complete(path)):
         warnings.warn(f"output_dir: skipping the incomplete checkpoint {checkpoint!r}", stacklevel=2)
