@@ -6,8 +6,11 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 TORCH  := torch==2.13.0
+# where torch comes from: PyPI by default (on Linux its wheel brings gigabytes of CUDA packages); on a machine with no
+# GPU, `make venv TORCH_INDEX=https://download.pytorch.org/whl/cpu` installs the CPU-only wheel instead
+TORCH_INDEX ?=
 
-.PHONY: run test bench venv clean
+.PHONY: run test bench venv clean notebook-filter
 
 venv: $(STAMP)
 
@@ -15,9 +18,20 @@ $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	# torch first with an exact pin: a looser pin pulls gigabytes of CUDA packages
-	$(PY) -m pip install --quiet $(TORCH)
+	$(PY) -m pip install --quiet $(TORCH) $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX))
 	$(PY) -m pip install --quiet -e ".[test,tensorboard]"
+	$(MAKE) notebook-filter
 	touch $(STAMP)
+
+# Notebooks are committed without outputs: nbstripout as this repository's git filter strips outputs and execution
+# counts from what `git add` stores (cell ids kept), so a notebook saved in JupyterLab stays clean in git.
+notebook-filter:
+	if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then \
+		python=$$($(PY) -c 'import sys; print(sys.executable)') && \
+		$(PY) -m nbstripout --install && \
+		git config filter.nbstripout.clean "\"$$python\" -m nbstripout --keep-id" && \
+		git config diff.ipynb.textconv "\"$$python\" -m nbstripout --keep-id -t"; \
+	fi
 
 run: $(STAMP)
 	$(PY) -m workbench run --params-set default

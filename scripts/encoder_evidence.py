@@ -66,6 +66,7 @@ def jobs(arguments: argparse.Namespace) -> list[dict[str, Any]]:
                             "seed": 0,
                             "max_length": arguments.max_length,
                             "max_train_samples": arguments.train_samples,
+                            "max_eval_samples": arguments.eval_samples,
                         },
                         "model": model,
                         "loss": {"name": "ls", "params": {"epsilon": 0.1}},
@@ -91,6 +92,9 @@ def main() -> None:
     parser.add_argument("--scratch-vocab", help="vocabulary of the from-scratch baseline")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--train-samples", type=int, default=None, help="keep the first N training pairs")
+    parser.add_argument(
+        "--eval-samples", type=int, default=None, help="keep the first N validation and test pairs (micro runs)"
+    )
     parser.add_argument("--max-length", type=int, default=64)
     parser.add_argument("--epochs", type=float, default=3)
     parser.add_argument("--batch-size", type=int, default=32)

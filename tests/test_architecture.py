@@ -30,18 +30,21 @@ FOUNDATION = {
     "evidence",
     "yaml_files",
     "data_root",
+    "hub",
 }
 ALLOWED: dict[str, set[str]] = {
     "checks": set(),
     "command_line": set(),
     "stats": {"checks", "metrics"},  # the paired bootstrap resamples metrics.confusion_scores
     "threads": set(),
-    "config": {"checks", "yaml_files", "losses", "data_root"},  # losses.choices (torch-free); $WORKBENCH_DATA/ paths
+    "config": {"checks", "yaml_files", "losses", "data_root", "metrics_file"},  # losses.choices (torch-free);
+    # $WORKBENCH_DATA/ paths; metrics_file.redact: a shown config hides its secrets
     "data_root": set(),
     "metrics_file": set(),
     "yaml_files": set(),
     "text_files": set(),
-    "vocab": {"text_files"},  # text_files.read_lines: the one reader of text files
+    "hub": set(),
+    "vocab": {"text_files", "hub"},  # text_files.read_lines: the one reader of text files; hub: a name looked up
     "metrics": {"checks"},
     "decisions": {"checks", "metrics"},
     "evidence": {"checks", "metrics", "stats"},
@@ -52,7 +55,16 @@ ALLOWED: dict[str, set[str]] = {
     "masking": {"checks", "config", "text_files", "threads"},
     "data": {"checks", "config", "synonyms", "text_files", "masking", "data_root"},
     "models": {"checks", "config", "vocab"},
-    "runs": {"checks", "config", "stats", "threads", "metrics_file", "evidence"},
+    "runs": {
+        "checks",
+        "config",
+        "stats",
+        "threads",
+        "metrics_file",
+        "data_root",
+        "data",
+        "evidence",
+    },  # data: file check
     "train": FOUNDATION | {"losses", "masking", "data", "models"},  # not the runner: metrics.json via metrics_file
     "viz": {"checks", "config", "losses", "label_entropy"},
     "studies": FOUNDATION | {"losses", "masking", "data", "models", "train"},

@@ -87,10 +87,12 @@ def test_both_examples_draw_one_row_each_with_its_own_axes():
     loss = {trace.xaxis: np.asarray(trace.y) for trace in figure.data}
     np.testing.assert_allclose(loss["x"], 1 - (p + 1) / (p + 0.3 * (1 - p) + 1), rtol=1e-12)
     np.testing.assert_allclose(loss["x3"], 1 - 1 / (0.7 * (1 - p) + 1), rtol=1e-12)
-    assert [annotation.text for annotation in figure.layout.annotations][2:] == [
-        "loss, negative example (gold 0)",
-        "dL/dp, negative example (gold 0)",
-    ]
+    assert [annotation.text for annotation in figure.layout.annotations] == ["loss", "dL/dp"]  # column headers
+    assert [figure.layout[axis].title.text for axis in ("yaxis", "yaxis3")] == [
+        "positive example (gold 1)",
+        "negative example (gold 0)",
+    ]  # each row named once
+    assert [figure.layout[axis].title.text for axis in ("xaxis", "xaxis3")] == [None, "p of the gold class"]
     assert figure.layout.yaxis2.range != figure.layout.yaxis4.range  # each row's dL/dp axis spans its own curves
     assert [trace.showlegend is not False for trace in figure.data] == [True, False, False, False]
 

@@ -44,11 +44,11 @@ def test_a_label_train_lacks_names_file_line_and_label(tmp_path):
 
 
 def test_the_config_s_label_names_are_every_split_s_vocabulary(tmp_path):
-    train = _csv(tmp_path / "train.csv", ["甲,b", "乙,b"])
+    train = _csv(tmp_path / "train.csv", ["甲,b", "乙,a"])
     validation = _csv(tmp_path / "dev.csv", ["戊,a", "己,c"])
     splits = load_splits(_table(tmp_path, path=train, validation_path=validation, label_names=["c", "b", "a"]))
     assert label_names(splits["validation"]) == ["c", "b", "a"]
-    assert splits["train"]["label"] == [1, 1] and splits["validation"]["label"] == [2, 0]
+    assert splits["train"]["label"] == [1, 2] and splits["validation"]["label"] == [2, 0]
 
 
 @pytest.mark.parametrize(

@@ -8,6 +8,10 @@ from __future__ import annotations
 
 import io
 import json
+import re
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import nbformat
@@ -219,3 +223,70 @@ def test_the_own_set_runs_on_a_file_the_user_names(tmp_path):
         metrics["metrics"]["ce_macro_f1"]["mean"] > metrics["metrics"]["majority_macro_f1"]
     )  # more than the majority class
     assert "far_error_rate" not in json.dumps(metrics["runs"])  # topics are not ordered
+    # the notebook says what it loaded from the data (not the sample's query-title pairs) and warns of small classes
+    executed = nbformat.read(report.outcomes[0].output_dir / "05_pcl_vs_dice_walkthrough.ipynb", as_version=4)
+    printed = "".join(
+        output.get("text", "") for cell in executed.cells for output in cell.get("outputs", []) if output.get("text")
+    )
+    said = printed[printed.index("Data: ") :].splitlines()[0]
+    assert "news_zh.csv" in said and "3 unordered classes" in said and "query-title" not in said
+    assert "Warning: the test split holds fewer than 20 examples" in said  # 30 test headlines in 3 topics
+
+
+def test_the_class_set_runs_notebook_05_with_its_sliders_before_any_training():
+    (walkthrough,) = [notebook for notebook in NOTEBOOKS if notebook.stem.startswith("05")]
+    assert sorted(path.name for path in (ROOT / "params" / "class").iterdir()) == [f"{walkthrough.stem}.yaml"]
+    (execution,) = plan_executions([walkthrough], ROOT / "params", "class")
+    assert execution.parameters["interactive"] is False and len(execution.parameters["seeds"]) >= 3
+    cells = [cell.source for cell in _cells(walkthrough) if cell.cell_type == "code"]
+    training = next(index for index, source in enumerate(cells) if "run_ablation(" in source)
+    panels = [index for index, source in enumerate(cells) if ".display(" in source]
+    assert panels and max(panels) < training  # the sliders come before the one training cell
+    assert not any(re.search(r"\bcomparison\.", source) for source in cells[:training])  # needs no trained model
+
+
+def test_run_help_lists_every_params_set_present(monkeypatch, capsys):
+    from workbench.__main__ import main
+
+    monkeypatch.chdir(ROOT)
+    with pytest.raises(SystemExit):
+        main(["run", "--help"])
+    shown = " ".join(capsys.readouterr().out.split())
+    sets = [folder.name for folder in (ROOT / "params").iterdir() if folder.is_dir() and any(folder.glob("0*.yaml"))]
+    assert {"own", "class"} <= set(sets)
+    for name in sets:
+        assert f" {name} (" in shown or f" {name}," in shown, name
+    assert "examples" not in shown  # the trainer configs are no set
+
+
+def test_a_notebook_saved_with_outputs_is_committed_clean_through_the_nbstripout_filter(tmp_path):
+    # make venv installs nbstripout as the repository's git filter: JupyterLab saves outputs into the file,
+    # git stores the notebook without them, and the cleanliness check judges what git stores
+    pytest.importorskip("nbstripout")
+    if shutil.which("git") is None or shutil.which("make") is None:
+        pytest.skip("needs git and make")
+    notebook = tmp_path / "05.ipynb"
+    notebook.write_bytes((ROOT / "notebooks" / "05_pcl_vs_dice_walkthrough.ipynb").read_bytes())
+
+    def git(*arguments: str) -> str:
+        identity = ["-c", "user.name=test", "-c", "user.email=test@example.org"]
+        return subprocess.run(
+            ["git", *identity, *arguments], cwd=tmp_path, capture_output=True, text=True, check=True
+        ).stdout
+
+    git("init", "-q")
+    git("add", notebook.name)
+    git("commit", "-q", "-m", "a clean notebook")
+    make = ["make", "--no-print-directory", "-f", str(ROOT / "Makefile"), "notebook-filter", f"PY={sys.executable}"]
+    subprocess.run(make, cwd=tmp_path, check=True, capture_output=True)  # what make venv runs
+    assert git("status", "--porcelain") == ""  # the filter leaves a clean notebook as it is (cell ids kept)
+    saved = nbformat.read(notebook, as_version=4)  # as JupyterLab saves it after a run
+    for count, cell in enumerate((cell for cell in saved.cells if cell.cell_type == "code"), start=1):
+        cell.execution_count = count
+        cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text="a result\n")]
+    nbformat.write(saved, notebook)
+    assert check_notebook_clean(notebook) == []  # judged as git stores it
+    git("add", notebook.name)  # git add stores the notebook as the filter cleans it
+    assert git("status", "--porcelain") == ""  # the same as committed: nothing to commit, the outputs never reach git
+    git("config", "--unset", "filter.nbstripout.clean")  # without the filter the file itself is judged
+    assert any("has outputs" in problem for problem in check_notebook_clean(notebook))

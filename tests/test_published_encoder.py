@@ -4,6 +4,7 @@ the gpu parameter sets' model paths, and, once it is published, models/workbench
 from __future__ import annotations
 
 import importlib.util
+import json
 from pathlib import Path
 
 import pytest
@@ -19,7 +20,8 @@ from workbench.vocab import load_tokenizer
 ROOT = Path(__file__).resolve().parents[1]
 PUBLISHED = ROOT / "models" / "workbench-zh-mini"
 MODEL_PATH_FROM_NOTEBOOKS = "../models/workbench-zh-mini"  # params paths are relative to notebooks/
-SIZE_LIMIT_BYTES = 25 * 2**20
+SIZE_LIMIT_BYTES = 25 * 10**6
+SHARD_LIMIT_BYTES = 15 * 2**20
 TEXTS = ["这里的风景非常美丽", "游客们都很开心", "今天的新闻报道了经济发展"]
 
 
@@ -42,9 +44,13 @@ def _logits_both_ways(folder: Path) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 def _check_published_folder(folder: Path) -> None:
-    with safe_open(str(folder / "model.safetensors"), framework="pt") as weights:
-        dtypes = {weights.get_slice(name).get_dtype() for name in weights.keys()}
-    assert dtypes == {"BF16"}
+    shards = sorted(folder.glob("*.safetensors"))
+    dtypes = set()
+    for shard in shards:
+        assert shard.stat().st_size <= SHARD_LIMIT_BYTES, shard.name
+        with safe_open(str(shard), framework="pt") as weights:
+            dtypes |= {weights.get_slice(name).get_dtype() for name in weights.keys()}
+    assert dtypes == {"F16"}
     assert sum(path.stat().st_size for path in folder.rglob("*") if path.is_file()) <= SIZE_LIMIT_BYTES
     ours, auto = _logits_both_ways(folder)
     assert ours.shape[-1] == len(load_tokenizer(folder))
@@ -65,16 +71,75 @@ def published(tmp_path_factory) -> Path:
         }
     )
     target = base / "published"
-    target.mkdir()
-    (target / "README.md").write_text("model card\n", encoding="utf-8")
-    _publish_module().publish(run.output_dir, target)
+    _publish_module().publish(run.output_dir, target, command=COMMAND, hardware="a test's CPU")
     return target
 
 
+COMMAND = "python -m workbench.train params/pretrain/workbench-zh-mini.yaml training.time_budget_s=300"
+
+
 @pytest.mark.slow
-def test_published_checkpoint_is_bf16_small_and_loads_the_same_both_ways(published):
+def test_published_checkpoint_is_fp16_small_and_loads_the_same_both_ways(published):
     _check_published_folder(published)
-    assert (published / "README.md").read_text(encoding="utf-8") == "model card\n"  # the card is kept
+    card = (published / "README.md").read_text(encoding="utf-8")
+    metrics = json.loads((published.parent / "run" / "metrics.json").read_text(encoding="utf-8"))
+    last = metrics["epochs"][-1]
+    for needed in (
+        "`sample_corpus`",  # the corpus
+        f"{last['step']:,} steps",
+        f"{round(last['epoch'] * metrics['tokens_per_epoch']):,} tokens",
+        f"{metrics['perplexity']:.2f}",
+        f"    {COMMAND}\n",
+        "a test's CPU",
+        "Licence",
+    ):
+        assert needed in card, needed
+
+
+@pytest.mark.slow
+def test_publish_refuses_a_folder_over_the_size_limit(published, tmp_path, monkeypatch):
+    publish = _publish_module()
+    monkeypatch.setattr(publish, "SIZE_LIMIT_BYTES", 10_000)
+    with pytest.raises(ValueError, match="target: .* bytes, over the limit of 10,000"):
+        publish.publish(published.parent / "run", tmp_path / "target")
+
+
+def test_the_model_card_says_when_the_time_budget_stopped_the_run():
+    metrics = {
+        "parameters": {
+            "data": {"path": ["/kit/data/corpus/xwlb_news.txt.gz"], "source": "corpus", "max_length": 128},
+            "model": {"tiny": {"num_layers": 6, "hidden_size": 256, "num_heads": 4}},
+            "training": {"time_budget_s": 260, "num_train_epochs": 6, "per_device_train_batch_size": 256},
+        },
+        "epochs": [{"epoch": 2.5, "step": 2900, "eval_masked_tokens": 25_000}],
+        "tokens_per_epoch": 36_000_000,
+        "num_parameters": {"total": 10_268_552},
+        "corpus_characters": 37_000_000,
+        "blocks": {"train": 297_000, "eval": 1_500},
+        "masking": "wwm",
+        "objective": "plain",
+        "perplexity": 31.4159,
+        "eval_loss": 3.4473,
+        "train_runtime": 259.0,
+    }
+    metrics["parameters"]["data"]["eval_fraction"] = 0.005
+    metrics["parameters"]["training"].update(learning_rate=1e-3, precision="bf16")
+    card = _publish_module().model_card(metrics, COMMAND, hardware="NVIDIA H100 80GB HBM3")
+    assert "`corpus/xwlb_news.txt.gz`: 37,000,000 characters" in card
+    assert "2,900 steps of 256 blocks, 2.5 epochs, 90,000,000 tokens, stopped by its time budget (260 s)" in card
+    assert "31.42 (loss 3.4473)" in card and "259 s on NVIDIA H100 80GB HBM3" in card
+
+
+def test_publish_refuses_a_target_that_holds_files(tmp_path):
+    publish = _publish_module()
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "metrics.json").write_text("{}", encoding="utf-8")
+    (tmp_path / "target").mkdir()
+    (tmp_path / "target" / "README.md").write_text("a card written by hand\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="target: .*already holds files .*--replace"):
+        publish.publish(run, tmp_path / "target")
+    assert (tmp_path / "target" / "README.md").read_text(encoding="utf-8") == "a card written by hand\n"
 
 
 @pytest.mark.slow

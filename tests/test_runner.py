@@ -21,6 +21,7 @@ from workbench.runs.execute import ensure_kernel, new_run_dir
 from workbench.runs.plan import (
     MAX_SLUG,
     cell_slug,
+    check_paths,
     load_params,
     parse_assignments,
     parse_seeds,
@@ -226,6 +227,91 @@ def test_notebook_without_output_dir_parameter_refused(tmp_path):
     notebook = _write_notebook(tmp_path / "no_output.ipynb", "x = 1")
     with pytest.raises(ValueError, match=r"^notebook no_output\.ipynb"):
         plan_executions([notebook], _params(tmp_path), "default")
+
+
+PATHS_NOTEBOOK = (
+    "data = {'source': 'sample_relevance', 'path': None}\n"
+    "encoders = {'probe': {'kind': 'probe'}}\n"
+    "extra_lexicons = {}\n"
+    "output_dir = None\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("params_file", "sweep", "names"),
+    [
+        ("data: {source: table, path: ../own_data.csv}\n", None, ["params file default/paths.yaml", "data.path"]),
+        ("data: {source: tnews, path: t.json, labels_path: no/labels.json}\n", None, ["data.labels_path"]),
+        ("encoders: {scratch: {vocab_file: ../no/vocab.txt}}\n", None, ["encoders.scratch.vocab_file"]),
+        ("encoders: {mini: {model_name_or_path: ../models/mini}}\n", None, ["encoders.mini.model_name_or_path"]),
+        ("extra_lexicons: {wordnet: ../synsets.tsv}\n", None, ["extra_lexicons.wordnet"]),
+        ("", {"data": [{"source": "corpus", "path": ["t.json", "gone.txt"]}]}, ["--sweep", "data.path[1]"]),
+    ],
+)
+def test_every_file_and_folder_a_params_set_names_is_checked_before_a_kernel_starts(
+    tmp_path, capsys, params_file, sweep, names
+):
+    notebooks = tmp_path / "notebooks"
+    notebooks.mkdir()
+    notebook = _write_notebook(notebooks / "paths.ipynb", PATHS_NOTEBOOK)
+    (notebooks / "t.json").write_text("{}", encoding="utf-8")
+    executions = plan_executions([notebook], _params(tmp_path, {"paths": params_file}), "default", sweep)
+    with pytest.raises(ValueError) as caught:
+        check_paths(executions, "default")
+    message = str(caught.value)
+    missing = re.search(r"'([^']+)' \(", message)
+    assert all(name in message for name in names) and missing, message
+    assert not (notebooks / missing.group(1)).exists()
+    # through the command line: one error line, exit 2, no run folder, no kernel started
+    options = [f"--sweep=data={json.dumps(value[0])}" for value in (sweep or {}).values()]
+    arguments = ["--notebooks-dir", str(notebooks), "--params-dir", str(tmp_path / "params")]
+    assert main(["run", *arguments, "--outputs-dir", str(tmp_path / "outputs"), *options]) == 2
+    error = capsys.readouterr().err
+    assert error.startswith("error: ") and error.count("\n") == 1 and names[-1] in error, error
+    assert not (tmp_path / "outputs").exists()
+
+
+def test_data_root_sections_and_paths_are_checked_through_the_data_root(tmp_path, monkeypatch):
+    notebooks = tmp_path / "notebooks"
+    notebooks.mkdir()
+    notebook = _write_notebook(
+        notebooks / "root.ipynb",
+        "data = {}\nfinetune_data = {}\nembedding = {}\nobjective = {}\noutput_dir = None\n",
+    )
+    root = tmp_path / "root"
+    monkeypatch.setenv("WORKBENCH_DATA", str(root))
+
+    def check(params: str) -> None:
+        check_paths(plan_executions([notebook], _params(tmp_path, {"root": params}), "default"), "default")
+
+    check("embedding: {source: corpus, k: 10}\n")  # a synonym source named like a data set: no data section
+    with pytest.raises(
+        ValueError, match=r"^params file default/root\.yaml: finetune_data\.source: qbqtc: .*data fetch"
+    ):
+        check("finetune_data: {source: qbqtc, max_length: 64}\n")
+    with pytest.raises(
+        ValueError, match=r"objective\.lexicon: no such file or folder: '\$WORKBENCH_DATA/cilin/c\.txt'"
+    ):
+        check("objective: {lexicon: $WORKBENCH_DATA/cilin/c.txt}\n")
+    (root / "qbqtc").mkdir(parents=True)
+    (root / "qbqtc" / "dev.json").write_text("", encoding="utf-8")  # one split's file: the others are cut from it
+    (root / "cilin").mkdir()
+    (root / "cilin" / "c.txt").write_text("", encoding="utf-8")
+    check("data: {source: qbqtc}\nobjective: {lexicon: $WORKBENCH_DATA/cilin/c.txt}\n")
+    check("data: {source: corpus, path: ../own.txt}\n".replace("../own.txt", str(root / "cilin" / "c.txt")))
+
+
+def test_paths_that_exist_and_hub_names_pass_the_early_check(tmp_path):
+    notebooks = tmp_path / "notebooks"
+    (notebooks / "ckpt").mkdir(parents=True)
+    notebook = _write_notebook(notebooks / "paths.ipynb", PATHS_NOTEBOOK)
+    (tmp_path / "own.csv").write_text("text,label\n", encoding="utf-8")
+    params = (
+        "data: {source: table, path: ../own.csv}\n"
+        "encoders: {a: {model_name_or_path: ckpt}, b: {model_name_or_path: hfl/chinese-roberta-wwm-ext}}\n"
+        f"extra_lexicons: {{wordnet: {tmp_path / 'own.csv'}}}\n"
+    )
+    check_paths(plan_executions([notebook], _params(tmp_path, {"paths": params}), "default"), "default")
 
 
 def _main(tmp_path: Path, *options: str) -> int:
@@ -505,16 +591,16 @@ def test_sweep_writes_each_point_and_aggregates_over_the_seeds_list(sweep_run):
         assert single["n"] == 1 and pd.isna(single["std"])  # no spread shown for a single value
 
     index = (run_dir / "index.html").read_text()
-    assert 'src="ok_metrics/x=2.0/figures/score_line.html"' in index
+    assert 'href="ok_metrics/x=2.0/figures/score_line.html"' in index
+    assert index.count("A line up to the first seed&#x27;s score.") == 2  # the caption the notebook gave, per point
     assert 'href="ok_metrics/x=2.0/ok_metrics.html"' in index
 
 
 def _sweep_figure_data(index: str) -> list[dict]:
-    """The traces of every ``Plotly.newPlot`` call in the index page."""
-    decoder, traces = json.JSONDecoder(), []
-    for match in re.finditer(r"Plotly\.newPlot\(\s*\"[^\"]+\",\s*", index):
-        data, _ = decoder.raw_decode(index, match.end())
-        traces.extend(data)
+    """The traces of every sweep figure in the index page (its JSON, which the page draws)."""
+    traces = []
+    for match in re.finditer(r'<script type="application/json" id="sweep-\d+">(.*?)</script>', index):
+        traces.extend(json.loads(match.group(1).replace("<\\/", "</"))["data"])
     return traces
 
 
@@ -527,7 +613,7 @@ def test_a_sweep_is_drawn_in_the_index_as_each_metric_against_the_swept_value(sw
     score = next(trace for trace in traces if trace["y"][0] > 5)
     assert score["x"] == [1.0, 2.0] and score["y"] == [11.5, 21.5]
     assert score["error_y"]["array"] == pytest.approx([0.5**0.5, 0.5**0.5])  # std over seeds 1 and 2
-    assert 'scrolling="no"' in index and "height: 480px" not in index  # figures sized to their content
+    assert "<iframe" not in index and index.count("<script src=") == 1  # one plotly.js draws every figure
 
 
 def test_the_index_draws_several_swept_keys_as_lines_and_names_metric_descriptions(tmp_path):

@@ -8,6 +8,7 @@ import pytest
 import torch
 from datasets import DatasetDict
 
+from workbench.config import DataConfig
 from workbench.data import load_splits
 from workbench.studies import pcl
 from workbench.studies import pcl_vs_dice as study
@@ -50,6 +51,40 @@ def test_label_table_counts_and_shares(splits):
         expected = np.bincount(labels, minlength=3)
         np.testing.assert_array_equal(table[split].to_numpy(), expected)
         np.testing.assert_allclose(table[f"{split} share"].to_numpy(), expected / expected.sum())
+
+
+def test_data_summary_says_what_was_loaded_from_the_data(splits):
+    text = study.data_summary(DataConfig.from_mapping({"source": "sample_relevance"}), splits)
+    counts = np.bincount(np.asarray(splits["train"]["label"]), minlength=3)
+    names = splits["train"].features["label"].names
+    assert "generated query-title pairs" in text and "3 ordered classes" in text
+    for name, count in zip(names, counts):
+        assert f"{name!r} {count} ({count / counts.sum():.0%})" in text
+    assert "train 200, validation 50, test 50" in text
+
+
+def test_data_summary_of_ones_own_table_names_its_file_and_warns_of_small_test_classes(tmp_path):
+    from test_data_own_data import news_csv  # 300 Chinese headlines in 3 imbalanced topics, columns text,label
+
+    data = DataConfig.from_mapping(
+        {"source": "table", "path": str(news_csv(tmp_path / "news.csv")), "text": "text", "label": "label"}
+    )
+    own = load_splits(data)
+    text = study.data_summary(data, own)
+    assert "news.csv" in text and "3 unordered classes" in text and "query-title" not in text
+    test = np.bincount(np.asarray(own["test"]["label"]), minlength=3)
+    names = own["train"].features["label"].names
+    small = [(name, count) for name, count in zip(names, test) if count < study.SMALL_TEST_CLASS]
+    assert small and all(count < 20 for _, count in small)  # 10 % of 300 examples: every class below 20
+    assert "Warning" in text and all(f"{name!r} ({count})" in text for name, count in small)
+    even = {
+        **data.to_dict(),
+        "path": str(news_csv(tmp_path / "even.csv", shares=(0.5, 0.3, 0.2))),
+        "split": [0.3, 0.1, 0.6],
+    }
+    large = load_splits(even)  # 180 test examples, the smallest class 36 of them
+    assert min(np.bincount(large["test"]["label"])) >= 20
+    assert "Warning" not in study.data_summary(DataConfig.from_mapping(even), large)
 
 
 def test_majority_baseline_by_hand(splits):

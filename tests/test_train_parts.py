@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import datasets
+import numpy as np
 import pytest
 import torch
 from torch import nn
@@ -73,12 +74,14 @@ def test_separate_validation_file(tmp_path):
 @pytest.mark.parametrize(
     "values, match",
     [
-        ({"source": "qbqtc"}, r"^data\.path: .*'qbqtc'"),
+        # no path and no file in the data root: the files, the root and the fetch command are named
+        ({"source": "qbqtc"}, r"^qbqtc: .*dev\.json.*data root.*workbench data fetch qbqtc"),
         ({"source": "qbqtc", "path": "/no/such/file.json"}, r"^data\.path: .*'/no/such/file\.json'"),
         ({"source": "sample_corpus"}, r"^data\.source: 'sample_corpus'"),
     ],
 )
-def test_bad_data_sections(values, match):
+def test_bad_data_sections(values, match, tmp_path, monkeypatch):
+    monkeypatch.setenv("WORKBENCH_DATA", str(tmp_path))
     with pytest.raises(ValueError, match=match):
         load_splits(_data(**values))
 
@@ -107,7 +110,8 @@ def test_texts_for_pretraining(tmp_path):
     assert load_texts(_data(source="corpus", path=str(corpus), max_train_samples=2)) == (["第一句。", "第二句。"], None)
     texts, pairs = load_texts(_data(source="sample_relevance", max_train_samples=5))
     train = sample_relevance_splits(seed=0)["train"]
-    assert texts == train["text"][:5] and pairs == train["text_pair"][:5]
+    order = np.random.default_rng(0).permutation(len(train))[:5]  # the training split shuffled by data.seed
+    assert texts == [train["text"][i] for i in order] and pairs == [train["text_pair"][i] for i in order]
     assert len(load_texts(_data(source="sample_corpus", n_sentences=9))[0]) == 9
 
 
@@ -177,6 +181,8 @@ def _checkpoint(folder: Path, step: int, state: str = "{}", weights: bool = True
     (path / "trainer_state.json").write_text(state)
     if weights:
         (path / "model.safetensors").write_bytes(b"weights")
+    for name in ("optimizer.pt", "scheduler.pt"):  # without them a resume is refused (issue 30)
+        (path / name).write_bytes(b"state")
     return path
 
 

@@ -94,3 +94,15 @@ def test_reliability_diagram_draws_the_filled_bins_of_each_loss_and_the_diagonal
     assert list(figure.data[2].y) == [1.0, 0.0, 1.0]  # gold 0 everywhere: the argmax is right at 0.6 and 0.9
     with pytest.raises(ValueError, match="^bins"):
         reliability_diagram({})
+
+
+def test_show_saves_the_caption_the_notebook_gives(tmp_path):
+    figures.set_output_dir(tmp_path, renderer=None)
+    figures.show(go.Figure(), "counts", caption="  How many examples each class has, per split. ")
+    assert (tmp_path / "figures" / "counts.caption.txt").read_text() == "How many examples each class has, per split.\n"
+    figures.show(go.Figure(), "plain")
+    assert not (tmp_path / "figures" / "plain.caption.txt").exists()
+    for caption in ("", "  ", 3):
+        with pytest.raises(ValueError, match=r"^caption:"):
+            figures.show(go.Figure(), "bad", caption=caption)
+    assert not (tmp_path / "figures" / "bad.json").exists()

@@ -8,6 +8,7 @@ import math
 
 import numpy as np
 import plotly.graph_objects as go
+import plotly.io as pio
 import pytest
 
 from workbench.label_entropy import paper_entropy
@@ -40,26 +41,41 @@ def _assert_same_data(actual: go.Figure, expected: go.Figure) -> None:
 
 
 P = [0.2, 0.5, 0.7]
+PLOTLY_MIME = "application/vnd.plotly.v1+json"  # what JupyterLab's plotly renderer draws
 
 
 @pytest.fixture
-def loss_panel():
+def drawn(monkeypatch) -> list[dict]:
+    """The MIME bundles a live panel draws into its output (what JupyterLab's plotly renderer gets)."""
+    bundles: list[dict] = []
+    monkeypatch.setattr(
+        "workbench.viz.widgets.display", lambda bundle, raw=False: bundles.append(bundle) if raw else None
+    )
+    monkeypatch.setattr("workbench.viz.widgets.clear_output", lambda wait=False: None)
+    return bundles
+
+
+@pytest.fixture
+def loss_panel(drawn):
     curves = [LinkedCurve("focal", ("gamma",)), LinkedCurve("tversky", ("alpha",), {"beta": 0.5}, label="TL")]
     panel = LossCurvePanel(curves, slider_names=("gamma", "alpha"))
     return panel
 
 
-def test_loss_panel_redraws_in_place_on_slider_change(loss_panel):
-    figure_widget = loss_panel.figure
-    assert isinstance(figure_widget, go.FigureWidget)
-    before = list(figure_widget.data[0].y)
+def test_loss_panel_redraws_its_live_output_on_slider_change(loss_panel, drawn):
+    assert loss_panel.widget.children[1] is loss_panel.output  # sliders, then the output JupyterLab draws into
+    assert len(drawn) == 1
+    before = list(loss_panel.figure.data[0].y)
     loss_panel.sliders["gamma"].value = 0.5
-    assert loss_panel.figure is figure_widget  # updated in place, not replaced
     _assert_same_data(loss_panel.figure, loss_panel.figure_for(gamma=0.5))
     assert list(loss_panel.figure.data[0].y) != before
     focal_loss = [trace for trace in loss_panel.figure.data if trace.name == "focal"][0]
     p = np.asarray(focal_loss.x)
     np.testing.assert_allclose(focal_loss.y, -((1 - p) ** 0.5) * np.log(p), rtol=1e-12)  # FL = -(1-p)^gamma log p
+    assert len(drawn) == 2  # the new figure replaces the old one in the output
+    shown = drawn[-1][PLOTLY_MIME]
+    assert shown == pio.renderers["plotly_mimetype"].to_mimebundle(loss_panel.figure.to_dict())[PLOTLY_MIME]
+    assert shown["layout"]["autosize"] and "width" not in shown["layout"]  # the cell's width, not plotly's 700 px
 
 
 def test_loss_panel_sliders_redraw_on_release(loss_panel):
@@ -132,12 +148,9 @@ def _shown(figure: go.Figure) -> list[np.ndarray]:
 def test_tversky_alpha_moves_the_negative_example_by_eq_10():
     # gold 0, p = P(gold): TP = FN = 0, FP = 1 - p, so TL = 1 - gamma / (alpha (1 - p) + gamma) with gamma = 1
     panel = SHIPPED["01_ce_fl_tl"]()
-    titles = [annotation.text for annotation in panel.figure.layout.annotations]
-    assert titles == [
-        f"{name}, {example}"
-        for example in ("positive example (gold 1)", "negative example (gold 0)")
-        for name in ("loss", "dL/dp")
-    ]
+    assert [annotation.text for annotation in panel.figure.layout.annotations] == ["loss", "dL/dp"]
+    rows = [panel.figure.layout[axis].title.text for axis in ("yaxis", "yaxis3")]
+    assert rows == ["positive example (gold 1)", "negative example (gold 0)"]
     for alpha in (0.1, 0.9):
         figure = panel.figure_for(alpha=alpha)
         loss, slope = [trace for trace in figure.data if trace.name == "TL"][2:]  # the negative row: loss, dL/dp

@@ -9,6 +9,9 @@ import signal
 import sys
 
 from workbench.command_line import error_message
+from workbench.runs.plan import describe_sets
+
+PARAMS_DIR, NOTEBOOKS_DIR = "params", "notebooks"  # the defaults of --params-dir and --notebooks-dir
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -25,7 +28,7 @@ def build_parser() -> argparse.ArgumentParser:
         ),
     )
     option = run.add_argument
-    sets = "default (CPU, minutes), smoke (seconds, the tests'), gpu (real data, bf16) or a folder of yours"
+    sets = f"{describe_sets(PARAMS_DIR, NOTEBOOKS_DIR)}, or a folder of yours"  # the sets present when asked
     option("--params-set", default="default", help=f"a folder <params-dir>/<set>/ of <notebook>.yaml files: {sets}")
     option(
         "--only", nargs="+", action="extend", metavar="NAME", help="notebook stems or prefixes, e.g. 01 or 01_dice_loss"
@@ -60,8 +63,10 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="K=V",
         help="submitit job parameters: slurm_partition=gpu",
     )
-    option("--notebooks-dir", default="notebooks", metavar="DIR", help="where the notebooks are; default: %(default)s")
-    option("--params-dir", default="params", metavar="DIR", help="where the parameter sets are; default: %(default)s")
+    option(
+        "--notebooks-dir", default=NOTEBOOKS_DIR, metavar="DIR", help="where the notebooks are; default: %(default)s"
+    )
+    option("--params-dir", default=PARAMS_DIR, metavar="DIR", help="where the parameter sets are; default: %(default)s")
     option(
         "--outputs-dir", default="outputs", metavar="DIR", help="where run folders are created; default: %(default)s"
     )

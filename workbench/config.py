@@ -18,6 +18,7 @@ from typing import Any, ClassVar, TypeVar
 from workbench.checks import check_bool, check_choice, check_int, check_number, check_text, is_number
 from workbench.data_root import expand_data_root
 from workbench.losses.choices import HC_LEVELS, KL_DIRECTIONS, SR_LEVELS, SR_PREDICTIONS  # the objectives' options
+from workbench.metrics_file import redact
 from workbench.yaml_files import parse_override, read_yaml, read_yaml_file  # noqa: F401 - read_yaml re-exported
 
 TASKS = ("finetune", "pretrain_mlm", "two_stage", "pretrain_electra")
@@ -197,8 +198,12 @@ class DataConfig(Section, prefix="data"):
     )
     seed: int = option(0, "seed of the sample generators and of the split", "[0, inf)")
     max_length: int = option(128, "tokens per example (truncation), 8-512", "[8, 512]")
-    max_train_samples: int | None = option(None, "keep the first N training examples", "[1, inf)")
-    max_eval_samples: int | None = option(None, "keep the first N validation and test examples", "[1, inf)")
+    max_train_samples: int | None = option(
+        None, "keep a stratified sample of N training examples (seed data.seed); corpus: the first N texts", "[1, inf)"
+    )
+    max_eval_samples: int | None = option(
+        None, "keep a stratified sample of N validation and N test examples (seed data.seed)", "[1, inf)"
+    )
     n_sentences: int = option(2000, "size of sample_corpus", "[1, inf)")
     num_proc: int | None = option(
         None, "pretrain_*: processes that segment and encode the corpus; null: every core", "[1, inf)"
@@ -441,6 +446,77 @@ TRAINING_BOUNDS = {
 }
 """Bounds beyond TrainingArguments' checks (and everywhere: numbers finite, ints <= 2**31 - 1)."""
 
+NOT_HONOURED = {
+    "label_names": "the workbench's batches carry their labels as `labels` (and `sop_labels`) and it names them itself",
+    "prediction_loss_only": "every evaluation is scored by macro-F1 over the predictions, which this would drop",
+    "batch_eval_metrics": "the metrics (macro-F1, far-error rate) need the whole evaluation set at once",
+    "eval_delay": "every epoch is evaluated: the best epoch is chosen among the saved ones by validation macro-F1",
+    "eval_do_concat_batches": "the metrics need the evaluation's predictions as one array",
+    "debug": "its underflow/overflow hooks fail on the models' integer and boolean outputs",
+    "parallelism_config": "it must be an accelerate ParallelismConfig object, which a YAML config cannot hold",
+}
+"""TrainingArguments fields the workbench cannot honour (field -> why): any value but transformers' default is refused
+at config load, naming the field."""
+
+
+def check_honoured(arguments: Mapping[str, Any]) -> None:
+    """ValueError naming ``training.<key>`` for a field the workbench cannot honour (:data:`NOT_HONOURED`, a plateau
+    schedule), a malformed ``optim_args``, ``use_liger_kernel`` or ``deepspeed`` without their package (or a DeepSpeed
+    file), ``fsdp`` outside distributed training: checked when the config is loaded, not when training starts."""
+    from transformers import TrainingArguments
+    from transformers.integrations import is_deepspeed_available
+    from transformers.utils import is_liger_kernel_available
+
+    defaults = {item.name: item.default for item in fields(TrainingArguments) if item.init}
+    for key, reason in NOT_HONOURED.items():
+        if key in arguments and arguments[key] != defaults[key] and arguments[key] not in (None, "", []):
+            raise ValueError(f"training.{key}: cannot be honoured by the workbench: {reason} (docs/training.md)")
+    if arguments.get("lr_scheduler_type") == "reduce_lr_on_plateau":
+        raise ValueError(
+            "training.lr_scheduler_type: reduce_lr_on_plateau cannot be honoured by the workbench (it would step on "
+            "the validation macro-F1 as on a loss to minimise); choose linear, cosine, constant, ..."
+        )
+    optim_args = arguments.get("optim_args")
+    pairs = [part.split("=") for part in optim_args.replace(" ", "").split(",")] if isinstance(optim_args, str) else []
+    if any(len(pair) != 2 or not pair[0] or not pair[1] for pair in pairs):
+        raise ValueError(f"training.optim_args: must be 'key=value' pairs joined by commas, got {optim_args!r}")
+    if arguments.get("use_liger_kernel") and not is_liger_kernel_available():
+        raise ValueError("training.use_liger_kernel: needs the liger-kernel package: pip install liger-kernel")
+    deepspeed = arguments.get("deepspeed")
+    if deepspeed and not is_deepspeed_available():
+        raise ValueError("training.deepspeed: needs the deepspeed package: pip install deepspeed")
+    if isinstance(deepspeed, str) and not os.path.isfile(deepspeed):
+        raise ValueError(
+            f"training.deepspeed: must name a DeepSpeed JSON config file, got {deepspeed!r} (no such file)"
+        )
+    if arguments.get("fsdp") and int(os.environ.get("WORLD_SIZE", "1")) < 2:
+        raise ValueError(
+            "training.fsdp: FSDP runs only in distributed training: launch with torchrun or accelerate (WORLD_SIZE > 1)"
+        )
+
+
+def check_optimizer(arguments: Mapping[str, Any]) -> None:
+    """ValueError naming ``training.optim`` when its package is missing, ``training.optim_args`` for a value the
+    optimizer cannot read, ``training.lr_scheduler_kwargs`` for arguments the schedule does not take."""
+    import torch
+    from transformers import Trainer, TrainingArguments, get_scheduler
+
+    given = {key: value for key, value in arguments.items() if value is not None}
+    try:
+        Trainer.get_optimizer_cls_and_kwargs(TrainingArguments(output_dir=None, **given))
+    except (ImportError, ValueError, TypeError) as error:  # some optimizers need the model: checked when it is built
+        if isinstance(error, ImportError) or "install" in str(error):  # its package is missing
+            raise ValueError(f"training.optim: {arguments.get('optim')!r}: {str(error).splitlines()[0]}") from None
+        if arguments.get("optim_args") and "model" not in str(error):  # a value the optimizer cannot read
+            raise ValueError(f"training.optim_args: {str(error).splitlines()[0]}") from None
+    if arguments.get("lr_scheduler_kwargs"):
+        optimizer = torch.optim.SGD([torch.zeros(1, requires_grad=True)], lr=1.0)
+        name = arguments.get("lr_scheduler_type") or "linear"
+        try:
+            get_scheduler(name, optimizer, 0, 10, scheduler_specific_kwargs=dict(arguments["lr_scheduler_kwargs"]))
+        except (ValueError, TypeError) as error:
+            raise ValueError(f"training.lr_scheduler_kwargs: {str(error).splitlines()[0]}") from None
+
 
 def check_training_arguments(arguments: Mapping[str, Any]) -> dict[str, Any]:
     """``arguments`` when ``transformers.TrainingArguments`` takes them: fields of the right type within
@@ -458,12 +534,14 @@ def check_training_arguments(arguments: Mapping[str, Any]) -> dict[str, Any]:
     reporters = arguments.get("report_to") or "none"
     for name in [reporters] if isinstance(reporters, str) else reporters:
         check_choice("training.report_to", name, ["none", "all", *get_available_reporting_integrations()])
+    check_honoured(arguments)
     given = [(key, value) for key, value in arguments.items() if value is not None]
     for end, (key, _) in enumerate(given, 1):  # TrainingArguments' own checks; the first key that fails is named
         try:
             TrainingArguments(output_dir=None, **dict(given[:end]))
         except (ValueError, TypeError) as error:
             raise ValueError(f"training.{key}: {str(error).splitlines()[0]}") from None
+    check_optimizer(arguments)
     return dict(arguments)
 
 
@@ -493,6 +571,15 @@ class TrainingConfig(Section, prefix="training"):
     def __post_init__(self) -> None:
         super().__post_init__()
         object.__setattr__(self, "arguments", check_training_arguments({**TRAINING_DEFAULTS, **self.arguments}))
+        if self.resume and self.arguments.get("save_only_model"):
+            raise ValueError(
+                "training.save_only_model: a run saved with it cannot be resumed (its checkpoints hold no optimizer "
+                "or learning-rate schedule state, which would restart); set training.resume=false and start anew"
+            )
+
+    def __repr__(self) -> str:
+        """The fields with secrets (``hub_token``) redacted: a config shown in a notebook lands in its pages."""
+        return f"TrainingConfig({', '.join(f'{key}={value!r}' for key, value in redact(self.to_dict()).items())})"
 
     @classmethod
     def from_mapping(cls, values: Any) -> TrainingConfig:

@@ -1,6 +1,7 @@
-"""The ``metrics.json`` of a run folder (JSON-safe, atomic, mode 0644 under the umask) for the runner and the trainers:
-a notebook's ``{"metrics": {...}, <details>...}`` (:func:`write_metrics`; the runner aggregates ``metrics``), a
-trainer's own (:func:`write_json`)."""
+"""The ``metrics.json`` of a run folder (JSON-safe, atomic, mode 0644 under the umask, secrets redacted) for the runner
+and the trainers: a notebook's ``{"metrics": {...}, <details>...}`` (:func:`write_metrics`; the runner aggregates
+``metrics``), a trainer's own (:func:`write_json`); what keeps secrets out of every file the workbench writes
+(:func:`redact`)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,34 @@ from typing import Any
 
 METRICS_FILE = "metrics.json"
 STAT_KEYS = ("mean", "std", "n")
+SECRET_WORDS = ("password", "passwd", "secret", "api_key", "apikey", "private_key", "access_key", "credential")
+TOKENIZER_TOKENS = ("pad_token", "unk_token", "cls_token", "sep_token", "mask_token", "bos_token", "eos_token")
+
+
+def is_secret(key: Any) -> bool:
+    """Whether ``key`` names a secret: transformers' rule, ``token`` or ``*_token`` (``hub_token``; a tokenizer's
+    special tokens aside), and names holding a password, secret, API key, private or access key or credential."""
+    name = str(key).lower()
+    token = (name == "token" or name.endswith("_token")) and name not in TOKENIZER_TOKENS
+    return token or any(word in name for word in SECRET_WORDS)
+
+
+def secret_mark(key: Any) -> str:
+    """What a written file shows for the secret under ``key``: ``<HUB_TOKEN>``, as TrainingArguments.to_dict writes."""
+    return f"<{str(key).upper()}>"
+
+
+def redact(value: Any) -> Any:
+    """``value`` (mappings and lists at any depth) with each string under a key :func:`is_secret` names replaced by its
+    :func:`secret_mark`; everything else as it was. Every file the workbench writes goes through it."""
+    if isinstance(value, Mapping):
+        return {
+            key: secret_mark(key) if is_secret(key) and isinstance(item, str) and item else redact(item)
+            for key, item in value.items()
+        }
+    if isinstance(value, (list, tuple)):
+        return type(value)(redact(item) for item in value)
+    return value
 
 
 def to_jsonable(value: Any) -> Any:
@@ -41,17 +70,29 @@ def to_jsonable(value: Any) -> Any:
     )
 
 
+def write_atomically(path: str | Path, text: str) -> Path:
+    """Write ``text`` to ``path`` through a temporary file and a rename: ``path`` is whole or absent (its old content
+    kept), never half-written. A write that fails (a full disk) leaves no temporary file and raises ValueError naming
+    ``path`` and the reason. Readable as the umask allows (0644 under the usual 022)."""
+    path = Path(path)
+    temporary = path.with_name(f".{path.name}.{secrets.token_hex(6)}")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        temporary.write_text(text, encoding="utf-8")
+        os.replace(temporary, path)
+    except BaseException as error:  # a full disk, Ctrl-C or SIGTERM mid-write: no temporary file is left
+        temporary.unlink(missing_ok=True)
+        if isinstance(error, OSError):
+            raise ValueError(f"{path}: cannot be written ({error.strerror or error})") from None
+        raise
+    return path
+
+
 def write_json(path: str | Path, data: Mapping[str, Any]) -> Path:
-    """Write ``data`` as indented JSON to ``path`` atomically (a temporary file, then a rename), readable as the
-    umask allows (0644 under the usual 022)."""
+    """Write ``data`` (:func:`redact`-ed) as indented JSON to ``path`` by :func:`write_atomically`."""
     if not isinstance(data, Mapping):
         raise ValueError(f"metrics must be a dict of name -> value, got {type(data).__name__}")
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(f".{path.name}.{secrets.token_hex(6)}")
-    temporary.write_text(json.dumps(to_jsonable(data), indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    os.replace(temporary, path)
-    return path
+    return write_atomically(path, json.dumps(to_jsonable(redact(data)), indent=2, sort_keys=True) + "\n")
 
 
 def _check_metric(name: str, value: Any) -> None:

@@ -10,13 +10,49 @@ from typing import Any, ClassVar
 
 import yaml
 
+MAX_ALIASED_VALUES = 100_000
+"""How many values aliases (``*name``) may add to a document: a 576-byte file of nested aliases expanded to millions
+(a 30 MB notebook cell); beyond this a document is refused, naming its file and line."""
+
+
+def _expanded_size(node: yaml.Node, sizes: dict[int, int], path: set[int]) -> int:
+    """The number of values ``node`` stands for, every alias expanded (``sizes``: known sizes by node id; ``path``: the
+    nodes being sized, where an alias to one of them is a recursive structure, an error)."""
+    if id(node) in sizes:
+        return sizes[id(node)]
+    if id(node) in path:
+        raise yaml.constructor.ConstructorError(None, None, "an alias refers to a value holding it", node.start_mark)
+    path.add(id(node))
+    if isinstance(node, yaml.MappingNode):
+        children = [child for pair in node.value for child in pair]
+    else:
+        children = node.value if isinstance(node, yaml.SequenceNode) else []
+    sizes[id(node)] = 1 + sum(_expanded_size(child, sizes, path) for child in children)
+    path.discard(id(node))
+    return sizes[id(node)]
+
 
 class _YamlLoader(yaml.SafeLoader):
     """YAML as written: booleans only true / false, decimal numbers (``1e-4``, ``.inf``; ``1e400`` is an error), null;
-    anything else (yes, off, 1:30, 0777, 2024-01-01) is a string. A repeated key is an error naming the file and
-    line."""
+    anything else (yes, off, 1:30, 0777, 2024-01-01) is a string. A repeated key is an error naming the file and line;
+    so are aliases that expand beyond :data:`MAX_ALIASED_VALUES` values or refer to a value holding them."""
 
     yaml_implicit_resolvers: ClassVar[dict] = {}
+
+    def construct_document(self, node: yaml.Node) -> Any:
+        sizes: dict[int, int] = {}
+        expanded = _expanded_size(node, sizes, set())
+        if expanded - len(sizes) > MAX_ALIASED_VALUES:  # len(sizes): the values the text holds
+            pairs = node.value if isinstance(node, yaml.MappingNode) else [(node, node)]
+            largest = max(pairs, key=lambda pair: sizes[id(pair[1])])[0]  # the entry that holds the most
+            raise yaml.constructor.ConstructorError(
+                None,
+                None,
+                f"its aliases expand it to {expanded:,} values, more than {MAX_ALIASED_VALUES:,} beyond those written "
+                "(nested aliases?); write the values out",
+                largest.start_mark,
+            )
+        return super().construct_document(node)
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:
         merge = "tag:yaml.org,2002:merge"  # "<<: *base": the keys it merges may be given again, "<<" only once
@@ -55,6 +91,8 @@ def read_yaml(text: str, source: str) -> Any:
     and the line: ``ValueError("<source>:<line>: invalid YAML (<problem>)")``."""
     try:
         return yaml.load(text, Loader=_YamlLoader)  # noqa: S506 - a SafeLoader subclass
+    except RecursionError:  # PyYAML composes nested collections recursively: some hundred levels
+        raise ValueError(f"{source}: invalid YAML (nested too deeply to read)") from None
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None)  # at the end of the text: the last line
         where = f"{source}:{min(mark.line + 1, len(text.splitlines()) or 1)}" if mark is not None else source

@@ -37,7 +37,7 @@ from workbench.data.samples import (
     sample_sentence_splits,
     sample_sentences,
 )
-from workbench.data.splits import deduplicate_splits, shared_with_train, stratified_split
+from workbench.data.splits import deduplicate_splits, shared_with_train, stratified_sample, stratified_split
 from workbench.data_root import data_root
 
 __all__ = [
@@ -72,6 +72,7 @@ __all__ = [
     "sample_sentence_splits",
     "sample_sentences",
     "shared_with_train",
+    "stratified_sample",
     "stratified_split",
     "synonym_replace",
     "table8_class_counts",

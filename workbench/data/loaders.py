@@ -15,13 +15,14 @@ from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from datasets import Dataset, DatasetDict
 
 from workbench.config import DataConfig
 from workbench.data.features import RELEVANCE_LABEL_NAMES, build_dataset, label_names
 from workbench.data.releases import RELEASES, present_files, release
 from workbench.data.samples import sample_corpus, sample_relevance_splits, sample_sentence_splits
-from workbench.data.splits import stratified_split
+from workbench.data.splits import stratified_sample, stratified_split
 from workbench.data_root import data_root
 from workbench.text_files import read_lines
 
@@ -81,22 +82,35 @@ def _delimited_records(
     path: Path, delimiter: str, fieldnames: Sequence[str] | None
 ) -> Iterator[tuple[int, dict[str, Any]]]:
     """Rows of a CSV/TSV (unquoted) file, its first line the header; with ``fieldnames`` (headerless) a
-    first line with a field ``label`` is a header: its ``label`` column first, the others in order."""
+    first line with a field ``label`` is a header: its ``label`` column first, the others in order. A byte-order mark
+    opening any line is dropped (files joined with ``cat``: their repeated header is then an error); a header naming a
+    column twice and a CSV record running over several lines (a quote left open swallows the rows after it) are errors
+    naming the line."""
     quoting = csv.QUOTE_MINIMAL if delimiter == "," else csv.QUOTE_NONE
     # fields as long as the file
     previous_limit = csv.field_size_limit(min(path.stat().st_size + 1, _CSV_FIELD_LIMIT_CAP))
-    reader = csv.reader((line for _, line in read_lines(path)), delimiter=delimiter, quoting=quoting)
+    lines = (line.removeprefix("\ufeff") for _, line in read_lines(path))  # a BOM opening any line: files joined
+    reader = csv.reader(lines, delimiter=delimiter, quoting=quoting)
     columns = list(fieldnames) if fieldnames is not None else None
+    start = 1  # the line a record begins on
     try:
         for row in reader:
+            first, start = start, reader.line_num + 1
+            if reader.line_num > first and any(row):
+                raise ValueError(
+                    f"{path}:{first}: a quoted field runs on to line {reader.line_num} (a quote left open?); a text "
+                    'may hold no line break: close the quote, or double a quote inside a quoted text ("")'
+                )
             names = [field.strip().lower() for field in row]
             if not any(names):
                 continue
             if columns is None:
                 columns = [field.strip() for field in row]
+                _check_header(path, reader.line_num, columns)
             elif reader.line_num == 1 and fieldnames is not None and "label" in names:
                 if len(names) != len(fieldnames):
                     raise ValueError(f"{path}:1: header: expected {len(fieldnames)} columns, got {row}")
+                _check_header(path, 1, names)
                 others = iter(name for name in fieldnames if name != "label")
                 columns = ["label" if name == "label" else next(others) for name in names]
             elif fieldnames is None and [field.strip() for field in row] == columns:  # files joined with cat
@@ -109,6 +123,13 @@ def _delimited_records(
         raise ValueError(f"{path}:{reader.line_num}: {error}") from None
     finally:
         csv.field_size_limit(previous_limit)
+
+
+def _check_header(path: Path, line_no: int, columns: Sequence[str]) -> None:
+    """A header naming a column twice is an error naming ``path:line_no`` (a row would keep only the last one)."""
+    twice = sorted({name for name in columns if name and columns.count(name) > 1})
+    if twice:
+        raise ValueError(f"{path}:{line_no}: the header names the column {twice[0]!r} twice; give each column once")
 
 
 def _text(value: Any, where: str) -> str:
@@ -314,6 +335,37 @@ def _read_file(data: DataConfig, path: Path, classes: list[str] | None = None, l
     return {"qbqtc": load_qbqtc, "chnsenticorp": load_chnsenticorp, "lcqmc": load_lcqmc}[data.source](path)
 
 
+def check_ordinal_order(data: DataConfig, names: Sequence[str]) -> None:
+    """Ordinal labels (``data.is_ordinal``) need an order: a table's classes ``names`` read from its file are in it only
+    when every label is a number (text labels sort by name: ``high, low, mid``); else ValueError naming
+    ``data.label_names``, the file and the labels."""
+    if data.source != "table" or not data.is_ordinal or data.label_names is not None:
+        return
+    try:
+        [Decimal(name) for name in names]
+    except InvalidOperation:
+        raise ValueError(
+            f"data.label_names: data.ordinal is true but the labels of {str(data.path)!r} are text, {list(names)} "
+            "(sorted by name, not by rank): list them from lowest to highest in data.label_names"
+        ) from None
+
+
+def check_training_file(data: DataConfig, train: Dataset) -> None:
+    """A training file must hold two or more classes and some text: else ValueError naming ``data.path``, the file and
+    its one label (a classifier of one class learns nothing) or the empty text column."""
+    present = sorted(set(train["label"]))
+    if len(present) < 2:
+        name = label_names(train)[present[0]] if present else None
+        raise ValueError(
+            f"data.path: {str(data.path)!r} holds one class, {name!r}, on every line; a classifier needs two or more"
+        )
+    columns = [column for column in ("text", "text_pair") if column in train.column_names]
+    if not any(text.strip() for column in columns for text in train[column]):
+        raise ValueError(
+            f"data.path: every text of {str(data.path)!r} is empty (columns {columns}); nothing to learn from"
+        )
+
+
 def _cut(data: DataConfig, ds: Dataset, fractions: dict[str, float], name: str) -> DatasetDict:
     """``ds`` (the file ``name``) cut by :func:`stratified_split` into ``fractions`` (renormalised), seeded by
     ``data.seed``; ValueError naming ``data.split`` when a part would be empty."""
@@ -334,6 +386,8 @@ def _cut_record(name: str, fractions: dict[str, float], seed: int) -> dict[str, 
 def _file_splits(data: DataConfig) -> tuple[DatasetDict, dict[str, Any]]:
     train_path = _paths(data, "path")[0]
     train = _read_file(data, train_path)
+    check_ordinal_order(data, label_names(train))
+    check_training_file(data, train)
     if data.validation_path is not None:  # one label vocabulary: train's (or data.label_names)
         others = {"validation": "validation_path", "test": "test_path"}
         files = {
@@ -411,7 +465,8 @@ def load_splits(data: DataConfig | Mapping[str, Any]) -> Splits:
     fraction: no test). A named data set without a path (``{source: qbqtc}``) reads its release files from the data
     root; a split whose file is absent is cut from the present ones (a warning says which); no file present is a
     :class:`~workbench.data.releases.MissingDataError` naming the files, the root and the fetch command.
-    ``max_train_samples`` / ``max_eval_samples`` keep the first N examples."""
+    ``max_train_samples`` / ``max_eval_samples`` keep a seeded stratified sample of N examples of each split
+    (:func:`stratified_sample`, ``data.seed``): the first N rows of a file sorted by label would lose classes."""
     data = DataConfig.from_mapping(data)
     if data.source in ("sample_relevance", "sample_sentences"):
         generate = sample_relevance_splits if data.source == "sample_relevance" else sample_sentence_splits
@@ -425,14 +480,21 @@ def load_splits(data: DataConfig | Mapping[str, Any]) -> Splits:
         raise ValueError(f"data.source: {data.source!r} has no labels; use one of {', '.join(LABELLED_SOURCES)}")
     limits = {name: data.max_train_samples if name == "train" else data.max_eval_samples for name in splits}
     result = Splits(
-        {name: split.select(range(min(limits[name] or len(split), len(split)))) for name, split in splits.items()}
+        {
+            name: split if limits[name] is None else stratified_sample(split, limits[name], data.seed)
+            for name, split in splits.items()
+        }
     )
     entries = record.pop("splits")
     result.provenance = {
         "source": data.source,
         **record,
         "splits": {
-            name: {**entries.get(name, {}), "examples": len(split), **({"first": limits[name]} if limits[name] else {})}
+            name: {
+                **entries.get(name, {}),
+                "examples": len(split),
+                **({"stratified_sample": {"max": limits[name], "seed": data.seed}} if limits[name] else {}),
+            }
             for name, split in result.items()
         },
     }
@@ -443,7 +505,9 @@ def load_texts(data: DataConfig | Mapping[str, Any]) -> tuple[list[str], list[st
     """Texts (and second segments, or None) for MLM pre-training: ``sample_corpus``'s ``n_sentences``;
     ``corpus``: the non-blank lines of ``data.path`` (a file or a list, ``.gz`` allowed), without a path the
     ``corpus`` data set's files present in the data root (a warning names the absent ones); a labelled
-    source: its training split. ``max_train_samples`` keeps the first N."""
+    source: its training split in a seeded random order (``data.seed``; a file sorted by label gives texts of every
+    class). ``max_train_samples`` keeps the first N texts of that order (the texts after them stay unseen:
+    notebook 03 holds them out)."""
     data = DataConfig.from_mapping(data)
     pairs = None
     if data.source == "sample_corpus":
@@ -455,8 +519,9 @@ def load_texts(data: DataConfig | Mapping[str, Any]) -> tuple[list[str], list[st
             raise ValueError(
                 f"data.path: must hold at least one non-blank line, got none in {', '.join(map(str, paths))}"
             )
-    else:
-        train = load_splits(data)["train"]
+    else:  # every training text, shuffled: the first N and those after them come from every class
+        train = load_splits(data.replace(max_train_samples=None))["train"]
+        train = train.select(np.random.default_rng(data.seed).permutation(len(train)))
         texts = list(train["text"])
         pairs = list(train["text_pair"]) if "text_pair" in train.column_names else None
     return texts[: data.max_train_samples], (pairs[: data.max_train_samples] if pairs is not None else None)

@@ -42,6 +42,27 @@ def stratified_split(ds: Dataset, fractions: Mapping[str, float] | None = None, 
     return DatasetDict({name: ds.select(np.sort(np.concatenate(chunks))) for name, chunks in parts.items()})
 
 
+def stratified_sample(ds: Dataset, size: int, seed: int = 0) -> Dataset:
+    """``size`` examples of ``ds`` with its label proportions (``ds`` itself when it holds no more): class c keeps
+    n_c x size / n examples, the remainders rounded by largest fraction, at least one per class while ``size`` allows
+    (taken from the largest classes); within each class the examples are drawn with ``np.random.default_rng(seed)``.
+    The sample keeps the original order. A file sorted by label keeps every class (its first rows would not)."""
+    if size >= len(ds):
+        return ds
+    labels = np.asarray(ds["label"], dtype=np.int64)
+    classes, counts = np.unique(labels, return_counts=True)
+    quotas = counts * size / counts.sum()
+    kept = np.floor(quotas).astype(int)
+    for index in np.argsort(-(quotas - kept), kind="stable")[: size - kept.sum()]:
+        kept[index] += 1
+    for index in np.flatnonzero(kept == 0) if size >= len(classes) else ():  # a rare class keeps one example
+        kept[np.argmax(kept)] -= 1
+        kept[index] += 1
+    rng = np.random.default_rng(check_seed(seed))
+    chosen = [rng.permutation(np.flatnonzero(labels == label))[:keep] for label, keep in zip(classes, kept)]
+    return ds.select(np.sort(np.concatenate(chosen)))
+
+
 def deduplicate_splits(
     dsdict: DatasetDict,
     keys: Sequence[str] = ("text", "text_pair"),

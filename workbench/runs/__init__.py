@@ -10,8 +10,8 @@ from __future__ import annotations
 import os
 import queue
 import shutil
+import threading
 from collections.abc import Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -21,11 +21,13 @@ from workbench.runs.assets import ensure_assets
 from workbench.runs.execute import Outcome, RunningKernels, ensure_kernel, execute, new_run_dir
 from workbench.runs.plan import (
     PARAMS_SETS,
+    check_paths,
     params_folder,
     parse_assignments,
     parse_seeds,
     parse_sweep,
     plan_executions,
+    secret_environment,
     select_notebooks,
 )
 from workbench.runs.progress import Progress
@@ -85,32 +87,51 @@ def _check_count(name: str, value: Any, what: str) -> int:
 
 
 def _in_threads(executions, folders, kernel_name, env, jobs, gpus, board) -> Iterator[tuple[int, Outcome]]:
-    """Run the executions in ``jobs`` threads, each kernel on its own GPU of ``gpus`` (cycled when
-    ``jobs`` exceeds them); yields (index, outcome) as they end. Ctrl-C kills the running kernels."""
+    """Run the executions in ``jobs`` daemon threads, each kernel on its own GPU of ``gpus`` (cycled when ``jobs``
+    exceeds them); yields (index, outcome) as they end. Ctrl-C or SIGTERM kills the running kernels and returns at once:
+    an HTML export still running in a thread is abandoned (its page is written whole or not at all), not waited for."""
     kernels = RunningKernels()
     free = queue.SimpleQueue()
+    waiting = queue.SimpleQueue()
+    ended = queue.SimpleQueue()
     for slot in range(jobs):
         free.put({"CUDA_VISIBLE_DEVICES": gpus[slot % len(gpus)]} if gpus else {})
+    for index in range(len(executions)):
+        waiting.put(index)
 
-    def task(index: int) -> Outcome:
-        gpu = free.get()
-        try:
-            return execute(
-                executions[index], folders[index], kernel_name, {**env, **gpu}, board.started(index), kernels
-            )
-        finally:
-            free.put(gpu)
+    def work() -> None:
+        while not kernels.stopped:
+            try:
+                index = waiting.get_nowait()
+            except queue.Empty:
+                return
+            gpu = free.get()
+            try:
+                outcome = execute(
+                    executions[index], folders[index], kernel_name, {**env, **gpu}, board.started(index), kernels
+                )
+                ended.put((index, outcome, None))
+            except BaseException as error:  # reported in the main thread
+                ended.put((index, None, error))
+            finally:
+                free.put(gpu)
 
-    with ThreadPoolExecutor(max_workers=min(jobs, len(executions)), thread_name_prefix="notebook") as pool:
-        futures = {pool.submit(task, index): index for index in range(len(executions))}
-        try:
-            for future in as_completed(futures):
-                yield futures[future], future.result()
-        except BaseException:  # Ctrl-C (only this thread gets it) or close(): start nothing more, kill the kernels
-            for future in futures:
-                future.cancel()
-            kernels.kill_all()
-            raise
+    for number in range(min(jobs, len(executions))):
+        threading.Thread(target=work, name=f"notebook-{number}", daemon=True).start()
+    try:
+        for _ in range(len(executions)):
+            while True:
+                try:  # a timeout: Ctrl-C and SIGTERM reach this thread between two waits
+                    index, outcome, error = ended.get(timeout=0.2)
+                    break
+                except queue.Empty:
+                    continue
+            if error is not None:
+                raise error
+            yield index, outcome
+    except BaseException:  # Ctrl-C (only this thread gets it) or close(): start nothing more, kill the kernels
+        kernels.kill_all()
+        raise
 
 
 def _on_submitit(executor, executions, folders, kernel_name, env) -> Iterator[tuple[int, Outcome]]:
@@ -173,6 +194,7 @@ def run(
             f"--params-set {params_set!r}: {stray} names no notebook in {notebooks_dir} (a typo runs on defaults)"
         )
     executions = plan_executions(notebooks, params_dir, params_set, sweep, seeds)
+    check_paths(executions, params_set)  # a missing data file or encoder: now, not in a kernel later
     if executor not in EXECUTORS or (slurm and executor == "threads"):
         raise ValueError(
             f"--executor {executor!r}: must be one of {', '.join(EXECUTORS)} (--slurm parameters: not threads)"
@@ -190,6 +212,11 @@ def run(
         threads = _check_count("threads", default_threads() if threads is None else threads, "per kernel")
         jobs = _check_count("jobs", default_jobs(threads) if jobs is None else jobs, "notebooks run at once")
     kernel_name = ensure_kernel(kernel_name)
+    if executor != "threads" and any(secret_environment(execution.parameters) for execution in executions):
+        raise ValueError(
+            f"--executor {executor}: a hub_token parameter would be written into the job files; export HF_TOKEN "
+            "before submitting instead (the jobs inherit it)"
+        )
     run_dir = new_run_dir(outputs_dir, run_id)
     if executor != "threads":
         import submitit
@@ -206,8 +233,12 @@ def run(
         ) as error:  # no Slurm here, an unknown or mistyped parameter
             shutil.rmtree(run_dir)  # nothing ran: leave no run folder
             raise ValueError(f"--slurm: {str(error).splitlines()[0]}") from None
-    start_record(run_dir, command, params_set, jobs, threads)
-    ensure_assets(run_dir, mathjax=False)  # once, before concurrent exports look for it (figures/, index.html)
+    try:
+        start_record(run_dir, command, params_set, jobs, threads)
+        ensure_assets(run_dir, mathjax=False)  # once, before concurrent exports look for it (figures/, index.html)
+    except ValueError as error:  # a full disk: nothing ran, no run folder is left
+        shutil.rmtree(run_dir, ignore_errors=True)
+        raise ValueError(f"--outputs-dir {str(outputs_dir)!r}: {error}") from None
     folders = [run_dir / execution.name / execution.slug for execution in executions]  # slug "": the notebook's folder
     env = kernel_environment(threads)
     board = Progress(executions, stream, ticking=progress)

@@ -24,6 +24,8 @@ from functools import partial
 from importlib.util import find_spec
 from pathlib import Path
 
+from workbench.metrics_file import write_atomically
+
 ASSETS_DIR = "assets"
 PLOTLY_JS = "plotly.min.js"
 MATHJAX_DIR = "mathjax"
@@ -71,13 +73,18 @@ def _mathjax_source() -> Path:
 
 
 def _write_once(target: Path, write) -> None:
-    """Create ``target`` unless it exists, through a temporary file and a rename (no page sees half a file)."""
+    """Create ``target`` unless it exists, through a temporary file and a rename (no page sees half a file); a write
+    that fails (a full disk) leaves no temporary file and is a ValueError naming ``target`` and the reason."""
     if target.is_file():
         return
-    target.parent.mkdir(parents=True, exist_ok=True)
     staging = target.with_name(f".{target.name}.partial")
-    write(staging)
-    staging.replace(target)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        write(staging)
+        staging.replace(target)
+    except OSError as error:
+        staging.unlink(missing_ok=True)
+        raise ValueError(f"{target}: cannot be written ({error.strerror or error})") from None
 
 
 def ensure_assets(run_dir: str | Path, mathjax: bool = True) -> RunAssets:
@@ -129,7 +136,7 @@ def link_figures(figures_dir: str | Path, assets: RunAssets) -> list[Path]:
         text = page.read_text(encoding="utf-8")
         linked = _LOCAL_PLOTLY_JS.sub(lambda match: f'{match.group(1)}{shared}"', text)
         if linked != text:
-            page.write_text(linked, encoding="utf-8")
+            write_atomically(page, linked)
             changed.append(page)
     (figures_dir / PLOTLY_JS).unlink(missing_ok=True)  # no page loads it any more
     return changed

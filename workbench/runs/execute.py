@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
+import subprocess
 import sys
 import tempfile
 import threading
@@ -15,9 +17,15 @@ from typing import Any
 
 import yaml
 
-from workbench.metrics_file import read_metrics
+from workbench.metrics_file import read_metrics, redact, write_atomically
 from workbench.runs.export import export_html
-from workbench.runs.plan import _SLUG_UNSAFE, INJECTED_PARAMETERS_TAG, OUTPUT_DIR_PARAMETER, Execution
+from workbench.runs.plan import (
+    _SLUG_UNSAFE,
+    INJECTED_PARAMETERS_TAG,
+    OUTPUT_DIR_PARAMETER,
+    Execution,
+    secret_environment,
+)
 
 WORKBENCH_KERNEL = "workbench"
 
@@ -123,15 +131,24 @@ class RunningKernels:
 
         return WorkbenchKernelManager
 
+    @property
+    def stopped(self) -> bool:
+        """Whether :meth:`kill_all` was called (the run is interrupted)."""
+        return self._stopped
+
     def kill_all(self) -> None:
         """Kill every kernel process and start no new one: the executions using them end with a
-        dead-kernel error, as a crashed kernel would."""
+        dead-kernel error, as a crashed kernel would. Returns once the processes have ended (the runner does not wait
+        for its threads), at most a few seconds each."""
         with self._lock:
             self._stopped = True
             processes = [getattr(getattr(manager, "provisioner", None), "process", None) for manager in self._managers]
-        for process in processes:
-            if process is not None and process.poll() is None:
-                process.kill()
+        running = [process for process in processes if process is not None and process.poll() is None]
+        for process in running:
+            process.kill()
+        for process in running:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                process.wait(timeout=5)
 
 
 def new_run_dir(outputs_dir: str | Path, run_id: str | None = None) -> Path:
@@ -176,14 +193,14 @@ def execute(
     from papermill.exceptions import PapermillExecutionError
 
     folder = output_dir.absolute()  # papermill's file writes chdir the process to a cwd another run may have left
-    folder.mkdir(parents=True, exist_ok=True)
-    parameters = {**execution.parameters, OUTPUT_DIR_PARAMETER: str(folder.resolve())}
-    (folder / "params.yaml").write_text(yaml.safe_dump(parameters, sort_keys=False), encoding="utf-8")
     executed = folder / execution.notebook.name
     failed_cell = None
     error = None
     start = time.perf_counter()
-    try:
+    try:  # secrets: redacted in what is written, handed to the kernel through its environment
+        parameters = redact({**execution.parameters, OUTPUT_DIR_PARAMETER: str(folder.resolve())})
+        env = {**(env or {}), **secret_environment(execution.parameters)}
+        write_atomically(folder / "params.yaml", yaml.safe_dump(parameters, sort_keys=False))
         papermill.execute_notebook(  # absolute paths: papermill resolves relative ones against a process-wide
             str(execution.notebook.resolve()),  # setting that notebooks running at once overwrite
             str(executed.resolve()),
@@ -199,10 +216,10 @@ def execute(
     except PapermillExecutionError as exc:
         failed_cell = _source_cell_index(executed, exc.cell_index)
         error = f"{exc.ename}: {exc.evalue}"
-    except Exception as exc:  # kernel died, notebook unreadable, ...: report it, keep running the others
+    except Exception as exc:  # kernel died, notebook unreadable, a full disk, ...: report it, keep running the others
         error = f"{type(exc).__name__}: {exc}"
     duration = time.perf_counter() - start
-    if executed.is_file():
+    if executed.is_file() and not (kernels is not None and kernels.stopped):  # an interrupted run exports nothing
         try:
             export_html(executed)
         except Exception as exc:  # the run's own status is what matters; note the export problem

@@ -18,15 +18,39 @@ from typing import Any
 
 from workbench.checks import check_seeds
 from workbench.config import read_yaml, read_yaml_file
+from workbench.metrics_file import is_secret, secret_mark
 
 PARAMETERS_TAG = "parameters"
 INJECTED_PARAMETERS_TAG = "injected-parameters"
 OUTPUT_DIR_PARAMETER = "output_dir"
 INTERACTIVE_PARAMETER = "interactive"
 SEEDS_PARAMETER = "seeds"
-PARAMS_SETS = ("default", "smoke", "gpu", "results")  # the project's sets; any folder under --params-dir is a set
+PARAMS_SETS = ("default", "smoke", "gpu", "results")  # sets with a file per notebook; any folder of --params-dir too
+SET_PURPOSES = {  # what the sets the project ships are for (python -m workbench run --help lists every set present)
+    "default": "CPU, minutes: make run",
+    "smoke": "seconds: the tests'",
+    "gpu": "real data and an encoder, bf16",
+    "results": "each paper's claim on real data at CPU scale, 5 seeds: results.md",
+    "own": "your own_data.csv",
+    "class": "notebook 05 for a class, under a minute: --only 05",
+}
 MAX_SEED = 2**32 - 1  # numpy's largest seed
 MAX_SLUG = 96  # characters of a sweep point's folder name before its hash (file systems allow 255 bytes)
+# Keys of a parameter (at any depth of its mappings) whose text names a file or folder the notebook reads: "file" (a
+# data file, vocabulary or lexicon; a list or a name -> file mapping of them too) or "checkpoint" (a folder, or a hub
+# name). The runner checks them all before any kernel starts (check_paths).
+PATH_KEYS = {
+    "path": "file",
+    "validation_path": "file",
+    "test_path": "file",
+    "labels_path": "file",
+    "vocab_file": "file",
+    "lexicon": "file",
+    "table8_lexicon": "file",
+    "extra_lexicons": "file",
+    "model_name_or_path": "checkpoint",
+    "fusion_model": "checkpoint",
+}
 _SLUG_UNSAFE = re.compile(r"[^A-Za-z0-9._=+,-]")
 
 
@@ -144,6 +168,18 @@ def params_folder(params_dir: str | Path, params_set: str) -> Path:
     return folder
 
 
+def describe_sets(params_dir: str | Path, notebooks_dir: str | Path) -> str:
+    """The sets in ``params_dir``: its folders holding a ``<notebook>.yaml`` of a notebook in ``notebooks_dir`` (not
+    the trainer configs of ``examples/``), each with its purpose where the project says it (``default (CPU, minutes:
+    make run), ..., results``); the shipped sets alone when the folders are not there."""
+    stems = {notebook.stem for notebook in Path(notebooks_dir).glob("*.ipynb")}
+    folders = sorted(path for path in Path(params_dir).glob("*") if path.is_dir())
+    names = [folder.name for folder in folders if {file.stem for file in folder.glob("*.yaml")} & stems]
+    return ", ".join(
+        f"{name} ({SET_PURPOSES[name]})" if name in SET_PURPOSES else name for name in names or SET_PURPOSES
+    )
+
+
 def load_params(params_dir: str | Path, params_set: str, notebook_stem: str) -> dict[str, Any]:
     """``<params_dir>/<set>/<stem>.yaml`` as a dict; a missing file means the notebook's defaults (``{}``)."""
     path = params_folder(params_dir, params_set) / f"{notebook_stem}.yaml"
@@ -160,7 +196,46 @@ def notebook_parameters(notebook: str | Path) -> list[str]:
         raise ValueError(f"notebook {Path(notebook).name}: {exc}") from exc
 
 
+def _secrets(value: Any, path: tuple[str, ...] = ()) -> Iterable[tuple[str, str]]:
+    """(dotted key, value) of every secret (:func:`~workbench.metrics_file.is_secret`) in ``value``, at any depth."""
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            if is_secret(key) and isinstance(item, str) and item:
+                yield ".".join((*path, str(key))), item
+            else:
+                yield from _secrets(item, (*path, str(key)))
+    elif isinstance(value, list | tuple):
+        for index, item in enumerate(value):
+            yield from _secrets(item, (*path, str(index)))
+
+
+def secret_environment(parameters: Mapping[str, Any], source: str = "parameters") -> dict[str, str]:
+    """The kernel environment that carries the secrets of ``parameters``, which params.yaml, the executed notebook and
+    its pages show redacted (``<HUB_TOKEN>``): a ``hub_token`` (at any depth) as ``HF_TOKEN``, which huggingface_hub
+    reads (the trainers take the mark for "the environment's token"). Any other secret (a password, an API key) is a
+    ValueError naming ``source`` and the parameter: the runner cannot hand it to the notebook unwritten."""
+    tokens = {}
+    for key, value in _secrets(parameters):
+        if key.rsplit(".", 1)[-1] != "hub_token":
+            raise ValueError(
+                f"{source}: parameter {key!r} holds a secret, which the executed notebook, its params.yaml and pages "
+                "would show; give it to the notebook through an environment variable instead"
+            )
+        if value != secret_mark("hub_token"):
+            tokens[key] = value
+    if len(set(tokens.values())) > 1:
+        raise ValueError(
+            f"{source}: parameters {sorted(tokens)} hold different hub tokens; a notebook gets one HF_TOKEN"
+        )
+    return {"HF_TOKEN": next(iter(tokens.values()))} if tokens else {}
+
+
 def _check_parameters(notebook: Path, allowed: list[str], parameters: Mapping[str, Any], source: str) -> None:
+    if source == "--sweep" and any(True for _ in _secrets(parameters)):
+        raise ValueError(
+            f"--sweep: a secret ({next(iter(_secrets(parameters)))[0]}) is not swept; give it in the params file"
+        )
+    secret_environment(parameters, source)
     for name, value in parameters.items():
         if name == OUTPUT_DIR_PARAMETER:
             raise ValueError(f"{source}: parameter {name!r} is set by the runner, not by the user")
@@ -174,6 +249,79 @@ def _check_parameters(notebook: Path, allowed: list[str], parameters: Mapping[st
             )
         if name == SEEDS_PARAMETER:  # a notebook would refuse them only once it runs
             check_seeds(f"{source}: {name}", value)
+
+
+def _named_paths(name: str, value: Any, kind: str | None = None) -> Iterable[tuple[str, str, str]]:
+    """(dotted parameter name, kind, path) for every text under a PATH_KEYS key in ``value``, a parameter's value."""
+    if kind is not None and isinstance(value, str):
+        yield name, kind, value
+    elif isinstance(value, Mapping):
+        for key, item in value.items():
+            yield from _named_paths(f"{name}.{key}", item, kind or PATH_KEYS.get(key))
+    elif kind is not None and isinstance(value, list | tuple):
+        for index, item in enumerate(value):
+            yield from _named_paths(f"{name}[{index}]", item, kind)
+
+
+def _is_hub_name(text: str) -> bool:
+    """Whether ``text`` reads as a hub repository id (``org/name``), which transformers looks up when no folder has
+    that name; ``../models/x`` or ``/abs/x`` cannot be one."""
+    from huggingface_hub.utils import HFValidationError, validate_repo_id
+
+    try:
+        validate_repo_id(text)
+    except HFValidationError:
+        return False
+    return True
+
+
+def _data_sections(parameter: str, value: Any) -> Iterable[tuple[str, Mapping[str, Any]]]:
+    """(name, section) of the config data sections in a parameter: ``data`` or ``*_data`` (``finetune_data``)."""
+    if (parameter == "data" or parameter.endswith("_data")) and isinstance(value, Mapping):
+        yield parameter, value
+
+
+def _check_data_root(name: str, section: Mapping[str, Any], folder: Path) -> None:
+    """A data section naming a data set of the data root without a file (``{source: qbqtc}``) needs one of the
+    release's files there (``workbench.data.releases.present_files``, as ``load_splits`` / ``load_texts`` read them);
+    MissingDataError otherwise, naming the files, the root and the fetch command."""
+    from workbench.data.releases import RELEASES, present_files
+    from workbench.data_root import data_root
+
+    source = section.get("source")
+    if source not in RELEASES or section.get("path") is not None or section.get("validation_path") is not None:
+        return
+    splits = tuple(RELEASES[source].splits.values()) or None
+    try:
+        present_files(source, splits, folder / data_root())  # a relative root is read from the notebook's folder
+    except ValueError as error:
+        raise type(error)(f"{name}.source: {error}") from None
+
+
+def check_paths(executions: Sequence[Execution], params_set: str) -> None:
+    """Every file and folder the executions' parameters name (:data:`PATH_KEYS`, at any depth; ``$WORKBENCH_DATA/...``
+    expanded) and the data root's files a data section reads (``{source: qbqtc}`` without a path), before any kernel
+    starts: a relative path is read from the notebook's folder, its working directory. A missing one (a checkpoint:
+    no such folder and no hub name) is a ValueError naming where it was given, the parameter and the path.
+    """
+    from workbench.data_root import expand_data_root
+
+    for execution in executions:
+        folder = execution.notebook.parent
+        for parameter, value in execution.parameters.items():
+            given = "--sweep" if parameter in execution.point else f"params file {params_set}/{execution.name}.yaml"
+            for name, kind, text in _named_paths(parameter, value, PATH_KEYS.get(parameter)):
+                path = folder / Path(expand_data_root(text)).expanduser()
+                if path.exists() if kind == "file" else path.is_dir() or _is_hub_name(text):
+                    continue
+                where = "" if path.is_absolute() and text == str(path) else f" ({path}, from {folder}/, where it runs)"
+                what = "file or folder" if kind == "file" else "checkpoint folder (nor a hub name)"
+                raise ValueError(f"{given}: {name}: no such {what}: {text!r}{where}")
+            for name, section in _data_sections(parameter, value):
+                try:
+                    _check_data_root(name, section, folder)
+                except ValueError as error:
+                    raise type(error)(f"{given}: {error}") from None
 
 
 def plan_executions(

@@ -4,25 +4,34 @@
 ``metric.<name>``). ``summary_agg.csv``: one row per notebook x sweep point x metric (mean, sample
 std over the notebook's seeds, empty where n = 1, n, and the notebook's one-line description).
 Only the ``metrics`` a notebook recorded are reported, never its parameters or detail tables.
+
+``index.html`` is a list of :class:`Section` s (:func:`index_sections`: about, executions, sweep, metrics, figures),
+each an ``<section id=...>`` with its heading, linked from the page's contents line; a new section is one more entry.
+It loads the run's one plotly.js; every figure's JSON is in the page and drawn only while it is near the window.
 """
 
 from __future__ import annotations
 
 import html
 import json
+import math
+import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from workbench.metrics_file import metric_statistics
+from workbench.metrics_file import metric_statistics, write_atomically
 from workbench.runs.assets import ASSETS_DIR, PLOTLY_JS
 from workbench.runs.execute import Outcome
 from workbench.runs.results import results_html
 
 METRIC_PREFIX = "metric."
 DESCRIPTIONS = "descriptions"  # metrics.json's entry of one-line metric descriptions, shown in index.html
+FIGURES_SUBDIR = "figures"  # as workbench.viz.figures saves them (runs does not import viz)
+CAPTION_SUFFIX = ".caption.txt"  # figures/<name>.caption.txt: the notebook's sentence on the figure (viz.figures)
 
 
 def summary_row(outcome: Outcome, run_dir: Path) -> dict[str, Any]:
@@ -63,6 +72,28 @@ def metric_rows(outcomes: Sequence[Outcome], sweep_keys: Sequence[str] = ()) -> 
     return pd.DataFrame.from_records(records, columns=columns)
 
 
+START_HERE = "05_pcl_vs_dice_walkthrough"  # the notebook a class or a newcomer opens first
+ABOUT = (
+    "The Imbalance Workbench compares learning objectives for imbalanced NLP data: cross-entropy and the "
+    "Dice-loss family, the Propensity-Corrected Loss (PCL), masked-LM pre-training on true negatives and two-stage "
+    "training with auxiliary labels. Each notebook walks through one paper, runs its experiments on the data its "
+    "parameters name and prints its own numbers; this page is the report of one run of them: each notebook's page, "
+    "its metrics (mean ± std over its seeds) and its figures."
+)
+
+
+@dataclass(frozen=True)
+class Section:
+    """One part of index.html: ``<section id="{id}"><h2>{title}</h2>{body}</section>``; ``body`` is HTML."""
+
+    id: str
+    title: str
+    body: str
+
+    def html(self) -> str:
+        return f'<section id="{self.id}">\n<h2>{html.escape(self.title)}</h2>\n{self.body}\n</section>'
+
+
 def _link(href: str, text: str, run_dir: Path) -> str:
     if not (run_dir / href).exists():
         return ""
@@ -94,37 +125,127 @@ def _runs_table(summary: pd.DataFrame, run_dir: Path) -> str:
     return "\n".join(lines)
 
 
-def _figures_section(summary: pd.DataFrame, run_dir: Path) -> str:
-    """Every saved figure in an iframe as tall as the figure (its JSON's layout height), so no
-    figure sits in a scroll box of its own."""
-    parts = []
-    for folder in summary["folder"]:
-        for figure in sorted((run_dir / folder / "figures").glob("*.html")):
-            href = html.escape(figure.relative_to(run_dir).as_posix())
-            saved = figure.with_suffix(".json")
-            layout = json.loads(saved.read_text(encoding="utf-8")).get("layout", {}) if saved.is_file() else {}
-            height = (layout.get("height") or 480) + 20  # + the page's margins
-            parts.append(
-                f'<figure><figcaption><a href="{href}">{href}</a></figcaption><iframe src="{href}" loading="lazy" '
-                f'scrolling="no" style="width: 100%; height: {height}px; border: 0"></iframe></figure>'
+def notebook_title(notebook: Path) -> str:
+    """The notebook's first markdown heading (``# 05 · PCL vs Dice: ...``) without its ``#``; else its stem."""
+    try:
+        cells = json.loads(notebook.read_text(encoding="utf-8")).get("cells", [])
+    except (OSError, ValueError, AttributeError):
+        return notebook.stem
+    for cell in cells:
+        source = cell.get("source", "")
+        text = "".join(source) if isinstance(source, list) else str(source)
+        if cell.get("cell_type") == "markdown" and (heading := re.match(r"#\s+(.+)", text.lstrip())):
+            return heading.group(1).strip()
+    return notebook.stem
+
+
+def _about(outcomes: Sequence[Outcome], summary: pd.DataFrame, run_dir: Path) -> Section:
+    """What the workbench is, which notebook to open first, and each notebook of the run by its own title."""
+    notebooks = {outcome.execution.name: outcome for outcome in reversed(outcomes)}  # the first execution of each
+    items = []
+    for name, outcome in sorted(notebooks.items()):
+        folder = outcome.output_dir.relative_to(run_dir).as_posix()
+        page = _link(f"{folder}/{name}.html", "page", run_dir) or "no page"
+        title = html.escape(notebook_title(outcome.execution.notebook))
+        items.append(f"<li><strong>{html.escape(name)}</strong>: {title} ({page})</li>")
+    start = ""
+    if START_HERE in notebooks:
+        folder = notebooks[START_HERE].output_dir.relative_to(run_dir).as_posix()
+        page = _link(f"{folder}/{START_HERE}.html", "its page", run_dir)
+        start = (
+            f"<p><strong>Start here:</strong> for a class or a first look, open <strong>{START_HERE}</strong>"
+            f"{f' ({page})' if page else ''}: imbalance, Dice's gradient and PCL on one data set, with sliders. "
+            "Then the notebooks 01 to 04 go deeper, one paper each.</p>"
+        )
+    failed = int((summary["status"] == "failed").sum())
+    counts = f'<p>{len(summary)} executions, {failed} failed (<a href="#executions">Executions</a>).</p>'
+    return Section(
+        "about", "About this run", f"<p>{html.escape(ABOUT)}</p>\n{start}\n<ul>{''.join(items)}</ul>\n{counts}"
+    )
+
+
+def _figure_div(figure: dict, key: str, caption: str = "", href: str = "") -> str:
+    """A placeholder as tall as the figure and the figure's JSON beside it: the page's script draws it while it is
+    near the window (one plotly.js for every figure, and only a screenful of plots in memory). ``caption`` above it,
+    with a link to the figure's own page ``href``."""
+    height = (figure.get("layout") or {}).get("height") or 450
+    text = json.dumps(figure, separators=(",", ":")).replace("</", "<\\/")  # no </script> inside the script
+    link = f' (<a href="{html.escape(href)}">page</a>)' if href else ""
+    return (
+        f"<figure>{f'<figcaption>{html.escape(caption)}{link}</figcaption>' if caption else ''}"
+        f'<div class="plot" data-figure="{key}" style="height: {int(height)}px"></div>'
+        f'<script type="application/json" id="{key}">{text}</script></figure>'
+    )
+
+
+def figure_caption(page: Path, figure: dict) -> str:
+    """The sentence the notebook gave with the figure (``<name>.caption.txt``), else its title, else its name."""
+    saved = page.with_name(page.stem + CAPTION_SUFFIX)
+    if saved.is_file():
+        return saved.read_text(encoding="utf-8").strip()
+    title = (figure.get("layout") or {}).get("title")
+    text = title.get("text") if isinstance(title, dict) else title
+    return re.sub(r"<[^>]*>", " ", text).strip() if isinstance(text, str) and text.strip() else page.stem
+
+
+def _figures(summary: pd.DataFrame, run_dir: Path, folded: bool) -> Section:
+    """Every saved figure, one group per execution (folded when the run has many), each under its caption and linked
+    to its own page."""
+    groups, count = [], 0
+    for _, row in summary.iterrows():
+        parts = []
+        for page in sorted((run_dir / row["folder"] / FIGURES_SUBDIR).glob("*.html")):
+            saved = page.with_suffix(".json")
+            figure = json.loads(saved.read_text(encoding="utf-8")) if saved.is_file() else {}
+            href = html.escape(page.relative_to(run_dir).as_posix())
+            if figure:
+                parts.append(_figure_div(figure, f"figure-{count}", figure_caption(page, figure), href))
+            else:
+                parts.append(f'<p><a href="{href}">{html.escape(figure_caption(page, figure))}</a></p>')
+            count += 1
+        if parts:
+            point = row["point"] if isinstance(row["point"], str) and row["point"] else ""
+            label = html.escape(f"{row['notebook']} {point}".strip())
+            opened = "" if folded else " open"
+            groups.append(
+                f"<details{opened}><summary>{label} ({len(parts)} figures)</summary>\n"
+                + "\n".join(parts)
+                + "</details>"
             )
-    return "\n".join(parts) or "<p>No figures were saved.</p>"
+    return Section("figures", "Figures", "\n".join(groups) or "<p>No figures were saved.</p>")
+
+
+def _metric_range(values: pd.Series, spreads: pd.Series) -> list[float] | None:
+    """[0, 1] for a metric whose means are all in it (a rate, an F1, an accuracy), widened to its error bars;
+    None (plotly's own range) otherwise."""
+    means = [value for value in values if isinstance(value, (int, float)) and math.isfinite(value)]
+    if not means or min(means) < 0 or max(means) > 1:
+        return None
+    std = spreads.fillna(0.0).astype(float)
+    return [min(0.0, float((values - std).min())), max(1.0, float((values + std).max()))]
 
 
 def _sweep_figures(aggregated: pd.DataFrame, sweep_keys: Sequence[str]) -> str:
-    """Each notebook's metrics against the first swept value (mean, error bars: std over the seeds),
-    one line per combination of the other swept values."""
+    """Each notebook's metrics against the first swept value (mean, error bars: std over the seeds), one line per
+    combination of the other swept values; titled axes, and [0, 1] for a metric whose means lie in it."""
     import plotly.graph_objects as go
-    import plotly.io as pio
 
     if not sweep_keys or aggregated.empty:
         return ""
     x_key = sweep_keys[0]
     others = list(sweep_keys[1:])
     parts = []
-    for (notebook, metric), rows in aggregated.groupby(["notebook", "metric"], sort=False):
+    for index, ((notebook, metric), rows) in enumerate(aggregated.groupby(["notebook", "metric"], sort=False)):
+        description = next((text for text in rows["description"] if text), "")
         figure = go.Figure(
-            layout={"title": f"{notebook}: {metric}", "xaxis_title": x_key, "height": 360, "showlegend": bool(others)}
+            layout={
+                "title": {"text": f"{notebook}: {metric}", "subtitle": {"text": description}},
+                "xaxis_title": x_key,
+                "yaxis_title": metric,
+                "height": 360,
+                "showlegend": bool(others),
+                "margin": {"t": 80},
+            }
         )
         numeric = all(isinstance(value, (int, float)) and not isinstance(value, bool) for value in rows[x_key])
         rows = rows.sort_values(x_key) if numeric else rows.assign(**{x_key: rows[x_key].map(str)})
@@ -132,16 +253,75 @@ def _sweep_figures(aggregated: pd.DataFrame, sweep_keys: Sequence[str]) -> str:
         for line in dict.fromkeys(lines):
             points = rows[lines == line]
             x, mean, std = (points[column].tolist() for column in (x_key, "mean", "std"))  # lists: readable in the page
-            figure.add_scatter(x=x, y=mean, error_y={"array": std}, name=line, mode="lines+markers")
+            figure.add_scatter(x=x, y=mean, error_y={"array": std}, name=line, mode="lines+markers", cliponaxis=False)
         figure.update_xaxes(type=None if numeric else "category")
-        parts.append(pio.to_html(figure, include_plotlyjs=False, full_html=False, default_height=360))
+        figure.update_yaxes(range=_metric_range(rows["mean"], rows["std"]))
+        parts.append(_figure_div(json.loads(figure.to_json()), f"sweep-{index}"))  # its title says what it shows
     return '<div class="grid">' + "\n".join(parts) + "</div>"
 
 
-_STYLE = """body { font-family: sans-serif; margin: 2em; } table { border-collapse: collapse; margin-bottom: 2em; }
-td, th { border: 1px solid #ccc; padding: 4px 8px; text-align: left; } figure { margin: 0 0 2em 0; }
+def _metrics_table(rows: pd.DataFrame, sweep_keys: Sequence[str]) -> str:
+    """A long table that fits the window: point, metric, mean ± std (n) and the notebook's description."""
+    shown = pd.DataFrame(
+        {
+            **({"point": rows["point"]} if sweep_keys else {}),
+            "metric": rows["metric"],
+            "mean ± std (n)": [
+                f"{mean:.4g}" + (f" ± {std:.2g}" if pd.notna(std) else "") + f" ({int(n)})" if pd.notna(mean) else ""
+                for mean, std, n in zip(rows["mean"], rows["std"], rows["n"].fillna(1))
+            ],
+            "description": rows["description"],
+        }
+    )
+    return shown.to_html(index=False, escape=True, na_rep="")
+
+
+def _metrics(aggregated: pd.DataFrame, summary: pd.DataFrame, sweep_keys: Sequence[str]) -> Section:
+    """One long table per notebook (folded when it is long), and summary.csv's wide table folded in a scroll box."""
+    parts = []
+    for notebook, rows in aggregated.groupby("notebook", sort=False):
+        opened = "" if len(rows) > 40 else " open"
+        parts.append(
+            f"<details{opened}><summary>{html.escape(str(notebook))} ({len(rows)} rows)</summary>"
+            f"{_metrics_table(rows, sweep_keys)}</details>"
+        )
+    wide = (
+        '<details><summary>All executions, one column per metric (<a href="summary.csv">summary.csv</a>)</summary>'
+        f'<div class="scroll">{_html_table(summary)}</div></details>'
+    )
+    intro = (
+        '<p>Mean ± sample std over each notebook\'s seeds (n: the seeds); <a href="summary_agg.csv">summary_agg.csv'
+        "</a> holds the same table.</p>"
+    )
+    return Section("metrics", "Metrics", intro + "\n".join(parts or ["<p>No metrics were recorded.</p>"]) + wide)
+
+
+_STYLE = """body { font-family: sans-serif; margin: 2em; max-width: 1400px; }
+table { border-collapse: collapse; margin-bottom: 1em; max-width: 100%; }
+td, th { border: 1px solid #ccc; padding: 4px 8px; text-align: left; vertical-align: top; overflow-wrap: anywhere; }
+figure { margin: 0 0 2em 0; } figcaption { margin-bottom: 0.3em; } summary { cursor: pointer; margin: 0.5em 0; }
+.plot { width: 100%; } .scroll { overflow-x: auto; } nav { margin-bottom: 1em; }
 .ok { color: #1a7f37; font-weight: bold; } .failed { color: #cf222e; font-weight: bold; }
-.grid { display: grid; grid-template-columns: repeat(auto-fill, minmax(480px, 1fr)); gap: 1em; }"""
+.grid { display: grid; grid-template-columns: repeat(auto-fill, minmax(min(480px, 100%), 1fr)); gap: 1em; }"""
+
+# Draws a figure while its placeholder is within a screen or two of the window and purges it when it leaves, so a
+# sweep's hundreds of figures cost one plotly.js and a screenful of plots (not one page and plotly.js each).
+_DRAW_NEAR_WINDOW = """<script>
+const plots = new IntersectionObserver((entries) => {
+  for (const entry of entries) {
+    const plot = entry.target;
+    if (entry.isIntersecting && !plot.dataset.drawn) {
+      const figure = JSON.parse(document.getElementById(plot.dataset.figure).textContent);
+      plot.dataset.drawn = "1";
+      Plotly.newPlot(plot, figure.data || [], figure.layout || {}, {responsive: true});
+    } else if (!entry.isIntersecting && plot.dataset.drawn) {
+      Plotly.purge(plot);
+      delete plot.dataset.drawn;
+    }
+  }
+}, {rootMargin: "1500px 0px"});
+document.querySelectorAll("div.plot[data-figure]").forEach((plot) => plots.observe(plot));
+</script>"""
 
 
 def _html_table(frame: pd.DataFrame) -> str:
@@ -152,44 +332,51 @@ def _html_table(frame: pd.DataFrame) -> str:
     return shown.to_html(index=False, na_rep="", float_format="{:.4g}".format)
 
 
+def index_sections(
+    run_dir: Path,
+    outcomes: Sequence[Outcome],
+    summary: pd.DataFrame,
+    aggregated: pd.DataFrame,
+    sweep_keys: Sequence[str] = (),
+) -> list[Section]:
+    """index.html's sections in order: about (what the workbench is, where to start), executions, the results page
+    (results.md, when the run has one), the sweep's figures, metrics, figures. Another part of the report is one more :class:`Section` in this list."""
+    sections = [_about(outcomes, summary, run_dir), Section("executions", "Executions", _runs_table(summary, run_dir))]
+    results = results_html(run_dir)  # the claim rows of results.md, when the notebooks recorded some
+    if results:
+        sections.append(Section("results", "Results: each paper's claim", results))
+    if sweep_keys and not aggregated.empty:
+        title = f"Metrics against {sweep_keys[0]} (mean ± std over the seeds)"
+        sections.append(Section("sweep", title, _sweep_figures(aggregated, sweep_keys)))
+    sections.append(_metrics(aggregated, summary, sweep_keys))
+    sections.append(_figures(summary, run_dir, folded=len(summary) > 5))
+    return sections
+
+
 def write_report(
     run_dir: str | Path, outcomes: Sequence[Outcome], sweep_keys: Sequence[str] = (), interrupted: bool = False
 ) -> Path:
-    """Write ``summary.csv``, ``summary_agg.csv`` and ``index.html`` (every execution with its status and
-    files, the sweep figures, both tables, the saved figures) into ``run_dir``; returns the index's path."""
+    """Write ``summary.csv``, ``summary_agg.csv`` and ``index.html`` (:func:`index_sections`) into ``run_dir``;
+    returns the index's path."""
     run_dir = Path(run_dir)
     summary = pd.DataFrame.from_records([summary_row(outcome, run_dir) for outcome in outcomes])
     aggregated = metric_rows(outcomes, sweep_keys)
-    summary.to_csv(run_dir / "summary.csv", index=False)
-    aggregated.to_csv(run_dir / "summary_agg.csv", index=False)
-    title = f"Run {html.escape(run_dir.name)}"
+    write_atomically(run_dir / "summary.csv", summary.to_csv(index=False))  # a full disk: a ValueError naming it
+    write_atomically(run_dir / "summary_agg.csv", aggregated.to_csv(index=False))
+    title = f"Imbalance Workbench: run {html.escape(run_dir.name)}"
     stopped = (
         '<p class="failed">Interrupted (Ctrl-C or SIGTERM): the executions marked "interrupted" did not finish.</p>'
     )
-    body = [
-        f"<h1>{title}</h1>",
-        stopped if interrupted else "",
-        f"<p>{len(summary)} executions, {int((summary['status'] == 'failed').sum())} failed.</p>",
-        "<h2>Executions</h2>",
-        _runs_table(summary, run_dir),
-        results_html(run_dir),  # the claim rows of results.md, when the notebooks recorded some
-        f"<h2>Metrics against {html.escape(sweep_keys[0])} (mean ± std over the seeds)</h2>" if sweep_keys else "",
-        _sweep_figures(aggregated, sweep_keys),
-        '<h2>Metrics: mean ± std over each notebook\'s seeds (<a href="summary_agg.csv">summary_agg.csv</a>)</h2>',
-        _html_table(aggregated),
-        '<h2>All executions (<a href="summary.csv">summary.csv</a>)</h2>',
-        _html_table(summary),
-        "<h2>Figures</h2>",
-        _figures_section(summary, run_dir),
-    ]
-    head = (
-        f'<meta charset="utf-8"><title>{title}</title><style>{_STYLE}</style>'
-        f'<script src="{ASSETS_DIR}/{PLOTLY_JS}"></script>'
-    )
+    sections = index_sections(run_dir, outcomes, summary, aggregated, sweep_keys)
+    contents = " · ".join(f'<a href="#{section.id}">{html.escape(section.title)}</a>' for section in sections)
+    body = [f"<h1>{title}</h1>", stopped if interrupted else "", f"<nav>{contents}</nav>"]
+    body += [section.html() for section in sections]
+    scripts = f'<script src="{ASSETS_DIR}/{PLOTLY_JS}"></script>'
+    head = f'<meta charset="utf-8"><title>{title}</title><style>{_STYLE}</style>{scripts}'
     page = (
         f"<!DOCTYPE html>\n<html><head>{head}</head>\n<body>\n"
         + "\n".join(part for part in body if part)
-        + "\n</body></html>\n"
+        + f"\n{_DRAW_NEAR_WINDOW}\n</body></html>\n"
     )
-    (run_dir / "index.html").write_text(page, encoding="utf-8")
+    write_atomically(run_dir / "index.html", page)
     return run_dir / "index.html"

@@ -113,15 +113,18 @@ def write_results(run_dir: str | Path, folders: Sequence[str]) -> Path | None:
 
 
 def results_html(run_dir: Path) -> str:
-    """``index.html``'s results section: ``results.md`` as HTML (mistune, tables), or "" when the run has none."""
+    """The body of ``index.html``'s results section: a link to ``results.md`` and the page as HTML (mistune, with
+    tables; its title left out, the section has its own), or "" when the run has none."""
     path = run_dir / RESULTS_FILE
     if not path.is_file():
         return ""
     import mistune
 
-    body = mistune.create_markdown(plugins=["table"])(path.read_text(encoding="utf-8"))
-    body = body.replace("<h1>", "<h2>").replace("</h1>", "</h2>")  # the index has its own h1
-    return f'<section id="results"><p><a href="{RESULTS_FILE}">{RESULTS_FILE}</a></p>\n{body}</section>'
+    text = path.read_text(encoding="utf-8").split("\n", 1)[1]  # the page's first line is its "# " title
+    body = mistune.create_markdown(plugins=["table"])(text)
+    for level in (3, 2):  # one level below the section's own h2
+        body = body.replace(f"<h{level}", f"<h{level + 1}").replace(f"</h{level}>", f"</h{level + 1}>")
+    return f'<p><a href="{RESULTS_FILE}">{RESULTS_FILE}</a></p>\n{body}'
 
 
 def write_page(run_dir: str | Path, output: str | Path) -> Path:

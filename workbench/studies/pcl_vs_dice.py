@@ -1,6 +1,7 @@
 """The PCL-vs-Dice teaching walkthrough (notebook 05): the same relevance data, one model, five losses.
 
-:func:`label_table` and :func:`majority_baseline` (the imbalance); :data:`COMPARISON` (CE, LS, DSC with the released
+:func:`data_summary` (what was loaded, from the data itself), :func:`label_table` and :func:`majority_baseline` (the
+imbalance); :data:`COMPARISON` (CE, LS, DSC with the released
 ``reference`` preset, PCL as released and the gradient-bearing ``expected_cost``), run by ``pcl.run_ablation``.
 """
 
@@ -14,8 +15,8 @@ import pandas as pd
 from datasets import Dataset
 
 from workbench.checks import check_names
-from workbench.config import LossSpec
-from workbench.data import label_counts, label_names
+from workbench.config import DataConfig, LossSpec
+from workbench.data import RELEASES, label_counts, label_names
 from workbench.decisions import tuned_predictions
 from workbench.evidence import Claim, compare
 from workbench.metrics import classification_report
@@ -29,6 +30,11 @@ COMPARISON: dict[str, LossSpec] = {
     "PCL expected_cost (global)": LossSpec("pcl", {"variant": "expected_cost", "counts": "global"}),
 }
 """The side-by-side in teaching order; LS and PCL take epsilon (:func:`comparison_specs`)."""
+SMALL_TEST_CLASS = 20  # test examples below which a class's recall and F1 are too noisy to read
+GENERATED = {
+    "sample_relevance": "generated query-title pairs in QBQTC's label shares (the workbench's sample)",
+    "sample_sentences": "generated review sentences (the workbench's sample)",
+}
 
 
 def comparison_specs(settings: Sequence[str], epsilon: float, cost_matrix=None) -> dict[str, LossSpec]:
@@ -50,6 +56,37 @@ def label_table(splits: Mapping[str, Dataset]) -> pd.DataFrame:
     names = label_names(splits["train"])
     counts = pd.DataFrame({split: label_counts(data, len(names)) for split, data in splits.items()}, index=names)
     return pd.concat([counts, (counts / counts.sum()).add_suffix(" share")], axis=1).rename_axis("label")
+
+
+def data_summary(data: DataConfig, splits: Mapping[str, Dataset]) -> str:
+    """What was loaded, in one paragraph the notebook prints: the source (a file's name), the classes (ordered or not)
+    with their training counts, each split's size, and a warning for each test class with fewer than
+    :data:`SMALL_TEST_CLASS` examples (its recall and F1 are too noisy to read)."""
+    names = label_names(splits["train"])
+    counts = label_table(splits)
+    provenance = getattr(splits, "provenance", None) or {}
+    train_file = (provenance.get("splits", {}).get("train") or {}).get("file")
+    if data.source in GENERATED:
+        what = GENERATED[data.source]
+    elif data.source in RELEASES:
+        what = RELEASES[data.source].description + (f", from {train_file}" if train_file else "")
+    else:
+        what = f"the table {train_file or data.path} (columns {data.text!r}, {data.label!r})"
+    order = "ordered" if data.is_ordinal else "unordered"
+    train = counts["train"]
+    classes = ", ".join(f"{name!r} {int(train[name])} ({train[name] / train.sum():.0%})" for name in names)
+    sizes = ", ".join(f"{split} {int(counts[split].sum())}" for split in splits)
+    text = f"Data: {what}. {len(names)} {order} classes, training examples per class: {classes}. Examples: {sizes}."
+    tested = {name: int(counts.loc[name, "test"]) for name in names} if "test" in splits else {}
+    small = [(name, count) for name, count in tested.items() if count < SMALL_TEST_CLASS]
+    if small:
+        listed = ", ".join(f"{name!r} ({count})" for name, count in small)
+        text += (
+            f" Warning: the test split holds fewer than {SMALL_TEST_CLASS} examples of {listed}: the per-class"
+            " recall and F1 of these classes below are too noisy to read (one example more or less moves them by over"
+            " 5 points)."
+        )
+    return text
 
 
 def majority_baseline(splits: Mapping[str, Dataset], ordinal: bool = True) -> dict[str, Any]:

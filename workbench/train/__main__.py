@@ -14,7 +14,9 @@ EXAMPLE = "python -m workbench.train params/examples/finetune_qbqtc_sample_pcl.y
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the config's task; 0 on success, 2 for bad input (config, data, output_dir), 1 when training diverged."""
+    """Run the config's task; 0 on success, 2 for bad input (config, data, output_dir, a full disk, a hub that does not
+    answer), 1 when training diverged, 130 when interrupted (Ctrl-C; SIGTERM with training.enable_jit_checkpoint: the
+    checkpoint is kept, training.resume=true continues)."""
     parser = argparse.ArgumentParser(
         prog="python -m workbench.train",
         description="Run a trainer config: finetune, pretrain_mlm, two_stage or pretrain_electra (docs/training.md).",
@@ -33,6 +35,9 @@ def main(argv: list[str] | None = None) -> int:
     except (ValueError, OSError, FloatingPointError, ModuleNotFoundError) as error:
         print(error_message(error), file=sys.stderr)
         return 1 if isinstance(error, FloatingPointError) else 2
+    except KeyboardInterrupt as error:  # the run is not finished: no metrics.json, its checkpoints kept
+        print(f"interrupted: {error or 'stopped'}", file=sys.stderr)
+        return 130
     from workbench.train.run_folder import is_main_process
 
     if is_main_process():

@@ -23,6 +23,7 @@ from transformers import DataCollatorWithPadding, EvalPrediction, Trainer, Train
 from workbench.config import Config
 from workbench.data import label_names, load_splits, shared_with_train
 from workbench.metrics import classification_report
+from workbench.metrics_file import write_atomically
 from workbench.models import build_sequence_classifier, model_source
 from workbench.train.losses_from_specs import loss_from_spec
 from workbench.train.run_folder import (
@@ -33,8 +34,8 @@ from workbench.train.run_folder import (
     training_run,
     write_result,
 )
-from workbench.train.trainer import LossTrainer, training_arguments
-from workbench.vocab import load_tokenizer
+from workbench.train.trainer import LossTrainer, save_final_model, training_arguments
+from workbench.vocab import clip_texts, load_tokenizer
 
 UNREADABLE_SHARE = 0.1  # a split with more than this share of unreadable samples gets a warning
 _WARNED: set[str] = set()  # messages given: Python's own once-per-place is reset whenever sklearn sets a filter
@@ -71,11 +72,12 @@ def warn_unreadable(rows: Mapping[str, Sequence[Sequence[int]]], tokenizer: Any)
 
 
 def tokenize_splits(splits: DatasetDict, tokenizer: Any, max_length: int) -> DatasetDict:
-    """``text`` (and ``text_pair``) as at most ``max_length`` unpadded tokens, ``label`` renamed ``labels``;
-    :func:`warn_unreadable` warns about text the vocabulary cannot read."""
+    """``text`` (and ``text_pair``) as at most ``max_length`` unpadded tokens (each text :func:`clip_texts`-ed first),
+    ``label`` renamed ``labels``; :func:`warn_unreadable` warns about text the vocabulary cannot read."""
 
     def encode(batch: dict[str, list]) -> dict[str, list]:
-        encoded = tokenizer(batch["text"], batch.get("text_pair"), truncation=True, max_length=max_length)
+        pairs = clip_texts(batch["text_pair"], max_length) if "text_pair" in batch else None
+        encoded = tokenizer(clip_texts(batch["text"], max_length), pairs, truncation=True, max_length=max_length)
         return {**encoded, "labels": batch["label"]}
 
     encoded = DatasetDict(
@@ -156,9 +158,7 @@ def write_predictions(
     """``predictions.csv``: gold, pred (the argmax) and one ``p_<label>`` column per label."""
     columns = {f"p_{name}": probabilities[:, index] for index, name in enumerate(label_names)}
     table = pd.DataFrame({"gold": gold, "pred": probabilities.argmax(axis=-1), **columns})
-    Path(output_dir).mkdir(parents=True, exist_ok=True)
-    table.to_csv(Path(output_dir) / PREDICTIONS_FILE, index=False)
-    return Path(output_dir) / PREDICTIONS_FILE
+    return write_atomically(Path(output_dir) / PREDICTIONS_FILE, table.to_csv(index=False))
 
 
 def best_epoch(state: TrainerState) -> int:
@@ -212,7 +212,7 @@ def train_classifier(
         time_budget_s=config.training.time_budget_s,
     )
     train_output = trainer.train()
-    trainer.save_model(str(output_dir))
+    save_final_model(trainer, output_dir)
     split = evaluation_split(data.encoded)
     probabilities, gold = predict_probabilities(trainer, data.encoded[split], len(data.names))
     metrics = {

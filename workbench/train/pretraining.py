@@ -33,7 +33,7 @@ from workbench.masking import PreparedCorpus, build_collator, count_tokens, prep
 from workbench.models import build_masked_lm, labelled_logits, model_source
 from workbench.threads import usable_cores
 from workbench.train.run_folder import Result, count_parameters, remove_checkpoints, training_run, write_result
-from workbench.train.trainer import LossTrainer, training_arguments
+from workbench.train.trainer import LossTrainer, save_final_model, training_arguments
 from workbench.vocab import load_tokenizer
 
 MODEL_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
@@ -266,6 +266,7 @@ def prepare_pretraining(config: Config) -> PretrainingData:
     documents = texts if pairs is None else [f"{text}\n{pair}" for text, pair in zip(texts, pairs)]
     packing = {"cache_dir": data.cache_dir, "num_proc": data.num_proc, "block_boundary": data.block_boundary}
     corpus = prepare_corpus(documents, tokenizer, max_length=data.max_length - (1 if objective.sop else 0), **packing)
+    check_corpus(corpus.dataset, tokenizer, config)
     train_blocks, eval_blocks = split_heldout(corpus.dataset, data.eval_fraction, seed=data.seed)
     words = train_blocks["words"] if config.masking.strategy == "kdm" else None
     masking = {"return_word_ids": objective.name == "hc", "sentence_order": objective.sop, "segmented_texts": words}
@@ -275,6 +276,31 @@ def prepare_pretraining(config: Config) -> PretrainingData:
     eval_batches = fixed_mask_batches(eval_blocks, eval_collator, batch_size=config.training.per_device_eval_batch_size)
     correction = HardCorrectionLoss(tokenizer, objective.lexicon, objective.hc_level)
     return PretrainingData(started, tokenizer, corpus, train_blocks, eval_blocks, collator, eval_batches, correction)
+
+
+UNKNOWN_SHARE = 0.5  # a corpus more than this share of whose tokens are [UNK] is refused
+
+
+def check_corpus(blocks: datasets.Dataset, tokenizer: Any, config: Config) -> None:
+    """A corpus must pack into two or more blocks (``data.eval_fraction`` holds out at least one, training needs
+    another) and be text the vocabulary reads (at most :data:`UNKNOWN_SHARE` [UNK] tokens, counted on up to 1,000
+    blocks): else ValueError naming the corpus (``data.path``, or ``data.source``) and what to change."""
+    data = config.data
+    where = f"data.path {data.path!r}" if data.path is not None else f"data.source {data.source!r}"
+    if len(blocks) < 2:
+        raise ValueError(
+            f"{where}: packs into {len(blocks)} block of data.max_length={data.max_length} tokens; data.eval_fraction "
+            "holds one out for evaluation and training needs another: give more text or a smaller data.max_length"
+        )
+    special = set(tokenizer.all_special_ids) - {tokenizer.unk_token_id}
+    rows = blocks.select(range(min(len(blocks), 1000)))["input_ids"]
+    tokens = [token for row in rows for token in row if token not in special]
+    share = sum(token == tokenizer.unk_token_id for token in tokens) / max(len(tokens), 1)
+    if share > UNKNOWN_SHARE:
+        raise ValueError(
+            f"{where}: {share:.0%} of its tokens are [UNK]: the vocabulary cannot read this text; use one that fits "
+            "its language (model.vocab_file) or a model.model_name_or_path whose tokenizer does"
+        )
 
 
 def pretraining_trainer_kwargs(
@@ -308,7 +334,7 @@ def run_pretraining(
     evaluation = EpochEvaluation(trainer, partial(evaluate, batches=data.eval_batches, correction=data.correction))
     trainer.add_callback(evaluation)
     train_output = trainer.train()
-    trainer.save_model(config.output_dir)
+    save_final_model(trainer, config.output_dir)
     if not evaluation.epochs or evaluation.epochs[-1]["step"] != trainer.state.global_step:  # stopped mid-epoch
         evaluation.on_epoch_end(trainer.args, trainer.state, trainer.control)
     final = evaluation.epochs[-1]

@@ -21,6 +21,7 @@ from workbench.config import ProbeConfig, TrainingConfig, check_field
 from workbench.losses import class_probabilities, num_outputs, predicted_labels
 from workbench.metrics import classification_report
 from workbench.threads import torch_threads
+from workbench.vocab import clip_texts
 
 PAD_ID = 0  # [PAD] of the workbench tokenizers; the embedding ignores it
 SINGLE_COLUMNS = ("text",)
@@ -57,7 +58,8 @@ def encode_split(
     split: Dataset, tokenizer: Any, max_length: int, columns: Sequence[str] = SINGLE_COLUMNS
 ) -> EncodedSplit:
     """``split``'s ``columns`` (``SINGLE_COLUMNS`` or ``PAIR_COLUMNS``) as token ids without [CLS] / [SEP], cut at
-    ``max_length``, right-padded with ``PAD_ID``, and its ``label`` column."""
+    ``max_length`` (:func:`~workbench.vocab.clip_texts` first), right-padded with ``PAD_ID``, and its ``label``
+    column."""
     check_int("max_length", max_length, 1)
     if len(columns) not in (1, 2):
         raise ValueError(f"columns: must name 1 (texts) or 2 (pairs) text columns, got {list(columns)}")
@@ -66,7 +68,10 @@ def encode_split(
         raise ValueError(f"split: lacks the columns {missing} (columns: {split.column_names})")
 
     def ids(texts: list[str]) -> torch.Tensor:
-        rows = tokenizer(texts, add_special_tokens=False, truncation=True, max_length=max_length)["input_ids"]
+        rows = tokenizer(
+            clip_texts(texts, max_length), add_special_tokens=False, truncation=True, max_length=max_length
+        )
+        rows = rows["input_ids"]
         tensors = [torch.tensor(row, dtype=torch.long) for row in rows]
         return nn.utils.rnn.pad_sequence(tensors, batch_first=True, padding_value=PAD_ID)
 

@@ -6,6 +6,7 @@ only direct children are resumed from or removed), :func:`drop_weights`, and wha
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import html
 import json
@@ -26,7 +27,7 @@ from transformers.utils import logging
 
 from workbench.checks import is_number
 from workbench.config import Config, load_config
-from workbench.metrics_file import METRICS_FILE, write_json
+from workbench.metrics_file import METRICS_FILE, redact, secret_mark, write_json
 from workbench.threads import torch_threads
 from workbench.yaml_files import read_yaml_file
 
@@ -49,7 +50,7 @@ RESUMABLE_KEYS = (
         "training.keep_checkpoints",
         "training.logging_steps",
     ),
-    *("training.save_total_limit", "training.report_to"),
+    *("training.save_total_limit", "training.report_to", "training.hub_token"),
 )
 """Keys a resumed run may change (how long it trains, and what neither its data nor its updates depend on)."""
 _LOCKS: dict[Path, Any] = {}
@@ -85,7 +86,7 @@ def claim_output_dir(config: Config, *subfolders: str) -> contextlib.ExitStack:
     for subfolder in ("", *subfolders) if not config.training.resume else ():
         checkpoint_to_resume(folder / subfolder, resume=False)
     before = _flat(read_yaml_file(folder / RUN_CONFIG, RUN_CONFIG)) if config.training.resume and found else {}
-    now = _flat(config.to_dict())
+    now = _flat(redact(config.to_dict()))
     changed = [
         key
         for key in sorted(before.keys() | now.keys())
@@ -107,13 +108,26 @@ def claim_output_dir(config: Config, *subfolders: str) -> contextlib.ExitStack:
     except OSError as error:
         raise ValueError(f"output_dir: cannot write into {str(folder)!r} ({error.strerror})") from None
     _LOCKS[folder] = lock
-    lock.truncate(0)
-    lock.write(yaml.safe_dump(config.to_dict(), sort_keys=False, allow_unicode=True))
-    lock.flush()
+    lock.seek(0)
+    previous = lock.read()
+    try:
+        _rewrite(lock, yaml.safe_dump(redact(config.to_dict()), sort_keys=False, allow_unicode=True))
+    except OSError as error:  # a full disk: the previous config is put back, no half-written one is left
+        _rewrite(lock, previous)
+        raise ValueError(f"output_dir: cannot write into {str(folder)!r} ({error.strerror})") from None
     stack = contextlib.ExitStack()
     stack.enter_context(lock)
     stack.callback(_LOCKS.pop, folder, None)
     return stack
+
+
+def _rewrite(handle: Any, text: str) -> None:
+    """Replace the content of the open file ``handle`` by ``text`` (unbuffered: a failed write leaves nothing
+    pending)."""
+    data = text.encode("utf-8")
+    os.ftruncate(handle.fileno(), 0)
+    if os.pwrite(handle.fileno(), data, 0) < len(data):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
 
 @contextlib.contextmanager
@@ -139,14 +153,35 @@ def progress_bars(enabled: bool) -> Iterator[None]:
 
 
 @contextlib.contextmanager
+def hub_token(token: str | None) -> Iterator[None]:
+    """``training.hub_token`` reaches huggingface_hub as the ``HF_TOKEN`` environment variable while the block runs,
+    never as a TrainingArguments field: no file of the run (``training_args.bin``, which the Trainer also pushes) holds
+    it. Null or its mark ``<HUB_TOKEN>`` (what a written config shows): the environment's own token or ``hf auth
+    login``'s."""
+    if token is None or token == secret_mark("hub_token"):
+        yield
+        return
+    before = os.environ.get("HF_TOKEN")
+    os.environ["HF_TOKEN"] = token
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop("HF_TOKEN", None)
+        else:
+            os.environ["HF_TOKEN"] = before
+
+
+@contextlib.contextmanager
 def training_run(config: Any, task: str, *subfolders: str) -> Iterator[Config]:
     """The frame of a run: ``config`` loaded for ``task``, its output_dir (and ``subfolders``) claimed before any
-    data is loaded (:func:`claim_output_dir`), bars, threads and seed set; yields the config."""
+    data is loaded (:func:`claim_output_dir`), bars, threads, seed and :func:`hub_token` set; yields the config."""
     config = load_config(config, task=task)
     with (
         claim_output_dir(config, *subfolders),
         progress_bars(not config.training.quiet),
         torch_threads(config.training.threads),
+        hub_token(config.training.arguments.get("hub_token")),
     ):
         set_seed(config.training.seed)
         yield config
@@ -181,11 +216,11 @@ def checkpoint_to_resume(output_dir: str | Path, resume: bool) -> str | None:
     checkpoints = sort_checkpoints(str(folder)) if folder.is_dir() else []
     if checkpoints and not resume:
         raise ValueError(
-            f"output_dir: {str(folder)!r} holds checkpoints; set training.resume=true or choose another folder"
+            f"output_dir: {str(folder)!r} holds checkpoints; set training.resume=true or give output_dir=NEW_FOLDER"
         )
     if not checkpoints and ((folder / "config.json").is_file() or (folder / METRICS_FILE).is_file()):
         raise ValueError(
-            f"output_dir: {str(folder)!r} holds a finished run (its checkpoints removed); choose another folder"
+            f"output_dir: {str(folder)!r} holds a finished run, which is never overwritten; give output_dir=NEW_FOLDER"
         )
     for checkpoint in (path for path in checkpoints if not is_complete(path)):
         warnings.warn(f"output_dir: skipping the incomplete checkpoint {checkpoint!r}", stacklevel=2)
@@ -196,6 +231,12 @@ def checkpoint_to_resume(output_dir: str | Path, resume: bool) -> str | None:
         )
     if not complete:
         return None
+    lacking = [part for part in ("optimizer", "scheduler") if not list(Path(complete[-1]).glob(f"{part}.*"))]
+    if lacking:  # the Trainer would restart them silently
+        raise ValueError(
+            f"training.resume: {complete[-1]!r} holds no {' and no '.join(lacking)} state (saved with "
+            "training.save_only_model?): a resumed run would restart them; start anew in another output_dir"
+        )
     shutil.rmtree(folder / STAGING_DIR, ignore_errors=True)  # what a killed run left half-written
     return complete[-1]
 
@@ -256,7 +297,8 @@ def count_parameters(model: nn.Module) -> dict[str, int]:
 def write_result(
     output_dir: str | Path, metrics: Mapping[str, Any], best_checkpoint: str | None, history: list
 ) -> Result:
-    """Write ``metrics`` (with ``history``) to ``output_dir/metrics.json`` (main process only); return the Result."""
+    """Write ``metrics`` (with ``history``) to ``output_dir/metrics.json`` (main process only); return the Result
+    (its metrics :func:`~workbench.metrics_file.redact`-ed as the file's: a notebook shows them)."""
     if is_main_process():
         write_json(Path(output_dir) / METRICS_FILE, {**metrics, "history": history})
-    return Result(Path(output_dir), dict(metrics), best_checkpoint, history)
+    return Result(Path(output_dir), redact(dict(metrics)), best_checkpoint, history)

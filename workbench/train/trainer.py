@@ -3,13 +3,15 @@ checkpoints written atomically."""
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import math
 import os
 import pickle
+import re
 import shutil
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import torch
@@ -17,9 +19,11 @@ from safetensors import SafetensorError
 from torch import nn
 from transformers import PrinterCallback, ProgressCallback, Trainer, TrainerCallback, TrainingArguments
 from transformers.integrations import TensorBoardCallback
-from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR, rotate_checkpoints
+from transformers.trainer_jit_checkpoint import JITCheckpointCallback
+from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR, rotate_checkpoints, sort_checkpoints
 
 from workbench.config import PRECISIONS, TrainingConfig, check_field
+from workbench.hub import bound_hub_timeouts, hub_error_text, is_hub_error
 from workbench.losses import IGNORE_INDEX
 from workbench.train.run_folder import STAGING_DIR, checkpoint_to_resume
 
@@ -62,16 +66,36 @@ class TimeBudget(TrainerCallback):
             control.should_training_stop = True
 
 
+class TrainingInterrupted(KeyboardInterrupt):
+    """SIGTERM stopped a run with ``training.enable_jit_checkpoint`` (a preempted job): its checkpoint is kept, no
+    metrics.json is written (the run is not finished) and ``training.resume=true`` continues it."""
+
+
 class AtomicCheckpoints(TrainerCallback):
     """Moves each complete ``<run>/.staging/checkpoint-N`` to ``<run>/checkpoint-N`` (a kill mid-save leaves no half
-    checkpoint), keeping ``save_total_limit`` of them and the best."""
+    checkpoint), keeping ``save_total_limit`` of them and the best. With ``training.enable_jit_checkpoint`` it notes
+    when SIGTERM asked for a checkpoint (``interrupted``: the JIT callback, called after this one, then stops the
+    run)."""
+
+    def __init__(self, jit_manager: Any = None) -> None:
+        self.jit_manager, self.interrupted = jit_manager, False
 
     def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         if state.is_world_process_zero:  # what a killed run left half-written
             shutil.rmtree(args.output_dir, ignore_errors=True)
 
+    def _watch(self, *args: Any, **kwargs: Any) -> None:
+        if self.jit_manager is not None and self.jit_manager.is_checkpoint_requested:
+            self.interrupted = True
+
+    on_pre_optimizer_step = on_step_begin = on_step_end = on_epoch_end = _watch
+
     def on_save(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
-        name = f"{PREFIX_CHECKPOINT_DIR}-{state.global_step}"
+        self.publish(args, state, state.global_step)
+
+    def publish(self, args: Any, state: Any, step: int) -> None:
+        """Move the staged ``checkpoint-<step>`` into the run folder (main process); the state's best path follows."""
+        name = f"{PREFIX_CHECKPOINT_DIR}-{step}"
         run_dir = os.path.dirname(args.output_dir)
         staged = os.path.join(args.output_dir, name)
         final = os.path.join(run_dir, name)
@@ -120,8 +144,10 @@ class LossTrainer(Trainer):
         self.model_accepts_loss_kwargs = True  # the Trainer counts num_items_in_batch; compute_loss consumes it
         if time_budget_s is not None:
             self.add_callback(TimeBudget(time_budget_s))
+        jit = next((item for item in self.callback_handler.callbacks if isinstance(item, JITCheckpointCallback)), None)
+        self.checkpoints = AtomicCheckpoints(jit.jit_manager if jit is not None else None)
         if staged:
-            self.callback_handler.callbacks.insert(0, AtomicCheckpoints())  # before any on_save of others
+            self.callback_handler.callbacks.insert(0, self.checkpoints)  # before any on_save of others
         for callback in self.callback_handler.callbacks:  # TensorBoard's events go to the run folder
             if isinstance(callback, TensorBoardCallback) and callback.logging_dir is None:
                 callback.logging_dir = os.path.join(self.run_dir, "runs")
@@ -158,6 +184,36 @@ class LossTrainer(Trainer):
             raise self.diverged(self.state.global_step + 1, f"the loss is {loss.item()}")
         return loss
 
+    def init_hf_repo(self, token: str | None = None) -> None:
+        """The Trainer's (``training.push_to_hub``) within the hub's bounded timeouts; a failure names the key."""
+        bound_hub_timeouts()
+        try:
+            super().init_hf_repo(token)
+        except Exception as error:
+            if is_hub_error(error):
+                raise ValueError(f"training.push_to_hub: {hub_error_text(error)}") from None
+            raise
+
+    def push_to_hub(self, *args: Any, **kwargs: Any) -> Any:
+        """The Trainer's; a failure is a ValueError naming ``training.push_to_hub``."""
+        try:
+            return super().push_to_hub(*args, **kwargs)
+        except Exception as error:
+            if is_hub_error(error):
+                raise ValueError(f"training.push_to_hub: {hub_error_text(error)}") from None
+            raise
+
+    def get_eval_dataloader(self, eval_dataset: Any = None) -> Any:
+        """The Trainer's, never dropping rows: ``training.dataloader_drop_last`` drops incomplete training batches
+        only."""
+        with every_row(self.args):
+            return super().get_eval_dataloader(eval_dataset)
+
+    def get_test_dataloader(self, test_dataset: Any) -> Any:
+        """The Trainer's, never dropping rows (predictions and metrics cover every test example)."""
+        with every_row(self.args):
+            return super().get_test_dataloader(test_dataset)
+
     def evaluate(self, *args: Any, **kwargs: Any) -> dict[str, float]:
         metrics = super().evaluate(*args, **kwargs)
         self.check_evaluation(metrics)
@@ -182,17 +238,20 @@ class LossTrainer(Trainer):
 
     def train(self, resume_from_checkpoint: str | None = None, **kwargs: Any) -> Any:
         """``Trainer.train`` from ``args.resume_from_checkpoint`` by default, no staging left after an error; a folder
-        that cannot be written and a checkpoint holding a file that is not a checkpoint's (or weights of another shape)
-        are a ValueError naming it."""
+        that cannot be written (:func:`write_failure`), a hub that does not answer (``training.push_to_hub``) and a
+        checkpoint holding a file that is not a checkpoint's (or weights of another shape) are a ValueError naming it.
+        A run that SIGTERM stopped (``training.enable_jit_checkpoint``) keeps its checkpoint and raises
+        :class:`TrainingInterrupted`."""
         resume_from_checkpoint = resume_from_checkpoint or self.args.resume_from_checkpoint
         try:
-            return super().train(resume_from_checkpoint=resume_from_checkpoint, **kwargs)
+            output = super().train(resume_from_checkpoint=resume_from_checkpoint, **kwargs)
         except Exception as error:
             if self.run_dir != self.args.output_dir:
                 shutil.rmtree(self.args.output_dir, ignore_errors=True)
-            cause = error if isinstance(error, OSError) else error.__cause__ or error.__context__
-            if isinstance(cause, OSError) and cause.errno in (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES):
-                raise ValueError(f"output_dir: cannot write into {self.run_dir!r} ({cause.strerror})") from None
+            if write_failure(error) is not None:
+                raise ValueError(f"output_dir: cannot write into {self.run_dir!r} ({write_failure(error)})") from None
+            if self.args.push_to_hub and is_hub_error(error):
+                raise ValueError(f"training.push_to_hub: {hub_error_text(error)}") from None
             unreadable = isinstance(error, pickle.UnpicklingError | EOFError | SafetensorError)
             # a size mismatch: another model size or class count
             if resume_from_checkpoint and (unreadable or "size mismatch" in str(error)):
@@ -201,6 +260,71 @@ class LossTrainer(Trainer):
                     f"training.resume: {resume_from_checkpoint!r} does not fit this model ({detail})"
                 ) from None
             raise
+        if self.checkpoints.interrupted:
+            raise self.interruption()
+        return output
+
+    def interruption(self) -> TrainingInterrupted:
+        """The checkpoint SIGTERM asked for moved from staging into the run folder; the error that ends the run."""
+        for staged in sort_checkpoints(self.args.output_dir)[-1:] if os.path.isdir(self.args.output_dir) else ():
+            self.checkpoints.publish(self.args, self.state, int(staged.rsplit("-", 1)[1]))
+        return TrainingInterrupted(
+            f"training was stopped by SIGTERM at step {self.state.global_step} (epoch {self.state.epoch or 0:.2f} of "
+            f"{self.state.num_train_epochs:g}); its checkpoints are kept in {self.run_dir}: rerun with "
+            "training.resume=true to continue"
+        )
+
+
+@contextlib.contextmanager
+def every_row(args: TrainingArguments) -> Iterator[None]:
+    """``args.dataloader_drop_last`` off inside the block (evaluation and prediction read every row)."""
+    drop, args.dataloader_drop_last = args.dataloader_drop_last, False
+    try:
+        yield
+    finally:
+        args.dataloader_drop_last = drop
+
+
+WRITE_ERRORS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EFBIG}
+
+
+def write_failure(error: BaseException) -> str | None:
+    """Why a save failed when ``error`` (or its cause) is a failed write, else None: an OSError of a full disk, a
+    quota, a read-only or forbidden folder, and how safetensors (``SafetensorError: ... (os error 28)``) and
+    ``torch.save`` (``RuntimeError: [enforce fail at inline_container.cc...]``) report one."""
+    for item in (error, error.__cause__, error.__context__):
+        if isinstance(item, OSError) and item.errno in WRITE_ERRORS:
+            return item.strerror
+        code = re.search(r"os error (\d+)", str(item)) if isinstance(item, SafetensorError) else None
+        if code is not None and int(code.group(1)) in WRITE_ERRORS:
+            return os.strerror(int(code.group(1)))
+        if isinstance(item, RuntimeError) and "inline_container" in str(item):
+            return f"writing a file failed, is the disk full? ({' '.join(str(item).split())[:120]})"
+    return None
+
+
+def save_final_model(trainer: Trainer, folder: str | os.PathLike) -> None:
+    """``trainer.save_model`` into ``folder`` through ``<folder>/.final``, each file then renamed into place: a save
+    that fails (a full disk) leaves no half-written model and is a ValueError naming ``output_dir``; the checkpoints
+    stay, so ``training.resume=true`` finishes the run."""
+    staged = os.path.join(folder, ".final")
+    shutil.rmtree(staged, ignore_errors=True)
+    try:
+        trainer.save_model(staged)
+    except Exception as error:
+        shutil.rmtree(staged, ignore_errors=True)
+        if write_failure(error) is not None:
+            raise ValueError(
+                f"output_dir: cannot write into {os.fspath(folder)!r} ({write_failure(error)}); its checkpoints are "
+                "kept: free space, then rerun with training.resume=true"
+            ) from None
+        raise
+    for name in os.listdir(staged) if trainer.is_world_process_zero() else ():
+        target = os.path.join(folder, name)
+        if os.path.isdir(target):
+            shutil.rmtree(target)
+        os.replace(os.path.join(staged, name), target)
+    shutil.rmtree(staged, ignore_errors=True)
 
 
 def resolve_precision(precision: str) -> str:
@@ -236,6 +360,9 @@ def training_arguments(training: TrainingConfig, output_dir: str, *, evaluate: b
         "logging_nan_inf_filter": False,  # training_step stops a run at a non-finite loss
         "remove_unused_columns": False,
         "resume_from_checkpoint": checkpoint_to_resume(output_dir, training.resume),
+        "hub_token": None,  # given, it is HF_TOKEN while the run lives (run_folder.hub_token): no file holds it
         **extra,
     }
+    if arguments.get("push_to_hub") and not arguments.get("hub_model_id"):  # the Trainer's default: ".staging"
+        arguments["hub_model_id"] = os.path.basename(os.path.abspath(output_dir))
     return TrainingArguments(**{key: value for key, value in arguments.items() if value is not None})

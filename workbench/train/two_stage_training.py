@@ -97,7 +97,7 @@ def fusion_encoders(config: Config, tokenizer: Any) -> tuple[nn.Module, nn.Modul
     source = models.model_source(config.model, len(tokenizer), config.data.max_length)
     if config.aux.fusion_model is None:
         return models.build_encoder(**source), models.build_encoder(**source)
-    second = load_tokenizer(config.aux.fusion_model).get_vocab()
+    second = load_tokenizer(config.aux.fusion_model, key="aux.fusion_model").get_vocab()
     if second != tokenizer.get_vocab():
         raise ValueError(
             f"aux.fusion_model: must share the model's vocabulary (both encoders read the same token ids), got "

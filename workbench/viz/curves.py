@@ -28,6 +28,7 @@ CurveSpec = tuple[str, str, dict]
 CURVE_COLOURS = tuple(pio.templates["plotly"].layout.colorway)  # one per loss, shared by its traces
 AUTO_RANGE_FROM_P = 0.2  # "auto" dL/dp axes span the curves from this p on
 DEFAULT_P = tuple(np.linspace(0.01, 0.99, 99))  # the p grid of the curves when none is given
+X_TITLE = "p of the gold class"  # short: three panels' x titles side by side fit a notebook cell
 
 
 def loss_curves(
@@ -94,7 +95,8 @@ def figure_loss_curves(
     title: str | None = None,
     derivative_range: tuple[float, float] | str | None = "auto",
 ) -> go.Figure:
-    """Panels against p: the loss, then each derivative; one row per example; one colour and legend entry per spec.
+    """Panels against p: the loss, then each derivative (titled once, above the top row); one row per example (named
+    on its first y axis); one colour and legend entry per spec.
 
     Args: ``example``: "positive", "negative" or both; ``derivative``: "dloss_dp", "dloss_dlogit" or both (dL/dz
     beside dL/dp); ``derivative_range``: (low, high), None (autorange) or "auto": dL/dp axes span the curves for
@@ -105,11 +107,11 @@ def figure_loss_curves(
     if isinstance(derivative_range, str) and derivative_range != "auto":
         raise ValueError(f"derivative_range: must be 'auto', None or a (low, high) pair, got {derivative_range!r}")
     quantities = ["loss", *derivatives]
-    suffix = {
-        example: f", {example} example (gold {EXAMPLES[example]})" if len(examples) > 1 else "" for example in examples
-    }
-    titles = [DERIVATIVES.get(quantity, quantity) + suffix[example] for example in examples for quantity in quantities]
+    titles = [DERIVATIVES.get(quantity, quantity) for quantity in quantities]  # one column header each (top row)
     figure = make_subplots(rows=len(examples), cols=len(quantities), subplot_titles=titles)
+    if len(examples) > 1:  # each row says its example once, on its first axis (short titles: no overlap in a cell)
+        for row, example in enumerate(examples, start=1):
+            figure.update_yaxes(title_text=f"{example} example (gold {EXAMPLES[example]})", row=row, col=1)
     frames = [loss_curves(name, p, num_classes, examples, **params) for _, name, params in specs]
     for (label, _, _), frame, colour in zip(specs, frames, itertools.cycle(CURVE_COLOURS)):
         for row, example in enumerate(examples, start=1):
@@ -126,7 +128,7 @@ def figure_loss_curves(
             ]
             axis_range = _span(np.concatenate([[], *shown])) if quantity == "dloss_dp" else None
         figure.update_yaxes(range=axis_range, row=row, col=column)  # None: autorange
-    figure.update_xaxes(title_text="p (probability of the gold class)")
+    figure.update_xaxes(title_text=X_TITLE, row=len(examples))  # under the last row only
     return figure.update_layout(title=title, height=100 + 350 * len(examples))
 
 

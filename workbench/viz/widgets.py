@@ -14,7 +14,8 @@ from typing import Any
 import ipywidgets as widgets
 import numpy as np
 import plotly.graph_objects as go
-from IPython.display import display
+import plotly.io as pio
+from IPython.display import clear_output, display
 
 from workbench.checks import check_choice, check_int, check_names, check_number
 from workbench.label_entropy import paper_entropy
@@ -109,19 +110,26 @@ def _update_args(step: go.Figure, parts: set[tuple[Any, str | None]], back: dict
 
 
 class Panel:
-    """Sliders + one figure redrawn from ``figure_for``; subclasses implement ``draw``."""
+    """Sliders + one figure redrawn from ``figure_for``; subclasses implement ``draw``.
+
+    Live (``interactive=True``), the figure is drawn in an ``ipywidgets.Output`` by JupyterLab's plotly renderer,
+    which sizes it to the cell's width (a plotly ``FigureWidget`` is drawn before it is attached to the page and
+    keeps plotly's default 700 px, where three panels' axis titles overlap)."""
 
     def __init__(self, sliders: Mapping[str, widgets.widget.Widget], name: str, interactive: bool = True) -> None:
         self.sliders = dict(sliders)
         self.name = name
         self.interactive = interactive
-        self.figure: go.Figure = go.FigureWidget(self.figure_for()) if interactive else self.figure_for()
+        self.figure: go.Figure = self.figure_for()
         for slider in self.sliders.values():
             slider.observe(self._redraw, names="value")
         controls = widgets.HBox(list(self.sliders.values()), layout=widgets.Layout(flex_flow="row wrap"))
+        self.output = widgets.Output(layout=widgets.Layout(width="100%"))
         self.widget = widgets.VBox(
-            [controls, self.figure] if interactive else [controls], layout=widgets.Layout(width="100%")
+            [controls, self.output] if interactive else [controls], layout=widgets.Layout(width="100%")
         )
+        if interactive:
+            self._draw_live()
 
     def draw(self, **values: Any) -> go.Figure:
         raise NotImplementedError
@@ -140,9 +148,16 @@ class Panel:
             )
         return self.draw(**{**self.values(), **values}).update_layout(autosize=True, width=None)
 
+    def _draw_live(self) -> None:
+        """Replace the live output's figure by ``self.figure`` (plotly's MIME bundle, which JupyterLab draws)."""
+        with self.output:
+            clear_output(wait=True)  # the new figure replaces the old one without a blank in between
+            display(pio.renderers["plotly_mimetype"].to_mimebundle(self.figure.to_dict()), raw=True)
+
     def _redraw(self, change: Any = None) -> None:
-        new = self.figure_for()
-        self.figure.update(data=new.data, layout=new.layout, overwrite=True)  # in place: a FigureWidget redraws
+        self.figure = self.figure_for()
+        if self.interactive:
+            self._draw_live()
 
     def page_figure(self) -> go.Figure:
         """The figure with one plotly slider per panel slider, its steps ``figure_for`` at ``_page_grid`` values.
@@ -185,14 +200,15 @@ class Panel:
         height = (figure.layout.height or 450) + 90 * len(sliders)
         return figure.update_layout(sliders=sliders, height=height, margin={"b": 60 + 90 * len(sliders)})
 
-    def display(self) -> None:
-        """Show the live widget, or (headless) ``page_figure()`` through ``figures.show`` (saved in a run).
-        The live widget's output carries ``page_figure()`` too: ``python -m workbench export`` pages show it."""
+    def display(self, caption: str | None = None) -> None:
+        """Show the live widget, or (headless) ``page_figure()`` through ``figures.show`` (saved in a run, with
+        ``caption``). The live widget's output carries ``page_figure()`` too: ``python -m workbench export`` pages
+        show it."""
         if self.interactive:
             page = figures.PageLoadsPlotlyRenderer().to_mimebundle(self.page_figure().to_dict())
             display({**self.widget._repr_mimebundle_(), **page}, raw=True)
         else:
-            figures.show(self.page_figure(), self.name)
+            figures.show(self.page_figure(), self.name, caption)
 
 
 @dataclass(frozen=True)
