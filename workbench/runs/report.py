@@ -340,7 +340,8 @@ def index_sections(
     sweep_keys: Sequence[str] = (),
 ) -> list[Section]:
     """index.html's sections in order: about (what the workbench is, where to start), executions, the results page
-    (results.md, when the run has one), the sweep's figures, metrics, figures. Another part of the report is one more :class:`Section` in this list."""
+    (results.md, when the run has one), the sweep's figures, metrics, figures. Another part of the report is one more
+    :class:`Section` in this list."""
     sections = [_about(outcomes, summary, run_dir), Section("executions", "Executions", _runs_table(summary, run_dir))]
     results = results_html(run_dir)  # the claim rows of results.md, when the notebooks recorded some
     if results:
