@@ -13,7 +13,6 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from workbench.evidence import results_page
 from workbench.metrics_file import read_metrics, write_json
 from workbench.threads import usable_cores
 
@@ -99,6 +98,8 @@ def results_markdown(run_dir: str | Path, folders: Sequence[str] | None = None) 
             f"run folder {str(run_dir)!r}: has no {RUN_FILE}; give a folder that python -m workbench run made"
         )
     header = json.loads((run_dir / RUN_FILE).read_text(encoding="utf-8"))
+    from workbench.evidence import results_page  # pandas and scipy: imported when a page is printed
+
     return results_page(header, evidence_sections(run_dir, folders))
 
 
