@@ -282,7 +282,7 @@ def test_pretraining_and_downstream_grids_run_end_to_end(tmp_path):
     texts = hard_correction.heldout_texts(base["data"], 16)
     corrections = hard_correction.correction_table(runs, texts, SynonymTable.default(), max_length=32)
     # one row per run and HC level (token: the paper's rule, word: whole words), was one row per run
-    assert corrections.shape == (4, 10) and corrections["prediction_rate"].between(0, 1).all()
+    assert corrections.shape == (4, 12) and corrections["prediction_rate"].between(0, 1).all()  # 8 counts and rates
     assert list(corrections["level"]) == ["token", "word", "token", "word"]
     assert (corrections.groupby("encoder")["wrong"].nunique() == 1).all()  # same masks and predictions at both levels
     finetune_base = {
