@@ -46,6 +46,10 @@ CASES = [
     ],
     ("pcl", {"variant": "expected_cost", "counts": "batch", "cost_matrix": COST}, 3),
     ("pcl", {"variant": "paper", "label_counts": [30, 50, 20], "cost_matrix": COST}, 3),
+    ("class_balanced", {"label_counts": [30, 50, 20], "beta": 0.99}, 3),
+    ("logit_adjusted", {"label_counts": [30, 50, 20], "tau": 1.0}, 3),
+    # CORN reads K - 1 logits: 3 logit columns are a 4-class task whose labels here are 0-2
+    ("corn", {}, 3),
 ]
 CASE_IDS = [
     f"{name}-C{c}-" + "-".join(f"{k}={v}" for k, v in params.items() if k != "cost_matrix") for name, params, c in CASES
@@ -54,7 +58,9 @@ SHAPES = {"rows": (12,), "tokens": (3, 5)}
 
 
 def reductions(name: str, params: dict) -> list[str]:
-    """The reductions a case accepts ("none" is refused for batch-level dice losses)."""
+    """The reductions a case accepts ("none" is refused for batch-level dice losses; CORN takes "mean" only)."""
+    if name == "corn":
+        return ["mean"]
     batch_level = params.get("set_level") or params.get("ohem_ratio") or params.get("preset") == "reference"
     return ["mean", "sum"] if name in ("dice", "tversky", "dsc") and batch_level else ["mean", "sum", "none"]
 
