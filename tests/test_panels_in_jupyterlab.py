@@ -153,7 +153,9 @@ def test_live_panels_take_the_cells_width_and_no_titles_overlap(tmp_path, width)
             _wait(lambda: page.evaluate(ready), 120, "the notebook")
             kernel = "document.querySelector('.jp-Notebook-ExecutionIndicator')?.dataset?.status === 'idle'"
             _wait(lambda: page.evaluate(kernel), 120, "the kernel")
-            page.evaluate("window.jupyterapp.commands.execute('notebook:run-all-cells')")
+            # started, not awaited: the command's promise settles only when every cell has run, which on a busy
+            # machine outlasts the socket's timeout; the wait below polls for the drawn panels instead
+            page.evaluate("void window.jupyterapp.commands.execute('notebook:run-all-cells')")
             drawn = (
                 f"document.querySelectorAll('.jp-OutputArea-output .js-plotly-plot .main-svg').length >= {len(PANELS)}"
             )
