@@ -36,6 +36,7 @@ from workbench.runs.assets import (
     ASSETS_DIR,
     MATHJAX_DIR,
     PLOTLY_JS,
+    PLOTLY_MISSING_CLASS,
     RunAssets,
     ensure_assets,
     inline_mathjax_js,
@@ -219,6 +220,12 @@ def test_the_notebooks_page_is_self_contained_and_figure_pages_share_plotly_js(r
     page = export.read_text(encoding="utf-8")
     assert inline_plotly_js() in page and inline_mathjax_js() in page  # MathJax with its safe extension
     assert _references(figure).loaded == ["../../../assets/plotly.min.js"]
+
+
+def test_the_index_is_self_contained(run_dir):
+    index = run_dir / "index.html"
+    assert inline_plotly_js() in index.read_text(encoding="utf-8")
+    assert not [url for url in _references(index).loaded if not url.startswith(("data:", "#"))]
 
 
 def test_executed_notebook_and_export_stay_small(run_dir):
@@ -481,6 +488,29 @@ def test_moving_a_panels_plotly_slider_redraws_the_figure_offline(run_dir, alone
     for variant, before, after in zip(("weighted", "expected_cost"), probe["before"], probe["after"]):
         np.testing.assert_allclose(before, pcl_weight_matrix(variant, 0.1).numpy(), rtol=1e-6)
         np.testing.assert_allclose(after, pcl_weight_matrix(variant, epsilon).numpy(), rtol=1e-6)
+
+
+@needs_chromium
+def test_the_index_copied_alone_draws_its_figures_offline_in_chromium(run_dir, tmp_path):
+    index = tmp_path / "index.html"
+    shutil.copyfile(run_dir / "index.html", index)
+    dom = _rendered_dom(index)
+    assert len(re.findall(r'class="main-svg"', dom)) >= 2  # plotly drew the figures near the window
+
+
+@needs_chromium
+@pytest.mark.parametrize("where", ["in the run folder", "copied alone"])
+def test_a_figure_page_draws_in_its_run_folder_and_copied_alone_says_where_its_figure_is(run_dir, tmp_path, where):
+    page = _cell(run_dir) / "figures" / "score_line.html"
+    if where == "copied alone":
+        page = Path(shutil.copyfile(page, tmp_path / page.name))
+    dom = _rendered_dom(page)
+    drawn = len(re.findall(r'class="main-svg"', dom))
+    notices = re.findall(rf'<p class="{PLOTLY_MISSING_CLASS}">', dom)
+    if where == "copied alone":
+        assert (drawn, len(notices)) == (0, 1)
+    else:
+        assert drawn >= 1 and notices == []
 
 
 def test_a_live_panels_page_shows_its_page_figure_not_an_empty_widget(run_dir):

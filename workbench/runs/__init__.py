@@ -235,7 +235,7 @@ def run(
             raise ValueError(f"--slurm: {str(error).splitlines()[0]}") from None
     try:
         start_record(run_dir, command, params_set, jobs, threads)
-        ensure_assets(run_dir, mathjax=False)  # once, before concurrent exports look for it (figures/, index.html)
+        ensure_assets(run_dir, mathjax=False)  # once, before concurrent exports look for it (figures/)
     except ValueError as error:  # a full disk: nothing ran, no run folder is left
         shutil.rmtree(run_dir, ignore_errors=True)
         raise ValueError(f"--outputs-dir {str(outputs_dir)!r}: {error}") from None

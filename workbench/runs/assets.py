@@ -1,8 +1,9 @@
 """plotly.js and MathJax for offline pages: inlined into a self-contained page (:func:`inline_plotly_js`,
 :func:`inline_mathjax_js`), or shared by the pages of a folder under ``<folder>/assets/`` (:func:`ensure_assets`).
 
-A run's ``figures/*.html`` pages and ``index.html`` load the run's plotly.js by a relative path, so a run
-folder opens without a network and holds plotly.js (4.8 MB) once; its notebook pages are self-contained.
+A run's ``figures/*.html`` pages load the run's plotly.js by a relative path, so a run folder opens without a
+network and holds plotly.js (4.8 MB) once for them; copied out of the folder, such a page says where its figure is
+(:func:`link_figures`). Its notebook pages and ``index.html`` are self-contained.
 ``python -m workbench export --assets-folder`` writes a page that loads both from a folder:
 
     <folder>/assets/plotly.min.js            plotly.js of the installed plotly package
@@ -123,18 +124,31 @@ def _script_text(code: str) -> str:
 
 
 # A page saved by plotly's write_html(include_plotlyjs="directory") loads the copy beside it.
-_LOCAL_PLOTLY_JS = re.compile(r'(<script\b[^>]*\bsrc=")' + re.escape(PLOTLY_JS) + '"')
+_LOCAL_PLOTLY_JS = re.compile(r'(<script\b[^>]*\bsrc=")' + re.escape(PLOTLY_JS) + r'("[^>]*>\s*</script>)')
+
+
+# Right after the shared plotly.js's script element of a figure page: a page copied out of its run folder finds no
+# plotly.js, and says so instead of staying blank.
+PLOTLY_MISSING_CLASS = "workbench-plotly-missing"
+_PLOTLY_MISSING = (
+    '<script>if (!window.Plotly) {{ document.currentScript.insertAdjacentHTML("afterend", '
+    '"<p class=\\"{css_class}\\">This figure needs {shared}, the plotly.js of its run folder, and draws only inside '
+    "that folder. The notebook's page, one folder up, holds every figure of the notebook and opens alone.</p>\"); }}"
+    "</script>"
+)
 
 
 def link_figures(figures_dir: str | Path, assets: RunAssets) -> list[Path]:
     """Point every page in ``figures_dir`` that loads the ``plotly.min.js`` beside it (workbench.viz.figures.save
-    writes standalone pages) at the run's shared copy and delete the local copy; returns the pages changed."""
+    writes standalone pages) at the run's shared copy and delete the local copy; returns the pages changed. A linked
+    page copied out of the run folder shows a line saying where its figure is instead of a blank page."""
     figures_dir = Path(figures_dir)
     shared = assets.relative_to(figures_dir, assets.plotly_js)
+    missing = _PLOTLY_MISSING.format(css_class=PLOTLY_MISSING_CLASS, shared=shared)
     changed = []
     for page in sorted(figures_dir.glob("*.html")):
         text = page.read_text(encoding="utf-8")
-        linked = _LOCAL_PLOTLY_JS.sub(lambda match: f'{match.group(1)}{shared}"', text)
+        linked = _LOCAL_PLOTLY_JS.sub(lambda match: f"{match.group(1)}{shared}{match.group(2)}{missing}", text)
         if linked != text:
             write_atomically(page, linked)
             changed.append(page)

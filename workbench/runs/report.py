@@ -24,7 +24,7 @@ from typing import Any
 import pandas as pd
 
 from workbench.metrics_file import metric_statistics, write_atomically
-from workbench.runs.assets import ASSETS_DIR, PLOTLY_JS
+from workbench.runs.assets import inline_plotly_js
 from workbench.runs.execute import Outcome
 from workbench.runs.results import results_html
 
@@ -372,7 +372,7 @@ def write_report(
     contents = " · ".join(f'<a href="#{section.id}">{html.escape(section.title)}</a>' for section in sections)
     body = [f"<h1>{title}</h1>", stopped if interrupted else "", f"<nav>{contents}</nav>"]
     body += [section.html() for section in sections]
-    scripts = f'<script src="{ASSETS_DIR}/{PLOTLY_JS}"></script>'
+    scripts = f"<script>{inline_plotly_js()}</script>"  # one file: copied alone, the index still draws its figures
     head = f'<meta charset="utf-8"><title>{title}</title><style>{_STYLE}</style>{scripts}'
     page = (
         f"<!DOCTYPE html>\n<html><head>{head}</head>\n<body>\n"
