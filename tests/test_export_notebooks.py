@@ -195,10 +195,10 @@ def test_tqdm_widget_text_and_carriage_returns_leave_no_frozen_bars(tmp_path):
 
 
 def test_injected_parameters_read_as_written_and_keep_their_values(tmp_path):
-    from papermill.translators import translate_parameters
+    from papermill.translators import PythonTranslator
 
     values = {"text": "美丽 \"quoted\" 'single'", "data": {"path": "数据/训练.tsv", "note": "tab\there"}, "n": 3}
-    cell = new_code_cell(translate_parameters("python3", "python", values, "Parameters"))  # papermill's own cell
+    cell = new_code_cell(PythonTranslator.codify(values, "Parameters"))  # papermill's own cell (papermill by hand)
     cell.metadata["tags"] = ["injected-parameters"]
     assert "\\u7f8e" in cell.source  # as papermill writes it
     readable = readable_parameters(cell.source)

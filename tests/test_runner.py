@@ -11,6 +11,7 @@ from pathlib import Path
 import nbformat
 import pandas as pd
 import pytest
+import yaml
 from nbformat.v4 import new_code_cell, new_notebook
 from notebook_hygiene import check_notebook_clean
 
@@ -772,6 +773,34 @@ def test_kernels_get_the_thread_count_in_their_environment(tmp_path):
         notebooks_dir=tmp_path, params_dir=_params(tmp_path), outputs_dir=tmp_path / "out", threads=3, stream=_quiet()
     )
     assert not report.failed and read_metrics(report.outcomes[0].output_dir)["metrics"]["omp_threads"] == 3
+
+
+def test_injected_parameters_and_params_yaml_read_as_written_and_the_kernel_gets_the_same_values(tmp_path):
+    values = {
+        "text": "这里的风景非常美丽，\"quoted\" 'single'",
+        "data": {"路径": "数据/训练.tsv", "note": "tab\there", "line": "a\u2028b"},
+        "names": ["美丽", "漂亮"],
+        "n": 3,
+    }
+    _write_notebook(
+        tmp_path / "chinese.ipynb",
+        "output_dir = None\ntext = None\ndata = None\nnames = None\nn = None",
+        "import json\nfrom pathlib import Path\n"
+        "Path(output_dir, 'seen.json').write_text(json.dumps([text, data, names, n]), encoding='utf-8')",
+    )
+    params = _params(tmp_path, {"chinese": json.dumps(values, ensure_ascii=False)})
+    report = run(notebooks_dir=tmp_path, params_dir=params, outputs_dir=tmp_path / "out", stream=_quiet())
+    assert not report.failed, report.failed[0].status_text()
+    folder = report.outcomes[0].output_dir
+    seen = json.loads((folder / "seen.json").read_text(encoding="utf-8"))
+    assert seen == [values["text"], values["data"], values["names"], values["n"]]
+    executed = nbformat.read(folder / "chinese.ipynb", as_version=4)
+    (injected,) = [cell for cell in executed.cells if "injected-parameters" in cell.metadata.get("tags", [])]
+    assert "这里的风景非常美丽" in injected.source and "数据/训练.tsv" in injected.source
+    assert "\\u8fd9" not in injected.source and "\\u2028" in injected.source  # a line separator stays escaped
+    written = (folder / "params.yaml").read_text(encoding="utf-8")
+    assert "这里的风景非常美丽" in written and "\\u8FD9" not in written.upper()
+    assert {key: value for key, value in yaml.safe_load(written).items() if key in values} == values
 
 
 def _marker_notebook(path: Path, mine: str, theirs: str) -> Path:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import secrets
 import subprocess
@@ -18,7 +19,7 @@ from typing import Any
 import yaml
 
 from workbench.metrics_file import read_metrics, redact, write_atomically
-from workbench.runs.export import export_html
+from workbench.runs.export import export_html, readable_literal
 from workbench.runs.plan import (
     _SLUG_UNSAFE,
     INJECTED_PARAMETERS_TAG,
@@ -174,6 +175,21 @@ def _source_cell_index(executed_notebook: Path, executed_index: int) -> int:
     return executed_index - sum(INJECTED_PARAMETERS_TAG in cell.metadata.get("tags", []) for cell in cells)
 
 
+@functools.cache
+def _readable_injected_parameters() -> None:
+    """Have papermill write the injected parameters' strings as ``repr`` writes them (``"美丽"``, not papermill's
+    ``"\\u7f8e\\u4e3d"``) through its translator registry: the kernel gets the same values, and the executed notebook
+    reads as params.yaml does."""
+    from papermill.translators import PythonTranslator, papermill_translators
+
+    class ReadablePythonTranslator(PythonTranslator):
+        @classmethod
+        def translate_str(cls, val: str) -> str:
+            return readable_literal(val)
+
+    papermill_translators.register("python", ReadablePythonTranslator)
+
+
 def execute(
     execution: Execution,
     output_dir: Path,
@@ -192,6 +208,7 @@ def execute(
     import papermill
     from papermill.exceptions import PapermillExecutionError
 
+    _readable_injected_parameters()
     folder = output_dir.absolute()  # papermill's file writes chdir the process to a cwd another run may have left
     executed = folder / execution.notebook.name
     failed_cell = None
@@ -200,7 +217,7 @@ def execute(
     try:  # secrets: redacted in what is written, handed to the kernel through its environment
         parameters = redact({**execution.parameters, OUTPUT_DIR_PARAMETER: str(folder.resolve())})
         env = {**(env or {}), **secret_environment(execution.parameters)}
-        write_atomically(folder / "params.yaml", yaml.safe_dump(parameters, sort_keys=False))
+        write_atomically(folder / "params.yaml", yaml.safe_dump(parameters, sort_keys=False, allow_unicode=True))
         papermill.execute_notebook(  # absolute paths: papermill resolves relative ones against a process-wide
             str(execution.notebook.resolve()),  # setting that notebooks running at once overwrite
             str(executed.resolve()),

@@ -125,11 +125,17 @@ def readable_parameters(source: str) -> str:
             continue
         if row != end_row or not isinstance(value, str):
             continue
-        text = repr(value)
-        if text.startswith("'") and "'" not in value and '"' not in value:
-            text = f'"{text[1:-1]}"'  # papermill's quotes
-        lines[row - 1] = lines[row - 1][:start] + text + lines[row - 1][end:]
+        lines[row - 1] = lines[row - 1][:start] + readable_literal(value) + lines[row - 1][end:]
     return "".join(lines)
+
+
+def readable_literal(value: str) -> str:
+    """``value`` as a Python string literal written as ``repr`` writes it (printable characters as they are,
+    ``"美丽"``), in double quotes (papermill's) when the value holds no quote."""
+    text = repr(value)
+    if text.startswith("'") and "'" not in value and '"' not in value:
+        text = f'"{text[1:-1]}"'
+    return text
 
 
 def _prepare(nb: Any, notebook: Path, student: bool, trusted: bool, priority: list[str]) -> Any:
