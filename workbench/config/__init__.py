@@ -19,7 +19,7 @@ from workbench.config.objectives import (
     MaskingSpec,
     ObjectiveConfig,
 )
-from workbench.config.sections import INT_MAX, Section, check_field, option
+from workbench.config.sections import INT_MAX, Bounds, Section, check_field, option
 from workbench.config.training import (
     NOT_HONOURED,
     PRECISIONS,
@@ -53,6 +53,7 @@ __all__ = [
     "TRAINING_BOUNDS",
     "TRAINING_DEFAULTS",
     "AuxConfig",
+    "Bounds",
     "Config",
     "DataConfig",
     "ElectraSpec",

@@ -53,22 +53,24 @@ class DataConfig(Section, prefix="data"):
     split: tuple[float, float, float] = option(
         (0.8, 0.1, 0.1), "train/validation/test shares of one file (test 0: none)"
     )
-    seed: int = option(0, "seed of the sample generators and of the split", "[0, inf)")
-    max_length: int = option(128, "tokens per example (truncation), 8-512", "[8, 512]")
+    seed: int = option(0, "seed of the sample generators and of the split", ge=0)
+    max_length: int = option(128, "tokens per example (truncation), 8-512", ge=8, le=512)
     max_train_samples: int | None = option(
-        None, "keep a stratified sample of N training examples (seed data.seed); corpus: the first N texts", "[1, inf)"
+        None, "keep a stratified sample of N training examples (seed data.seed); corpus: the first N texts", ge=1
     )
     max_eval_samples: int | None = option(
-        None, "keep a stratified sample of N validation and N test examples (seed data.seed)", "[1, inf)"
+        None, "keep a stratified sample of N validation and N test examples (seed data.seed)", ge=1
     )
-    n_sentences: int = option(2000, "size of sample_corpus", "[1, inf)")
+    n_sentences: int = option(2000, "size of sample_corpus", ge=1)
     num_proc: int | None = option(
-        None, "pretrain_*: processes that segment and encode the corpus; null: every core", "[1, inf)"
+        None, "pretrain_*: processes that segment and encode the corpus; null: every core", ge=1
     )
     cache_dir: str | None = option(
         None, "pretrain_*: cache of encoded corpora; null: $WORKBENCH_CACHE or ~/.cache/workbench"
     )
-    eval_fraction: float = option(0.01, "pretrain_*: share of the packed blocks held out for the eval loss", "(0, 0.5]")
+    eval_fraction: float = option(
+        0.01, "pretrain_*: share of the packed blocks held out for the eval loss", gt=0, le=0.5
+    )
     block_boundary: str = option(
         "sentence", "pretrain_*: blocks end at a sentence end or at any word", choices=BLOCK_BOUNDARIES
     )

@@ -14,9 +14,9 @@ MODEL_KINDS = ("transformer", "probe")
 class TinyConfig(Section, prefix="model.tiny"):
     """A randomly initialised tiny BERT, sized for a CPU."""
 
-    num_layers: int = option(2, "transformer layers", "[1, inf)")
-    hidden_size: int = option(64, "hidden size (a multiple of num_heads)", "[1, inf)")
-    num_heads: int = option(2, "attention heads", "[1, inf)")
+    num_layers: int = option(2, "transformer layers", ge=1)
+    hidden_size: int = option(64, "hidden size (a multiple of num_heads)", ge=1)
+    num_heads: int = option(2, "attention heads", ge=1)
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -30,8 +30,8 @@ class TinyConfig(Section, prefix="model.tiny"):
 class ProbeConfig(Section, prefix="model.probe"):
     """The bag-of-characters probe (``model.kind: probe``): fast enough for many seeds on a CPU."""
 
-    embedding_size: int = option(32, "character embedding size", "[1, inf)")
-    hidden_size: int | None = option(64, "hidden layer of the head; null: a linear head (fastText)", "[1, inf)")
+    embedding_size: int = option(32, "character embedding size", ge=1)
+    hidden_size: int | None = option(64, "hidden layer of the head; null: a linear head (fastText)", ge=1)
 
 
 @dataclass(frozen=True)

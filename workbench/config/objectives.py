@@ -38,8 +38,8 @@ class MaskingSpec(Section, prefix="masking"):
     strategy: str = option(
         "wwm", "random (tokens), wwm (jieba words), kdm (entities, events first)", choices=MASKING_STRATEGIES
     )
-    mlm_probability: float = option(0.15, "share of tokens masked", "(0, 1)")
-    max_ngram: int = option(1, "WWM spans of up to this many words (>1: the ALBERT/MacBERT n-gram option)", "[1, inf)")
+    mlm_probability: float = option(0.15, "share of tokens masked", gt=0, lt=1)
+    max_ngram: int = option(1, "WWM spans of up to this many words (>1: the ALBERT/MacBERT n-gram option)", ge=1)
 
 
 @dataclass(frozen=True)
@@ -47,7 +47,7 @@ class ObjectiveConfig(Section, prefix="objective"):
     """The MLM objective: plain, hard correction (HC) or soft regularization (SR)."""
 
     name: str = option("plain", "plain MLM, hc (hard correction) or sr (soft regularization)", choices=OBJECTIVES)
-    weight: float = option(1.0, "SR weight (loss = MLM CE + weight x SR)", "[0, 1e12]")
+    weight: float = option(1.0, "SR weight (loss = MLM CE + weight x SR)", ge=0, le=1e12)
     level: str = option(
         "token", "SR: token (1 - cos of embeddings, eq. 3) or sentence (KL of hidden states)", choices=SR_LEVELS
     )
@@ -71,10 +71,10 @@ class ElectraSpec(Section, prefix="electra"):
     """ELECTRA (Clark et al., ICLR 2020): L = L_MLM(generator) + discriminator_weight x L_disc."""
 
     generator_size: float = option(
-        0.25, "generator hidden size as a share of the discriminator's (same layers)", "(0, 1]"
+        0.25, "generator hidden size as a share of the discriminator's (same layers)", gt=0, le=1
     )
     discriminator_weight: float = option(
-        50.0, "lambda of the discriminator's replaced-token loss (ELECTRA: 50)", "(0, 1e12]"
+        50.0, "lambda of the discriminator's replaced-token loss (ELECTRA: 50)", gt=0, le=1e12
     )
 
 
@@ -82,10 +82,10 @@ class ElectraSpec(Section, prefix="electra"):
 class AuxConfig(Section, prefix="aux"):
     """Two-stage training with auxiliary labels."""
 
-    num_aux: int = option(2, "n auxiliary labels of the stage-1 head (K + n outputs)", "[0, inf)")
-    stage2_epochs: float | None = option(None, "stage 2's epochs (null: training.num_train_epochs)", "(0, 1e6]")
-    stage2_lr: float | None = option(None, "stage 2's learning rate (null: training.learning_rate)", "(0, inf)")
-    fgm_epsilon: float = option(0.0, "FGM adversarial training in stage 1 when > 0 (the F variant)", "[0, 1e12]")
+    num_aux: int = option(2, "n auxiliary labels of the stage-1 head (K + n outputs)", ge=0)
+    stage2_epochs: float | None = option(None, "stage 2's epochs (null: training.num_train_epochs)", gt=0, le=1e6)
+    stage2_lr: float | None = option(None, "stage 2's learning rate (null: training.learning_rate)", gt=0)
+    fgm_epsilon: float = option(0.0, "FGM adversarial training in stage 1 when > 0 (the F variant)", ge=0, le=1e12)
     fusion: bool = option(False, "a two-encoder FusionClassifier (MRE) instead of one encoder")
     fusion_model: str | None = option(
         None, "the fusion's second encoder (null: another tiny BERT / the same checkpoint)"

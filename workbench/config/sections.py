@@ -22,37 +22,73 @@ INT_MAX = 2**31 - 1
 SectionT = TypeVar("SectionT", bound="Section")
 
 
+@dataclass(frozen=True)
+class Bounds:
+    """A number's allowed range, declared beside its field as pydantic's ``Field(gt=0, le=1)`` is: ``gt`` or ``ge``
+    its lower end (open or closed), ``lt`` or ``le`` its upper end; an end not given is unbounded (an int's upper end
+    is :data:`INT_MAX`). Every number must be finite as well (``workbench.checks.check_number``)."""
+
+    gt: float | None = None
+    ge: float | None = None
+    lt: float | None = None
+    le: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.gt is not None and self.ge is not None or self.lt is not None and self.le is not None:
+            raise TypeError(f"Bounds: give gt or ge, and lt or le, not both, got {self!r}")
+
+    def check_number(self, name: str, value: Any, allow_none: bool) -> float | None:
+        """``value`` a finite number within the bounds: "must be a number in (0, 1]"."""
+        low = self.ge if self.gt is None else self.gt
+        high = self.le if self.lt is None else self.lt
+        ends = {"low_inclusive": self.gt is None, "high_inclusive": self.lt is None}
+        return check_number(name, value, low, high, **ends, allow_none=allow_none)
+
+    def check_int(self, name: str, value: Any, allow_none: bool) -> int | None:
+        """``value`` an int within the bounds, an open end read as the next int in: "must be an int in [1, 512]"."""
+        low = self.ge if self.gt is None else math.floor(self.gt) + 1
+        high = self.le if self.lt is None else math.ceil(self.lt) - 1
+        return check_int(name, value, low, INT_MAX if high is None else high, allow_none=allow_none)
+
+
+UNBOUNDED = Bounds()
+
+
 def option(
-    default: Any = None, help: str = "", within: str | None = None, choices: Any = None, factory: Any = None
+    default: Any = None,
+    help: str = "",
+    *,
+    choices: Any = None,
+    factory: Any = None,
+    gt: float | None = None,
+    ge: float | None = None,
+    lt: float | None = None,
+    le: float | None = None,
 ) -> Any:
-    """A dataclass field with its help and check: ``within`` an interval such as ``"(0, 1]"``, or ``choices``."""
-    metadata = {"help": help, "check": {"within": within, "choices": choices}}
+    """A dataclass field with its help and its check: one of ``choices``, or a number within :class:`Bounds`
+    ``gt`` / ``ge`` / ``lt`` / ``le`` (``option(0.25, "...", gt=0, le=1)``: in (0, 1])."""
+    metadata = {"help": help, "check": {"bounds": Bounds(gt=gt, ge=ge, lt=lt, le=le), "choices": choices}}
     return field(default_factory=factory, metadata=metadata) if factory else field(default=default, metadata=metadata)
 
 
-def check_field(name: str, value: Any, hint: Any, within: str | None = None, choices: Any = None) -> Any:
+def check_field(name: str, value: Any, hint: Any, bounds: Bounds | None = None, choices: Any = None) -> Any:
     """``value`` checked by its type ``hint`` (bool, int, float or str (a path too, ``$WORKBENCH_DATA/...`` expanded by
     :func:`workbench.data_root.expand_data_root`), each optionally ``| None``) with the ``workbench.checks`` check,
-    within the interval ``within`` (``"(0, 1]"``) or one of ``choices``."""
+    within ``bounds`` (a :class:`Bounds`) or one of ``choices``."""
     options = typing.get_args(hint) if typing.get_origin(hint) in (typing.Union, types.UnionType) else (hint,)
     kinds = [kind for kind in options if kind is not type(None)]
     allow_none = type(None) in options
     if value is None and allow_none:
         return None
-    ends = [float(end) for end in (within or "[-inf, inf]")[1:-1].split(",")]
-    low, high = (None if abs(end) == math.inf else int(end) if end.is_integer() else end for end in ends)
+    bounds = bounds or UNBOUNDED
     if choices is not None:
         return check_choice(name, value, choices)
     if kinds == [bool]:
         return check_bool(name, value)
     if kinds == [int]:
-        return check_int(name, value, low, INT_MAX if high is None else high, allow_none=allow_none)
+        return bounds.check_int(name, value, allow_none)
     if kinds == [float]:
-        closed = {
-            "low_inclusive": not (within or "").startswith("("),
-            "high_inclusive": not (within or "").endswith(")"),
-        }
-        check_number(name, value, low, high, **closed, allow_none=allow_none)
+        bounds.check_number(name, value, allow_none)  # the value itself is kept (an int stays an int)
     if kinds == [str]:  # a path under the data root may be written $WORKBENCH_DATA/...
         text = check_text(name, os.fspath(value) if isinstance(value, os.PathLike) else value, allow_none=allow_none)
         return expand_data_root(text)

@@ -9,7 +9,7 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from workbench.checks import check_choice
-from workbench.config.sections import Section, _section_fields, check_field, option
+from workbench.config.sections import Bounds, Section, _section_fields, check_field, option
 from workbench.metrics_file import redact
 
 PRECISIONS = ("auto", "fp32", "bf16", "fp16")
@@ -53,20 +53,20 @@ SET_BY_THE_WORKBENCH = (
 """TrainingArguments fields the workbench sets or replaces (docs/training.md says by what); refused in a config."""
 
 TRAINING_BOUNDS = {
-    "num_train_epochs": "(0, 1e6]",
-    "learning_rate": "(0, inf)",
-    "save_total_limit": "[1, inf)",
-    "adam_epsilon": "[1e-30, 1]",
-    "adam_beta1": "[0, 1)",
-    "adam_beta2": "[0, 1)",
-    "per_device_train_batch_size": "[1, inf)",
-    "per_device_eval_batch_size": "[1, inf)",
-    "gradient_accumulation_steps": "[1, inf)",
-    "weight_decay": "[0, inf)",
-    "max_grad_norm": "[0, inf)",
-    "seed": "[0, inf)",
-    "data_seed": "[0, inf)",
-    "dataloader_num_workers": "[0, inf)",
+    "num_train_epochs": Bounds(gt=0, le=1e6),
+    "learning_rate": Bounds(gt=0),
+    "save_total_limit": Bounds(ge=1),
+    "adam_epsilon": Bounds(ge=1e-30, le=1),
+    "adam_beta1": Bounds(ge=0, lt=1),
+    "adam_beta2": Bounds(ge=0, lt=1),
+    "per_device_train_batch_size": Bounds(ge=1),
+    "per_device_eval_batch_size": Bounds(ge=1),
+    "gradient_accumulation_steps": Bounds(ge=1),
+    "weight_decay": Bounds(ge=0),
+    "max_grad_norm": Bounds(ge=0),
+    "seed": Bounds(ge=0),
+    "data_seed": Bounds(ge=0),
+    "dataloader_num_workers": Bounds(ge=0),
 }
 """Bounds beyond TrainingArguments' checks (and everywhere: numbers finite, ints <= 2**31 - 1)."""
 
@@ -174,12 +174,8 @@ class TrainingConfig(Section, prefix="training"):
     """``transformers.TrainingArguments`` by their own names (any field, given flat, read as attributes:
     ``training.learning_rate``; checked by :func:`check_training_arguments`) and the workbench's own keys."""
 
-    time_budget_s: float | None = option(
-        None, "stop after this many seconds (pretrain_*: one more evaluation)", "(0, inf)"
-    )
-    threads: int | None = option(
-        None, "torch CPU threads; null: OMP_NUM_THREADS when set, else half the cores", "[1, inf)"
-    )
+    time_budget_s: float | None = option(None, "stop after this many seconds (pretrain_*: one more evaluation)", gt=0)
+    threads: int | None = option(None, "torch CPU threads; null: OMP_NUM_THREADS when set, else half the cores", ge=1)
     precision: str = option(
         "auto", "auto (bf16 on a CUDA device that has it, else fp32), fp32, bf16, fp16", choices=PRECISIONS
     )
