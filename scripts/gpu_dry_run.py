@@ -121,7 +121,7 @@ def micro_parameters(parameters: dict[str, Any], encoder: Path) -> dict[str, Any
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument(
         "--encoder", type=Path, required=True, help="a checkpoint folder standing in for models/workbench-zh-mini"
     )

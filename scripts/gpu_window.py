@@ -563,7 +563,7 @@ def prepare(config_path: str, overrides: list[str]) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(dest="command", required=True)
     run = commands.add_parser("run", help="the whole window")
     run.add_argument("--out", type=Path, required=True, help="the folder that comes back ($OUT)")

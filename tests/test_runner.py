@@ -1028,3 +1028,15 @@ def test_worker_threads_write_through_absolute_paths(tmp_path, monkeypatch):
     report = run(only=["ok"], notebooks_dir=FIXTURES, params_dir=_params(tmp_path), outputs_dir="out", stream=_quiet())
     assert not report.failed, [outcome.status_text() for outcome in report.failed]
     assert len(exported) == 1 and exported[0].is_absolute() and exported[0].is_file(), exported
+
+
+def test_an_unknown_params_set_lists_only_the_sets_a_run_takes(tmp_path, capsys):
+    _params(tmp_path, {"ok_metrics": "x: 2.0\n"}, "mine")
+    _params(tmp_path, {}, "empty")  # every notebook on its defaults: a set
+    _params(tmp_path, {"finetune_qbqtc": "task: finetune\n"}, "examples")  # trainer configs: a run refuses them
+    assert _main(tmp_path, "--params-set", "nosuch") == 2
+    error = capsys.readouterr().err
+    assert error.startswith("error: --params-set 'nosuch'") and error.count("\n") == 1
+    assert error.rstrip().endswith("available: empty, mine")
+    assert _main(tmp_path, "--params-set", "examples") == 2  # what it would have listed is refused
+    assert "finetune_qbqtc.yaml names no notebook" in capsys.readouterr().err

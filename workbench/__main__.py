@@ -12,6 +12,7 @@ from workbench.command_line import error_message
 from workbench.runs.plan import describe_sets
 
 PARAMS_DIR, NOTEBOOKS_DIR = "params", "notebooks"  # the defaults of --params-dir and --notebooks-dir
+SWEEP_EXAMPLE = "table8_losses=[CE,DSC],[CE,FL]"  # notebook 01's parameter: --help's example of a list-valued sweep
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -34,7 +35,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--only", nargs="+", action="extend", metavar="NAME", help="notebook stems or prefixes, e.g. 01 or 01_dice_loss"
     )
     sweep_help = (
-        "one execution per value (several keys: their grid); values are YAML, lists in brackets: losses=[CE,DSC],[FL]"
+        f"one execution per value (several keys: their grid); values are YAML, lists in brackets: {SWEEP_EXAMPLE}"
     )
     option("--sweep", nargs="+", action="extend", default=[], metavar="KEY=V1,V2", help=sweep_help)
     option("--seeds", metavar="1,2,3", help="the seeds list every notebook repeats over (mean and spread)")

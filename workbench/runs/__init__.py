@@ -188,7 +188,9 @@ def run(
     notebooks = select_notebooks(notebooks_dir, only)
     stems = {notebook.stem for notebook in select_notebooks(notebooks_dir)}
     for stray in sorted(
-        path.name for path in params_folder(params_dir, params_set).glob("*.yaml") if path.stem not in stems
+        path.name
+        for path in params_folder(params_dir, params_set, notebooks_dir).glob("*.yaml")
+        if path.stem not in stems
     ):
         raise ValueError(
             f"--params-set {params_set!r}: {stray} names no notebook in {notebooks_dir} (a typo runs on defaults)"

@@ -69,8 +69,8 @@ class Execution:
 
 
 def parse_sweep(specs: Iterable[str]) -> dict[str, list[Any]]:
-    """``["epsilon=0.1,0.2", "losses=[CE,DSC],[FL]"]`` ->
-    ``{"epsilon": [0.1, 0.2], "losses": [["CE", "DSC"], ["FL"]]}``: the values read as one YAML flow list. Empty
+    """``["epsilon=0.1,0.2", "table8_losses=[CE,DSC],[FL]"]`` ->
+    ``{"epsilon": [0.1, 0.2], "table8_losses": [["CE", "DSC"], ["FL"]]}``: the values read as one YAML flow list. Empty
     values, control characters and values equal after parsing (``0.1`` and ``0.10``) are refused."""
     sweep: dict[str, list[Any]] = {}
     for spec in specs:
@@ -155,13 +155,26 @@ def select_notebooks(notebooks_dir: str | Path, only: Sequence[str] | None = Non
     return sorted(selected)
 
 
-def params_folder(params_dir: str | Path, params_set: str) -> Path:
-    """``<params_dir>/<params_set>``: any folder there is a set; a missing one is an error naming it."""
+def runnable_sets(params_dir: str | Path, notebooks_dir: str | Path) -> list[str]:
+    """The sets a run takes: the folders of ``params_dir`` whose every ``*.yaml`` names a notebook of
+    ``notebooks_dir`` (an empty folder too: every notebook on its defaults), not the trainer configs of ``examples/``
+    or ``pretrain/``, which a run refuses."""
+    stems = {notebook.stem for notebook in Path(notebooks_dir).glob("*.ipynb")}
+    folders = sorted(path for path in Path(params_dir).glob("*") if path.is_dir() and not path.name.startswith("."))
+    return [folder.name for folder in folders if {file.stem for file in folder.glob("*.yaml")} <= stems]
+
+
+def params_folder(params_dir: str | Path, params_set: str, notebooks_dir: str | Path | None = None) -> Path:
+    """``<params_dir>/<params_set>``: any folder there is a set; a missing one is an error naming it and the sets a
+    run takes (:func:`runnable_sets` of ``notebooks_dir``; without it, every folder)."""
     if not Path(params_dir).is_dir():
         raise ValueError(f"--params-dir {str(params_dir)!r}: no such folder")
     folder = Path(params_dir) / params_set
     if not params_set or Path(params_set).name != params_set or params_set == ".." or not folder.is_dir():
-        available = sorted(path.name for path in Path(params_dir).iterdir() if path.is_dir())
+        if notebooks_dir is None:
+            available = sorted(path.name for path in Path(params_dir).iterdir() if path.is_dir())
+        else:
+            available = runnable_sets(params_dir, notebooks_dir)
         raise ValueError(
             f"--params-set {params_set!r}: no folder {folder}; available: {', '.join(available) or '(none)'}"
         )
@@ -169,20 +182,19 @@ def params_folder(params_dir: str | Path, params_set: str) -> Path:
 
 
 def describe_sets(params_dir: str | Path, notebooks_dir: str | Path) -> str:
-    """The sets in ``params_dir``: its folders holding a ``<notebook>.yaml`` of a notebook in ``notebooks_dir`` (not
-    the trainer configs of ``examples/``), each with its purpose where the project says it (``default (CPU, minutes:
-    make run), ..., results``); the shipped sets alone when the folders are not there."""
-    stems = {notebook.stem for notebook in Path(notebooks_dir).glob("*.ipynb")}
-    folders = sorted(path for path in Path(params_dir).glob("*") if path.is_dir())
-    names = [folder.name for folder in folders if {file.stem for file in folder.glob("*.yaml")} & stems]
+    """The sets in ``params_dir`` a run takes (:func:`runnable_sets`), each with its purpose where the project says it
+    (``default (CPU, minutes: make run), ..., results``); the shipped sets alone when the folders are not there."""
+    names = runnable_sets(params_dir, notebooks_dir) if Path(params_dir).is_dir() else []
     return ", ".join(
         f"{name} ({SET_PURPOSES[name]})" if name in SET_PURPOSES else name for name in names or SET_PURPOSES
     )
 
 
-def load_params(params_dir: str | Path, params_set: str, notebook_stem: str) -> dict[str, Any]:
+def load_params(
+    params_dir: str | Path, params_set: str, notebook_stem: str, notebooks_dir: str | Path | None = None
+) -> dict[str, Any]:
     """``<params_dir>/<set>/<stem>.yaml`` as a dict; a missing file means the notebook's defaults (``{}``)."""
-    path = params_folder(params_dir, params_set) / f"{notebook_stem}.yaml"
+    path = params_folder(params_dir, params_set, notebooks_dir) / f"{notebook_stem}.yaml"
     return read_yaml_file(path, "params file") if path.is_file() else {}
 
 
@@ -356,7 +368,7 @@ def plan_executions(
             raise ValueError(
                 f"notebook {notebook.name}: no 'output_dir' parameter (add `output_dir = None` to its parameters)"
             )
-        base = load_params(params_dir, params_set, notebook.stem)
+        base = load_params(params_dir, params_set, notebook.stem, notebook.parent)
         _check_parameters(notebook, allowed, base, f"params file {params_set}/{notebook.stem}.yaml")
         _check_parameters(notebook, allowed, fixed, "--seeds")
         headless = {INTERACTIVE_PARAMETER: False} if INTERACTIVE_PARAMETER in allowed else {}
