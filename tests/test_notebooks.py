@@ -290,3 +290,25 @@ def test_a_notebook_saved_with_outputs_is_committed_clean_through_the_nbstripout
     assert git("status", "--porcelain") == ""  # the same as committed: nothing to commit, the outputs never reach git
     git("config", "--unset", "filter.nbstripout.clean")  # without the filter the file itself is judged
     assert any("has outputs" in problem for problem in check_notebook_clean(notebook))
+
+
+def test_the_run_commands_the_notebooks_give_plan_as_written_on_a_set_where_models_learn():
+    # exercise 3 of notebook 05 sent students to the smoke set, the tests' set, where the models barely learn
+    import shlex
+
+    from workbench.__main__ import build_parser
+    from workbench.runs.plan import parse_sweep, select_notebooks
+
+    commands = [
+        " ".join(span.split())
+        for notebook in NOTEBOOKS
+        for cell in _cells(notebook)
+        if cell.cell_type == "markdown"
+        for span in re.findall(r"`(python -m workbench run [^`]*)`", cell.source)
+    ]
+    assert commands
+    for command in commands:
+        args = build_parser().parse_args(shlex.split(command)[3:])
+        assert args.params_set != "smoke", command
+        notebooks = select_notebooks(ROOT / args.notebooks_dir, args.only)
+        assert plan_executions(notebooks, ROOT / args.params_dir, args.params_set, parse_sweep(args.sweep)), command

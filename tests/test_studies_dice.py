@@ -13,6 +13,7 @@ from workbench.config import LossSpec
 from workbench.data import label_counts, label_names
 from workbench.data.features import build_dataset
 from workbench.losses import build_loss
+from workbench.metrics import SMALL_TEST_CLASS
 from workbench.stats import mean_std_table, summarize
 from workbench.studies import dice
 from workbench.train import ProbeFitter, TransformerFitter, build_fitter, loss_from_spec
@@ -134,6 +135,16 @@ def test_the_scored_class_is_label_1_of_two_and_the_smallest_of_more():
     assert dice.scored_label(binary_dataset(10, 40)) == 1  # binary: label 1, even when it is the larger class
     assert dice.scored_label(three_topics((30, 50, 8))) == 2
     assert dice.scored_label(three_topics((8, 50, 8))) == 0  # a tie: the lowest id
+
+
+def test_the_scored_class_line_warns_when_the_test_split_holds_few_of_it():
+    # notebook 01 printed "F1 of the smallest class" on 4 test examples without the warning notebook 05 gives
+    few = {"train": three_topics((30, 50, 8)), "test": three_topics((12, 20, 4))}
+    line = dice.scored_class_line(few, dice.scored_label(few["train"]))
+    assert "'house'" in line and "test 4" in line
+    assert "Warning" in line and "'house' (4)" in line
+    enough = {"train": three_topics((30, 50, 8)), "test": three_topics((30, 30, SMALL_TEST_CLASS))}
+    assert "Warning" not in dice.scored_class_line(enough, 2)
 
 
 def test_table8_sets_of_three_classes_are_the_smallest_against_the_rest():

@@ -10,6 +10,7 @@ from datasets import DatasetDict
 
 from workbench.config import DataConfig
 from workbench.data import load_splits
+from workbench.metrics import SMALL_TEST_CLASS
 from workbench.studies import pcl
 from workbench.studies import pcl_vs_dice as study
 from workbench.train import build_fitter, loss_from_spec
@@ -74,7 +75,7 @@ def test_data_summary_of_ones_own_table_names_its_file_and_warns_of_small_test_c
     assert "news.csv" in text and "3 unordered classes" in text and "query-title" not in text
     test = np.bincount(np.asarray(own["test"]["label"]), minlength=3)
     names = own["train"].features["label"].names
-    small = [(name, count) for name, count in zip(names, test) if count < study.SMALL_TEST_CLASS]
+    small = [(name, count) for name, count in zip(names, test) if count < SMALL_TEST_CLASS]
     assert small and all(count < 20 for _, count in small)  # 10 % of 300 examples: every class below 20
     assert "Warning" in text and all(f"{name!r} ({count})" in text for name, count in small)
     even = {

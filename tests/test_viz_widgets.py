@@ -16,6 +16,7 @@ from workbench.losses.pcl import pcl_weight_matrix
 from workbench.viz import figures
 from workbench.viz.entropy import entropy_figure
 from workbench.viz.widgets import (
+    SLIDERS,
     EntropyPanel,
     LinkedCurve,
     LossCurvePanel,
@@ -384,7 +385,7 @@ def test_page_sliders_always_draw_what_they_show(moves, loss_page):
 def test_page_sliders_of_the_entropy_and_pcl_panels():
     entropy = EntropyPanel(n_max=20, interactive=False, gamma=0.2)
     page = _Page(entropy.page_figure())
-    for slider, step in [(1, 6), (0, 11), (2, 10)]:  # k = 7 (eq. 2 undefined at gamma 0.2), n = 20, gamma = 0.45
+    for slider, step in [(1, 6), (0, 11), (2, 9)]:  # k = 7 (eq. 2 undefined at gamma 0.2), n = 20, gamma = 0.45
         page.move(slider, step)
         shown = page.shown()
         expected = entropy.figure_for(
@@ -401,15 +402,31 @@ def test_page_sliders_of_the_entropy_and_pcl_panels():
     }  # k and gamma move together: k is back at 2
     pcl = PclWeightsPanel(variants=("weighted", "expected_cost"), interactive=False, epsilon=0.25)
     slider = pcl.page_figure().layout.sliders[0]
+    # round ticks (they read 0, 0.09, 0.18, 0.25, 0.27, ...) and the starting value
     assert [float(step.label) for step in slider.steps] == pytest.approx(
-        [0, 0.09, 0.18, 0.25, 0.27, 0.36, 0.45, 0.54, 0.63, 0.72, 0.81, 0.9]
+        [0, 0.1, 0.2, 0.25, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9]
     )
     assert slider.steps[slider.active].label == "0.25"  # the starting value is a step
     page = _Page(pcl.page_figure())
     page.move(0, 4)
     np.testing.assert_allclose(
-        np.asarray(page.figure.data[1].z, dtype=float), pcl_weight_matrix("expected_cost", 0.27).numpy(), rtol=1e-6
+        np.asarray(page.figure.data[1].z, dtype=float), pcl_weight_matrix("expected_cost", 0.3).numpy(), rtol=1e-6
     )
+
+
+@pytest.mark.parametrize("name", sorted(SLIDERS))
+def test_page_slider_ticks_are_round_numbers_and_the_start(name):
+    from workbench.viz.widgets import PAGE_STEPS, _page_grid
+
+    for start in (SLIDERS[name]["value"], SLIDERS[name]["max"] * 0.37):
+        slider = make_slider(name, value=type(SLIDERS[name]["value"])(round(start, 2)))
+        grid = _page_grid(slider)
+        inner = [value for value in grid if value not in (slider.min, slider.max, slider.value)]
+        spacing = min(round(b - a, 10) for a, b in zip(inner, inner[1:]))
+        mantissa = spacing / 10 ** math.floor(math.log10(spacing))
+        assert round(mantissa, 6) in (1, 2, 5), grid  # 0.1, 0.2, 0.5, 1, 2, 5, ...: never 0.09
+        assert all(abs(value / spacing - round(value / spacing)) < 1e-9 for value in inner), grid
+        assert slider.value in grid and len(grid) <= PAGE_STEPS + 1
 
 
 def test_page_figures_stay_small_and_fill_the_width(loss_page):

@@ -6,7 +6,7 @@ number at once: the paired bootstrap (``workbench.stats``) scores thousands of r
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 from sklearn.metrics import accuracy_score, confusion_matrix, precision_recall_fscore_support
@@ -17,6 +17,24 @@ SCORES = ("macro_f1", "accuracy", "f1_positive", "macro_mae")
 """What :func:`confusion_scores` computes: ``f1_positive`` is the F1 of class 1 (the Dice paper's positive class),
 ``macro_mae`` the macro-averaged MAE of ordered labels (lower is better)."""
 LOWER_IS_BETTER = ("macro_mae",)
+
+
+SMALL_TEST_CLASS = 20
+"""Test examples below which a class's recall and F1 are too noisy to read (one example more or less moves them by
+over 5 points)."""
+
+
+def small_class_warning(test_counts: Mapping[str, int]) -> str:
+    """A sentence warning of each class (name -> its test examples) with fewer than :data:`SMALL_TEST_CLASS` test
+    examples, whose per-class recall and F1 are too noisy to read; empty when there is none."""
+    small = [(name, int(count)) for name, count in test_counts.items() if count < SMALL_TEST_CLASS]
+    if not small:
+        return ""
+    listed = ", ".join(f"{name!r} ({count})" for name, count in small)
+    return (
+        f"Warning: the test split holds fewer than {SMALL_TEST_CLASS} examples of {listed}: the per-class recall and "
+        "F1 of these classes are too noisy to read (one example more or less moves them by over 5 points)."
+    )
 
 
 def _as_label_array(name: str, values: Sequence[int] | np.ndarray) -> np.ndarray:

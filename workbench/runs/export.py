@@ -40,6 +40,12 @@ from workbench.runs.sanitize import PLOTLY_MIME, clean_html, figure_from_html, f
 
 SOLUTION_TAGS = ("solution", "solutions", "answer", "answers")  # cells left out of a --student page, in any case
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+LIVE_PANEL_NOTE = (
+    "*The sliders above start where the cell's parameters set them when it ran, not where they were left in "
+    "JupyterLab: to start them elsewhere, set the parameter (e.g. `epsilon = 0.3`) and run the cell again before "
+    "saving.*"
+)
+"""Shown below a live slider panel's page figure: the page draws the figure the cell displayed, at its start."""
 # nbconvert's HTML priority less widgets, JavaScript and mermaid (none of them runs in the page); figures first
 TRUSTED_PRIORITY = [PLOTLY_MIME, "application/javascript", "text/html", "text/markdown", "image/svg+xml"]
 SANITISED_PRIORITY = [PLOTLY_MIME, "text/html", "text/markdown", "image/svg+xml"]
@@ -141,8 +147,10 @@ def readable_literal(value: str) -> str:
 def _prepare(nb: Any, notebook: Path, student: bool, trusted: bool, priority: list[str]) -> Any:
     """The notebook as its page shows it: solutions out (``student``), dead widgets out, figures of the live panels
     as data (unless ``trusted``), outputs the page cannot show out (nothing in ``priority``: JavaScript in a
-    sanitised page), the injected parameters readable. ValueError naming the notebook when ``student`` finds no
-    solution cell."""
+    sanitised page), the injected parameters readable, a note below each live panel's figure
+    (:data:`LIVE_PANEL_NOTE`). ValueError naming the notebook when ``student`` finds no solution cell."""
+    from nbformat.v4 import new_output
+
     if student:
         kept = [cell for cell in nb.cells if not is_solution(cell)]
         if len(kept) == len(nb.cells):
@@ -159,7 +167,8 @@ def _prepare(nb: Any, notebook: Path, student: bool, trusted: bool, priority: li
         outputs = []
         for output in cell.get("outputs", []):
             data = output.get("data", {})
-            if WIDGET_VIEW in data:
+            live = WIDGET_VIEW in data
+            if live:
                 del data[WIDGET_VIEW]
                 if "text/html" not in data and PLOTLY_MIME not in data:
                     continue  # a widget's text (a tqdm bar when it was drawn: 0%| 0/500) is not what it showed
@@ -173,6 +182,8 @@ def _prepare(nb: Any, notebook: Path, student: bool, trusted: bool, priority: li
             if "data" in output and not any(mime in data for mime in priority):
                 continue
             outputs.append(output)
+            if live:  # a slider panel's page figure: it starts where the cell began, which the page says
+                outputs.append(new_output("display_data", data={"text/markdown": LIVE_PANEL_NOTE}))
         if "outputs" in cell:
             cell.outputs = outputs
     return nb

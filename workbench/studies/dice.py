@@ -35,7 +35,7 @@ from workbench.data import (
     table8_training_sets,
 )
 from workbench.losses import build_loss
-from workbench.metrics import classification_report
+from workbench.metrics import classification_report, small_class_warning
 from workbench.stats import formatted, row_statistics, summarize
 from workbench.synonyms import SynonymTable
 from workbench.train import Fitter, loss_from_spec
@@ -64,6 +64,19 @@ def scored_label(train: Dataset) -> int:
     with the fewest examples in ``train`` (the lowest id among ties)."""
     counts = label_counts(train)
     return POSITIVE_LABEL if len(counts) == 2 else int(np.argmin(counts))
+
+
+def scored_class_line(splits: Mapping[str, Dataset], positive: int) -> str:
+    """The class the study scores (:func:`scored_label`), its examples in each split, and the warning of
+    :func:`~workbench.metrics.small_class_warning` when the test split holds too few of them to read its F1."""
+    names = label_names(splits["train"])
+    why = "label 1 of a binary task" if len(names) == 2 else "the smallest training class, scored against the rest"
+    counts = ", ".join(f"{split} {label_counts(data, len(names))[positive]}" for split, data in splits.items())
+    line = f"The scored (positive) class: {names[positive]!r}, {why}; its examples: {counts}."
+    if "test" in splits:
+        warning = small_class_warning({names[positive]: label_counts(splits["test"], len(names))[positive]})
+        line += f" {warning}" if warning else ""
+    return line
 
 
 def study_splits(

@@ -19,7 +19,7 @@ from workbench.config import DataConfig, LossSpec
 from workbench.data import RELEASES, label_counts, label_names
 from workbench.decisions import tuned_predictions
 from workbench.evidence import Claim, compare
-from workbench.metrics import classification_report
+from workbench.metrics import classification_report, small_class_warning
 from workbench.stats import formatted, mean_std_table, row_statistics, summarize
 
 COMPARISON: dict[str, LossSpec] = {
@@ -30,7 +30,6 @@ COMPARISON: dict[str, LossSpec] = {
     "PCL expected_cost (global)": LossSpec("pcl", {"variant": "expected_cost", "counts": "global"}),
 }
 """The side-by-side in teaching order; LS and PCL take epsilon (:func:`comparison_specs`)."""
-SMALL_TEST_CLASS = 20  # test examples below which a class's recall and F1 are too noisy to read
 GENERATED = {
     "sample_relevance": "generated query-title pairs in QBQTC's label shares (the workbench's sample)",
     "sample_sentences": "generated review sentences (the workbench's sample)",
@@ -61,7 +60,7 @@ def label_table(splits: Mapping[str, Dataset]) -> pd.DataFrame:
 def data_summary(data: DataConfig, splits: Mapping[str, Dataset]) -> str:
     """What was loaded, in one paragraph the notebook prints: the source (a file's name), the classes (ordered or not)
     with their training counts, each split's size, and a warning for each test class with fewer than
-    :data:`SMALL_TEST_CLASS` examples (its recall and F1 are too noisy to read)."""
+    :data:`~workbench.metrics.SMALL_TEST_CLASS` examples (its recall and F1 are too noisy to read)."""
     names = label_names(splits["train"])
     counts = label_table(splits)
     provenance = getattr(splits, "provenance", None) or {}
@@ -78,14 +77,9 @@ def data_summary(data: DataConfig, splits: Mapping[str, Dataset]) -> str:
     sizes = ", ".join(f"{split} {int(counts[split].sum())}" for split in splits)
     text = f"Data: {what}. {len(names)} {order} classes, training examples per class: {classes}. Examples: {sizes}."
     tested = {name: int(counts.loc[name, "test"]) for name in names} if "test" in splits else {}
-    small = [(name, count) for name, count in tested.items() if count < SMALL_TEST_CLASS]
-    if small:
-        listed = ", ".join(f"{name!r} ({count})" for name, count in small)
-        text += (
-            f" Warning: the test split holds fewer than {SMALL_TEST_CLASS} examples of {listed}: the per-class"
-            " recall and F1 of these classes below are too noisy to read (one example more or less moves them by over"
-            " 5 points)."
-        )
+    warning = small_class_warning(tested)
+    if warning:
+        text += f" {warning}"
     return text
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import base64
 import itertools
 import json
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -37,7 +38,7 @@ SLIDERS: dict[str, dict[str, Any]] = {
 # (loss, parameter) pairs that change a negative example's curves only: Tversky eq. 10's FP = p (1 - y) is 0
 # for a positive
 NEGATIVE_ONLY = {("tversky", "alpha")}
-PAGE_STEPS = 11  # a page slider's steps: every position up to this many, else this many spread evenly
+PAGE_STEPS = 11  # a page slider's steps: every position up to this many, else its ends and round values between
 TRACE_ATTRIBUTES = ("x", "y", "z", "text")  # what a page slider's step may change in a trace
 
 
@@ -56,13 +57,32 @@ def make_slider(name: str, continuous_update: bool = True, **overrides: Any) -> 
     )
 
 
+def _round_spacing(slider: widgets.widget.Widget) -> float:
+    """The smallest round spacing (1, 2 or 5 times a power of ten, a whole number of ``slider``'s steps) that puts at
+    most PAGE_STEPS positions of the slider on its multiples."""
+    low, high, step = slider.min, slider.max, slider.step
+    for exponent in range(math.floor(math.log10(step)), math.ceil(math.log10(max(high - low, step))) + 2):
+        for mantissa in (1, 2, 5):
+            spacing = mantissa * 10.0**exponent
+            steps = spacing / step
+            if steps >= 1 - 1e-9 and abs(steps - round(steps)) < 1e-9:
+                if math.floor(high / spacing + 1e-9) - math.ceil(low / spacing - 1e-9) + 1 <= PAGE_STEPS:
+                    return spacing
+    return high - low
+
+
 def _page_grid(slider: widgets.widget.Widget) -> list[float]:
-    """A page slider's values: ``slider``'s positions (PAGE_STEPS of them at most, spread evenly) and its value."""
+    """A page slider's values: every position of ``slider`` when there are PAGE_STEPS or fewer, else its ends and
+    the positions on a round spacing (:func:`_round_spacing`: 0, 0.1, ..., 0.9, never 0, 0.09, 0.18), and its value."""
     count = round((slider.max - slider.min) / slider.step) + 1
-    positions = np.linspace(0, count - 1, min(count, PAGE_STEPS)).round()
-    return sorted(
-        {type(slider.value)(round(slider.min + position * slider.step, 10)) for position in positions} | {slider.value}
-    )
+    positions = [round(slider.min + index * slider.step, 10) for index in range(count)]
+    if count > PAGE_STEPS:
+        spacing = _round_spacing(slider)
+        ends = {positions[0], positions[-1]}
+        positions = [
+            value for value in positions if value in ends or abs(value / spacing - round(value / spacing)) < 1e-9
+        ]
+    return sorted({type(slider.value)(value) for value in positions} | {slider.value})
 
 
 def _typed(values: Any) -> Any:
