@@ -353,3 +353,12 @@ def test_a_live_panels_page_starts_its_slider_where_the_cell_began_and_says_so(t
     assert probe["label"] == "0.3"
     np.testing.assert_allclose(probe["z"][0], pcl_weight_matrix("weighted", 0.3).numpy(), rtol=1e-6)
     assert "start where the cell" in probe["note"] and "start where the cell" in LIVE_PANEL_NOTE
+
+
+def test_machine_paths_become_relative_to_the_run_folder_or_named():
+    from workbench.runs.export import relative_paths
+
+    places = [("/home/t/outputs/run-1", "."), ("/data/root", "$WORKBENCH_DATA"), ("/home/t", "~")]
+    text = 'output_dir = "/home/t/outputs/run-1/05_x" in /home/t/outputs/run-1; /data/root/qbqtc/dev.json, /home/tim'
+    assert relative_paths(text, places) == 'output_dir = "05_x" in .; $WORKBENCH_DATA/qbqtc/dev.json, /home/tim'
+    assert relative_paths("/home/t/notes and /home/t/outputs/run-10", places) == "~/notes and ~/outputs/run-10"

@@ -97,8 +97,10 @@ def build_parser() -> argparse.ArgumentParser:
         "-o",
         dest="output",
         metavar="OUT.html",
-        help="default: NOTEBOOK.html beside the notebook (NOTEBOOK.student.html with --student); never overwritten",
+        help="default: NOTEBOOK.html beside the notebook (NOTEBOOK.student.html with --student); an existing page is "
+        "replaced only with --force",
     )
+    export.add_argument("--force", action="store_true", help="replace an existing page (default: refused)")
     data = commands.add_parser(
         "data",
         help="the named data sets in the data root ($WORKBENCH_DATA): list them, fetch them",
@@ -153,7 +155,12 @@ def main(argv: list[str] | None = None) -> int:
             from workbench.runs.export import export_notebook
 
             page = export_notebook(
-                args.notebook, args.output, student=args.student, trusted=args.trusted, assets_folder=args.assets_folder
+                args.notebook,
+                args.output,
+                student=args.student,
+                trusted=args.trusted,
+                assets_folder=args.assets_folder,
+                force=args.force,
             )
             print(page)
             return 0

@@ -21,6 +21,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import secrets
 import tokenize
 from pathlib import Path
@@ -144,11 +145,51 @@ def readable_literal(value: str) -> str:
     return text
 
 
+def machine_paths(notebook: Path) -> list[tuple[str, str]]:
+    """(this machine's path, what a page shows instead), longest first: the run folder of ``notebook``
+    (``run_dir_of``; its own folder outside a run) becomes relative (``/home/t/outputs/run/05_x`` -> ``05_x``, the
+    folder itself ``.``), the data root ``$WORKBENCH_DATA``, the home folder ``~``."""
+    from workbench.data_root import DATA_ROOT_ENV, data_root
+
+    run_dir = run_dir_of(notebook)
+    places = {str(path): "." for path in (run_dir, run_dir.absolute(), run_dir.resolve())}
+    places.update({str(path): f"${DATA_ROOT_ENV}" for path in (data_root(), data_root().resolve())})
+    places.update({str(path): "~" for path in (Path.home(), Path.home().resolve())})
+    return sorted(((path, shown) for path, shown in places.items() if path != "/"), key=lambda item: -len(item[0]))
+
+
+def relative_paths(text: str, places: list[tuple[str, str]]) -> str:
+    """``text`` with each path of :func:`machine_paths` written as the page shows it (a path under the run folder
+    relative to it); a longer name that merely starts alike (``/home/tim`` for ``/home/t``) is left alone."""
+    for path, shown in places:
+
+        def replace(match: re.Match, shown: str = shown) -> str:
+            if shown == ".":  # the run folder: a path under it is relative to it
+                return "" if match.group(1) else "."
+            return shown + (match.group(1) or "")
+
+        text = re.sub(re.escape(path) + r"(?![\w.-])(/)?", replace, text)
+    return text
+
+
+def _relative_output(output: Any, places: list[tuple[str, str]]) -> None:
+    """The text of ``output`` (a stream, an error, its text/* data) with :func:`relative_paths`, in place."""
+    if output.get("output_type") == "stream":
+        output["text"] = relative_paths(output.get("text", ""), places)
+    elif output.get("output_type") == "error":
+        output["evalue"] = relative_paths(output.get("evalue", ""), places)
+        output["traceback"] = [relative_paths(line, places) for line in output.get("traceback", [])]
+    for mime, value in output.get("data", {}).items():
+        if mime.startswith("text/") and isinstance(value, str):
+            output["data"][mime] = relative_paths(value, places)
+
+
 def _prepare(nb: Any, notebook: Path, student: bool, trusted: bool, priority: list[str]) -> Any:
     """The notebook as its page shows it: solutions out (``student``), dead widgets out, figures of the live panels
     as data (unless ``trusted``), outputs the page cannot show out (nothing in ``priority``: JavaScript in a
     sanitised page), the injected parameters readable, a note below each live panel's figure
-    (:data:`LIVE_PANEL_NOTE`). ValueError naming the notebook when ``student`` finds no solution cell."""
+    (:data:`LIVE_PANEL_NOTE`), no path of this machine (:func:`machine_paths`: paths under the run folder relative to
+    it). ValueError naming the notebook when ``student`` finds no solution cell."""
     from nbformat.v4 import new_output
 
     if student:
@@ -161,9 +202,13 @@ def _prepare(nb: Any, notebook: Path, student: bool, trusted: bool, priority: li
             )
         nb.cells = kept
     nb.metadata.pop("widgets", None)  # the saved widget state (MBs for a plotly FigureWidget) is dead offline
+    places = machine_paths(notebook)
     for cell in nb.cells:
         if INJECTED_PARAMETERS_TAG in cell.get("metadata", {}).get("tags", []):
             cell.source = readable_parameters(cell.source)
+        cell.source = relative_paths(cell.source, places)
+        for output in cell.get("outputs", []):
+            _relative_output(output, places)
         outputs = []
         for output in cell.get("outputs", []):
             data = output.get("data", {})
@@ -321,10 +366,12 @@ def export_notebook(
     student: bool = False,
     trusted: bool = False,
     assets_folder: bool = False,
+    force: bool = False,
 ) -> Path:
     """``python -m workbench export``: the page of an executed notebook at ``target`` (default: beside it,
-    ``<stem>.html``, or ``<stem>.student.html`` with ``student``), never over an existing file. ``student`` leaves
-    out the cells tagged as solutions; ``trusted`` keeps the notebook's own scripts.
+    ``<stem>.html``, or ``<stem>.student.html`` with ``student``), over an existing file only with ``force`` (which
+    replaces it whole, once the new page is written). ``student`` leaves out the cells tagged as solutions;
+    ``trusted`` keeps the notebook's own scripts.
 
     Self-contained by default; with ``assets_folder`` the page loads plotly.js and MathJax from the run folder's
     ``assets/`` when the page is beside its notebook (``run_dir_of``), else from an ``assets/`` beside the page.
@@ -334,8 +381,9 @@ def export_notebook(
     default = notebook.with_name(f"{notebook.stem}.student.html" if student else f"{notebook.stem}.html")
     target = Path(target) if target is not None else default
     option = "-o" if target != default else "the default output"
-    if target.exists():
-        raise ValueError(f"{option} {target}: exists; nothing is overwritten (give another path with -o)")
+    if target.exists() and not (force and target.is_file()):
+        what = "is not a file" if force else "exists; nothing is overwritten (--force replaces it, -o writes elsewhere)"
+        raise ValueError(f"{option} {target}: {what}")
     if not target.parent.is_dir():
         raise ValueError(f"{option} {target}: folder {target.parent} does not exist")
     assets = None
