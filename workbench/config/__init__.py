@@ -30,6 +30,7 @@ from workbench.config.training import (
     check_honoured,
     check_optimizer,
     check_training_arguments,
+    resolve_precision,
 )
 from workbench.losses.choices import HC_LEVELS, KL_DIRECTIONS, SR_LEVELS, SR_PREDICTIONS  # the objectives' options
 from workbench.yaml_files import parse_override, read_yaml, read_yaml_file
@@ -76,4 +77,5 @@ __all__ = [
     "parse_override",
     "read_yaml",
     "read_yaml_file",
+    "resolve_precision",
 ]

@@ -142,6 +142,21 @@ def check_optimizer(arguments: Mapping[str, Any]) -> None:
             raise ValueError(f"training.lr_scheduler_kwargs: {str(error).splitlines()[0]}") from None
 
 
+def resolve_precision(precision: str) -> str:
+    """``auto`` -> ``bf16`` on a CUDA device that supports it, else ``fp32``; ``fp16`` and ``bf16`` need a CUDA device
+    (ValueError naming ``training.precision``). The one device rule: the trainers apply it, the runner checks it
+    before any kernel starts, and ``python -m workbench.train`` before its run folder is claimed or any data read."""
+    import torch
+
+    check_field("training.precision", precision, str, choices=PRECISIONS)
+    cuda = torch.cuda.is_available()
+    if precision == "auto":
+        return "bf16" if cuda and torch.cuda.is_bf16_supported() else "fp32"
+    if precision in ("bf16", "fp16") and not cuda:
+        raise ValueError(f"training.precision: {precision} needs a CUDA device; use auto or fp32 on CPU")
+    return precision
+
+
 def check_training_arguments(arguments: Mapping[str, Any]) -> dict[str, Any]:
     """``arguments`` when ``transformers.TrainingArguments`` takes them: fields of the right type within
     :data:`TRAINING_BOUNDS`, an installed ``report_to``, its own checks; else ValueError naming ``training.<key>``."""

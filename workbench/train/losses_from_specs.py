@@ -47,6 +47,20 @@ def split_label_counts(train_split: Any) -> list[int]:
     return counts
 
 
+def check_loss_spec(spec: LossSpec | Mapping[str, Any]) -> LossSpec:
+    """``spec`` once its loss takes its parameters, before any data is read: the loss is built, so each value is checked
+    where it enters (by the loss: ``epsilon: must be a number in [0, 1), got 1.5``); where the training split's label
+    counts go, one per class stands in (per row of the cost matrix, else two classes; the counts are checked when the
+    split is read). ValueError naming the parameter."""
+    spec = LossSpec.from_mapping(spec)
+    params = dict(spec.params)
+    if needs_label_counts(spec):
+        costs = params.get("cost_matrix")
+        params["label_counts"] = [1] * (len(costs) if isinstance(costs, list | tuple) and costs else 2)
+    build_loss(spec.name, **params)
+    return spec
+
+
 def loss_from_spec(spec: LossSpec | Mapping[str, Any], train_split: Any = None) -> nn.Module:
     """``build_loss(spec.name, **spec.params)``; the counted losses and global-count pcl get ``label_counts``
     from ``train_split`` unless the params give them.

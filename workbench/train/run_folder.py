@@ -26,9 +26,10 @@ from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR, sort_checkpoints
 from transformers.utils import logging
 
 from workbench.checks import is_number
-from workbench.config import Config, load_config
+from workbench.config import Config, load_config, resolve_precision
 from workbench.metrics_file import METRICS_FILE, redact, secret_mark, write_json
 from workbench.threads import torch_threads
+from workbench.train.losses_from_specs import check_loss_spec
 from workbench.yaml_files import read_yaml_file
 
 RUN_CONFIG = "run_config.yaml"
@@ -174,9 +175,13 @@ def hub_token(token: str | None) -> Iterator[None]:
 
 @contextlib.contextmanager
 def training_run(config: Any, task: str, *subfolders: str) -> Iterator[Config]:
-    """The frame of a run: ``config`` loaded for ``task``, its output_dir (and ``subfolders``) claimed before any
+    """The frame of a run: ``config`` loaded for ``task`` and checked where data cannot tell (the device its precision
+    needs, the loss's parameters: a refused run writes nothing), its output_dir (and ``subfolders``) claimed before any
     data is loaded (:func:`claim_output_dir`), bars, threads, seed and :func:`hub_token` set; yields the config."""
     config = load_config(config, task=task)
+    resolve_precision(config.training.precision)  # bf16 on a CPU: refused now, not after the corpus is prepared
+    if task in ("finetune", "two_stage"):
+        check_loss_spec(config.loss)
     with (
         claim_output_dir(config, *subfolders),
         progress_bars(not config.training.quiet),
