@@ -2,7 +2,7 @@
 inside a time budget, its held-out perplexity, its publication and a one-seed QBQTC check against the same
 architecture from scratch, every log, timing and result written into the folder the device tool brings back.
 
-    source .device-kit/setup.sh && bash scripts/gpu_run.sh        # on the GPU machine (docs/gpu.md)
+    source .device-kit/setup.sh && bash scripts/gpu_run.sh        # on the GPU machine (docs/gpu_window.md)
 
 ``scripts/gpu_run.sh`` calls ``run``; the other subcommands are its steps, and ``unpack`` is for afterwards:
 

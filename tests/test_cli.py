@@ -97,9 +97,8 @@ def test_the_readme_runner_commands_plan_as_written():
         args = runner_parser().parse_args(shlex.split(command))
         notebooks = select_notebooks(ROOT / args.notebooks_dir, args.only)
         seeds = parse_seeds(args.seeds) if args.seeds else None
-        assert plan_executions(notebooks, ROOT / args.params_dir, args.params_set, parse_sweep(args.sweep), seeds), (
-            command
-        )
+        sweep = parse_sweep(args.sweep)
+        assert plan_executions(notebooks, ROOT / args.params_dir, args.params_set, sweep, seeds, args.encoder), command
 
 
 @pytest.mark.parametrize(

@@ -40,6 +40,12 @@ def build_parser() -> argparse.ArgumentParser:
     option("--sweep", nargs="+", action="extend", default=[], metavar="KEY=V1,V2", help=sweep_help)
     option("--seeds", metavar="1,2,3", help="the seeds list every notebook repeats over (mean and spread)")
     option(
+        "--encoder",
+        metavar="NAME_OR_FOLDER",
+        help="the pre-trained encoder: a hub name (hfl/chinese-roberta-wwm-ext) or a checkpoint folder; replaces every "
+        "model_name_or_path of the set (the gpu set's models/workbench-zh-mini); docs/gpu.md",
+    )
+    option(
         "--threads",
         type=int,
         metavar="N",
@@ -187,6 +193,7 @@ def main(argv: list[str] | None = None) -> int:
             executor=args.executor,
             slurm=parse_assignments(args.slurm, "--slurm"),
             command=command,
+            encoder=args.encoder,
         )
     except (ValueError, ModuleNotFoundError) as exc:
         print(error_message(exc), file=sys.stderr)

@@ -21,6 +21,7 @@ from workbench.runs.assets import ensure_assets
 from workbench.runs.execute import Outcome, RunningKernels, ensure_kernel, execute, new_run_dir
 from workbench.runs.plan import (
     PARAMS_SETS,
+    check_devices,
     check_paths,
     params_folder,
     parse_assignments,
@@ -174,6 +175,7 @@ def run(
     stream: IO[str] | None = None,
     progress: bool = True,
     command: str | None = None,
+    encoder: str | None = None,
 ) -> RunReport:
     """Execute the selected notebooks over the sweep grid; write summaries and index.html (docs/runner.md).
 
@@ -183,7 +185,8 @@ def run(
     (submitit's local executor). Bad input raises ValueError before any notebook runs; Ctrl-C stops the run,
     writes the report with unfinished executions "interrupted" and raises :class:`RunInterrupted`. ``run.json``
     records ``command`` (default: this process's command line), the dates and the machine; ``results.md`` the claim
-    rows the notebooks recorded (:mod:`~workbench.runs.results`).
+    rows the notebooks recorded (:mod:`~workbench.runs.results`). ``encoder`` (a checkpoint folder or hub name) replaces
+    every ``model_name_or_path`` of the notebooks' parameters (:func:`~workbench.runs.plan.plan_executions`).
     """
     notebooks = select_notebooks(notebooks_dir, only)
     stems = {notebook.stem for notebook in select_notebooks(notebooks_dir)}
@@ -195,12 +198,14 @@ def run(
         raise ValueError(
             f"--params-set {params_set!r}: {stray} names no notebook in {notebooks_dir} (a typo runs on defaults)"
         )
-    executions = plan_executions(notebooks, params_dir, params_set, sweep, seeds)
-    check_paths(executions, params_set)  # a missing data file or encoder: now, not in a kernel later
+    executions = plan_executions(notebooks, params_dir, params_set, sweep, seeds, encoder)
     if executor not in EXECUTORS or (slurm and executor == "threads"):
         raise ValueError(
             f"--executor {executor!r}: must be one of {', '.join(EXECUTORS)} (--slurm parameters: not threads)"
         )
+    if executor == "threads":  # kernels on this machine: bf16 needs its CUDA device (a Slurm job runs elsewhere)
+        check_devices(executions, params_set)
+    check_paths(executions, params_set)  # a missing data file or encoder: now, not in a kernel later
     visible = visible_gpus() if executor == "threads" else []
     if gpus is not None and (not gpus or not set(gpus) <= set(visible) or len(set(gpus)) < len(gpus)):
         raise ValueError(

@@ -21,6 +21,7 @@ from workbench.config import read_yaml, read_yaml_file
 from workbench.metrics_file import is_secret, secret_mark
 
 PARAMETERS_TAG = "parameters"
+CHECKS_TAG = "checks"  # a notebook's cells that check its parameters; the runner runs them before any kernel starts
 INJECTED_PARAMETERS_TAG = "injected-parameters"
 OUTPUT_DIR_PARAMETER = "output_dir"
 INTERACTIVE_PARAMETER = "interactive"
@@ -328,12 +329,120 @@ def check_paths(executions: Sequence[Execution], params_set: str) -> None:
                     continue
                 where = "" if path.is_absolute() and text == str(path) else f" ({path}, from {folder}/, where it runs)"
                 what = "file or folder" if kind == "file" else "checkpoint folder (nor a hub name)"
-                raise ValueError(f"{given}: {name}: no such {what}: {text!r}{where}")
+                hint = (
+                    "; --encoder NAME_OR_FOLDER names another (docs/gpu.md)"
+                    if name.endswith("model_name_or_path")
+                    else ""
+                )
+                raise ValueError(f"{given}: {name}: no such {what}: {text!r}{where}{hint}")
             for name, section in _data_sections(parameter, value):
                 try:
                     _check_data_root(name, section, folder)
                 except ValueError as error:
                     raise type(error)(f"{given}: {error}") from None
+
+
+def notebook_rules(notebook: Path) -> tuple[str, str] | None:
+    """The source of ``notebook``'s parameters cell and of its cells tagged :data:`CHECKS_TAG` (the calls that check
+    each parameter against its rule in the library), or None when it has no such cell."""
+    import nbformat
+
+    cells = nbformat.read(notebook, as_version=4).cells
+    checks = [cell.source for cell in cells if cell.cell_type == "code" and CHECKS_TAG in cell.metadata.get("tags", [])]
+    defaults = [cell.source for cell in cells if PARAMETERS_TAG in cell.metadata.get("tags", [])]
+    return ("\n".join(defaults), "\n\n".join(checks)) if checks else None
+
+
+def _from_folder(value: Any, folder: Path, kind: str | None = None) -> Any:
+    """``value`` with each relative path under a :data:`PATH_KEYS` key (at any depth) read from ``folder``, the
+    notebook's, where its kernel runs; for checks made in this process, whose working directory is another."""
+    from workbench.data_root import expand_data_root
+
+    if kind is not None and isinstance(value, str):
+        path = Path(expand_data_root(value)).expanduser()
+        return str(folder / path) if not path.is_absolute() and (folder / path).exists() else value
+    if isinstance(value, Mapping):
+        return {key: _from_folder(item, folder, kind or PATH_KEYS.get(key)) for key, item in value.items()}
+    if kind is not None and isinstance(value, list | tuple):
+        return [_from_folder(item, folder, kind) for item in value]
+    return value
+
+
+def check_notebook_rules(notebook: Path, rules: tuple[str, str] | None, parameters: Mapping[str, Any]) -> None:
+    """Run ``notebook``'s checks cells (:func:`notebook_rules`) in this process on its parameters cell's defaults and
+    ``parameters``, as its kernel would run them after papermill's injected cell: every value is checked by the rule
+    the notebook itself uses (its library calls), before any kernel starts. A value a rule refuses (ValueError,
+    TypeError) is a ValueError naming the notebook and what the rule says (the parameter and what is allowed)."""
+    if rules is None:
+        return
+    defaults, checks = rules
+    namespace: dict[str, Any] = {}
+    exec(compile(defaults, f"{notebook.name}: parameters", "exec"), namespace)  # the notebook's own defaults
+    namespace.update(parameters)
+    for name, value in list(namespace.items()):
+        if not name.startswith("__"):  # the parameters, not the builtins exec added
+            namespace[name] = _from_folder(value, notebook.parent, PATH_KEYS.get(name))
+    namespace[OUTPUT_DIR_PARAMETER] = None  # the checks write nothing
+    try:
+        exec(compile(checks, f"{notebook.name}: checks", "exec"), namespace)
+    except (ValueError, TypeError) as error:
+        raise ValueError(f"notebook {notebook.name}: {error}") from None
+
+
+def resolve_encoder(text: str) -> str:
+    """``--encoder``'s checkpoint: an existing folder, as an absolute path (a kernel runs in its notebook's folder),
+    which must hold a checkpoint (``workbench.config.check_checkpoint``), or a hub repository id (``org/name``), which
+    transformers downloads into its cache on first use. ValueError naming ``--encoder`` otherwise."""
+    from workbench.config import check_checkpoint
+
+    path = Path(text).expanduser()
+    if path.is_dir():
+        check_checkpoint("--encoder", str(path.resolve()))
+        return str(path.resolve())
+    if not text or not _is_hub_name(text):
+        raise ValueError(
+            f"--encoder {text!r}: no such checkpoint folder ({path.absolute()}), nor a hub name (org/name, e.g. "
+            "hfl/chinese-roberta-wwm-ext)"
+        )
+    return text
+
+
+def with_encoder(value: Any, encoder: str) -> tuple[Any, int]:
+    """``value`` (a parameter) with every ``model_name_or_path`` at any depth set to ``encoder``, and how many were."""
+    if isinstance(value, Mapping):
+        replaced = {key: with_encoder(item, encoder) for key, item in value.items()}
+        count = sum(found for _, found in replaced.values())
+        if "model_name_or_path" in value:
+            return {**{key: item for key, (item, _) in replaced.items()}, "model_name_or_path": encoder}, count + 1
+        return {key: item for key, (item, _) in replaced.items()}, count
+    if isinstance(value, list | tuple):
+        replaced = [with_encoder(item, encoder) for item in value]
+        return [item for item, _ in replaced], sum(found for _, found in replaced)
+    return value, 0
+
+
+def _training_sections(parameter: str, value: Any) -> Iterable[tuple[str, Mapping[str, Any]]]:
+    """(name, section) of the config training sections in a parameter: ``training`` or ``*_training``."""
+    if (parameter == "training" or parameter.endswith("_training")) and isinstance(value, Mapping):
+        yield parameter, value
+
+
+def check_devices(executions: Sequence[Execution], params_set: str) -> None:
+    """Every training section's ``precision`` against this machine (``workbench.config.resolve_precision``, the
+    trainers' rule): bf16 or fp16 without a CUDA device is a ValueError naming where it was given, before any kernel
+    starts. For kernels that run here (the threads executor); a Slurm job runs elsewhere."""
+    from workbench.config import resolve_precision
+
+    for execution in executions:
+        for parameter, value in execution.parameters.items():
+            for name, section in _training_sections(parameter, value):
+                try:
+                    resolve_precision(section.get("precision", "auto"))
+                except ValueError as error:
+                    given = (
+                        "--sweep" if parameter in execution.point else f"params file {params_set}/{execution.name}.yaml"
+                    )
+                    raise ValueError(f"{given}: {name}.{str(error).removeprefix('training.')}") from None
 
 
 def plan_executions(
@@ -342,13 +451,17 @@ def plan_executions(
     params_set: str,
     sweep: dict[str, list[Any]] | None = None,
     seeds: Sequence[int] | None = None,
+    encoder: str | None = None,
 ) -> list[Execution]:
-    """Every execution of the run, validated: a bad name or value raises ValueError before anything runs.
+    """Every execution of the run, validated: a bad name or value raises ValueError before anything runs; each value
+    is checked by the notebook's own rules (its cells tagged :data:`CHECKS_TAG`, :func:`check_notebook_rules`).
 
     Args:
         notebooks, params_dir, params_set: the notebooks; ``<params_dir>/<params_set>/<stem>.yaml`` their parameters.
         sweep: parameter -> values (:func:`parse_sweep`); one execution per point of their product.
         seeds: each notebook's ``seeds`` list parameter; refused together with a ``seeds`` sweep.
+        encoder: a checkpoint folder or hub name (:func:`resolve_encoder`) that replaces every ``model_name_or_path``
+            of every notebook's parameters; a notebook whose parameters name none is refused.
 
     Returns:
         One :class:`Execution` per notebook and sweep point (params file, sweep point, seeds, ``interactive = False``),
@@ -372,7 +485,47 @@ def plan_executions(
         _check_parameters(notebook, allowed, base, f"params file {params_set}/{notebook.stem}.yaml")
         _check_parameters(notebook, allowed, fixed, "--seeds")
         headless = {INTERACTIVE_PARAMETER: False} if INTERACTIVE_PARAMETER in allowed else {}
+        rules = notebook_rules(notebook)
         for point, slug in zip(points, slugs):
             _check_parameters(notebook, allowed, point, "--sweep")
-            executions.append(Execution(notebook, {**base, **point, **fixed, **headless}, point, slug))
+            parameters = {**base, **point, **fixed, **headless}
+            if encoder is not None:
+                parameters = _encoder_parameters(notebook, parameters, resolve_encoder(encoder), params_set)
+            try:
+                check_notebook_rules(notebook, rules, parameters)
+            except ValueError as error:
+                given = f"params file {params_set}/{notebook.stem}.yaml"
+                if point and _passes(notebook, rules, {**base, **fixed, **headless}, encoder, params_set):
+                    given = "--sweep " + " ".join(f"{key}={_as_typed(value)}" for key, value in point.items())
+                raise ValueError(f"{given}: {error}") from None
+            executions.append(Execution(notebook, parameters, point, slug))
     return executions
+
+
+def _encoder_parameters(notebook: Path, parameters: dict[str, Any], encoder: str, params_set: str) -> dict[str, Any]:
+    """``parameters`` with ``encoder`` in every ``model_name_or_path``; ValueError when they name none."""
+    replaced = {name: with_encoder(value, encoder) for name, value in parameters.items()}
+    if not any(count for _, count in replaced.values()):
+        raise ValueError(
+            f"--encoder: the parameters of notebook {notebook.name} (set {params_set}) name no model_name_or_path to "
+            "replace; --encoder sets the checkpoint of a set whose models are checkpoints (the gpu set)"
+        )
+    return {name: value for name, (value, _) in replaced.items()}
+
+
+def _as_typed(value: Any) -> str:
+    """A sweep value as one would type it (``[CE, NOPE]``, not ``['CE', 'NOPE']``)."""
+    import yaml
+
+    return yaml.safe_dump(value, default_flow_style=True, allow_unicode=True).removesuffix("\n...\n").strip()
+
+
+def _passes(notebook: Path, rules: Any, parameters: dict[str, Any], encoder: str | None, params_set: str) -> bool:
+    """Whether ``parameters`` (a point's, less the sweep's values) pass the notebook's rules: the sweep is to blame."""
+    if encoder is not None:
+        parameters = _encoder_parameters(notebook, parameters, resolve_encoder(encoder), params_set)
+    try:
+        check_notebook_rules(notebook, rules, parameters)
+    except ValueError:
+        return False
+    return True

@@ -23,7 +23,7 @@ import torch
 from torch.utils.data import DataLoader
 from transformers import AutoModelForSequenceClassification, DataCollatorWithPadding
 
-from workbench.checks import check_number, check_seeds, is_int
+from workbench.checks import check_bool, check_number, check_seeds, is_int
 from workbench.config import Config, load_config
 from workbench.evidence import Claim, compare
 from workbench.label_entropy import softmax_entropy
@@ -129,6 +129,17 @@ def select_num_aux(runs: pd.DataFrame) -> int:
     return int(means.idxmax())  # the first maximum: num_aux ascending
 
 
+def check_study_options(num_aux_values: Sequence[int], fgm_epsilon: float, fusion: bool) -> None:
+    """:func:`run_study`'s options before any data is read: ``num_aux_values`` a non-empty list of distinct ints >= 0,
+    ``fgm_epsilon`` >= 0, a bool ``fusion``; ValueError naming the parameter."""
+    listed = isinstance(num_aux_values, list | tuple) and num_aux_values
+    distinct = listed and all(is_int(n) and n >= 0 for n in num_aux_values)
+    if not distinct or len(set(num_aux_values)) != len(num_aux_values):
+        raise ValueError(f"num_aux_values: must be a non-empty list of distinct ints >= 0, got {num_aux_values!r}")
+    check_number("fgm_epsilon", fgm_epsilon, 0)
+    check_bool("fusion", fusion)
+
+
 def run_study(
     config: Config | Mapping[str, Any],
     num_aux_values: Sequence[int],
@@ -142,11 +153,8 @@ def run_study(
     (n = 0: a control), then at n* (:func:`select_num_aux`) the FGM (``fgm_epsilon`` > 0) and ``fusion`` variants.
     Run folders go under ``output_root`` (None: a temporary folder); ``predictions`` (a dict, when given) receives
     each run's (gold, predicted) test labels under (method, n, seed), which the results page pairs by seed."""
-    distinct = all(is_int(n) and n >= 0 for n in num_aux_values) and len(set(num_aux_values)) == len(num_aux_values)
-    if not num_aux_values or not distinct:
-        raise ValueError(f"num_aux_values: must be a non-empty list of distinct ints >= 0, got {num_aux_values!r}")
+    check_study_options(num_aux_values, fgm_epsilon, fusion)
     check_seeds("seeds", seeds)
-    check_number("fgm_epsilon", fgm_epsilon, 0)
     config = load_config(config)
     if output_root is None:
         with tempfile.TemporaryDirectory(prefix="aux_study_") as folder:

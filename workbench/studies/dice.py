@@ -79,6 +79,14 @@ def scored_class_line(splits: Mapping[str, Dataset], positive: int) -> str:
     return line
 
 
+def check_study_options(positive_share: float | None, thin_evaluation: bool) -> None:
+    """:func:`study_splits`' options before any data is read: ``positive_share`` None or in (0, 0.5], a bool
+    ``thin_evaluation``; ValueError naming the parameter."""
+    if positive_share is not None:
+        check_number("positive_share", positive_share, 0, 0.5, low_inclusive=False)
+    check_bool("thin_evaluation", thin_evaluation)
+
+
 def study_splits(
     data: DataConfig | Mapping[str, Any], positive_share: float | None = None, thin_evaluation: bool = False
 ) -> DatasetDict:
@@ -86,6 +94,7 @@ def study_splits(
     down-samples the training examples of the positive class (:func:`scored_label`) to that share, and with
     ``thin_evaluation`` those of validation and test too (Table 8 tests on a set with the original training set's
     share); the provenance records it (``downsampled``)."""
+    check_study_options(positive_share, thin_evaluation)
     splits = load_splits(data)
     if len(label_names(splits["train"])) < 2 or "test" not in splits:
         raise ValueError(
@@ -94,11 +103,10 @@ def study_splits(
         )
     if positive_share is None:
         return splits
-    check_number("positive_share", positive_share, 0, 0.5, low_inclusive=False)
     seed = DataConfig.from_mapping(data).seed
     ratio = positive_share / (1.0 - positive_share)
     positive = scored_label(splits["train"])
-    thinned = list(splits) if check_bool("thin_evaluation", thin_evaluation) else ["train"]
+    thinned = list(splits) if thin_evaluation else ["train"]
     result = Splits(dict(splits))
     provenance = copy.deepcopy(splits.provenance or {"splits": {}})
     for name in thinned:
@@ -259,15 +267,23 @@ def imbalance_study(
     return run_grid(settings, losses, seeds, fitter, training_sets.positive_label, fits)
 
 
+def check_alphas(parameter: str, alphas: Sequence[float]) -> list[float]:
+    """Table 10's Tversky alphas, the notebook's ``parameter``: a non-empty list of distinct numbers in [0, 1]."""
+    if not isinstance(alphas, list | tuple) or not alphas:
+        raise ValueError(f"{parameter}: must be a non-empty list of distinct numbers in [0, 1], got {alphas!r}")
+    for alpha in alphas:
+        check_number(parameter, alpha, 0, 1)
+    if len(set(alphas)) != len(alphas):
+        raise ValueError(f"{parameter}: must be a non-empty list of distinct numbers in [0, 1], got {list(alphas)}")
+    return list(alphas)
+
+
 def tversky_sweep(
     splits: DatasetDict, alphas: Sequence[float], seeds: Sequence[int], fitter: Fitter, fits: dict | None = None
 ) -> pd.DataFrame:
     """Table 10: :data:`LOSS_ZOO`'s TL with alpha (false-positive weight) over ``alphas``, beta = 1 - alpha;
     :func:`run_grid`'s table with a column ``alpha``; ``fits`` as :func:`run_grid`'s (loss: the alpha, ``f"{a:g}"``)."""
-    for alpha in alphas:
-        check_number("alphas", alpha, 0, 1)
-    if not alphas or len(set(alphas)) != len(alphas):
-        raise ValueError(f"alphas: must be a non-empty list of distinct numbers in [0, 1], got {list(alphas)}")
+    check_alphas("alphas", alphas)
     tversky = LOSS_ZOO["TL"]
     losses = {f"{a:g}": tversky.replace(params={**tversky.params, "alpha": a, "beta": 1.0 - a}) for a in alphas}
     table = run_grid({"TL": splits}, losses, seeds, fitter, fits=fits)

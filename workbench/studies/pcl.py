@@ -26,7 +26,7 @@ from workbench.evidence import Claim, calibration, compare
 from workbench.losses import QBQTC_LABEL_COUNTS
 from workbench.metrics import classification_report
 from workbench.stats import formatted, row_statistics, summarize
-from workbench.train import Fitter, build_fitter, loss_from_spec, needs_label_counts
+from workbench.train import Fitter, build_fitter, check_loss_spec, loss_from_spec, needs_label_counts
 
 PCL_SETTINGS: dict[str, LossSpec] = {
     "LS": LossSpec("ls"),
@@ -59,13 +59,14 @@ def setting_specs(
     settings: Sequence[str], epsilon: float, cost_matrix: Sequence[Sequence[float]] | None = None
 ) -> dict[str, LossSpec]:
     """The loss spec of each of ``settings`` (:data:`PCL_SETTINGS` keys) at ``epsilon``; a ``cost_matrix`` (K x K)
-    replaces the PCL forms' severity, as nominal labels need (:func:`run_ablation`)."""
+    replaces the PCL forms' severity, as nominal labels need (:func:`run_ablation`); each checked by its loss
+    (:func:`~workbench.train.check_loss_spec`) before any data is read."""
     specs = {}
     for setting in check_names("settings", settings, list(PCL_SETTINGS)):
         spec = PCL_SETTINGS[setting]
         takes_costs = cost_matrix is not None and spec.name == "pcl" and spec.params["variant"] != "reference"
         costs = {"cost_matrix": [list(row) for row in cost_matrix]} if takes_costs else {}
-        specs[setting] = spec.replace(params={**spec.params, "epsilon": epsilon, **costs})
+        specs[setting] = check_loss_spec(spec.replace(params={**spec.params, "epsilon": epsilon, **costs}))
     return specs
 
 

@@ -21,6 +21,7 @@ from workbench.decisions import tuned_predictions
 from workbench.evidence import Claim, compare
 from workbench.metrics import classification_report, small_class_warning
 from workbench.stats import formatted, mean_std_table, row_statistics, summarize
+from workbench.train import check_loss_spec
 
 COMPARISON: dict[str, LossSpec] = {
     "CE": LossSpec("ce"),
@@ -38,7 +39,7 @@ GENERATED = {
 
 def comparison_specs(settings: Sequence[str], epsilon: float, cost_matrix=None) -> dict[str, LossSpec]:
     """The specs of ``settings`` (:data:`COMPARISON` keys): LS and PCL at ``epsilon``, PCL with ``cost_matrix`` if
-    one is given."""
+    one is given; each checked by its loss (:func:`~workbench.train.check_loss_spec`) before any data is read."""
     specs = {}
     chosen = check_names("settings", settings, list(COMPARISON), required=("CE", "LS"))  # the notebook shows both
     for setting in chosen:
@@ -46,7 +47,7 @@ def comparison_specs(settings: Sequence[str], epsilon: float, cost_matrix=None) 
         extra = {"epsilon": epsilon} if spec.name in ("ls", "pcl") else {}
         if cost_matrix is not None and spec.name == "pcl" and spec.params["variant"] != "reference":
             extra["cost_matrix"] = [list(row) for row in cost_matrix]
-        specs[setting] = spec.replace(params={**spec.params, **extra})
+        specs[setting] = check_loss_spec(spec.replace(params={**spec.params, **extra}))
     return specs
 
 

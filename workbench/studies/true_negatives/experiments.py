@@ -35,6 +35,16 @@ DEFAULT_SOURCE = "lexicon"
 RATES = ("prediction_rate", "iteration_rate", "wrong", "corrected")
 
 
+def run_names(plan: Sequence[Sequence[str]]) -> list[str]:
+    """The runs of ``plan`` by the names :func:`pretraining_runs` gives them (``wwm-hc_word``), once each, checked
+    before anything runs: ValueError naming ``strategies`` or ``objectives`` for a name outside their choices."""
+    if not plan or any(not isinstance(pair, list | tuple) or len(pair) != 2 for pair in plan):
+        raise ValueError(f"plan: must be a non-empty list of (strategy, objective) pairs, got {plan!r}")
+    check_names("strategies", [pair[0] for pair in plan], STRATEGIES, distinct=False)
+    check_names("objectives", [pair[1] for pair in plan], list(OBJECTIVE_VARIANTS), distinct=False)
+    return list(dict.fromkeys(f"{strategy}-{objective}" for strategy, objective in plan))
+
+
 def pretraining_runs(
     base_config: Config | Mapping[str, Any],
     output_root: str | Path,
@@ -47,10 +57,7 @@ def pretraining_runs(
     ``output_root/<masking>-<objective>[@<synonyms>]``; ``lexicon``, a .tsv file named ``synonyms``, replaces the
     synonym table (Table 6). One row per run: settings, train_loss, the final held-out eval_loss, perplexity and HC
     rates (``eval_*``), the training-time HC rates (``train_*``; NaN for plain and SR), time and output_dir."""
-    if not plan or any(len(pair) != 2 for pair in plan):
-        raise ValueError(f"plan: must be a non-empty list of (strategy, objective) pairs, got {plan!r}")
-    check_names("strategies", [pair[0] for pair in plan], STRATEGIES, distinct=False)
-    check_names("objectives", [pair[1] for pair in plan], list(OBJECTIVE_VARIANTS), distinct=False)
+    run_names(plan)
     if (lexicon is None) != (synonyms == DEFAULT_SOURCE):
         raise ValueError(
             f"synonyms: must name the source of lexicon (not {DEFAULT_SOURCE!r}) when one is given, got {synonyms!r}"
