@@ -29,6 +29,8 @@ from typing import Any
 
 from workbench.runs.assets import (
     ASSETS_DIR,
+    PRINT_CSS,
+    PRINT_FIGURES_JS,
     RunAssets,
     ensure_assets,
     inline_mathjax_js,
@@ -70,8 +72,18 @@ MATHJAX_CONFIG = {
         "safeOptions": {"allow": {"URLs": "none", "classes": "safe", "cssIDs": "safe", "styles": "safe"}},
     },
 }
-# Output text (a printed result line) wraps at spaces, never inside a number; JupyterLab's CSS breaks anywhere.
-PAGE_CSS = ".jp-OutputArea-output pre { word-break: normal; overflow-wrap: break-word; }"
+# Output text (a printed result line) wraps at spaces, never inside a number; JupyterLab's CSS breaks anywhere. On
+# paper (a class handout) code and output lines wrap whole within the page, without the In/Out prompts' column.
+PAGE_CSS = (
+    ".jp-OutputArea-output pre { word-break: normal; overflow-wrap: break-word; }\n"
+    + PRINT_CSS
+    + """
+@media print {
+  .jp-InputPrompt, .jp-OutputPrompt { display: none; }
+  .jp-InputArea-editor, .jp-OutputArea-output, .jp-RenderedText { overflow: visible !important; }
+  pre { white-space: pre-wrap !important; overflow-wrap: anywhere; }
+}"""
+)
 OFFLINE_TEMPLATE = "workbench_offline.html.j2"
 _OFFLINE_TEMPLATE_SOURCE = r"""{%- extends 'index.html.j2' -%}
 {%- block html_head_js_requirejs -%}
@@ -302,7 +314,7 @@ def _scripts(needs: dict[str, bool], assets: RunAssets | None, page_dir: Path) -
         mathjax = f'<script id="MathJax-script" src="{assets.relative_to(page_dir, assets.mathjax_js)}"></script>'
     plotly_config = "<script>window.PlotlyConfig = {MathJaxConfig: 'local'};</script>"
     return {
-        "plotly": plotly_config + plotly if needs["plotly"] else "",
+        "plotly": plotly_config + plotly + PRINT_FIGURES_JS if needs["plotly"] else "",
         "mathjax": f"<script>window.MathJax = {json.dumps(config)};</script>{mathjax}" if needs["mathjax"] else "",
     }
 
