@@ -6,19 +6,15 @@ from dataclasses import dataclass
 
 from workbench.checks import is_number
 from workbench.config.sections import Section, check_field, option
+from workbench.data.releases import CORPUS_RELEASES, LABELLED_RELEASES, ORDINAL_RELEASES
 
-DATA_SOURCES = (
-    "sample_relevance",
-    "sample_sentences",
-    "sample_corpus",
-    "qbqtc",
-    "tnews",
-    "chnsenticorp",
-    "lcqmc",
-    "table",
-    "corpus",
-)
-ORDINAL_SOURCES = ("qbqtc", "sample_relevance")
+LABELLED_SOURCES = ("sample_relevance", "sample_sentences", *LABELLED_RELEASES, "table")
+"""The sources of labelled splits: the generated samples, the labelled data sets of the data root, a table file."""
+DATA_SOURCES = ("sample_relevance", "sample_sentences", "sample_corpus", *LABELLED_RELEASES, "table", *CORPUS_RELEASES)
+"""Every source of a data section: the labelled ones, the generated corpus and the corpora (a file, or the data
+root's ``corpus``)."""
+ORDINAL_SOURCES = ("sample_relevance", *ORDINAL_RELEASES)
+"""The sources whose labels are ordered (``data.ordinal`` defaults to true for them)."""
 BLOCK_BOUNDARIES = ("sentence", "word")
 
 
