@@ -249,9 +249,11 @@ class _Fetcher:
     broken_archives: dict[str, FetchError] = field(default_factory=dict)  # one failed download fails every member
 
     def close(self) -> None:
+        """Remove every temporary file this fetch made (the ones renamed into place are gone already)."""
         for path in self.temporaries:
             with suppress(FileNotFoundError):
                 path.unlink()
+        self.temporaries.clear()
 
     def _new_part(self, folder: Path, name: str) -> tuple[IO[bytes], Path]:
         try:
@@ -382,9 +384,7 @@ class _Fetcher:
                 f"{self.root}: cannot write there ({error.strerror or error}); set {DATA_ROOT_ENV} to a writable folder"
             ) from None
         finally:
-            for path in [part.partial for part in staged] + list(self.archives.values()):
-                with suppress(FileNotFoundError):
-                    path.unlink()
+            self.close()  # the data set's .part files, its archives
             self.archives.clear()
             self.broken_archives.clear()
             for folder in created:  # a data set's folder made for this fetch and left empty: removed

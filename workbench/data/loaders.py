@@ -21,7 +21,7 @@ from datasets import Dataset, DatasetDict
 from workbench.config import LABELLED_SOURCES, DataConfig
 from workbench.data.features import RELEVANCE_LABEL_NAMES, build_dataset, label_names
 from workbench.data.releases import (
-    LABELLED_RELEASES,
+    RELEASES,
     SUSPECT_STATUSES,
     Release,
     file_status,
@@ -407,7 +407,7 @@ def _file_splits(data: DataConfig) -> tuple[DatasetDict, dict[str, Any]]:
     train = _read_file(data, train_path)
     check_ordinal_order(data, label_names(train))
     check_training_file(data, train)
-    if data.source in LABELLED_RELEASES and release(data.source).labels_file is not None:
+    if data.source in RELEASES and RELEASES[data.source].labels_file is not None:
         _check_every_class(train, str(train_path), data.labels_path)
     if data.validation_path is not None:  # one label vocabulary: train's (or data.label_names)
         others = {"validation": "validation_path", "test": "test_path"}
@@ -534,7 +534,12 @@ def load_splits(data: DataConfig | Mapping[str, Any]) -> Splits:
         generate = sample_relevance_splits if data.source == "sample_relevance" else sample_sentence_splits
         splits = generate(seed=data.seed)
         record = {"generated": {"seed": data.seed}, "splits": {}}
-    elif data.source in LABELLED_RELEASES and data.path is None and data.validation_path is None:
+    elif (
+        data.source in RELEASES
+        and RELEASES[data.source].labelled
+        and data.path is None
+        and data.validation_path is None
+    ):
         splits, record = _root_splits(data)
     elif data.source in LABELLED_SOURCES:
         splits, record = _file_splits(data)

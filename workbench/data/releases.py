@@ -396,12 +396,11 @@ RELEASES: dict[str, Release] = {
 }
 """Every data set the workbench knows, by name: the one entry each (docs/architecture.md, "How to add a data set")."""
 
-LABELLED_RELEASES = tuple(name for name, item in RELEASES.items() if item.labelled)
-"""The labelled data sets (a source of ``load_splits``), in the order of :data:`RELEASES`."""
-CORPUS_RELEASES = tuple(name for name, item in RELEASES.items() if item.texts)
-"""The corpora of raw text (a source of ``load_texts``)."""
-ORDINAL_RELEASES = tuple(name for name, item in RELEASES.items() if item.ordinal)
-"""The data sets whose labels are ordered (``data.ordinal`` defaults to true for them)."""
+
+def releases_where(flag: str) -> tuple[str, ...]:
+    """The names of the releases whose ``flag`` (``labelled``, ``texts``, ``ordinal``) holds, in the order of
+    :data:`RELEASES`: the config's sources derive from them."""
+    return tuple(name for name, item in RELEASES.items() if getattr(item, flag))
 
 
 class MissingDataError(ValueError):
