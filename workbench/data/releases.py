@@ -428,7 +428,7 @@ def url_pin(url: str) -> str:
     branch = re.search(r"/(HEAD|main|master)/", url)
     if branch:
         return f"moving: branch {branch.group(1)}"
-    return "a fixed object (no versions; its sha256 says which copy)"
+    return "a fixed object: no versions, its sha256 says which copy"
 
 
 def sha256_of(path: Path) -> str:
