@@ -23,6 +23,7 @@ comes from (the commit or tag of its URL).
 from __future__ import annotations
 
 import hashlib
+import http.client
 import json
 import os
 import secrets
@@ -212,11 +213,7 @@ def _stream(url: str, out: IO[bytes], label: str, max_bytes: int, pinned: bool) 
         raise FetchError(f"cannot reach it ({error.reason})") from None
     except TimeoutError:
         raise FetchError(f"no answer within {TIMEOUT_S} s after {received} bytes") from None
-    except OSError as error:  # a reset connection, a transfer cut short (IncompleteRead), a full disk
-        raise FetchError(f"the transfer broke after {received} bytes ({type(error).__name__}: {error})") from None
-    except Exception as error:  # http.client.HTTPException: IncompleteRead of a chunked transfer, a bad status line
-        if isinstance(error, FetchError):
-            raise
+    except (http.client.HTTPException, OSError) as error:  # a chunked transfer cut short, a reset, a full disk
         raise FetchError(f"the transfer broke after {received} bytes ({type(error).__name__}: {error})") from None
     if expected is not None and received != expected:
         raise FetchError(f"the transfer stopped after {received} of {expected} bytes")
@@ -243,7 +240,6 @@ class _Fetcher:
     whatever happens."""
 
     root: Path
-    stream: IO[str]
     temporaries: list[Path] = field(default_factory=list)
     archives: dict[str, Path] = field(default_factory=dict)
     broken_archives: dict[str, FetchError] = field(default_factory=dict)  # one failed download fails every member
@@ -475,7 +471,7 @@ def fetch(names: Iterable[str], root: Path | None = None, stream: IO[str] | None
     root = data_root() if root is None else root
     check_data_root(root)
     stream = sys.stdout if stream is None else stream
-    fetcher = _Fetcher(root, stream)
+    fetcher = _Fetcher(root)
     lines, failures, failed = [], [], []
     try:
         if not any(_needs_download(item, root) for item in items):  # nothing to write: no lock (a read-only root)

@@ -169,10 +169,15 @@ def label_value(value: Any, where: str = "label") -> str:
 
 
 def read_table(
-    path: Path, format: str, columns: Mapping[str, str], fieldnames: Sequence[str] | None = None
+    path: Path,
+    format: str,
+    columns: Mapping[str, str],
+    fieldnames: Sequence[str] | None = None,
+    optional: Sequence[str] = (),
 ) -> dict[str, list]:
     """Every record's ``columns`` (output name -> source column; ``label`` read by :func:`label_value`)
-    and ``line`` (line numbers). ValueError naming path:line for a bad record; ``<path>: no records``."""
+    and ``line`` (line numbers); a column named in ``optional`` may be absent (None). ValueError naming path:line for
+    a bad record; ``<path>: no records``."""
     read: dict[str, list] = {name: [] for name in (*columns, "line")}
     records = (
         _jsonl_records(path)
@@ -181,6 +186,9 @@ def read_table(
     )
     for line_no, record in records:
         for name, source in columns.items():
+            if source not in record and name in optional:
+                read[name].append(None)
+                continue
             if source not in record:
                 raise ValueError(f"{path}:{line_no}: missing column {source!r} (has {sorted(record)})")
             where = f"{path}:{line_no}: column {source!r}"
@@ -245,13 +253,15 @@ def load_tnews(path: str | Path, labels_path: str | Path | None = None) -> Datas
             raise ValueError(f"labels_path: {str(labels_path)!r} gives a label twice: {sorted(read['label'])}")
         classes = {value: descriptions[value] for value in class_values(read["label"])}
         table = str(labels_path)
-    dataset = _load(path, "jsonl", {"text": "sentence", "label": "label"}, classes)
-    for line_no, record in _jsonl_records(Path(path)):
-        described = record.get("label_desc")
-        named = classes[label_value(record["label"])]
-        if described is not None and described != named:
+    path = existing_file(path)
+    columns = {"text": "sentence", "label": "label", "label_desc": "label_desc"}
+    read = read_table(path, "jsonl", columns, optional=("label_desc",))
+    index = {label_value(value): k for k, value in enumerate(classes)}
+    dataset = labelled(path, {name: read[name] for name in ("text", "label", "line")}, index, list(classes.values()))
+    for value, described, line_no in zip(read["label"], read.pop("label_desc"), read["line"]):
+        if described is not None and described != classes[value]:
             raise ValueError(
-                f"{path}:{line_no}: label {record['label']!r} is described as {described!r} here but as {named!r} in "
+                f"{path}:{line_no}: label {value!r} is described as {described!r} here but as {classes[value]!r} in "
                 f"{table}; the labels file and the data disagree"
             )
     return dataset
