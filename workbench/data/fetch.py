@@ -99,8 +99,11 @@ def mirror_url(file: ReleaseFile) -> str | None:
 def stale_parts(root: Path) -> list[Path]:
     """The ``.part`` files in the root and in its data sets' folders: left by a fetch that was killed (a running
     fetch holds the lock while it has them)."""
-    folders = [root, *(root / name for name in RELEASES)]
-    return sorted(path for folder in folders if folder.is_dir() for path in folder.glob(f".*{PART_SUFFIX}"))
+    found = []
+    for folder in [root, *(root / name for name in RELEASES)]:
+        with suppress(OSError):  # a folder that cannot be read holds none we could remove
+            found += folder.glob(f".*{PART_SUFFIX}") if folder.is_dir() else []
+    return sorted(found)
 
 
 def _size(size: int | None) -> str:
@@ -434,9 +437,10 @@ def _merge_record(root: Path, entries: dict[str, dict[str, Any]]) -> None:
 
 
 @contextmanager
-def _turn(root: Path, stream: IO[str]):
+def _turn(root: Path, stream: IO[str], made_root: bool):
     """This fetch's turn in ``root``: the lock ``<root>/.fetch.lock``, waited for (saying so) while another fetch
-    holds it."""
+    holds it. A root this fetch ``made_root`` and left with nothing but the lock is removed (a failed first fetch
+    leaves no folder)."""
     lock = filelock.FileLock(root / LOCK_FILE)
     try:
         try:
@@ -452,6 +456,10 @@ def _turn(root: Path, stream: IO[str]):
         yield
     finally:
         lock.release()
+        if made_root and [path.name for path in root.iterdir()] == [LOCK_FILE]:
+            with suppress(OSError):
+                (root / LOCK_FILE).unlink()
+                root.rmdir()
 
 
 def _needs_download(item: Release, root: Path) -> bool:
@@ -481,13 +489,14 @@ def fetch(names: Iterable[str], root: Path | None = None, stream: IO[str] | None
                 failures += problems
                 failed += [item.name] if problems else []
             return _finish(lines, failures, failed)
+        made_root = not root.exists()
         try:
             root.mkdir(parents=True, exist_ok=True)
         except OSError as error:
             raise FetchError(
                 f"{root}: cannot create the data root ({error.strerror or error}); set {DATA_ROOT_ENV}"
             ) from None
-        with _turn(root, stream):
+        with _turn(root, stream, made_root):
             stale = stale_parts(root)
             for path in stale:
                 path.unlink()
