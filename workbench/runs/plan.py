@@ -468,6 +468,7 @@ def plan_executions(
         each in its own folder (names that differ only in case get a hash: macOS and Windows would merge them).
     """
     sweep = sweep or {}
+    encoder = resolve_encoder(encoder) if encoder is not None else None
     fixed = {SEEDS_PARAMETER: list(seeds)} if seeds else {}
     if fixed and SEEDS_PARAMETER in sweep:
         raise ValueError(f"--seeds: give seeds either with --seeds or with --sweep {SEEDS_PARAMETER}=..., not both")
@@ -490,7 +491,7 @@ def plan_executions(
             _check_parameters(notebook, allowed, point, "--sweep")
             parameters = {**base, **point, **fixed, **headless}
             if encoder is not None:
-                parameters = _encoder_parameters(notebook, parameters, resolve_encoder(encoder), params_set)
+                parameters = _encoder_parameters(notebook, parameters, encoder, params_set)
             try:
                 check_notebook_rules(notebook, rules, parameters)
             except ValueError as error:
@@ -523,7 +524,7 @@ def _as_typed(value: Any) -> str:
 def _passes(notebook: Path, rules: Any, parameters: dict[str, Any], encoder: str | None, params_set: str) -> bool:
     """Whether ``parameters`` (a point's, less the sweep's values) pass the notebook's rules: the sweep is to blame."""
     if encoder is not None:
-        parameters = _encoder_parameters(notebook, parameters, resolve_encoder(encoder), params_set)
+        parameters = _encoder_parameters(notebook, parameters, encoder, params_set)
     try:
         check_notebook_rules(notebook, rules, parameters)
     except ValueError:
