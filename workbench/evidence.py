@@ -613,6 +613,24 @@ def size(model: str, parameters: int | None, training_examples: int, steps: int 
     }
 
 
+def fit_size(model: str, fit: Any, training_examples: int) -> dict[str, Any]:
+    """:func:`size` of one fit (``workbench.train.Fit``: its ``num_parameters`` and ``steps``, None if absent)."""
+    return size(model, getattr(fit, "num_parameters", None), training_examples, getattr(fit, "steps", None))
+
+
+def fixed_hyperparameters(training: Mapping[str, Any], losses: Mapping[str, Any] = (), **others: Any) -> dict[str, Any]:
+    """What a notebook fixes instead of choosing on validation, the same for every side, for the page: the training
+    section's learning rate, epochs, batch size and weight decay (each fit keeps its epoch of best validation score),
+    each loss's parameters as its spec gives them (``{name: LossSpec}``: "FL gamma", "LS epsilon", ...) and
+    ``others`` (name -> value)."""
+    keys = ("learning_rate", "num_train_epochs", "per_device_train_batch_size", "weight_decay")
+    fixed = {key.replace("_", " "): training[key] for key in keys if key in training}
+    for name, spec in dict(losses).items():
+        for key, value in (getattr(spec, "params", None) or {}).items():
+            fixed[f"{name} {key}"] = value
+    return {**fixed, **others}
+
+
 def record(
     title: str,
     scale: str,

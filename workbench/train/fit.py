@@ -26,8 +26,9 @@ from workbench.vocab import load_tokenizer
 @dataclass(frozen=True)
 class Fit:
     """One seeded fit: the kept epoch's validation and test predictions (class ids), test probabilities (n, K),
-    the kept 1-based ``best_epoch``, its validation macro-F1, the per-epoch ``history`` and the kept epoch's
-    validation probabilities (n_validation, K), which a decision rule is tuned on (``workbench.decisions``)."""
+    the kept 1-based ``best_epoch``, its validation macro-F1, the per-epoch ``history``, the kept epoch's
+    validation probabilities (n_validation, K), which a decision rule is tuned on (``workbench.decisions``), and the
+    scale of the fit: the model's ``num_parameters`` and the optimizer ``steps`` it took (the results page's scale)."""
 
     validation_predictions: np.ndarray
     test_predictions: np.ndarray
@@ -36,6 +37,8 @@ class Fit:
     validation_score: float
     history: list[dict[str, Any]] = field(default_factory=list)
     validation_probabilities: np.ndarray | None = None
+    num_parameters: int | None = None
+    steps: int | None = None
 
 
 class Fitter:
@@ -82,7 +85,8 @@ class ProbeFitter(Fitter):
             encoded, loss, self.training, self.model.probe, len(tokenizer), len(names), seed=seed, label_names=names
         )
         scores = (run.validation_predictions, run.predictions, run.probabilities)
-        return Fit(*scores, run.best_epoch, run.validation["macro_f1"], run.history, run.validation_probabilities)
+        selection = (run.best_epoch, run.validation["macro_f1"], run.history, run.validation_probabilities)
+        return Fit(*scores, *selection, run.num_parameters, run.steps)
 
 
 class TransformerFitter(Fitter):
@@ -114,7 +118,9 @@ class TransformerFitter(Fitter):
         evaluations = [entry for entry in state.log_history if "eval_macro_f1" in entry]
         history = [{"epoch": round(e["epoch"]), "validation_macro_f1": e["eval_macro_f1"]} for e in evaluations]
         scores = (validation.argmax(-1), test.argmax(-1), test)
-        return Fit(*scores, trained.best_epoch, float(state.best_metric), history, validation)
+        parameters = sum(parameter.numel() for parameter in trained.trainer.model.parameters())
+        selection = (trained.best_epoch, float(state.best_metric), history, validation)
+        return Fit(*scores, *selection, parameters, int(state.global_step))
 
 
 def build_fitter(
