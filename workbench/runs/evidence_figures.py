@@ -62,7 +62,7 @@ def _ticks(low: float, high: float) -> list[float]:
 def forest_svg(entries: Sequence[Mapping[str, Any]]) -> str:
     """The forest plot as an SVG document: one line per entry, its CI as a bar, its difference as a dot coloured by
     verdict, the paper's difference as a purple diamond; 0 as a vertical line."""
-    label_width, plot_width, row_height, top = 520, 380, 18, 40
+    label_width, plot_width, row_height, top = 520, 380, 18, 52
     height = top + row_height * len(entries) + 40
     values = [v for e in entries for v in (e["low"], e["high"], e["paper"]) if v is not None] + [0.0]
     low, high = min(values), max(values)
@@ -78,6 +78,8 @@ def forest_svg(entries: Sequence[Mapping[str, Any]]) -> str:
         '<rect width="100%" height="100%" fill="white"/>',
         f'<text x="10" y="18" {FONT} font-weight="bold">Difference (method - baseline, points x 100) with its 95% CI;'
         f" purple diamond: the paper's own difference</text>",
+        f'<text x="10" y="32" {FONT}>dot and bar: green holds, red does not hold, grey inconclusive at this scale'
+        " (Holm-adjusted)</text>",
         f'<line x1="{x(0):.1f}" y1="{top - 8}" x2="{x(0):.1f}" y2="{height - 32}" stroke="#999" '
         'stroke-dasharray="3,3"/>',
     ]
@@ -103,8 +105,6 @@ def forest_svg(entries: Sequence[Mapping[str, Any]]) -> str:
     for tick in _ticks(low, high):
         parts.append(f'<line x1="{x(tick):.1f}" y1="{axis}" x2="{x(tick):.1f}" y2="{axis + 4}" stroke="#333"/>')
         parts.append(f'<text x="{x(tick):.1f}" y="{axis + 16}" text-anchor="middle" {FONT}>{tick:g}</text>')
-    legend = " ".join(f"{verdict}: {colour}" for verdict, colour in COLOURS.items())
-    parts.append(f"<!-- colours: {escape(legend)} -->")
     parts.append("</svg>")
     return "\n".join(parts) + "\n"
 
