@@ -399,7 +399,8 @@ def _points(value: float, metric: str) -> str:
 
 def assess(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """Judge the rows of a page together (:data:`VERDICT_RULE`), from their recorded numbers alone. Per row:
-    ``status`` (tested or one of :data:`NON_TESTS`), ``reason`` (why not tested), ``p`` and ``p_holm`` (the family
+    ``status`` (tested or one of :data:`NON_TESTS`), ``reason`` (why not tested), ``at_chance`` (the sides that do not
+    beat the trivial baseline, when that is the reason), ``p`` and ``p_holm`` (the family
     of tested rows), ``verdict`` (None for a non-test), ``detectable`` (the difference found with 80% power, a
     comparison's), ``p_paper_holm`` and ``paper_excluded`` (the difference lies significantly short of the paper's;
     the family of tested rows with a paper difference). The rows must have passed :func:`check_record`."""
@@ -408,6 +409,7 @@ def assess(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
         reason = why_not_tested(row)
         status = IDENTICAL if row["kind"] == "identity" else (NOT_TESTABLE if reason else "tested")
         entry = {"status": status, "reason": reason, "p": None, "p_holm": None, "verdict": None}
+        entry["at_chance"] = failing_sides(row) if status == NOT_TESTABLE and "trivial baseline" in reason else []
         entry.update(detectable=None, p_paper=None, p_paper_holm=None, paper_excluded=None)
         if row["kind"] == "comparison":
             df = math.inf if row["df"] is None else row["df"]

@@ -22,7 +22,6 @@ from workbench.evidence import (
     NOT_TESTABLE,
     SCALE,
     VERDICT_RULE,
-    failing_sides,
 )
 
 TITLE = "# Results: each paper's claim at this scale"
@@ -153,11 +152,19 @@ def summary(sections: Mapping[str, Mapping[str, Any]], judged: Mapping[str, Sequ
             + "."
         )
     if untestable:
-        findings = _group_untestable([(n, r, e) for n, r, e in untestable])
+        causes: dict[str, list] = {}
+        for name, _, entry in untestable:
+            if entry["at_chance"]:
+                cause = "a side at or below the trivial baseline"
+            else:
+                cause = entry["reason"].split(" (")[0]
+            causes.setdefault(f"{name[:2]}: {cause}", []).append(entry["at_chance"])
+        parts = []
+        for cause, sides in causes.items():
+            named = sorted({side for group in sides for side in group})
+            parts.append(f"{cause}, {len(sides)} rows" + (f" ({', '.join(named)})" if named else ""))
         lines.append(
-            "- **Not testable at this scale**: "
-            + "; ".join(f"{finding} ({len(members)} rows)" for finding, members in findings.items())
-            + "."
+            "- **Not testable at this scale** (see each notebook's table of non-tests): " + "; ".join(parts) + "."
         )
     detectable = [100 * e["detectable"] for n, r, e in tested if r["kind"] == "comparison" and r["metric"] not in SCALE]
     claimed = [abs(100 * min(r["paper_difference"], key=abs)) for n, r, e in tested if r.get("paper_difference")]
@@ -199,9 +206,8 @@ def _group_untestable(members: Sequence[tuple[str, Mapping[str, Any], Mapping[st
     chance in every row it appears in), else the reason itself (too few seeds, an event that never occurs)."""
     findings: dict[str, list] = {}
     for name, row, entry in members:
-        sides = failing_sides(row) if row["kind"] == "comparison" and entry["reason"] else []
-        if sides:
-            key = f"{name[:2]}: {' and '.join(sides)} at or below the trivial baseline ({_label(row)})"
+        if entry["at_chance"]:
+            key = f"{name[:2]}: {' and '.join(entry['at_chance'])} at or below the trivial baseline ({_label(row)})"
         else:
             key = f"{name[:2]}: {entry['reason']}"
         findings.setdefault(key, []).append((name, row, entry))
