@@ -620,6 +620,13 @@ def fit_size(model: str, fit: Any, training_examples: int) -> dict[str, Any]:
     return size(model, getattr(fit, "num_parameters", None), training_examples, getattr(fit, "steps", None))
 
 
+def run_size(model: str, metrics: Mapping[str, Any], training_examples: int) -> dict[str, Any]:
+    """:func:`size` of a trainer run from its metrics.json: ``num_parameters`` (its ``total``) and ``train_steps``."""
+    parameters = metrics.get("num_parameters")
+    parameters = parameters.get("total") if isinstance(parameters, Mapping) else parameters
+    return size(model, parameters, training_examples, metrics.get("train_steps"))
+
+
 def fixed_hyperparameters(training: Mapping[str, Any], losses: Mapping[str, Any] = (), **others: Any) -> dict[str, Any]:
     """What a notebook fixes instead of choosing on validation, the same for every side, for the page: the training
     section's learning rate, epochs, batch size and weight decay (each fit keeps its epoch of best validation score),

@@ -25,7 +25,7 @@ from transformers import AutoModelForSequenceClassification, DataCollatorWithPad
 
 from workbench.checks import check_number, check_seeds, is_int
 from workbench.config import Config, load_config
-from workbench.evidence import N_RESAMPLES, Claim, compare
+from workbench.evidence import N_RESAMPLES, Claim, compare, size
 from workbench.label_entropy import softmax_entropy
 from workbench.stats import describe, mean_std, row_statistics
 from workbench.stats import summarize as summarize_runs
@@ -67,6 +67,8 @@ RUN_COLUMNS = (
     "stage1_macro_f1",
     *ENTROPY_COLUMNS,
     "time",
+    "num_parameters",
+    "train_steps",
 )
 
 
@@ -109,6 +111,8 @@ def _run(
     if method in (BASELINE, FUSION_FINETUNE):
         metrics = (finetune if method == BASELINE else fusion_finetune)(run_config.replace(task="finetune")).metrics
         row["validation_macro_f1"] = metrics["best_validation_macro_f1"]
+        row["num_parameters"] = (metrics.get("num_parameters") or {}).get("total", np.nan)
+        row["train_steps"] = metrics.get("train_steps", np.nan)
     else:
         metrics = two_stage(run_config.replace(task="two_stage")).metrics
         row["validation_macro_f1"] = metrics["stage2"]["best_validation_macro_f1"]
@@ -291,3 +295,12 @@ def claim_rows(
             n_resamples=n_resamples,
         )
     ]
+
+
+def sizes(runs: pd.DataFrame, training_examples: int) -> list[dict[str, Any]]:
+    """The scale table's line: the fine-tuned baseline's parameters and optimizer steps (its first run)."""
+    baseline = runs[(runs["method"] == BASELINE) & runs["num_parameters"].notna()]
+    if baseline.empty:
+        return []
+    first = baseline.iloc[0]
+    return [size(PAPER_NAMES[BASELINE], int(first["num_parameters"]), training_examples, int(first["train_steps"]))]

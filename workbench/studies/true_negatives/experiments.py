@@ -13,6 +13,7 @@ import pandas as pd
 
 from workbench.checks import check_choice, check_names, check_seeds
 from workbench.config import Config, load_config
+from workbench.evidence import run_size
 from workbench.losses import HC_LEVELS
 from workbench.stats import formatted, row_statistics, summarize
 from workbench.train import finetune, pretrain_mlm, read_predictions
@@ -310,3 +311,10 @@ def downstream_predictions(
         for name in encoders
         for seed in seeds
     }
+
+
+def downstream_size(output_root: str | Path, encoder: str, seed: int, training_examples: int) -> dict[str, Any]:
+    """The scale table's line of one :func:`downstream_grid` run (its metrics.json: parameters, optimizer steps)."""
+    return run_size(
+        f"{encoder} (fine-tuned)", _metrics_file(Path(output_root) / f"{encoder}-seed{seed}"), training_examples
+    )
