@@ -202,12 +202,13 @@ def _conclusion(by_verdict: Mapping[str, list], identical: list, untestable: lis
 
 
 def _group_untestable(members: Sequence[tuple[str, Mapping[str, Any], Mapping[str, Any]]]) -> dict[str, list]:
-    """One finding per cause: the sides at or below the trivial baseline on a metric (e.g. a loss that collapses to
-    chance in every row it appears in), else the reason itself (too few seeds, an event that never occurs)."""
+    """One finding per cause: the sides at or below the trivial baseline (e.g. a loss that collapses to chance in
+    every row it appears in, whatever the metric), else the reason itself (too few seeds, an event that never
+    occurs)."""
     findings: dict[str, list] = {}
     for name, row, entry in members:
         if entry["at_chance"]:
-            key = f"{name[:2]}: {' and '.join(entry['at_chance'])} at or below the trivial baseline ({_label(row)})"
+            key = f"{name[:2]}: {' and '.join(entry['at_chance'])} at or below the trivial baseline"
         else:
             key = f"{name[:2]}: {entry['reason']}"
         findings.setdefault(key, []).append((name, row, entry))
