@@ -323,7 +323,7 @@ def test_numeric_label_names_take_no_index(tmp_path):
     path = _write(tmp_path / "d.tsv", ["text\tlabel", "甲\t2", "乙\t0"])
     with pytest.raises(ValueError, match=re.escape(f"{path}:3: unknown label value '0'")):
         load_table(path, label_names=[2, 1])
-    assert load_table(path, label_names=["neg", "pos", "x"])["label"] == [2, 0]  # names that are no numbers: indices
+    assert load_table(path, label_names=["neg", "pos", "x"], label_values=[0, 1, 2])["label"] == [2, 0]  # indices
 
 
 @pytest.mark.parametrize("source", JSON_SOURCES)
