@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import re
+import warnings
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -186,10 +187,35 @@ def load_params(params_dir: str | Path, params_set: str, notebook_stem: str) -> 
     return read_yaml_file(path, "params file") if path.is_file() else {}
 
 
+def read_notebook(notebook: Path, what: str = "NOTEBOOK") -> Any:
+    """The notebook at ``notebook`` (nbformat 4, checked against nbformat's schema); ValueError naming ``what`` and the
+    path when it is missing or not a notebook (not JSON, not UTF-8, a cell or output outside the schema)."""
+    import nbformat
+
+    if not notebook.is_file():
+        raise ValueError(f"{what} {notebook}: no such file")
+    try:
+        invalid: dict[str, Exception] = {}  # read only warns of a cell or output outside nbformat's schema
+        with warnings.catch_warnings():  # nbformat's warnings on the file's form: the error below says what is wrong
+            warnings.simplefilter("ignore")
+            read = nbformat.read(notebook, as_version=4, capture_validation_error=invalid)
+        if invalid:
+            raise invalid["ValidationError"]
+        return read
+    except (ValueError, TypeError, AttributeError, nbformat.ValidationError) as error:  # not JSON, UTF-8, a notebook
+        reason = str(getattr(error, "message", None) or error).splitlines()[0][:200] or type(error).__name__
+        path = getattr(error, "absolute_path", ())  # where in the notebook the schema fails: cells[0].source
+        where = "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in path)
+        reason = f"{where.lstrip('.')}: {reason}" if where else reason
+        raise ValueError(f"{what} {notebook}: not a Jupyter notebook ({reason})") from None
+
+
 def notebook_parameters(notebook: str | Path) -> list[str]:
-    """Names defined in the notebook's ``parameters`` cell (papermill.inspect_notebook)."""
+    """Names defined in the notebook's ``parameters`` cell (papermill.inspect_notebook), once
+    :func:`read_notebook` has read it."""
     import papermill
 
+    read_notebook(Path(notebook), "notebook")
     try:
         return list(papermill.inspect_notebook(str(notebook)))
     except ValueError as exc:  # e.g. no kernelspec in the notebook metadata
