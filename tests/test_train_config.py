@@ -9,7 +9,16 @@ import typing
 import pytest
 import yaml
 
-from workbench.config import SET_BY_THE_WORKBENCH, Config, LossSpec, TrainingConfig, load_config, parse_override
+from workbench.config import (
+    SET_BY_THE_WORKBENCH,
+    Bounds,
+    Config,
+    LossSpec,
+    TrainingConfig,
+    check_field,
+    load_config,
+    parse_override,
+)
 from workbench.yaml_files import read_yaml, read_yaml_file
 
 
@@ -270,6 +279,37 @@ def test_every_numeric_key_refuses_non_finite_values_naming_the_key(value):
         override = f"{key}=[{value}, 0.5, 0.5]" if key == "data.split" else f"{key}={value}"
         with pytest.raises(ValueError, match=rf"^{re.escape(key)}: must .*got .*(inf|nan)"):
             load_config({}, overrides=[override])
+
+
+@pytest.mark.parametrize(
+    ("bounds", "inside", "outside", "allowed"),
+    [
+        (Bounds(gt=0, le=1), [1e-12, 1], [0, 1.5], "a number in (0, 1]"),
+        (Bounds(ge=0, lt=1), [0, 0.999], [-1e-12, 1], "a number in [0, 1)"),
+        (Bounds(gt=0), [1e-300, 1e300], [0, -1], "a number > 0"),
+        (Bounds(), [-1e300, 1e300], [float("inf"), float("nan")], "a finite number"),
+    ],
+)
+def test_a_fields_bounds_decide_each_end_open_or_closed_naming_the_key(bounds, inside, outside, allowed):
+    for value in inside:
+        assert check_field("section.key", value, float, bounds) == value
+    for value in outside:
+        with pytest.raises(ValueError, match=rf"^section\.key: must be {re.escape(allowed)}, got "):
+            check_field("section.key", value, float, bounds)
+
+
+def test_an_int_fields_open_end_is_the_next_int_and_bounds_take_one_of_each_kind_of_end():
+    assert check_field("section.key", 1, int, Bounds(gt=0, lt=3)) == 1
+    assert check_field("section.key", 2, int, Bounds(gt=0, lt=3)) == 2
+    for value in (0, 3):
+        with pytest.raises(ValueError, match=r"^section\.key: must be an int in \[1, 2\], got "):
+            check_field("section.key", value, int, Bounds(gt=0, lt=3))
+    with pytest.raises(ValueError, match=r"^section\.key: must be an int in \[0, 2\.14748e\+09\], got 2147483648"):
+        check_field("section.key", 2**31, int, Bounds(ge=0))  # an int's upper end: INT_MAX
+    with pytest.raises(TypeError, match="gt or ge"):
+        Bounds(gt=0, ge=1)
+    with pytest.raises(TypeError, match="lt or le"):
+        Bounds(lt=0, le=1)
 
 
 def test_defaults_follow_the_papers_readings():
