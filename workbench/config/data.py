@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from workbench.checks import is_number
+from workbench.checks import MAX_SEED, is_number
 from workbench.config.sections import Section, check_field, option
 
 DATA_SOURCES = (
@@ -53,7 +53,7 @@ class DataConfig(Section, prefix="data"):
     split: tuple[float, float, float] = option(
         (0.8, 0.1, 0.1), "train/validation/test shares of one file (test 0: none)"
     )
-    seed: int = option(0, "seed of the sample generators and of the split", ge=0)
+    seed: int = option(0, "seed of the sample generators and of the split", ge=0, le=MAX_SEED)
     max_length: int = option(128, "tokens per example (truncation), 8-512", ge=8, le=512)
     max_train_samples: int | None = option(
         None, "keep a stratified sample of N training examples (seed data.seed); corpus: the first N texts", ge=1

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
-from workbench.checks import check_choice
+from workbench.checks import MAX_SEED, check_choice
 from workbench.config.sections import Bounds, Section, _section_fields, check_field, option
 from workbench.metrics_file import redact
 
@@ -64,8 +64,8 @@ TRAINING_BOUNDS = {
     "gradient_accumulation_steps": Bounds(ge=1),
     "weight_decay": Bounds(ge=0),
     "max_grad_norm": Bounds(ge=0),
-    "seed": Bounds(ge=0),
-    "data_seed": Bounds(ge=0),
+    "seed": Bounds(ge=0, le=MAX_SEED),
+    "data_seed": Bounds(ge=0, le=MAX_SEED),
     "dataloader_num_workers": Bounds(ge=0),
 }
 """Bounds beyond TrainingArguments' checks (and everywhere: numbers finite, ints <= 2**31 - 1)."""

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from workbench.checks import check_seeds
+from workbench.checks import MAX_SEED, check_seeds
 from workbench.config import read_yaml, read_yaml_file
 from workbench.metrics_file import is_secret, secret_mark
 
@@ -35,7 +35,6 @@ SET_PURPOSES = {  # what the sets the project ships are for (python -m workbench
     "own": "your own_data.csv",
     "class": "notebook 05 for a class, under a minute: --only 05",
 }
-MAX_SEED = 2**32 - 1  # numpy's largest seed
 MAX_SLUG = 96  # characters of a sweep point's folder name before its hash (file systems allow 255 bytes)
 # Keys of a parameter (at any depth of its mappings) whose text names a file or folder the notebook reads: "file" (a
 # data file, vocabulary or lexicon; a list or a name -> file mapping of them too) or "checkpoint" (a folder, or a hub
@@ -92,7 +91,7 @@ def parse_sweep(specs: Iterable[str]) -> dict[str, list[Any]]:
 
 
 def parse_seeds(text: str) -> list[int]:
-    """``"1,2,3"`` -> ``[1, 2, 3]``: distinct integers from 0 to 2**32 - 1 (numpy's range)."""
+    """``"1,2,3"`` -> ``[1, 2, 3]``: distinct integers from 0 to ``workbench.checks.MAX_SEED`` (numpy's range)."""
     try:
         seeds = [int(part) for part in text.split(",")]
     except ValueError:
