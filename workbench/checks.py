@@ -8,6 +8,8 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from workbench.redaction import shown
+
 IGNORE_INDEX = -100
 """The label of a position that carries no loss (torch's ``cross_entropy`` default ``ignore_index``)."""
 MAX_SEED = 2**32 - 1
@@ -17,7 +19,8 @@ any seed above 2**32 - 1; Python's ``random`` and torch take larger ones. Every 
 
 
 def _fail(name: str, allowed: str, value: Any) -> ValueError:
-    return ValueError(f"{name}: must be {allowed}, got {value!r}")
+    """The one message: ``name``, what it allows and the value (a secret as its mark: ``workbench.redaction``)."""
+    return ValueError(f"{name}: must be {allowed}, got {shown(name, value)!r}")
 
 
 def is_number(value: Any) -> bool:

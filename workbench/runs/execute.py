@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import json
 import os
 import secrets
 import subprocess
@@ -18,7 +19,8 @@ from typing import Any
 
 import yaml
 
-from workbench.metrics_file import read_metrics, redact, write_atomically
+from workbench.metrics_file import read_metrics, write_atomically
+from workbench.redaction import redact, scrub, secret_texts
 from workbench.runs.export import export_html, readable_literal
 from workbench.runs.plan import (
     _SLUG_UNSAFE,
@@ -190,6 +192,16 @@ def _readable_injected_parameters() -> None:
     papermill_translators.register("python", ReadablePythonTranslator)
 
 
+def _scrub_file(path: Path, hidden: list[str]) -> None:
+    """Rewrite ``path`` (the executed notebook, JSON) with each secret text of ``hidden``, as written or JSON-escaped,
+    replaced by ``<SECRET>`` (``workbench.redaction.scrub``): an output or traceback that quoted the kernel's token."""
+    text = path.read_text(encoding="utf-8")
+    escaped = [json.dumps(secret)[1:-1] for secret in hidden]
+    cleaned = scrub(text, sorted({*hidden, *escaped}, key=len, reverse=True))
+    if cleaned != text:
+        write_atomically(path, cleaned)
+
+
 def execute(
     execution: Execution,
     output_dir: Path,
@@ -236,11 +248,16 @@ def execute(
     except Exception as exc:  # kernel died, notebook unreadable, a full disk, ...: report it, keep running the others
         error = f"{type(exc).__name__}: {exc}"
     duration = time.perf_counter() - start
+    hidden = secret_texts(execution.parameters)  # the hub token the kernel got: no output or message may show it
+    if hidden and executed.is_file():
+        _scrub_file(executed, hidden)
     if executed.is_file() and not (kernels is not None and kernels.stopped):  # an interrupted run exports nothing
         try:
             export_html(executed)
         except Exception as exc:  # the run's own status is what matters; note the export problem
             error = error or f"HTML export failed: {type(exc).__name__}: {exc}"
+    if error:  # summary.csv and index.html print it: a secret the kernel's message quoted is not
+        error = scrub(error, hidden)
     return Outcome(
         execution, output_dir, "failed" if error else "ok", duration, failed_cell, error, read_metrics(folder)
     )

@@ -19,7 +19,7 @@ from typing import Any
 
 from workbench.checks import MAX_SEED, check_seeds
 from workbench.config import read_yaml, read_yaml_file
-from workbench.metrics_file import is_secret, secret_mark
+from workbench.redaction import is_secret, secret_items
 
 PARAMETERS_TAG = "parameters"
 INJECTED_PARAMETERS_TAG = "injected-parameters"
@@ -79,6 +79,8 @@ def parse_sweep(specs: Iterable[str]) -> dict[str, list[Any]]:
             raise ValueError(f"--sweep {spec!r}: expected key=v1,v2,... with at least one value")
         if key in sweep:
             raise ValueError(f"--sweep: parameter {key!r} given twice; list all its values in one key=v1,v2")
+        if is_secret(key):  # before its values are read: no message may quote them
+            raise ValueError(f"--sweep: a secret ({key}) is not swept; give it in the params file")
         if not spec.isprintable() or values.endswith(","):  # a control character, a byte the terminal could not decode
             raise ValueError(f"--sweep {key}: values must be printable and not empty, got {values!r}")
         parsed = read_yaml(f"[{values}]", f"--sweep {key}")
@@ -221,33 +223,22 @@ def notebook_parameters(notebook: str | Path) -> list[str]:
         raise ValueError(f"notebook {Path(notebook).name}: {exc}") from exc
 
 
-def _secrets(value: Any, path: tuple[str, ...] = ()) -> Iterable[tuple[str, str]]:
-    """(dotted key, value) of every secret (:func:`~workbench.metrics_file.is_secret`) in ``value``, at any depth."""
-    if isinstance(value, Mapping):
-        for key, item in value.items():
-            if is_secret(key) and isinstance(item, str) and item:
-                yield ".".join((*path, str(key))), item
-            else:
-                yield from _secrets(item, (*path, str(key)))
-    elif isinstance(value, list | tuple):
-        for index, item in enumerate(value):
-            yield from _secrets(item, (*path, str(index)))
-
-
 def secret_environment(parameters: Mapping[str, Any], source: str = "parameters") -> dict[str, str]:
-    """The kernel environment that carries the secrets of ``parameters``, which params.yaml, the executed notebook and
-    its pages show redacted (``<HUB_TOKEN>``): a ``hub_token`` (at any depth) as ``HF_TOKEN``, which huggingface_hub
-    reads (the trainers take the mark for "the environment's token"). Any other secret (a password, an API key) is a
-    ValueError naming ``source`` and the parameter: the runner cannot hand it to the notebook unwritten."""
+    """The kernel environment that carries the secrets of ``parameters`` (``workbench.redaction.secret_items``: any
+    secret-looking key, any type), which params.yaml, the executed notebook and its pages show redacted
+    (``<HUB_TOKEN>``): a ``hub_token`` text (at any depth) as ``HF_TOKEN``, which huggingface_hub reads (the trainers
+    take the mark for "the environment's token"). Any other secret (a password, an API key, a token under another
+    name, a hub token that is no text) is a ValueError naming ``source`` and the parameter: the runner cannot hand it
+    to the notebook unwritten."""
     tokens = {}
-    for key, value in _secrets(parameters):
-        if key.rsplit(".", 1)[-1] != "hub_token":
+    for key, value in secret_items(parameters):
+        if key.rsplit(".", 1)[-1] != "hub_token" or not isinstance(value, str):
             raise ValueError(
                 f"{source}: parameter {key!r} holds a secret, which the executed notebook, its params.yaml and pages "
                 "would show; give it to the notebook through an environment variable instead"
+                + ("" if isinstance(value, str) else " (a hub_token is one text)")
             )
-        if value != secret_mark("hub_token"):
-            tokens[key] = value
+        tokens[key] = value
     if len(set(tokens.values())) > 1:
         raise ValueError(
             f"{source}: parameters {sorted(tokens)} hold different hub tokens; a notebook gets one HF_TOKEN"
@@ -256,10 +247,9 @@ def secret_environment(parameters: Mapping[str, Any], source: str = "parameters"
 
 
 def _check_parameters(notebook: Path, allowed: list[str], parameters: Mapping[str, Any], source: str) -> None:
-    if source == "--sweep" and any(True for _ in _secrets(parameters)):
-        raise ValueError(
-            f"--sweep: a secret ({next(iter(_secrets(parameters)))[0]}) is not swept; give it in the params file"
-        )
+    swept = [key for key, _ in secret_items(parameters)] if source == "--sweep" else []
+    if swept:
+        raise ValueError(f"--sweep: a secret ({swept[0]}) is not swept; give it in the params file")
     secret_environment(parameters, source)
     for name, value in parameters.items():
         if name == OUTPUT_DIR_PARAMETER:
