@@ -284,11 +284,11 @@ def load_table(
         names = list(label_names)
         if not names or len(set(names)) != len(names):
             raise ValueError(f"label_names: must be distinct and non-empty, got {names}")
+        index = {label_value(name, "label_names"): k for k, name in enumerate(names)}
         if label_values is None:
-            index = {label_value(name, "label_names"): k for k, name in enumerate(names)}
             _check_no_number_read_as_index(path, read, index, names)
         else:
-            index = _value_index(label_values, names)
+            index = _value_index(label_values, names, index)
         return labelled(path, read, index, names)
     if label_values is not None:
         raise ValueError(f"label_values: must come with label_names (the class of each value), got {label_values!r}")
@@ -301,8 +301,9 @@ def load_table(
     return labelled(path, read, {value: k for k, value in enumerate(names)}, names)
 
 
-def _value_index(label_values: Sequence[Any], names: Sequence[str]) -> dict[str, int]:
-    """``label_values`` (the file's value of each class of ``names``, in order) as value -> class id."""
+def _value_index(label_values: Sequence[Any], names: Sequence[str], by_name: Mapping[str, int]) -> dict[str, int]:
+    """Label -> class id: ``label_values`` (the file's value of each class of ``names``, in order) and the names
+    themselves (``by_name``); a value that is another class's name is a ValueError (the label would be ambiguous)."""
     if isinstance(label_values, (str, bytes)) or not isinstance(label_values, Sequence):
         raise ValueError(f"label_values: must be a list of the file's label values, got {label_values!r}")
     values = [label_value(value, "label_values") for value in label_values]
@@ -311,7 +312,13 @@ def _value_index(label_values: Sequence[Any], names: Sequence[str]) -> dict[str,
             f"label_values: must be {len(names)} distinct values, one per entry of label_names {list(names)}, "
             f"got {list(label_values)!r}"
         )
-    return {value: k for k, value in enumerate(values)}
+    for k, value in enumerate(values):
+        if by_name.get(value, k) != k:
+            raise ValueError(
+                f"label_values: {value!r} is the value of class {names[k]!r} and the name of class "
+                f"{names[by_name[value]]!r}; a label would read two ways"
+            )
+    return {**by_name, **{value: k for k, value in enumerate(values)}}
 
 
 def _check_no_number_read_as_index(
