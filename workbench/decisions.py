@@ -26,6 +26,13 @@ from workbench.checks import check_choice, check_int, check_number
 from workbench.metrics import LOWER_IS_BETTER, SCORES, confusion_scores
 
 RULES = ("argmax", "threshold", "offsets", "logit_adjustment")
+RULE_VALUES = {
+    "argmax": "an argmax rule holds no values",
+    "threshold": "a threshold rule holds one threshold in [0, 1]",
+    "offsets": "an offsets rule holds one offset per class (K >= 2)",
+    "logit_adjustment": "a logit_adjustment rule holds one tau >= 0",
+}
+"""What each rule's ``values`` hold (:class:`DecisionRule` checks them when it is made)."""
 OFFSET_GRID = tuple(np.round(np.linspace(-3.0, 3.0, 61), 10))
 """Offsets tried per class, in log-probability units (steps of 0.1)."""
 
@@ -151,15 +158,14 @@ class DecisionRule:
     def __post_init__(self) -> None:
         check_choice("kind", self.kind, RULES)
         values = tuple(check_number("values", value) for value in self.values)
-        wanted = {"argmax": "no values", "threshold": "one threshold in [0, 1]", "logit_adjustment": "one tau >= 0"}
-        if self.kind == "threshold" and (len(values) != 1 or not 0 <= values[0] <= 1):
-            raise ValueError(f"values: a threshold rule holds {wanted['threshold']}, got {self.values!r}")
-        if self.kind == "logit_adjustment" and (len(values) != 1 or values[0] < 0):
-            raise ValueError(f"values: a logit_adjustment rule holds {wanted['logit_adjustment']}, got {self.values!r}")
-        if self.kind == "argmax" and values:
-            raise ValueError(f"values: an argmax rule holds {wanted['argmax']}, got {self.values!r}")
-        if self.kind == "offsets" and len(values) < 2:
-            raise ValueError(f"values: an offsets rule holds one offset per class (K >= 2), got {self.values!r}")
+        fits = {
+            "argmax": len(values) == 0,
+            "threshold": len(values) == 1 and 0 <= values[0] <= 1,
+            "offsets": len(values) >= 2,
+            "logit_adjustment": len(values) == 1 and values[0] >= 0,
+        }
+        if not fits[self.kind]:
+            raise ValueError(f"values: {RULE_VALUES[self.kind]}, got {self.values!r}")
         object.__setattr__(self, "values", values)
 
     def predict(self, probabilities: np.ndarray) -> np.ndarray:

@@ -370,9 +370,9 @@ def _read_file(data: DataConfig, path: Path, classes: list[str] | None = None, l
             raise ValueError(
                 f"data.text / data.label: must name the table's columns, got {data.text!r} / {data.label!r}"
             )
-        return load_table(
-            path, data.text, data.text_pair, data.label, data.label_names, classes=classes, label_values=data.label_values
-        )
+        columns = {"text": data.text, "text_pair": data.text_pair, "label": data.label}
+        classes_of = {"label_names": data.label_names, "label_values": data.label_values, "classes": classes}
+        return load_table(path, **columns, **classes_of)
     if data.source == "tnews":
         return load_tnews(path, labels_path=labels_path if labels_path is not None else data.labels_path)
     return {"qbqtc": load_qbqtc, "chnsenticorp": load_chnsenticorp, "lcqmc": load_lcqmc}[data.source](path)

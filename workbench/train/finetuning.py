@@ -177,12 +177,11 @@ def write_predictions(
     gold: np.ndarray,
     probabilities: np.ndarray,
     label_names: Sequence[str],
-    predicted: np.ndarray | None = None,
+    predicted: np.ndarray,
 ) -> Path:
-    """``predictions.csv``: gold, pred (``predicted``: the loss's rule; default the argmax) and one ``p_<label>``
-    column per label."""
+    """``predictions.csv``: gold, pred (``predicted`` by the loss's rule: the argmax, or CORN's rank rule) and one
+    ``p_<label>`` column per label."""
     columns = {f"p_{name}": probabilities[:, index] for index, name in enumerate(label_names)}
-    predicted = probabilities.argmax(axis=-1) if predicted is None else predicted
     table = pd.DataFrame({"gold": gold, "pred": predicted, **columns})
     return write_atomically(Path(output_dir) / PREDICTIONS_FILE, table.to_csv(index=False))
 
