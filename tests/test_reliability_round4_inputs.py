@@ -249,8 +249,10 @@ def test_a_run_writes_the_token_into_no_file_even_when_the_notebook_prints_it(tm
     body = (
         "import os\nfrom workbench import evidence\nfrom workbench.runs import write_metrics\n"
         "token = os.environ['HF_TOKEN']\nprint(token)\n"
+        "scale = evidence.scale(training={**training, 'hub_token': token})\n"
+        "record = evidence.record('A paper', scale, [0], [], None, comment=f'run with {token}')\n"
         "write_metrics(output_dir, {'f1': 0.5}, parameters={'training': training, 'hubToken': token},\n"
-        "              scale=evidence.scale(training={**training, 'hub_token': token}))\n"
+        "              note=f'the token is {token}', evidence=record)\n"
         "raise ValueError(f'the hub refused {token}')"
     )
     _notebook(notebooks / "nb.ipynb", "training = {}\noutput_dir = None", body)
@@ -265,6 +267,7 @@ def test_a_run_writes_the_token_into_no_file_even_when_the_notebook_prints_it(tm
     assert summary["error"][0] == "ValueError: the hub refused <SECRET>"
     assert "&lt;SECRET&gt;" in (folder / "index.html").read_text(encoding="utf-8")
     assert json.loads((folder / "run.json").read_text(encoding="utf-8"))["run_id"] == "r"
+    assert "run with <SECRET>" in (folder / RESULTS_FILE).read_text(encoding="utf-8")
 
 
 # ----------------------------------------------------------------------------- 3. no remote resource offline

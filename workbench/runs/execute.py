@@ -192,14 +192,26 @@ def _readable_injected_parameters() -> None:
     papermill_translators.register("python", ReadablePythonTranslator)
 
 
-def _scrub_file(path: Path, hidden: list[str]) -> None:
-    """Rewrite ``path`` (the executed notebook, JSON) with each secret text of ``hidden``, as written or JSON-escaped,
-    replaced by ``<SECRET>`` (``workbench.redaction.scrub``): an output or traceback that quoted the kernel's token."""
-    text = path.read_text(encoding="utf-8")
+TEXT_SUFFIXES = (".ipynb", ".json", ".html", ".txt", ".csv", ".yaml", ".yml", ".md", ".log")
+"""The files of an execution folder the runner reads for a secret the kernel held (the kernel's own writing)."""
+
+
+def _scrub_folder(folder: Path, hidden: list[str]) -> None:
+    """Rewrite each text file under ``folder`` (:data:`TEXT_SUFFIXES`: the executed notebook, metrics.json, figure
+    pages, captions) with each secret text of ``hidden``, as written or JSON-escaped, replaced by ``<SECRET>``
+    (``workbench.redaction.scrub``): an output, a record or a traceback that quoted the kernel's token."""
     escaped = [json.dumps(secret)[1:-1] for secret in hidden]
-    cleaned = scrub(text, sorted({*hidden, *escaped}, key=len, reverse=True))
-    if cleaned != text:
-        write_atomically(path, cleaned)
+    texts = sorted({*hidden, *escaped}, key=len, reverse=True)
+    for path in folder.rglob("*"):
+        if path.suffix.lower() not in TEXT_SUFFIXES or not path.is_file():
+            continue
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):  # not the kernel's text
+            continue
+        cleaned = scrub(text, texts)
+        if cleaned != text:
+            write_atomically(path, cleaned)
 
 
 def execute(
@@ -248,9 +260,9 @@ def execute(
     except Exception as exc:  # kernel died, notebook unreadable, a full disk, ...: report it, keep running the others
         error = f"{type(exc).__name__}: {exc}"
     duration = time.perf_counter() - start
-    hidden = secret_texts(execution.parameters)  # the hub token the kernel got: no output or message may show it
-    if hidden and executed.is_file():
-        _scrub_file(executed, hidden)
+    hidden = secret_texts(execution.parameters)  # the hub token the kernel got: no file or message may show it
+    if hidden:
+        _scrub_folder(folder, hidden)
     if executed.is_file() and not (kernels is not None and kernels.stopped):  # an interrupted run exports nothing
         try:
             export_html(executed)
