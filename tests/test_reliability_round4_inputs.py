@@ -397,7 +397,7 @@ def test_numbers_that_are_no_names_need_label_values(tmp_path):
         load_table(path, label_names=names, label_values=[1, 2])
     with pytest.raises(ValueError, match="^label_values: must come with label_names"):
         load_table(path, label_values=[1, 2, 3])
-    with pytest.raises(ValueError, match="^label_values: '2' is the value of class 'b' and the name of class 'c'"):
+    with pytest.raises(ValueError, match="^label_values: '2' is the value of class 'b' and the name of class '2'"):
         load_table(path, label_names=["a", "b", "2"], label_values=[1, 2, 3])
 
 
