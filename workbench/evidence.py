@@ -38,6 +38,7 @@ from workbench.metrics import (
     expected_calibration_error,
     reliability_bins,
 )
+from workbench.redaction import redact
 from workbench.stats import describe, detectable_difference, holm, paired_ci, two_sided_p
 from workbench.stats import interval as interval_of
 
@@ -601,7 +602,8 @@ def scale(**sections: Any) -> str:
     data={...}, training={...}``): the page names encoder sizes and data caps from the run's own parameters."""
     if not sections:
         raise ValueError("sections: must name at least one parameter section, got none")
-    return "; ".join(f"{name} {json.dumps(value, ensure_ascii=False)}" for name, value in sections.items()) + "."
+    shown = redact(sections)  # a section holding a secret (training.hub_token) shows its mark
+    return "; ".join(f"{name} {json.dumps(value, ensure_ascii=False)}" for name, value in shown.items()) + "."
 
 
 def size(model: str, parameters: int | None, training_examples: int, steps: int | None) -> dict[str, Any]:
@@ -637,7 +639,7 @@ def fixed_hyperparameters(training: Mapping[str, Any], losses: Mapping[str, Any]
     for name, spec in dict(losses).items():
         for key, value in (getattr(spec, "params", None) or {}).items():
             fixed[f"{name} {key}"] = value
-    return {**fixed, **others}
+    return redact({**fixed, **others})  # a secret among them (a hub token) shows its mark
 
 
 def record(
