@@ -638,7 +638,8 @@ def fixed_hyperparameters(training: Mapping[str, Any], losses: Mapping[str, Any]
     fixed = {key.replace("_", " "): training[key] for key in keys if key in training}
     for name, spec in dict(losses).items():
         for key, value in (getattr(spec, "params", None) or {}).items():
-            fixed[f"{name} {key}"] = value
+            if isinstance(value, (int, float)) and not isinstance(value, bool):  # a variant's name is the setting's
+                fixed[f"{name} {key}"] = value
     return redact({**fixed, **others})  # a secret among them (a hub token) shows its mark
 
 

@@ -62,7 +62,9 @@ def _ticks(low: float, high: float) -> list[float]:
 def forest_svg(entries: Sequence[Mapping[str, Any]]) -> str:
     """The forest plot as an SVG document: one line per entry, its CI as a bar, its difference as a dot coloured by
     verdict, the paper's difference as a purple diamond; 0 as a vertical line."""
-    label_width, plot_width, row_height, top = 520, 380, 18, 52
+    longest = max((len(entry["label"]) for entry in entries), default=20)
+    label_width = int(12 + 6.2 * longest)  # 11 px sans-serif: about 6 px a character
+    plot_width, row_height, top = 380, 18, 52
     height = top + row_height * len(entries) + 40
     values = [v for e in entries for v in (e["low"], e["high"], e["paper"]) if v is not None] + [0.0]
     low, high = min(values), max(values)
