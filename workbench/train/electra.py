@@ -29,7 +29,7 @@ from transformers.trainer import TRAINING_ARGS_NAME
 from transformers.utils import ModelOutput
 
 from workbench.config import Config
-from workbench.losses.mlm import IGNORE_INDEX, Correction, CorrectionCounts, HardCorrectionLoss, labelled_rows
+from workbench.losses import IGNORE_INDEX, Correction, CorrectionCounts, HardCorrectionLoss, labelled_rows
 from workbench.models import GENERATOR_DIR, build_electra, labelled_logits, model_source
 from workbench.train import pretraining
 from workbench.train.run_folder import Result, count_parameters, training_run
