@@ -133,6 +133,16 @@ def test_losses_stand_alone_importing_of_the_workbench_only_checks(path):
     assert _imports(path) <= {"checks", "losses"}, sorted(_imports(path))
 
 
+@pytest.mark.parametrize("package", ["train", "viz", "studies", "runs", "data", "masking", "models"])
+def test_the_layers_above_use_only_the_public_names_of_the_losses(package):
+    # issue 39: what train/ and viz/ need is exported by workbench.losses (the config alone reads losses.choices)
+    for path in (PACKAGE / package).rglob("*.py"):
+        inner = sorted(
+            name for name in imported_modules(path, with_names=False) if name.startswith("workbench.losses.")
+        )
+        assert not inner, f"{path.relative_to(PACKAGE)} imports {inner}; import from workbench.losses"
+
+
 def test_losses_import_neither_the_config_nor_text_files():
     # issue 29: the losses' options live with them (losses/choices.py); reading a label feature is the data side's
     for path in (PACKAGE / "losses").rglob("*.py"):
