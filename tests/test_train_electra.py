@@ -13,7 +13,7 @@ import yaml
 from safetensors.torch import load_file
 from transformers import BertForMaskedLM, TrainerCallback
 
-from workbench.config import TrainingConfig, load_config
+from workbench.config import ElectraSpec, TrainingConfig, load_config
 from workbench.losses import HardCorrectionLoss, MaskedLMLoss, SoftRegularizationLoss
 from workbench.models import build_electra, build_sequence_classifier, tiny_bert_config
 from workbench.synonyms import SynonymTable, synonym_matcher
@@ -122,7 +122,7 @@ def test_a_sample_equal_to_the_original_is_original_and_the_loss_covers_real_tok
 
 def tiny_pair(tokenizer, generator_size=0.25):
     tiny = {**TINY, "vocab_size": len(tokenizer), "max_position": 128}
-    return ElectraPretrainingModel(*build_electra(generator_size, tiny=tiny))
+    return ElectraPretrainingModel(*build_electra(ElectraSpec(generator_size), tiny=tiny))
 
 
 def test_the_pair_shares_embeddings_and_the_discriminator_sees_the_generators_samples(tokenizer, table):
@@ -244,7 +244,7 @@ def test_the_pair_saves_each_model_loadable_and_reads_them_back(tokenizer, tmp_p
         disc["electra.embeddings.word_embeddings.weight"], gen["electra.embeddings.word_embeddings.weight"]
     )
     # a checkpoint reloads as the pair: the generator from <folder>/generator (not a new one of size 0.5), sharing again
-    other = ElectraPretrainingModel(*build_electra(0.5, model_name_or_path=tmp_path))
+    other = ElectraPretrainingModel(*build_electra(ElectraSpec(0.5), model_name_or_path=tmp_path))
     for name, value in model.state_dict().items():
         assert torch.equal(value, other.state_dict()[name]), name
     assert other.generator.config.hidden_size == 8
@@ -272,10 +272,12 @@ def test_electra_refuses_sop_a_generator_of_size_zero_and_a_bert_checkpoint(tmp_
     with pytest.raises(ValueError, match=r"^objective.sop:"):
         pretrain_electra({"output_dir": str(tmp_path / "x"), "objective": {"sop": True}})
     with pytest.raises(ValueError, match=r"^electra.generator_size:"):
-        build_electra(0.01, tiny={**TINY, "vocab_size": len(tokenizer)})
+        build_electra(ElectraSpec(0.01), tiny={**TINY, "vocab_size": len(tokenizer)})
+    with pytest.raises(ValueError, match=r"^electra: must be a validated ElectraSpec"):  # checked once, by the section
+        build_electra(0.25, tiny={**TINY, "vocab_size": len(tokenizer)})
     BertForMaskedLM(tiny_bert_config(len(tokenizer), **TINY)).save_pretrained(tmp_path / "bert")
     with pytest.raises(ValueError, match=r"^model.model_name_or_path:"):
-        build_electra(0.25, model_name_or_path=tmp_path / "bert")
+        build_electra(ElectraSpec(0.25), model_name_or_path=tmp_path / "bert")
     assert "pretrain_electra" in TASK_RUNNERS
 
 

@@ -135,8 +135,13 @@ class Section:
         """A copy with ``changes``; nested sections may be given as mappings (merged over the current ones)."""
         for key, value in changes.items():
             if _nested(type(self), key) and isinstance(value, Mapping):
-                changes[key] = _nested(type(self), key).from_mapping(_merge(getattr(self, key).to_dict(), value))
+                changes[key] = getattr(self, key).merged(value)
         return dataclasses.replace(self, **changes)
+
+    def merged(self: SectionT, changes: Mapping[str, Any]) -> SectionT:
+        """A copy with the mapping ``changes`` merged over this section (nested mappings merged, not replaced),
+        checked as a new section is."""
+        return type(self).from_mapping(_merge(self.to_dict(), changes))
 
 
 def _plain(value: Any) -> Any:

@@ -71,6 +71,7 @@ _MODULES = {
         "pcl_constants",
         "pcl_severity",
         "pcl_weight_matrix",
+        "pcl_weight_matrix_of_checked",
     ),
     "registry": ("available_losses", "build_loss", "check_loss_params", "parameter_range"),
 }

@@ -129,13 +129,14 @@ def pcl_weight_matrix(
     counts = check_label_counts(label_counts)
     cost_matrix = None if cost_matrix is None else check_cost_matrix(cost_matrix, variant)
     check_one_count_per_row(counts, cost_matrix)
-    return weight_matrix(variant, epsilon, counts, form, cost_matrix)
+    return pcl_weight_matrix_of_checked(variant, epsilon, counts, form, cost_matrix)
 
 
-def weight_matrix(
+def pcl_weight_matrix_of_checked(
     variant: str, epsilon: float, counts: torch.Tensor, pcl_plus_form: str, cost_matrix: torch.Tensor | None
 ) -> torch.Tensor:
-    """``pcl_weight_matrix`` for checked arguments (float64 CPU counts and cost matrix)."""
+    """``pcl_weight_matrix`` for arguments already checked (epsilon in :data:`EPSILON`, float64 CPU counts and cost
+    matrix): nothing is checked again (a batch's counts, a widget's redraw at each slider step)."""
     plus, minus = count_ratios(counts.tolist(), pcl_plus_form)
     num_classes = len(counts)
     if variant == "reference":
@@ -210,7 +211,7 @@ class PropensityCorrectedLoss(ImbalanceLoss):
             self.label_counts = check_label_counts(label_counts)
             check_one_count_per_row(self.label_counts, self.cost_matrix)
             self.pcl_plus, self.pcl_minus = count_ratios(self.label_counts.tolist(), self.pcl_plus_form)
-            self.weight_matrix = weight_matrix(
+            self.weight_matrix = pcl_weight_matrix_of_checked(
                 variant, self.epsilon, self.label_counts, self.pcl_plus_form, self.cost_matrix
             )
 
@@ -239,7 +240,7 @@ class PropensityCorrectedLoss(ImbalanceLoss):
         if self.counts == "global":
             return self.weight_matrix
         cost_matrix = None if self.cost_matrix is None else self.cost_matrix.cpu()
-        return weight_matrix(self.variant, self.epsilon, counts, self.pcl_plus_form, cost_matrix)
+        return pcl_weight_matrix_of_checked(self.variant, self.epsilon, counts, self.pcl_plus_form, cost_matrix)
 
     def paper_loss(self, logits: torch.Tensor, targets: torch.Tensor, ls: torch.Tensor) -> torch.Tensor:
         """Eq. 4 as printed, per position: LS - PCL- (condition 1: a near mistake), LS + PCL+ (condition 2: a far

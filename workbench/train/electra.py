@@ -28,7 +28,7 @@ from transformers import ElectraForMaskedLM, ElectraForPreTraining, TrainerCallb
 from transformers.trainer import TRAINING_ARGS_NAME
 from transformers.utils import ModelOutput
 
-from workbench.config import Config
+from workbench.config import Config, ElectraSpec
 from workbench.losses import IGNORE_INDEX, Correction, CorrectionCounts, HardCorrectionLoss, labelled_rows
 from workbench.models import GENERATOR_DIR, build_electra, labelled_logits, model_source
 from workbench.train import pretraining
@@ -186,7 +186,7 @@ class ElectraTrainer(pretraining.MaskedLMTrainer):
     def _load_from_checkpoint(self, resume_from_checkpoint: str, model: nn.Module | None = None) -> None:
         # A private Trainer method, kept: the Trainer resumes by loading one state dict into Trainer.model, and nothing
         # public loads the pair's two folders (D, generator/) back into it. Named in docs/architecture.md.
-        saved = ElectraPretrainingModel(*build_electra(1.0, model_name_or_path=resume_from_checkpoint))
+        saved = ElectraPretrainingModel(*build_electra(ElectraSpec(1.0), model_name_or_path=resume_from_checkpoint))
         self.accelerator.unwrap_model(model or self.model).load_state_dict(saved.state_dict())
 
 
@@ -251,7 +251,7 @@ def pretrain_electra(
     with training_run(config, "pretrain_electra") as config:
         data = pretraining.prepare_pretraining(config)
         source = model_source(config.model, len(data.tokenizer), config.data.max_length)
-        model = ElectraPretrainingModel(*build_electra(config.electra.generator_size, **source))
+        model = ElectraPretrainingModel(*build_electra(config.electra, **source))
         arguments = pretraining.pretraining_trainer_kwargs(config, data, callbacks)
         trainer = ElectraTrainer(model=model, discriminator_weight=config.electra.discriminator_weight, **arguments)
         return pretraining.run_pretraining(trainer, config, data, evaluate_electra, electra=config.electra.to_dict())

@@ -25,7 +25,7 @@ from workbench.losses import (
     QBQTC_LABEL_COUNTS,
     check_label_counts,
     parameter_range,
-    pcl_weight_matrix,
+    pcl_weight_matrix_of_checked,
 )
 from workbench.viz import figures
 from workbench.viz.confusion import matrix_grid
@@ -280,8 +280,8 @@ class LossCurvePanel(Panel):
 class PclWeightsPanel(Panel):
     """The PCL per-(gold, predicted) matrices (``pcl_weight_matrix``) of ``variants`` against epsilon, which starts at
     ``epsilon`` in [0, 1) (a notebook sweep changes the figure); ``label_counts`` (default QBQTC's) set K and
-    ``label_names`` (default "0".."K-1"). Each argument is checked here, before the first draw; the slider keeps to
-    epsilon's declared range."""
+    ``label_names`` (default "0".."K-1"). Each argument is checked here, once; a redraw takes the slider's epsilon,
+    kept to its declared range."""
 
     def __init__(
         self,
@@ -310,7 +310,7 @@ class PclWeightsPanel(Panel):
         matrices = {}
         for variant in self.variants:
             form = DEFAULT_PCL_PLUS_FORM[variant]
-            matrices[variant] = pcl_weight_matrix(variant, epsilon, self.counts, form).numpy()
+            matrices[variant] = pcl_weight_matrix_of_checked(variant, epsilon, self.counts, form, None).numpy()
         title = f"PCL matrices M[gold, predicted], epsilon = {epsilon:g}"
         return matrix_grid(matrices, self.label_names, title=title, shared_scale=False)
 
