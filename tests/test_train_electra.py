@@ -284,6 +284,25 @@ def test_electra_refuses_sop_a_generator_of_size_zero_and_a_bert_checkpoint(tmp_
 # --- end-to-end runs ------------------------------------------------------------------------------
 
 
+def test_the_trainers_own_resume_loads_every_weight_of_the_pair(tokenizer, tmp_path):
+    # issue 39: no private Trainer method overridden; a checkpoint is the pair's save_pretrained, and the Trainer
+    # resumes by loading its model.safetensors into Trainer.model with load_state_dict(state, strict=False)
+    assert "_load_from_checkpoint" not in ElectraTrainer.__dict__
+    torch.manual_seed(0)
+    saved = tiny_pair(tokenizer)
+    saved.save_pretrained(tmp_path)
+    torch.manual_seed(1)
+    resumed = tiny_pair(tokenizer)
+    result = resumed.load_state_dict(load_file(str(tmp_path / "model.safetensors")), strict=False)
+    # the only keys not in the file are G's shared embeddings (D's, saved once): the Trainer ties them, no warning
+    assert set(result.missing_keys) == set(resumed._keys_to_ignore_on_save) and not result.unexpected_keys
+    assert any(".word_embeddings." in key for key in resumed._keys_to_ignore_on_save)
+    resumed.tie_weights()
+    for name, value in saved.state_dict().items():
+        assert torch.equal(value, resumed.state_dict()[name]), name
+    assert resumed.generator.electra.embeddings is resumed.discriminator.electra.embeddings
+
+
 def electra_config(output_dir, cache_dir, **sections) -> dict:
     config = {
         "output_dir": str(output_dir),
