@@ -31,23 +31,25 @@ FOUNDATION = {
     "yaml_files",
     "data_root",
     "hub",
+    "redaction",
 }
 ALLOWED: dict[str, set[str]] = {
-    "checks": set(),
+    "checks": {"redaction"},  # a message shows a secret as its mark
     "command_line": set(),
     "stats": {"checks", "metrics"},  # the paired bootstrap resamples metrics.confusion_scores
     "threads": set(),
-    "config": {"checks", "yaml_files", "losses", "data_root", "metrics_file", "data"},  # losses.choices (torch-free);
-    # $WORKBENCH_DATA/ paths; metrics_file.redact: a shown config hides its secrets; data.releases: the named data sets
+    "config": {"checks", "yaml_files", "losses", "data_root", "redaction", "data"},  # losses.choices (torch-free);
+    # $WORKBENCH_DATA/ paths; redaction: a shown config hides its secrets; data.releases: the named data sets
     "data_root": set(),
-    "metrics_file": set(),
-    "yaml_files": set(),
+    "metrics_file": {"redaction"},
+    "yaml_files": {"redaction"},  # an override's error shows a secret as its mark
+    "redaction": set(),
     "text_files": set(),
     "hub": set(),
     "vocab": {"text_files", "hub"},  # text_files.read_lines: the one reader of text files; hub: a name looked up
     "metrics": {"checks"},
     "decisions": {"checks", "metrics"},
-    "evidence": {"checks", "metrics", "stats"},
+    "evidence": {"checks", "metrics", "stats", "redaction"},
     "label_entropy": {"checks"},
     "synonyms": {"checks", "text_files", "data_root"},
     "word_vectors": {"checks"},
@@ -64,6 +66,7 @@ ALLOWED: dict[str, set[str]] = {
         "data_root",
         "data",
         "evidence",
+        "redaction",
     },  # data: file check
     "train": FOUNDATION | {"losses", "masking", "data", "models"},  # not the runner: metrics.json via metrics_file
     "viz": {"checks", "config", "losses", "label_entropy"},

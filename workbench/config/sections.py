@@ -15,6 +15,7 @@ from typing import Any, ClassVar, TypeVar
 
 from workbench.checks import INT_MAX, Bounds, check_bool, check_choice, check_text
 from workbench.data_root import expand_data_root
+from workbench.redaction import redact
 
 __all__ = ["INT_MAX", "Bounds", "Section", "check_field", "option"]  # Bounds and INT_MAX live in workbench.checks
 
@@ -119,7 +120,9 @@ class Section:
             return cls() if values is None else values
         allowed = _section_fields(cls)
         if not isinstance(values, Mapping):
-            raise ValueError(f"{cls.prefix}: must be a mapping with keys {', '.join(sorted(allowed))}, got {values!r}")
+            raise ValueError(
+                f"{cls.prefix}: must be a mapping with keys {', '.join(sorted(allowed))}, got {redact(values)!r}"
+            )
         for key in values:
             if key not in allowed:
                 raise _unknown(cls, f"{cls.prefix}.{key}" if cls.prefix else key)
