@@ -19,7 +19,7 @@ import torch
 from datasets import DatasetDict
 
 from workbench.checks import check_int, check_names, check_seeds
-from workbench.config import LossSpec
+from workbench.config import LossSpec, ModelConfig, TrainingConfig
 from workbench.data import label_names
 from workbench.losses import QBQTC_LABEL_COUNTS
 from workbench.metrics import classification_report
@@ -163,17 +163,20 @@ def run_ablation(
 
 
 def encoder_fitters(
-    encoders: Mapping[str, Mapping[str, Any]], training: Mapping[str, Any], max_length: int
+    encoders: Mapping[str, ModelConfig | Mapping[str, Any]], training: TrainingConfig, max_length: int
 ) -> dict[str, Fitter]:
-    """Table 4's encoder axis: a :func:`~workbench.train.build_fitter` per ``encoders`` entry (a name ->
-    ``model`` section)."""
+    """Table 4's encoder axis: a :func:`~workbench.train.build_fitter` per ``encoders`` entry (a name -> ``model``
+    section, each checked here, where it enters), all with the config's validated ``training`` section."""
     if (
         not isinstance(encoders, Mapping)
         or not encoders
         or not all(isinstance(name, str) and name.strip() for name in encoders)
     ):
         raise ValueError(f"encoders: must be a non-empty mapping of name -> model section, got {encoders!r}")
-    return {name: build_fitter(section, training, max_length) for name, section in encoders.items()}
+    return {
+        name: build_fitter(ModelConfig.from_mapping(section), training, max_length)
+        for name, section in encoders.items()
+    }
 
 
 @dataclass
