@@ -26,7 +26,8 @@ import pandas as pd
 from workbench.metrics_file import metric_statistics, write_atomically
 from workbench.runs.assets import PRINT_CSS, PRINT_FIGURES_JS, PRINT_WIDTH, inline_plotly_js
 from workbench.runs.execute import Outcome
-from workbench.runs.results import results_html
+from workbench.runs.results import forest_json, results_html
+from workbench.runs.sanitize import offline_figure
 
 METRIC_PREFIX = "metric."
 DESCRIPTIONS = "descriptions"  # metrics.json's entry of one-line metric descriptions, shown in index.html
@@ -196,7 +197,7 @@ def _figures(summary: pd.DataFrame, run_dir: Path, folded: bool) -> Section:
         parts = []
         for page in sorted((run_dir / row["folder"] / FIGURES_SUBDIR).glob("*.html")):
             saved = page.with_suffix(".json")
-            figure = json.loads(saved.read_text(encoding="utf-8")) if saved.is_file() else {}
+            figure = offline_figure(json.loads(saved.read_text(encoding="utf-8"))) if saved.is_file() else {}
             href = html.escape(page.relative_to(run_dir).as_posix())
             if figure:
                 parts.append(_figure_div(figure, f"figure-{count}", figure_caption(page, figure), href))
@@ -373,6 +374,9 @@ def index_sections(
     :class:`Section` in this list."""
     sections = [_about(outcomes, summary, run_dir), Section("executions", "Executions", _runs_table(summary, run_dir))]
     results = results_html(run_dir)  # the claim rows of results.md, when the notebooks recorded some
+    forest = forest_json(run_dir)
+    if results and forest:
+        results += _figure_div(forest, "results-forest", "Forest plot: every tested row's difference and its 95% CI")
     if results:
         sections.append(Section("results", "Results: each paper's claim", results))
     if sweep_keys and not aggregated.empty:

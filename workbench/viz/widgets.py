@@ -18,9 +18,16 @@ import plotly.graph_objects as go
 import plotly.io as pio
 from IPython.display import clear_output, display
 
-from workbench.checks import check_choice, check_int, check_names, check_number
+from workbench.checks import Bounds, check_choice, check_int, check_names
 from workbench.label_entropy import paper_entropy
-from workbench.losses.pcl import DEFAULT_PCL_PLUS_FORM, PCL_VARIANTS, QBQTC_LABEL_COUNTS, check_counts, weight_matrix
+from workbench.losses import (
+    DEFAULT_PCL_PLUS_FORM,
+    PCL_VARIANTS,
+    QBQTC_LABEL_COUNTS,
+    check_label_counts,
+    parameter_range,
+    pcl_weight_matrix_of_checked,
+)
 from workbench.viz import figures
 from workbench.viz.confusion import matrix_grid
 from workbench.viz.curves import figure_loss_curves
@@ -42,14 +49,26 @@ PAGE_STEPS = 11  # a page slider's steps: every position up to this many, else i
 TRACE_ATTRIBUTES = ("x", "y", "z", "text")  # what a page slider's step may change in a trace
 
 
-def make_slider(name: str, continuous_update: bool = True, **overrides: Any) -> widgets.widget.Widget:
-    """A preconfigured slider for ``name`` (one of SLIDERS); ``overrides`` change value, min, max, step.
-    The range is widened to hold the value (ipywidgets would clamp it silently)."""
+def make_slider(
+    name: str, continuous_update: bool = True, within: Sequence[Bounds] = (), **overrides: Any
+) -> widgets.widget.Widget:
+    """A preconfigured slider for ``name`` (one of SLIDERS); ``overrides`` change value, min, max, step. Its ends are
+    kept to the positions every range of ``within`` holds (the declared ranges of the loss parameters it sets,
+    ``workbench.losses.parameter_range``: dice's gamma starts above 0, epsilon stays below 1). The range is widened to
+    hold the value (ipywidgets would clamp it silently)."""
     check_choice("name", name, sorted(SLIDERS))
     unknown = sorted(set(overrides) - {"value", "min", "max", "step"})
     if unknown:
         raise ValueError(f"overrides: must be among value, min, max, step, got {unknown}")
     settings = {**SLIDERS[name], **overrides}
+    if within:
+        count = round((settings["max"] - settings["min"]) / settings["step"]) + 1
+        kind = type(SLIDERS[name]["value"])
+        grid = [kind(round(settings["min"] + i * settings["step"], 10)) for i in range(count)]
+        allowed = [value for value in grid if all(bounds.contains(value) for bounds in within)]
+        if not allowed:
+            raise ValueError(f"{name}: no slider position in [{settings['min']}, {settings['max']}] is allowed")
+        settings.update(min=allowed[0], max=allowed[-1])
     settings.update(min=min(settings["min"], settings["value"]), max=max(settings["max"], settings["value"]))
     slider_class = widgets.IntSlider if isinstance(SLIDERS[name]["value"], int) else widgets.FloatSlider
     return slider_class(
@@ -263,9 +282,14 @@ class LossCurvePanel(Panel):
             options.setdefault("example", ("positive", "negative"))
         self.curves = list(curves)
         self.options = options
-        super().__init__(
-            {slider: make_slider(slider, continuous_update=False) for slider in slider_names}, name, interactive
-        )
+        ranges = {  # each slider within the declared range of every loss parameter it sets
+            slider: [parameter_range(curve.loss, slider) for curve in curves if slider in curve.linked]
+            for slider in slider_names
+        }
+        sliders = {
+            slider: make_slider(slider, continuous_update=False, within=ranges[slider]) for slider in slider_names
+        }
+        super().__init__(sliders, name, interactive)
 
     def draw(self, **values: Any) -> go.Figure:
         linked = [{**curve.fixed, **{name: values[name] for name in curve.linked}} for curve in self.curves]
@@ -276,7 +300,8 @@ class LossCurvePanel(Panel):
 class PclWeightsPanel(Panel):
     """The PCL per-(gold, predicted) matrices (``pcl_weight_matrix``) of ``variants`` against epsilon, which starts at
     ``epsilon`` in [0, 1) (a notebook sweep changes the figure); ``label_counts`` (default QBQTC's) set K and
-    ``label_names`` (default "0".."K-1"). Each argument is checked here, once; a redraw takes the slider's epsilon."""
+    ``label_names`` (default "0".."K-1"). Each argument is checked here, once; a redraw takes the slider's epsilon,
+    kept to its declared range."""
 
     def __init__(
         self,
@@ -287,7 +312,7 @@ class PclWeightsPanel(Panel):
         name: str = "pcl_weights",
         epsilon: float = 0.1,
     ) -> None:
-        self.counts = check_counts(QBQTC_LABEL_COUNTS if label_counts is None else label_counts)
+        self.counts = check_label_counts(QBQTC_LABEL_COUNTS if label_counts is None else label_counts)
         self.label_counts = tuple(self.counts.tolist())
         self.label_names = (
             [str(index) for index in range(len(self.label_counts))] if label_names is None else list(label_names)
@@ -297,14 +322,15 @@ class PclWeightsPanel(Panel):
                 f"label_counts: must have one count per label name {self.label_names}, got {self.label_counts}"
             )
         self.variants = check_names("variants", variants, PCL_VARIANTS, distinct=False)
-        epsilon = check_number("epsilon", epsilon, 0.0, 1.0, high_inclusive=False)
-        super().__init__({"epsilon": make_slider("epsilon", value=epsilon)}, name, interactive)
+        epsilon_range = parameter_range("pcl", "epsilon")
+        epsilon = epsilon_range.check_number("epsilon", epsilon)
+        super().__init__({"epsilon": make_slider("epsilon", within=[epsilon_range], value=epsilon)}, name, interactive)
 
     def draw(self, epsilon: float) -> go.Figure:
         matrices = {}
         for variant in self.variants:
             form = DEFAULT_PCL_PLUS_FORM[variant]
-            matrices[variant] = weight_matrix(variant, epsilon, self.counts, form, cost_matrix=None).numpy()
+            matrices[variant] = pcl_weight_matrix_of_checked(variant, epsilon, self.counts, form, None).numpy()
         title = f"PCL matrices M[gold, predicted], epsilon = {epsilon:g}"
         return matrix_grid(matrices, self.label_names, title=title, shared_scale=False)
 
