@@ -51,7 +51,7 @@ ALLOWED: dict[str, set[str]] = {
     "label_entropy": {"checks"},
     "synonyms": {"checks", "text_files", "data_root"},
     "word_vectors": {"checks"},
-    "losses": {"checks", "synonyms"},
+    "losses": {"checks", "synonyms", "data_root"},  # data_root: a loss module's path may be $WORKBENCH_DATA/...
     "masking": {"checks", "config", "text_files", "threads"},
     "data": {"checks", "config", "synonyms", "text_files", "masking", "data_root"},
     "models": {"checks", "config", "vocab"},

@@ -106,7 +106,7 @@ def test_decision_rules_are_tuned_on_validation_alone():
 
 def test_walkthrough_dice_rows_compare_dsc_with_ce_argmax_and_tuned():
     splits = _splits(3)
-    ablation = _ablation(splits, {"LS": 0.6, "CE": 0.6, "DSC": 0.62})
+    ablation = _ablation(splits, {"LS": 0.6, "CE": 0.6, "DSC reference": 0.62})
     rows = pcl_vs_dice.dice_rows(ablation, splits, "t", "probe", n_resamples=200)
     assert [(row["method"], row["baseline"], row["setting"]) for row in rows] == [
         ("DSC (released preset)", "CE", "probe, argmax"),

@@ -1,5 +1,6 @@
 """Losses for imbalanced classification and MLM: ``build_loss(name, **params)``, ``available_losses()``; every loss
-class (the MLM objectives too) is importable from here (as in MONAI).
+class (the MLM objectives too) is importable from here (as in MONAI). A loss of yours joins them through
+``register_loss(name, loss_class)`` (or a module of ``import_loss_modules``; docs/your_own_loss.md).
 
 Every loss is an ``nn.Module`` with ``forward(logits, labels)``; see docs/losses.md. A loss spec of a config
 (``LossSpec``) with the training split's label counts becomes a loss through ``workbench.train.loss_from_spec``.
@@ -29,7 +30,15 @@ _MODULES = {
     "mlm": ("CorrectionStats", "HardCorrectionLoss", "MaskedLMLoss", "SoftRegularizationLoss"),
     "ordinal": ("CornLoss",),
     "pcl": ("QBQTC_LABEL_COUNTS", "PropensityCorrectedLoss", "pcl_constants", "pcl_severity", "pcl_weight_matrix"),
-    "registry": ("available_losses", "build_loss"),
+    "own": ("OwnLoss",),
+    "registry": (
+        "available_losses",
+        "build_loss",
+        "check_loss_parameters",
+        "import_loss_modules",
+        "loss_parameters",
+        "register_loss",
+    ),
 }
 _EXPORTS = {name: f"workbench.losses.{module}" for module, names in _MODULES.items() for name in names}
 __all__ = sorted(_EXPORTS)

@@ -19,6 +19,7 @@ from datasets import DatasetDict
 from workbench.decisions import logit_adjustment_rule, tuned_predictions
 from workbench.evidence import Claim, compare
 from workbench.stats import mcnemar_test
+from workbench.train import extra_rows
 
 PAPER = "arXiv 1911.02855"
 DSC_CLAIM = Claim(PAPER, "Table 8", "DSC achieves the highest F1 score across all datasets.")
@@ -49,6 +50,8 @@ ACCURACY_CLAIM = Claim(
 CLAIMED = {"FL": "FL", "DL": "DL", "DSC": "DSC (eq. 12)", "DSC reference": "DSC (released preset)", "WCE": "WCE"}
 """The losses the Table 8 rows test against CE, and their names on the page."""
 FAIR = ("class-balanced CE", "logit-adjusted CE")
+EXTRA_REFERENCES = ("CE", "DSC", "DSC reference")
+"""What an extra setting is compared with: CE (the task's baseline) and the paper's DSC, as printed and as released."""
 
 
 def _argmax(cell: Mapping[int, Any]) -> dict[int, np.ndarray]:
@@ -211,5 +214,39 @@ def _accuracy_rows(
                 n_resamples=n_resamples,
                 note=note,
             )
+        )
+    return rows
+
+
+def extra_setting_rows(
+    splits: DatasetDict,
+    test: str,
+    setting: str,
+    table8: Mapping[tuple[str, str], Mapping[int, Any]],
+    extra_settings: Mapping[str, Any] | None,
+    n_resamples: int = 2000,
+) -> list[dict[str, Any]]:
+    """Each extra setting of Table 8's grid (``table8``: (training set, loss) -> {seed: Fit}) against
+    :data:`EXTRA_REFERENCES` that ran, on each training set, F1 of the positive class, argmax decisions
+    (``workbench.train.extra_rows``: ``workbench.evidence.compare``, as every row)."""
+    gold = np.asarray(splits["test"]["label"], dtype=np.int64)
+    rows = []
+    for training_set in dict.fromkeys(name for name, _ in table8):
+        predictions = {
+            (loss, seed): fit.test_predictions
+            for (name, loss), cell in table8.items()
+            if name == training_set
+            for seed, fit in cell.items()
+        }
+        rows += extra_rows(
+            extra_settings,
+            predictions,
+            EXTRA_REFERENCES,
+            y_true=gold,
+            test=test,
+            setting=f"{setting}, {training_set}",
+            metrics=("f1_positive",),
+            num_labels=2,
+            n_resamples=n_resamples,
         )
     return rows

@@ -27,8 +27,10 @@ from transformers.utils import logging
 
 from workbench.checks import is_number
 from workbench.config import Config, load_config
+from workbench.losses import check_loss_parameters, import_loss_modules
 from workbench.metrics_file import METRICS_FILE, redact, secret_mark, write_json
 from workbench.threads import torch_threads
+from workbench.train.losses_from_specs import needs_label_counts
 from workbench.yaml_files import read_yaml_file
 
 RUN_CONFIG = "run_config.yaml"
@@ -174,9 +176,14 @@ def hub_token(token: str | None) -> Iterator[None]:
 
 @contextlib.contextmanager
 def training_run(config: Any, task: str, *subfolders: str) -> Iterator[Config]:
-    """The frame of a run: ``config`` loaded for ``task``, its output_dir (and ``subfolders``) claimed before any
-    data is loaded (:func:`claim_output_dir`), bars, threads, seed and :func:`hub_token` set; yields the config."""
+    """The frame of a run: ``config`` loaded for ``task``, its ``loss_modules`` imported and its loss checked against
+    the registry (finetune, two_stage), its output_dir (and ``subfolders``) claimed before any data is loaded
+    (:func:`claim_output_dir`), bars, threads, seed and :func:`hub_token` set; yields the config."""
     config = load_config(config, task=task)
+    import_loss_modules(config.loss_modules)
+    if task in ("finetune", "two_stage"):  # the tasks that train with the loss section
+        loss = config.loss
+        check_loss_parameters(loss.name, loss.params, "loss.name", "loss.params", needs_label_counts(loss))
     with (
         claim_output_dir(config, *subfolders),
         progress_bars(not config.training.quiet),

@@ -17,7 +17,7 @@ import plotly.graph_objects as go
 import plotly.io as pio
 from IPython.display import clear_output, display
 
-from workbench.checks import check_choice, check_int, check_names, check_number
+from workbench.checks import check_int, check_names, check_number
 from workbench.label_entropy import paper_entropy
 from workbench.losses.pcl import DEFAULT_PCL_PLUS_FORM, PCL_VARIANTS, QBQTC_LABEL_COUNTS, check_counts, weight_matrix
 from workbench.viz import figures
@@ -42,15 +42,26 @@ TRACE_ATTRIBUTES = ("x", "y", "z", "text")  # what a page slider's step may chan
 
 
 def make_slider(name: str, continuous_update: bool = True, **overrides: Any) -> widgets.widget.Widget:
-    """A preconfigured slider for ``name`` (one of SLIDERS); ``overrides`` change value, min, max, step.
-    The range is widened to hold the value (ipywidgets would clamp it silently)."""
-    check_choice("name", name, sorted(SLIDERS))
+    """A preconfigured slider for ``name`` (one of SLIDERS); ``overrides`` change value, min, max, step. A parameter
+    not in SLIDERS (one of a loss of yours) gets a slider when ``overrides`` give all four. The range is widened to
+    hold the value (ipywidgets would clamp it silently)."""
     unknown = sorted(set(overrides) - {"value", "min", "max", "step"})
     if unknown:
         raise ValueError(f"overrides: must be among value, min, max, step, got {unknown}")
-    settings = {**SLIDERS[name], **overrides}
+    if name not in SLIDERS and set(overrides) != {"value", "min", "max", "step"}:
+        raise ValueError(
+            f"name: must be one of {', '.join(sorted(SLIDERS))}, or come with value, min, max and step, got {name!r} "
+            f"with {sorted(overrides)}"
+        )
+    settings = {**SLIDERS.get(name, {}), **overrides}
+    for key in ("value", "min", "max", "step"):
+        check_number(f"{name}.{key}", settings[key])
+    if settings["step"] <= 0:
+        raise ValueError(f"{name}.step: must be a number > 0, got {settings['step']!r}")
     settings.update(min=min(settings["min"], settings["value"]), max=max(settings["max"], settings["value"]))
-    slider_class = widgets.IntSlider if isinstance(SLIDERS[name]["value"], int) else widgets.FloatSlider
+    given = SLIDERS[name] if name in SLIDERS else settings
+    integral = all(isinstance(given[key], int) and not isinstance(given[key], bool) for key in given)
+    slider_class = widgets.IntSlider if integral else widgets.FloatSlider
     return slider_class(
         description=name, continuous_update=continuous_update, style={"description_width": "initial"}, **settings
     )
@@ -223,8 +234,10 @@ class LinkedCurve:
 
 
 class LossCurvePanel(Panel):
-    """Loss and gradient curves redrawn from sliders; ``options`` go to ``figure_loss_curves`` (``example``: default
-    "positive", and "negative" too when a slider is in NEGATIVE_ONLY; ``derivative``, ``derivative_range``, ...)."""
+    """Loss and gradient curves redrawn from sliders, for any registered loss (yours too: ``LinkedCurve("poly1",
+    linked=("epsilon",))``); ``slider_ranges`` sets a slider's value, min, max and step (all four for a parameter
+    not in SLIDERS); ``options`` go to ``figure_loss_curves`` (``example``: default "positive", and "negative" too
+    when a slider is in NEGATIVE_ONLY; ``derivative``, ``derivative_range``, ...)."""
 
     def __init__(
         self,
@@ -232,6 +245,7 @@ class LossCurvePanel(Panel):
         slider_names: Sequence[str] = ("gamma", "alpha"),
         interactive: bool = True,
         name: str = "loss_curves",
+        slider_ranges: Mapping[str, Mapping[str, float]] | None = None,
         **options: Any,
     ) -> None:
         if not curves:
@@ -241,11 +255,16 @@ class LossCurvePanel(Panel):
             raise ValueError(f"curves: link slider(s) {unknown} that are not in slider_names {list(slider_names)}")
         if any((curve.loss, slider) in NEGATIVE_ONLY for curve in curves for slider in curve.linked):
             options.setdefault("example", ("positive", "negative"))
+        ranges = dict(slider_ranges or {})
+        unranged = sorted(set(ranges) - set(slider_names))
+        if unranged:
+            raise ValueError(
+                f"slider_ranges: name slider(s) {unranged} that are not in slider_names {list(slider_names)}"
+            )
         self.curves = list(curves)
         self.options = options
-        super().__init__(
-            {slider: make_slider(slider, continuous_update=False) for slider in slider_names}, name, interactive
-        )
+        sliders = {slider: make_slider(slider, False, **ranges.get(slider, {})) for slider in slider_names}
+        super().__init__(sliders, name, interactive)
 
     def draw(self, **values: Any) -> go.Figure:
         linked = [{**curve.fixed, **{name: values[name] for name in curve.linked}} for curve in self.curves]
