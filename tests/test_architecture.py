@@ -64,7 +64,8 @@ ALLOWED: dict[str, set[str]] = {
         "data_root",
         "data",
         "evidence",
-    },  # data: file check
+        "losses",
+    },  # data: file check; losses: a params set's loss_modules imported and extra_settings checked before kernels
     "train": FOUNDATION | {"losses", "masking", "data", "models"},  # not the runner: metrics.json via metrics_file
     "viz": {"checks", "config", "losses", "label_entropy"},
     "studies": FOUNDATION | {"losses", "masking", "data", "models", "train"},

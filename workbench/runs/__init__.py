@@ -21,6 +21,7 @@ from workbench.runs.assets import ensure_assets
 from workbench.runs.execute import Outcome, RunningKernels, ensure_kernel, execute, new_run_dir
 from workbench.runs.plan import (
     PARAMS_SETS,
+    check_loss_settings,
     check_paths,
     params_folder,
     parse_assignments,
@@ -195,6 +196,7 @@ def run(
         )
     executions = plan_executions(notebooks, params_dir, params_set, sweep, seeds)
     check_paths(executions, params_set)  # a missing data file or encoder: now, not in a kernel later
+    check_loss_settings(executions, params_set)  # a loss module of yours that fails, a setting it cannot build
     if executor not in EXECUTORS or (slurm and executor == "threads"):
         raise ValueError(
             f"--executor {executor!r}: must be one of {', '.join(EXECUTORS)} (--slurm parameters: not threads)"

@@ -48,6 +48,7 @@ PATH_KEYS = {
     "lexicon": "file",
     "table8_lexicon": "file",
     "extra_lexicons": "file",
+    "loss_modules": "file",
     "model_name_or_path": "checkpoint",
     "fusion_model": "checkpoint",
 }
@@ -322,6 +323,31 @@ def check_paths(executions: Sequence[Execution], params_set: str) -> None:
                     _check_data_root(name, section, folder)
                 except ValueError as error:
                     raise type(error)(f"{given}: {error}") from None
+
+
+def check_loss_settings(executions: Sequence[Execution], params_set: str) -> None:
+    """Each notebook's ``loss_modules`` imported here, from the notebook's folder as its kernel will, and its
+    ``extra_settings`` checked against the registry, before any kernel starts: a file that fails to import (its file
+    and line), a loss name nothing registered, a parameter its class does not take or a required one not given are a
+    ValueError naming where it was given (the params file, or ``--sweep``). The kernel imports and checks them again,
+    in its own process."""
+    for execution in executions:
+        modules = execution.parameters.get("loss_modules") or []
+        extra = execution.parameters.get("extra_settings")
+        if not modules and not extra:
+            continue
+        from workbench.config import extra_specs
+        from workbench.losses import check_loss_parameters, import_loss_modules
+
+        swept = {"loss_modules", "extra_settings"} & set(execution.point)
+        given = "--sweep" if swept else f"params file {params_set}/{execution.name}.yaml"
+        try:
+            import_loss_modules(modules, execution.notebook.parent)
+            for label, spec in extra_specs(extra).items():
+                where = f"extra_settings[{label!r}]"
+                check_loss_parameters(spec.name, spec.params, f"{where}.loss", f"{where}.params", counts_supplied=True)
+        except ValueError as error:
+            raise ValueError(f"{given}: {error}") from None
 
 
 def plan_executions(
