@@ -6,9 +6,8 @@ first term,
 
     L_Poly-1 = -log p_t + epsilon (1 - p_t),
 
-p_t the predicted probability of the gold class (the paper's code, Listing 1: ``CE + epsilon * (1 - pt)``). epsilon = 0
-is cross-entropy; epsilon = -1 removes the first term; the paper reports gains with epsilon = 1 on ImageNet and
-epsilon = -1 on COCO detection.
+p_t the predicted probability of the gold class. epsilon = 0 is cross-entropy; epsilon = -1 removes the first term;
+the paper tunes epsilon per task (this class's default, 1, is a starting point, not the paper's choice for text).
 
 Importing this file registers the loss as "poly1": ``loss_modules: [../examples/poly1.py]`` in a notebook's params
 file (paths relative to notebooks/), or ``loss_modules: [examples/poly1.py]`` in a trainer config (run from the
