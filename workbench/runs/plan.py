@@ -33,6 +33,7 @@ SET_PURPOSES = {  # what the sets the project ships are for (python -m workbench
     "results": "each paper's claim on real data at CPU scale, 5 seeds: results.md",
     "own": "your own_data.csv",
     "class": "notebook 05 for a class, under a minute: --only 05",
+    "own_loss": "your own loss (Poly-1) beside notebook 05's, with evidence: --only 05",
 }
 MAX_SEED = 2**32 - 1  # numpy's largest seed
 MAX_SLUG = 96  # characters of a sweep point's folder name before its hash (file systems allow 255 bytes)
