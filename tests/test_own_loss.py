@@ -5,6 +5,7 @@ modules of configs, notebooks and the runner, the one named-settings table and t
 from __future__ import annotations
 
 import json
+import pickle
 import re
 import sys
 from pathlib import Path
@@ -38,7 +39,7 @@ def registry_restored():
     loss_registry.OWN_LOSSES.clear()
     loss_registry.OWN_LOSSES.update(registered)
     for name in set(sys.modules) - modules:
-        if name.startswith("workbench_loss_modules"):
+        if name.startswith("workbench_loss_module_"):
             del sys.modules[name]
 
 
@@ -227,6 +228,8 @@ def test_poly1_matches_a_float64_hand_computation_and_passes_gradcheck(poly1):
         torch.nn.functional.cross_entropy(logits, labels).item(), rel=1e-14
     )  # epsilon = 0 is cross-entropy
     assert torch.autograd.gradcheck(lambda z: loss(z, labels), (logits.clone().requires_grad_(),))
+    again = pickle.loads(pickle.dumps(loss))  # a class of an imported file pickles (a dataloader worker, torch.save)
+    assert again(logits, labels).item() == loss(logits, labels).item()
     with pytest.raises(ValueError, match=r"^epsilon: must be a number in \[-1, 1e\+12\], got -2"):
         poly1("poly1", epsilon=-2)  # the class checks its own parameter
 

@@ -40,7 +40,7 @@ def registry_restored():
     loss_registry.OWN_LOSSES.clear()
     loss_registry.OWN_LOSSES.update(registered)
     for name in set(sys.modules) - modules:
-        if name.startswith("workbench_loss_modules"):
+        if name.startswith("workbench_loss_module_"):
             del sys.modules[name]
 
 

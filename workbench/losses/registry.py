@@ -98,7 +98,7 @@ def available_losses() -> list[str]:
     return sorted({*LOSSES, *OWN_LOSSES})
 
 
-def loss_class(name: str, key: str = "name") -> type[nn.Module]:
+def registered_class(name: str, key: str = "name") -> type[nn.Module]:
     """The class registered as ``name``; ValueError naming ``key`` and the available names otherwise."""
     found = LOSSES.get(name) if isinstance(name, str) else None
     found = found or (OWN_LOSSES.get(name) if isinstance(name, str) else None)
@@ -112,7 +112,7 @@ def loss_class(name: str, key: str = "name") -> type[nn.Module]:
 
 def loss_parameters(name: str) -> dict[str, bool]:
     """The parameters of the loss registered as ``name``, each mapped to whether it is required (has no default)."""
-    return class_parameters(loss_class(name))
+    return class_parameters(registered_class(name))
 
 
 def check_loss_parameters(
@@ -126,7 +126,7 @@ def check_loss_parameters(
     requires (``label_counts`` counts as given when ``counts_supplied``: the training split's, added later). The
     messages name ``name_key`` / ``params_key`` (a config's ``loss.name``, a notebook's ``extra_settings['x']``),
     the loss and its parameters. The values are the class's to check, when it is built."""
-    parameters = class_parameters(loss_class(name, name_key))
+    parameters = class_parameters(registered_class(name, name_key))
     where = f"{params_key}: " if params_key else ""
     unknown = sorted(set(params) - set(parameters))
     if unknown:
@@ -155,7 +155,7 @@ def build_loss(name: str, **params: object) -> nn.Module:
         non-finite values ("param: must ..., got ...").
     """
     check_loss_parameters(name, params)
-    built = loss_class(name)(**params)
+    built = registered_class(name)(**params)
     if name in LOSSES or isinstance(built, ImbalanceLoss):
         return built
     return OwnLoss(name, built)
@@ -188,7 +188,7 @@ def _import_file(path: Path) -> str:
     """Run the file at ``path`` as a module (unless it ran before with the same text); its module name."""
     text = path.read_bytes()
     digest = hashlib.sha1(str(path).encode("utf-8", "backslashreplace")).hexdigest()[:10]
-    name = f"workbench_loss_modules.{re.sub(r'[^0-9A-Za-z_]', '_', path.stem)}_{digest}"
+    name = f"workbench_loss_module_{re.sub(r'[^0-9A-Za-z_]', '_', path.stem)}_{digest}"
     earlier = sys.modules.get(name)
     if earlier is not None and getattr(earlier, "__source_sha1__", None) == hashlib.sha1(text).hexdigest():
         return name
