@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import pickle
 import re
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -23,6 +22,7 @@ from workbench.losses import (
     import_loss_modules,
     loss_parameters,
     register_loss,
+    registry_restored,
 )
 from workbench.losses import registry as loss_registry
 
@@ -31,16 +31,10 @@ POLY1 = ROOT / "examples" / "poly1.py"
 
 
 @pytest.fixture(autouse=True)
-def registry_restored():
+def registry_kept():
     """Whatever a test registers or imports is gone after it (the other tests see the workbench's own losses)."""
-    registered = dict(loss_registry.OWN_LOSSES)
-    modules = set(sys.modules)
-    yield
-    loss_registry.OWN_LOSSES.clear()
-    loss_registry.OWN_LOSSES.update(registered)
-    for name in set(sys.modules) - modules:
-        if name.startswith("workbench_loss_module_"):
-            del sys.modules[name]
+    with registry_restored():
+        yield
 
 
 class MeanSquaredProbability(nn.Module):
@@ -529,3 +523,34 @@ def test_the_runner_checks_loss_modules_and_extra_settings_before_any_kernel(tmp
             outputs_dir=tmp_path / "out",
         )
     assert not (tmp_path / "out").exists()
+
+
+def test_the_runner_checks_each_notebook_s_modules_alone(tmp_path):
+    from workbench.runs.plan import check_loss_settings, plan_executions
+
+    text = (
+        "from torch import nn\nfrom workbench.losses import register_loss\n\n\nclass L(nn.Module):\n"
+        "    def forward(self, logits, target):\n        return logits.mean() * {}\n\n\nregister_loss('mine', L)\n"
+    )
+    for folder, scale in (("a", 1), ("b", 2)):  # two files registering one name, one per notebook
+        (tmp_path / folder).mkdir()
+        _module(tmp_path / folder, "mine.py", text.format(scale))
+    params = tmp_path / "params" / "mine"
+    params.mkdir(parents=True)
+    for stem, folder in (("02_propensity_corrected_loss", "a"), ("05_pcl_vs_dice_walkthrough", "b")):
+        parameters = {"loss_modules": [str(tmp_path / folder / "mine.py")], "extra_settings": {"M": {"loss": "mine"}}}
+        (params / f"{stem}.yaml").write_text(json.dumps(parameters), encoding="utf-8")
+    notebooks = [
+        ROOT / "notebooks" / f"{stem}.ipynb" for stem in ("02_propensity_corrected_loss", "05_pcl_vs_dice_walkthrough")
+    ]
+    check_loss_settings(plan_executions(notebooks, tmp_path / "params", "mine"), "mine")  # no "already registered"
+    assert "mine" not in available_losses()  # the check leaves the runner's registry as it found it
+
+
+def test_a_pretraining_config_naming_a_loss_of_yours_is_refused_not_ignored(tmp_path):
+    from workbench.train import pretrain_mlm
+
+    config = {"loss_modules": [str(POLY1)], "loss": {"name": "poly1"}, "output_dir": str(tmp_path / "run")}
+    with pytest.raises(ValueError, match=r"^loss\.name: pretrain_mlm trains with its objective section.*'poly1'"):
+        pretrain_mlm(config)
+    assert not (tmp_path / "run").exists()

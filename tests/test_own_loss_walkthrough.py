@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import io
 import json
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -14,8 +13,7 @@ import pytest
 import torch
 import yaml
 
-from workbench.losses import build_loss, import_loss_modules
-from workbench.losses import registry as loss_registry
+from workbench.losses import build_loss, import_loss_modules, registry_restored
 
 ROOT = Path(__file__).resolve().parents[1]
 OWN_LOSS_SET = ROOT / "params" / "own_loss" / "05_pcl_vs_dice_walkthrough.yaml"
@@ -33,15 +31,10 @@ SMOKE = {  # the smoke set's scale (params/smoke), two seeds so that the seed pa
 
 
 @pytest.fixture(autouse=True)
-def registry_restored():
-    registered = dict(loss_registry.OWN_LOSSES)
-    modules = set(sys.modules)
-    yield
-    loss_registry.OWN_LOSSES.clear()
-    loss_registry.OWN_LOSSES.update(registered)
-    for name in set(sys.modules) - modules:
-        if name.startswith("workbench_loss_module_"):
-            del sys.modules[name]
+def registry_kept():
+    """Whatever a test registers or imports is gone after it (the other tests see the workbench's own losses)."""
+    with registry_restored():
+        yield
 
 
 @pytest.mark.slow

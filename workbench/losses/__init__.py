@@ -37,7 +37,9 @@ _MODULES = {
         "check_loss_parameters",
         "import_loss_modules",
         "loss_parameters",
+        "own_losses",
         "register_loss",
+        "registry_restored",
     ),
 }
 _EXPORTS = {name: f"workbench.losses.{module}" for module, names in _MODULES.items() for name in names}

@@ -3,12 +3,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.util
 import re
 import sys
 import traceback
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +51,8 @@ LOSSES: dict[str, type[nn.Module]] = {
 
 OWN_LOSSES: dict[str, type[nn.Module]] = {}
 """The losses registered by :func:`register_loss` (yours), beside the workbench's own :data:`LOSSES`."""
+MODULE_PREFIX = "workbench_loss_module_"
+"""The start of the module name a file of ``loss_modules`` is imported under (a flat name: its classes pickle)."""
 COUNTS_PARAMETER = "label_counts"
 """A parameter a loss of yours may require: ``workbench.train.loss_from_spec`` gives it the training split's counts."""
 
@@ -91,6 +94,27 @@ def register_loss(name: str, loss_class: type[nn.Module], replace: bool = False)
         )
     OWN_LOSSES[name] = loss_class
     return loss_class
+
+
+@contextlib.contextmanager
+def registry_restored() -> Iterator[None]:
+    """Inside, register and import as usual; after, the registrations and loss modules of the block are gone (the
+    runner checks each notebook's ``loss_modules`` as that notebook's own kernel will see them)."""
+    registered = dict(OWN_LOSSES)
+    modules = set(sys.modules)
+    try:
+        yield
+    finally:
+        OWN_LOSSES.clear()
+        OWN_LOSSES.update(registered)
+        for name in set(sys.modules) - modules:
+            if name.startswith(MODULE_PREFIX):
+                del sys.modules[name]
+
+
+def own_losses() -> list[str]:
+    """Sorted names registered by :func:`register_loss` (yours)."""
+    return sorted(OWN_LOSSES)
 
 
 def available_losses() -> list[str]:
@@ -188,7 +212,7 @@ def _import_file(path: Path) -> str:
     """Run the file at ``path`` as a module (unless it ran before with the same text); its module name."""
     text = path.read_bytes()
     digest = hashlib.sha1(str(path).encode("utf-8", "backslashreplace")).hexdigest()[:10]
-    name = f"workbench_loss_module_{re.sub(r'[^0-9A-Za-z_]', '_', path.stem)}_{digest}"
+    name = f"{MODULE_PREFIX}{re.sub(r'[^0-9A-Za-z_]', '_', path.stem)}_{digest}"
     earlier = sys.modules.get(name)
     if earlier is not None and getattr(earlier, "__source_sha1__", None) == hashlib.sha1(text).hexdigest():
         return name

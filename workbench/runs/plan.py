@@ -338,15 +338,18 @@ def check_loss_settings(executions: Sequence[Execution], params_set: str) -> Non
         if not modules and not extra:
             continue
         from workbench.config import extra_specs
-        from workbench.losses import check_loss_parameters, import_loss_modules
+        from workbench.losses import check_loss_parameters, import_loss_modules, registry_restored
 
         swept = {"loss_modules", "extra_settings"} & set(execution.point)
         given = "--sweep" if swept else f"params file {params_set}/{execution.name}.yaml"
         try:
-            import_loss_modules(modules, execution.notebook.parent)
-            for label, spec in extra_specs(extra).items():
-                where = f"extra_settings[{label!r}]"
-                check_loss_parameters(spec.name, spec.params, f"{where}.loss", f"{where}.params", counts_supplied=True)
+            with registry_restored():  # each notebook's modules alone, as its kernel imports them
+                import_loss_modules(modules, execution.notebook.parent)
+                for label, spec in extra_specs(extra).items():
+                    where = f"extra_settings[{label!r}]"
+                    check_loss_parameters(
+                        spec.name, spec.params, f"{where}.loss", f"{where}.params", counts_supplied=True
+                    )
         except ValueError as error:
             raise ValueError(f"{given}: {error}") from None
 

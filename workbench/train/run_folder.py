@@ -27,7 +27,7 @@ from transformers.utils import logging
 
 from workbench.checks import is_number
 from workbench.config import Config, load_config
-from workbench.losses import check_loss_parameters, import_loss_modules
+from workbench.losses import check_loss_parameters, import_loss_modules, own_losses
 from workbench.metrics_file import METRICS_FILE, redact, secret_mark, write_json
 from workbench.threads import torch_threads
 from workbench.train.losses_from_specs import needs_label_counts
@@ -181,9 +181,14 @@ def training_run(config: Any, task: str, *subfolders: str) -> Iterator[Config]:
     (:func:`claim_output_dir`), bars, threads, seed and :func:`hub_token` set; yields the config."""
     config = load_config(config, task=task)
     import_loss_modules(config.loss_modules)
+    loss = config.loss
     if task in ("finetune", "two_stage"):  # the tasks that train with the loss section
-        loss = config.loss
         check_loss_parameters(loss.name, loss.params, "loss.name", "loss.params", needs_label_counts(loss))
+    elif loss.name in own_losses():  # it would be left out silently
+        raise ValueError(
+            f"loss.name: {task} trains with its objective section, not with a loss; {loss.name!r} (yours) serves "
+            "finetune, two_stage and fusion_finetune"
+        )
     with (
         claim_output_dir(config, *subfolders),
         progress_bars(not config.training.quiet),
