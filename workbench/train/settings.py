@@ -105,12 +105,13 @@ def extra_rows(
     metrics: Sequence[str],
     num_labels: int,
     n_resamples: int = 2000,
+    **compare_options: Any,
 ) -> list[dict[str, Any]]:
     """The results page's rows of each extra setting that ran: against each of ``references`` (labels: the task's
     baselines and the paper's method) that ran, on each of ``metrics``, from the test ``predictions`` ((label, seed)
     -> predictions, as a study keeps them; seed s paired with seed s) by ``workbench.evidence.compare``, the
-    statistics of every other row. Under the setting's own ``claim`` when it gives one (expected: better), else under
-    :data:`NO_CLAIM`."""
+    statistics of every other row (``compare_options``: its further arguments). Under the setting's own ``claim``
+    when it gives one (expected: better), else under :data:`NO_CLAIM`."""
     by_label: dict[str, dict[int, np.ndarray]] = {}
     for (label, seed), predicted in predictions.items():
         by_label.setdefault(label, {})[seed] = predicted
@@ -133,6 +134,7 @@ def extra_rows(
                     test=test,
                     num_labels=num_labels,
                     n_resamples=n_resamples,
+                    **compare_options,
                 )
                 for metric in metrics
             ]
