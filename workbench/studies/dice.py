@@ -323,7 +323,7 @@ def this_run(
     return (
         f"This run ({table8['seed'].nunique()} seed(s); test, x100): F1 of {scored}, {per_setting} "
         f"(added examples: {sets.augmentation}, {sets.unchanged} of {sets.calls} left unchanged). "
-        f"DSC presets on original: eq. 12 {cell('presets', 'DSC paper')}, "
+        f"DSC presets on original: eq. 12 {cell('presets', 'DSC')}, "
         f"reference {cell('presets', 'DSC reference')}. "
         f"Tversky: alpha = {chosen['alpha']:g} chosen on validation, "
         f"test F1 {100 * chosen['test_f1_positive']:.1f}. Balanced task (Table 9), accuracy: "
