@@ -554,3 +554,34 @@ def test_a_pretraining_config_naming_a_loss_of_yours_is_refused_not_ignored(tmp_
     with pytest.raises(ValueError, match=r"^loss\.name: pretrain_mlm trains with its objective section.*'poly1'"):
         pretrain_mlm(config)
     assert not (tmp_path / "run").exists()
+
+
+def test_notebook_01_compares_an_extra_setting_with_ce_and_dsc_on_each_training_set():
+    from types import SimpleNamespace
+
+    from datasets import ClassLabel, Dataset, DatasetDict, Features, Value
+
+    from workbench.studies import dice_claims
+
+    rng = np.random.default_rng(1)
+    gold = rng.integers(0, 2, 80)
+    features = Features({"text": Value("string"), "label": ClassLabel(names=["neg", "pos"])})
+    test = Dataset.from_dict({"text": ["x"] * 80, "label": gold.tolist()}, features=features)
+    splits = DatasetDict({"train": test, "validation": test, "test": test})
+    table8 = {
+        (training_set, loss): {
+            seed: SimpleNamespace(test_predictions=np.where(rng.random(80) < 0.7, gold, 1 - gold)) for seed in (0, 1)
+        }
+        for training_set in ("original", "+negative")
+        for loss in ("CE", "DSC", "Poly-1")
+    }
+    extra = {"Poly-1": {"loss": "poly1"}}
+    rows = dice_claims.extra_setting_rows(splits, "test", "sample", table8, extra, n_resamples=100)
+    assert [(row["setting"], row["baseline"], row["metric"]) for row in rows] == [
+        ("sample, original", "CE", "f1_positive"),
+        ("sample, original", "DSC", "f1_positive"),
+        ("sample, +negative", "CE", "f1_positive"),
+        ("sample, +negative", "DSC", "f1_positive"),
+    ]
+    assert all(row["method"] == "Poly-1" and row["n_seeds"] == 2 for row in rows)
+    assert dice_claims.extra_setting_rows(splits, "test", "sample", table8, {}) == []  # no extra setting, no row
