@@ -232,10 +232,19 @@ def test_fit_and_score_runs_the_transformer_trainer(tiny_splits):
     assert all(0.0 <= value <= 1.0 for value in scores.values())
 
 
-def test_the_transformer_fitter_refuses_a_head_it_does_not_build(tiny_splits):
+def test_the_transformer_fitter_builds_corn_s_head_and_predicts_by_its_rank_rule(tiny_splits):
+    # issue 37: it refused CORN; the head has num_outputs(loss, K) = K - 1 outputs, predictions CORN's rank rule
     transformer = build_fitter({"tiny": {"num_layers": 1, "hidden_size": 32, "num_heads": 2}}, TINY_TRAINING, 32)
-    with pytest.raises(ValueError, match="^loss: CornLoss needs a head of 1 outputs"):
-        transformer.fit(tiny_splits, build_loss("corn"), 0)
+    fit = transformer.fit(tiny_splits, build_loss("corn"), 0)
+    classes = len(label_names(tiny_splits["train"]))
+    for predictions, probabilities in (
+        (fit.test_predictions, fit.test_probabilities),
+        (fit.validation_predictions, fit.validation_probabilities),
+    ):
+        assert probabilities.shape[1] == classes
+        np.testing.assert_allclose(probabilities.sum(1), 1.0)
+        above = 1 - np.cumsum(probabilities, axis=1)[:, :-1]  # P(y > k)
+        np.testing.assert_array_equal(predictions, (above > 0.5).sum(1))
 
 
 def test_imbalance_study_and_sweep_tables(tiny_splits, fitter):

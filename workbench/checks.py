@@ -8,12 +8,19 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from workbench.redaction import shown
+
 IGNORE_INDEX = -100
 """The label of a position that carries no loss (torch's ``cross_entropy`` default ``ignore_index``)."""
+MAX_SEED = 2**32 - 1
+"""The largest seed: numpy's ``np.random.seed`` (which ``transformers.set_seed`` calls with ``training.seed``) refuses
+any seed above 2**32 - 1; Python's ``random`` and torch take larger ones. Every seed the workbench takes (``seeds``,
+``--seeds``, ``data.seed``, ``training.seed``, ``training.data_seed``) is checked against it where it enters."""
 
 
 def _fail(name: str, allowed: str, value: Any) -> ValueError:
-    return ValueError(f"{name}: must be {allowed}, got {value!r}")
+    """The one message: ``name``, what it allows and the value (a secret as its mark: ``workbench.redaction``)."""
+    return ValueError(f"{name}: must be {allowed}, got {shown(name, value)!r}")
 
 
 def is_number(value: Any) -> bool:
@@ -26,14 +33,19 @@ def is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
+def _end(value: Any) -> str:
+    """An end of a range as written: an int in full (4294967295), a float short (1e-12, 0.5)."""
+    return str(value) if is_int(value) else f"{value:g}"
+
+
 def _allowed(kind: str, low: Any, high: Any, low_inclusive: bool = True, high_inclusive: bool = True) -> str:
     """What a bounded check allows: "a number in [0, 1)", "an int >= 1", "a number < 5", "a finite number"."""
     if low is not None and high is not None:
-        return f"{kind} in {'[' if low_inclusive else '('}{low:g}, {high:g}{']' if high_inclusive else ')'}"
+        return f"{kind} in {'[' if low_inclusive else '('}{_end(low)}, {_end(high)}{']' if high_inclusive else ')'}"
     if low is not None:
-        return f"{kind} {'>=' if low_inclusive else '>'} {low:g}"
+        return f"{kind} {'>=' if low_inclusive else '>'} {_end(low)}"
     if high is not None:
-        return f"{kind} {'<=' if high_inclusive else '<'} {high:g}"
+        return f"{kind} {'<=' if high_inclusive else '<'} {_end(high)}"
     return "a finite number" if kind == "a number" else kind
 
 
@@ -97,11 +109,11 @@ def check_text(name: str, value: Any, *, allow_none: bool = False) -> str | None
 
 
 def check_seeds(name: str, seeds: Any) -> list[int]:
-    """A non-empty list of distinct ints >= 0 (the seeds a study repeats over)."""
+    """A non-empty list of distinct ints in [0, :data:`MAX_SEED`] (the seeds a study repeats over)."""
     if isinstance(seeds, (str, bytes)) or not isinstance(seeds, Sequence) or not seeds:
-        raise _fail(name, "a non-empty list of distinct ints >= 0", seeds)
+        raise _fail(name, f"a non-empty list of distinct ints in [0, {MAX_SEED}]", seeds)
     for seed in seeds:
-        check_int(f"{name} entry", seed, 0)
+        check_int(f"{name} entry", seed, 0, MAX_SEED)
     if len(set(seeds)) != len(seeds):
         raise _fail(name, "a list of distinct seeds", list(seeds))
     return list(seeds)

@@ -31,6 +31,7 @@ from workbench.metrics import (
     expected_calibration_error,
     reliability_bins,
 )
+from workbench.redaction import redact
 from workbench.stats import describe, paired_bootstrap_ci
 
 HOLDS, DOES_NOT_HOLD, INCONCLUSIVE = "holds", "does not hold", "inconclusive at this scale"
@@ -221,7 +222,8 @@ def scale(**sections: Any) -> str:
     data={...}, training={...}``): the page names encoder sizes and data caps from the run's own parameters."""
     if not sections:
         raise ValueError("sections: must name at least one parameter section, got none")
-    return "; ".join(f"{name} {json.dumps(value, ensure_ascii=False)}" for name, value in sections.items()) + "."
+    shown = redact(sections)  # a section holding a secret (training.hub_token) shows its mark
+    return "; ".join(f"{name} {json.dumps(value, ensure_ascii=False)}" for name, value in shown.items()) + "."
 
 
 def record(

@@ -62,13 +62,19 @@ class Config(Section):
 
 
 def check_loss_fits_labels(data: DataConfig, loss: LossSpec) -> None:
-    """PCL's near and far cases need ordered labels: pcl on nominal labels (``data.is_ordinal`` false)
-    without ``loss.params.cost_matrix`` raises ValueError naming both keys."""
+    """Losses that read the classes' order need ordered labels: pcl on nominal labels (``data.is_ordinal`` false)
+    without ``loss.params.cost_matrix`` raises ValueError naming both keys; corn (an ordinal model, its K - 1 outputs
+    rank the classes) on nominal labels raises ValueError naming ``loss.name`` and ``data.ordinal``."""
     if loss.name == "pcl" and not data.is_ordinal and loss.params.get("cost_matrix") is None:
         raise ValueError(
             "loss.params.cost_matrix: pcl's near and far cases need ordinal labels; give a cost matrix or set "
             f"data.ordinal: true if the classes are ordered, got nominal labels "
             f"(source {data.source}, data.ordinal: false)"
+        )
+    if loss.name == "corn" and not data.is_ordinal:
+        raise ValueError(
+            "loss.name: corn ranks ordered classes (K - 1 outputs, P(y > k)); set data.ordinal: true if the classes "
+            f"are ordered, else take a nominal loss, got nominal labels (source {data.source}, data.ordinal: false)"
         )
 
 

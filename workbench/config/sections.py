@@ -16,6 +16,7 @@ from typing import Any, ClassVar, TypeVar
 
 from workbench.checks import check_bool, check_choice, check_int, check_number, check_text
 from workbench.data_root import expand_data_root
+from workbench.redaction import redact
 
 INT_MAX = 2**31 - 1
 
@@ -143,7 +144,9 @@ class Section:
             return cls() if values is None else values
         allowed = _section_fields(cls)
         if not isinstance(values, Mapping):
-            raise ValueError(f"{cls.prefix}: must be a mapping with keys {', '.join(sorted(allowed))}, got {values!r}")
+            raise ValueError(
+                f"{cls.prefix}: must be a mapping with keys {', '.join(sorted(allowed))}, got {redact(values)!r}"
+            )
         for key in values:
             if key not in allowed:
                 raise _unknown(cls, f"{cls.prefix}.{key}" if cls.prefix else key)

@@ -8,9 +8,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
-from workbench.checks import check_choice
+from workbench.checks import MAX_SEED, check_choice
 from workbench.config.sections import Bounds, Section, _section_fields, check_field, option
-from workbench.metrics_file import redact
+from workbench.redaction import redact, shown
 
 PRECISIONS = ("auto", "fp32", "bf16", "fp16")
 
@@ -64,8 +64,8 @@ TRAINING_BOUNDS = {
     "gradient_accumulation_steps": Bounds(ge=1),
     "weight_decay": Bounds(ge=0),
     "max_grad_norm": Bounds(ge=0),
-    "seed": Bounds(ge=0),
-    "data_seed": Bounds(ge=0),
+    "seed": Bounds(ge=0, le=MAX_SEED),
+    "data_seed": Bounds(ge=0, le=MAX_SEED),
     "dataloader_num_workers": Bounds(ge=0),
 }
 """Bounds beyond TrainingArguments' checks (and everywhere: numbers finite, ints <= 2**31 - 1)."""
@@ -152,7 +152,9 @@ def check_training_arguments(arguments: Mapping[str, Any]) -> dict[str, Any]:
     for key, value in arguments.items():
         if key in SET_BY_THE_WORKBENCH or key not in hints:
             what = "is set by the workbench" if key in hints else "is not a transformers.TrainingArguments field"
-            raise ValueError(f"training.{key}: {what} (docs/training.md lists the keys), got {key}: {value!r}")
+            raise ValueError(
+                f"training.{key}: {what} (docs/training.md lists the keys), got {key}: {shown(key, value)!r}"
+            )
         if value is not None or TRAINING_DEFAULTS.get(key, 0) is not None:
             check_field(f"training.{key}", value, hints[key], TRAINING_BOUNDS.get(key))
     reporters = arguments.get("report_to") or "none"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import json
 import os
 import secrets
 import subprocess
@@ -18,7 +19,8 @@ from typing import Any
 
 import yaml
 
-from workbench.metrics_file import read_metrics, redact, write_atomically
+from workbench.metrics_file import read_metrics, write_atomically
+from workbench.redaction import redact, scrub, secret_texts
 from workbench.runs.export import export_html, readable_literal
 from workbench.runs.plan import (
     _SLUG_UNSAFE,
@@ -190,6 +192,28 @@ def _readable_injected_parameters() -> None:
     papermill_translators.register("python", ReadablePythonTranslator)
 
 
+TEXT_SUFFIXES = (".ipynb", ".json", ".html", ".txt", ".csv", ".yaml", ".yml", ".md", ".log")
+"""The files of an execution folder the runner reads for a secret the kernel held (the kernel's own writing)."""
+
+
+def _scrub_folder(folder: Path, hidden: list[str]) -> None:
+    """Rewrite each text file under ``folder`` (:data:`TEXT_SUFFIXES`: the executed notebook, metrics.json, figure
+    pages, captions) with each secret text of ``hidden``, as written or JSON-escaped, replaced by ``<SECRET>``
+    (``workbench.redaction.scrub``): an output, a record or a traceback that quoted the kernel's token."""
+    escaped = [json.dumps(secret)[1:-1] for secret in hidden]
+    texts = sorted({*hidden, *escaped}, key=len, reverse=True)
+    for path in folder.rglob("*"):
+        if path.suffix.lower() not in TEXT_SUFFIXES or not path.is_file():
+            continue
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):  # not the kernel's text
+            continue
+        cleaned = scrub(text, texts)
+        if cleaned != text:
+            write_atomically(path, cleaned)
+
+
 def execute(
     execution: Execution,
     output_dir: Path,
@@ -236,11 +260,16 @@ def execute(
     except Exception as exc:  # kernel died, notebook unreadable, a full disk, ...: report it, keep running the others
         error = f"{type(exc).__name__}: {exc}"
     duration = time.perf_counter() - start
+    hidden = secret_texts(execution.parameters)  # the hub token the kernel got: no file or message may show it
+    if hidden:
+        _scrub_folder(folder, hidden)
     if executed.is_file() and not (kernels is not None and kernels.stopped):  # an interrupted run exports nothing
         try:
             export_html(executed)
         except Exception as exc:  # the run's own status is what matters; note the export problem
             error = error or f"HTML export failed: {type(exc).__name__}: {exc}"
+    if error:  # summary.csv and index.html print it: a secret the kernel's message quoted is not
+        error = scrub(error, hidden)
     return Outcome(
         execution, output_dir, "failed" if error else "ok", duration, failed_cell, error, read_metrics(folder)
     )

@@ -35,7 +35,7 @@ from workbench.runs.assets import (
     link_figures,
     run_dir_of,
 )
-from workbench.runs.plan import INJECTED_PARAMETERS_TAG
+from workbench.runs.plan import INJECTED_PARAMETERS_TAG, read_notebook
 from workbench.runs.sanitize import PLOTLY_MIME, clean_html, figure_from_html, figure_html
 
 SOLUTION_TAGS = ("solution", "solutions", "answer", "answers")  # cells left out of a --student page, in any case
@@ -203,7 +203,7 @@ def render_page(
 
     notebook = Path(notebook)
     priority = (TRUSTED_PRIORITY if trusted else SANITISED_PRIORITY) + _STATIC_PRIORITY
-    nb = _prepare(_read(notebook), notebook, student, trusted, priority)
+    nb = _prepare(read_notebook(notebook), notebook, student, trusted, priority)
     exporter = HTMLExporter(
         template_name="lab",
         template_file=OFFLINE_TEMPLATE,
@@ -249,19 +249,6 @@ def _scripts(needs: dict[str, bool], assets: RunAssets | None, page_dir: Path) -
         "plotly": plotly_config + plotly if needs["plotly"] else "",
         "mathjax": f"<script>window.MathJax = {json.dumps(config)};</script>{mathjax}" if needs["mathjax"] else "",
     }
-
-
-def _read(notebook: Path) -> Any:
-    """The notebook at ``notebook`` (nbformat 4); ValueError naming it when it is missing or not a notebook."""
-    import nbformat
-
-    if not notebook.is_file():
-        raise ValueError(f"NOTEBOOK {notebook}: no such file")
-    try:
-        return nbformat.read(notebook, as_version=4)
-    except (ValueError, TypeError, AttributeError, nbformat.ValidationError) as error:  # not JSON, UTF-8, a notebook
-        reason = str(error).splitlines()[0][:200] if str(error) else type(error).__name__
-        raise ValueError(f"NOTEBOOK {notebook}: not a Jupyter notebook ({reason})") from None
 
 
 def _write(target: Path, page: str) -> None:
@@ -319,7 +306,7 @@ def export_notebook(
     ``assets/`` when the page is beside its notebook (``run_dir_of``), else from an ``assets/`` beside the page.
     ValueError naming the path for a missing or unreadable notebook or an existing target; nothing is written then."""
     notebook = Path(notebook)
-    _read(notebook)
+    read_notebook(notebook)
     default = notebook.with_name(f"{notebook.stem}.student.html" if student else f"{notebook.stem}.html")
     target = Path(target) if target is not None else default
     option = "-o" if target != default else "the default output"

@@ -10,15 +10,16 @@ from __future__ import annotations
 import hashlib
 import itertools
 import re
+import warnings
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from workbench.checks import check_seeds
+from workbench.checks import MAX_SEED, check_seeds
 from workbench.config import read_yaml, read_yaml_file
-from workbench.metrics_file import is_secret, secret_mark
+from workbench.redaction import is_secret, secret_items
 
 PARAMETERS_TAG = "parameters"
 INJECTED_PARAMETERS_TAG = "injected-parameters"
@@ -35,7 +36,6 @@ SET_PURPOSES = {  # what the sets the project ships are for (python -m workbench
     "class": "notebook 05 for a class, under a minute: --only 05",
     "own_loss": "your own loss (Poly-1) beside notebook 05's, with evidence: --only 05",
 }
-MAX_SEED = 2**32 - 1  # numpy's largest seed
 MAX_SLUG = 96  # characters of a sweep point's folder name before its hash (file systems allow 255 bytes)
 # Keys of a parameter (at any depth of its mappings) whose text names a file or folder the notebook reads: "file" (a
 # data file, vocabulary or lexicon; a list or a name -> file mapping of them too) or "checkpoint" (a folder, or a hub
@@ -81,6 +81,8 @@ def parse_sweep(specs: Iterable[str]) -> dict[str, list[Any]]:
             raise ValueError(f"--sweep {spec!r}: expected key=v1,v2,... with at least one value")
         if key in sweep:
             raise ValueError(f"--sweep: parameter {key!r} given twice; list all its values in one key=v1,v2")
+        if is_secret(key):  # before its values are read: no message may quote them
+            raise ValueError(f"--sweep: a secret ({key}) is not swept; give it in the params file")
         if not spec.isprintable() or values.endswith(","):  # a control character, a byte the terminal could not decode
             raise ValueError(f"--sweep {key}: values must be printable and not empty, got {values!r}")
         parsed = read_yaml(f"[{values}]", f"--sweep {key}")
@@ -93,7 +95,7 @@ def parse_sweep(specs: Iterable[str]) -> dict[str, list[Any]]:
 
 
 def parse_seeds(text: str) -> list[int]:
-    """``"1,2,3"`` -> ``[1, 2, 3]``: distinct integers from 0 to 2**32 - 1 (numpy's range)."""
+    """``"1,2,3"`` -> ``[1, 2, 3]``: distinct integers from 0 to ``workbench.checks.MAX_SEED`` (numpy's range)."""
     try:
         seeds = [int(part) for part in text.split(",")]
     except ValueError:
@@ -188,43 +190,57 @@ def load_params(params_dir: str | Path, params_set: str, notebook_stem: str) -> 
     return read_yaml_file(path, "params file") if path.is_file() else {}
 
 
+def read_notebook(notebook: Path, what: str = "NOTEBOOK") -> Any:
+    """The notebook at ``notebook`` (nbformat 4, checked against nbformat's schema); ValueError naming ``what`` and the
+    path when it is missing or not a notebook (not JSON, not UTF-8, a cell or output outside the schema)."""
+    import nbformat
+
+    if not notebook.is_file():
+        raise ValueError(f"{what} {notebook}: no such file")
+    try:
+        invalid: dict[str, Exception] = {}  # read only warns of a cell or output outside nbformat's schema
+        with warnings.catch_warnings():  # nbformat's warnings on the file's form: the error below says what is wrong
+            warnings.simplefilter("ignore")
+            read = nbformat.read(notebook, as_version=4, capture_validation_error=invalid)
+        if invalid:
+            raise invalid["ValidationError"]
+        return read
+    except (ValueError, TypeError, AttributeError, nbformat.ValidationError) as error:  # not JSON, UTF-8, a notebook
+        reason = str(getattr(error, "message", None) or error).splitlines()[0][:200] or type(error).__name__
+        path = getattr(error, "absolute_path", ())  # where in the notebook the schema fails: cells[0].source
+        where = "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in path)
+        reason = f"{where.lstrip('.')}: {reason}" if where else reason
+        raise ValueError(f"{what} {notebook}: not a Jupyter notebook ({reason})") from None
+
+
 def notebook_parameters(notebook: str | Path) -> list[str]:
-    """Names defined in the notebook's ``parameters`` cell (papermill.inspect_notebook)."""
+    """Names defined in the notebook's ``parameters`` cell (papermill.inspect_notebook), once
+    :func:`read_notebook` has read it."""
     import papermill
 
+    read_notebook(Path(notebook), "notebook")
     try:
         return list(papermill.inspect_notebook(str(notebook)))
     except ValueError as exc:  # e.g. no kernelspec in the notebook metadata
         raise ValueError(f"notebook {Path(notebook).name}: {exc}") from exc
 
 
-def _secrets(value: Any, path: tuple[str, ...] = ()) -> Iterable[tuple[str, str]]:
-    """(dotted key, value) of every secret (:func:`~workbench.metrics_file.is_secret`) in ``value``, at any depth."""
-    if isinstance(value, Mapping):
-        for key, item in value.items():
-            if is_secret(key) and isinstance(item, str) and item:
-                yield ".".join((*path, str(key))), item
-            else:
-                yield from _secrets(item, (*path, str(key)))
-    elif isinstance(value, list | tuple):
-        for index, item in enumerate(value):
-            yield from _secrets(item, (*path, str(index)))
-
-
 def secret_environment(parameters: Mapping[str, Any], source: str = "parameters") -> dict[str, str]:
-    """The kernel environment that carries the secrets of ``parameters``, which params.yaml, the executed notebook and
-    its pages show redacted (``<HUB_TOKEN>``): a ``hub_token`` (at any depth) as ``HF_TOKEN``, which huggingface_hub
-    reads (the trainers take the mark for "the environment's token"). Any other secret (a password, an API key) is a
-    ValueError naming ``source`` and the parameter: the runner cannot hand it to the notebook unwritten."""
+    """The kernel environment that carries the secrets of ``parameters`` (``workbench.redaction.secret_items``: any
+    secret-looking key, any type), which params.yaml, the executed notebook and its pages show redacted
+    (``<HUB_TOKEN>``): a ``hub_token`` text (at any depth) as ``HF_TOKEN``, which huggingface_hub reads (the trainers
+    take the mark for "the environment's token"). Any other secret (a password, an API key, a token under another
+    name, a hub token that is no text) is a ValueError naming ``source`` and the parameter: the runner cannot hand it
+    to the notebook unwritten."""
     tokens = {}
-    for key, value in _secrets(parameters):
-        if key.rsplit(".", 1)[-1] != "hub_token":
+    for key, value in secret_items(parameters):
+        if key.rsplit(".", 1)[-1] != "hub_token" or not isinstance(value, str):
             raise ValueError(
                 f"{source}: parameter {key!r} holds a secret, which the executed notebook, its params.yaml and pages "
                 "would show; give it to the notebook through an environment variable instead"
+                + ("" if isinstance(value, str) else " (a hub_token is one text)")
             )
-        if value != secret_mark("hub_token"):
-            tokens[key] = value
+        tokens[key] = value
     if len(set(tokens.values())) > 1:
         raise ValueError(
             f"{source}: parameters {sorted(tokens)} hold different hub tokens; a notebook gets one HF_TOKEN"
@@ -233,10 +249,9 @@ def secret_environment(parameters: Mapping[str, Any], source: str = "parameters"
 
 
 def _check_parameters(notebook: Path, allowed: list[str], parameters: Mapping[str, Any], source: str) -> None:
-    if source == "--sweep" and any(True for _ in _secrets(parameters)):
-        raise ValueError(
-            f"--sweep: a secret ({next(iter(_secrets(parameters)))[0]}) is not swept; give it in the params file"
-        )
+    swept = [key for key, _ in secret_items(parameters)] if source == "--sweep" else []
+    if swept:
+        raise ValueError(f"--sweep: a secret ({swept[0]}) is not swept; give it in the params file")
     secret_environment(parameters, source)
     for name, value in parameters.items():
         if name == OUTPUT_DIR_PARAMETER:
@@ -283,7 +298,7 @@ def _data_sections(parameter: str, value: Any) -> Iterable[tuple[str, Mapping[st
         yield parameter, value
 
 
-def _check_data_root(name: str, section: Mapping[str, Any], folder: Path) -> None:
+def _check_data_root(name: str, section: Mapping[str, Any]) -> None:
     """A data section naming a data set of the data root without a file (``{source: qbqtc}``) needs one of the
     release's files there (``workbench.data.releases.present_files``, as ``load_splits`` / ``load_texts`` read them);
     MissingDataError otherwise, naming the files, the root and the fetch command."""
@@ -295,7 +310,7 @@ def _check_data_root(name: str, section: Mapping[str, Any], folder: Path) -> Non
         return
     splits = tuple(RELEASES[source].splits.values()) or None
     try:
-        present_files(source, splits, folder / data_root())  # a relative root is read from the notebook's folder
+        present_files(source, splits, data_root())  # absolute: `python -m workbench` settles a relative one
     except ValueError as error:
         raise type(error)(f"{name}.source: {error}") from None
 
@@ -321,7 +336,7 @@ def check_paths(executions: Sequence[Execution], params_set: str) -> None:
                 raise ValueError(f"{given}: {name}: no such {what}: {text!r}{where}")
             for name, section in _data_sections(parameter, value):
                 try:
-                    _check_data_root(name, section, folder)
+                    _check_data_root(name, section)
                 except ValueError as error:
                     raise type(error)(f"{given}: {error}") from None
 

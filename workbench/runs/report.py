@@ -27,6 +27,7 @@ from workbench.metrics_file import metric_statistics, write_atomically
 from workbench.runs.assets import inline_plotly_js
 from workbench.runs.execute import Outcome
 from workbench.runs.results import results_html
+from workbench.runs.sanitize import offline_figure
 
 METRIC_PREFIX = "metric."
 DESCRIPTIONS = "descriptions"  # metrics.json's entry of one-line metric descriptions, shown in index.html
@@ -196,7 +197,7 @@ def _figures(summary: pd.DataFrame, run_dir: Path, folded: bool) -> Section:
         parts = []
         for page in sorted((run_dir / row["folder"] / FIGURES_SUBDIR).glob("*.html")):
             saved = page.with_suffix(".json")
-            figure = json.loads(saved.read_text(encoding="utf-8")) if saved.is_file() else {}
+            figure = offline_figure(json.loads(saved.read_text(encoding="utf-8"))) if saved.is_file() else {}
             href = html.escape(page.relative_to(run_dir).as_posix())
             if figure:
                 parts.append(_figure_div(figure, f"figure-{count}", figure_caption(page, figure), href))

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from workbench.metrics_file import read_metrics, write_json
+from workbench.runs.sanitize import clean_html
 from workbench.threads import usable_cores
 
 RUN_FILE = "run.json"
@@ -115,7 +116,9 @@ def write_results(run_dir: str | Path, folders: Sequence[str]) -> Path | None:
 
 def results_html(run_dir: Path) -> str:
     """The body of ``index.html``'s results section: a link to ``results.md`` and the page as HTML (mistune, with
-    tables; its title left out, the section has its own), or "" when the run has none."""
+    tables; its title left out, the section has its own) through the sanitiser of every page
+    (``workbench.runs.sanitize.clean_html``: no image from the network, no script, iframe or remote style), or "" when
+    the run has none."""
     path = run_dir / RESULTS_FILE
     if not path.is_file():
         return ""
@@ -125,7 +128,7 @@ def results_html(run_dir: Path) -> str:
     body = mistune.create_markdown(plugins=["table"])(text)
     for level in (3, 2):  # one level below the section's own h2
         body = body.replace(f"<h{level}", f"<h{level + 1}").replace(f"</h{level}>", f"</h{level + 1}>")
-    return f'<p><a href="{RESULTS_FILE}">{RESULTS_FILE}</a></p>\n{body}'
+    return f'<p><a href="{RESULTS_FILE}">{RESULTS_FILE}</a></p>\n{clean_html(body)}'
 
 
 def write_page(run_dir: str | Path, output: str | Path) -> Path:

@@ -17,7 +17,7 @@ from workbench.config import Config, DataConfig, ModelConfig, TrainingConfig
 from workbench.data import label_names
 from workbench.losses import num_outputs
 from workbench.models import build_sequence_classifier, model_source
-from workbench.train.finetuning import classification_data, predict_probabilities, train_classifier, warn_unreadable
+from workbench.train.finetuning import classification_data, predict_split, train_classifier, warn_unreadable
 from workbench.train.probes import PAIR_COLUMNS, SINGLE_COLUMNS, SPLITS, encode_split, fit_probe
 from workbench.train.run_folder import training_run
 from workbench.vocab import load_tokenizer
@@ -90,13 +90,7 @@ class TransformerFitter(Fitter):
     ``seed``: two losses with equal gradients give equal predictions on a deterministic device."""
 
     def _fit(self, splits: DatasetDict, loss: nn.Module, seed: int) -> Fit:
-        classes = len(label_names(splits["train"]))
-        if num_outputs(loss, classes) != classes:
-            raise ValueError(
-                f"loss: {type(loss).__name__} needs a head of {num_outputs(loss, classes)} outputs for {classes} "
-                "classes, which the transformer fitter does not build; fit it with the character probe "
-                "(model.kind: probe)"
-            )
+        outputs = num_outputs(loss, len(label_names(splits["train"])))  # K, or K - 1 for CORN
         training = self.training.replace(seed=seed, quiet=True)
         with tempfile.TemporaryDirectory(prefix="workbench_fit_") as folder:
             config = Config(
@@ -106,15 +100,14 @@ class TransformerFitter(Fitter):
                 data = classification_data(config, splits)
                 source = model_source(config.model, len(data.tokenizer), self.max_length)
                 trained = train_classifier(
-                    config, build_sequence_classifier(len(data.names), **source), loss, data, Path(folder)
+                    config, build_sequence_classifier(outputs, **source), loss, data, Path(folder)
                 )
-                validation, _ = predict_probabilities(trained.trainer, data.encoded["validation"], len(data.names))
+                validation = predict_split(trained.trainer, data.encoded["validation"], len(data.names), loss)
         state = trained.trainer.state
-        test = trained.probabilities
         evaluations = [entry for entry in state.log_history if "eval_macro_f1" in entry]
         history = [{"epoch": round(e["epoch"]), "validation_macro_f1": e["eval_macro_f1"]} for e in evaluations]
-        scores = (validation.argmax(-1), test.argmax(-1), test)
-        return Fit(*scores, trained.best_epoch, float(state.best_metric), history, validation)
+        scores = (validation.predicted, trained.predicted, trained.probabilities)
+        return Fit(*scores, trained.best_epoch, float(state.best_metric), history, validation.probabilities)
 
 
 def build_fitter(

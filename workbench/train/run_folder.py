@@ -28,7 +28,8 @@ from transformers.utils import logging
 from workbench.checks import is_number
 from workbench.config import Config, load_config
 from workbench.losses import check_loss_parameters, import_loss_modules, own_losses
-from workbench.metrics_file import METRICS_FILE, redact, secret_mark, write_json
+from workbench.metrics_file import METRICS_FILE, write_json
+from workbench.redaction import redact, secret_mark
 from workbench.threads import torch_threads
 from workbench.train.losses_from_specs import needs_label_counts
 from workbench.yaml_files import read_yaml_file
