@@ -127,9 +127,12 @@ def mlm_value_and_grad(loss: torch.nn.Module, batch: dict[str, torch.Tensor]) ->
 
 
 def build_mlm(name: str, params: dict) -> torch.nn.Module:
+    from workbench.synonyms import synonym_matcher
     from workbench.vocab import load_tokenizer
 
-    return build_loss(name, tokenizer=load_tokenizer(), **params) if name == "mlm_hc" else build_loss(name, **params)
+    if name == "mlm_hc":
+        return build_loss(name, matcher=synonym_matcher(load_tokenizer()), **params)
+    return build_loss(name, **params)
 
 
 # ----------------------------------------------------------------------------- CUDA

@@ -445,11 +445,13 @@ def test_extra_rows_are_the_evidence_rows_of_compare():
         for seed in (0, 1)
     }
     extra = {"Poly-1": {"loss": "poly1", "params": {"epsilon": 1.0}}}
+    counts = [40, 40, 40]
     rows = extra_rows(
         extra,
         predictions,
         ("CE", "LS", "PCL reference"),  # PCL reference did not run: no row
         y_true=gold,
+        train_counts=counts,
         test="test",
         setting="probe, argmax",
         metrics=("macro_f1", "macro_mae"),
@@ -476,12 +478,25 @@ def test_extra_rows_are_the_evidence_rows_of_compare():
         baseline_predictions=by_seed["CE"],
         test="test",
         num_labels=3,
+        train_counts=counts,
         n_resamples=200,
     )
     assert first == direct  # the same statistics as every other row
+    # one decision rule for both sides, the trivial baseline of the training prior, no paper's difference
+    assert (first["decision_rule"], first["paper_difference"]) == ("argmax", None)
+    assert first["trivial"] == direct["trivial"] and first["verdict"] == direct["verdict"]
     claimed = {"Poly-1": {**extra["Poly-1"], "claim": {"paper": "arXiv 2204.12511", "where": "abstract", "quote": "q"}}}
     rows = extra_rows(
-        claimed, predictions, ("CE",), y_true=gold, test="t", setting="s", metrics=("macro_f1",), num_labels=3
+        claimed,
+        predictions,
+        ("CE",),
+        y_true=gold,
+        train_counts=counts,
+        test="t",
+        setting="s",
+        metrics=("macro_f1",),
+        num_labels=3,
+        n_resamples=200,
     )
     assert (rows[0]["paper"], rows[0]["where"], rows[0]["quote"]) == ("arXiv 2204.12511", "abstract", "q")
 
@@ -509,6 +524,10 @@ def _params(tmp_path: Path, **parameters) -> Path:
             r"params file mine/05.*\.yaml: extra_settings\['P'\]\.params: parameters of 'poly1': must be among",
         ),
         ({"extra_settings": {"P": {"loss": "poly1"}}}, r"extra_settings\['P'\]\.loss: must be one of"),  # no module
+        (  # a workbench loss's number outside its declared range (workbench.losses.FOCAL_GAMMA)
+            {"extra_settings": {"F": {"loss": "focal", "params": {"gamma": -1.0}}}},
+            r"params file mine/05.*\.yaml: extra_settings\['F'\]\.params\.gamma: must be",
+        ),
     ],
 )
 def test_the_runner_checks_loss_modules_and_extra_settings_before_any_kernel(tmp_path, parameters, message):

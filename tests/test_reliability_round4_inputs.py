@@ -289,7 +289,8 @@ def _run_with_evidence(tmp_path: Path, run_name: str) -> Path:
     scale = evidence.scale(training={"run_name": run_name})
     record = evidence.record("A paper", scale, [0, 1], [], None, comment=run_name)
     write_metrics(run_dir / "01_toy", {"x": 1.0}, evidence=record)
-    write_json(run_dir / RUN_FILE, {"run_id": "run", "command": "python -m workbench run", "params_set": "default"})
+    header = {"run_id": "run", "command": "python -m workbench run", "params_set": "default", "folders": ["01_toy"]}
+    write_json(run_dir / RUN_FILE, header)
     return run_dir
 
 
@@ -315,7 +316,7 @@ def remote_requests(page: str) -> list[str]:
 @pytest.mark.parametrize("text", REMOTE)
 def test_the_results_section_of_index_html_loads_nothing_from_the_network(tmp_path, text):
     run_dir = _run_with_evidence(tmp_path, text)
-    assert write_results(run_dir, ["01_toy"]) == run_dir / RESULTS_FILE
+    assert write_results(run_dir) == run_dir / RESULTS_FILE
     assert text in (run_dir / RESULTS_FILE).read_text(encoding="utf-8")  # the page prints the run's parameters
     assert remote_requests(results_html(run_dir)) == []
 

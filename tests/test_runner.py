@@ -801,6 +801,20 @@ def test_injected_parameters_and_params_yaml_read_as_written_and_the_kernel_gets
     written = (folder / "params.yaml").read_text(encoding="utf-8")
     assert "这里的风景非常美丽" in written and "\\u8FD9" not in written.upper()
     assert {key: value for key, value in yaml.safe_load(written).items() if key in values} == values
+    # issue 39: papermill's own python translator is left as it was for every other caller in the process
+    from papermill.translators import PythonTranslator, papermill_translators
+
+    assert papermill_translators.find_translator("python3", "python") is PythonTranslator
+
+
+def test_the_kernels_are_stopped_through_jupyter_clients_public_api():
+    # issue 39: no reading of the kernel provisioner's process (has_kernel, signal_kernel, is_alive instead)
+    import inspect
+
+    import workbench.runs.execute  # noqa: F401 - the module (the package's ``execute`` is the function)
+
+    source = inspect.getsource(sys.modules["workbench.runs.execute"])
+    assert "provisioner" not in source and ".process" not in source
 
 
 def _marker_notebook(path: Path, mine: str, theirs: str) -> Path:

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 from datasets import DatasetDict
 
-from workbench.config import LossSpec
+from workbench.config import LossSpec, ModelConfig, TrainingConfig
 from workbench.data import label_counts, label_names
 from workbench.data.features import build_dataset
 from workbench.losses import build_loss
@@ -17,13 +17,19 @@ from workbench.stats import mean_std_table, summarize
 from workbench.studies import dice
 from workbench.train import ProbeFitter, TransformerFitter, build_fitter, loss_from_spec
 
+
+def fitter_of(model: dict, training: dict, max_length: int):
+    """``build_fitter`` on the validated sections of the ``model`` and ``training`` mappings (checked here, once)."""
+    return build_fitter(ModelConfig.from_mapping(model), TrainingConfig.from_mapping(training), max_length)
+
+
 TINY_TRAINING = {"num_train_epochs": 1, "per_device_train_batch_size": 32, "learning_rate": 0.02, "weight_decay": 0.0}
 BOW = {"kind": "probe", "probe": {"embedding_size": 32, "hidden_size": None}}
 
 
 @pytest.fixture(scope="module")
 def fitter() -> ProbeFitter:
-    return build_fitter(BOW, TINY_TRAINING, max_length=64)
+    return fitter_of(BOW, TINY_TRAINING, max_length=64)
 
 
 def binary_dataset(n_negative: int, n_positive: int):
@@ -211,12 +217,12 @@ def test_wce_gets_training_label_counts(tiny_splits, fitter):
 )
 def test_fitters_reject_bad_options(model, training, parameter):
     with pytest.raises(ValueError, match=parameter):
-        build_fitter(model, training, max_length=64)
+        fitter_of(model, training, max_length=64)
 
 
 def test_fit_and_score_runs_the_transformer_trainer(tiny_splits):
     small = DatasetDict({name: split.select(range(32)) for name, split in tiny_splits.items()})
-    transformer = build_fitter(
+    transformer = fitter_of(
         {"tiny": {"num_layers": 1, "hidden_size": 32, "num_heads": 2}},
         {
             "num_train_epochs": 1,
@@ -234,7 +240,7 @@ def test_fit_and_score_runs_the_transformer_trainer(tiny_splits):
 
 def test_the_transformer_fitter_builds_corn_s_head_and_predicts_by_its_rank_rule(tiny_splits):
     # issue 37: it refused CORN; the head has num_outputs(loss, K) = K - 1 outputs, predictions CORN's rank rule
-    transformer = build_fitter({"tiny": {"num_layers": 1, "hidden_size": 32, "num_heads": 2}}, TINY_TRAINING, 32)
+    transformer = fitter_of({"tiny": {"num_layers": 1, "hidden_size": 32, "num_heads": 2}}, TINY_TRAINING, 32)
     fit = transformer.fit(tiny_splits, build_loss("corn"), 0)
     classes = len(label_names(tiny_splits["train"]))
     for predictions, probabilities in (

@@ -8,18 +8,24 @@ import pytest
 import torch
 from datasets import DatasetDict
 
-from workbench.config import DataConfig
+from workbench.config import DataConfig, ModelConfig, TrainingConfig
 from workbench.data import load_splits
 from workbench.studies import pcl
 from workbench.studies import pcl_vs_dice as study
 from workbench.train import build_fitter, loss_from_spec
+
+
+def fitter_of(model: dict, training: dict, max_length: int):
+    """``build_fitter`` on the validated sections of the ``model`` and ``training`` mappings (checked here, once)."""
+    return build_fitter(ModelConfig.from_mapping(model), TrainingConfig.from_mapping(training), max_length)
+
 
 SEEDS = [0, 1]
 
 
 @pytest.fixture(scope="module")
 def fitter():
-    return build_fitter(
+    return fitter_of(
         {"kind": "probe", "probe": {"embedding_size": 8, "hidden_size": 8}},
         {"num_train_epochs": 3, "per_device_train_batch_size": 16, "learning_rate": 0.02, "weight_decay": 0.0},
         max_length=16,

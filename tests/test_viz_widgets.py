@@ -12,7 +12,7 @@ import plotly.io as pio
 import pytest
 
 from workbench.label_entropy import paper_entropy
-from workbench.losses.pcl import pcl_weight_matrix
+from workbench.losses import parameter_range, pcl_weight_matrix
 from workbench.viz import figures
 from workbench.viz.entropy import entropy_figure
 from workbench.viz.widgets import (
@@ -175,6 +175,18 @@ def test_pcl_panel_matches_weight_matrix():
     _assert_same_data(panel.figure, panel.figure_for(epsilon=0.3))
     for trace, variant in zip(panel.figure.data, ("weighted", "expected_cost")):
         np.testing.assert_allclose(np.asarray(trace.z), pcl_weight_matrix(variant, 0.3).numpy())
+
+
+def test_sliders_keep_to_the_declared_ranges_of_the_loss_parameters_they_set():
+    # issue 39: the slider's ends come from the loss's declared range (dice's gamma is > 0, epsilon < 1)
+    panel = LossCurvePanel([LinkedCurve("dice", linked=("gamma",))], slider_names=("gamma",), interactive=False)
+    gamma = panel.sliders["gamma"]
+    assert parameter_range("dice", "gamma").contains(gamma.min) and gamma.min == pytest.approx(0.1)
+    panel.figure_for(gamma=gamma.min)  # the lowest position draws
+    focal = LossCurvePanel([LinkedCurve("focal", linked=("gamma",))], slider_names=("gamma",), interactive=False)
+    assert focal.sliders["gamma"].min == 0.0  # focal's gamma may be 0 (cross-entropy)
+    epsilon = make_slider("epsilon", within=[parameter_range("pcl", "epsilon")], max=1.0)
+    assert epsilon.max == pytest.approx(0.99) and epsilon.min == 0.0
 
 
 def test_pcl_panel_starts_at_the_given_epsilon():

@@ -122,7 +122,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     results.add_argument("run_dir", metavar="RUN_DIR", help="a folder python -m workbench run made (outputs/<run-id>)")
     results.add_argument(
-        "-o", dest="output", metavar="OUT.md", help="default: RUN_DIR/results.md; e.g. docs/results.md (replaced)"
+        "-o",
+        dest="output",
+        metavar="OUT.md",
+        help="default: RUN_DIR/results.md; e.g. docs/results.md (replaced, its figures in OUT-figures/; never a "
+        "file of the run)",
     )
     return parser
 

@@ -3,9 +3,11 @@
 
 from __future__ import annotations
 
+import math
 import numbers
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from workbench.redaction import shown
@@ -16,6 +18,9 @@ MAX_SEED = 2**32 - 1
 """The largest seed: numpy's ``np.random.seed`` (which ``transformers.set_seed`` calls with ``training.seed``) refuses
 any seed above 2**32 - 1; Python's ``random`` and torch take larger ones. Every seed the workbench takes (``seeds``,
 ``--seeds``, ``data.seed``, ``training.seed``, ``training.data_seed``) is checked against it where it enters."""
+
+INT_MAX = 2**31 - 1
+"""The largest int a bounded int check allows when no upper end is declared."""
 
 
 def _fail(name: str, allowed: str, value: Any) -> ValueError:
@@ -132,3 +137,49 @@ def check_names(
     if not set(required) <= set(values):
         raise _fail(name, "a list including " + ", ".join(required), list(values))
     return list(values)
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """A number's allowed range, declared once beside what it bounds (a config field, a loss parameter) as pydantic's
+    ``Field(gt=0, le=1)`` is: ``gt`` or ``ge`` its lower end (open or closed), ``lt`` or ``le`` its upper end; an end
+    not given is unbounded (an int's upper end is :data:`INT_MAX`). Every number must be finite as well
+    (:func:`check_number`). A loss's ``EPSILON = Bounds(ge=0, lt=1)`` checks its argument, the widget's slider and the
+    runner's check before any kernel starts."""
+
+    gt: float | None = None
+    ge: float | None = None
+    lt: float | None = None
+    le: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.gt is not None and self.ge is not None or self.lt is not None and self.le is not None:
+            raise TypeError(f"Bounds: give gt or ge, and lt or le, not both, got {self!r}")
+
+    @property
+    def low(self) -> float | None:
+        """The lower end (None: unbounded), open when ``gt`` is given."""
+        return self.ge if self.gt is None else self.gt
+
+    @property
+    def high(self) -> float | None:
+        """The upper end (None: unbounded), open when ``lt`` is given."""
+        return self.le if self.lt is None else self.lt
+
+    def check_number(self, name: str, value: Any, allow_none: bool = False) -> float | None:
+        """``value`` a finite number within the bounds, as a float: "must be a number in (0, 1]"."""
+        ends = {"low_inclusive": self.gt is None, "high_inclusive": self.lt is None}
+        return check_number(name, value, self.low, self.high, **ends, allow_none=allow_none)
+
+    def check_int(self, name: str, value: Any, allow_none: bool = False) -> int | None:
+        """``value`` an int within the bounds, an open end read as the next int in: "must be an int in [1, 512]"."""
+        low = self.ge if self.gt is None else math.floor(self.gt) + 1
+        high = self.le if self.lt is None else math.ceil(self.lt) - 1
+        return check_int(name, value, low, INT_MAX if high is None else high, allow_none=allow_none)
+
+    def contains(self, value: float) -> bool:
+        """Whether the number ``value`` lies within the bounds (a slider's positions are kept to these)."""
+        above = self.gt is None or value > self.gt
+        above = above and (self.ge is None or value >= self.ge)
+        below = self.lt is None or value < self.lt
+        return above and below and (self.le is None or value <= self.le)

@@ -111,8 +111,14 @@ def load_config(
         task: a trainer's own task: a config without one gets it, one with another task is refused.
 
     Returns:
-        The validated :class:`Config`; ValueError naming the key (or the file and line) for bad input.
+        The validated :class:`Config` (a :class:`Config` without overrides is returned as it is: it was validated when
+        it was built); ValueError naming the key (or the file and line) for bad input.
     """
+    overrides = list(overrides)
+    if isinstance(config, Config) and not overrides:
+        if task is not None and config.task != check_choice("task", task, TASKS):
+            raise ValueError(f"task: {task}() cannot run a config whose task is {config.task!r}")
+        return config
     if isinstance(config, str | Path):
         tree = read_yaml_file(config, "config")
     else:

@@ -1,21 +1,19 @@
 """Name -> loss class registry and the single public constructor ``build_loss``: the workbench's own losses
-(:data:`LOSSES`) and yours (:func:`register_loss`, :func:`import_loss_modules`; docs/your_own_loss.md)."""
+(:data:`LOSSES`) and yours (:func:`register_loss`; files of them: :func:`workbench.losses.import_loss_modules`,
+docs/your_own_loss.md), and what a loss declares about its parameters: ``check_loss_params`` (checked without building
+the loss) and ``parameter_range`` (a number's bounds)."""
 
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import importlib.util
-import re
+import inspect
 import sys
-import traceback
-from collections.abc import Iterator, Mapping, Sequence
-from pathlib import Path
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from torch import nn
 
-from workbench.data_root import expand_data_root
+from workbench.checks import Bounds, check_choice
 from workbench.losses._base import ImbalanceLoss
 from workbench.losses.classification import (
     ClassBalancedLoss,
@@ -122,21 +120,30 @@ def available_losses() -> list[str]:
     return sorted({*LOSSES, *OWN_LOSSES})
 
 
-def registered_class(name: str, key: str = "name") -> type[nn.Module]:
-    """The class registered as ``name``; ValueError naming ``key`` and the available names otherwise."""
+def loss_class(
+    name: str, params: Mapping[str, object] | None = None, name_key: str = "name", params_key: str | None = None
+) -> type[nn.Module]:
+    """The class registered as ``name`` (the workbench's or yours); ValueError for an unknown name (naming
+    ``name_key`` and listing the available ones) or a parameter in ``params`` the class does not take (naming
+    ``params_key`` when given, and listing the ones it takes)."""
     found = LOSSES.get(name) if isinstance(name, str) else None
     found = found or (OWN_LOSSES.get(name) if isinstance(name, str) else None)
     if found is None:
         raise ValueError(
-            f"{key}: must be one of {available_losses()} (a loss of yours: workbench.losses.register_loss in a "
+            f"{name_key}: must be one of {available_losses()} (a loss of yours: workbench.losses.register_loss in a "
             f"module named by loss_modules), got {name!r}"
         )
+    accepted = list(class_parameters(found))
+    unknown = sorted(set(params or {}) - set(accepted))
+    if unknown:
+        where = f"{params_key}: " if params_key else ""
+        raise ValueError(f"{where}parameters of {name!r}: must be among {accepted}, got {unknown}")
     return found
 
 
 def loss_parameters(name: str) -> dict[str, bool]:
     """The parameters of the loss registered as ``name``, each mapped to whether it is required (has no default)."""
-    return class_parameters(registered_class(name))
+    return class_parameters(loss_class(name))
 
 
 def check_loss_parameters(
@@ -149,15 +156,13 @@ def check_loss_parameters(
     """ValueError unless ``name`` is registered and ``params`` holds only parameters its class takes and every one it
     requires (``label_counts`` counts as given when ``counts_supplied``: the training split's, added later). The
     messages name ``name_key`` / ``params_key`` (a config's ``loss.name``, a notebook's ``extra_settings['x']``),
-    the loss and its parameters. The values are the class's to check, when it is built."""
-    parameters = class_parameters(registered_class(name, name_key))
-    where = f"{params_key}: " if params_key else ""
-    unknown = sorted(set(params) - set(parameters))
-    if unknown:
-        raise ValueError(f"{where}parameters of {name!r}: must be among {list(parameters)}, got {unknown}")
+    the loss and its parameters. The values are checked by :func:`check_loss_params` (declared ranges) and when the
+    loss is built."""
+    parameters = class_parameters(loss_class(name, params, name_key, params_key))
     given = set(params) | ({COUNTS_PARAMETER} if counts_supplied else set())
     missing = [parameter for parameter, required in parameters.items() if required and parameter not in given]
     if missing:
+        where = f"{params_key}: " if params_key else ""
         raise ValueError(
             f"{where}parameters of {name!r}: must give {missing} (no default; its parameters: {list(parameters)}), "
             f"got {sorted(params)}"
@@ -179,56 +184,48 @@ def build_loss(name: str, **params: object) -> nn.Module:
         non-finite values ("param: must ..., got ...").
     """
     check_loss_parameters(name, params)
-    built = registered_class(name)(**params)
+    built = loss_class(name)(**params)
     if name in LOSSES or isinstance(built, ImbalanceLoss):
         return built
     return OwnLoss(name, built)
 
 
-def import_loss_modules(paths: Sequence[str | Path], folder: str | Path | None = None) -> dict[str, list[str]]:
-    """Import each ``.py`` file of ``paths`` (relative ones from ``folder``, default the working directory;
-    ``$WORKBENCH_DATA/...`` expanded), so that the losses it registers can be built; a file imported before and
-    unchanged since is not run again, an edited one is. Returns each file's path -> the names its classes are
-    registered under. ValueError, one line, naming the parameter ``loss_modules`` and the file: not a list of paths,
-    no such file, not a ``.py`` file, or its import failed (the file and line, the error)."""
-    if isinstance(paths, str | bytes | Path) or not isinstance(paths, Sequence):
-        raise ValueError(f"loss_modules: must be a list of .py files, got {paths!r}")
-    registered = {}
-    for index, text in enumerate(paths):
-        if not isinstance(text, str | Path) or not str(text):
-            raise ValueError(f"loss_modules[{index}]: must be the path of a .py file, got {text!r}")
-        path = Path(expand_data_root(str(text))).expanduser()
-        path = (Path(folder or Path.cwd()) / path).resolve()
-        if path.suffix != ".py":
-            raise ValueError(f"loss_modules[{index}]: must be a .py file, got {str(text)!r}")
-        if not path.is_file():
-            raise ValueError(f"loss_modules[{index}]: no such file: {str(text)!r} ({path})")
-        module = _import_file(path)
-        registered[str(path)] = [name for name, cls in OWN_LOSSES.items() if cls.__module__ == module]
-    return registered
+def check_loss_params(name: str, params: Mapping[str, object]) -> dict[str, object]:
+    """Check the parameters of the loss ``name`` without building it (no label counts, no model, no data): what the
+    runner checks before any kernel starts, with the very declarations the loss's constructor checks by.
+
+    Args:
+        name: one of :func:`available_losses`.
+        params: some or all of its keyword arguments (``{"epsilon": 0.1}``).
+
+    Returns:
+        ``params`` as a dict. ValueError for an unknown loss or parameter (as :func:`build_loss`), a number outside
+        its declared range (:func:`parameter_range`), a value not among its declared choices; None passes where the
+        parameter's default is None. Per-class vectors (``label_counts``, ``weight``, ``cost_matrix``) and rules
+        between parameters are checked when the loss is built; a loss of yours declares no ranges unless its class
+        does (``ranges`` and ``choices``, as an ``ImbalanceLoss``), and checks its values when it is built.
+    """
+    declared = loss_class(name, params)
+    defaults = inspect.signature(declared.__init__).parameters
+    ranges = getattr(declared, "ranges", {})
+    choices = getattr(declared, "choices", {})
+    for parameter, value in params.items():
+        if value is None and defaults[parameter].default is None:
+            continue
+        if parameter in ranges:
+            ranges[parameter].check_number(parameter, value)
+        elif parameter in choices:
+            check_choice(parameter, value, choices[parameter])
+    return dict(params)
 
 
-def _import_file(path: Path) -> str:
-    """Run the file at ``path`` as a module (unless it ran before with the same text); its module name."""
-    text = path.read_bytes()
-    digest = hashlib.sha1(str(path).encode("utf-8", "backslashreplace")).hexdigest()[:10]
-    name = f"{MODULE_PREFIX}{re.sub(r'[^0-9A-Za-z_]', '_', path.stem)}_{digest}"
-    earlier = sys.modules.get(name)
-    if earlier is not None and getattr(earlier, "__source_sha1__", None) == hashlib.sha1(text).hexdigest():
-        return name
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    module.__source_sha1__ = hashlib.sha1(text).hexdigest()
-    sys.modules[name] = module
-    try:
-        spec.loader.exec_module(module)
-    except Exception as error:
-        sys.modules.pop(name, None)
-        line = error.lineno if isinstance(error, SyntaxError) else None
-        frames = [frame for frame in traceback.extract_tb(error.__traceback__) if Path(frame.filename) == path]
-        line = frames[-1].lineno if frames else line
+def parameter_range(name: str, parameter: str) -> Bounds:
+    """The declared :class:`~workbench.checks.Bounds` of the number ``parameter`` of the loss ``name`` (the module-level
+    ``EPSILON`` of label smoothing and PCL, ``FOCAL_GAMMA``, ``DICE_GAMMA``, ...): the widgets keep their sliders
+    within it. ValueError naming the loss's numbers when it declares none for ``parameter``."""
+    ranges = getattr(loss_class(name), "ranges", {})
+    if parameter not in ranges:
         raise ValueError(
-            f"loss_modules: {path}{f':{line}' if line else ''}: importing it failed: {type(error).__name__}: "
-            f"{str(error).splitlines()[0] if str(error) else ''}"
-        ) from error
-    return name
+            f"parameter: must be a number {name!r} declares a range for, {sorted(ranges)}, got {parameter!r}"
+        )
+    return ranges[parameter]

@@ -235,13 +235,13 @@ def run(
         ) as error:  # no Slurm here, an unknown or mistyped parameter
             shutil.rmtree(run_dir)  # nothing ran: leave no run folder
             raise ValueError(f"--slurm: {str(error).splitlines()[0]}") from None
+    folders = [run_dir / execution.name / execution.slug for execution in executions]  # slug "": the notebook's folder
     try:
-        start_record(run_dir, command, params_set, jobs, threads)
+        start_record(run_dir, command, params_set, jobs, threads, [f.relative_to(run_dir).as_posix() for f in folders])
         ensure_assets(run_dir, mathjax=False)  # once, before concurrent exports look for it (figures/)
     except ValueError as error:  # a full disk: nothing ran, no run folder is left
         shutil.rmtree(run_dir, ignore_errors=True)
         raise ValueError(f"--outputs-dir {str(outputs_dir)!r}: {error}") from None
-    folders = [run_dir / execution.name / execution.slug for execution in executions]  # slug "": the notebook's folder
     env = kernel_environment(threads)
     board = Progress(executions, stream, ticking=progress)
     if executor == "threads":
@@ -263,7 +263,7 @@ def run(
     report = RunReport(run_dir, [outcome or stop for outcome, stop in zip(outcomes, stopped)])
     finish_record(run_dir)
     try:
-        write_results(run_dir, [folder.relative_to(run_dir).as_posix() for folder in folders])
+        write_results(run_dir)
     finally:  # the index is written even when a notebook's evidence cannot be printed
         write_report(run_dir, report.outcomes, list(sweep or {}), interrupted)
     if interrupted:

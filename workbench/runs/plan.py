@@ -344,16 +344,16 @@ def check_paths(executions: Sequence[Execution], params_set: str) -> None:
 def check_loss_settings(executions: Sequence[Execution], params_set: str) -> None:
     """Each notebook's ``loss_modules`` imported here, from the notebook's folder as its kernel will, and its
     ``extra_settings`` checked against the registry, before any kernel starts: a file that fails to import (its file
-    and line), a loss name nothing registered, a parameter its class does not take or a required one not given are a
-    ValueError naming where it was given (the params file, or ``--sweep``). The kernel imports and checks them again,
-    in its own process."""
+    and line), a loss name nothing registered, a parameter its class does not take or a required one not given, a
+    number outside its declared range (``workbench.losses.check_loss_params``) are a ValueError naming where it was
+    given (the params file, or ``--sweep``). The kernel imports and checks them again, in its own process."""
     for execution in executions:
         modules = execution.parameters.get("loss_modules") or []
         extra = execution.parameters.get("extra_settings")
         if not modules and not extra:
             continue
         from workbench.config import extra_specs
-        from workbench.losses import check_loss_parameters, import_loss_modules, registry_restored
+        from workbench.losses import check_loss_parameters, check_loss_params, import_loss_modules, registry_restored
 
         swept = {"loss_modules", "extra_settings"} & set(execution.point)
         given = "--sweep" if swept else f"params file {params_set}/{execution.name}.yaml"
@@ -365,6 +365,10 @@ def check_loss_settings(executions: Sequence[Execution], params_set: str) -> Non
                     check_loss_parameters(
                         spec.name, spec.params, f"{where}.loss", f"{where}.params", counts_supplied=True
                     )
+                    try:  # the declared ranges and choices (a workbench loss's; yours, when its class declares them)
+                        check_loss_params(spec.name, spec.params)
+                    except ValueError as error:
+                        raise ValueError(f"{where}.params.{error}") from None
         except ValueError as error:
             raise ValueError(f"{given}: {error}") from None
 

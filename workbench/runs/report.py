@@ -26,7 +26,7 @@ import pandas as pd
 from workbench.metrics_file import metric_statistics, write_atomically
 from workbench.runs.assets import inline_plotly_js
 from workbench.runs.execute import Outcome
-from workbench.runs.results import results_html
+from workbench.runs.results import forest_json, results_html
 from workbench.runs.sanitize import offline_figure
 
 METRIC_PREFIX = "metric."
@@ -345,6 +345,9 @@ def index_sections(
     :class:`Section` in this list."""
     sections = [_about(outcomes, summary, run_dir), Section("executions", "Executions", _runs_table(summary, run_dir))]
     results = results_html(run_dir)  # the claim rows of results.md, when the notebooks recorded some
+    forest = forest_json(run_dir)
+    if results and forest:
+        results += _figure_div(forest, "results-forest", "Forest plot: every tested row's difference and its 95% CI")
     if results:
         sections.append(Section("results", "Results: each paper's claim", results))
     if sweep_keys and not aggregated.empty:

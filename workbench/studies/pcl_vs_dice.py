@@ -17,15 +17,16 @@ from datasets import Dataset
 from workbench.config import DataConfig, LossSpec
 from workbench.data import RELEASES, label_counts, label_names
 from workbench.decisions import tuned_predictions
-from workbench.evidence import Claim, compare
+from workbench.evidence import N_RESAMPLES, Claim, compare
 from workbench.metrics import classification_report
 from workbench.stats import formatted, mean_std_table, row_statistics, summarize
-from workbench.train import offered, settings_specs
+from workbench.train import extra_rows, offered, settings_specs
 
 COMPARISON: dict[str, LossSpec] = offered(("CE", "LS", "DSC reference", "PCL reference", "PCL expected_cost (global)"))
 """The side-by-side in teaching order; LS and PCL take epsilon (:func:`comparison_specs`)."""
-EXTRA_REFERENCES = ("CE", "LS", "PCL reference", "DSC reference")
-"""What an extra setting is compared with on the results page: CE, LS and each paper's method as released."""
+EXTRA_REFERENCES = ("CE", "LS", "DSC reference")
+"""What an extra setting is compared with on the results page: CE, LS and each paper's method as released (PCL as
+released is LS by construction, ``pcl.IDENTITY_REASON``: rows against it would repeat the LS rows)."""
 SMALL_TEST_CLASS = 20  # test examples below which a class's recall and F1 are too noisy to read
 GENERATED = {
     "sample_relevance": "generated query-title pairs in QBQTC's label shares (the workbench's sample)",
@@ -193,14 +194,19 @@ DICE_CLAIM = Claim(
 )
 
 
+PCL_ROWS = "The PCL against LS rows (Table 4) of the same data and settings"
+"""What the walkthrough's record points to instead of repeating (notebook 02 records them once)."""
+
+
 def dice_rows(
-    comparison: Any, splits: Mapping[str, Dataset], test: str, encoder: str, n_resamples: int = 2000
+    comparison: Any, splits: Mapping[str, Dataset], test: str, encoder: str, n_resamples: int = N_RESAMPLES
 ) -> list[dict[str, Any]]:
     """DSC (the released preset, one-vs-rest) against CE on macro-F1 (``pcl.run_ablation``'s result, seeds paired),
-    with argmax decisions and with per-class offsets tuned on validation for both; none unless both ran. (The PCL rows
-    of the walkthrough come from ``pcl.claim_rows``.)"""
+    with argmax decisions and with per-class offsets tuned on validation for both; none unless both ran. The PCL rows
+    are notebook 02's (:data:`PCL_ROWS`): the walkthrough points to them."""
     gold = np.asarray(splits["test"]["label"], dtype=np.int64)
     validation = np.asarray(splits["validation"]["label"], dtype=np.int64)
+    counts = label_counts(splits["train"], len(comparison.label_names))
     rows: list[dict[str, Any]] = []
     if {"DSC reference", "CE"} <= set(comparison.runs["setting"]):
 
@@ -215,7 +221,7 @@ def dice_rows(
         }
         for rule, method, baseline in (
             ("argmax", argmax("DSC reference"), argmax("CE")),
-            ("per-class offsets tuned on validation", tuned["DSC reference"], tuned["CE"]),
+            ("per-class offsets tuned on each side's validation", tuned["DSC reference"], tuned["CE"]),
         ):
             rows.append(
                 compare(
@@ -229,7 +235,34 @@ def dice_rows(
                     baseline_predictions=baseline,
                     test=test,
                     num_labels=len(comparison.label_names),
+                    train_counts=list(counts),
+                    decision_rule=rule,
                     n_resamples=n_resamples,
                 )
             )
     return rows
+
+
+def extra_setting_rows(
+    comparison: Any,
+    splits: Mapping[str, Dataset],
+    test: str,
+    encoder: str,
+    extra_settings: Mapping[str, Any] | None,
+    n_resamples: int = N_RESAMPLES,
+) -> list[dict[str, Any]]:
+    """Each setting of ``extra_settings`` that ran (``pcl.run_ablation``'s result) against :data:`EXTRA_REFERENCES`
+    that ran, on macro-F1 as :func:`dice_rows`, argmax decisions for both sides, seeds paired
+    (``workbench.train.extra_rows``: ``workbench.evidence.compare``, as every row)."""
+    return extra_rows(
+        extra_settings,
+        comparison.predictions,
+        EXTRA_REFERENCES,
+        y_true=np.asarray(splits["test"]["label"], dtype=np.int64),
+        train_counts=list(label_counts(splits["train"], len(comparison.label_names))),
+        test=test,
+        setting=f"{encoder}, argmax",
+        metrics=("macro_f1",),
+        num_labels=len(comparison.label_names),
+        n_resamples=n_resamples,
+    )

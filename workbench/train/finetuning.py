@@ -252,6 +252,7 @@ def train_classifier(
         "train_samples_per_second": train_output.metrics["train_samples_per_second"],
         "time": time.perf_counter() - start,
         "num_parameters": count_parameters(model),
+        "train_steps": trainer.state.global_step,
     }
     return TrainedClassifier(
         trainer,

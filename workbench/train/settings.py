@@ -17,7 +17,7 @@ import numpy as np
 
 from workbench.checks import check_names
 from workbench.config import LossSpec, extra_claims, extra_specs
-from workbench.evidence import Claim, compare
+from workbench.evidence import N_RESAMPLES, Claim, compare
 from workbench.train.losses_from_specs import check_specs
 
 LOSS_SETTINGS: dict[str, LossSpec] = {
@@ -35,8 +35,8 @@ LOSS_SETTINGS: dict[str, LossSpec] = {
     "PCL weighted (batch)": LossSpec("pcl", {"variant": "weighted", "counts": "batch"}),
     "PCL expected_cost (global)": LossSpec("pcl", {"variant": "expected_cost", "counts": "global"}),
     "PCL expected_cost (batch)": LossSpec("pcl", {"variant": "expected_cost", "counts": "batch"}),
-    "class-balanced CE": LossSpec("class_balanced"),  # the fair baselines: Cui et al. 2019
-    "logit-adjusted CE": LossSpec("logit_adjusted"),  # Menon et al. 2021
+    "class-balanced CE": LossSpec("class_balanced", {"beta": 0.9999}),  # the fair baselines: Cui et al. 2019
+    "logit-adjusted CE": LossSpec("logit_adjusted", {"tau": 1.0}),  # Menon et al. 2021
     "CORN (ordinal)": LossSpec("corn"),  # an ordinal model for ordered labels (Shi et al.; K - 1 outputs)
 }
 """Every named loss setting of the notebooks: the Dice paper's losses (sec. 3) with the settings of notebook 01, the
@@ -100,18 +100,23 @@ def extra_rows(
     references: Sequence[str],
     *,
     y_true: Sequence[int] | np.ndarray,
+    train_counts: Sequence[int],
     test: str,
     setting: str,
     metrics: Sequence[str],
     num_labels: int,
-    n_resamples: int = 2000,
+    n_resamples: int = N_RESAMPLES,
     **compare_options: Any,
 ) -> list[dict[str, Any]]:
     """The results page's rows of each extra setting that ran: against each of ``references`` (labels: the task's
-    baselines and the paper's method) that ran, on each of ``metrics``, from the test ``predictions`` ((label, seed)
-    -> predictions, as a study keeps them; seed s paired with seed s) by ``workbench.evidence.compare``, the
-    statistics of every other row (``compare_options``: its further arguments). Under the setting's own ``claim``
-    when it gives one (expected: better), else under :data:`NO_CLAIM`."""
+    baselines and the paper's method) that ran, on each of ``metrics``, from the test argmax ``predictions``
+    ((label, seed) -> predictions, as a study keeps them; seed s paired with seed s) by
+    ``workbench.evidence.compare``, the statistics of every other row: the same interval, trivial baseline (the
+    prior of ``train_counts``, the training label counts), Holm family and non-test rules, one decision rule for both
+    sides (argmax), no paper's difference (no paper printed one for a loss of yours); ``compare_options``: its further
+    arguments (``seed``, ``note``). Under the setting's own ``claim`` when it gives one (expected: better), else under
+    :data:`NO_CLAIM`. A reference that equals another by construction is the study's to leave out of ``references``
+    (PCL as printed and as released train as LS: rows against them would repeat the LS rows)."""
     by_label: dict[str, dict[int, np.ndarray]] = {}
     for (label, seed), predicted in predictions.items():
         by_label.setdefault(label, {})[seed] = predicted
@@ -133,6 +138,9 @@ def extra_rows(
                     baseline_predictions=by_label[reference],
                     test=test,
                     num_labels=num_labels,
+                    train_counts=list(train_counts),
+                    decision_rule="argmax",
+                    paper_difference=None,
                     n_resamples=n_resamples,
                     **compare_options,
                 )

@@ -17,9 +17,17 @@ import plotly.graph_objects as go
 import plotly.io as pio
 from IPython.display import clear_output, display
 
-from workbench.checks import check_int, check_names, check_number
+from workbench.checks import Bounds, check_int, check_names, check_number
 from workbench.label_entropy import paper_entropy
-from workbench.losses.pcl import DEFAULT_PCL_PLUS_FORM, PCL_VARIANTS, QBQTC_LABEL_COUNTS, check_counts, weight_matrix
+from workbench.losses import (
+    DEFAULT_PCL_PLUS_FORM,
+    PCL_VARIANTS,
+    QBQTC_LABEL_COUNTS,
+    check_label_counts,
+    own_losses,
+    parameter_range,
+    pcl_weight_matrix_of_checked,
+)
 from workbench.viz import figures
 from workbench.viz.confusion import matrix_grid
 from workbench.viz.curves import figure_loss_curves
@@ -41,9 +49,13 @@ PAGE_STEPS = 11  # a page slider's steps: every position up to this many, else t
 TRACE_ATTRIBUTES = ("x", "y", "z", "text")  # what a page slider's step may change in a trace
 
 
-def make_slider(name: str, continuous_update: bool = True, **overrides: Any) -> widgets.widget.Widget:
+def make_slider(
+    name: str, continuous_update: bool = True, within: Sequence[Bounds] = (), **overrides: Any
+) -> widgets.widget.Widget:
     """A preconfigured slider for ``name`` (one of SLIDERS); ``overrides`` change value, min, max, step. A parameter
-    not in SLIDERS (one of a loss of yours) gets a slider when ``overrides`` give all four. The range is widened to
+    not in SLIDERS (one of a loss of yours) gets a slider when ``overrides`` give all four. Its ends are kept to the
+    positions every range of ``within`` holds (the declared ranges of the loss parameters it sets,
+    ``workbench.losses.parameter_range``: dice's gamma starts above 0, epsilon stays below 1). The range is widened to
     hold the value (ipywidgets would clamp it silently)."""
     unknown = sorted(set(overrides) - {"value", "min", "max", "step"})
     if unknown:
@@ -58,9 +70,17 @@ def make_slider(name: str, continuous_update: bool = True, **overrides: Any) -> 
         check_number(f"{name}.{key}", settings[key])
     if settings["step"] <= 0:
         raise ValueError(f"{name}.step: must be a number > 0, got {settings['step']!r}")
-    settings.update(min=min(settings["min"], settings["value"]), max=max(settings["max"], settings["value"]))
     given = SLIDERS[name] if name in SLIDERS else settings
     integral = all(isinstance(given[key], int) and not isinstance(given[key], bool) for key in given)
+    if within:
+        count = round((settings["max"] - settings["min"]) / settings["step"]) + 1
+        kind = int if integral else float
+        grid = [kind(round(settings["min"] + i * settings["step"], 10)) for i in range(count)]
+        allowed = [value for value in grid if all(bounds.contains(value) for bounds in within)]
+        if not allowed:
+            raise ValueError(f"{name}: no slider position in [{settings['min']}, {settings['max']}] is allowed")
+        settings.update(min=allowed[0], max=allowed[-1])
+    settings.update(min=min(settings["min"], settings["value"]), max=max(settings["max"], settings["value"]))
     slider_class = widgets.IntSlider if integral else widgets.FloatSlider
     return slider_class(
         description=name, continuous_update=continuous_update, style={"description_width": "initial"}, **settings
@@ -263,7 +283,17 @@ class LossCurvePanel(Panel):
             )
         self.curves = list(curves)
         self.options = options
-        sliders = {slider: make_slider(slider, False, **ranges.get(slider, {})) for slider in slider_names}
+        declared = {  # each slider within the declared range of every workbench loss parameter it sets
+            slider: [
+                parameter_range(curve.loss, slider)
+                for curve in curves
+                if slider in curve.linked and curve.loss not in own_losses()
+            ]
+            for slider in slider_names
+        }
+        sliders = {
+            slider: make_slider(slider, False, declared[slider], **ranges.get(slider, {})) for slider in slider_names
+        }
         super().__init__(sliders, name, interactive)
 
     def draw(self, **values: Any) -> go.Figure:
@@ -275,7 +305,8 @@ class LossCurvePanel(Panel):
 class PclWeightsPanel(Panel):
     """The PCL per-(gold, predicted) matrices (``pcl_weight_matrix``) of ``variants`` against epsilon, which starts at
     ``epsilon`` in [0, 1) (a notebook sweep changes the figure); ``label_counts`` (default QBQTC's) set K and
-    ``label_names`` (default "0".."K-1"). Each argument is checked here, once; a redraw takes the slider's epsilon."""
+    ``label_names`` (default "0".."K-1"). Each argument is checked here, once; a redraw takes the slider's epsilon,
+    kept to its declared range."""
 
     def __init__(
         self,
@@ -286,7 +317,7 @@ class PclWeightsPanel(Panel):
         name: str = "pcl_weights",
         epsilon: float = 0.1,
     ) -> None:
-        self.counts = check_counts(QBQTC_LABEL_COUNTS if label_counts is None else label_counts)
+        self.counts = check_label_counts(QBQTC_LABEL_COUNTS if label_counts is None else label_counts)
         self.label_counts = tuple(self.counts.tolist())
         self.label_names = (
             [str(index) for index in range(len(self.label_counts))] if label_names is None else list(label_names)
@@ -296,14 +327,15 @@ class PclWeightsPanel(Panel):
                 f"label_counts: must have one count per label name {self.label_names}, got {self.label_counts}"
             )
         self.variants = check_names("variants", variants, PCL_VARIANTS, distinct=False)
-        epsilon = check_number("epsilon", epsilon, 0.0, 1.0, high_inclusive=False)
-        super().__init__({"epsilon": make_slider("epsilon", value=epsilon)}, name, interactive)
+        epsilon_range = parameter_range("pcl", "epsilon")
+        epsilon = epsilon_range.check_number("epsilon", epsilon)
+        super().__init__({"epsilon": make_slider("epsilon", within=[epsilon_range], value=epsilon)}, name, interactive)
 
     def draw(self, epsilon: float) -> go.Figure:
         matrices = {}
         for variant in self.variants:
             form = DEFAULT_PCL_PLUS_FORM[variant]
-            matrices[variant] = weight_matrix(variant, epsilon, self.counts, form, cost_matrix=None).numpy()
+            matrices[variant] = pcl_weight_matrix_of_checked(variant, epsilon, self.counts, form, None).numpy()
         title = f"PCL matrices M[gold, predicted], epsilon = {epsilon:g}"
         return matrix_grid(matrices, self.label_names, title=title, shared_scale=False)
 

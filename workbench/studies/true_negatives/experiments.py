@@ -13,11 +13,14 @@ import pandas as pd
 
 from workbench.checks import check_choice, check_names, check_seeds
 from workbench.config import Config, load_config
-from workbench.evidence import Claim, compare, rate
+from workbench.evidence import run_size
 from workbench.losses import HC_LEVELS
 from workbench.stats import formatted, row_statistics, summarize
 from workbench.train import finetune, pretrain_mlm, read_predictions
 
+from .claims import PAPER_SCALE as PAPER_SCALE  # the results page's rows, named here as the notebook calls them
+from .claims import downstream_rows as downstream_rows
+from .claims import rate_rows as rate_rows
 from .masking_demo import STRATEGIES
 
 OBJECTIVE_VARIANTS: dict[str, dict[str, str]] = {
@@ -310,84 +313,8 @@ def downstream_predictions(
     }
 
 
-PAPER = "arXiv 2212.00460"
-TABLE2_CLAIM = Claim(
-    PAPER,
-    "Table 2",
-    "the ratio of detected false negatives is around 6.0%-7.0% in iteration-level and 1.0%-2.0% in token-level.",
-)
-TABLE2_RANGES = {"prediction": (0.01, 0.02), "iteration": (0.06, 0.07)}
-BOOST_CLAIM = Claim(PAPER, "sec. 1; Table 6", "our approach boosts the baseline performance by a large margin")
-SOURCE_CLAIM = Claim(PAPER, "Table 6, second block", "turns out to be better suitable for our task")
-SENTENCE_CLAIM = Claim(
-    PAPER, "Table 6, third block", "also outperforms the baseline and nearly reaches the performance of word-level one"
-)
-DOWNSTREAM_METRIC = "macro_f1"
-
-
-def rate_rows(corrections: pd.DataFrame, encoder: str, test: str) -> list[dict[str, Any]]:
-    """Table 2's two rates of ``encoder``'s held-out corrections (:func:`~workbench.studies.true_negatives.
-    hard_correction.correction_table`) at each level, against the paper's ranges (``workbench.evidence.rate``)."""
-    rows = []
-    for entry in corrections[corrections["encoder"] == encoder].itertuples():
-        counts = {
-            "prediction": (entry.corrected, entry.wrong, "prediction level: corrected / wrong predictions"),
-            "iteration": (entry.sequences_with_correction, entry.sequences, "iteration level: sequences corrected"),
-        }
-        for name, (successes, trials, measure) in counts.items():
-            if trials:
-                rows.append(
-                    rate(
-                        TABLE2_CLAIM,
-                        setting=f"{encoder}, {entry.level} level",
-                        method=encoder,
-                        measure=measure,
-                        successes=int(successes),
-                        trials=int(trials),
-                        paper_range=TABLE2_RANGES[name],
-                        test=test,
-                    )
-                )
-    return rows
-
-
-def downstream_rows(
-    predictions: Mapping[tuple[str, int], tuple[np.ndarray, np.ndarray]],
-    strategy: str,
-    setting: str,
-    test: str,
-    num_labels: int,
-    n_resamples: int = 2000,
-) -> list[dict[str, Any]]:
-    """Table 6's comparisons downstream (test macro-F1, fine-tuning seeds paired), for the ``strategy`` runs present:
-    HC (word and the paper's token level) and SR (eq. 3) against plain MLM, sentence-level SR against plain MLM, and HC
-    with the lexicon against HC with embedding neighbours (the second block)."""
-    golds = [gold for gold, _ in predictions.values()]
-    if not golds or any(not np.array_equal(gold, golds[0]) for gold in golds):
-        raise ValueError("predictions: must hold every run's labels of one and the same test split")
-    encoders = {name for name, _ in predictions}
-
-    def of(encoder: str) -> dict[int, np.ndarray]:
-        return {seed: pred for (name, seed), (_, pred) in predictions.items() if name == encoder}
-
-    plain = f"{strategy}-plain"
-    pairs = [(BOOST_CLAIM, f"{strategy}-{objective}", plain) for objective in ("hc_word", "hc", "sr")]
-    pairs += [(SENTENCE_CLAIM, f"{strategy}-sr_sentence", plain)]
-    pairs += [(SOURCE_CLAIM, f"{strategy}-hc_word", f"{strategy}-hc_word@embedding")]
-    return [
-        compare(
-            claim,
-            setting=setting,
-            method=method,
-            baseline=baseline,
-            metric=DOWNSTREAM_METRIC,
-            y_true=golds[0],
-            method_predictions=of(method),
-            baseline_predictions=of(baseline),
-            test=test,
-            num_labels=num_labels,
-            n_resamples=n_resamples,
-        )
-        for claim, method, baseline in pairs
-        if method in encoders and baseline in encoders
-    ]
+def downstream_size(output_root: str | Path, encoder: str, seed: int, training_examples: int) -> dict[str, Any]:
+    """The scale table's line of one :func:`downstream_grid` run (its metrics.json: parameters, optimizer steps)."""
+    return run_size(
+        f"{encoder} (fine-tuned)", _metrics_file(Path(output_root) / f"{encoder}-seed{seed}"), training_examples
+    )
