@@ -41,8 +41,8 @@ run: $(STAMP)
 	$(PY) -m workbench run --params-set default
 
 test: $(STAMP)
-	$(VENV)/bin/ruff check workbench tests scripts benchmarks notebooks
-	$(VENV)/bin/ruff format --check workbench tests scripts benchmarks notebooks
+	$(VENV)/bin/ruff check workbench tests scripts benchmarks notebooks examples
+	$(VENV)/bin/ruff format --check workbench tests scripts benchmarks notebooks examples
 	$(PY) -m pytest -q
 
 bench: $(STAMP)

@@ -53,7 +53,8 @@ ALLOWED: dict[str, set[str]] = {
     "label_entropy": {"checks"},
     "synonyms": {"checks", "text_files", "data_root"},
     "word_vectors": {"checks"},
-    "losses": {"checks"},  # losses stand alone (issue 39): hard correction takes a synonym matcher the trainer builds
+    "losses": {"checks", "data_root"},  # losses stand alone (issue 39): hard correction takes a synonym matcher the
+    # trainer builds; data_root: losses/modules.py alone (no loss), a loss module's path may be $WORKBENCH_DATA/...
     "masking": {"checks", "config", "text_files", "threads"},
     "data": {"checks", "config", "synonyms", "text_files", "masking", "data_root"},
     "models": {"checks", "config", "vocab"},
@@ -67,7 +68,8 @@ ALLOWED: dict[str, set[str]] = {
         "data",
         "evidence",
         "redaction",
-    },  # data: file check
+        "losses",
+    },  # data: file check; losses: a params set's loss_modules imported and extra_settings checked before kernels
     "train": FOUNDATION | {"losses", "masking", "data", "models"},  # not the runner: metrics.json via metrics_file
     "viz": {"checks", "config", "losses", "label_entropy"},
     "studies": FOUNDATION | {"losses", "masking", "data", "models", "train"},
@@ -134,7 +136,9 @@ def test_losses_import_nothing_from_data_train_viz_or_studies():
 def test_losses_stand_alone_importing_of_the_workbench_only_checks(path):
     # issue 39, as MONAI's losses do: torch, workbench.checks and their own modules (hard correction takes a synonym
     # matcher the trainer builds from its lexicon)
-    assert _imports(path) <= {"checks", "losses"}, sorted(_imports(path))
+    # losses/modules.py imports your files (it is no loss): it reads data_root, a leaf, for $WORKBENCH_DATA/ paths
+    allowed = {"checks", "losses", "data_root"} if path.name == "modules.py" else {"checks", "losses"}
+    assert _imports(path) <= allowed, sorted(_imports(path))
 
 
 @pytest.mark.parametrize("package", ["train", "viz", "studies", "runs", "data", "masking", "models"])

@@ -121,9 +121,33 @@ def test_decision_rules_are_tuned_on_validation_alone():
     assert all(np.array_equal(first[seed][::-1], again[seed]) for seed in fits)
 
 
+def test_extra_settings_rows_leave_out_the_references_identical_to_ls():
+    # PCL as released trains as LS: a row against it would repeat the LS row (issue 36: one finding, one row)
+    splits = _splits(3)
+    extra = {"Mine": {"loss": "ce", "params": {}}}
+    ablation = _ablation(splits, {"LS": 0.6, "CE": 0.6, "DSC reference": 0.62, "Mine": 0.7})
+    rows = pcl_vs_dice.extra_setting_rows(ablation, splits, "t", "probe", extra, n_resamples=200)
+    assert [(row["method"], row["baseline"], row["metric"]) for row in rows] == [
+        ("Mine", "CE", "macro_f1"),
+        ("Mine", "LS", "macro_f1"),
+        ("Mine", "DSC reference", "macro_f1"),
+    ]
+    rows = pcl.extra_setting_rows(ablation, splits, "t", "probe", extra, n_resamples=200)
+    assert [(row["method"], row["baseline"], row["metric"]) for row in rows] == [
+        ("Mine", baseline, metric) for baseline in ("LS", "CE") for metric in ("macro_f1", "accuracy")
+    ]
+    prior = np.bincount(np.asarray(splits["train"]["label"]), minlength=3) / len(splits["train"])
+    test_shares = np.bincount(np.asarray(splits["test"]["label"]), minlength=3) / len(splits["test"])
+    for row in rows:  # argmax on both sides; no paper's difference
+        assert row["decision_rule"] == "argmax" and row["paper_difference"] is None
+    # the trivial baseline guesses by the training split's prior: accuracy sum_c test share_c x prior_c, by hand
+    accuracy = next(row for row in rows if row["metric"] == "accuracy")
+    assert accuracy["trivial"]["prior"] == pytest.approx(float(test_shares @ prior))
+
+
 def test_walkthrough_dice_rows_compare_dsc_with_ce_argmax_and_tuned():
     splits = _splits(3)
-    ablation = _ablation(splits, {"LS": 0.6, "CE": 0.6, "DSC": 0.62})
+    ablation = _ablation(splits, {"LS": 0.6, "CE": 0.6, "DSC reference": 0.62})
     rows = pcl_vs_dice.dice_rows(ablation, splits, "t", "probe", n_resamples=200)
     assert [(row["method"], row["baseline"], row["setting"]) for row in rows] == [
         ("DSC (released preset)", "CE", "probe, argmax"),

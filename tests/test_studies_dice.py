@@ -353,7 +353,7 @@ def test_saturation_check_released_code_nan_workbench_finite():
 def test_this_run_quotes_the_tables_numbers():
     table8 = pd.concat([hand_table().assign(setting=setting) for setting in dice.TABLE8_SETTINGS])
     table9 = hand_table().assign(setting="balanced")
-    presets = pd.concat([hand_table().assign(loss=loss) for loss in ("DSC paper", "DSC reference")])
+    presets = pd.concat([hand_table().assign(loss=loss) for loss in ("DSC", "DSC reference")])
     sets = dice.Table8Sets(sets=None, augmentation="synonyms", calls=30, unchanged=10)
     line = dice.this_run(table8, table9, presets, sets, {"alpha": 0.3, "test_f1_positive": 0.5})
     # f1_positive of CE over the four rows: mean 0.625, sample std 0.2217 -> "62.5 ± 22.2"

@@ -119,7 +119,7 @@ def test_comparison_losses_match_torch(splits):
     ls = loss_from_spec(specs["LS"], splits["train"])(logits, labels)
     torch.testing.assert_close(ce, torch.nn.functional.cross_entropy(logits, labels))
     torch.testing.assert_close(ls, torch.nn.functional.cross_entropy(logits, labels, label_smoothing=0.1))
-    assert loss_from_spec(specs["DSC"], splits["train"]).preset == "reference"
+    assert loss_from_spec(specs["DSC reference"], splits["train"]).preset == "reference"
     assert specs["CE"].params == {} and specs["PCL reference"].params["epsilon"] == 0.1
 
 
@@ -172,8 +172,8 @@ def test_run_comparison_is_deterministic(splits, fitter):
     ("settings", "seeds", "message"),
     [
         (["LS", "focal"], [0], r"^settings:"),
-        (["CE", "DSC"], [0], r"^settings:"),  # no LS, the baseline the notebook compares with
-        (["LS", "DSC"], [0], r"^settings:"),  # no CE, whose confusion and recall the notebook shows
+        (["CE", "DSC reference"], [0], r"^settings:"),  # no LS, the baseline the notebook compares with
+        (["LS", "DSC reference"], [0], r"^settings:"),  # no CE, whose confusion and recall the notebook shows
         (["CE", "LS", "LS"], [0], r"^settings:"),  # a setting named twice would run once
         (["CE", "LS"], [], r"^seeds:"),
     ],

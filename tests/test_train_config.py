@@ -29,6 +29,7 @@ def test_defaults_are_complete_and_valid():
     assert {field.name for field in dataclasses.fields(Config)} == {
         "task",
         "output_dir",
+        "loss_modules",
         "data",
         "model",
         "loss",

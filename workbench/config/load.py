@@ -12,7 +12,7 @@ from workbench.checks import check_choice
 from workbench.config.data import DataConfig
 from workbench.config.model import ModelConfig
 from workbench.config.objectives import AuxConfig, ElectraSpec, LossSpec, MaskingSpec, ObjectiveConfig
-from workbench.config.sections import Section, _nested, _plain, _section_fields, _unknown, option
+from workbench.config.sections import Section, _nested, _plain, _section_fields, _unknown, check_field, option
 from workbench.config.training import TrainingConfig
 from workbench.yaml_files import parse_override, read_yaml_file
 
@@ -27,6 +27,11 @@ class Config(Section):
         "finetune", "finetune, pretrain_mlm, two_stage or pretrain_electra (the CLI runs this one)", choices=TASKS
     )
     output_dir: str = option("outputs/train", "run folder: new, empty or this run's own (training.resume continues it)")
+    loss_modules: list[str] = option(
+        help="your own losses: .py files that call workbench.losses.register_loss, imported before anything is built "
+        "(relative to the working directory; docs/your_own_loss.md)",
+        factory=list,
+    )
     data: DataConfig = option(help="", factory=DataConfig)
     model: ModelConfig = option(help="", factory=ModelConfig)
     loss: LossSpec = option(help="finetune; two_stage's stage 2", factory=LossSpec)
@@ -40,6 +45,10 @@ class Config(Section):
 
     def __post_init__(self) -> None:
         super().__post_init__()
+        if isinstance(self.loss_modules, str | bytes) or not isinstance(self.loss_modules, list | tuple):
+            raise ValueError(f"loss_modules: must be a list of .py files, got {self.loss_modules!r}")
+        modules = [check_field(f"loss_modules[{index}]", path, str) for index, path in enumerate(self.loss_modules)]
+        object.__setattr__(self, "loss_modules", modules)
         if self.loss.params.get("reduction", "mean") != "mean":  # a trainer averages the loss of a batch
             raise ValueError(
                 f"loss.params.reduction: must be 'mean' in a trainer, got {self.loss.params['reduction']!r}"

@@ -25,7 +25,9 @@ OBJECTIVES = ("plain", "hc", "sr")
 class LossSpec(Section, prefix="loss", free_mappings=("params",)):
     """A ``workbench.losses.build_loss`` name and its parameters (``resolve`` adds the training split's counts)."""
 
-    name: str = option("ce", "any build_loss name: ce, wce, ls, focal, dice, tversky, dsc, pcl")
+    name: str = option(
+        "ce", "any build_loss name: ce, wce, ls, focal, dice, tversky, dsc, pcl, ...; or yours (loss_modules)"
+    )
     params: dict[str, Any] = option(
         help="its keyword arguments (an override loss.params={...} replaces them all)", factory=dict
     )

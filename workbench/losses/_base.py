@@ -24,7 +24,7 @@ NON_NEGATIVE = Bounds(ge=0, le=LARGEST)
 
 class DeclaredParameters:
     """What a loss class declares about its parameters, read by its constructor, by
-    :func:`workbench.losses.check_loss_params` (the runner, before any kernel starts) and by the widgets' sliders
+    :func:`workbench.losses.check_loss_params` (a check without building the loss) and by the widgets' sliders
     (:func:`workbench.losses.parameter_range`): ``ranges`` maps a number's name to its :class:`~workbench.checks.Bounds`
     (the module-level ``EPSILON``, ``FOCAL_GAMMA``, ...), ``choices`` a name to the values it may take."""
 

@@ -198,6 +198,8 @@ def run(
         raise ValueError(
             f"--params-set {params_set!r}: {stray} names no notebook in {notebooks_dir} (a typo runs on defaults)"
         )
+    # each value against its notebook's rules (its checks cell: loss modules of yours imported, every loss setting
+    # checked), in this process, before any kernel starts
     executions = plan_executions(notebooks, params_dir, params_set, sweep, seeds, encoder)
     if executor not in EXECUTORS or (slurm and executor == "threads"):
         raise ValueError(

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import os
 import re
 import warnings
 from collections import Counter
@@ -35,6 +36,7 @@ SET_PURPOSES = {  # what the sets the project ships are for (python -m workbench
     "results": "each paper's claim on real data at CPU scale, 5 seeds: results.md",
     "own": "your own_data.csv",
     "class": "notebook 05 for a class, under a minute: --only 05",
+    "own_loss": "your own loss (Poly-1) beside notebook 05's, with evidence: --only 05",
 }
 MAX_SLUG = 96  # characters of a sweep point's folder name before its hash (file systems allow 255 bytes)
 # Keys of a parameter (at any depth of its mappings) whose text names a file or folder the notebook reads: "file" (a
@@ -49,6 +51,7 @@ PATH_KEYS = {
     "lexicon": "file",
     "table8_lexicon": "file",
     "extra_lexicons": "file",
+    "loss_modules": "file",
     "model_name_or_path": "checkpoint",
     "fusion_model": "checkpoint",
 }
@@ -370,12 +373,16 @@ def notebook_rules(notebook: Path) -> tuple[str, str] | None:
 
 def _from_folder(value: Any, folder: Path, kind: str | None = None) -> Any:
     """``value`` with each relative path under a :data:`PATH_KEYS` key (at any depth) read from ``folder``, the
-    notebook's, where its kernel runs; for checks made in this process, whose working directory is another."""
+    notebook's, where its kernel runs; for checks made in this process, whose working directory is another. A file's
+    path becomes absolute whether or not it exists (a check that names a missing one names where it was looked for);
+    a checkpoint's only when it exists (else it may be a hub name)."""
     from workbench.data_root import expand_data_root
 
     if kind is not None and isinstance(value, str):
         path = Path(expand_data_root(value)).expanduser()
-        return str(folder / path) if not path.is_absolute() and (folder / path).exists() else value
+        if path.is_absolute() or not (kind == "file" or (folder / path).exists()):
+            return value
+        return os.path.normpath((folder / path).absolute())
     if isinstance(value, Mapping):
         return {key: _from_folder(item, folder, kind or PATH_KEYS.get(key)) for key, item in value.items()}
     if kind is not None and isinstance(value, list | tuple):
@@ -387,9 +394,16 @@ def check_notebook_rules(notebook: Path, rules: tuple[str, str] | None, paramete
     """Run ``notebook``'s checks cells (:func:`notebook_rules`) in this process on its parameters cell's defaults and
     ``parameters``, as its kernel would run them after papermill's injected cell: every value is checked by the rule
     the notebook itself uses (its library calls), before any kernel starts. A value a rule refuses (ValueError,
-    TypeError) is a ValueError naming the notebook and what the rule says (the parameter and what is allowed)."""
+    TypeError) is a ValueError naming the notebook and what the rule says (the parameter and what is allowed).
+
+    The one pre-kernel check of a notebook's parameters, ``loss_modules`` and ``extra_settings`` among them: a checks
+    cell that imports loss modules of yours (``workbench.losses.import_loss_modules``) runs under
+    ``workbench.losses.registry_restored``, so each notebook's modules are checked alone, as its own kernel will
+    import them, and this process's registry is left as it was."""
     if rules is None:
         return
+    from workbench.losses import registry_restored
+
     defaults, checks = rules
     namespace: dict[str, Any] = {}
     exec(compile(defaults, f"{notebook.name}: parameters", "exec"), namespace)  # the notebook's own defaults
@@ -399,7 +413,8 @@ def check_notebook_rules(notebook: Path, rules: tuple[str, str] | None, paramete
             namespace[name] = _from_folder(value, notebook.parent, PATH_KEYS.get(name))
     namespace[OUTPUT_DIR_PARAMETER] = None  # the checks write nothing
     try:
-        exec(compile(checks, f"{notebook.name}: checks", "exec"), namespace)
+        with registry_restored():  # the loss modules it imports are its own, as in its kernel; gone from this process
+            exec(compile(checks, f"{notebook.name}: checks", "exec"), namespace)
     except (ValueError, TypeError) as error:
         raise ValueError(f"notebook {notebook.name}: {error}") from None
 

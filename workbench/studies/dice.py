@@ -20,8 +20,9 @@ import numpy as np
 import pandas as pd
 import torch
 from datasets import Dataset, DatasetDict
+from torch import nn
 
-from workbench.checks import check_bool, check_choice, check_names, check_number, check_seeds
+from workbench.checks import check_bool, check_choice, check_number, check_seeds
 from workbench.config import DataConfig, LossSpec
 from workbench.data import (
     TABLE8_SETTINGS,
@@ -38,20 +39,13 @@ from workbench.losses import build_loss
 from workbench.metrics import classification_report, small_class_warning
 from workbench.stats import formatted, row_statistics, summarize
 from workbench.synonyms import SynonymTable
-from workbench.train import Fitter, loss_from_spec
+from workbench.train import Fitter, loss_from_spec, offered, settings_specs
 
-LOSS_ZOO: dict[str, LossSpec] = {
-    "CE": LossSpec("ce"),
-    "WCE": LossSpec("wce"),  # alpha_t = lg((n - n_t)/n_t + K), counts from the training split
-    "FL": LossSpec("focal", {"gamma": 2.0}),
-    "DL": LossSpec("dice", {"gamma": 1.0}),
-    "TL": LossSpec("tversky", {"alpha": 0.3, "beta": 0.7, "gamma": 1.0}),
-    "DSC": LossSpec("dsc", {"preset": "paper"}),
-    "DSC reference": LossSpec("dsc", {"preset": "reference"}),  # what the released scripts ran
-    "class-balanced CE": LossSpec("class_balanced", {"beta": 0.9999}),  # the fair baselines: Cui et al. 2019
-    "logit-adjusted CE": LossSpec("logit_adjusted", {"tau": 1.0}),  # Menon et al. 2021
-}
-"""The paper's losses (sec. 3) with the settings of this study, the released DSC, and two fair baselines."""
+LOSS_ZOO: dict[str, LossSpec] = offered(
+    ("CE", "WCE", "FL", "DL", "TL", "DSC", "DSC reference", "class-balanced CE", "logit-adjusted CE")
+)
+"""The paper's losses (sec. 3) with the settings of this study (``workbench.train.LOSS_SETTINGS``: FL gamma 2, DL
+gamma 1, TL alpha 0.3 beta 0.7, DSC eq. 12), the released DSC, and two fair baselines."""
 AUGMENTATIONS = ("synonyms", "copies")
 """Table 8's added examples: synonym replacement (new sentences, the paper's reading) or exact copies (an option)."""
 METRICS = ("f1_positive", "macro_f1", "accuracy")
@@ -131,9 +125,10 @@ class Table8Sets:
     smallest_class: str | None = None
 
 
-def zoo(parameter: str, names: Sequence[str]) -> dict[str, LossSpec]:
-    """The :data:`LOSS_ZOO` specs of ``names``, the notebook's ``parameter`` (each name once)."""
-    return {name: LOSS_ZOO[name] for name in check_names(parameter, names, list(LOSS_ZOO))}
+def zoo(parameter: str, names: Sequence[str], extra_settings: Mapping[str, Any] | None = None) -> dict[str, LossSpec]:
+    """The :data:`LOSS_ZOO` specs of ``names``, the notebook's ``parameter`` (each name once), then those of
+    ``extra_settings`` (``workbench.train.settings_specs``)."""
+    return settings_specs(names, LOSS_ZOO, parameter=parameter, extra_settings=extra_settings)
 
 
 def table8_sets(
@@ -191,18 +186,19 @@ def _equal_classes(split: Dataset, seed: int) -> Dataset:
 
 def fit_and_score(
     splits: DatasetDict,
-    loss: LossSpec,
+    loss: LossSpec | nn.Module,
     seed: int,
     fitter: Fitter,
     positive_label: int | None = None,
     fits: dict | None = None,
 ) -> dict[str, float]:
-    """Fit ``loss`` at ``seed`` (epoch kept on validation macro-F1): test f1_positive (of ``positive_label``, default
-    :func:`scored_label` of the training split), macro_f1, accuracy; validation F1 of the positive class. ``fits``
-    (a dict, when given) receives the ``Fit`` under ``seed``."""
+    """Fit ``loss`` (a spec, or the loss built from it) at ``seed`` (epoch kept on validation macro-F1): test
+    f1_positive (of ``positive_label``, default :func:`scored_label` of the training split), macro_f1, accuracy;
+    validation F1 of the positive class. ``fits`` (a dict, when given) receives the ``Fit`` under ``seed``."""
     names = label_names(splits["train"])
     positive_label = scored_label(splits["train"]) if positive_label is None else positive_label
-    fit = fitter.fit(splits, loss_from_spec(loss, splits["train"]), seed)
+    loss = loss if isinstance(loss, nn.Module) else loss_from_spec(loss, splits["train"])
+    fit = fitter.fit(splits, loss, seed)
     if fits is not None:
         fits[seed] = fit
     test = classification_report(np.asarray(splits["test"]["label"]), fit.test_predictions, label_names=names)
@@ -232,16 +228,23 @@ def run_grid(
     check_seeds("seeds", seeds)
     if not settings or not losses:
         raise ValueError(f"settings, losses: must each hold at least one entry, got {len(settings)} and {len(losses)}")
+    built = {  # every loss built (its parameters checked) before the first fit
+        (setting, label): loss_from_spec(spec, splits["train"])
+        for setting, splits in settings.items()
+        for label, spec in losses.items()
+    }
     return pd.DataFrame(
         [
             {
                 "setting": setting,
                 "loss": label,
                 "seed": seed,
-                **fit_and_score(splits, spec, seed, fitter, positive_label, _cell(fits, setting, label)),
+                **fit_and_score(
+                    splits, built[setting, label], seed, fitter, positive_label, _cell(fits, setting, label)
+                ),
             }
             for setting, splits in settings.items()
-            for label, spec in losses.items()
+            for label in losses
             for seed in seeds
         ]
     )
@@ -349,7 +352,7 @@ def this_run(
     return (
         f"This run ({table8['seed'].nunique()} seed(s); test, x100): F1 of {scored}, {per_setting} "
         f"(added examples: {sets.augmentation}, {sets.unchanged} of {sets.calls} left unchanged). "
-        f"DSC presets on original: eq. 12 {cell('presets', 'DSC paper')}, "
+        f"DSC presets on original: eq. 12 {cell('presets', 'DSC')}, "
         f"reference {cell('presets', 'DSC reference')}. "
         f"Tversky: alpha = {chosen['alpha']:g} chosen on validation, "
         f"test F1 {100 * chosen['test_f1_positive']:.1f}. Balanced task (Table 9), accuracy: "

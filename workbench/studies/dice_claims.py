@@ -20,6 +20,7 @@ from datasets import DatasetDict
 from workbench.decisions import logit_adjustment_rule, tuned_predictions
 from workbench.evidence import N_RESAMPLES, Claim, compare, identity
 from workbench.stats import mcnemar_test
+from workbench.train import extra_rows
 
 PAPER = "arXiv 1911.02855"
 DSC_CLAIM = Claim(PAPER, "Table 8", "DSC achieves the highest F1 score across all datasets.")
@@ -59,6 +60,8 @@ CLAIMED = {"FL": "FL", "DL": "DL", "DSC": "DSC (eq. 12)", "DSC reference": "DSC 
 """The losses the Table 8 rows test against CE, and their names on the page (weighted CE is described in sec. 3.2,
 not claimed to beat CE: no row)."""
 FAIR = ("class-balanced CE", "logit-adjusted CE")
+EXTRA_REFERENCES = ("CE", "DSC", "DSC reference")
+"""What an extra setting is compared with: CE (the task's baseline) and the paper's DSC, as printed and as released."""
 PAPER_SCALE = {
     "model": "BERT (QQP, Table 8); BERT-large (SST, Table 9); OntoNotes4.0 and QuoRef models (Table 10)",
     "parameters": "110 M (base) to 340 M (large), the BERT model cards",
@@ -259,5 +262,41 @@ def _accuracy_rows(
                 n_resamples=n_resamples,
                 note=note,
             )
+        )
+    return rows
+
+
+def extra_setting_rows(
+    splits: DatasetDict,
+    test: str,
+    setting: str,
+    table8: Mapping[tuple[str, str], Mapping[int, Any]],
+    extra_settings: Mapping[str, Any] | None,
+    n_resamples: int = N_RESAMPLES,
+) -> list[dict[str, Any]]:
+    """Each extra setting of Table 8's grid (``table8``: (training set, loss) -> {seed: Fit}) against
+    :data:`EXTRA_REFERENCES` that ran, on each training set, F1 of the positive class, argmax decisions for both
+    sides (``workbench.train.extra_rows``: ``workbench.evidence.compare``, as every row; the trivial baseline's prior
+    the original training split's, as :func:`claim_rows`)."""
+    gold = np.asarray(splits["test"]["label"], dtype=np.int64)
+    rows = []
+    for training_set in dict.fromkeys(name for name, _ in table8):
+        predictions = {
+            (loss, seed): fit.test_predictions
+            for (name, loss), cell in table8.items()
+            if name == training_set
+            for seed, fit in cell.items()
+        }
+        rows += extra_rows(
+            extra_settings,
+            predictions,
+            EXTRA_REFERENCES,
+            y_true=gold,
+            train_counts=_counts(splits["train"]),
+            test=test,
+            setting=f"{setting}, {training_set}",
+            metrics=("f1_positive",),
+            num_labels=2,
+            n_resamples=n_resamples,
         )
     return rows

@@ -14,41 +14,66 @@ import numpy as np
 import pandas as pd
 from datasets import Dataset
 
-from workbench.checks import check_names
 from workbench.config import DataConfig, LossSpec
 from workbench.data import RELEASES, label_counts, label_names
 from workbench.decisions import tuned_predictions
 from workbench.evidence import N_RESAMPLES, Claim, compare
 from workbench.metrics import classification_report, small_class_warning
 from workbench.stats import formatted, mean_std_table, row_statistics, summarize
-from workbench.train import check_loss_spec
+from workbench.train import extra_rows, offered, settings_specs
 
-COMPARISON: dict[str, LossSpec] = {
-    "CE": LossSpec("ce"),
-    "LS": LossSpec("ls"),
-    "DSC": LossSpec("dsc", {"preset": "reference"}),
-    "PCL reference": LossSpec("pcl", {"variant": "reference"}),
-    "PCL expected_cost (global)": LossSpec("pcl", {"variant": "expected_cost", "counts": "global"}),
-}
+COMPARISON: dict[str, LossSpec] = offered(("CE", "LS", "DSC reference", "PCL reference", "PCL expected_cost (global)"))
 """The side-by-side in teaching order; LS and PCL take epsilon (:func:`comparison_specs`)."""
+EXTRA_REFERENCES = ("CE", "LS", "DSC reference")
+"""What an extra setting is compared with on the results page: CE, LS and each paper's method as released (PCL as
+released is LS by construction, ``pcl.IDENTITY_REASON``: rows against it would repeat the LS rows)."""
 GENERATED = {
     "sample_relevance": "generated query-title pairs in QBQTC's label shares (the workbench's sample)",
     "sample_sentences": "generated review sentences (the workbench's sample)",
 }
 
 
-def comparison_specs(settings: Sequence[str], epsilon: float, cost_matrix=None) -> dict[str, LossSpec]:
-    """The specs of ``settings`` (:data:`COMPARISON` keys): LS and PCL at ``epsilon``, PCL with ``cost_matrix`` if
-    one is given; each checked by its loss (:func:`~workbench.train.check_loss_spec`) before any data is read."""
-    specs = {}
-    chosen = check_names("settings", settings, list(COMPARISON), required=("CE", "LS"))  # the notebook shows both
-    for setting in chosen:
-        spec = COMPARISON[setting]
-        extra = {"epsilon": epsilon} if spec.name in ("ls", "pcl") else {}
-        if cost_matrix is not None and spec.name == "pcl" and spec.params["variant"] != "reference":
-            extra["cost_matrix"] = [list(row) for row in cost_matrix]
-        specs[setting] = check_loss_spec(spec.replace(params={**spec.params, **extra}))
+def comparison_specs(
+    settings: Sequence[str],
+    epsilon: float,
+    cost_matrix: Sequence[Sequence[float]] | None = None,
+    extra_settings: Mapping[str, Any] | None = None,
+) -> dict[str, LossSpec]:
+    """The specs of ``settings`` (:data:`COMPARISON` keys, "CE" and "LS" among them: the notebook shows both) and of
+    ``extra_settings`` (``workbench.train.settings_specs``): LS and PCL at ``epsilon``, PCL with ``cost_matrix`` if
+    one is given. Two settings whose metrics.json keys (:func:`metric_key`) would be one are a ValueError."""
+    specs = settings_specs(
+        settings,
+        COMPARISON,
+        required=("CE", "LS"),
+        epsilon=epsilon,
+        cost_matrix=cost_matrix,
+        extra_settings=extra_settings,
+    )
+    metric_keys(specs)
     return specs
+
+
+def metric_key(setting: str) -> str:
+    """A setting's metrics.json key stem: its label before " (", lower case, spaces as "_" ("PCL expected_cost
+    (global)" -> "pcl_expected_cost")."""
+    return setting.split(" (")[0].lower().replace(" ", "_")
+
+
+def metric_keys(settings: Sequence[str]) -> dict[str, str]:
+    """Setting -> :func:`metric_key`; ValueError naming two settings that share one, or a setting whose key is
+    "majority" (the majority baseline's): a metric would be lost."""
+    settings = list(dict.fromkeys(settings))
+    keys: dict[str, str] = {"always predicting the majority": "majority"}
+    for setting in settings:
+        shared = [other for other, key in keys.items() if key == metric_key(setting)]
+        if shared:
+            raise ValueError(
+                f"settings: {shared[0]!r} and {setting!r} would share the metrics.json key "
+                f"{metric_key(setting)}_macro_f1; give one of them another label"
+            )
+        keys[setting] = metric_key(setting)
+    return {setting: key for setting, key in keys.items() if setting in settings}
 
 
 def label_table(splits: Mapping[str, Dataset]) -> pd.DataFrame:
@@ -110,13 +135,24 @@ def headline_metrics(runs: pd.DataFrame, baseline: Mapping[str, Any]) -> dict[st
     """metrics.json ``metrics``: ``<setting>_macro_f1`` (``{"mean", "std", "n"}``; e.g. ``pcl_expected_cost_macro_f1``),
     ``majority_macro_f1``, ``majority_accuracy`` and ``pcl_reference_identical_share`` when that setting ran."""
     metrics: dict[str, Any] = {}
+    keys = metric_keys(runs["setting"])
     for _, row in summarize(runs, ["setting"], ["macro_f1"]).iterrows():
-        metrics[row["setting"].split(" (")[0].lower().replace(" ", "_") + "_macro_f1"] = row_statistics(row, "macro_f1")
+        metrics[keys[row["setting"]] + "_macro_f1"] = row_statistics(row, "macro_f1")
     metrics.update(majority_macro_f1=float(baseline["macro_f1"]), majority_accuracy=float(baseline["accuracy"]))
     reference = runs[runs["setting"] == "PCL reference"]
     if len(reference):
         metrics["pcl_reference_identical_share"] = float(reference["identical_to_ls"].mean())
     return metrics
+
+
+def headline_descriptions(runs: pd.DataFrame) -> dict[str, str]:
+    """What each key :func:`headline_metrics` can write holds, for metrics.json's descriptions."""
+    return {
+        **{f"{key}_macro_f1": f"test macro-F1 of {setting}" for setting, key in metric_keys(runs["setting"]).items()},
+        "majority_macro_f1": "test macro-F1 of always predicting the training majority",
+        "majority_accuracy": "test accuracy of always predicting the training majority",
+        "pcl_reference_identical_share": "share of seeds where PCL reference predicted exactly as LS",
+    }
 
 
 def this_run(runs: pd.DataFrame, baseline: Mapping[str, Any]) -> str:
@@ -166,7 +202,7 @@ def dice_rows(
     validation = np.asarray(splits["validation"]["label"], dtype=np.int64)
     counts = label_counts(splits["train"], len(comparison.label_names))
     rows: list[dict[str, Any]] = []
-    if {"DSC", "CE"} <= set(comparison.runs["setting"]):
+    if {"DSC reference", "CE"} <= set(comparison.runs["setting"]):
 
         def argmax(setting: str) -> dict[int, np.ndarray]:
             return {seed: pred for (name, seed), pred in comparison.predictions.items() if name == setting}
@@ -174,10 +210,12 @@ def dice_rows(
         def fits(setting: str) -> dict[int, Any]:
             return {seed: fit for (name, seed), fit in comparison.fits.items() if name == setting}
 
-        tuned = {setting: tuned_predictions(fits(setting), validation, "macro_f1") for setting in ("DSC", "CE")}
+        tuned = {
+            setting: tuned_predictions(fits(setting), validation, "macro_f1") for setting in ("DSC reference", "CE")
+        }
         for rule, method, baseline in (
-            ("argmax", argmax("DSC"), argmax("CE")),
-            ("per-class offsets tuned on each side's validation", tuned["DSC"], tuned["CE"]),
+            ("argmax", argmax("DSC reference"), argmax("CE")),
+            ("per-class offsets tuned on each side's validation", tuned["DSC reference"], tuned["CE"]),
         ):
             rows.append(
                 compare(
@@ -197,3 +235,28 @@ def dice_rows(
                 )
             )
     return rows
+
+
+def extra_setting_rows(
+    comparison: Any,
+    splits: Mapping[str, Dataset],
+    test: str,
+    encoder: str,
+    extra_settings: Mapping[str, Any] | None,
+    n_resamples: int = N_RESAMPLES,
+) -> list[dict[str, Any]]:
+    """Each setting of ``extra_settings`` that ran (``pcl.run_ablation``'s result) against :data:`EXTRA_REFERENCES`
+    that ran, on macro-F1 as :func:`dice_rows`, argmax decisions for both sides, seeds paired
+    (``workbench.train.extra_rows``: ``workbench.evidence.compare``, as every row)."""
+    return extra_rows(
+        extra_settings,
+        comparison.predictions,
+        EXTRA_REFERENCES,
+        y_true=np.asarray(splits["test"]["label"], dtype=np.int64),
+        train_counts=list(label_counts(splits["train"], len(comparison.label_names))),
+        test=test,
+        setting=f"{encoder}, argmax",
+        metrics=("macro_f1",),
+        num_labels=len(comparison.label_names),
+        n_resamples=n_resamples,
+    )

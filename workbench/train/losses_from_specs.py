@@ -17,20 +17,31 @@ from torch import nn
 
 from workbench.config import LossSpec
 from workbench.data import label_counts, label_names
-from workbench.losses import build_loss
+from workbench.losses import available_losses, build_loss, check_loss_parameters, loss_parameters
 
 COUNTED_LOSSES = ("wce", "class_balanced", "logit_adjusted")
 """Losses built from the training split's label counts (besides global-count pcl)."""
 
 
 def needs_label_counts(spec: LossSpec) -> bool:
-    """True for wce, class_balanced, logit_adjusted, and for pcl with global counts (``counts="batch"`` takes none),
-    unless the params already give ``label_counts``."""
+    """True for wce, class_balanced, logit_adjusted, for pcl with global counts (``counts="batch"`` takes none) and for
+    a loss of yours whose class requires ``label_counts`` (no default), unless the params already give them."""
     params = spec.params
-    if "label_counts" in params:
+    if "label_counts" in params or spec.name not in available_losses():
         return False
-    counted = spec.name in COUNTED_LOSSES
-    return counted or (spec.name == "pcl" and params.get("counts", "global") == "global")
+    if spec.name in COUNTED_LOSSES or spec.name == "pcl":
+        return spec.name != "pcl" or params.get("counts", "global") == "global"
+    return loss_parameters(spec.name).get("label_counts", False)
+
+
+def check_specs(specs: Mapping[str, LossSpec], parameter: str) -> dict[str, LossSpec]:
+    """``specs`` (label -> spec, a notebook's ``parameter``) when each names a registered loss and gives parameters its
+    class takes, every required one but the label counts :func:`loss_from_spec` adds; ValueError naming
+    ``parameter[label].loss`` or ``.params``, the loss and its parameters otherwise (before anything is trained)."""
+    for label, spec in specs.items():
+        where = f"{parameter}[{label!r}]"
+        check_loss_parameters(spec.name, spec.params, f"{where}.loss", f"{where}.params", needs_label_counts(spec))
+    return dict(specs)
 
 
 def split_label_counts(train_split: Any) -> list[int]:

@@ -18,13 +18,14 @@ import plotly.graph_objects as go
 import plotly.io as pio
 from IPython.display import clear_output, display
 
-from workbench.checks import Bounds, check_choice, check_int, check_names
+from workbench.checks import Bounds, check_int, check_names, check_number
 from workbench.label_entropy import paper_entropy
 from workbench.losses import (
     DEFAULT_PCL_PLUS_FORM,
     PCL_VARIANTS,
     QBQTC_LABEL_COUNTS,
     check_label_counts,
+    own_losses,
     parameter_range,
     pcl_weight_matrix_of_checked,
 )
@@ -52,25 +53,36 @@ TRACE_ATTRIBUTES = ("x", "y", "z", "text")  # what a page slider's step may chan
 def make_slider(
     name: str, continuous_update: bool = True, within: Sequence[Bounds] = (), **overrides: Any
 ) -> widgets.widget.Widget:
-    """A preconfigured slider for ``name`` (one of SLIDERS); ``overrides`` change value, min, max, step. Its ends are
-    kept to the positions every range of ``within`` holds (the declared ranges of the loss parameters it sets,
+    """A preconfigured slider for ``name`` (one of SLIDERS); ``overrides`` change value, min, max, step. A parameter
+    not in SLIDERS (one of a loss of yours) gets a slider when ``overrides`` give all four. Its ends are kept to the
+    positions every range of ``within`` holds (the declared ranges of the loss parameters it sets,
     ``workbench.losses.parameter_range``: dice's gamma starts above 0, epsilon stays below 1). The range is widened to
     hold the value (ipywidgets would clamp it silently)."""
-    check_choice("name", name, sorted(SLIDERS))
     unknown = sorted(set(overrides) - {"value", "min", "max", "step"})
     if unknown:
         raise ValueError(f"overrides: must be among value, min, max, step, got {unknown}")
-    settings = {**SLIDERS[name], **overrides}
+    if name not in SLIDERS and set(overrides) != {"value", "min", "max", "step"}:
+        raise ValueError(
+            f"name: must be one of {', '.join(sorted(SLIDERS))}, or come with value, min, max and step, got {name!r} "
+            f"with {sorted(overrides)}"
+        )
+    settings = {**SLIDERS.get(name, {}), **overrides}
+    for key in ("value", "min", "max", "step"):
+        check_number(f"{name}.{key}", settings[key])
+    if settings["step"] <= 0:
+        raise ValueError(f"{name}.step: must be a number > 0, got {settings['step']!r}")
+    given = SLIDERS[name] if name in SLIDERS else settings
+    integral = all(isinstance(given[key], int) and not isinstance(given[key], bool) for key in given)
     if within:
         count = round((settings["max"] - settings["min"]) / settings["step"]) + 1
-        kind = type(SLIDERS[name]["value"])
+        kind = int if integral else float
         grid = [kind(round(settings["min"] + i * settings["step"], 10)) for i in range(count)]
         allowed = [value for value in grid if all(bounds.contains(value) for bounds in within)]
         if not allowed:
             raise ValueError(f"{name}: no slider position in [{settings['min']}, {settings['max']}] is allowed")
         settings.update(min=allowed[0], max=allowed[-1])
     settings.update(min=min(settings["min"], settings["value"]), max=max(settings["max"], settings["value"]))
-    slider_class = widgets.IntSlider if isinstance(SLIDERS[name]["value"], int) else widgets.FloatSlider
+    slider_class = widgets.IntSlider if integral else widgets.FloatSlider
     return slider_class(
         description=name, continuous_update=continuous_update, style={"description_width": "initial"}, **settings
     )
@@ -262,8 +274,10 @@ class LinkedCurve:
 
 
 class LossCurvePanel(Panel):
-    """Loss and gradient curves redrawn from sliders; ``options`` go to ``figure_loss_curves`` (``example``: default
-    "positive", and "negative" too when a slider is in NEGATIVE_ONLY; ``derivative``, ``derivative_range``, ...)."""
+    """Loss and gradient curves redrawn from sliders, for any registered loss (yours too: ``LinkedCurve("poly1",
+    linked=("epsilon",))``); ``slider_ranges`` sets a slider's value, min, max and step (all four for a parameter
+    not in SLIDERS); ``options`` go to ``figure_loss_curves`` (``example``: default "positive", and "negative" too
+    when a slider is in NEGATIVE_ONLY; ``derivative``, ``derivative_range``, ...)."""
 
     def __init__(
         self,
@@ -271,6 +285,7 @@ class LossCurvePanel(Panel):
         slider_names: Sequence[str] = ("gamma", "alpha"),
         interactive: bool = True,
         name: str = "loss_curves",
+        slider_ranges: Mapping[str, Mapping[str, float]] | None = None,
         **options: Any,
     ) -> None:
         if not curves:
@@ -280,14 +295,24 @@ class LossCurvePanel(Panel):
             raise ValueError(f"curves: link slider(s) {unknown} that are not in slider_names {list(slider_names)}")
         if any((curve.loss, slider) in NEGATIVE_ONLY for curve in curves for slider in curve.linked):
             options.setdefault("example", ("positive", "negative"))
+        ranges = dict(slider_ranges or {})
+        unranged = sorted(set(ranges) - set(slider_names))
+        if unranged:
+            raise ValueError(
+                f"slider_ranges: name slider(s) {unranged} that are not in slider_names {list(slider_names)}"
+            )
         self.curves = list(curves)
         self.options = options
-        ranges = {  # each slider within the declared range of every loss parameter it sets
-            slider: [parameter_range(curve.loss, slider) for curve in curves if slider in curve.linked]
+        declared = {  # each slider within the declared range of every workbench loss parameter it sets
+            slider: [
+                parameter_range(curve.loss, slider)
+                for curve in curves
+                if slider in curve.linked and curve.loss not in own_losses()
+            ]
             for slider in slider_names
         }
         sliders = {
-            slider: make_slider(slider, continuous_update=False, within=ranges[slider]) for slider in slider_names
+            slider: make_slider(slider, False, declared[slider], **ranges.get(slider, {})) for slider in slider_names
         }
         super().__init__(sliders, name, interactive)
 

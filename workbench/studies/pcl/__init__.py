@@ -30,6 +30,7 @@ from workbench.studies.pcl.ablation import (
 )
 from workbench.studies.pcl.claims import (
     CLAIM_METRICS,
+    EXTRA_REFERENCES,
     IDENTITY_REASON,
     PAPER_SCALE,
     PURPOSE_CLAIM,
@@ -39,6 +40,7 @@ from workbench.studies.pcl.claims import (
     TUNED,
     calibration_table,
     claim_rows,
+    extra_setting_rows,
     sizes,
     tuned_setting,
 )
@@ -47,6 +49,7 @@ __all__ = [
     "BASELINE",
     "BASELINES",
     "CLAIM_METRICS",
+    "EXTRA_REFERENCES",
     "GRADIENT_FREE",
     "IDENTITY_REASON",
     "METRICS",
@@ -67,6 +70,7 @@ __all__ = [
     "claim_rows",
     "encoder_fitters",
     "encoder_key",
+    "extra_setting_rows",
     "gradient_comparison",
     "headline_metrics",
     "run_ablation",

@@ -18,33 +18,37 @@ import pandas as pd
 import torch
 from datasets import DatasetDict
 
-from workbench.checks import check_int, check_names, check_seeds
+from workbench.checks import check_int, check_seeds
 from workbench.config import LossSpec, ModelConfig, TrainingConfig
 from workbench.data import label_names
 from workbench.losses import QBQTC_LABEL_COUNTS
 from workbench.metrics import classification_report
 from workbench.stats import formatted, row_statistics, summarize
-from workbench.train import Fitter, build_fitter, check_loss_spec, loss_from_spec, needs_label_counts
+from workbench.train import (
+    Fitter,
+    build_fitter,
+    loss_from_spec,
+    needs_label_counts,
+    offered,
+    settings_specs,
+)
 
-PCL_SETTINGS: dict[str, LossSpec] = {
-    "LS": LossSpec("ls"),
-    "PCL reference": LossSpec("pcl", {"variant": "reference"}),
-    "PCL paper": LossSpec("pcl", {"variant": "paper"}),
-    "PCL weighted (global)": LossSpec("pcl", {"variant": "weighted", "counts": "global"}),
-    "PCL weighted (batch)": LossSpec("pcl", {"variant": "weighted", "counts": "batch"}),
-    "PCL expected_cost (global)": LossSpec("pcl", {"variant": "expected_cost", "counts": "global"}),
-    "PCL expected_cost (batch)": LossSpec("pcl", {"variant": "expected_cost", "counts": "batch"}),
-}
+PCL_SETTINGS: dict[str, LossSpec] = offered(
+    (
+        "LS",
+        "PCL reference",
+        "PCL paper",
+        "PCL weighted (global)",
+        "PCL weighted (batch)",
+        "PCL expected_cost (global)",
+        "PCL expected_cost (batch)",
+    )
+)
 """LS and every PCL form (epsilon added by :func:`setting_specs`): ``paper`` is eq. 4 with eq. 2-3 as printed,
 ``reference`` the released code, ``weighted`` and ``expected_cost`` the workbench's gradient-bearing forms."""
 GRADIENT_FREE = ("PCL reference", "PCL paper")
 """Settings whose gradient equals LS's (constants added per sample)."""
-BASELINES: dict[str, LossSpec] = {
-    "CE": LossSpec("ce"),
-    "class-balanced CE": LossSpec("class_balanced", {"beta": 0.9999}),  # the paper's default, fixed
-    "logit-adjusted CE": LossSpec("logit_adjusted", {"tau": 1.0}),
-    "CORN (ordinal)": LossSpec("corn"),
-}
+BASELINES: dict[str, LossSpec] = offered(("CE", "class-balanced CE", "logit-adjusted CE", "CORN (ordinal)"))
 """The fair baselines beside LS (the notebook's ``baselines``): CE, class-balanced CE (Cui et al. 2019), logit-adjusted
 CE (Menon et al. 2021), and CORN, an ordinal model for ordered labels (Shi et al.; a head of K - 1 outputs)."""
 BASELINE = "LS"
@@ -54,25 +58,22 @@ TABLE4_METRICS = ("macro_f1", "accuracy")
 
 
 def setting_specs(
-    settings: Sequence[str], epsilon: float, cost_matrix: Sequence[Sequence[float]] | None = None
+    settings: Sequence[str],
+    epsilon: float,
+    cost_matrix: Sequence[Sequence[float]] | None = None,
+    extra_settings: Mapping[str, Any] | None = None,
 ) -> dict[str, LossSpec]:
-    """The loss spec of each of ``settings`` (:data:`PCL_SETTINGS` keys) at ``epsilon``; a ``cost_matrix`` (K x K)
-    replaces the PCL forms' severity, as nominal labels need (:func:`run_ablation`); each checked by its loss
-    (:func:`~workbench.train.check_loss_spec`) before any data is read."""
-    specs = {}
-    for setting in check_names("settings", settings, list(PCL_SETTINGS)):
-        spec = PCL_SETTINGS[setting]
-        takes_costs = cost_matrix is not None and spec.name == "pcl" and spec.params["variant"] != "reference"
-        costs = {"cost_matrix": [list(row) for row in cost_matrix]} if takes_costs else {}
-        specs[setting] = check_loss_spec(spec.replace(params={**spec.params, "epsilon": epsilon, **costs}))
-    return specs
+    """The loss spec of each of ``settings`` (:data:`PCL_SETTINGS` keys) at ``epsilon``, then of each
+    ``extra_settings`` entry (``workbench.train.settings_specs``); a ``cost_matrix`` (K x K) replaces the PCL forms'
+    severity, as nominal labels need (:func:`run_ablation`)."""
+    return settings_specs(
+        settings, PCL_SETTINGS, epsilon=epsilon, cost_matrix=cost_matrix, extra_settings=extra_settings
+    )
 
 
 def baseline_specs(baselines: Sequence[str]) -> dict[str, LossSpec]:
     """The specs of ``baselines`` (:data:`BASELINES` keys, each once; none is allowed)."""
-    if not baselines:
-        return {}
-    return {name: BASELINES[name] for name in check_names("baselines", baselines, list(BASELINES))}
+    return settings_specs(baselines, BASELINES, parameter="baselines") if baselines else {}
 
 
 def gradient_comparison(
@@ -144,8 +145,8 @@ def run_ablation(
     predictions = {}
     fits = {}
     confusion = dict.fromkeys(losses, 0)
-    for setting, spec in losses.items():
-        loss = loss_from_spec(spec, splits["train"])
+    built = {setting: loss_from_spec(spec, splits["train"]) for setting, spec in losses.items()}  # before any fit
+    for setting, loss in built.items():
         for seed in seeds:
             fit = fitter.fit(splits, loss, seed)
             predictions[(setting, seed)] = fit.test_predictions

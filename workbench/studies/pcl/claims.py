@@ -22,6 +22,7 @@ from workbench.studies.pcl.ablation import (
     Ablation,
     best_gradient_bearing,
 )
+from workbench.train import extra_rows
 
 TABLE4_CLAIM = Claim(
     "arXiv 2208.02959",
@@ -46,6 +47,10 @@ IDENTITY_REASON = (
     "counts, not from the logits): its gradient is LS's, so it trains and predicts as LS"
 )
 TUNED = "per-class offsets tuned on each side's validation"
+EXTRA_REFERENCES = (BASELINE, "CE")
+"""What a setting of ``extra_settings`` is compared with on the results page: LS (the task's baseline, and the PCL
+paper's method, which as printed and as released is LS by construction: rows against PCL reference or PCL paper would
+repeat the LS rows) and CE when ``baselines`` ran it."""
 PAPER_SCALE = {
     "model": "Erlangshen-MegatronBert-1.3B, MacBERT-large, RoBERTa-wwm-ext-large (Table 4)",
     "parameters": "1.3 B (Erlangshen, its name); about 330 M (the large BERTs, their model cards)",
@@ -176,6 +181,32 @@ def claim_rows(
             )
         )
     return rows
+
+
+def extra_setting_rows(
+    ablation: Ablation,
+    splits: DatasetDict,
+    test: str,
+    encoder: str,
+    extra_settings: Mapping[str, Any] | None,
+    n_resamples: int = N_RESAMPLES,
+) -> list[dict[str, Any]]:
+    """Each setting of ``extra_settings`` that ran in one encoder's ablation against :data:`EXTRA_REFERENCES` that ran,
+    on Table 4's metrics (:data:`CLAIM_METRICS`), argmax decisions for both sides, seeds paired
+    (``workbench.train.extra_rows``: ``workbench.evidence.compare``, as every row)."""
+    k = len(ablation.label_names)
+    return extra_rows(
+        extra_settings,
+        ablation.predictions,
+        EXTRA_REFERENCES,
+        y_true=np.asarray(splits["test"]["label"], dtype=np.int64),
+        train_counts=np.bincount(np.asarray(splits["train"]["label"], dtype=np.int64), minlength=k).tolist(),
+        test=test,
+        setting=f"{encoder}, argmax",
+        metrics=CLAIM_METRICS,
+        num_labels=k,
+        n_resamples=n_resamples,
+    )
 
 
 def sizes(ablations: Mapping[str, Ablation], splits: DatasetDict) -> list[dict[str, Any]]:
