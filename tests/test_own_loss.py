@@ -419,6 +419,30 @@ def test_extra_settings_are_added_as_written_and_checked_before_anything_runs(po
         pcl_vs_dice.comparison_specs(["CE", "LS"], 0.1, extra_settings={"CE (eps)": {"loss": "ce"}})
 
 
+def test_a_checks_cell_builds_every_setting_naming_an_extra_setting_s_refused_value(poly1):
+    from workbench.studies import pcl_vs_dice
+    from workbench.train import check_settings_values
+
+    extra = {"Poly-1": {"loss": "poly1", "params": {"epsilon": -2.0}}, "F": {"loss": "focal"}}
+    specs = pcl_vs_dice.comparison_specs(["CE", "LS"], 0.1, extra_settings=extra)  # names only: built later
+    with pytest.raises(ValueError, match=r"^extra_settings\['Poly-1'\]\.params\.epsilon: must be a number in \[-1"):
+        check_settings_values(specs, extra)  # your class's own rule
+    with pytest.raises(ValueError, match=r"^extra_settings\['F'\]\.params\.gamma: must be"):
+        check_settings_values(
+            pcl_vs_dice.comparison_specs(
+                ["CE", "LS"], 0.1, extra_settings={"F": {"loss": "focal", "params": {"gamma": -1}}}
+            ),
+            {"F": {"loss": "focal", "params": {"gamma": -1}}},
+        )
+    with pytest.raises(ValueError, match=r"^epsilon: must be a number in \[0, 1\), got 1\.5"):  # the notebook's own
+        check_settings_values(pcl_vs_dice.comparison_specs(["CE", "LS"], 1.5))
+    costs = [[0, 1], [1, 0]]  # 2 x 2 beside a PCL form's own rule: built with stand-in counts per row
+    fine = pcl_vs_dice.comparison_specs(
+        ["CE", "LS", "PCL expected_cost (global)"], 0.1, costs, {"F": {"loss": "focal"}}
+    )
+    assert check_settings_values(fine, {"F": {"loss": "focal"}}) == fine
+
+
 def test_a_loss_requiring_label_counts_gets_the_training_split_s():
     from workbench.data import load_splits
     from workbench.train import LossSpec, loss_from_spec, needs_label_counts

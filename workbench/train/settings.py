@@ -1,6 +1,7 @@
 """The notebooks' named loss settings: one table (:data:`LOSS_SETTINGS`, label -> ``LossSpec``), from which each
 notebook offers its own labels, and one settings-to-specs function (:func:`settings_specs`), which adds a notebook's
-``epsilon`` and ``cost_matrix`` where they belong and its ``extra_settings`` (losses of yours, docs/your_own_loss.md);
+``epsilon`` and ``cost_matrix`` where they belong and its ``extra_settings`` (losses of yours, docs/your_own_loss.md),
+and :func:`check_settings_values`, which builds each (the values checked before any data is read);
 :func:`extra_rows`: the results page's rows of the extra settings, with ``workbench.evidence.compare`` as every row.
 
 A label means one loss with one set of parameters wherever it appears: "DSC" is eq. 12 of the Dice paper
@@ -68,10 +69,8 @@ def settings_specs(
     ``cost_matrix`` (K x K) replaces the severity of the PCL forms that take one (not ``reference``), as nominal
     labels need. An extra setting is built as written (``{loss: name, params: {...}}``), under a label that is no
     label of the table. Every spec names a registered loss and parameters its class takes (ValueError naming the
-    parameter and the label otherwise), and its loss is built (``workbench.train.check_loss_spec``), which checks each
-    value by the loss's own rule, before any data is read: a table setting's values are the notebook's ``epsilon`` and
-    ``cost_matrix`` (``epsilon: must be ...``); an extra setting's are its own (``extra_settings['F'].params.gamma:
-    must be ...``)."""
+    parameter and the label otherwise), checked before anything is trained; the values are the loss's to check, when
+    it is built (a notebook's checks cell builds each at once: :func:`check_settings_values`)."""
     chosen = check_names(parameter, settings, list(choices), required=required)
     specs = {}
     for label in chosen:
@@ -87,17 +86,27 @@ def settings_specs(
             f"extra_settings: labels must differ from the notebook's named settings (workbench.train.LOSS_SETTINGS), "
             f"got {taken}"
         )
-    table = {label: check_loss_spec(spec) for label, spec in check_specs(specs, parameter).items()}
-    return {**table, **{label: _built(label, spec) for label, spec in check_specs(extra, "extra_settings").items()}}
+    return {**check_specs(specs, parameter), **check_specs(extra, "extra_settings")}
 
 
-def _built(label: str, spec: LossSpec) -> LossSpec:
-    """The extra setting ``label``'s ``spec`` once its loss is built; a value it refuses named under its params."""
-    try:
-        return check_loss_spec(spec)
-    except ValueError as error:
-        named = str(error).split(":")[0] in spec.params  # the loss's message begins with the parameter's name
-        raise ValueError(f"extra_settings[{label!r}].params{'.' if named else ': '}{error}") from None
+def check_settings_values(
+    specs: Mapping[str, LossSpec], extra_settings: Mapping[str, Any] | None = None
+) -> dict[str, LossSpec]:
+    """``specs`` (:func:`settings_specs`' result) once each loss is built with stand-in label counts
+    (``workbench.train.check_loss_spec``): every value checked by its loss's own rule before any data is read, as a
+    notebook's checks cell does before any kernel starts. A table setting's values are the notebook's ``epsilon`` and
+    ``cost_matrix`` (``epsilon: must be a number in [0, 1), got 1.5``); an extra setting's are its own, named under it
+    (``extra_settings['F'].params.gamma: must be ...``)."""
+    extra = extra_specs(extra_settings)
+    for label, spec in specs.items():
+        try:
+            check_loss_spec(spec)
+        except ValueError as error:
+            if label not in extra:
+                raise
+            named = str(error).split(":")[0] in spec.params  # the loss's message begins with the parameter's name
+            raise ValueError(f"extra_settings[{label!r}].params{'.' if named else ': '}{error}") from None
+    return dict(specs)
 
 
 NO_CLAIM = "extra_settings (no paper's claim)"
