@@ -8,11 +8,14 @@ Only the ``metrics`` a notebook recorded are reported, never its parameters or d
 ``index.html`` is a list of :class:`Section` s (:func:`index_sections`: about, executions, sweep, metrics, figures),
 each an ``<section id=...>`` with its heading, linked from the page's contents line; a new section is one more entry.
 It loads the run's one plotly.js; every figure's JSON is in the page and drawn only while it is near the window.
+The page is rendered from jinja2 templates shipped in the package (``workbench/resources/templates/``: the page
+``index.html.j2``, a macro per section's body in ``index_sections.html.j2``), autoescaped: every value is shown as text
+unless it is markup (pandas' tables, the sanitised results page, a figure's JSON).
 """
 
 from __future__ import annotations
 
-import html
+import functools
 import json
 import math
 import re
@@ -22,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+from markupsafe import Markup
 
 from workbench.metrics_file import metric_statistics, write_atomically
 from workbench.runs.assets import PRINT_CSS, PRINT_FIGURES_JS, PRINT_WIDTH, inline_plotly_js
@@ -81,6 +85,35 @@ ABOUT = (
     "parameters name and prints its own numbers; this page is the report of one run of them: each notebook's page, "
     "its metrics (mean ± std over its seeds) and its figures."
 )
+TEMPLATES = "resources/templates"  # in the workbench package (package data)
+INDEX_TEMPLATE = "index.html.j2"  # the page
+SECTIONS_TEMPLATE = "index_sections.html.j2"  # a macro per section's body
+
+
+@functools.cache
+def _templates() -> Any:
+    """The jinja2 environment of index.html's templates, autoescaped: a value shows as text unless it is
+    ``markupsafe.Markup`` (pandas' tables, the sanitised results page, a figure's JSON); a missing one is an error."""
+    from jinja2 import Environment, PackageLoader, StrictUndefined
+
+    return Environment(
+        loader=PackageLoader("workbench", TEMPLATES),
+        autoescape=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+        undefined=StrictUndefined,
+    )
+
+
+def index_template() -> Any:
+    """The template of the page (``index.html.j2``): title, contents line, sections."""
+    return _templates().get_template(INDEX_TEMPLATE)
+
+
+def section_macros() -> Any:
+    """The macros that render the sections' bodies (``index_sections.html.j2``): ``section_macros().about(...)``."""
+    return _templates().get_template(SECTIONS_TEMPLATE).module
 
 
 @dataclass(frozen=True)
@@ -91,39 +124,60 @@ class Section:
     title: str
     body: str
 
-    def html(self) -> str:
-        return f'<section id="{self.id}">\n<h2>{html.escape(self.title)}</h2>\n{self.body}\n</section>'
+
+@dataclass(frozen=True)
+class PageFigure:
+    """A figure as index.html holds it: its JSON (``json``, none for a saved page without it: then a link to the page
+    ``href``) beside a placeholder ``height`` px tall that the page's script draws into while it is near the window;
+    ``caption`` above it, linked to its own page ``href``."""
+
+    caption: str = ""
+    href: str = ""
+    key: str = ""
+    height: int = 0
+    json: Markup | None = None
 
 
-def _link(href: str, text: str, run_dir: Path) -> str:
-    if not (run_dir / href).exists():
-        return ""
-    return f'<a href="{html.escape(href)}">{html.escape(text)}</a>'
+def page_figure(figure: dict, key: str, caption: str = "", href: str = "") -> PageFigure:
+    """``figure`` (plotly's JSON) as the page draws it, under the placeholder id ``key``."""
+    height = (figure.get("layout") or {}).get("height") or 450
+    text = json.dumps(figure, separators=(",", ":")).replace("</", "<\\/")  # no </script> inside the script
+    return PageFigure(caption, href, key, int(height), Markup(text))
 
 
-def _status_cell(row: pd.Series) -> str:
-    if row["status"] == "ok":
-        return '<span class="ok">ok</span>'
+def _existing(run_dir: Path, href: str) -> str | None:
+    """``href`` (relative to the run folder) when its file exists: the page links only what is there."""
+    return href if (run_dir / href).exists() else None
+
+
+def _folder(outcome: Outcome, run_dir: Path) -> str:
+    return outcome.output_dir.relative_to(run_dir).as_posix()
+
+
+def _execution_row(row: pd.Series, run_dir: Path) -> dict[str, Any]:
+    """One row of the executions table: identity, status (and where it failed), time and the files present."""
     where = f"cell {int(row['failed_cell'])}: " if pd.notna(row.get("failed_cell")) else ""
-    error = html.escape(where + str(row["error"])) if pd.notna(row.get("error")) else ""
-    return f'<span class="failed">{html.escape(row["status"])}</span> {error}'
+    files = {
+        "html": f"{row['notebook']}.html",
+        "ipynb": f"{row['notebook']}.ipynb",
+        "params": "params.yaml",
+        "metrics": "metrics.json",
+    }
+    return {
+        "notebook": row["notebook"],
+        "point": row["point"] if isinstance(row["point"], str) else "",
+        "status": row["status"],
+        "error": where + str(row["error"]) if pd.notna(row.get("error")) else "",
+        "duration_s": row["duration_s"],
+        "files": [
+            (text, href) for text, name in files.items() if (href := _existing(run_dir, f"{row['folder']}/{name}"))
+        ],
+    }
 
 
-def _runs_table(summary: pd.DataFrame, run_dir: Path) -> str:
-    lines = ["<table><tr><th>notebook</th><th>point</th><th>status</th><th>time (s)</th><th>files</th></tr>"]
-    for _, row in summary.iterrows():
-        files = {"html": f"{row['notebook']}.html", "ipynb": f"{row['notebook']}.ipynb", "params": "params.yaml"}
-        links = " ".join(
-            _link(f"{row['folder']}/{name}", text, run_dir)
-            for text, name in {**files, "metrics": "metrics.json"}.items()
-        )
-        point = row["point"] if isinstance(row["point"], str) else ""
-        lines.append(
-            f"<tr><td>{html.escape(row['notebook'])}</td><td>{html.escape(point)}</td>"
-            f"<td>{_status_cell(row)}</td><td>{row['duration_s']:.1f}</td><td>{links}</td></tr>"
-        )
-    lines.append("</table>")
-    return "\n".join(lines)
+def _executions(summary: pd.DataFrame, run_dir: Path) -> Section:
+    rows = [_execution_row(row, run_dir) for _, row in summary.iterrows()]
+    return Section("executions", "Executions", section_macros().executions(rows))
 
 
 def notebook_title(notebook: Path) -> str:
@@ -142,41 +196,25 @@ def notebook_title(notebook: Path) -> str:
 
 def _about(outcomes: Sequence[Outcome], summary: pd.DataFrame, run_dir: Path) -> Section:
     """What the workbench is, which notebook to open first, and each notebook of the run by its own title."""
-    notebooks = {outcome.execution.name: outcome for outcome in reversed(outcomes)}  # the first execution of each
-    items = []
-    for name, outcome in sorted(notebooks.items()):
-        folder = outcome.output_dir.relative_to(run_dir).as_posix()
-        page = _link(f"{folder}/{name}.html", "page", run_dir) or "no page"
-        title = html.escape(notebook_title(outcome.execution.notebook))
-        items.append(f"<li><strong>{html.escape(name)}</strong>: {title} ({page})</li>")
-    start = ""
-    if START_HERE in notebooks:
-        folder = notebooks[START_HERE].output_dir.relative_to(run_dir).as_posix()
-        page = _link(f"{folder}/{START_HERE}.html", "its page", run_dir)
-        start = (
-            f"<p><strong>Start here:</strong> for a class or a first look, open <strong>{START_HERE}</strong>"
-            f"{f' ({page})' if page else ''}: imbalance, Dice's gradient and PCL on one data set, with sliders. "
-            "Then the notebooks 01 to 04 go deeper, one paper each.</p>"
-        )
-    failed = int((summary["status"] == "failed").sum())
-    counts = f'<p>{len(summary)} executions, {failed} failed (<a href="#executions">Executions</a>).</p>'
-    return Section(
-        "about", "About this run", f"<p>{html.escape(ABOUT)}</p>\n{start}\n<ul>{''.join(items)}</ul>\n{counts}"
+    first = {outcome.execution.name: outcome for outcome in reversed(outcomes)}  # the first execution of each
+    notebooks = [
+        {
+            "name": name,
+            "title": notebook_title(outcome.execution.notebook),
+            "page": _existing(run_dir, f"{_folder(outcome, run_dir)}/{name}.html"),
+        }
+        for name, outcome in sorted(first.items())
+    ]
+    start = first.get(START_HERE)
+    body = section_macros().about(
+        text=ABOUT,
+        notebooks=notebooks,
+        start_here=START_HERE if start else None,
+        start_page=_existing(run_dir, f"{_folder(start, run_dir)}/{START_HERE}.html") if start else None,
+        executions=len(summary),
+        failed=int((summary["status"] == "failed").sum()),
     )
-
-
-def _figure_div(figure: dict, key: str, caption: str = "", href: str = "") -> str:
-    """A placeholder as tall as the figure and the figure's JSON beside it: the page's script draws it while it is
-    near the window (one plotly.js for every figure, and only a screenful of plots in memory). ``caption`` above it,
-    with a link to the figure's own page ``href``."""
-    height = (figure.get("layout") or {}).get("height") or 450
-    text = json.dumps(figure, separators=(",", ":")).replace("</", "<\\/")  # no </script> inside the script
-    link = f' (<a href="{html.escape(href)}">page</a>)' if href else ""
-    return (
-        f"<figure>{f'<figcaption>{html.escape(caption)}{link}</figcaption>' if caption else ''}"
-        f'<div class="plot" data-figure="{key}" style="height: {int(height)}px"></div>'
-        f'<script type="application/json" id="{key}">{text}</script></figure>'
-    )
+    return Section("about", "About this run", body)
 
 
 def figure_caption(page: Path, figure: dict) -> str:
@@ -189,31 +227,31 @@ def figure_caption(page: Path, figure: dict) -> str:
     return re.sub(r"<[^>]*>", " ", text).strip() if isinstance(text, str) and text.strip() else page.stem
 
 
+def _saved_figures(folder: Path, run_dir: Path, first_key: int) -> list[PageFigure]:
+    """The figures saved in ``folder``/figures, each under its caption and linked to its own page; keys counted from
+    ``first_key``. A page saved without its JSON is a link to it."""
+    shown = []
+    for key, page in enumerate(sorted((folder / FIGURES_SUBDIR).glob("*.html")), start=first_key):
+        saved = page.with_suffix(".json")
+        figure = offline_figure(json.loads(saved.read_text(encoding="utf-8"))) if saved.is_file() else {}
+        href = page.relative_to(run_dir).as_posix()
+        caption = figure_caption(page, figure)
+        shown.append(page_figure(figure, f"figure-{key}", caption, href) if figure else PageFigure(caption, href))
+    return shown
+
+
 def _figures(summary: pd.DataFrame, run_dir: Path, folded: bool) -> Section:
     """Every saved figure, one group per execution (folded when the run has many), each under its caption and linked
     to its own page."""
-    groups, count = [], 0
+    groups = []
+    count = 0
     for _, row in summary.iterrows():
-        parts = []
-        for page in sorted((run_dir / row["folder"] / FIGURES_SUBDIR).glob("*.html")):
-            saved = page.with_suffix(".json")
-            figure = offline_figure(json.loads(saved.read_text(encoding="utf-8"))) if saved.is_file() else {}
-            href = html.escape(page.relative_to(run_dir).as_posix())
-            if figure:
-                parts.append(_figure_div(figure, f"figure-{count}", figure_caption(page, figure), href))
-            else:
-                parts.append(f'<p><a href="{href}">{html.escape(figure_caption(page, figure))}</a></p>')
-            count += 1
-        if parts:
-            point = row["point"] if isinstance(row["point"], str) and row["point"] else ""
-            label = html.escape(f"{row['notebook']} {point}".strip())
-            opened = "" if folded else " open"
-            groups.append(
-                f"<details{opened}><summary>{label} ({len(parts)} figures)</summary>\n"
-                + "\n".join(parts)
-                + "</details>"
-            )
-    return Section("figures", "Figures", "\n".join(groups) or "<p>No figures were saved.</p>")
+        items = _saved_figures(run_dir / row["folder"], run_dir, count)
+        count += len(items)
+        point = row["point"] if isinstance(row["point"], str) and row["point"] else ""
+        if items:
+            groups.append({"label": f"{row['notebook']} {point}".strip(), "opened": not folded, "figures": items})
+    return Section("figures", "Figures", section_macros().figures(groups))
 
 
 def _metric_range(values: pd.Series, spreads: pd.Series) -> list[float] | None:
@@ -226,13 +264,13 @@ def _metric_range(values: pd.Series, spreads: pd.Series) -> list[float] | None:
     return [min(0.0, float((values - std).min())), max(1.0, float((values + std).max()))]
 
 
-def _sweep_figures(aggregated: pd.DataFrame, sweep_keys: Sequence[str]) -> str:
+def _sweep_figures(aggregated: pd.DataFrame, sweep_keys: Sequence[str]) -> list[PageFigure]:
     """Each notebook's metrics against the first swept value (mean, error bars: std over the seeds), one line per
     combination of the other swept values; titled axes, and [0, 1] for a metric whose means lie in it."""
     import plotly.graph_objects as go
 
     if not sweep_keys or aggregated.empty:
-        return ""
+        return []
     x_key = sweep_keys[0]
     others = list(sweep_keys[1:])
     parts = []
@@ -257,8 +295,8 @@ def _sweep_figures(aggregated: pd.DataFrame, sweep_keys: Sequence[str]) -> str:
             figure.add_scatter(x=x, y=mean, error_y={"array": std}, name=line, mode="lines+markers", cliponaxis=False)
         figure.update_xaxes(type=None if numeric else "category")
         figure.update_yaxes(range=_metric_range(rows["mean"], rows["std"]))
-        parts.append(_figure_div(json.loads(figure.to_json()), f"sweep-{index}"))  # its title says what it shows
-    return '<div class="grid">' + "\n".join(parts) + "</div>"
+        parts.append(page_figure(json.loads(figure.to_json()), f"sweep-{index}"))  # its title says what it shows
+    return parts
 
 
 def _metrics_table(rows: pd.DataFrame, sweep_keys: Sequence[str]) -> str:
@@ -279,79 +317,17 @@ def _metrics_table(rows: pd.DataFrame, sweep_keys: Sequence[str]) -> str:
 
 def _metrics(aggregated: pd.DataFrame, summary: pd.DataFrame, sweep_keys: Sequence[str]) -> Section:
     """One long table per notebook (folded when it is long), and summary.csv's wide table folded in a scroll box."""
-    parts = []
-    for notebook, rows in aggregated.groupby("notebook", sort=False):
-        opened = "" if len(rows) > 40 else " open"
-        parts.append(
-            f"<details{opened}><summary>{html.escape(str(notebook))} ({len(rows)} rows)</summary>"
-            f"{_metrics_table(rows, sweep_keys)}</details>"
-        )
-    wide = (
-        '<details><summary>All executions, one column per metric (<a href="summary.csv">summary.csv</a>)</summary>'
-        f'<div class="scroll">{_html_table(summary)}</div></details>'
-    )
-    intro = (
-        '<p>Mean ± sample std over each notebook\'s seeds (n: the seeds); <a href="summary_agg.csv">summary_agg.csv'
-        "</a> holds the same table.</p>"
-    )
-    return Section("metrics", "Metrics", intro + "\n".join(parts or ["<p>No metrics were recorded.</p>"]) + wide)
-
-
-_STYLE = (
-    """body { font-family: sans-serif; margin: 2em; max-width: 1400px; }
-table { border-collapse: collapse; margin-bottom: 1em; max-width: 100%; }
-td, th { border: 1px solid #ccc; padding: 4px 8px; text-align: left; vertical-align: top; overflow-wrap: anywhere; }
-figure { margin: 0 0 2em 0; } figcaption { margin-bottom: 0.3em; } summary { cursor: pointer; margin: 0.5em 0; }
-.plot { width: 100%; } .scroll { overflow-x: auto; } nav { margin-bottom: 1em; }
-.ok { color: #1a7f37; font-weight: bold; } .failed { color: #cf222e; font-weight: bold; }
-.grid { display: grid; grid-template-columns: repeat(auto-fill, minmax(min(480px, 100%), 1fr)); gap: 1em; }
-@media print { body { margin: 0; max-width: none; } .grid { display: block; } .scroll { overflow: visible; } }
-"""
-    + PRINT_CSS
-)
-
-# Draws a figure while its placeholder is within a screen or two of the window and purges it when it leaves, so a
-# sweep's hundreds of figures cost one plotly.js and a screenful of plots (not one page and plotly.js each). Printing
-# ("Save as PDF" too) opens every folded part and draws every figure at the printed width (PRINT_FIGURES_JS sizes the
-# ones already drawn); afterwards the parts fold again and the figures far from the window are purged again.
-_DRAW_NEAR_WINDOW = f"""<script>
-let printing = false;
-const draw = (plot, layout) => {{
-  const figure = JSON.parse(document.getElementById(plot.dataset.figure).textContent);
-  plot.dataset.drawn = "1";
-  Plotly.newPlot(plot, figure.data || [], {{...(figure.layout || {{}}), ...layout}}, {{responsive: true}});
-}};
-const plots = new IntersectionObserver((entries) => {{
-  for (const entry of entries) {{
-    const plot = entry.target;
-    if (entry.isIntersecting && !plot.dataset.drawn) {{
-      draw(plot, {{}});
-    }} else if (!entry.isIntersecting && plot.dataset.drawn && !printing) {{
-      Plotly.purge(plot);
-      delete plot.dataset.drawn;
-    }}
-  }}
-}}, {{rootMargin: "1500px 0px"}});
-const placeholders = () => document.querySelectorAll("div.plot[data-figure]");
-placeholders().forEach((plot) => plots.observe(plot));
-window.addEventListener("beforeprint", () => {{
-  printing = true;
-  document.querySelectorAll("details:not([open])").forEach((part) => {{
-    part.open = true;
-    part.dataset.printed = "1";
-  }});
-  placeholders().forEach((plot) => {{ if (!plot.dataset.drawn) draw(plot, {{width: {PRINT_WIDTH}}}); }});
-}});
-window.addEventListener("afterprint", () => {{
-  printing = false;
-  document.querySelectorAll("details[data-printed]").forEach((part) => {{
-    part.open = false;
-    delete part.dataset.printed;
-  }});
-  plots.disconnect();
-  placeholders().forEach((plot) => plots.observe(plot));  // purges again what is far from the window
-}});
-</script>"""
+    tables = [
+        {
+            "notebook": str(notebook),
+            "rows": len(rows),
+            "opened": len(rows) <= 40,
+            "html": Markup(_metrics_table(rows, sweep_keys)),
+        }
+        for notebook, rows in aggregated.groupby("notebook", sort=False)
+    ]
+    body = section_macros().metrics(tables, Markup(_html_table(summary)))
+    return Section("metrics", "Metrics", body)
 
 
 def _html_table(frame: pd.DataFrame) -> str:
@@ -372,16 +348,17 @@ def index_sections(
     """index.html's sections in order: about (what the workbench is, where to start), executions, the results page
     (results.md, when the run has one), the sweep's figures, metrics, figures. Another part of the report is one more
     :class:`Section` in this list."""
-    sections = [_about(outcomes, summary, run_dir), Section("executions", "Executions", _runs_table(summary, run_dir))]
+    macros = section_macros()
+    sections = [_about(outcomes, summary, run_dir), _executions(summary, run_dir)]
     results = results_html(run_dir)  # the claim rows of results.md, when the notebooks recorded some
-    forest = forest_json(run_dir)
-    if results and forest:
-        results += _figure_div(forest, "results-forest", "Forest plot: every tested row's difference and its 95% CI")
     if results:
-        sections.append(Section("results", "Results: each paper's claim", results))
+        forest = forest_json(run_dir)
+        caption = "Forest plot: every tested row's difference and its 95% CI"
+        shown = page_figure(forest, "results-forest", caption) if forest else None
+        sections.append(Section("results", "Results: each paper's claim", macros.results(Markup(results), shown)))
     if sweep_keys and not aggregated.empty:
         title = f"Metrics against {sweep_keys[0]} (mean ± std over the seeds)"
-        sections.append(Section("sweep", title, _sweep_figures(aggregated, sweep_keys)))
+        sections.append(Section("sweep", title, macros.sweep(_sweep_figures(aggregated, sweep_keys))))
     sections.append(_metrics(aggregated, summary, sweep_keys))
     sections.append(_figures(summary, run_dir, folded=len(summary) > 5))
     return sections
@@ -390,27 +367,22 @@ def index_sections(
 def write_report(
     run_dir: str | Path, outcomes: Sequence[Outcome], sweep_keys: Sequence[str] = (), interrupted: bool = False
 ) -> Path:
-    """Write ``summary.csv``, ``summary_agg.csv`` and ``index.html`` (:func:`index_sections`) into ``run_dir``;
-    returns the index's path."""
+    """Write ``summary.csv``, ``summary_agg.csv`` and ``index.html`` (:func:`index_sections` rendered by
+    :func:`index_template`) into ``run_dir``; returns the index's path."""
     run_dir = Path(run_dir)
     summary = pd.DataFrame.from_records([summary_row(outcome, run_dir) for outcome in outcomes])
     aggregated = metric_rows(outcomes, sweep_keys)
     write_atomically(run_dir / "summary.csv", summary.to_csv(index=False))  # a full disk: a ValueError naming it
     write_atomically(run_dir / "summary_agg.csv", aggregated.to_csv(index=False))
-    title = f"Imbalance Workbench: run {html.escape(run_dir.name)}"
-    stopped = (
-        '<p class="failed">Interrupted (Ctrl-C or SIGTERM): the executions marked "interrupted" did not finish.</p>'
-    )
     sections = index_sections(run_dir, outcomes, summary, aggregated, sweep_keys)
-    contents = " · ".join(f'<a href="#{section.id}">{html.escape(section.title)}</a>' for section in sections)
-    body = [f"<h1>{title}</h1>", stopped if interrupted else "", f"<nav>{contents}</nav>"]
-    body += [section.html() for section in sections]
-    scripts = f"<script>{inline_plotly_js()}</script>{PRINT_FIGURES_JS}"  # one file: copied alone, it still draws
-    head = f'<meta charset="utf-8"><title>{title}</title><style>{_STYLE}</style>{scripts}'
-    page = (
-        f"<!DOCTYPE html>\n<html><head>{head}</head>\n<body>\n"
-        + "\n".join(part for part in body if part)
-        + f"\n{_DRAW_NEAR_WINDOW}\n</body></html>\n"
+    page = index_template().render(
+        title=f"Imbalance Workbench: run {run_dir.name}",
+        interrupted=interrupted,
+        sections=[{"id": section.id, "title": section.title, "body": Markup(section.body)} for section in sections],
+        print_css=Markup(PRINT_CSS),
+        print_width=PRINT_WIDTH,
+        plotly_js=Markup(inline_plotly_js()),  # one file: copied alone, it still draws
+        print_figures_js=Markup(PRINT_FIGURES_JS),
     )
     write_atomically(run_dir / "index.html", page)
     return run_dir / "index.html"
