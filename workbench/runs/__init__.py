@@ -21,6 +21,7 @@ from workbench.runs.assets import ensure_assets
 from workbench.runs.execute import Outcome, RunningKernels, ensure_kernel, execute, new_run_dir
 from workbench.runs.plan import (
     PARAMS_SETS,
+    Execution,
     check_devices,
     check_paths,
     params_folder,
@@ -188,6 +189,44 @@ def run(
     rows the notebooks recorded (:mod:`~workbench.runs.results`). ``encoder`` (a checkpoint folder or hub name) replaces
     every ``model_name_or_path`` of the notebooks' parameters (:func:`~workbench.runs.plan.plan_executions`).
     """
+    executions = _plan(params_set, only, sweep, seeds, notebooks_dir, params_dir, encoder)
+    resources = _check_resources(executions, params_set, executor, slurm, kernel_name, threads, jobs, gpus)
+    run_dir = new_run_dir(outputs_dir, run_id)
+    cluster = _submitit_executor(run_dir, resources, slurm) if executor != "threads" else None
+    folders = _start_run_folder(run_dir, outputs_dir, executions, command, params_set, resources)
+    board = Progress(executions, stream, ticking=progress)
+    outcomes, interrupted = _execute_all(executions, folders, resources, cluster, board)
+    report = _write_reports(run_dir, executions, folders, outcomes, list(sweep or {}), interrupted)
+    if interrupted:
+        raise RunInterrupted(report)
+    return report
+
+
+@dataclass(frozen=True)
+class _Resources:
+    """How a run's executions run: the executor, the kernel, threads per kernel, notebooks at once, the GPUs (one per
+    running kernel; none on CPUs or off this machine)."""
+
+    executor: str
+    kernel_name: str
+    threads: int
+    jobs: int
+    gpus: list[str]
+
+
+def _plan(
+    params_set: str,
+    only: Sequence[str] | None,
+    sweep: dict[str, list[Any]] | None,
+    seeds: Sequence[int] | None,
+    notebooks_dir: str | Path,
+    params_dir: str | Path,
+    encoder: str | None,
+) -> list[Execution]:
+    """The plan: the selected notebooks, each point of the sweep, every value checked against its notebook's rules
+    (its checks cell: loss modules of yours imported, every loss setting checked), in this process, before any kernel
+    starts (:func:`~workbench.runs.plan.plan_executions`). A params file naming no notebook is refused (a typo would
+    run on the defaults)."""
     notebooks = select_notebooks(notebooks_dir, only)
     stems = {notebook.stem for notebook in select_notebooks(notebooks_dir)}
     for stray in sorted(
@@ -198,9 +237,22 @@ def run(
         raise ValueError(
             f"--params-set {params_set!r}: {stray} names no notebook in {notebooks_dir} (a typo runs on defaults)"
         )
-    # each value against its notebook's rules (its checks cell: loss modules of yours imported, every loss setting
-    # checked), in this process, before any kernel starts
-    executions = plan_executions(notebooks, params_dir, params_set, sweep, seeds, encoder)
+    return plan_executions(notebooks, params_dir, params_set, sweep, seeds, encoder)
+
+
+def _check_resources(
+    executions: Sequence[Execution],
+    params_set: str,
+    executor: str,
+    slurm: dict[str, Any] | None,
+    kernel_name: str | None,
+    threads: int | None,
+    jobs: int | None,
+    gpus: Sequence[str] | None,
+) -> _Resources:
+    """The checks of the machine before anything is written: the executor, each training section's precision against
+    this machine's devices (kernels that run here), every file and encoder the parameters name, the GPUs, threads and
+    jobs, the kernel, and no secret for a job file. Returns the resources the run uses."""
     if executor not in EXECUTORS or (slurm and executor == "threads"):
         raise ValueError(
             f"--executor {executor!r}: must be one of {', '.join(EXECUTORS)} (--slurm parameters: not threads)"
@@ -208,62 +260,109 @@ def run(
     if executor == "threads":  # kernels on this machine: bf16 needs its CUDA device (a Slurm job runs elsewhere)
         check_devices(executions, params_set)
     check_paths(executions, params_set)  # a missing data file or encoder: now, not in a kernel later
-    visible = visible_gpus() if executor == "threads" else []
-    if gpus is not None and (not gpus or not set(gpus) <= set(visible) or len(set(gpus)) < len(gpus)):
-        raise ValueError(
-            f"--gpus {','.join(gpus)!r}: must name distinct visible GPUs; visible: {', '.join(visible) or 'none'}"
-        )
-    gpus = visible if gpus is None else list(gpus)
-    if gpus:  # one kernel per GPU, the cores shared among the kernels
-        jobs = _check_count("jobs", len(gpus) if jobs is None else jobs, "notebooks run at once")
-        threads = _check_count("threads", max(1, usable_cores() // jobs) if threads is None else threads, "per kernel")
-    else:
-        threads = _check_count("threads", default_threads() if threads is None else threads, "per kernel")
-        jobs = _check_count("jobs", default_jobs(threads) if jobs is None else jobs, "notebooks run at once")
+    gpus = _check_gpus(gpus, visible_gpus() if executor == "threads" else [])
+    threads, jobs = _threads_and_jobs(threads, jobs, gpus)
     kernel_name = ensure_kernel(kernel_name)
     if executor != "threads" and any(secret_environment(execution.parameters) for execution in executions):
         raise ValueError(
             f"--executor {executor}: a hub_token parameter would be written into the job files; export HF_TOKEN "
             "before submitting instead (the jobs inherit it)"
         )
-    run_dir = new_run_dir(outputs_dir, run_id)
-    if executor != "threads":
-        import submitit
+    return _Resources(executor, kernel_name, threads, jobs, gpus)
 
-        try:
-            cluster = submitit.AutoExecutor(folder=run_dir / "submitit", cluster=executor)
-            defaults = {"timeout_min": 24 * 60, "cpus_per_task": threads, "slurm_array_parallelism": jobs}
-            cluster.update_parameters(**{**defaults, **(slurm or {})})
-        except (
-            RuntimeError,
-            NameError,
-            AssertionError,
-            TypeError,
-        ) as error:  # no Slurm here, an unknown or mistyped parameter
-            shutil.rmtree(run_dir)  # nothing ran: leave no run folder
-            raise ValueError(f"--slurm: {str(error).splitlines()[0]}") from None
+
+def _check_gpus(gpus: Sequence[str] | None, visible: list[str]) -> list[str]:
+    """``gpus`` when they are distinct visible GPUs; every visible one when None."""
+    if gpus is not None and (not gpus or not set(gpus) <= set(visible) or len(set(gpus)) < len(gpus)):
+        raise ValueError(
+            f"--gpus {','.join(gpus)!r}: must name distinct visible GPUs; visible: {', '.join(visible) or 'none'}"
+        )
+    return visible if gpus is None else list(gpus)
+
+
+def _threads_and_jobs(threads: int | None, jobs: int | None, gpus: list[str]) -> tuple[int, int]:
+    """Threads per kernel and notebooks at once, checked: on GPUs one kernel per GPU, the cores shared among the
+    kernels; on CPUs the default threads and as many kernels as the cores hold."""
+    if gpus:
+        jobs = _check_count("jobs", len(gpus) if jobs is None else jobs, "notebooks run at once")
+        threads = _check_count("threads", max(1, usable_cores() // jobs) if threads is None else threads, "per kernel")
+    else:
+        threads = _check_count("threads", default_threads() if threads is None else threads, "per kernel")
+        jobs = _check_count("jobs", default_jobs(threads) if jobs is None else jobs, "notebooks run at once")
+    return threads, jobs
+
+
+def _submitit_executor(run_dir: Path, resources: _Resources, slurm: dict[str, Any] | None) -> Any:
+    """submitit's executor (Slurm, or its local one) with the run's parameters; ValueError naming ``--slurm`` when
+    submitit refuses them (no Slurm here, an unknown or mistyped parameter): nothing ran, so no run folder is left."""
+    import submitit
+
+    try:
+        cluster = submitit.AutoExecutor(folder=run_dir / "submitit", cluster=resources.executor)
+        defaults = {
+            "timeout_min": 24 * 60,
+            "cpus_per_task": resources.threads,
+            "slurm_array_parallelism": resources.jobs,
+        }
+        cluster.update_parameters(**{**defaults, **(slurm or {})})
+    except (RuntimeError, NameError, AssertionError, TypeError) as error:
+        shutil.rmtree(run_dir)
+        raise ValueError(f"--slurm: {str(error).splitlines()[0]}") from None
+    return cluster
+
+
+def _start_run_folder(
+    run_dir: Path,
+    outputs_dir: str | Path,
+    executions: Sequence[Execution],
+    command: str | None,
+    params_set: str,
+    resources: _Resources,
+) -> list[Path]:
+    """Each execution's folder (its notebook's, and the sweep point's below it), run.json's first record and the run's
+    one plotly.js (before concurrent exports look for it). A full disk: nothing ran, no run folder is left."""
     folders = [run_dir / execution.name / execution.slug for execution in executions]  # slug "": the notebook's folder
     try:
-        start_record(run_dir, command, params_set, jobs, threads, [f.relative_to(run_dir).as_posix() for f in folders])
-        ensure_assets(run_dir, mathjax=False)  # once, before concurrent exports look for it (figures/)
-    except ValueError as error:  # a full disk: nothing ran, no run folder is left
+        relative = [folder.relative_to(run_dir).as_posix() for folder in folders]
+        start_record(run_dir, command, params_set, resources.jobs, resources.threads, relative)
+        ensure_assets(run_dir, mathjax=False)
+    except ValueError as error:
         shutil.rmtree(run_dir, ignore_errors=True)
         raise ValueError(f"--outputs-dir {str(outputs_dir)!r}: {error}") from None
-    env = kernel_environment(threads)
-    board = Progress(executions, stream, ticking=progress)
-    if executor == "threads":
-        ending = _in_threads(executions, folders, kernel_name, env, jobs, gpus, board)
+    return folders
+
+
+def _execute_all(
+    executions: Sequence[Execution], folders: list[Path], resources: _Resources, cluster: Any, board: Progress
+) -> tuple[list[Outcome | None], bool]:
+    """Every execution, in threads here or as submitit jobs (``cluster``); the outcomes (None for one that did not end)
+    and whether Ctrl-C or SIGTERM interrupted the run (what still ran is stopped)."""
+    env = kernel_environment(resources.threads)
+    if cluster is None:
+        ending = _in_threads(executions, folders, resources.kernel_name, env, resources.jobs, resources.gpus, board)
     else:
-        ending = _on_submitit(cluster, executions, folders, kernel_name, env)
+        ending = _on_submitit(cluster, executions, folders, resources.kernel_name, env)
     outcomes: list[Outcome | None] = [None] * len(executions)
-    interrupted = False
     try:
         for index, outcome in ending:
             outcomes[index] = outcome
             board.finished(index, f"{outcome.status_text()} ({outcome.duration_s:.1f} s)")
     except KeyboardInterrupt:
-        interrupted = True
         ending.close()  # stops what still runs (the generator's own handler), also when Ctrl-C came between two yields
+        return outcomes, True
+    return outcomes, False
+
+
+def _write_reports(
+    run_dir: Path,
+    executions: Sequence[Execution],
+    folders: list[Path],
+    outcomes: list[Outcome | None],
+    sweep_keys: list[str],
+    interrupted: bool,
+) -> RunReport:
+    """run.json's end, results.md and index.html (written even when a notebook's evidence cannot be printed); an
+    execution that did not end is "interrupted"."""
     from workbench.runs.report import write_report  # pandas: imported when a run ends
 
     stopped = [Outcome(execution, folder, "interrupted", 0.0) for execution, folder in zip(executions, folders)]
@@ -271,8 +370,6 @@ def run(
     finish_record(run_dir)
     try:
         write_results(run_dir)
-    finally:  # the index is written even when a notebook's evidence cannot be printed
-        write_report(run_dir, report.outcomes, list(sweep or {}), interrupted)
-    if interrupted:
-        raise RunInterrupted(report)
+    finally:
+        write_report(run_dir, report.outcomes, sweep_keys, interrupted)
     return report

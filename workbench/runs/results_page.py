@@ -152,30 +152,39 @@ def summary(sections: Mapping[str, Mapping[str, Any]], judged: Mapping[str, Sequ
             + "."
         )
     if untestable:
-        causes: dict[str, list] = {}
-        for name, _, entry in untestable:
-            if entry["at_chance"]:
-                cause = "a side at or below the trivial baseline"
-            else:
-                cause = entry["reason"].split(" (")[0]
-            causes.setdefault(f"{name[:2]}: {cause}", []).append(entry["at_chance"])
-        parts = []
-        for cause, sides in causes.items():
-            named = sorted({side for group in sides for side in group})
-            parts.append(f"{cause}, {len(sides)} rows" + (f" ({', '.join(named)})" if named else ""))
-        lines.append(
-            "- **Not testable at this scale** (see each notebook's table of non-tests): " + "; ".join(parts) + "."
-        )
-    detectable = [100 * e["detectable"] for n, r, e in tested if r["kind"] == "comparison" and r["metric"] not in SCALE]
-    claimed = [abs(100 * min(r["paper_difference"], key=abs)) for n, r, e in tested if r.get("paper_difference")]
-    if detectable:
-        papers = f"; the papers print {min(claimed):.2f} to {max(claimed):.2f}" if claimed else ""
-        lines.append(
-            f"- **Power**: the smallest differences this design detects at 80% power are {min(detectable):.2f} to "
-            f"{max(detectable):.2f} points{papers}."
-        )
+        lines.append(_untestable_line(untestable))
+    lines += _power_line(tested)
     lines.append(f"- **What can be concluded**: {_conclusion(by_verdict, identical, untestable, short)}")
     return lines
+
+
+def _untestable_line(untestable: Sequence[tuple[str, Mapping[str, Any], Mapping[str, Any]]]) -> str:
+    """The rows not testable at this scale, grouped by notebook and cause (and the sides at chance)."""
+    causes: dict[str, list] = {}
+    for name, _, entry in untestable:
+        if entry["at_chance"]:
+            cause = "a side at or below the trivial baseline"
+        else:
+            cause = entry["reason"].split(" (")[0]
+        causes.setdefault(f"{name[:2]}: {cause}", []).append(entry["at_chance"])
+    parts = []
+    for cause, sides in causes.items():
+        named = sorted({side for group in sides for side in group})
+        parts.append(f"{cause}, {len(sides)} rows" + (f" ({', '.join(named)})" if named else ""))
+    return "- **Not testable at this scale** (see each notebook's table of non-tests): " + "; ".join(parts) + "."
+
+
+def _power_line(tested: Sequence[tuple[str, Mapping[str, Any], Mapping[str, Any]]]) -> list[str]:
+    """The smallest differences the design detects at 80% power beside the papers' own (none without comparisons)."""
+    detectable = [100 * e["detectable"] for n, r, e in tested if r["kind"] == "comparison" and r["metric"] not in SCALE]
+    claimed = [abs(100 * min(r["paper_difference"], key=abs)) for n, r, e in tested if r.get("paper_difference")]
+    if not detectable:
+        return []
+    papers = f"; the papers print {min(claimed):.2f} to {max(claimed):.2f}" if claimed else ""
+    return [
+        f"- **Power**: the smallest differences this design detects at 80% power are {min(detectable):.2f} to "
+        f"{max(detectable):.2f} points{papers}."
+    ]
 
 
 def _conclusion(by_verdict: Mapping[str, list], identical: list, untestable: list, short: list) -> str:
@@ -328,6 +337,25 @@ def notebook_section(
     """One notebook's part of the page: scale, data, fixed choices, trivial baselines, one table of tested rows per
     claim (its quote above it), the rows that are not tests, calibration with its reliability diagrams."""
     rows = evidence["claims"]
+    lines = _section_opening(name, evidence, names)
+    lines += ["", *_trivial_table(rows)]
+    lines += ["", _row_counts(rows, judged)]
+    lines += _claim_tables(rows, judged)
+    non_tests = [(row, entry) for row, entry in zip(rows, judged) if entry["status"] != "tested"]
+    if non_tests:
+        lines += ["", "### Not tests", "", *_non_test_table(name, non_tests)]
+    if evidence.get("calibration"):
+        lines += _calibration_table(name, evidence["calibration"], figures)
+    if evidence.get("data"):
+        shown = {key: value for key, value in evidence["data"].items() if key != "data_root"}  # a path of this machine
+        provenance = json.dumps(shown, indent=1, ensure_ascii=False)
+        lines += ["", f"Data provenance of {name} (`load_splits`):", "", "```json", provenance, "```"]
+    return lines
+
+
+def _section_opening(name: str, evidence: Mapping[str, Any], names: Sequence[str]) -> list[str]:
+    """The heading, scale and seeds, the notebook's comment, its data (and the texts shared between splits), the
+    choices fixed for every side, and where rows recorded by another notebook are."""
     seeds = evidence["seeds"]
     lines = [
         f"## {name}: {evidence['title']}",
@@ -349,19 +377,27 @@ def notebook_section(
             else ("a notebook this run did not include")
         )
         lines += ["", f"{what}: recorded once, by {other} ({present}); this notebook does not repeat them."]
-    lines += ["", *_trivial_table(rows)]
+    return lines
+
+
+def _row_counts(rows: Sequence[Mapping[str, Any]], judged: Sequence[Mapping[str, Any]]) -> str:
+    """How many rows were tested (and their verdicts), identical by construction, not testable."""
     statuses = [entry["status"] for entry in judged]
     counts = {v: sum(e["verdict"] == v for e in judged) for v in (HOLDS, DOES_NOT_HOLD, INCONCLUSIVE)}
-    lines += [
-        "",
+    return (
         f"{len(rows)} rows: {sum(s == 'tested' for s in statuses)} tested ("
         + ", ".join(f"{count} {verdict}" for verdict, count in counts.items())
-        + f"), {statuses.count(IDENTICAL)} identical by construction, {statuses.count(NOT_TESTABLE)} not testable.",
-    ]
+        + f"), {statuses.count(IDENTICAL)} identical by construction, {statuses.count(NOT_TESTABLE)} not testable."
+    )
+
+
+def _claim_tables(rows: Sequence[Mapping[str, Any]], judged: Sequence[Mapping[str, Any]]) -> list[str]:
+    """One table of tested rows per claim (paper, where, quote), the quote above it and the rows' notes below."""
     claims: dict[tuple[str, str, str], list[int]] = {}
     for index, row in enumerate(rows):
         if judged[index]["status"] == "tested":
             claims.setdefault((row["paper"], row["where"], row["quote"]), []).append(index)
+    lines = []
     for (paper, where, quote), indices in claims.items():
         block = [rows[i] for i in indices]
         lines += [
@@ -374,25 +410,22 @@ def notebook_section(
         ]
         notes = [row["note"] for row in block if row.get("note")]
         lines += ["", *(f"- {note}" for note in dict.fromkeys(notes))] if notes else []
-    non_tests = [(row, entry) for row, entry in zip(rows, judged) if entry["status"] != "tested"]
-    if non_tests:
-        lines += ["", "### Not tests", "", *_non_test_table(name, non_tests)]
-    if evidence.get("calibration"):
-        lines += [
-            "",
-            f"### Calibration (test): expected calibration error, {ECE_BINS} equal-width bins of the top-class "
-            "probability, x 100, mean ± std over the seeds",
-            "",
-            "| setting | ECE |",
-            "|---|---|",
-        ]
-        lines += [f"| {_cell(row['setting'])} | {statistic(row['ece'], 'ece')} |" for row in evidence["calibration"]]
-        if name in figures:
-            lines += ["", f"![Reliability diagrams of {name}]({figures[name]})"]
-    if evidence.get("data"):
-        shown = {key: value for key, value in evidence["data"].items() if key != "data_root"}  # a path of this machine
-        provenance = json.dumps(shown, indent=1, ensure_ascii=False)
-        lines += ["", f"Data provenance of {name} (`load_splits`):", "", "```json", provenance, "```"]
+    return lines
+
+
+def _calibration_table(name: str, calibration: Sequence[Mapping[str, Any]], figures: Mapping[str, str]) -> list[str]:
+    """Each setting's expected calibration error on test, and the notebook's reliability diagrams when drawn."""
+    lines = [
+        "",
+        f"### Calibration (test): expected calibration error, {ECE_BINS} equal-width bins of the top-class "
+        "probability, x 100, mean ± std over the seeds",
+        "",
+        "| setting | ECE |",
+        "|---|---|",
+    ]
+    lines += [f"| {_cell(row['setting'])} | {statistic(row['ece'], 'ece')} |" for row in calibration]
+    if name in figures:
+        lines += ["", f"![Reliability diagrams of {name}]({figures[name]})"]
     return lines
 
 
