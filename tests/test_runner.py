@@ -808,6 +808,63 @@ def test_injected_parameters_and_params_yaml_read_as_written_and_the_kernel_gets
     assert papermill_translators.find_translator("python3", "python") is PythonTranslator
 
 
+def test_the_runner_records_every_parameter_the_notebook_ran_with_in_its_metrics_json(tmp_path):
+    # issue 39: the parameters cell's defaults and the injected values, so that a notebook lists none of them again
+    _write_notebook(
+        tmp_path / "recorded.ipynb",
+        'seeds = [0]\nnote = "a # b"  # a comment\nsizes = {"hidden": 8}\ntraining = {"lr": 0.1}\n'
+        "interactive = True\noutput_dir = None",
+        "from workbench.runs import write_metrics\nwrite_metrics(output_dir, {'f1': 0.5})",
+    )
+    _write_notebook(
+        tmp_path / "own.ipynb",
+        "seeds = [0]\nx = 1.0\noutput_dir = None",
+        "from workbench.runs import write_metrics\nwrite_metrics(output_dir, {'f1': 0.5}, parameters={'x': 'its own'})",
+    )
+    params = _params(tmp_path, {"recorded": "training: {lr: 0.5, hub_token: hf_secret}\ninteractive: false"})
+    report = run(notebooks_dir=tmp_path, params_dir=params, outputs_dir=tmp_path / "out", stream=_quiet())
+    assert not report.failed, [outcome.status_text() for outcome in report.failed]
+    recorded = {outcome.execution.name: outcome.metrics["parameters"] for outcome in report.outcomes}
+    assert recorded["recorded"] == {
+        "seeds": [0],
+        "note": "a # b",  # the cell as its kernel runs it (papermill's inspection would cut the text at "#")
+        "sizes": {"hidden": 8},
+        "training": {"lr": 0.5, "hub_token": "<HUB_TOKEN>"},  # injected, the secret redacted
+        "interactive": False,
+    }
+    assert recorded["own"] == {"seeds": [0], "x": "its own"}  # what a notebook records itself is kept
+
+
+def test_record_parameters_keeps_the_notebooks_own_entries_and_writes_no_metrics_json(tmp_path):
+    from workbench.metrics_file import record_parameters
+
+    assert record_parameters(tmp_path, {"x": 1}) is None and not (tmp_path / "metrics.json").exists()
+    write_metrics(tmp_path, {"f1": 0.5}, parameters={"x": "own"}, table=[1])
+    record_parameters(tmp_path, {"x": 1, "seeds": [0, 1], "training": {"hub_token": "hf_x"}})
+    assert read_metrics(tmp_path) == {
+        "metrics": {"f1": 0.5},
+        "parameters": {"x": "own", "seeds": [0, 1], "training": {"hub_token": "<HUB_TOKEN>"}},
+        "table": [1],
+    }
+    write_json(tmp_path / "metrics.json", {"metrics": {}, "parameters": ["a", "list"]})
+    record_parameters(tmp_path, {"x": 1})
+    assert read_metrics(tmp_path)["parameters"] == ["a", "list"]  # not the runner's kind of record: left as it is
+
+
+def test_a_parameters_cell_that_fails_names_the_notebook_before_any_kernel(tmp_path):
+    _write_notebook(tmp_path / "broken.ipynb", "seeds = [0]\nsize = undefined_name\noutput_dir = None")
+    with pytest.raises(ValueError, match=r"^notebook broken.ipynb: its parameters cell fails \(NameError: "):
+        run(notebooks_dir=tmp_path, params_dir=_params(tmp_path), outputs_dir=tmp_path / "out", stream=_quiet())
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_default_json_cannot_hold_is_recorded_as_its_repr(tmp_path):
+    from workbench.runs.plan import notebook_defaults
+
+    notebook = _write_notebook(tmp_path / "odd.ipynb", "seeds = [0]\nletters = {'a'}\noutput_dir = None")
+    assert notebook_defaults(notebook, ["seeds", "letters", "output_dir"]) == {"seeds": [0], "letters": "{'a'}"}
+
+
 def test_the_kernels_are_stopped_through_jupyter_clients_public_api():
     # issue 39: no reading of the kernel provisioner's process (has_kernel, signal_kernel, is_alive instead)
     import inspect

@@ -1,6 +1,7 @@
 """The ``metrics.json`` of a run folder (JSON-safe, atomic, mode 0644 under the umask, secrets redacted by
 ``workbench.redaction.redact``) for the runner and the trainers: a notebook's ``{"metrics": {...}, <details>...}``
-(:func:`write_metrics`; the runner aggregates ``metrics``), a trainer's own (:func:`write_json`)."""
+(:func:`write_metrics`; the runner aggregates ``metrics`` and adds the notebook's ``parameters``,
+:func:`record_parameters`), a trainer's own (:func:`write_json`)."""
 
 from __future__ import annotations
 
@@ -130,3 +131,19 @@ def add_details(output_dir: str | Path | None, **details: Any) -> Path | None:
     if not path.is_file():
         raise ValueError(f"output_dir: {str(output_dir)!r} has no {METRICS_FILE}; write_metrics writes it first")
     return write_json(path, {**json.loads(path.read_text(encoding="utf-8")), **details})
+
+
+def record_parameters(output_dir: str | Path, parameters: Mapping[str, Any]) -> Path | None:
+    """Record ``parameters``, every parameter a notebook ran with, as the detail ``parameters`` of the metrics.json it
+    wrote in ``output_dir`` (the runner's record, redacted as :func:`write_json` writes; atomic). An entry the notebook
+    recorded there itself (``write_metrics(..., parameters={...})``) is kept as it wrote it; a ``parameters`` detail
+    that is not a mapping is left as it is (the injected values stay in params.yaml). No metrics.json (the notebook
+    wrote none): nothing is written, None."""
+    path = Path(output_dir) / METRICS_FILE
+    if not path.is_file():
+        return None
+    recorded = json.loads(path.read_text(encoding="utf-8"))
+    own = recorded.get("parameters", {}) if isinstance(recorded, dict) else None
+    if not isinstance(own, Mapping):  # not the file write_metrics writes, or the notebook's own kind of record
+        return path
+    return write_json(path, {**recorded, "parameters": {**parameters, **own}})

@@ -19,7 +19,7 @@ from typing import Any
 
 import yaml
 
-from workbench.metrics_file import read_metrics, write_atomically
+from workbench.metrics_file import read_metrics, record_parameters, write_atomically
 from workbench.redaction import redact, scrub, secret_texts
 from workbench.runs.export import export_html, readable_literal
 from workbench.runs.plan import (
@@ -247,40 +247,19 @@ def execute(
     The kernel starts in the notebook's folder with this process's environment updated by ``env``;
     ``on_cell_start`` is called before each cell (nbclient's hook); ``kernels`` records the kernel
     so the caller can stop it. Safe to call from several threads at once (nothing changes this
-    process's working directory) and in a submitit job.
+    process's working directory) and in a submitit job. The notebook's metrics.json gets every parameter it ran
+    with (``workbench.metrics_file.record_parameters``); no file of the folder keeps a secret the kernel held.
     """
-    import papermill
-    from papermill.exceptions import PapermillExecutionError
-
-    language = _readable_injected_parameters()
     folder = output_dir.absolute()  # papermill's file writes chdir the process to a cwd another run may have left
     executed = folder / execution.notebook.name
-    failed_cell = None
-    error = None
     start = time.perf_counter()
-    try:  # secrets: redacted in what is written, handed to the kernel through its environment
-        parameters = redact({**execution.parameters, OUTPUT_DIR_PARAMETER: str(folder.resolve())})
-        env = {**(env or {}), **secret_environment(execution.parameters)}
-        write_atomically(folder / "params.yaml", yaml.safe_dump(parameters, sort_keys=False, allow_unicode=True))
-        papermill.execute_notebook(  # absolute paths: papermill resolves relative ones against a process-wide
-            str(execution.notebook.resolve()),  # setting that notebooks running at once overwrite
-            str(executed.resolve()),
-            parameters=parameters,
-            kernel_name=kernel_name,
-            language=language,  # the workbench's translator, papermill's own "python" one left to other callers
-            # the kernel starts in the notebook's folder; papermill's own ``cwd`` would chdir this
-            # whole process, under the feet of the notebooks running beside this one
-            resources={"metadata": {"path": str(execution.notebook.parent.resolve())}},
-            progress_bar=False,
-            kernel_manager_class=(kernels or RunningKernels()).manager_class(env),
-            on_cell_start=on_cell_start,
-        )
-    except PapermillExecutionError as exc:
-        failed_cell = _source_cell_index(executed, exc.cell_index)
-        error = f"{exc.ename}: {exc.evalue}"
-    except Exception as exc:  # kernel died, notebook unreadable, a full disk, ...: report it, keep running the others
-        error = f"{type(exc).__name__}: {exc}"
+    kernel_manager = (kernels or RunningKernels()).manager_class  # its environment: env and the secrets
+    failed_cell, error = _run_notebook(execution, folder, kernel_name, env, on_cell_start, kernel_manager)
     duration = time.perf_counter() - start
+    try:
+        record_parameters(folder, execution.recorded_parameters)
+    except ValueError as exc:  # a metrics.json that is not JSON, a full disk
+        error = error or f"recording the parameters in metrics.json failed: {exc}"
     hidden = secret_texts(execution.parameters)  # the hub token the kernel got: no file or message may show it
     if hidden:
         _scrub_folder(folder, hidden)
@@ -294,3 +273,42 @@ def execute(
     return Outcome(
         execution, output_dir, "failed" if error else "ok", duration, failed_cell, error, read_metrics(folder)
     )
+
+
+def _run_notebook(
+    execution: Execution,
+    folder: Path,
+    kernel_name: str,
+    env: dict[str, str] | None,
+    on_cell_start: Callable[..., None] | None,
+    kernel_manager: Callable[[dict[str, str]], type],
+) -> tuple[int | None, str | None]:
+    """papermill's run of the notebook into ``folder`` (its params.yaml first), the kernel started by
+    ``kernel_manager(environment)`` in the notebook's folder: (None, None) when every cell ran, else the source
+    notebook's failed cell (None when no cell failed: the kernel died, a file could not be written) and the error."""
+    import papermill
+    from papermill.exceptions import PapermillExecutionError
+
+    executed = folder / execution.notebook.name
+    try:  # secrets: redacted in what is written, handed to the kernel through its environment
+        parameters = redact({**execution.parameters, OUTPUT_DIR_PARAMETER: str(folder.resolve())})
+        env = {**(env or {}), **secret_environment(execution.parameters)}
+        write_atomically(folder / "params.yaml", yaml.safe_dump(parameters, sort_keys=False, allow_unicode=True))
+        papermill.execute_notebook(  # absolute paths: papermill resolves relative ones against a process-wide
+            str(execution.notebook.resolve()),  # setting that notebooks running at once overwrite
+            str(executed.resolve()),
+            parameters=parameters,
+            kernel_name=kernel_name,
+            language=_readable_injected_parameters(),  # the workbench's translator; papermill's "python" stays
+            # the kernel starts in the notebook's folder; papermill's own ``cwd`` would chdir this
+            # whole process, under the feet of the notebooks running beside this one
+            resources={"metadata": {"path": str(execution.notebook.parent.resolve())}},
+            progress_bar=False,
+            kernel_manager_class=kernel_manager(env),
+            on_cell_start=on_cell_start,
+        )
+    except PapermillExecutionError as exc:
+        return _source_cell_index(executed, exc.cell_index), f"{exc.ename}: {exc.evalue}"
+    except Exception as exc:  # kernel died, notebook unreadable, a full disk, ...: report it, keep running the others
+        return None, f"{type(exc).__name__}: {exc}"
+    return None, None

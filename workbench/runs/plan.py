@@ -14,12 +14,13 @@ import re
 import warnings
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from workbench.checks import MAX_SEED, check_seeds
 from workbench.config import read_yaml, read_yaml_file
+from workbench.metrics_file import to_jsonable
 from workbench.redaction import is_secret, secret_items
 
 PARAMETERS_TAG = "parameters"
@@ -60,16 +61,24 @@ _SLUG_UNSAFE = re.compile(r"[^A-Za-z0-9._=+,-]")
 
 @dataclass(frozen=True)
 class Execution:
-    """One notebook run: its parameters (without ``output_dir``), its sweep point and folder name."""
+    """One notebook run: its parameters (without ``output_dir``: what papermill injects), its sweep point and folder
+    name, and the defaults of its parameters cell (:func:`notebook_defaults`)."""
 
     notebook: Path
     parameters: dict[str, Any]
     point: dict[str, Any]
     slug: str
+    defaults: dict[str, Any] = field(default_factory=dict)
 
     @property
     def name(self) -> str:
         return self.notebook.stem
+
+    @property
+    def recorded_parameters(self) -> dict[str, Any]:
+        """Every parameter the notebook runs with, as the runner records it in its metrics.json: the parameters
+        cell's defaults, then the injected values (``output_dir`` aside: the folder the record is in)."""
+        return {**self.defaults, **self.parameters}
 
 
 def parse_sweep(specs: Iterable[str]) -> dict[str, list[Any]]:
@@ -367,8 +376,45 @@ def notebook_rules(notebook: Path) -> tuple[str, str] | None:
 
     cells = nbformat.read(notebook, as_version=4).cells
     checks = [cell.source for cell in cells if cell.cell_type == "code" and CHECKS_TAG in cell.metadata.get("tags", [])]
-    defaults = [cell.source for cell in cells if PARAMETERS_TAG in cell.metadata.get("tags", [])]
-    return ("\n".join(defaults), "\n\n".join(checks)) if checks else None
+    return (parameters_cell(notebook), "\n\n".join(checks)) if checks else None
+
+
+def parameters_cell(notebook: Path) -> str:
+    """The source of ``notebook``'s cell tagged :data:`PARAMETERS_TAG`."""
+    import nbformat
+
+    cells = nbformat.read(notebook, as_version=4).cells
+    return "\n".join(cell.source for cell in cells if PARAMETERS_TAG in cell.metadata.get("tags", []))
+
+
+def run_parameters_cell(notebook: Path, source: str) -> dict[str, Any]:
+    """What ``source``, the notebook's parameters cell, defines when it runs in this process, as it runs first in the
+    notebook's kernel: the notebook's defaults (and what the cell imports). A cell that fails is a ValueError naming
+    the notebook: its kernel would stop there too."""
+    namespace: dict[str, Any] = {}
+    try:
+        exec(compile(source, f"{notebook.name}: parameters", "exec"), namespace)
+    except Exception as error:  # a syntax error, a name the cell does not define: any error of the notebook's code
+        raise ValueError(
+            f"notebook {notebook.name}: its parameters cell fails ({type(error).__name__}: {error})"
+        ) from None
+    return namespace
+
+
+def notebook_defaults(notebook: Path, names: Sequence[str]) -> dict[str, Any]:
+    """The defaults of the parameters ``names`` (``output_dir`` aside), as the notebook's parameters cell gives them
+    (:func:`run_parameters_cell`): what the runner records beside the injected values. A value JSON cannot hold is
+    recorded as its ``repr``."""
+    namespace = run_parameters_cell(notebook, parameters_cell(notebook))
+    defaults = {}
+    for name in names:
+        if name == OUTPUT_DIR_PARAMETER or name not in namespace:
+            continue
+        try:
+            defaults[name] = to_jsonable(namespace[name])
+        except ValueError:
+            defaults[name] = repr(namespace[name])
+    return defaults
 
 
 def _from_folder(value: Any, folder: Path, kind: str | None = None) -> Any:
@@ -405,8 +451,7 @@ def check_notebook_rules(notebook: Path, rules: tuple[str, str] | None, paramete
     from workbench.losses import registry_restored
 
     defaults, checks = rules
-    namespace: dict[str, Any] = {}
-    exec(compile(defaults, f"{notebook.name}: parameters", "exec"), namespace)  # the notebook's own defaults
+    namespace = run_parameters_cell(notebook, defaults)  # the notebook's own defaults
     namespace.update(parameters)
     for name, value in list(namespace.items()):
         if not name.startswith("__"):  # the parameters, not the builtins exec added
@@ -517,6 +562,7 @@ def plan_executions(
         _check_parameters(notebook, allowed, fixed, "--seeds")
         headless = {INTERACTIVE_PARAMETER: False} if INTERACTIVE_PARAMETER in allowed else {}
         rules = notebook_rules(notebook)
+        defaults = notebook_defaults(notebook, allowed)
         for point, slug in zip(points, slugs):
             _check_parameters(notebook, allowed, point, "--sweep")
             parameters = {**base, **point, **fixed, **headless}
@@ -529,7 +575,7 @@ def plan_executions(
                 if point and _passes(notebook, rules, {**base, **fixed, **headless}, encoder, params_set):
                     given = "--sweep " + " ".join(f"{key}={_as_typed(value)}" for key, value in point.items())
                 raise ValueError(f"{given}: {error}") from None
-            executions.append(Execution(notebook, parameters, point, slug))
+            executions.append(Execution(notebook, parameters, point, slug, defaults))
     return executions
 
 

@@ -16,6 +16,7 @@ unless it is markup (pandas' tables, the sanitised results page, a figure's JSON
 from __future__ import annotations
 
 import functools
+import html
 import json
 import math
 import re
@@ -90,6 +91,12 @@ INDEX_TEMPLATE = "index.html.j2"  # the page
 SECTIONS_TEMPLATE = "index_sections.html.j2"  # a macro per section's body
 
 
+def _as_text(value: Any) -> Markup:
+    """A value as the page shows it: markup as it is, anything else as text, escaped as ``html.escape`` escapes it
+    (``&quot;`` and ``&#x27;`` for the quotes, as the page has always written them)."""
+    return value if isinstance(value, Markup) else Markup(html.escape(str(value)))
+
+
 @functools.cache
 def _templates() -> Any:
     """The jinja2 environment of index.html's templates, autoescaped: a value shows as text unless it is
@@ -99,6 +106,7 @@ def _templates() -> Any:
     return Environment(
         loader=PackageLoader("workbench", TEMPLATES),
         autoescape=True,
+        finalize=_as_text,
         trim_blocks=True,
         lstrip_blocks=True,
         keep_trailing_newline=True,
