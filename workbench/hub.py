@@ -1,10 +1,16 @@
-"""Calls to the Hugging Face Hub within bounded time: a hub name (``model.model_name_or_path``) is looked up once, its
-failure one ValueError naming the key and the endpoint, the look-up bounded by its own timeout. A run that pushes to
-the hub (``training.push_to_hub``) bounds the Trainer's hub calls, which take no timeout of their own, with a request
-hook on huggingface_hub's shared session (huggingface_hub's own default for its API calls is none: a hub that never
-answers hung a run for good); no other run touches that session.
+"""The workbench's calls to the Hugging Face Hub: a hub name (``model.model_name_or_path``) is looked up once, within
+its own timeout passed to the call, its failure one ValueError naming the key and the endpoint; a hub failure of the
+Trainer's (``training.push_to_hub``) is one line naming that key (:func:`is_hub_error`, :func:`hub_error_text`).
 
-``WORKBENCH_HUB_TIMEOUT`` (seconds, default :data:`DEFAULT_TIMEOUT_S`) bounds each connect, read and write;
+huggingface_hub's shared session (``huggingface_hub.get_session()``) is left as huggingface_hub configures it, for
+every caller in the process: the workbench adds no hook and sets no client factory. So the Trainer's own hub calls
+(``create_repo`` and ``upload_folder``, which take no timeout, and for which huggingface_hub offers no setting but
+``set_client_factory``, which replaces the client of every caller) run with huggingface_hub's defaults: no timeout for
+its API calls, ``HF_HUB_ETAG_TIMEOUT`` and ``HF_HUB_DOWNLOAD_TIMEOUT`` (10 s each) for downloads. A hub that answers
+with an error ends the push with one line; one that accepts the connection and never answers holds the push until it
+answers or the run is stopped (Ctrl-C, SIGTERM).
+
+``WORKBENCH_HUB_TIMEOUT`` (seconds, default :data:`DEFAULT_TIMEOUT_S`) bounds the look-up's connect, read and write;
 ``HF_ENDPOINT`` names the hub, ``HF_HUB_OFFLINE=1`` uses the local cache only (no look-up).
 """
 
@@ -12,14 +18,14 @@ from __future__ import annotations
 
 import os
 from functools import lru_cache
-from typing import Any
 
 DEFAULT_TIMEOUT_S = 30.0
 TIMEOUT_VARIABLE = "WORKBENCH_HUB_TIMEOUT"
 
 
 def hub_timeout() -> float:
-    """Seconds each hub request may wait: ``WORKBENCH_HUB_TIMEOUT`` when it is a number > 0, else the default."""
+    """Seconds each request of a look-up may wait: ``WORKBENCH_HUB_TIMEOUT`` when it is a number > 0, else the
+    default."""
     try:
         seconds = float(os.environ.get(TIMEOUT_VARIABLE, DEFAULT_TIMEOUT_S))
     except ValueError:
@@ -29,26 +35,6 @@ def hub_timeout() -> float:
     if not 0 < seconds < float("inf"):
         raise ValueError(f"{TIMEOUT_VARIABLE}: must be a number of seconds > 0, got {seconds!r}")
     return seconds
-
-
-def _bounded(request: Any) -> None:
-    """An httpx request hook: each timeout a call left unbounded (None) becomes :func:`hub_timeout`."""
-    limits = request.extensions.get("timeout") or {}
-    bound = hub_timeout()
-    request.extensions["timeout"] = {
-        phase: bound if limits.get(phase) is None else limits[phase] for phase in ("connect", "read", "write", "pool")
-    }
-
-
-def bound_hub_timeouts() -> None:
-    """Give huggingface_hub's shared session (``huggingface_hub.get_session()``) the request hook :func:`_bounded`:
-    only for the Trainer's own hub calls (``training.push_to_hub``), which take no timeout of their own (a model's
-    look-up passes its timeout to the call)."""
-    from huggingface_hub import get_session
-
-    hooks = get_session().event_hooks
-    if _bounded not in hooks["request"]:
-        hooks["request"] = [*hooks["request"], _bounded]
 
 
 def is_offline() -> bool:
@@ -110,10 +96,11 @@ def is_hub_error(error: BaseException) -> bool:
 
 
 def hub_error_text(error: BaseException) -> str:
-    """One line saying which hub failed and how: it did not answer in time, or what it answered."""
+    """One line saying which hub failed and how: it timed out (a timeout of huggingface_hub's own), or what it
+    answered."""
     from huggingface_hub import constants
 
     detail = " ".join(str(error).split())[:200] or type(error).__name__
     timed_out = any("Timeout" in type(item).__name__ for item in (error, error.__cause__, error.__context__))
-    what = f"did not answer within {hub_timeout():g} s" if timed_out else "failed"
+    what = "timed out" if timed_out else "failed"
     return f"the hub at {constants.ENDPOINT} {what} ({type(error).__name__}: {detail})"

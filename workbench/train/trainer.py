@@ -23,7 +23,7 @@ from transformers.trainer_jit_checkpoint import JITCheckpointCallback
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR, rotate_checkpoints, sort_checkpoints
 
 from workbench.config import TrainingConfig, check_field, resolve_precision
-from workbench.hub import bound_hub_timeouts, hub_error_text, is_hub_error
+from workbench.hub import hub_error_text, is_hub_error
 from workbench.losses import IGNORE_INDEX
 from workbench.train.run_folder import STAGING_DIR, checkpoint_to_resume
 
@@ -185,8 +185,7 @@ class LossTrainer(Trainer):
         return loss
 
     def init_hf_repo(self, token: str | None = None) -> None:
-        """The Trainer's (``training.push_to_hub``) within the hub's bounded timeouts; a failure names the key."""
-        bound_hub_timeouts()
+        """The Trainer's (``training.push_to_hub``), with huggingface_hub's own timeouts; a failure names the key."""
         try:
             super().init_hf_repo(token)
         except Exception as error:
