@@ -19,6 +19,7 @@ from workbench.data.imbalance import (
 from workbench.data.loaders import (
     TNEWS_LABELS,
     Splits,
+    Texts,
     load_chnsenticorp,
     load_lcqmc,
     load_qbqtc,
@@ -37,16 +38,26 @@ from workbench.data.samples import (
     sample_sentence_splits,
     sample_sentences,
 )
-from workbench.data.splits import deduplicate_splits, shared_with_train, stratified_sample, stratified_split
+from workbench.data.splits import (
+    NORMALISATION,
+    deduplicate_splits,
+    shared_with_train,
+    stratified_sample,
+    stratified_split,
+    text_key,
+    unique_texts,
+)
 from workbench.data_root import data_root
 
 __all__ = [
+    "NORMALISATION",
     "RELEASES",
     "RELEVANCE_LABEL_NAMES",
     "MissingDataError",
     "Release",
     "ReleaseFile",
     "Splits",
+    "Texts",
     "SENTIMENT_LABEL_NAMES",
     "SYNONYM_GROUPS",
     "SynonymAugmenter",
@@ -77,5 +88,7 @@ __all__ = [
     "synonym_replace",
     "table8_class_counts",
     "table8_training_sets",
+    "text_key",
+    "unique_texts",
     "upsample",
 ]
