@@ -197,6 +197,7 @@ def test_true_negatives_rows_rates_and_downstream():
         ("iteration level", 0.06),
     ]
     assert rates[0]["value"] == 0.015 and rates[1]["value"] == pytest.approx(20 / 300)
+    assert [row["event_count"] for row in rates] == [15, 15] and not rates[0]["note"]
     gold = RNG.integers(0, 3, 100)
     encoders = ("wwm-plain", "wwm-hc_word", "wwm-sr", "wwm-hc_word@embedding")
     predictions = {(name, seed): (gold, RNG.integers(0, 3, 100)) for name in encoders for seed in (0, 1)}
@@ -206,3 +207,29 @@ def test_true_negatives_rows_rates_and_downstream():
         ("wwm-sr", "wwm-plain"),
         ("wwm-hc_word", "wwm-hc_word@embedding"),
     ]
+
+
+def test_true_negatives_flags_a_run_that_predicted_no_synonym():
+    """The model never predicted a synonym of a gold word: Table 2's rates are 0 by absence of the event; every row
+    says so (event_count 0, a note), and table2_events finds no correction on the held-out texts nor at a checkpoint."""
+    counts = {"corrected": 0, "wrong": 2372, "sequences_with_correction": 0, "sequences": 300}
+    corrections = pd.DataFrame([{"encoder": "wwm-hc_word", "level": level, **counts} for level in ("token", "word")])
+    rates = experiments.rate_rows(corrections, "wwm-hc_word", "held-out texts")
+    assert len(rates) == 4 and {row["event_count"] for row in rates} == {0}
+    assert all(row["note"] and row["event"] == experiments.TABLE2_EVENT for row in rates)
+    epochs = pd.DataFrame(
+        {
+            "encoder": "wwm-hc_word",
+            "epoch": [1, 2, 3],
+            "checkpoint": [100 / 3, 200 / 3, 100],
+            "eval_corrected": [0, 0, 0],
+            "eval_wrong": [499, 498, 497],
+        }
+    )
+    events = experiments.table2_events(corrections, epochs, "wwm-hc_word")
+    assert events["occurred"] is False and events["heldout"]["word"] == counts
+    assert [(entry["epoch"], entry["wrong"]) for entry in events["checkpoints"]] == [(1, 499), (2, 498), (3, 497)]
+    epochs.loc[1, "eval_corrected"] = 2  # one checkpoint corrected twice: the event occurred
+    assert experiments.table2_events(corrections, epochs, "wwm-hc_word")["occurred"] is True
+    with pytest.raises(ValueError, match=r"^encoder:"):
+        experiments.table2_events(corrections, epochs, "wwm-plain")

@@ -24,7 +24,7 @@ _MODULES = {
     "run_folder": ("Result", "drop_weights"),
     "fit": ("Fit", "Fitter", "ProbeFitter", "TransformerFitter", "build_fitter"),
     "pretraining": ("pretrain_mlm", "split_heldout", "fixed_mask_batches", "evaluate_masked_lm"),
-    "losses_from_specs": ("loss_from_spec", "needs_label_counts"),
+    "losses_from_specs": ("loss_from_spec", "needs_label_counts", "loss_hyperparameters", "fixed_hyperparameters"),
 }
 _EXPORTS = {name: f"workbench.train.{module}" for module, names in _MODULES.items() for name in names}
 __all__ = ["TASK_RUNNERS", "Config", "LossSpec", "load_config", *_EXPORTS]

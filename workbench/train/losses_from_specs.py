@@ -10,6 +10,7 @@ split (``workbench.data.label_counts``).
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Mapping
 from typing import Any
 
@@ -69,3 +70,38 @@ def loss_from_spec(spec: LossSpec | Mapping[str, Any], train_split: Any = None) 
             )
         params["label_counts"] = split_label_counts(train_split)
     return build_loss(spec.name, **params)
+
+
+FROM_THE_DATA = ("label_counts", "reduction")
+"""Arguments of a loss that are no hyperparameter: the training split's counts, the reduction."""
+
+
+def loss_hyperparameters(spec: LossSpec | Mapping[str, Any], train_split: Any = None) -> dict[str, Any]:
+    """The hyperparameters a loss of ``spec`` trains with: its class's defaults (``build_loss``'s keyword arguments)
+    under the spec's params, without :data:`FROM_THE_DATA`; JSON-ready. What a study names as fixed (issue 36)."""
+    spec = LossSpec.from_mapping(spec)
+    loss = loss_from_spec(spec, train_split)
+    values = {
+        name: parameter.default
+        for name, parameter in inspect.signature(type(loss).__init__).parameters.items()
+        if name != "self" and parameter.default is not inspect.Parameter.empty
+    }
+    values.update(spec.params)
+    return {name: value for name, value in values.items() if name not in FROM_THE_DATA}
+
+
+def fixed_hyperparameters(
+    specs: Mapping[str, LossSpec], training: Mapping[str, Any], train_split: Any = None, **chosen: str
+) -> dict[str, Any]:
+    """A study's record of its hyperparameters for the results page: ``fixed``, the training section's optimiser
+    settings (learning rate, epochs, batch size, weight decay: the same for every side, not tuned) and each setting's
+    loss hyperparameters (:func:`loss_hyperparameters`); ``chosen_on_validation``, what the study chose on the
+    validation split, the same way for every side (``chosen``: name -> how)."""
+    keys = ("learning_rate", "num_train_epochs", "per_device_train_batch_size", "weight_decay")
+    return {
+        "fixed": {
+            **{key: training[key] for key in keys if key in training},
+            "losses": {setting: loss_hyperparameters(spec, train_split) for setting, spec in specs.items()},
+        },
+        "chosen_on_validation": dict(chosen),
+    }
