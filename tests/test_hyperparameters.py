@@ -36,3 +36,34 @@ def test_a_study_s_record_names_the_fixed_values_and_what_validation_chose(train
         "losses": {"CE": {"weight": None}, "FL": {"gamma": 2.0, "alpha": None}},
     }
     assert record["chosen_on_validation"] == {"epoch": "best validation macro-F1"}
+
+
+def test_each_probe_study_names_its_losses_and_what_validation_chose(train):
+    from workbench.studies import dice, pcl, pcl_vs_dice
+
+    training = {"learning_rate": 0.02, "num_train_epochs": 5, "per_device_train_batch_size": 64, "weight_decay": 0.0}
+    record = dice.hyperparameters(["CE", "FL", "CE", "WCE"], training, train, tversky_alphas=[0.3, 0.5])
+    assert record["fixed"]["losses"] == {"CE": {"weight": None}, "FL": {"gamma": 2.0, "alpha": None}, "WCE": {"K": 1.0}}
+    assert record["fixed"]["learning_rate"] == 0.02 and set(record["chosen_on_validation"]) == {"epoch", "TL alpha"}
+    assert set(dice.hyperparameters(["CE"], training, train)["chosen_on_validation"]) == {"epoch"}
+    specs = pcl.setting_specs(["LS", "PCL paper"], 0.2)
+    record = pcl.hyperparameters(specs, training, train)
+    assert (
+        record["fixed"]["losses"]["LS"] == {"epsilon": 0.2} and record["fixed"]["losses"]["PCL paper"]["epsilon"] == 0.2
+    )
+    record = pcl_vs_dice.hyperparameters(pcl_vs_dice.comparison_specs(["CE", "LS", "DSC"], 0.1), training, train)
+    assert record["fixed"]["losses"]["DSC"]["preset"] == "reference"
+
+
+def test_the_auxiliary_study_names_both_stages():
+    from workbench.config import load_config
+    from workbench.studies import auxiliary
+
+    config = load_config(
+        {"training": {"learning_rate": 1e-3, "num_train_epochs": 3}, "aux": {"stage2_epochs": 2, "stage2_lr": 1e-2}},
+        task="two_stage",
+    )
+    record = auxiliary.hyperparameters(config)
+    assert record["fixed"]["learning_rate"] == 1e-3 and record["fixed"]["num_train_epochs"] == 3
+    assert record["fixed"]["stage2"] == {"num_train_epochs": 2, "learning_rate": 1e-2}
+    assert record["fixed"]["losses"] == {"loss": {"weight": None}} and "num_aux" in record["chosen_on_validation"]

@@ -33,6 +33,7 @@ from workbench.train import (
     classification_data,
     evaluation_split,
     finetune,
+    fixed_hyperparameters,
     fusion_finetune,
     read_predictions,
     two_stage,
@@ -289,3 +290,18 @@ def claim_rows(
         method = f"two stages, n* = {chosen} (chosen on validation)"
         rows.append(row(AUX_CLAIM, method, "two stages, n = 0", of(TWO_STAGE, chosen), of(TWO_STAGE, 0)))
     return rows
+
+
+def hyperparameters(config: Config) -> dict[str, Any]:
+    """What notebook 04 fixes and what it chooses on validation, for the results page (issue 36): the training
+    section's optimiser settings (both methods, every n), stage 2's epochs and learning rate, the loss; chosen on
+    validation: each stage's epoch and n* (:func:`select_num_aux`)."""
+    training = config.training
+    record = fixed_hyperparameters(
+        {"loss": config.loss},
+        {key: getattr(training, key) for key in ("learning_rate", "num_train_epochs", "per_device_train_batch_size")},
+        epoch="each stage's epoch with the best validation macro-F1, the same rule for both methods",
+        num_aux="n* > 0 with the best mean validation macro-F1 of the two-stage runs (ties: the smaller n)",
+    )
+    record["fixed"]["stage2"] = {"num_train_epochs": config.aux.stage2_epochs, "learning_rate": config.aux.stage2_lr}
+    return record

@@ -38,7 +38,7 @@ from workbench.losses import build_loss
 from workbench.metrics import classification_report
 from workbench.stats import formatted, row_statistics, summarize
 from workbench.synonyms import SynonymTable
-from workbench.train import Fitter, loss_from_spec
+from workbench.train import Fitter, fixed_hyperparameters, loss_from_spec
 
 LOSS_ZOO: dict[str, LossSpec] = {
     "CE": LossSpec("ce"),
@@ -327,3 +327,19 @@ def this_run(
         + ", ".join(f"{loss} {cell('balanced', loss, 'accuracy')}" for loss in dict.fromkeys(table9["loss"]))
         + "."
     )
+
+
+def hyperparameters(
+    losses: Sequence[str], training: Mapping[str, Any], train: Dataset, tversky_alphas: Sequence[float] = ()
+) -> dict[str, Any]:
+    """What notebook 01 fixes and what it chooses on validation, for the results page (issue 36): the training
+    section's optimiser settings and each of ``losses`` at its :data:`LOSS_ZOO` setting (FL's gamma, WCE's K, the
+    Dice family's gamma and smoothing, class-balanced beta), the same for every training set and seed, none tuned;
+    chosen on validation: the probe's epoch, and TL's alpha among ``tversky_alphas``."""
+    chosen = {"epoch": "the probe's epoch with the best validation macro-F1, the same rule for every loss"}
+    if tversky_alphas:
+        chosen["TL alpha"] = (
+            f"the alpha of {[float(alpha) for alpha in tversky_alphas]} with the best mean validation F1 of the "
+            "positive class (beta = 1 - alpha)"
+        )
+    return fixed_hyperparameters(zoo("losses", list(dict.fromkeys(losses))), training, train, **chosen)

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import torch
-from datasets import DatasetDict
+from datasets import Dataset, DatasetDict
 
 from workbench.checks import check_int, check_names, check_seeds
 from workbench.config import LossSpec
@@ -26,7 +26,7 @@ from workbench.evidence import Claim, calibration, compare
 from workbench.losses import QBQTC_LABEL_COUNTS
 from workbench.metrics import classification_report
 from workbench.stats import formatted, row_statistics, summarize
-from workbench.train import Fitter, build_fitter, loss_from_spec, needs_label_counts
+from workbench.train import Fitter, build_fitter, fixed_hyperparameters, loss_from_spec, needs_label_counts
 
 PCL_SETTINGS: dict[str, LossSpec] = {
     "LS": LossSpec("ls"),
@@ -385,3 +385,18 @@ def calibration_table(ablation: Ablation, splits: DatasetDict) -> tuple[list[dic
     for (setting, _), fit in ablation.fits.items():
         probabilities.setdefault(setting, []).append(fit.test_probabilities)
     return calibration(probabilities, np.asarray(splits["test"]["label"], dtype=np.int64))
+
+
+def hyperparameters(specs: Mapping[str, LossSpec], training: Mapping[str, Any], train: Dataset) -> dict[str, Any]:
+    """What notebook 02 fixes and what it chooses on validation, for the results page (issue 36): the training
+    section's optimiser settings and each setting's loss hyperparameters (``specs``: PCL's and LS's epsilon, the
+    baselines'), the same for every encoder and seed, none tuned; chosen on validation: the epoch, the gradient-bearing
+    PCL form of the tuned rows, and the decision rules of the rows that say so (for both sides)."""
+    return fixed_hyperparameters(
+        specs,
+        training,
+        train,
+        epoch="the probe's epoch with the best validation macro-F1, the same rule for every loss",
+        pcl_form="the gradient-bearing PCL form with the best mean validation macro-F1 (the tuned rows)",
+        decision_rule="per-class offsets tuned on validation, for both sides of a tuned row",
+    )

@@ -21,6 +21,7 @@ from workbench.decisions import tuned_predictions
 from workbench.evidence import Claim, compare
 from workbench.metrics import classification_report
 from workbench.stats import formatted, mean_std_table, row_statistics, summarize
+from workbench.train import fixed_hyperparameters
 
 COMPARISON: dict[str, LossSpec] = {
     "CE": LossSpec("ce"),
@@ -195,3 +196,16 @@ def dice_rows(
                 )
             )
     return rows
+
+
+def hyperparameters(specs: Mapping[str, LossSpec], training: Mapping[str, Any], train: Dataset) -> dict[str, Any]:
+    """What notebook 05 fixes and what it chooses on validation, for the results page (issue 36): the training
+    section's optimiser settings and each setting's loss hyperparameters (``specs``), the same for every seed, none
+    tuned; chosen on validation: the epoch, and the decision rules of the rows that say so (for both sides)."""
+    return fixed_hyperparameters(
+        specs,
+        training,
+        train,
+        epoch="the probe's epoch with the best validation macro-F1, the same rule for every loss",
+        decision_rule="per-class offsets tuned on validation, for both sides of a tuned row",
+    )
