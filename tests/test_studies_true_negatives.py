@@ -264,7 +264,7 @@ def test_heldout_texts_follow_the_training_texts():
 
 def test_pretraining_and_downstream_grids_run_end_to_end(tmp_path):
     base = {
-        "data": {"source": "sample_corpus", "n_sentences": 48, "max_train_samples": 32, "max_length": 32},
+        "data": {"source": "sample_corpus", "n_sentences": 50, "max_train_samples": 32, "max_length": 32},
         "model": {"tiny": TINY},
         "training": {
             "num_train_epochs": 1,
