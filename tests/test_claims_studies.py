@@ -12,7 +12,7 @@ from datasets import ClassLabel, Dataset, DatasetDict, Features, Value
 from workbench.decisions import tuned_predictions
 from workbench.evidence import DOES_NOT_HOLD
 from workbench.studies import auxiliary, dice_claims, pcl, pcl_vs_dice
-from workbench.studies.true_negatives import experiments
+from workbench.studies.true_negatives import claims as tn_claims
 from workbench.train import Fit
 
 RNG = np.random.default_rng(0)
@@ -191,7 +191,7 @@ def test_true_negatives_rows_rates_and_downstream():
             },
         ]
     )
-    rates = experiments.rate_rows(corrections, "wwm-hc_word", "held-out texts")
+    rates = tn_claims.rate_rows(corrections, "wwm-hc_word", "held-out texts")
     assert [(row["measure"].split(":")[0], row["paper_low"]) for row in rates] == [
         ("prediction level", 0.01),
         ("iteration level", 0.06),
@@ -201,7 +201,7 @@ def test_true_negatives_rows_rates_and_downstream():
     gold = RNG.integers(0, 3, 100)
     encoders = ("wwm-plain", "wwm-hc_word", "wwm-sr", "wwm-hc_word@embedding")
     predictions = {(name, seed): (gold, RNG.integers(0, 3, 100)) for name in encoders for seed in (0, 1)}
-    rows = experiments.downstream_rows(predictions, "wwm", "tnews", "test", 3, n_resamples=200)
+    rows = tn_claims.downstream_rows(predictions, "wwm", "tnews", "test", 3, n_resamples=200)
     assert [(row["method"], row["baseline"]) for row in rows] == [
         ("wwm-hc_word", "wwm-plain"),
         ("wwm-sr", "wwm-plain"),
@@ -214,9 +214,9 @@ def test_true_negatives_flags_a_run_that_predicted_no_synonym():
     says so (event_count 0, a note), and table2_events finds no correction on the held-out texts nor at a checkpoint."""
     counts = {"corrected": 0, "wrong": 2372, "sequences_with_correction": 0, "sequences": 300}
     corrections = pd.DataFrame([{"encoder": "wwm-hc_word", "level": level, **counts} for level in ("token", "word")])
-    rates = experiments.rate_rows(corrections, "wwm-hc_word", "held-out texts")
+    rates = tn_claims.rate_rows(corrections, "wwm-hc_word", "held-out texts")
     assert len(rates) == 4 and {row["event_count"] for row in rates} == {0}
-    assert all(row["note"] and row["event"] == experiments.TABLE2_EVENT for row in rates)
+    assert all(row["note"] and row["event"] == tn_claims.TABLE2_EVENT for row in rates)
     epochs = pd.DataFrame(
         {
             "encoder": "wwm-hc_word",
@@ -226,10 +226,10 @@ def test_true_negatives_flags_a_run_that_predicted_no_synonym():
             "eval_wrong": [499, 498, 497],
         }
     )
-    events = experiments.table2_events(corrections, epochs, "wwm-hc_word")
+    events = tn_claims.table2_events(corrections, epochs, "wwm-hc_word")
     assert events["occurred"] is False and events["heldout"]["word"] == counts
     assert [(entry["epoch"], entry["wrong"]) for entry in events["checkpoints"]] == [(1, 499), (2, 498), (3, 497)]
     epochs.loc[1, "eval_corrected"] = 2  # one checkpoint corrected twice: the event occurred
-    assert experiments.table2_events(corrections, epochs, "wwm-hc_word")["occurred"] is True
+    assert tn_claims.table2_events(corrections, epochs, "wwm-hc_word")["occurred"] is True
     with pytest.raises(ValueError, match=r"^encoder:"):
-        experiments.table2_events(corrections, epochs, "wwm-plain")
+        tn_claims.table2_events(corrections, epochs, "wwm-plain")

@@ -388,10 +388,8 @@ def calibration_table(ablation: Ablation, splits: DatasetDict) -> tuple[list[dic
 
 
 def hyperparameters(specs: Mapping[str, LossSpec], training: Mapping[str, Any], train: Dataset) -> dict[str, Any]:
-    """What notebook 02 fixes and what it chooses on validation, for the results page (issue 36): the training
-    section's optimiser settings and each setting's loss hyperparameters (``specs``: PCL's and LS's epsilon, the
-    baselines'), the same for every encoder and seed, none tuned; chosen on validation: the epoch, the gradient-bearing
-    PCL form of the tuned rows, and the decision rules of the rows that say so (for both sides)."""
+    """What notebook 02 fixes (the optimiser settings, each setting's loss hyperparameters: none tuned) and chooses on
+    validation (the epoch, the PCL form and decision rules of the tuned rows), for the results page (issue 36)."""
     return fixed_hyperparameters(
         specs,
         training,
