@@ -21,6 +21,9 @@ def test_a_loss_s_hyperparameters_are_its_defaults_under_the_spec_s_params(train
     assert loss_hyperparameters(LossSpec("wce"), train) == {"K": 1.0}  # the counts come from the split
     assert loss_hyperparameters(LossSpec("class_balanced", {"beta": 0.99}), train) == {"beta": 0.99}
     assert loss_hyperparameters(LossSpec("ce")) == {"weight": None}
+    paper = loss_hyperparameters(LossSpec("dsc", {"preset": "paper"}))  # the preset's values, as the loss holds them
+    reference = loss_hyperparameters(LossSpec("dsc", {"preset": "reference"}))
+    assert (paper["alpha"], paper["class_reduction"]) == (1.0, "mean") and reference["alpha"] == 0.01
     with pytest.raises(ValueError, match=r"^train_split:"):
         loss_hyperparameters(LossSpec("wce"))
 

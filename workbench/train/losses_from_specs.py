@@ -77,17 +77,23 @@ FROM_THE_DATA = ("label_counts", "reduction")
 
 
 def loss_hyperparameters(spec: LossSpec | Mapping[str, Any], train_split: Any = None) -> dict[str, Any]:
-    """The hyperparameters a loss of ``spec`` trains with: its class's defaults (``build_loss``'s keyword arguments)
-    under the spec's params, without :data:`FROM_THE_DATA`; JSON-ready. What a study names as fixed (issue 36)."""
+    """The hyperparameters a loss of ``spec`` trains with: each keyword argument of its class (``build_loss``'s) as
+    the built loss holds it (a preset resolved: DSC's ``preset="paper"`` gives its alpha), else the spec's value, else
+    the default; without :data:`FROM_THE_DATA` and tensors (weights from the data). What a study names as fixed."""
     spec = LossSpec.from_mapping(spec)
     loss = loss_from_spec(spec, train_split)
-    values = {
-        name: parameter.default
-        for name, parameter in inspect.signature(type(loss).__init__).parameters.items()
-        if name != "self" and parameter.default is not inspect.Parameter.empty
-    }
-    values.update(spec.params)
-    return {name: value for name, value in values.items() if name not in FROM_THE_DATA}
+    values = {}
+    for name, parameter in inspect.signature(type(loss).__init__).parameters.items():
+        if (
+            name == "self"
+            or name in FROM_THE_DATA
+            or parameter.kind in (parameter.VAR_KEYWORD, parameter.VAR_POSITIONAL)
+        ):
+            continue
+        given = spec.params.get(name, None if parameter.default is inspect.Parameter.empty else parameter.default)
+        held = getattr(loss, name, given)
+        values[name] = held if isinstance(held, (bool, int, float, str, type(None))) else given
+    return values
 
 
 def fixed_hyperparameters(
