@@ -260,6 +260,25 @@ def test_the_probe_studies_down_sample_after_the_duplicates_are_gone(tmp_path):
     assert "duplicates" in splits.provenance and splits.provenance["splits"]["test"]["downsampled"]
 
 
+def test_the_probe_warns_about_splits_a_caller_built_that_share_text(monkeypatch):
+    """Before: the probe path fitted splits that shared texts in silence (the transformer path warned)."""
+    import torch
+
+    from workbench.train import build_fitter, finetuning
+
+    monkeypatch.setattr(finetuning, "_WARNED", set())
+    train = _texts([("好看的电影", 1), ("难看的电影", 0), ("很好", 1), ("很差", 0)])
+    shared = DatasetDict(train=train, validation=_texts([("很好", 1), ("不错", 1)]), test=_texts([("太差", 0)]))
+    fitter = build_fitter({"kind": "probe"}, {"num_train_epochs": 1}, 16)
+    with pytest.warns(UserWarning, match="validation 1 of 2"):
+        fitter.fit(shared, torch.nn.CrossEntropyLoss(), 0)
+    apart = DatasetDict(train=train, validation=_texts([("不错", 1), ("一般", 0)]), test=_texts([("太差", 0)]))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        fitter.fit(apart, torch.nn.CrossEntropyLoss(), 0)
+    assert not [warning for warning in caught if "shared with train" in str(warning.message)]
+
+
 TINY = {"num_layers": 1, "hidden_size": 32, "num_heads": 2}
 
 
