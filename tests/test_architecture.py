@@ -37,8 +37,8 @@ ALLOWED: dict[str, set[str]] = {
     "command_line": set(),
     "stats": {"checks", "metrics"},  # the paired bootstrap resamples metrics.confusion_scores
     "threads": set(),
-    "config": {"checks", "yaml_files", "losses", "data_root", "metrics_file"},  # losses.choices (torch-free);
-    # $WORKBENCH_DATA/ paths; metrics_file.redact: a shown config hides its secrets
+    "config": {"checks", "yaml_files", "losses", "data_root", "metrics_file", "data"},  # losses.choices (torch-free);
+    # $WORKBENCH_DATA/ paths; metrics_file.redact: a shown config hides its secrets; data.releases: the named data sets
     "data_root": set(),
     "metrics_file": set(),
     "yaml_files": set(),
@@ -68,7 +68,8 @@ ALLOWED: dict[str, set[str]] = {
     "train": FOUNDATION | {"losses", "masking", "data", "models"},  # not the runner: metrics.json via metrics_file
     "viz": {"checks", "config", "losses", "label_entropy"},
     "studies": FOUNDATION | {"losses", "masking", "data", "models", "train"},
-    "__main__": {"command_line", "runs", "data"},  # the one error line: command_line.error_message; data list / fetch
+    "__main__": {"command_line", "runs", "data", "data_root"},  # the one error line: command_line.error_message; data
+    # list / fetch; data_root.settle_data_root: one root for the command and its kernels
 }
 
 
@@ -126,6 +127,22 @@ def test_config_reads_from_the_losses_only_their_torch_free_choices():
     choices = ast.parse((PACKAGE / "losses" / "choices.py").read_text(encoding="utf-8"))
     imports = [node for node in ast.walk(choices) if isinstance(node, ast.Import | ast.ImportFrom)]
     assert all(isinstance(node, ast.ImportFrom) and node.module == "__future__" for node in imports)
+
+
+def test_config_reads_from_the_data_only_its_registry_of_named_data_sets():
+    # issue 38: a data set is one entry (data/releases.py), from which the config's sources derive; that module imports
+    # nothing of the workbench but data_root, and nothing heavy, so the config stays fast and free of datasets
+    modules = set()
+    for path in (PACKAGE / "config").glob("*.py"):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        modules |= {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module}
+    assert {module for module in modules if module.startswith("workbench.data.")} == {"workbench.data.releases"}
+    releases = ast.parse((PACKAGE / "data" / "releases.py").read_text(encoding="utf-8"))
+    imported = {node.module for node in ast.walk(releases) if isinstance(node, ast.ImportFrom) and node.module}
+    imported |= {alias.name for node in ast.walk(releases) if isinstance(node, ast.Import) for alias in node.names}
+    workbench = {module for module in imported if module.startswith("workbench")}
+    assert workbench == {"workbench.data_root"}
+    assert not imported & {"datasets", "torch", "numpy", "pandas"}
 
 
 def test_masking_does_not_import_the_losses():

@@ -255,9 +255,7 @@ def test_csv_errors_name_file_and_line(tmp_path, monkeypatch):
 # (text, label) with the label as the file holds it (a JSON value, or the cell text).
 SOURCES = {
     "qbqtc": lambda rows, path: _jsonl(path / "q.json", [{"query": t, "title": "标题", "label": y} for t, y in rows]),
-    "tnews": lambda rows, path: _jsonl(
-        path / "t.json", [{"sentence": t, "label": y, "label_desc": "x"} for t, y in rows]
-    ),
+    "tnews": lambda rows, path: _jsonl(path / "t.json", [{"sentence": t, "label": y} for t, y in rows]),
     "chnsenticorp": lambda rows, path: _write(path / "c.txt", [f"{t}\t{y}" for t, y in rows]),
     "lcqmc": lambda rows, path: _write(path / "l.txt", [f"{t}\t问题\t{y}" for t, y in rows]),
     "table_csv": lambda rows, path: _write(path / "d.csv", ["text,label", *(f"{t},{y}" for t, y in rows)]),

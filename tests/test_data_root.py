@@ -18,7 +18,7 @@ import pytest
 from workbench.__main__ import main
 from workbench.config import DataConfig, load_config
 from workbench.data import RELEASES, MissingDataError, Release, ReleaseFile, label_names, load_splits, load_texts
-from workbench.data.fetch import FETCH_RECORD, MIRROR_ENV, FetchError, fetch, file_status, read_record
+from workbench.data.fetch import FETCH_RECORD, LOCK_FILE, MIRROR_ENV, FetchError, fetch, file_status, read_record
 from workbench.data_root import DATA_ROOT_ENV, data_root, expand_data_root
 from workbench.synonyms import SynonymTable
 
@@ -90,8 +90,8 @@ def toy(monkeypatch, server):
         "https://example.org/toy",
         "CC0",
         (
-            ReleaseFile("toy/train.json", "https://example.org/toy/train.json", _sha(TRAIN)),
-            ReleaseFile("toy/dev.json", "https://example.org/toy/dev.json"),
+            ReleaseFile("toy/train.json", "https://example.org/toy/train.json", _sha(TRAIN), size=len(TRAIN)),
+            ReleaseFile("toy/dev.json", "https://example.org/toy/dev.json", size=len(DEV)),
         ),
     )
     monkeypatch.setitem(RELEASES, "toy", release)
@@ -101,7 +101,9 @@ def toy(monkeypatch, server):
 
 
 def _leftovers(root: Path) -> list[str]:
-    return sorted(str(path.relative_to(root)) for path in root.rglob("*") if path.is_file())
+    """Every file under the root but the (empty) lock file two fetches take turns on."""
+    files = (path for path in root.rglob("*") if path.is_file() and path.name != LOCK_FILE)
+    return sorted(str(path.relative_to(root)) for path in files)
 
 
 def _fetch_error(capsys, *names: str) -> str:
@@ -139,8 +141,9 @@ def test_every_release_file_has_a_download_or_a_manual_step_and_every_split_a_fi
         assert item.name == name and item.licence and item.homepage.startswith("http")
         for file in item.files:
             assert file.path.startswith(f"{name}/")
-            assert (file.url is None) != (file.manual is None), file.path
+            assert [file.url, file.build, file.manual].count(None) == 2, file.path  # one way to get it
             assert file.sha256 is None or re.fullmatch("[0-9a-f]{64}", file.sha256), file.path
+            assert file.url is None or file.size > 0, file.path  # its download's bound
         assert set(item.splits.values()) <= {file.name for file in item.files}
     assert set(RELEASES) >= {"qbqtc", "tnews", "lcqmc", "chnsenticorp", "corpus", "cilin", "vocab", "wordnet"}
     assert RELEASES["qbqtc"].splits == {"train": "train.json", "validation": "dev.json", "test": "test_public.json"}
@@ -236,9 +239,10 @@ def test_an_archive_member_is_fetched_from_the_release_s_zip(root, server, monke
         archive.writestr("toy_public/labels.json", DEV)
     server.files["/toy_public.zip"] = bundle.getvalue()
     url = f"{server.url}/toy_public.zip"
+    sizes = {"archive_size": len(bundle.getvalue())}
     files = (
-        ReleaseFile("toyzip/train.json", url, _sha(TRAIN), member="train.json"),
-        ReleaseFile("toyzip/labels.json", url, member="labels.json"),
+        ReleaseFile("toyzip/train.json", url, _sha(TRAIN), member="train.json", size=len(TRAIN), **sizes),
+        ReleaseFile("toyzip/labels.json", url, member="labels.json", size=len(DEV), **sizes),
     )
     monkeypatch.setitem(RELEASES, "toyzip", Release("toyzip", "zipped", "https://example.org", "CC0", files))
     fetch(["toyzip"], stream=io.StringIO())
@@ -280,9 +284,10 @@ def test_a_section_without_a_path_reads_the_release_files_of_the_root(root):
     _place(root, "qbqtc/train.json", _qbqtc_lines(40))
     _place(root, "qbqtc/dev.json", _qbqtc_lines(12, 100))
     _place(root, "qbqtc/test_public.json", _qbqtc_lines(8, 200))
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")  # every split has its file: no cut, no warning
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
         splits = load_splits({"source": "qbqtc"})
+    assert not [warning for warning in caught if "cut" in str(warning.message)]  # every split has its file: no cut
     assert {name: len(split) for name, split in splits.items()} == {"train": 40, "validation": 12, "test": 8}
     assert label_names(splits["train"]) == ["irrelevant", "related", "highly_relevant"]
     assert splits.provenance["splits"]["validation"] == {"file": "qbqtc/dev.json", "examples": 12}

@@ -9,6 +9,7 @@ import signal
 import sys
 
 from workbench.command_line import error_message
+from workbench.data_root import settle_data_root
 from workbench.runs.plan import describe_sets
 
 PARAMS_DIR, NOTEBOOKS_DIR = "params", "notebooks"  # the defaults of --params-dir and --notebooks-dir
@@ -142,6 +143,7 @@ def main(argv: list[str] | None = None) -> int:
     input, a missing package or a failed fetch, 130 when interrupted (Ctrl-C, SIGTERM or SIGHUP: the running kernels
     are stopped; a fetch leaves no partial file)."""
     args = build_parser().parse_args(argv)
+    settle_data_root()  # a relative $WORKBENCH_DATA: the same root for this command and the kernels it starts
     command = shlex.join(["python", "-m", "workbench", *(sys.argv[1:] if argv is None else argv)])
     stops = (signal.SIGTERM, signal.SIGHUP)  # a CI cancel, `timeout`, a closed terminal: as Ctrl-C
     previous = {number: signal.signal(number, signal.default_int_handler) for number in stops}

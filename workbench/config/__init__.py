@@ -7,7 +7,7 @@ Its modules, by concern: ``sections`` (the section machinery: fields, checks, ma
 :func:`load_config`). Every public name is importable from ``workbench.config``.
 """
 
-from workbench.config.data import BLOCK_BOUNDARIES, DATA_SOURCES, ORDINAL_SOURCES, DataConfig
+from workbench.config.data import BLOCK_BOUNDARIES, DATA_SOURCES, LABELLED_SOURCES, ORDINAL_SOURCES, DataConfig
 from workbench.config.load import TASKS, Config, check_loss_fits_labels, load_config
 from workbench.config.model import MODEL_KINDS, ModelConfig, ProbeConfig, TinyConfig, check_checkpoint
 from workbench.config.objectives import (
@@ -37,6 +37,7 @@ from workbench.yaml_files import parse_override, read_yaml, read_yaml_file
 __all__ = [
     "BLOCK_BOUNDARIES",
     "DATA_SOURCES",
+    "LABELLED_SOURCES",
     "HC_LEVELS",
     "INT_MAX",
     "KL_DIRECTIONS",

@@ -6,19 +6,21 @@ from dataclasses import dataclass
 
 from workbench.checks import is_number
 from workbench.config.sections import Section, check_field, option
+from workbench.data.releases import releases_where
 
+LABELLED_SOURCES = ("sample_relevance", "sample_sentences", *releases_where("labelled"), "table")
+"""The sources of labelled splits: the generated samples, the labelled data sets of the data root, a table file."""
 DATA_SOURCES = (
     "sample_relevance",
     "sample_sentences",
     "sample_corpus",
-    "qbqtc",
-    "tnews",
-    "chnsenticorp",
-    "lcqmc",
-    "table",
-    "corpus",
+    *LABELLED_SOURCES[2:],
+    *releases_where("texts"),
 )
-ORDINAL_SOURCES = ("qbqtc", "sample_relevance")
+"""Every source of a data section: the labelled ones, the generated corpus and the corpora (a file, or the data
+root's ``corpus``)."""
+ORDINAL_SOURCES = ("sample_relevance", *releases_where("ordinal"))
+"""The sources whose labels are ordered (``data.ordinal`` defaults to true for them)."""
 BLOCK_BOUNDARIES = ("sentence", "word")
 
 

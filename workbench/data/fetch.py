@@ -1,11 +1,23 @@
 """``python -m workbench data list`` and ``data fetch NAME ...``: the named data sets in the data root (docs/data.md).
 
-:func:`fetch` downloads each file of a release from its canonical public URL (``$WORKBENCH_DATA_MIRROR``, when set,
-replaces it: ``<mirror>/<path under the root>``) into a temporary file in the target's folder, checks its sha256
-against the pinned one (a file without a pin: against the hash its first fetch recorded in ``<root>/fetched.json``,
-or records it) and renames it into place. Offline, an HTTP error, a transfer cut short, a timeout or a checksum
-mismatch is a :class:`FetchError` naming the URL and the manual step, and leaves no partial file behind.
-:func:`list_releases` tells, for every file, whether it is present and whether its checksum holds.
+:func:`fetch` gets each missing file of a release: downloaded from its public URL (``$WORKBENCH_DATA_MIRROR``, when
+set, replaces it: ``<mirror>/<path under the root>``), taken from the release's zip archive, or built from public
+sources (:mod:`workbench.data.builds`). Each download is bounded (:data:`~workbench.data.releases.BOUND_FACTOR` times
+the size its entry records: a longer announced length is refused at once, a longer transfer stopped), must keep a
+minimum rate (:data:`MIN_RATE_BYTES_S`), and is refused when the server answers with an HTML page (a captive portal)
+or gives no way to tell a whole transfer from one cut short. A file's sha256 is checked against the pinned one (a file
+without a pin: against the hash its first fetch recorded in ``<root>/fetched.json``, or recorded there).
+
+A data set is placed whole or not at all: its files are written to temporary ``.part`` files beside their places and
+renamed into place, and recorded, only when every one of them succeeded; a failed fetch leaves nothing, and a later
+one downloads every file again. ``data fetch a b c`` goes on after a data set that fails and names every file that
+could not be fetched in one :class:`FetchError`. Two fetches into one root take turns (a lock file,
+``<root>/.fetch.lock``) and each merges its entries into the record as it is on disk. A ``.part`` file left by a
+fetch that was killed is removed by the next fetch and listed by ``data list``. Files are written with the mode the
+umask gives (a root shared by a class stays readable).
+
+:func:`list_releases` tells, for every file, whether it is present and whether its checksum holds, and where it
+comes from (the commit or tag of its URL).
 """
 
 from __future__ import annotations
@@ -14,93 +26,84 @@ import hashlib
 import http.client
 import json
 import os
+import secrets
 import sys
-import tempfile
 import time
 import urllib.error
 import urllib.request
-import zipfile
 from collections.abc import Iterable
-from contextlib import suppress
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+import filelock
 from tqdm.auto import tqdm
 
-from workbench.data.releases import RELEASES, ReleaseFile, release
-from workbench.data_root import DATA_ROOT_ENV, data_root
+from workbench.data.builds import RECIPES, ArchiveError, find_member, member_blocks, open_zip
+from workbench.data.releases import (
+    FETCH_RECORD,
+    RELEASES,
+    SUSPECT_STATUSES,
+    Release,
+    ReleaseFile,
+    file_status,
+    read_record,
+    release,
+    sha256_of,
+)
+from workbench.data_root import DATA_ROOT_ENV, check_data_root, data_root, where_root_is_set
+
+__all__ = ["FETCH_RECORD", "FetchError", "fetch", "file_status", "list_releases", "read_record", "sha256_of"]
 
 MIRROR_ENV = "WORKBENCH_DATA_MIRROR"
 """The environment variable whose URL replaces the releases' own: a file is fetched from ``<mirror>/<path>``."""
-FETCH_RECORD = "fetched.json"
-"""The data root's record of fetched files: ``{path: {url, sha256, size, fetched}}``."""
+MIRROR_SCHEMES = ("http://", "https://", "file://")
+LOCK_FILE = ".fetch.lock"
+"""The lock two fetches into one root take turns on (an empty file in the root)."""
+PART_SUFFIX = ".part"
+"""The suffix of a file being written (``.<name>.<random>.part``); one left behind is a killed fetch's."""
 TIMEOUT_S = 60
 """Seconds a connection may wait for the server (to connect, or for the next bytes) before the fetch fails."""
+MIN_RATE_BYTES_S = 1_000
+"""The slowest a download may go, in bytes a second, measured over each :data:`RATE_WINDOW_S` seconds."""
+RATE_WINDOW_S = 60
 CHUNK_BYTES = 1 << 16
+_HTML_STARTS = (b"<!doctype html", b"<html")
 
 
 class FetchError(ValueError):
     """A download that did not give the release's file; the message names the URL and the manual step."""
 
 
-def sha256_of(path: Path) -> str:
-    """The hex sha256 of the file at ``path``."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(CHUNK_BYTES), b""):
-            digest.update(block)
-    return digest.hexdigest()
+def mirror() -> str | None:
+    """``$WORKBENCH_DATA_MIRROR`` when set; FetchError naming it when it is not a URL (http, https or file)."""
+    value = os.environ.get(MIRROR_ENV)
+    if value and not value.startswith(MIRROR_SCHEMES):
+        raise FetchError(
+            f"${MIRROR_ENV}: must be a URL beginning with {', '.join(MIRROR_SCHEMES)} (a local copy: "
+            f"file:///path/to/mirror), got {value!r}"
+        )
+    return value or None
 
 
 def mirror_url(file: ReleaseFile) -> str | None:
-    """The URL ``file`` is fetched from: ``<$WORKBENCH_DATA_MIRROR>/<path>`` when the mirror is set, else its own."""
-    mirror = os.environ.get(MIRROR_ENV)
-    return f"{mirror.rstrip('/')}/{file.path}" if mirror else file.url
+    """The URL ``file`` is fetched from: ``<$WORKBENCH_DATA_MIRROR>/<path>`` when the mirror is set (a built file too:
+    the mirror holds the result), else its own URL (None for a file built or placed by hand)."""
+    base = mirror()
+    if base and (file.url is not None or file.build is not None):
+        return f"{base.rstrip('/')}/{file.path}"
+    return file.url
 
 
-def read_record(root: Path) -> dict[str, dict[str, Any]]:
-    """``<root>/fetched.json`` (empty when absent); ValueError naming it when it is not a JSON mapping."""
-    path = root / FETCH_RECORD
-    if not path.is_file():
-        return {}
-    try:
-        record = json.loads(path.read_text(encoding="utf-8"))
-    except (ValueError, UnicodeDecodeError) as error:
-        raise ValueError(f"{path}: not JSON ({error}); remove it (it only records fetched files' checksums)") from None
-    if not isinstance(record, dict):
-        raise ValueError(f"{path}: must be a JSON mapping of path -> record; remove it")
-    return record
-
-
-def _write_record(root: Path, record: dict[str, dict[str, Any]]) -> None:
-    """``record`` into ``<root>/fetched.json`` through a temporary file and a rename."""
-    handle, name = tempfile.mkstemp(prefix=f".{FETCH_RECORD}.", suffix=".part", dir=root)
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as out:
-            json.dump(record, out, indent=1, sort_keys=True)
-            out.write("\n")
-        os.replace(name, root / FETCH_RECORD)
-    finally:
-        with suppress(FileNotFoundError):
-            os.unlink(name)
-
-
-def file_status(file: ReleaseFile, root: Path, record: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    """``{path, present, size, sha256, status}`` of ``file`` under ``root``; ``status``: ``missing``, ``verified``
-    (the pinned sha256), ``DIFFERS from the pinned sha256``, ``as first fetched`` (no pin; the recorded hash),
-    ``CHANGED since it was fetched`` or ``unverified: no pinned sha256`` (and not fetched)."""
-    target = file.location(root)
-    if not target.is_file():
-        return {"path": file.path, "present": False, "size": None, "sha256": None, "status": "missing"}
-    digest = sha256_of(target)
-    recorded = record.get(file.path, {}).get("sha256")
-    if file.sha256 is not None:
-        status = "verified" if digest == file.sha256 else "DIFFERS from the pinned sha256"
-    elif recorded is not None:
-        status = "as first fetched" if digest == recorded else "CHANGED since it was fetched"
-    else:
-        status = "unverified: no pinned sha256"
-    return {"path": file.path, "present": True, "size": target.stat().st_size, "sha256": digest, "status": status}
+def stale_parts(root: Path) -> list[Path]:
+    """The ``.part`` files in the root and in its data sets' folders: left by a fetch that was killed (a running
+    fetch holds the lock while it has them)."""
+    found = []
+    for folder in [root, *(root / name for name in RELEASES)]:
+        with suppress(OSError):  # a folder that cannot be read holds none we could remove
+            found += folder.glob(f".*{PART_SUFFIX}") if folder.is_dir() else []
+    return sorted(found)
 
 
 def _size(size: int | None) -> str:
@@ -110,188 +113,416 @@ def _size(size: int | None) -> str:
 
 
 def list_releases(root: Path | None = None) -> str:
-    """Every known data set: its licence and source, and per file its presence, size, checksum status and URL (or
-    the manual step of a file without a download)."""
+    """Every known data set: its licence and source, and per file its presence, size, checksum status and origin
+    (URL and the commit or tag it points at, its build, or the manual step). ValueError naming the root when it is a
+    file or a link loop."""
     root = data_root() if root is None else root
-    record = read_record(root) if root.is_dir() else {}
-    where = f"${DATA_ROOT_ENV}" if os.environ.get(DATA_ROOT_ENV) else f"${DATA_ROOT_ENV} unset: the default"
-    lines = [f"data root: {root} ({where})"]
+    check_data_root(root)
+    lines = [f"data root: {root} ({where_root_is_set()})"]
+    try:
+        record = read_record(root) if root.is_dir() else {}
+    except ValueError as error:
+        record = {}
+        lines.append(f"record: {error}")
     if os.environ.get(MIRROR_ENV):
         lines.append(f"mirror: {os.environ[MIRROR_ENV]} (${MIRROR_ENV}: each file is fetched from <mirror>/<path>)")
     for item in RELEASES.values():
         lines += ["", f"{item.name}: {item.description}", f"  licence: {item.licence}", f"  source: {item.homepage}"]
         for file in item.files:
             status = file_status(file, root, record)
-            origin = mirror_url(file) or f"manual: {file.manual}"
-            lines.append(f"  {file.path:<36} {_size(status['size']):>9}  {status['status']:<34} {origin}")
+            origin = f"{mirror_url(file)} (mirror)" if os.environ.get(MIRROR_ENV) and mirror_url(file) else None
+            lines.append(
+                f"  {file.path:<36} {_size(status['size']):>9}  {status['status']:<34} {origin or file.origin()}"
+            )
         lines.append(f"  fetch: {item.fetch_command}")
+    stale = stale_parts(root)
+    if stale:
+        lines += ["", f"partial files left by an interrupted fetch (the next data fetch removes them): {len(stale)}"]
+        lines += [f"  {path}" for path in stale]
     return "\n".join(lines)
 
 
-def _stream(url: str, out: IO[bytes], label: str) -> tuple[str, int]:
+# ----------------------------------------------------------------------------- one download
+
+
+def _temporary(folder: Path, name: str) -> tuple[IO[bytes], Path]:
+    """A new file ``.<name>.<random>.part`` in ``folder``, created with the mode the umask gives (as ``open`` does)."""
+    while True:
+        path = folder / f".{name}.{secrets.token_hex(6)}{PART_SUFFIX}"
+        try:
+            handle = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+        except FileExistsError:
+            continue
+        return os.fdopen(handle, "wb"), path
+
+
+def _looks_like_html(first: bytes) -> bool:
+    return first.lstrip(b"\xef\xbb\xbf \t\r\n").lower().startswith(_HTML_STARTS)
+
+
+def _stream(url: str, out: IO[bytes], label: str, max_bytes: int, pinned: bool) -> tuple[str, int]:
     """Copy ``url`` into ``out`` with a progress bar: (sha256, bytes). FetchError (without the manual step) when the
-    server cannot be reached or answers with an error, stops answering for TIMEOUT_S, or sends less than it
-    announced."""
+    server cannot be reached or answers with an error or an HTML page, announces or sends more than ``max_bytes``,
+    stops answering for TIMEOUT_S, goes slower than MIN_RATE_BYTES_S, sends less than it announced, or (for a file
+    whose sha256 is not ``pinned``) does not say how long the file is, so that a transfer cut short would pass."""
     digest = hashlib.sha256()
     received = 0
     expected = None
     try:
         request = urllib.request.Request(url, headers={"User-Agent": "workbench-data-fetch"})
         with urllib.request.urlopen(request, timeout=TIMEOUT_S) as response:
+            kind = response.headers.get("Content-Type", "")
+            if kind.split(";")[0].strip().lower() == "text/html" and not label.endswith((".html", ".htm")):
+                raise FetchError(
+                    "the server answered with an HTML page (Content-Type text/html), not the file: a captive portal "
+                    "or a login page? Open any web page in a browser first"
+                )
             length = response.headers.get("Content-Length")
             expected = int(length) if length and length.isdigit() else None
+            if expected is not None and expected > max_bytes:
+                raise FetchError(
+                    f"the server announces {expected} bytes, more than this file's bound of {max_bytes} (the release "
+                    "is far smaller): a wrong file or a wrong mirror; nothing was downloaded"
+                )
+            if expected is None and not getattr(response, "chunked", False) and not pinned:
+                raise FetchError(
+                    "the server does not say how long the file is (no Content-Length, no chunked encoding), so a "
+                    "transfer cut short could not be told from a whole one, and no sha256 is pinned to check it"
+                )
             unit = {"unit": "B", "unit_scale": True, "unit_divisor": 1024}
+            window_start, window_bytes = time.monotonic(), 0
             with tqdm(total=expected, desc=label, file=sys.stderr, leave=False, disable=None, **unit) as bar:
-                for block in iter(lambda: response.read(CHUNK_BYTES), b""):
+                while block := response.read1(CHUNK_BYTES):
+                    if received == 0 and _looks_like_html(block) and not label.endswith((".html", ".htm")):
+                        raise FetchError("the server answered with an HTML page, not the file: a captive portal?")
+                    received += len(block)
+                    if received > max_bytes:
+                        raise FetchError(f"the transfer passed this file's bound of {max_bytes} bytes; stopped")
                     out.write(block)
                     digest.update(block)
-                    received += len(block)
                     bar.update(len(block))
+                    window_bytes += len(block)
+                    elapsed = time.monotonic() - window_start
+                    if elapsed >= RATE_WINDOW_S:
+                        if window_bytes < MIN_RATE_BYTES_S * elapsed:
+                            raise FetchError(
+                                f"the server sent {window_bytes} bytes in {elapsed:.0f} s, slower than "
+                                f"{MIN_RATE_BYTES_S} bytes a second; stopped after {received} bytes"
+                            )
+                        window_start, window_bytes = time.monotonic(), 0
     except urllib.error.HTTPError as error:
         raise FetchError(f"HTTP {error.code} {error.reason}") from None
     except urllib.error.URLError as error:  # offline, no such host, refused
         raise FetchError(f"cannot reach it ({error.reason})") from None
     except TimeoutError:
         raise FetchError(f"no answer within {TIMEOUT_S} s after {received} bytes") from None
-    except http.client.IncompleteRead as error:
-        raise FetchError(f"the transfer stopped after {received + len(error.partial)} of {expected} bytes") from None
-    except (http.client.HTTPException, OSError) as error:  # a reset connection, a full disk
+    except (http.client.HTTPException, OSError) as error:  # a chunked transfer cut short, a reset, a full disk
         raise FetchError(f"the transfer broke after {received} bytes ({type(error).__name__}: {error})") from None
     if expected is not None and received != expected:
         raise FetchError(f"the transfer stopped after {received} of {expected} bytes")
     return digest.hexdigest(), received
 
 
-def _temporary(folder: Path, name: str) -> tuple[IO[bytes], Path]:
-    handle, path = tempfile.mkstemp(prefix=f".{name}.", suffix=".part", dir=folder)
-    return os.fdopen(handle, "wb"), Path(path)
+# ----------------------------------------------------------------------------- one data set, whole or not at all
 
 
+@dataclass
+class _Staged:
+    """A file downloaded (or built) into ``partial``, waiting to be renamed to ``target``; its record entry."""
+
+    file: ReleaseFile
+    partial: Path
+    target: Path
+    entry: dict[str, Any]
+    checked: str | None  # "sha256 verified", "sha256 as at its first fetch", or None: recorded now
+
+
+@dataclass
 class _Fetcher:
-    """One ``fetch`` call: archives downloaded once and removed at the end, the record written after each file."""
+    """One ``fetch`` call into ``root``: archives downloaded once and removed at the end, every temporary file removed
+    whatever happens."""
 
-    def __init__(self, root: Path) -> None:
-        self.root = root
-        self.record = read_record(root) if root.is_dir() else {}
-        self.archives: dict[str, Path] = {}
+    root: Path
+    temporaries: list[Path] = field(default_factory=list)
+    archives: dict[str, Path] = field(default_factory=dict)
+    broken_archives: dict[str, FetchError] = field(default_factory=dict)  # one failed download fails every member
 
     def close(self) -> None:
-        for path in self.archives.values():
+        """Remove every temporary file this fetch made (the ones renamed into place are gone already)."""
+        for path in self.temporaries:
             with suppress(FileNotFoundError):
                 path.unlink()
+        self.temporaries.clear()
 
-    def _archive(self, url: str, folder: Path) -> Path:
-        if url not in self.archives:
-            out, path = _temporary(folder, Path(url).name)
-            self.archives[url] = path
-            with out:
-                _stream(url, out, Path(url).name)
-        return self.archives[url]
-
-    def _member(self, archive: Path, member: str, out: IO[bytes]) -> tuple[str, int]:
+    def _new_part(self, folder: Path, name: str) -> tuple[IO[bytes], Path]:
         try:
-            with zipfile.ZipFile(archive) as bundle:
-                names = [name for name in bundle.namelist() if name == member or name.endswith(f"/{member}")]
-                if not names:
-                    raise FetchError(f"the archive holds no {member}")
-                digest = hashlib.sha256()
-                size = 0
-                with bundle.open(names[0]) as source:
-                    for block in iter(lambda: source.read(CHUNK_BYTES), b""):
-                        out.write(block)
-                        digest.update(block)
-                        size += len(block)
-        except zipfile.BadZipFile as error:
-            raise FetchError(f"not a readable zip archive ({error})") from None
-        return digest.hexdigest(), size
-
-    def fetch_file(self, file: ReleaseFile) -> str:
-        """Download ``file`` unless it is there; the line that says what happened. FetchError naming the URL and the
-        manual step when the download fails or its checksum does not hold (no file left behind)."""
-        target = file.location(self.root)
-        if target.is_file():
-            status = file_status(file, self.root, self.record)["status"]
-            if status.startswith(("DIFFERS", "CHANGED")):
-                raise FetchError(
-                    f"{target}: present, but its sha256 {status.lower()}; move it away and fetch again "
-                    f"(nothing was overwritten)"
-                )
-            return f"{file.path}: present, {status}"
-        url = mirror_url(file)
-        if url is None:
-            raise FetchError(f"{file.path}: has no download: {file.manual_step(self.root)}")
-        created = not target.parent.is_dir()
-        try:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            out, partial = _temporary(target.parent, file.name)
+            out, path = _temporary(folder, name)
         except OSError as error:
             raise FetchError(
-                f"{target.parent}: cannot write there ({error.strerror or error}); set {DATA_ROOT_ENV} to a writable "
-                "folder"
+                f"{folder}: cannot write there ({error.strerror or error}); set {DATA_ROOT_ENV} to a writable folder"
             ) from None
-        try:
+        self.temporaries.append(path)
+        return out, path
+
+    def _download(self, url: str, folder: Path, label: str, max_bytes: int, pinned: bool) -> tuple[Path, str, int]:
+        out, path = self._new_part(folder, Path(label).name)
+        with out:
+            digest, size = _stream(url, out, label, max_bytes, pinned)
+        return path, digest, size
+
+    def _archive(self, file: ReleaseFile, folder: Path) -> Path:
+        if file.url in self.broken_archives:
+            raise self.broken_archives[file.url]
+        if file.url not in self.archives:
             try:
-                with out:
-                    if file.member is not None and url == file.url:
-                        digest, size = self._member(self._archive(url, target.parent), file.member, out)
-                    else:
-                        digest, size = _stream(url, out, file.path)
-                expected, origin = self._expected(file)
-                if expected is not None and digest != expected:
-                    raise FetchError(f"sha256 {digest} differs from {origin} {expected}")
+                path = self._download(file.url, folder, Path(file.url).name, file.archive_max_bytes, False)[0]
             except FetchError as error:
-                manual = file.manual_step(self.root, url)
-                if created and not self.archives:  # the data set's folder, made for this file: left as it was
-                    with suppress(OSError):
-                        partial.unlink()
-                        target.parent.rmdir()
-                raise FetchError(f"{url}: {error}; no file was written. By hand: {manual}") from None
-            os.replace(partial, target)
-        finally:
-            with suppress(FileNotFoundError):
-                partial.unlink()
-        fetched = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-        self.record[file.path] = {"url": url, "sha256": digest, "size": size, "fetched": fetched}
-        _write_record(self.root, self.record)
+                self.broken_archives[file.url] = error
+                raise
+            self.archives[file.url] = path
+        return self.archives[file.url]
+
+    def _member(self, file: ReleaseFile, folder: Path) -> tuple[Path, str, int]:
+        archive = self._archive(file, folder)
+        out, path = self._new_part(folder, file.name)
+        digest = hashlib.sha256()
+        size = 0
+        with out, open_zip(archive, file.url) as bundle:
+            for block in member_blocks(bundle, find_member(bundle, file.member), file.max_bytes):
+                out.write(block)
+                digest.update(block)
+                size += len(block)
+        return path, digest.hexdigest(), size
+
+    def _build(self, file: ReleaseFile, folder: Path) -> tuple[Path, str, int]:
+        sources = []
+        for source in file.build.sources:
+            name = Path(source.url).name
+            path, digest, _ = self._download(source.url, folder, name, source.max_bytes, source.sha256 is not None)
+            if source.sha256 is not None and digest != source.sha256:
+                raise FetchError(f"{source.url}: sha256 {digest} differs from the pinned {source.sha256}")
+            sources.append(path)
+        out, path = self._new_part(folder, file.name)
+        with out:
+            RECIPES[file.build.recipe](sources, [source.url for source in file.build.sources], out)
+        for source_path in sources:
+            source_path.unlink()
+        return path, sha256_of(path), path.stat().st_size
+
+    def stage(self, file: ReleaseFile, record: dict[str, dict[str, Any]]) -> _Staged:
+        """``file`` downloaded (or built) into a ``.part`` beside its place and its sha256 checked; FetchError naming
+        the URL and the manual step when that fails (its temporary files removed)."""
+        target = file.location(self.root)
+        url = mirror_url(file)
+        try:
+            if url != file.url or file.member is None and file.build is None:  # the file itself: a mirror's, or own
+                partial, digest, size = self._download(url, target.parent, file.path, file.max_bytes, bool(file.sha256))
+            elif file.member is not None:
+                partial, digest, size = self._member(file, target.parent)
+            else:
+                partial, digest, size = self._build(file, target.parent)
+            expected, origin = self._expected(file, record)
+            if expected is not None and digest != expected:
+                raise FetchError(f"sha256 {digest} differs from {origin} {expected}")
+        except (FetchError, ArchiveError, ValueError) as error:
+            where = url or ", ".join(source.url for source in file.build.sources)
+            raise FetchError(f"{where}: {error}. By hand: {file.manual_step(self.root, url)}") from None
+        checked = "sha256 verified" if file.sha256 else "sha256 as at its first fetch" if expected else None
+        if url is None:  # built here
+            entry = {"sources": [source.url for source in file.build.sources]}
+        else:
+            entry = {"url": url}
+        return _Staged(file, partial, target, {**entry, "sha256": digest, "size": size}, checked)
+
+    @staticmethod
+    def _expected(file: ReleaseFile, record: dict[str, dict[str, Any]]) -> tuple[str | None, str]:
         if file.sha256 is not None:
-            return f"{file.path}: fetched from {url}, sha256 verified"
-        if expected is not None:
-            return f"{file.path}: fetched from {url}, sha256 as at its first fetch"
+            return file.sha256, "the pinned"
+        recorded = record.get(file.path, {})
+        return recorded.get("sha256"), f"the first fetch's ({recorded.get('fetched', '?')}, {FETCH_RECORD})"
+
+    def fetch_release(self, item: Release) -> tuple[list[str], list[str]]:
+        """The release's missing files, all placed and recorded or none: (lines for the files present or placed,
+        failures naming each file that could not be fetched)."""
+        record = read_record(self.root)
+        lines, problems, wanted = [], [], []
+        for file in item.files:  # first what needs no download: present files, folders in the way, manual steps
+            target = file.location(self.root)
+            status = file_status(file, self.root, record)["status"]
+            if status == "a folder, not a file":
+                problems.append(f"{target}: is a folder, not a file; move it away (nothing was downloaded)")
+            elif status.startswith(SUSPECT_STATUSES):
+                problems.append(
+                    f"{target}: present, but its sha256 {status.lower()}; move it away and fetch again "
+                    "(nothing was overwritten)"
+                )
+            elif status != "missing":
+                lines.append(f"{file.path}: present, {status}")
+            elif mirror_url(file) is None and file.build is None:
+                problems.append(f"{file.path}: has no download: {file.manual_step(self.root)}")
+            else:
+                wanted.append(file)
+        if problems or not wanted:
+            return lines, problems
+        folders = {file.location(self.root).parent for file in wanted}
+        created = [folder for folder in folders if not folder.is_dir()]
+        staged = []
+        try:
+            for folder in created:
+                folder.mkdir(parents=True, exist_ok=True)
+            for file in wanted:
+                try:
+                    staged.append(self.stage(file, record))
+                except FetchError as error:
+                    problems.append(str(error))
+            if problems:
+                return lines, problems
+            return lines + self._place(staged), []
+        except OSError as error:
+            raise FetchError(
+                f"{self.root}: cannot write there ({error.strerror or error}); set {DATA_ROOT_ENV} to a writable folder"
+            ) from None
+        finally:
+            self.close()  # the data set's .part files, its archives
+            self.archives.clear()
+            self.broken_archives.clear()
+            for folder in created:  # a data set's folder made for this fetch and left empty: removed
+                with suppress(OSError):
+                    folder.rmdir()
+
+    def _place(self, staged: list[_Staged]) -> list[str]:
+        """Rename every staged file into place and record it; a failure of either takes the placed files back."""
+        placed: list[Path] = []
+        try:
+            for part in staged:
+                os.replace(part.partial, part.target)
+                placed.append(part.target)
+            fetched = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+            _merge_record(self.root, {part.file.path: {**part.entry, "fetched": fetched} for part in staged})
+        except (OSError, ValueError) as error:
+            for path in placed:
+                with suppress(OSError):
+                    path.unlink()
+            reason = error.strerror if isinstance(error, OSError) and error.strerror else error
+            raise FetchError(
+                f"{self.root}: cannot place the files or record them in {FETCH_RECORD} ({reason}); nothing was placed"
+            ) from None
+        return [self._line(part) for part in staged]
+
+    def _line(self, part: _Staged) -> str:
+        if "url" in part.entry:
+            head = f"{part.file.path}: fetched from {part.entry['url']}"
+        else:
+            head = f"{part.file.path}: built from {' and '.join(part.entry['sources'])}"
+        if part.checked is not None:
+            return f"{head}, {part.checked}"
         return (
-            f"{file.path}: fetched from {url}; no sha256 is pinned for it, so its sha256 {digest} is recorded in "
+            f"{head}; no sha256 is pinned for it, so its sha256 {part.entry['sha256']} is recorded in "
             f"{self.root / FETCH_RECORD} and later fetches are checked against it"
         )
 
-    def _expected(self, file: ReleaseFile) -> tuple[str | None, str]:
-        if file.sha256 is not None:
-            return file.sha256, "the pinned"
-        recorded = self.record.get(file.path, {})
-        return recorded.get("sha256"), f"the first fetch's ({recorded.get('fetched', '?')}, {FETCH_RECORD})"
+
+def _merge_record(root: Path, entries: dict[str, dict[str, Any]]) -> None:
+    """``entries`` merged into ``<root>/fetched.json`` as it is on disk now (another fetch may have added its own),
+    written through a temporary file and a rename; OSError when it cannot be written."""
+    record = {**read_record(root), **entries}
+    out, path = _temporary(root, FETCH_RECORD)
+    try:
+        with out:
+            out.write((json.dumps(record, indent=1, sort_keys=True) + "\n").encode("utf-8"))
+        os.replace(path, root / FETCH_RECORD)
+    finally:
+        with suppress(FileNotFoundError):
+            path.unlink()
+
+
+@contextmanager
+def _turn(root: Path, stream: IO[str], made_root: bool):
+    """This fetch's turn in ``root``: the lock ``<root>/.fetch.lock``, waited for (saying so) while another fetch
+    holds it. A root this fetch ``made_root`` and left with nothing but the lock is removed (a failed first fetch
+    leaves no folder)."""
+    lock = filelock.FileLock(root / LOCK_FILE)
+    try:
+        try:
+            lock.acquire(timeout=0)
+        except filelock.Timeout:
+            print(f"waiting for another fetch into {root} to finish ({root / LOCK_FILE})", file=stream, flush=True)
+            lock.acquire()
+    except OSError as error:
+        raise FetchError(
+            f"{root}: cannot write there ({error.strerror or error}); set {DATA_ROOT_ENV} to a writable folder"
+        ) from None
+    try:
+        yield
+    finally:
+        lock.release()
+        if made_root and [path.name for path in root.iterdir()] == [LOCK_FILE]:
+            with suppress(OSError):
+                (root / LOCK_FILE).unlink()
+                root.rmdir()
+
+
+def _needs_download(item: Release, root: Path) -> bool:
+    return any(not file.location(root).exists() and (mirror_url(file) or file.build) for file in item.files)
 
 
 def fetch(names: Iterable[str], root: Path | None = None, stream: IO[str] | None = None) -> list[str]:
-    """Download every file of the data sets ``names`` that the root lacks (docs/data.md); one line per file, printed
-    to ``stream`` (default stdout) as it is done. ValueError for an unknown name; :class:`FetchError` (a ValueError)
-    for the first file that cannot be fetched, naming its URL and the manual step."""
-    names = list(names)
+    """Get every file of the data sets ``names`` that the root lacks (docs/data.md), each data set whole or not at
+    all; one line per file, printed to ``stream`` (default stdout) as its data set is placed. ValueError for an
+    unknown name or a bad mirror; :class:`FetchError` (a ValueError) naming every file that could not be fetched (its
+    URL and the manual step), after the other data sets were fetched."""
+    names = list(dict.fromkeys(names))
     if not names:
         raise ValueError(f"data fetch: name one or more data sets, of {', '.join(RELEASES)}")
     items = [release(name) for name in names]
+    mirror()
     root = data_root() if root is None else root
-    try:
-        root.mkdir(parents=True, exist_ok=True)
-    except OSError as error:
-        raise FetchError(
-            f"{root}: cannot create the data root ({error.strerror or error}); set {DATA_ROOT_ENV}"
-        ) from None
+    check_data_root(root)
     stream = sys.stdout if stream is None else stream
     fetcher = _Fetcher(root)
-    lines = []
+    lines, failures, failed = [], [], []
     try:
-        for item in items:
-            for file in item.files:
-                lines.append(fetcher.fetch_file(file))
-                print(lines[-1], file=stream, flush=True)
+        if not any(_needs_download(item, root) for item in items):  # nothing to write: no lock (a read-only root)
+            for item in items:
+                done, problems = fetcher.fetch_release(item)
+                _report(done, stream, lines)
+                failures += problems
+                failed += [item.name] if problems else []
+            return _finish(lines, failures, failed)
+        made_root = not root.exists()
+        try:
+            root.mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            raise FetchError(
+                f"{root}: cannot create the data root ({error.strerror or error}); set {DATA_ROOT_ENV}"
+            ) from None
+        with _turn(root, stream, made_root):
+            stale = stale_parts(root)
+            for path in stale:
+                path.unlink()
+            if stale:
+                _report([f"removed {len(stale)} partial files left by an interrupted fetch"], stream, lines)
+            for item in items:
+                done, problems = fetcher.fetch_release(item)
+                _report(done, stream, lines)
+                failures += problems
+                failed += [item.name] if problems else []
     finally:
         fetcher.close()
-    return lines
+    return _finish(lines, failures, failed)
+
+
+def _report(done: list[str], stream: IO[str], lines: list[str]) -> None:
+    for line in done:
+        lines.append(line)
+        print(line, file=stream, flush=True)
+
+
+def _finish(lines: list[str], failures: list[str], failed: list[str]) -> list[str]:
+    if not failures:
+        return lines
+    nothing = f"nothing of {', '.join(failed)} was placed"
+    if len(failures) == 1:
+        raise FetchError(f"{failures[0]}; {nothing}")
+    listed = " ".join(f"({number}) {failure}" for number, failure in enumerate(failures, start=1))
+    raise FetchError(f"{len(failures)} files could not be fetched, so {nothing}: {listed}")

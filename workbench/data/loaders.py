@@ -18,9 +18,17 @@ from typing import Any
 import numpy as np
 from datasets import Dataset, DatasetDict
 
-from workbench.config import DataConfig
+from workbench.config import LABELLED_SOURCES, DataConfig
 from workbench.data.features import RELEVANCE_LABEL_NAMES, build_dataset, label_names
-from workbench.data.releases import RELEASES, present_files, release
+from workbench.data.releases import (
+    RELEASES,
+    SUSPECT_STATUSES,
+    Release,
+    file_status,
+    present_files,
+    read_record,
+    release,
+)
 from workbench.data.samples import sample_corpus, sample_relevance_splits, sample_sentence_splits
 from workbench.data.splits import (
     NORMALISATION,
@@ -75,6 +83,7 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 
 def _jsonl_records(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """The JSON objects of a JSON lines file with their line numbers; ValueError naming ``file:line`` otherwise."""
     for line_no, line in read_lines(path):
         if line.strip():
             try:
@@ -168,10 +177,15 @@ def label_value(value: Any, where: str = "label") -> str:
 
 
 def read_table(
-    path: Path, format: str, columns: Mapping[str, str], fieldnames: Sequence[str] | None = None
+    path: Path,
+    format: str,
+    columns: Mapping[str, str],
+    fieldnames: Sequence[str] | None = None,
+    optional: Sequence[str] = (),
 ) -> dict[str, list]:
     """Every record's ``columns`` (output name -> source column; ``label`` read by :func:`label_value`)
-    and ``line`` (line numbers). ValueError naming path:line for a bad record; ``<path>: no records``."""
+    and ``line`` (line numbers); a column named in ``optional`` may be absent (None). ValueError naming path:line for
+    a bad record; ``<path>: no records``."""
     read: dict[str, list] = {name: [] for name in (*columns, "line")}
     records = (
         _jsonl_records(path)
@@ -180,6 +194,9 @@ def read_table(
     )
     for line_no, record in records:
         for name, source in columns.items():
+            if source not in record and name in optional:
+                read[name].append(None)
+                continue
             if source not in record:
                 raise ValueError(f"{path}:{line_no}: missing column {source!r} (has {sorted(record)})")
             where = f"{path}:{line_no}: column {source!r}"
@@ -230,8 +247,11 @@ def load_qbqtc(path: str | Path) -> Dataset:
 
 def load_tnews(path: str | Path, labels_path: str | Path | None = None) -> Dataset:
     """CLUE TNEWS JSON lines (label, label_desc, sentence): text=sentence; classes: the ids of
-    ``labels_path`` (CLUE's labels.json; default :data:`TNEWS_LABELS`) in order, named by label_desc."""
+    ``labels_path`` (CLUE's labels.json; default :data:`TNEWS_LABELS`) in order, named by label_desc. A record whose
+    ``label_desc`` is not its label's description there is a ValueError naming ``file:line`` (a labels file whose
+    descriptions are swapped would rename the classes)."""
     classes = dict(TNEWS_LABELS)
+    table = "TNEWS_LABELS (the workbench's table of CLUE's labels.json)"
     if labels_path is not None:
         read = read_table(
             existing_file(labels_path, "labels_path"), "jsonl", {"label": "label", "label_desc": "label_desc"}
@@ -240,7 +260,19 @@ def load_tnews(path: str | Path, labels_path: str | Path | None = None) -> Datas
         if len(descriptions) < len(read["label"]):  # a second description would silently replace the first
             raise ValueError(f"labels_path: {str(labels_path)!r} gives a label twice: {sorted(read['label'])}")
         classes = {value: descriptions[value] for value in class_values(read["label"])}
-    return _load(path, "jsonl", {"text": "sentence", "label": "label"}, classes)
+        table = str(labels_path)
+    path = existing_file(path)
+    columns = {"text": "sentence", "label": "label", "label_desc": "label_desc"}
+    read = read_table(path, "jsonl", columns, optional=("label_desc",))
+    index = {label_value(value): k for k, value in enumerate(classes)}
+    dataset = labelled(path, {name: read[name] for name in ("text", "label", "line")}, index, list(classes.values()))
+    for value, described, line_no in zip(read["label"], read.pop("label_desc"), read["line"]):
+        if described is not None and described != classes[value]:
+            raise ValueError(
+                f"{path}:{line_no}: label {value!r} is described as {described!r} here but as {classes[value]!r} in "
+                f"{table}; the labels file and the data disagree"
+            )
+    return dataset
 
 
 def load_chnsenticorp(path: str | Path) -> Dataset:
@@ -304,7 +336,6 @@ def load_table(
 
 # ----------------------------------------------------------------------------- a config's data section
 
-LABELLED_SOURCES = ("sample_relevance", "sample_sentences", "qbqtc", "tnews", "chnsenticorp", "lcqmc", "table")
 SPLIT_NAMES = ("train", "validation", "test")
 _WARNED: set[str] = set()  # the data root's warnings, each once per process however many fits read the section
 
@@ -340,9 +371,7 @@ def _read_file(data: DataConfig, path: Path, classes: list[str] | None = None, l
                 f"data.text / data.label: must name the table's columns, got {data.text!r} / {data.label!r}"
             )
         return load_table(path, data.text, data.text_pair, data.label, data.label_names, classes=classes)
-    if data.source == "tnews":
-        return load_tnews(path, labels_path=labels_path if labels_path is not None else data.labels_path)
-    return {"qbqtc": load_qbqtc, "chnsenticorp": load_chnsenticorp, "lcqmc": load_lcqmc}[data.source](path)
+    return release(data.source).read(path, labels_path=labels_path if labels_path is not None else data.labels_path)
 
 
 def check_ordinal_order(data: DataConfig, names: Sequence[str]) -> None:
@@ -398,6 +427,8 @@ def _file_splits(data: DataConfig) -> tuple[DatasetDict, dict[str, Any]]:
     train = _read_file(data, train_path)
     check_ordinal_order(data, label_names(train))
     check_training_file(data, train)
+    if data.source in RELEASES and RELEASES[data.source].labels_file is not None:
+        _check_every_class(train, str(train_path), data.labels_path)
     if data.validation_path is not None:  # one label vocabulary: train's (or data.label_names)
         others = {"validation": "validation_path", "test": "test_path"}
         files = {
@@ -430,16 +461,20 @@ def _root_splits(data: DataConfig) -> tuple[DatasetDict, dict[str, Any]]:
     present = present_files(data.source, tuple(item.splits.values()), root)  # MissingDataError when none is there
     files = {name: present[item.splits[name]] for name in SPLIT_NAMES if item.splits.get(name) in present}
     labels = data.labels_path
-    if data.source == "tnews" and labels is None and item.file("labels.json").location(root).is_file():
-        labels = str(item.file("labels.json").location(root))
+    used = [item.file(path.name) for path in files.values()]  # the release's files this section reads
+    if item.labels_file is not None and labels is None and item.file(item.labels_file).location(root).is_file():
+        labels = str(item.file(item.labels_file).location(root))
+        used.append(item.file(item.labels_file))
     read = {name: _read_file(data, path, labels_path=labels) for name, path in files.items() if name in wanted}
     absent = [name for name in wanted if name not in files]
     record: dict[str, Any] = {
         "data_root": str(root),
         "missing": [file.path for file in item.files if file.name in item.splits.values() and file.name not in present],
+        "checksums": _checksums(item, used, root),
         "splits": {name: {"file": str(files[name].relative_to(root))} for name in read},
     }
     if not absent:
+        _check_every_class(read["train"], str(files["train"]), labels)
         return DatasetDict(read), record
     donor = next(name for name in SPLIT_NAMES if name in files)
     donor_file = str(files[donor].relative_to(root))
@@ -463,6 +498,7 @@ def _root_splits(data: DataConfig) -> tuple[DatasetDict, dict[str, Any]]:
         f"data.source {data.source!r}: {' and '.join(reasons)}, so {donor_file} is cut into {', '.join(parts)} "
         f"(stratified by label, seed {data.seed}, in the shares of data.split {list(data.split)!r}){fetch}"
     )
+    _check_every_class(read["train"], str(files.get("train", files[donor])), labels)
     return DatasetDict({name: read[name] for name in SPLIT_NAMES if name in read}), record
 
 
@@ -488,6 +524,42 @@ def _without_duplicates(splits: DatasetDict) -> tuple[DatasetDict, dict[str, Any
     }
 
 
+def _checksums(item: Release, files: Sequence[Any], root: Path) -> dict[str, str]:
+    """``{path: status}`` of the release files a section reads (``verified``, ``as first fetched``, ``DIFFERS from the
+    pinned sha256``, ...: :func:`~workbench.data.releases.file_status`); a file that is not the release's gets a
+    warning (once per process) naming it and its status."""
+    try:
+        record = read_record(root)
+    except ValueError as error:  # the record's own problem is data list's to tell; the pinned files are still checked
+        _warn_once(f"{error}; the files without a pinned sha256 are read unverified")
+        record = {}
+    statuses = {}
+    for file in files:
+        statuses[file.path] = file_status(file, root, record)["status"]
+        if statuses[file.path].startswith(SUSPECT_STATUSES):
+            _warn_once(
+                f"{file.location(root)}: {statuses[file.path]}, so what this run reads is not the release's file "
+                f"(`python -m workbench data list` shows it); move it away and run `{item.fetch_command}`, or name "
+                "your own file in data.path"
+            )
+    return statuses
+
+
+def _check_every_class(train: Dataset, train_file: str, labels_file: str | Path | None) -> None:
+    """Every class a labels file names needs an example in the training split: else ValueError naming the classes, the
+    labels file and the training file (a class without an example cannot be learnt, and scores 0 in macro-F1)."""
+    if labels_file is None:
+        return
+    present = set(train["label"])
+    empty = [name for k, name in enumerate(label_names(train)) if k not in present]
+    if empty:
+        raise ValueError(
+            f"labels_path: {str(labels_file)!r} names {empty}, which no example of the training split "
+            f"({train_file}) has; a class without a training example cannot be learnt: remove it from the labels "
+            "file, or check that both files are the release's"
+        )
+
+
 def load_splits(data: DataConfig | Mapping[str, Any]) -> Splits:
     """Splits ``train``, ``validation`` (and ``test``) of a labelled source, with their ``provenance``
     (:class:`Splits`).
@@ -507,7 +579,12 @@ def load_splits(data: DataConfig | Mapping[str, Any]) -> Splits:
         generate = sample_relevance_splits if data.source == "sample_relevance" else sample_sentence_splits
         splits = generate(seed=data.seed)
         record = {"generated": {"seed": data.seed}, "splits": {}}
-    elif data.source in RELEASES and data.path is None and data.validation_path is None:
+    elif (
+        data.source in RELEASES
+        and RELEASES[data.source].labelled
+        and data.path is None
+        and data.validation_path is None
+    ):
         splits, record = _root_splits(data)
     elif data.source in LABELLED_SOURCES:
         splits, record = _file_splits(data)
@@ -591,7 +668,9 @@ def load_texts(data: DataConfig | Mapping[str, Any]) -> Texts:
 def _root_corpus() -> list[Path]:
     """The ``corpus`` data set's files present in the data root, in the release's order; a warning names absent ones."""
     present = present_files("corpus")  # MissingDataError when none is there
-    absent = [file.path for file in release("corpus").files if file.name not in present]
+    item = release("corpus")
+    _checksums(item, [item.file(name) for name in present], data_root())
+    absent = [file.path for file in item.files if file.name not in present]
     if absent:
         _warn_once(
             f"data.source 'corpus': {', '.join(absent)} not in the data root {data_root()}; reading "

@@ -281,7 +281,7 @@ def _data_sections(parameter: str, value: Any) -> Iterable[tuple[str, Mapping[st
         yield parameter, value
 
 
-def _check_data_root(name: str, section: Mapping[str, Any], folder: Path) -> None:
+def _check_data_root(name: str, section: Mapping[str, Any]) -> None:
     """A data section naming a data set of the data root without a file (``{source: qbqtc}``) needs one of the
     release's files there (``workbench.data.releases.present_files``, as ``load_splits`` / ``load_texts`` read them);
     MissingDataError otherwise, naming the files, the root and the fetch command."""
@@ -293,7 +293,7 @@ def _check_data_root(name: str, section: Mapping[str, Any], folder: Path) -> Non
         return
     splits = tuple(RELEASES[source].splits.values()) or None
     try:
-        present_files(source, splits, folder / data_root())  # a relative root is read from the notebook's folder
+        present_files(source, splits, data_root())  # absolute: `python -m workbench` settles a relative one
     except ValueError as error:
         raise type(error)(f"{name}.source: {error}") from None
 
@@ -319,7 +319,7 @@ def check_paths(executions: Sequence[Execution], params_set: str) -> None:
                 raise ValueError(f"{given}: {name}: no such {what}: {text!r}{where}")
             for name, section in _data_sections(parameter, value):
                 try:
-                    _check_data_root(name, section, folder)
+                    _check_data_root(name, section)
                 except ValueError as error:
                     raise type(error)(f"{given}: {error}") from None
 
