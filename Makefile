@@ -24,21 +24,25 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 # Notebooks are committed without outputs: nbstripout as this repository's git filter strips outputs and execution
-# counts from what `git add` stores (cell ids kept), so a notebook saved in JupyterLab stays clean in git.
+# counts from what `git add` stores (cell ids kept), and what JupyterLab writes on every save beside them (nbstripout's
+# default keys: widget state, cell timings, scroll state; and NOTEBOOK_KEYS: the kernel's language_info, the cells'
+# collapsed state), so a notebook saved in JupyterLab stays clean in git. The notebooks' kernelspec is the one
+# JupyterLab writes for the environment's own kernel (python3, "Python 3 (ipykernel)").
+NOTEBOOK_KEYS := metadata.language_info cell.metadata.jupyter
 notebook-filter:
 	if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then \
 		python=$$($(PY) -c 'import sys; print(sys.executable)') && \
 		$(PY) -m nbstripout --install && \
-		git config filter.nbstripout.clean "\"$$python\" -m nbstripout --keep-id" && \
-		git config diff.ipynb.textconv "\"$$python\" -m nbstripout --keep-id -t"; \
+		git config filter.nbstripout.clean "\"$$python\" -m nbstripout --keep-id --extra-keys '$(NOTEBOOK_KEYS)'" && \
+		git config diff.ipynb.textconv "\"$$python\" -m nbstripout --keep-id --extra-keys '$(NOTEBOOK_KEYS)' -t"; \
 	fi
 
 run: $(STAMP)
 	$(PY) -m workbench run --params-set default
 
 test: $(STAMP)
-	$(VENV)/bin/ruff check workbench tests scripts benchmarks notebooks
-	$(VENV)/bin/ruff format --check workbench tests scripts benchmarks notebooks
+	$(VENV)/bin/ruff check workbench tests scripts benchmarks notebooks examples
+	$(VENV)/bin/ruff format --check workbench tests scripts benchmarks notebooks examples
 	$(PY) -m pytest -q
 
 bench: $(STAMP)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 import sys
 
-SUITES = ("losses", "masking", "mlm_head", "pretrain", "results_set", "threads", "train")
+SUITES = ("intervals", "losses", "masking", "mlm_head", "pretrain", "results_set", "threads", "train")
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -42,11 +42,10 @@ import torch
 
 from benchmarks.pretrain import load_documents
 from workbench.data_root import data_root
-from workbench.losses import build_loss
-from workbench.losses.mlm import CorrectionCounts
+from workbench.losses import CorrectionCounts, build_loss
 from workbench.masking import JiebaSegmenter, WholeWordMaskCollator, pack_documents
 from workbench.models import build_masked_lm, labelled_logits
-from workbench.synonyms import SynonymTable
+from workbench.synonyms import SynonymTable, synonym_matcher
 from workbench.vocab import load_tokenizer
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -113,7 +112,7 @@ def time_recipe(name: str, arguments: argparse.Namespace, documents: list[str], 
         "after: masked rows (workbench)": (after_step, build_loss("mlm")),
     }
     for label, loss_name, params in OBJECTIVES:
-        extra = {"tokenizer": tokenizer, "table": table} if loss_name == "mlm_hc" else {}
+        extra = {"matcher": synonym_matcher(tokenizer, table)} if loss_name == "mlm_hc" else {}
         runs[f"after, {label}"] = (after_step, build_loss(loss_name, **params, **extra))
     states = {}
     for label in runs:

@@ -45,8 +45,7 @@ import torch
 
 from benchmarks.masking import DEFAULT_CORPUS
 from workbench.data import sample_corpus
-from workbench.losses import build_loss
-from workbench.losses.mlm import CorrectionCounts
+from workbench.losses import CorrectionCounts, build_loss
 from workbench.masking import (
     JiebaSegmenter,
     WholeWordMaskCollator,
@@ -56,7 +55,7 @@ from workbench.masking import (
 )
 from workbench.masking.corpus import CHUNK_CHARACTERS, chunk_documents
 from workbench.models import build_masked_lm, labelled_logits
-from workbench.synonyms import SynonymTable
+from workbench.synonyms import SynonymTable, synonym_matcher
 from workbench.threads import usable_cores
 from workbench.vocab import load_tokenizer
 
@@ -195,7 +194,7 @@ def training(blocks, tokenizer, arguments, device: torch.device) -> dict[str, di
     runs = {}
     for label, name, params in OBJECTIVES:
         if name == "mlm_hc":
-            params = {**params, "tokenizer": tokenizer, "table": table}
+            params = {**params, "matcher": synonym_matcher(tokenizer, table)}
         model = copy.deepcopy(initial).train()
         runs[label] = {
             "model": model,

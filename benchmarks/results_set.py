@@ -46,7 +46,8 @@ def cpu_seconds(call: Callable[[], Any]) -> float:
 
 
 def probe_fit(parameters: dict[str, Any], splits: Any, model: dict[str, Any]) -> float:
-    fitter = build_fitter(model, parameters["training"], parameters["data"].get("max_length", 128))
+    config = load_config({"model": model, "training": parameters["training"]})
+    fitter = build_fitter(config.model, config.training, parameters["data"].get("max_length", 128))
     return cpu_seconds(lambda: fitter.fit(splits, loss_from_spec(LossSpec("ce"), splits["train"]), 0))
 
 

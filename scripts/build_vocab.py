@@ -41,7 +41,7 @@ def build(corpora: list[Path], size: int) -> list[str]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("corpora", nargs="+", type=Path)
     parser.add_argument("--size", type=int, default=4500)
     parser.add_argument("--out", type=Path, default=Path(__file__).parents[1] / "workbench/resources/vocab.txt")

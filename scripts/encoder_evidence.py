@@ -86,7 +86,7 @@ def jobs(arguments: argparse.Namespace) -> list[dict[str, Any]]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--qbqtc", required=True, help="QBQTC dev.json")
     parser.add_argument("--encoder", action="append", required=True, metavar="NAME=PATH|scratch")
     parser.add_argument("--scratch-vocab", help="vocabulary of the from-scratch baseline")

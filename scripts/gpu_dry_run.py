@@ -7,8 +7,8 @@ through the runner into ``WORK_DIR/outputs``. The micro copy keeps every code pa
 grids, masking strategies, objectives, lexicons, the published-encoder loading) and shrinks its size: one seed,
 one epoch, batch 16, fp32 (bf16 needs CUDA), a few hundred rows of each real data file of the data root (default
 ``$WORKBENCH_DATA``; copied into a micro data root, ``WORK_DIR/data``, which the run reads as its
-``$WORKBENCH_DATA``; lexicons and the vocabulary linked whole), and the encoder of ``ENCODER`` in place of
-models/workbench-zh-mini (which is not published):
+``$WORKBENCH_DATA``; lexicons and the vocabulary linked whole), and the encoder of ``ENCODER`` as the runner's
+``--encoder`` (in place of models/workbench-zh-mini, which is not published):
 any transformers checkpoint folder, a classifier's, a masked LM's or a pretrain_mlm run's, e.g. one made by
 ``python -m workbench.train params/pretrain/workbench-zh-mini.yaml data.max_train_samples=600
 model.tiny.num_layers=2 model.tiny.hidden_size=64 training.num_train_epochs=1 training.precision=fp32 output_dir=...``.
@@ -81,21 +81,10 @@ def micro_root(data_dir: Path, work_dir: Path) -> Path:
     return target_root
 
 
-def micro_parameters(parameters: dict[str, Any], encoder: Path) -> dict[str, Any]:
-    """The micro version of one notebook's gpu parameters (see the module docstring)."""
-    notebooks = ROOT / "notebooks"
-
-    def shrink(value: Any) -> Any:
-        if isinstance(value, dict):
-            return {key: shrink(item) for key, item in value.items()}
-        if isinstance(value, list):
-            return [shrink(item) for item in value]
-        if isinstance(value, str) and value.startswith("../"):
-            if (notebooks / value).resolve() == (ROOT / "models" / "workbench-zh-mini"):
-                return str(encoder)
-        return value
-
-    micro = shrink(parameters)
+def micro_parameters(parameters: dict[str, Any]) -> dict[str, Any]:
+    """The micro version of one notebook's gpu parameters (see the module docstring); the encoder is the runner's
+    ``--encoder``."""
+    micro = dict(parameters)
     micro["seeds"] = [0]
     for section in TRAINING_SECTIONS:
         if section in micro:
@@ -121,7 +110,7 @@ def micro_parameters(parameters: dict[str, Any], encoder: Path) -> dict[str, Any
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument(
         "--encoder", type=Path, required=True, help="a checkpoint folder standing in for models/workbench-zh-mini"
     )
@@ -150,7 +139,7 @@ def main() -> int:
         )
     os.environ[DATA_ROOT_ENV] = str(micro_root(data_dir, work_dir))  # the kernels read the micro data root
     for file in sorted((ROOT / "params" / "gpu").glob("*.yaml")):
-        micro = micro_parameters(read_yaml_file(file, "params file"), encoder)
+        micro = micro_parameters(read_yaml_file(file, "params file"))
         (params / file.name).write_text(yaml.safe_dump(micro, allow_unicode=True, sort_keys=False), encoding="utf-8")
     report = run(
         params_set="gpu",
@@ -158,6 +147,7 @@ def main() -> int:
         params_dir=work_dir / "params",
         outputs_dir=work_dir / "outputs",
         run_id="dry-run",
+        encoder=str(encoder),
     )
     return 1 if report.failed else 0
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The GPU window of issue 33 (stage 1) as one command, run from the repository root on the GPU machine after the
-# device kit's setup (docs/gpu.md has the one device-tool call):
+# device kit's setup (docs/gpu_window.md has the one device-tool call):
 #
 #   export GPU_RUN_T0=$(date +%s); source .device-kit/setup.sh && bash scripts/gpu_run.sh
 #

@@ -2,7 +2,7 @@
 inside a time budget, its held-out perplexity, its publication and a one-seed QBQTC check against the same
 architecture from scratch, every log, timing and result written into the folder the device tool brings back.
 
-    source .device-kit/setup.sh && bash scripts/gpu_run.sh        # on the GPU machine (docs/gpu.md)
+    source .device-kit/setup.sh && bash scripts/gpu_run.sh        # on the GPU machine (docs/gpu_window.md)
 
 ``scripts/gpu_run.sh`` calls ``run``; the other subcommands are its steps, and ``unpack`` is for afterwards:
 
@@ -563,7 +563,7 @@ def prepare(config_path: str, overrides: list[str]) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(dest="command", required=True)
     run = commands.add_parser("run", help="the whole window")
     run.add_argument("--out", type=Path, required=True, help="the folder that comes back ($OUT)")

@@ -113,7 +113,7 @@ def publish(
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("run_dir", type=Path, help="a pretrain_mlm output_dir")
     parser.add_argument("target", type=Path, help="the folder to publish into, e.g. models/workbench-zh-mini")
     parser.add_argument("--command", default=RECIPE, help="the command the run was trained with (for the card)")

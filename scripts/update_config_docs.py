@@ -7,6 +7,7 @@ tests/test_docs.py fails while the table in the docs differs from :func:`markdow
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 from pathlib import Path
 from typing import Any
@@ -59,5 +60,6 @@ def updated(text: str) -> str:
 
 
 if __name__ == "__main__":
+    argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter).parse_args()
     DOCS.write_text(updated(DOCS.read_text(encoding="utf-8")), encoding="utf-8")
     print(f"updated {DOCS}")

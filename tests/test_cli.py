@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import re
 import shlex
 import subprocess
@@ -96,9 +97,8 @@ def test_the_readme_runner_commands_plan_as_written():
         args = runner_parser().parse_args(shlex.split(command))
         notebooks = select_notebooks(ROOT / args.notebooks_dir, args.only)
         seeds = parse_seeds(args.seeds) if args.seeds else None
-        assert plan_executions(notebooks, ROOT / args.params_dir, args.params_set, parse_sweep(args.sweep), seeds), (
-            command
-        )
+        sweep = parse_sweep(args.sweep)
+        assert plan_executions(notebooks, ROOT / args.params_dir, args.params_set, sweep, seeds, args.encoder), command
 
 
 @pytest.mark.parametrize(
@@ -118,3 +118,27 @@ def test_a_missing_package_is_one_line_naming_it_not_a_traceback(missing, comman
     assert completed.returncode == 2, completed.stderr
     assert completed.stderr.startswith(f"error: package {missing} is missing") and completed.stderr.count("\n") == 1
     assert f"-m pip install {missing}" in completed.stderr
+
+
+@pytest.mark.parametrize("script", sorted(path.name for path in (ROOT / "scripts").glob("*.py")))
+def test_every_scripts_help_shows_its_whole_docstring_and_does_nothing_else(script, tmp_path):
+    # the help was the docstring's first line, which stops mid-sentence; update_config_docs.py --help rewrote the docs
+    path = ROOT / "scripts" / script
+    docstring = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8")), clean=False)
+    before = {file: file.read_bytes() for file in (ROOT / "docs").glob("*.md")}
+    completed = subprocess.run(
+        [sys.executable, str(path), "--help"], capture_output=True, text=True, cwd=tmp_path, timeout=120
+    )
+    assert completed.returncode == 0, completed.stderr
+    assert " ".join(docstring.split()) in " ".join(completed.stdout.split())
+    assert {file: file.read_bytes() for file in (ROOT / "docs").glob("*.md")} == before
+
+
+def test_the_sweep_example_of_the_runner_help_names_a_parameter_a_notebook_has():
+    from workbench.__main__ import SWEEP_EXAMPLE
+    from workbench.runs.plan import notebook_parameters, parse_sweep
+
+    run_parser = next(action for action in runner_parser()._actions if action.dest == "command").choices["run"]
+    assert SWEEP_EXAMPLE in " ".join(run_parser.format_help().split())
+    (key,) = parse_sweep([SWEEP_EXAMPLE])
+    assert any(key in notebook_parameters(notebook) for notebook in sorted((ROOT / "notebooks").glob("*.ipynb")))

@@ -128,7 +128,10 @@ def test_lcqmc(tmp_path):
 
 def test_table_csv_with_names_and_indices(tmp_path):
     path = _write(tmp_path / "data.csv", ["review,title,polarity", '"好,很好",标题,pos', "差,标题二,0"])
-    ds = load_table(path, text="review", text_pair="title", label="polarity", label_names=["neg", "pos"])
+    with pytest.raises(ValueError, match=re.escape(f"{path}:3: label '0' is a number") + ".*label_values"):
+        load_table(path, text="review", text_pair="title", label="polarity", label_names=["neg", "pos"])
+    columns = {"text": "review", "text_pair": "title", "label": "polarity"}
+    ds = load_table(path, **columns, label_names=["neg", "pos"], label_values=[0, 1])  # indices from 0
     assert ds.to_dict() == {"text": ["好,很好", "差"], "text_pair": ["标题", "标题二"], "label": [1, 0]}
     assert label_names(ds) == ["neg", "pos"]
 
@@ -319,9 +322,9 @@ def test_a_missing_value_marker_is_a_class_only_when_label_names_lists_it(tmp_pa
 def test_numeric_label_names_take_no_index(tmp_path):
     # label_names [2, 1]: a label 0 was read as the index of class "2"
     path = _write(tmp_path / "d.tsv", ["text\tlabel", "甲\t2", "乙\t0"])
-    with pytest.raises(ValueError, match=re.escape(f"{path}:3: unknown label value '0'")):
+    with pytest.raises(ValueError, match=re.escape(f"{path}:3: label '0' is a number and none of label_names")):
         load_table(path, label_names=[2, 1])
-    assert load_table(path, label_names=["neg", "pos", "x"])["label"] == [2, 0]  # names that are no numbers: indices
+    assert load_table(path, label_names=["neg", "pos", "x"], label_values=[0, 1, 2])["label"] == [2, 0]  # indices
 
 
 @pytest.mark.parametrize("source", JSON_SOURCES)

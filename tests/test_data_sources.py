@@ -11,7 +11,7 @@ import pytest
 import torch
 from datasets import DatasetDict
 
-from workbench.config import DataConfig, LossSpec, check_loss_fits_labels, load_config
+from workbench.config import DataConfig, LossSpec, ModelConfig, TrainingConfig, check_loss_fits_labels, load_config
 from workbench.data import (
     label_names,
     load_splits,
@@ -23,6 +23,11 @@ from workbench.data import (
 from workbench.train import build_fitter, finetuning, tokenize_splits
 from workbench.train.finetuning import classification_data, warn_unreadable
 from workbench.vocab import load_tokenizer
+
+
+def fitter_of(model: dict, training: dict, max_length: int):
+    """``build_fitter`` on the validated sections of the ``model`` and ``training`` mappings (checked here, once)."""
+    return build_fitter(ModelConfig.from_mapping(model), TrainingConfig.from_mapping(training), max_length)
 
 
 def _csv(path, rows, header="text,label"):
@@ -181,7 +186,7 @@ def test_the_probe_of_notebooks_01_02_05_warns_once_about_text_it_cannot_read(tm
         header="text\ttext_pair\tlabel",
     )
     splits = load_splits(_table(tmp_path, path=path, text_pair="text_pair", split=(0.5, 0.25, 0.25)))
-    fitter = build_fitter({"kind": "probe"}, {"num_train_epochs": 1}, 32)
+    fitter = fitter_of({"kind": "probe"}, {"num_train_epochs": 1}, 32)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("default")  # as a notebook kernel shows them (sklearn resets its once-per-place memory)
         for seed in (0, 1):

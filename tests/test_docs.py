@@ -47,8 +47,11 @@ def _commands() -> list[tuple[str, str]]:
 
 def _named_paths(command: str) -> list[str]:
     paths = []
-    for token in command.replace("=", " ").replace('"', " ").split():
+    tokens = command.replace("=", " ").replace('"', " ").split()
+    for before, token in zip(["", *tokens], tokens):
         token = token.rstrip(",;)")
+        if before == "--encoder":  # a hub name (hfl/chinese-roberta-wwm-ext) or a checkpoint folder of the user's
+            continue
         if "<" in token or "*" in token or token.startswith(("-", "$", "http")) or token.split(".")[0].isupper():
             continue
         if token.startswith(("outputs/", "out/", "/tmp", ".venv/")) or token in (

@@ -96,8 +96,8 @@ def epsilon_checks(monkeypatch):
             checked.append(value)
         return check_number(name, value, *args, **kwargs)
 
-    for module in list(sys.modules.values()):
-        if getattr(module, "check_number", None) is check_number and module.__name__ != "workbench.checks":
+    for module in list(sys.modules.values()):  # workbench.checks too: a declared range (Bounds) calls its check_number
+        if getattr(module, "check_number", None) is check_number:
             monkeypatch.setattr(module, "check_number", counting)
     return checked
 

@@ -14,6 +14,7 @@ import re
 from pathlib import Path
 
 import nbformat
+import numpy as np
 import plotly.graph_objects as go
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output, new_raw_cell
@@ -315,3 +316,49 @@ def test_a_page_that_cannot_be_written_is_one_error_and_leaves_nothing(tmp_path,
     error = capsys.readouterr().err
     assert error.count("\n") == 1 and "full.html" in error and "No space left" in error
     assert sorted(tmp_path.iterdir()) == [notebook]  # no page, no half page: a retry is not refused
+
+
+# ----------------------------------------------------------------------------- live panels
+
+
+START_PROBE = """<script>
+window.addEventListener("load", () => setTimeout(() => {
+  const gd = [...document.querySelectorAll(".js-plotly-plot")].find(plot => plot.layout.sliders);
+  const slider = gd.layout.sliders[0];
+  const note = gd.closest(".jp-OutputArea-child").nextElementSibling;
+  document.body.setAttribute("data-probe", JSON.stringify({
+    label: slider.steps[slider.active].label, z: gd._fullData.map(trace => trace.z.map(row => Array.from(row))),
+    note: note ? note.textContent : ""}));
+}, 1000));
+</script>"""
+
+
+@needs_chromium
+def test_a_live_panels_page_starts_its_slider_where_the_cell_began_and_says_so(tmp_path):
+    # the teacher ran the cell at epsilon = 0.3 and moved the live slider to 0.6 before saving: the page draws the
+    # figure the cell displayed, at 0.3, and says that it starts there
+    from workbench.losses.pcl import pcl_weight_matrix
+    from workbench.runs.export import LIVE_PANEL_NOTE
+
+    panel = PclWeightsPanel(variants=("weighted",), epsilon=0.3, interactive=False)
+    live = {"application/vnd.jupyter.widget-view+json": {"model_id": "7", "version_major": 2, "version_minor": 0}}
+    live.update(PageLoadsPlotlyRenderer().to_mimebundle(panel.page_figure().to_dict()))
+    cell = new_code_cell("PclWeightsPanel(epsilon=epsilon).display()", outputs=[new_output("display_data", data=live)])
+    state = {"7": {"model_name": "FloatSliderModel", "state": {"value": 0.6}}}  # as JupyterLab saves it
+    notebook = new_notebook(cells=[cell])
+    notebook.metadata["widgets"] = {"application/vnd.jupyter.widget-state+json": {"state": state}}
+    nbformat.write(notebook, tmp_path / "class.ipynb")
+    dom = _rendered_dom(export_notebook(tmp_path / "class.ipynb"), START_PROBE)
+    probe = json.loads(html.unescape(re.search(r'data-probe="([^"]*)"', dom).group(1)))
+    assert probe["label"] == "0.3"
+    np.testing.assert_allclose(probe["z"][0], pcl_weight_matrix("weighted", 0.3).numpy(), rtol=1e-6)
+    assert "start where the cell" in probe["note"] and "start where the cell" in LIVE_PANEL_NOTE
+
+
+def test_machine_paths_become_relative_to_the_run_folder_or_named():
+    from workbench.runs.export import relative_paths
+
+    places = [("/home/t/outputs/run-1", "."), ("/data/root", "$WORKBENCH_DATA"), ("/home/t", "~")]
+    text = 'output_dir = "/home/t/outputs/run-1/05_x" in /home/t/outputs/run-1; /data/root/qbqtc/dev.json, /home/tim'
+    assert relative_paths(text, places) == 'output_dir = "05_x" in .; $WORKBENCH_DATA/qbqtc/dev.json, /home/tim'
+    assert relative_paths("/home/t/notes and /home/t/outputs/run-10", places) == "~/notes and ~/outputs/run-10"

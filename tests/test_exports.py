@@ -554,6 +554,30 @@ def test_export_writes_the_runners_page_and_never_overwrites(executed, capsys):
     assert page.read_text(encoding="utf-8") == written
 
 
+def test_export_force_replaces_an_existing_page_and_only_with_it(executed, capsys):
+    page = executed.with_suffix(".html")
+    page.write_text("an old page", encoding="utf-8")
+    assert main(["export", str(executed)]) == 2
+    assert "--force" in _error_line(capsys) and page.read_text(encoding="utf-8") == "an old page"
+    assert main(["export", str(executed), "--force"]) == 0
+    assert "PclWeightsPanel" in page.read_text(encoding="utf-8")
+    assert sorted(path.name for path in page.parent.iterdir()) == ["ok_metrics.html", "ok_metrics.ipynb"]
+    page.unlink()
+    page.mkdir()  # a folder is never replaced
+    assert main(["export", str(executed), "--force"]) == 2
+    assert "not a file" in _error_line(capsys)
+
+
+def test_a_page_shows_paths_relative_to_the_run_folder_not_this_machines(run_dir, tmp_path, capsys):
+    # the student page showed output_dir = "/home/.../outputs/<run>/05_..."
+    target = tmp_path / "class.html"
+    assert main(["export", str(_cell(run_dir) / "ok_metrics.ipynb"), "--student", "-o", str(target)]) == 0
+    text = html.unescape(re.sub(r"<[^>]+>", "", target.read_text(encoding="utf-8")))
+    assert 'output_dir = "ok_metrics/x=2.0"' in text  # relative to the run folder
+    for machine in {str(run_dir), str(run_dir.resolve()), str(tmp_path), str(Path.home())}:
+        assert machine not in text
+
+
 def test_export_for_students_leaves_out_solution_cells(executed, tmp_path, capsys):
     assert main(["export", str(executed), "--student"]) == 0
     student = executed.with_name("ok_metrics.student.html").read_text(encoding="utf-8")

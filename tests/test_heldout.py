@@ -13,7 +13,7 @@ from transformers import BertConfig, BertForMaskedLM
 from workbench.data import sample_corpus
 from workbench.losses.mlm import CorrectionCounts, HardCorrectionLoss
 from workbench.masking import JiebaSegmenter, RandomMaskCollator, WholeWordMaskCollator, count_tokens, pack_documents
-from workbench.synonyms import SynonymTable
+from workbench.synonyms import SynonymTable, synonym_matcher
 from workbench.train.pretraining import evaluate_masked_lm, fixed_mask_batches, split_heldout
 from workbench.vocab import load_tokenizer
 
@@ -132,7 +132,7 @@ def test_eval_loss_is_the_token_mean_and_perplexity_its_exp(tokenizer, blocks, m
 
 def test_eval_reports_hard_correction_rates(tokenizer, blocks, model):
     batches = fixed_mask_batches(blocks, WholeWordMaskCollator(tokenizer, seed=1, return_word_ids=True), batch_size=8)
-    correction = HardCorrectionLoss(tokenizer, SynonymTable.default(), level="word")
+    correction = HardCorrectionLoss(synonym_matcher(tokenizer, SynonymTable.default()), level="word")
     result = evaluate_masked_lm(model, batches, correction=correction)
     stats = CorrectionCounts()  # from the full head's logits
     model.eval()

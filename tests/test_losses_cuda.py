@@ -127,9 +127,12 @@ def mlm_value_and_grad(loss: torch.nn.Module, batch: dict[str, torch.Tensor]) ->
 
 
 def build_mlm(name: str, params: dict) -> torch.nn.Module:
+    from workbench.synonyms import synonym_matcher
     from workbench.vocab import load_tokenizer
 
-    return build_loss(name, tokenizer=load_tokenizer(), **params) if name == "mlm_hc" else build_loss(name, **params)
+    if name == "mlm_hc":
+        return build_loss(name, matcher=synonym_matcher(load_tokenizer()), **params)
+    return build_loss(name, **params)
 
 
 # ----------------------------------------------------------------------------- CUDA
@@ -181,3 +184,26 @@ def test_cuda_half_precision_module_on_device(dtype):
 def test_cuda_bad_label_raises_a_value_error_naming_labels():
     with pytest.raises(ValueError, match=r"^labels:"):
         build_loss("dice")(torch.randn(4, 3, device="cuda"), torch.tensor([0, 1, 3, -100], device="cuda"))
+
+
+@cuda
+@pytest.mark.parametrize("shape", list(SHAPES), ids=list(SHAPES))
+@pytest.mark.parametrize("ignored", ["none", "some", "all"])
+def test_cuda_a_loss_of_yours_matches_the_cpu(shape, ignored):
+    # issue 38: a registered loss of the user's (examples/poly1.py) through the adapter, on the GPU and in bf16
+    from pathlib import Path
+
+    from workbench.losses import import_loss_modules, registry_restored
+
+    with registry_restored():
+        import_loss_modules([Path(__file__).resolve().parents[1] / "examples" / "poly1.py"])
+        logits, labels = make_inputs(SHAPES[shape], 3, ignored)
+        expected = value_and_grad(build_loss("poly1", epsilon=1.0), logits, labels)
+        loss = build_loss("poly1", epsilon=1.0).to("cuda")
+        for dtype in (torch.float32, torch.float64):
+            value, grad = value_and_grad(loss, logits.to("cuda", dtype), labels.to("cuda"))
+            tolerance = {"rtol": 1e-4, "atol": 1e-5} if dtype == torch.float32 else {}
+            torch.testing.assert_close(value.cpu().double(), expected[0], **tolerance)
+            torch.testing.assert_close(grad.cpu().double(), expected[1], **tolerance)
+        value, grad = value_and_grad(loss, logits.to("cuda", torch.bfloat16), labels.to("cuda"))
+        assert value.dtype == grad.dtype == torch.bfloat16 and torch.isfinite(grad).all()

@@ -19,7 +19,7 @@ from workbench.losses.mlm import (
     soft_regularization,
 )
 from workbench.models import labelled_logits
-from workbench.synonyms import SynonymTable, token_text
+from workbench.synonyms import SynonymTable, synonym_matcher, token_text
 from workbench.vocab import load_tokenizer
 
 
@@ -47,7 +47,7 @@ def confident_logits(predicted: torch.Tensor, vocab_size: int, seed: int = 0) ->
 
 def hard_correction(logits, labels, table, tokenizer, word_ids=None, level=None):
     """HC's loss and correction of one batch (word level with word ids, token level without, unless ``level``)."""
-    hc = HardCorrectionLoss(tokenizer, table, level or ("token" if word_ids is None else "word"))
+    hc = HardCorrectionLoss(synonym_matcher(tokenizer, table), level or ("token" if word_ids is None else "word"))
     return hc(logits, labels, word_ids=word_ids), hc.correction_counts(logits, labels, word_ids)
 
 
@@ -151,7 +151,7 @@ def test_hc_rejects_bad_shapes(tokenizer, table):
             torch.zeros(1, 3, 5), torch.zeros(1, 3, dtype=torch.long), table, tokenizer, word_ids=torch.zeros(1, 4)
         )
     with pytest.raises(ValueError, match=r"^predictions:"):  # ELECTRA's sampled ids must line up with the labels
-        HardCorrectionLoss(tokenizer, table).prediction_counts(
+        HardCorrectionLoss(synonym_matcher(tokenizer, table)).prediction_counts(
             torch.zeros(1, 4, dtype=torch.long), torch.zeros(1, 3, dtype=torch.long)
         )
 
@@ -458,13 +458,13 @@ def test_hc_token_level_skips_multi_token_words(tokenizer, table):
     predicted = gold.clone()
     predicted[0, 1] = ids(tokenizer, "巨")[0]  # 大 -> 巨: synonyms as single characters
     logits = confident_logits(predicted, len(tokenizer))
-    token_level = HardCorrectionLoss(tokenizer, table, level="token")
+    token_level = HardCorrectionLoss(synonym_matcher(tokenizer, table), level="token")
     assert torch.equal(token_level.correction_counts(logits, labels, word_ids).labels, labels)
     assert token_level.correction_counts(logits, labels).labels[0, 1] == -100  # without word ids every token is a word
     single = torch.tensor([[-1, 0, 1, 2, -1]])
     assert token_level.correction_counts(logits, labels, single).labels[0, 1] == -100
     with pytest.raises(ValueError, match=r"^word_ids:"):
-        HardCorrectionLoss(tokenizer, table, level="word").correction_counts(logits, labels)
+        HardCorrectionLoss(synonym_matcher(tokenizer, table), level="word").correction_counts(logits, labels)
 
 
 # --- loss modules --------------------------------------------------------------------------------
@@ -472,16 +472,20 @@ def test_hc_token_level_skips_multi_token_words(tokenizer, table):
 
 def test_modules_are_registered_and_validate_their_arguments(tokenizer, table):
     assert isinstance(build_loss("mlm"), MaskedLMLoss)
-    hc = build_loss("mlm_hc", tokenizer=tokenizer, table=table, level="word")
+    hc = build_loss("mlm_hc", matcher=synonym_matcher(tokenizer, table), level="word")
     assert isinstance(hc, HardCorrectionLoss) and hc.level == "word"
-    assert build_loss("mlm_hc", tokenizer=tokenizer).table.are_synonyms("美丽", "漂亮")  # None: the shipped table
+    assert synonym_matcher(tokenizer).table.are_synonyms("美丽", "漂亮")  # None: the shipped table
     sr = build_loss("mlm_sr", weight=0.5)
     assert (sr.prediction, sr.level, sr.kl_direction) == ("argmax", "token", "filled||original")
-    assert build_loss("mlm_hc", tokenizer=tokenizer).level == "token"
+    assert build_loss("mlm_hc", matcher=synonym_matcher(tokenizer)).level == "token"
+    with pytest.raises(ValueError, match=r"^tokenizer:"):  # the matcher is built by the trainer, from its tokenizer
+        synonym_matcher(None)
+    with pytest.raises(ValueError, match="lexicon.txt"):
+        synonym_matcher(tokenizer, "/no/such/lexicon.txt")
     for name, params, message in [
-        ("mlm_hc", {}, r"^tokenizer:"),
-        ("mlm_hc", {"tokenizer": tokenizer, "level": "span"}, r"^level:"),
-        ("mlm_hc", {"tokenizer": tokenizer, "table": "/no/such/lexicon.txt"}, "lexicon.txt"),
+        ("mlm_hc", {}, r"^matcher:"),
+        ("mlm_hc", {"matcher": tokenizer}, r"^matcher:"),
+        ("mlm_hc", {"matcher": synonym_matcher(tokenizer), "level": "span"}, r"^level:"),
         ("mlm_sr", {"weight": -1.0}, r"^weight:"),
         ("mlm_sr", {"level": "word"}, r"^level:"),
         ("mlm_sr", {"prediction": "sample"}, r"^prediction:"),
@@ -519,7 +523,7 @@ def test_fp16_logits_are_computed_in_float32(name, tokenizer, table):
     context = (
         {"embeddings": torch.randn(vocab, 4, generator=torch.Generator().manual_seed(0))} if name == "mlm_sr" else {}
     )
-    params = {"tokenizer": tokenizer, "table": table} if name == "mlm_hc" else {}
+    params = {"matcher": synonym_matcher(tokenizer, table)} if name == "mlm_hc" else {}
     loss = build_loss(name, **params)
     expected, items = loss.loss_and_items(logits, labels, **context)
     value, half_items = loss.loss_and_items(logits.half(), labels, **context)
@@ -529,7 +533,7 @@ def test_fp16_logits_are_computed_in_float32(name, tokenizer, table):
 
 
 def test_hc_module_equals_function_counts_kept_items_and_accumulates_stats(tokenizer, table):
-    hc = HardCorrectionLoss(tokenizer, table, level="word")
+    hc = HardCorrectionLoss(synonym_matcher(tokenizer, table), level="word")
     stats = CorrectionCounts()
     totals = np.zeros(5, dtype=np.int64)
     for seed in range(3):
@@ -641,7 +645,7 @@ def head_case(tokenizer):
 )
 def test_the_head_at_the_masked_rows_gives_the_full_heads_loss_gradients_and_counts(name, params, tokenizer, table):
     model, inputs, labels, word_ids = head_case(tokenizer)
-    loss = build_loss(name, **params, **({"tokenizer": tokenizer, "table": table} if name == "mlm_hc" else {}))
+    loss = build_loss(name, **params, **({"matcher": synonym_matcher(tokenizer, table)} if name == "mlm_hc" else {}))
     results = []
     for logits_of in (lambda: model(**inputs).logits, lambda: labelled_logits(model, labels, **inputs)[0]):
         model.zero_grad()
@@ -682,7 +686,7 @@ def test_the_trainers_loss_is_the_full_heads_with_and_without_sentence_order(nam
         model = BertForPreTraining(model.config).double().train()
         with torch.no_grad():  # favours 巨 as head_case's model: 大 -> 巨 is corrected
             model.get_output_embeddings().bias[ids(tokenizer, "巨")[0]] += 30.0
-    loss = build_loss(name, **({"tokenizer": tokenizer, "table": table} if name == "mlm_hc" else {}))
+    loss = build_loss(name, **({"matcher": synonym_matcher(tokenizer, table)} if name == "mlm_hc" else {}))
     args = training_arguments(TrainingConfig(quiet=True), str(tmp_path), evaluate=False, save_strategy="no")
     trainer = MaskedLMTrainer(model=model, args=args, loss=loss)
     trainer.current_gradient_accumulation_steps = 1

@@ -259,6 +259,20 @@ def test_run_help_lists_every_params_set_present(monkeypatch, capsys):
     assert "examples" not in shown  # the trainer configs are no set
 
 
+def ipykernel_spec() -> dict:
+    """The kernelspec JupyterLab writes into a notebook run with the environment's own kernel (ipykernel's python3)."""
+    from ipykernel.kernelspec import get_kernel_dict
+
+    spec = get_kernel_dict()
+    return {"display_name": spec["display_name"], "language": spec["language"], "name": "python3"}
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda path: path.stem)
+def test_notebooks_are_committed_with_the_kernelspec_jupyterlab_writes(notebook):
+    # JupyterLab rewrites the kernelspec on every save: committed as it writes it, a save leaves git status clean
+    assert dict(nbformat.read(notebook, as_version=4).metadata.kernelspec) == ipykernel_spec()
+
+
 def test_a_notebook_saved_with_outputs_is_committed_clean_through_the_nbstripout_filter(tmp_path):
     # make venv installs nbstripout as the repository's git filter: JupyterLab saves outputs into the file,
     # git stores the notebook without them, and the cleanliness check judges what git stores
@@ -280,13 +294,49 @@ def test_a_notebook_saved_with_outputs_is_committed_clean_through_the_nbstripout
     make = ["make", "--no-print-directory", "-f", str(ROOT / "Makefile"), "notebook-filter", f"PY={sys.executable}"]
     subprocess.run(make, cwd=tmp_path, check=True, capture_output=True)  # what make venv runs
     assert git("status", "--porcelain") == ""  # the filter leaves a clean notebook as it is (cell ids kept)
-    saved = nbformat.read(notebook, as_version=4)  # as JupyterLab saves it after a run
+    saved = nbformat.read(notebook, as_version=4)  # as JupyterLab 4 saves it after a run, with the environment's kernel
     for count, cell in enumerate((cell for cell in saved.cells if cell.cell_type == "code"), start=1):
         cell.execution_count = count
         cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text="a result\n")]
+        cell.metadata["execution"] = {"iopub.execute_input": "2026-11-28T10:00:00.000Z"}
+        cell.metadata["jupyter"] = {"source_hidden": count == 2}
+        cell.metadata["scrolled"] = True
+    saved.metadata.kernelspec = ipykernel_spec()  # JupyterLab writes the kernel's own display name
+    saved.metadata.language_info = {
+        "codemirror_mode": {"name": "ipython", "version": 3},
+        "file_extension": ".py",
+        "mimetype": "text/x-python",
+        "name": "python",
+        "nbconvert_exporter": "python",
+        "pygments_lexer": "ipython3",
+        "version": "3.12.3",
+    }
+    saved.metadata.widgets = {"application/vnd.jupyter.widget-state+json": {"state": {}, "version_major": 2}}
     nbformat.write(saved, notebook)
     assert check_notebook_clean(notebook) == []  # judged as git stores it
     git("add", notebook.name)  # git add stores the notebook as the filter cleans it
     assert git("status", "--porcelain") == ""  # the same as committed: nothing to commit, the outputs never reach git
     git("config", "--unset", "filter.nbstripout.clean")  # without the filter the file itself is judged
     assert any("has outputs" in problem for problem in check_notebook_clean(notebook))
+
+
+def test_the_run_commands_the_notebooks_give_plan_as_written_on_a_set_where_models_learn():
+    # exercise 3 of notebook 05 sent students to the smoke set, the tests' set, where the models barely learn
+    import shlex
+
+    from workbench.__main__ import build_parser
+    from workbench.runs.plan import parse_sweep, select_notebooks
+
+    commands = [
+        " ".join(span.split())
+        for notebook in NOTEBOOKS
+        for cell in _cells(notebook)
+        if cell.cell_type == "markdown"
+        for span in re.findall(r"`(python -m workbench run [^`]*)`", cell.source)
+    ]
+    assert commands
+    for command in commands:
+        args = build_parser().parse_args(shlex.split(command)[3:])
+        assert args.params_set != "smoke", command
+        notebooks = select_notebooks(ROOT / args.notebooks_dir, args.only)
+        assert plan_executions(notebooks, ROOT / args.params_dir, args.params_set, parse_sweep(args.sweep)), command

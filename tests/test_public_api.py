@@ -11,21 +11,22 @@ import re
 from pathlib import Path
 
 import pytest
+from test_architecture import imported_modules
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "workbench"
 PACKAGES = {"losses", "masking", "train", "data", "viz", "runs"}  # a study imports these from the package itself
 
 
-@pytest.mark.parametrize("path", sorted((PACKAGE / "studies").glob("*.py")), ids=lambda path: path.name)
+@pytest.mark.parametrize(
+    "path", sorted((PACKAGE / "studies").rglob("*.py")), ids=lambda path: str(path.relative_to(PACKAGE))
+)
 def test_studies_import_packages_through_their_public_api(path):
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        modules = [node.module] if isinstance(node, ast.ImportFrom) and node.module else []
-        modules += [alias.name for alias in node.names] if isinstance(node, ast.Import) else []
-        for module in modules:
-            parts = module.split(".")
-            if parts[0] == "workbench" and len(parts) > 2 and parts[1] in PACKAGES:
-                pytest.fail(f"{path.name} imports {module}; import from workbench.{parts[1]} (its public names)")
+    # every module of a study package (studies/true_negatives/) too, relative imports resolved
+    for module in sorted(imported_modules(path, with_names=False)):
+        parts = module.split(".")
+        if parts[0] == "workbench" and len(parts) > 2 and parts[1] in PACKAGES:
+            pytest.fail(f"{path.name} imports {module}; import from workbench.{parts[1]} (its public names)")
 
 
 def test_every_registered_loss_class_is_importable_from_workbench_losses():

@@ -211,9 +211,10 @@ def test_gpu_dry_run_takes_any_classifier_checkpoint(tmp_path):
             model.base_model.embeddings.word_embeddings.weight, classifier.bert.embeddings.word_embeddings.weight
         )
     micro = dry_run.micro_parameters(
-        yaml.safe_load((ROOT / "params" / "gpu" / "02_propensity_corrected_loss.yaml").read_text()), encoder
+        yaml.safe_load((ROOT / "params" / "gpu" / "02_propensity_corrected_loss.yaml").read_text())
     )
-    assert micro["encoders"]["workbench-zh-mini"]["model_name_or_path"] == str(encoder) and micro["seeds"] == [0]
+    assert micro["seeds"] == [0] and micro["training"]["precision"] == "fp32"
+    assert micro["encoders"]["scratch"]["tiny"]["num_layers"] == 1  # the from-scratch twin at its smallest
 
 
 def test_gpu_dry_run_refuses_a_folder_that_is_no_checkpoint(tmp_path, capsys):

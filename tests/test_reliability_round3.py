@@ -30,7 +30,8 @@ from transformers import TrainerCallback
 from workbench.__main__ import main as workbench_main
 from workbench.config import load_config
 from workbench.data import label_counts, label_names, load_splits, load_table, stratified_sample
-from workbench.metrics_file import is_secret, redact, write_json
+from workbench.metrics_file import write_json
+from workbench.redaction import is_secret, redact
 from workbench.runs import plan_executions
 from workbench.runs.plan import secret_environment
 from workbench.train.__main__ import main as train_main

@@ -32,6 +32,7 @@ from workbench.runs.plan import (
     select_notebooks,
 )
 
+ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = Path(__file__).parent / "fixtures" / "notebooks"
 OK = FIXTURES / "ok_metrics.ipynb"
 FAILS = FIXTURES / "fails_in_cell2.ipynb"
@@ -801,6 +802,20 @@ def test_injected_parameters_and_params_yaml_read_as_written_and_the_kernel_gets
     written = (folder / "params.yaml").read_text(encoding="utf-8")
     assert "这里的风景非常美丽" in written and "\\u8FD9" not in written.upper()
     assert {key: value for key, value in yaml.safe_load(written).items() if key in values} == values
+    # issue 39: papermill's own python translator is left as it was for every other caller in the process
+    from papermill.translators import PythonTranslator, papermill_translators
+
+    assert papermill_translators.find_translator("python3", "python") is PythonTranslator
+
+
+def test_the_kernels_are_stopped_through_jupyter_clients_public_api():
+    # issue 39: no reading of the kernel provisioner's process (has_kernel, signal_kernel, is_alive instead)
+    import inspect
+
+    import workbench.runs.execute  # noqa: F401 - the module (the package's ``execute`` is the function)
+
+    source = inspect.getsource(sys.modules["workbench.runs.execute"])
+    assert "provisioner" not in source and ".process" not in source
 
 
 def _marker_notebook(path: Path, mine: str, theirs: str) -> Path:
@@ -1028,3 +1043,93 @@ def test_worker_threads_write_through_absolute_paths(tmp_path, monkeypatch):
     report = run(only=["ok"], notebooks_dir=FIXTURES, params_dir=_params(tmp_path), outputs_dir="out", stream=_quiet())
     assert not report.failed, [outcome.status_text() for outcome in report.failed]
     assert len(exported) == 1 and exported[0].is_absolute() and exported[0].is_file(), exported
+
+
+def test_an_unknown_params_set_lists_only_the_sets_a_run_takes(tmp_path, capsys):
+    _params(tmp_path, {"ok_metrics": "x: 2.0\n"}, "mine")
+    _params(tmp_path, {}, "empty")  # every notebook on its defaults: a set
+    _params(tmp_path, {"finetune_qbqtc": "task: finetune\n"}, "examples")  # trainer configs: a run refuses them
+    assert _main(tmp_path, "--params-set", "nosuch") == 2
+    error = capsys.readouterr().err
+    assert error.startswith("error: --params-set 'nosuch'") and error.count("\n") == 1
+    assert error.rstrip().endswith("available: empty, mine")
+    assert _main(tmp_path, "--params-set", "examples") == 2  # what it would have listed is refused
+    assert "finetune_qbqtc.yaml names no notebook" in capsys.readouterr().err
+
+
+# ----------------------------------------------------------------------------- the notebooks' own rules, before kernels
+
+
+def _checked_notebook(path: Path, checks: str) -> Path:
+    """A notebook whose parameters are x and model, with a cell tagged checks holding ``checks``."""
+    notebook = new_notebook(
+        cells=[
+            new_code_cell(
+                "x = 0.5\nmodel = {'model_name_or_path': None}\noutput_dir = None", metadata={"tags": ["parameters"]}
+            ),
+            new_code_cell(checks, metadata={"tags": ["checks"]}),
+            new_code_cell("raise RuntimeError('a kernel ran')"),
+        ],
+        metadata={"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
+    )
+    nbformat.write(notebook, path)
+    return path
+
+
+def test_a_notebooks_checks_cell_refuses_a_value_before_any_kernel_naming_where_it_was_given(tmp_path, capsys):
+    notebooks = tmp_path / "notebooks"
+    notebooks.mkdir()
+    _checked_notebook(notebooks / "01_x.ipynb", "from workbench.checks import check_number\ncheck_number('x', x, 0, 1)")
+    _params(tmp_path, {"01_x": "x: 0.25\n"})
+    folders = ["--notebooks-dir", str(notebooks), "--params-dir", str(tmp_path / "params")]
+    outputs = ["--outputs-dir", str(tmp_path / "outputs")]
+    assert main(["run", *folders, *outputs, "--sweep", "x=0.5,1.5"]) == 2
+    error = capsys.readouterr().err
+    assert error.startswith("error: --sweep x=1.5: notebook 01_x.ipynb: x: must be") and error.count("\n") == 1
+    _params(tmp_path, {"01_x": "x: 2.5\n"})  # the params file's value is to blame, whatever the sweep
+    assert main(["run", *folders, *outputs, "--sweep", "model={model_name_or_path: null}"]) == 2
+    assert capsys.readouterr().err.startswith("error: params file default/01_x.yaml: notebook 01_x.ipynb: x:")
+    assert not (tmp_path / "outputs").exists()  # no run folder, no params.yaml
+
+
+def test_a_notebooks_checks_see_paths_from_the_notebooks_folder_as_its_kernel_does(tmp_path):
+    notebooks = tmp_path / "notebooks"
+    (tmp_path / "models" / "mine").mkdir(parents=True)
+    notebooks.mkdir()
+    checks = (
+        "import os\n"
+        "if not os.path.isdir(model['model_name_or_path']):\n"
+        "    raise ValueError('model.model_name_or_path: not seen from ' + os.getcwd())"
+    )
+    notebook = _checked_notebook(notebooks / "01_x.ipynb", checks)
+    _params(tmp_path, {"01_x": "model: {model_name_or_path: ../models/mine}\n"})
+    (execution,) = plan_executions([notebook], tmp_path / "params", "default")  # this process runs elsewhere
+    assert execution.parameters["model"] == {"model_name_or_path": "../models/mine"}  # the kernel gets it as written
+
+
+@pytest.mark.parametrize(
+    ("sweep", "names"),
+    [
+        ("epsilon=0.1,1.5", "--sweep epsilon=1.5: notebook 05_pcl_vs_dice_walkthrough.ipynb: epsilon: must be"),
+        ("settings=[CE,NOPE]", "--sweep settings=[CE, NOPE]: notebook 05_pcl_vs_dice_walkthrough.ipynb: settings:"),
+    ],
+)
+def test_the_walkthroughs_own_rules_refuse_a_sweep_before_any_kernel_starts(tmp_path, capsys, sweep, names):
+    # both failed inside the kernel (exit 1, 15-17 s), leaving a run folder
+    folders = ["--notebooks-dir", str(ROOT / "notebooks"), "--params-dir", str(ROOT / "params")]
+    argv = ["run", "--params-set", "class", "--only", "05", "--sweep", sweep, "--outputs-dir", str(tmp_path / "o")]
+    assert main([*argv, *folders]) == 2
+    error = capsys.readouterr().err
+    assert error.startswith("error: " + names) and error.count("\n") == 1, error
+    assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("notebook", sorted((ROOT / "notebooks").glob("*.ipynb")), ids=lambda path: path.stem)
+def test_every_notebook_checks_its_parameters_in_a_checks_cell_right_after_its_parameters(notebook):
+    from workbench.runs.plan import CHECKS_TAG, notebook_rules
+
+    cells = nbformat.read(notebook, as_version=4).cells
+    tagged = [index for index, cell in enumerate(cells) if CHECKS_TAG in cell.metadata.get("tags", [])]
+    parameters = next(index for index, cell in enumerate(cells) if "parameters" in cell.metadata.get("tags", []))
+    assert tagged == [parameters + 1]  # papermill's injected cell goes in between: the checks see the run's values
+    assert notebook_rules(notebook) is not None

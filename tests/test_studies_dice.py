@@ -9,13 +9,20 @@ import pandas as pd
 import pytest
 from datasets import DatasetDict
 
-from workbench.config import LossSpec
+from workbench.config import LossSpec, ModelConfig, TrainingConfig
 from workbench.data import label_counts, label_names
 from workbench.data.features import build_dataset
 from workbench.losses import build_loss
+from workbench.metrics import SMALL_TEST_CLASS
 from workbench.stats import mean_std_table, summarize
 from workbench.studies import dice
 from workbench.train import ProbeFitter, TransformerFitter, build_fitter, loss_from_spec
+
+
+def fitter_of(model: dict, training: dict, max_length: int):
+    """``build_fitter`` on the validated sections of the ``model`` and ``training`` mappings (checked here, once)."""
+    return build_fitter(ModelConfig.from_mapping(model), TrainingConfig.from_mapping(training), max_length)
+
 
 TINY_TRAINING = {"num_train_epochs": 1, "per_device_train_batch_size": 32, "learning_rate": 0.02, "weight_decay": 0.0}
 BOW = {"kind": "probe", "probe": {"embedding_size": 32, "hidden_size": None}}
@@ -23,7 +30,7 @@ BOW = {"kind": "probe", "probe": {"embedding_size": 32, "hidden_size": None}}
 
 @pytest.fixture(scope="module")
 def fitter() -> ProbeFitter:
-    return build_fitter(BOW, TINY_TRAINING, max_length=64)
+    return fitter_of(BOW, TINY_TRAINING, max_length=64)
 
 
 def binary_dataset(n_negative: int, n_positive: int):
@@ -136,6 +143,16 @@ def test_the_scored_class_is_label_1_of_two_and_the_smallest_of_more():
     assert dice.scored_label(three_topics((8, 50, 8))) == 0  # a tie: the lowest id
 
 
+def test_the_scored_class_line_warns_when_the_test_split_holds_few_of_it():
+    # notebook 01 printed "F1 of the smallest class" on 4 test examples without the warning notebook 05 gives
+    few = {"train": three_topics((30, 50, 8)), "test": three_topics((12, 20, 4))}
+    line = dice.scored_class_line(few, dice.scored_label(few["train"]))
+    assert "'house'" in line and "test 4" in line
+    assert "Warning" in line and "'house' (4)" in line
+    enough = {"train": three_topics((30, 50, 8)), "test": three_topics((30, 30, SMALL_TEST_CLASS))}
+    assert "Warning" not in dice.scored_class_line(enough, 2)
+
+
 def test_table8_sets_of_three_classes_are_the_smallest_against_the_rest():
     # positives: the 8 houses; negatives: the 80 phones and cars. +positive adds 72 houses, +negative 72 of the rest
     # (drawn from both classes), -negative keeps 8 of the rest, +positive & +negative: m = round(2*80*8/88) = 15.
@@ -211,12 +228,12 @@ def test_wce_gets_training_label_counts(tiny_splits, fitter):
 )
 def test_fitters_reject_bad_options(model, training, parameter):
     with pytest.raises(ValueError, match=parameter):
-        build_fitter(model, training, max_length=64)
+        fitter_of(model, training, max_length=64)
 
 
 def test_fit_and_score_runs_the_transformer_trainer(tiny_splits):
     small = DatasetDict({name: split.select(range(32)) for name, split in tiny_splits.items()})
-    transformer = build_fitter(
+    transformer = fitter_of(
         {"tiny": {"num_layers": 1, "hidden_size": 32, "num_heads": 2}},
         {
             "num_train_epochs": 1,
@@ -232,10 +249,19 @@ def test_fit_and_score_runs_the_transformer_trainer(tiny_splits):
     assert all(0.0 <= value <= 1.0 for value in scores.values())
 
 
-def test_the_transformer_fitter_refuses_a_head_it_does_not_build(tiny_splits):
-    transformer = build_fitter({"tiny": {"num_layers": 1, "hidden_size": 32, "num_heads": 2}}, TINY_TRAINING, 32)
-    with pytest.raises(ValueError, match="^loss: CornLoss needs a head of 1 outputs"):
-        transformer.fit(tiny_splits, build_loss("corn"), 0)
+def test_the_transformer_fitter_builds_corn_s_head_and_predicts_by_its_rank_rule(tiny_splits):
+    # issue 37: it refused CORN; the head has num_outputs(loss, K) = K - 1 outputs, predictions CORN's rank rule
+    transformer = fitter_of({"tiny": {"num_layers": 1, "hidden_size": 32, "num_heads": 2}}, TINY_TRAINING, 32)
+    fit = transformer.fit(tiny_splits, build_loss("corn"), 0)
+    classes = len(label_names(tiny_splits["train"]))
+    for predictions, probabilities in (
+        (fit.test_predictions, fit.test_probabilities),
+        (fit.validation_predictions, fit.validation_probabilities),
+    ):
+        assert probabilities.shape[1] == classes
+        np.testing.assert_allclose(probabilities.sum(1), 1.0)
+        above = 1 - np.cumsum(probabilities, axis=1)[:, :-1]  # P(y > k)
+        np.testing.assert_array_equal(predictions, (above > 0.5).sum(1))
 
 
 def test_imbalance_study_and_sweep_tables(tiny_splits, fitter):
@@ -327,7 +353,7 @@ def test_saturation_check_released_code_nan_workbench_finite():
 def test_this_run_quotes_the_tables_numbers():
     table8 = pd.concat([hand_table().assign(setting=setting) for setting in dice.TABLE8_SETTINGS])
     table9 = hand_table().assign(setting="balanced")
-    presets = pd.concat([hand_table().assign(loss=loss) for loss in ("DSC paper", "DSC reference")])
+    presets = pd.concat([hand_table().assign(loss=loss) for loss in ("DSC", "DSC reference")])
     sets = dice.Table8Sets(sets=None, augmentation="synonyms", calls=30, unchanged=10)
     line = dice.this_run(table8, table9, presets, sets, {"alpha": 0.3, "test_f1_positive": 0.5})
     # f1_positive of CE over the four rows: mean 0.625, sample std 0.2217 -> "62.5 ± 22.2"

@@ -7,11 +7,18 @@ import pandas as pd
 import pytest
 import torch
 
+from workbench.config import ModelConfig, TrainingConfig
 from workbench.data import load_splits
 from workbench.losses import QBQTC_LABEL_COUNTS, pcl_constants, pcl_weight_matrix
 from workbench.studies import pcl as study
 from workbench.train import ProbeFitter, TransformerFitter, build_fitter, loss_from_spec
 from workbench.train.finetuning import best_epoch
+
+
+def fitter_of(model: dict, training: dict, max_length: int):
+    """``build_fitter`` on the validated sections of the ``model`` and ``training`` mappings (checked here, once)."""
+    return build_fitter(ModelConfig.from_mapping(model), TrainingConfig.from_mapping(training), max_length)
+
 
 EPSILON = 0.1
 PROBE = {"kind": "probe", "probe": {"embedding_size": 16, "hidden_size": 16}}
@@ -20,7 +27,7 @@ TINY_TRAINING = {"num_train_epochs": 8, "per_device_train_batch_size": 16, "lear
 
 @pytest.fixture(scope="module")
 def fitter() -> ProbeFitter:
-    return build_fitter(PROBE, TINY_TRAINING, max_length=16)
+    return fitter_of(PROBE, TINY_TRAINING, max_length=16)
 
 
 @pytest.fixture(scope="module")
@@ -101,7 +108,19 @@ def test_gradient_comparison_rejects_bad_input(kwargs, match):
 )
 def test_fitter_rejects_bad_values(model, training, max_length, match):
     with pytest.raises(ValueError, match=match):
-        build_fitter(model, training, max_length)
+        fitter_of(model, training, max_length)
+
+
+def test_a_fitter_takes_validated_sections_not_raw_mappings():
+    # issue 39: the sections are checked once, when the config is loaded; a fitter does not check them again
+    model, training = ModelConfig.from_mapping(PROBE), TrainingConfig.from_mapping(TINY_TRAINING)
+    with pytest.raises(ValueError, match=r"^training: must be a validated TrainingConfig"):
+        build_fitter(model, TINY_TRAINING, 16)
+    with pytest.raises(ValueError, match=r"^model: must be a validated ModelConfig"):
+        build_fitter(PROBE, training, 16)
+    with pytest.raises(ValueError, match=r"^training:"):
+        study.encoder_fitters({"probe": PROBE}, TINY_TRAINING, max_length=16)
+    assert build_fitter(model, training, 16).training is training
 
 
 def test_pair_probe_fit_is_seeded_and_leaves_global_rng_alone(splits, fitter):
@@ -183,7 +202,7 @@ SMALL_PROBE = {"kind": "probe", "probe": {"embedding_size": 8, "hidden_size": No
 def test_encoder_fitters_build_one_fitter_per_model_section():
     fitters = study.encoder_fitters(
         {"probe": PROBE, "scratch": {"tiny": {"num_layers": 1, "hidden_size": 16, "num_heads": 2}}},
-        TINY_TRAINING,
+        TrainingConfig.from_mapping(TINY_TRAINING),
         max_length=16,
     )
     assert list(fitters) == ["probe", "scratch"]
@@ -191,13 +210,13 @@ def test_encoder_fitters_build_one_fitter_per_model_section():
     assert fitters["scratch"].model.tiny.hidden_size == 16
     for bad in ({}, None, {"": PROBE}):
         with pytest.raises(ValueError, match=r"^encoders:"):
-            study.encoder_fitters(bad, TINY_TRAINING, max_length=16)
+            study.encoder_fitters(bad, TrainingConfig.from_mapping(TINY_TRAINING), max_length=16)
     with pytest.raises(ValueError, match="model.kind"):
-        study.encoder_fitters({"x": {"kind": "cnn"}}, TINY_TRAINING, max_length=16)
+        study.encoder_fitters({"x": {"kind": "cnn"}}, TrainingConfig.from_mapping(TINY_TRAINING), max_length=16)
 
 
 def test_run_encoder_ablation_gives_one_block_of_rows_per_encoder(splits, fitter, ablation):
-    small = build_fitter(SMALL_PROBE, TINY_TRAINING, max_length=16)
+    small = fitter_of(SMALL_PROBE, TINY_TRAINING, max_length=16)
     settings = ["LS", "PCL reference", "PCL paper", "PCL weighted (global)"]
     result = study.run_encoder_ablation(
         splits, study.setting_specs(settings, EPSILON), [0, 1], {"probe": fitter, "small": small}
@@ -367,7 +386,7 @@ def cue_splits():
 
 @pytest.fixture(scope="module")
 def transformer_fitter() -> TransformerFitter:
-    return build_fitter(TINY_BERT, TINY_BERT_TRAINING, max_length=32)
+    return fitter_of(TINY_BERT, TINY_BERT_TRAINING, max_length=32)
 
 
 @pytest.fixture(scope="module")

@@ -7,6 +7,7 @@ import re
 import typing
 
 import pytest
+import torch
 import yaml
 
 from workbench.config import (
@@ -28,6 +29,7 @@ def test_defaults_are_complete_and_valid():
     assert {field.name for field in dataclasses.fields(Config)} == {
         "task",
         "output_dir",
+        "loss_modules",
         "data",
         "model",
         "loss",
@@ -304,8 +306,8 @@ def test_an_int_fields_open_end_is_the_next_int_and_bounds_take_one_of_each_kind
     for value in (0, 3):
         with pytest.raises(ValueError, match=r"^section\.key: must be an int in \[1, 2\], got "):
             check_field("section.key", value, int, Bounds(gt=0, lt=3))
-    with pytest.raises(ValueError, match=r"^section\.key: must be an int in \[0, 2\.14748e\+09\], got 2147483648"):
-        check_field("section.key", 2**31, int, Bounds(ge=0))  # an int's upper end: INT_MAX
+    with pytest.raises(ValueError, match=r"^section\.size: must be an int in \[0, 2147483647\], got 2147483648"):
+        check_field("section.size", 2**31, int, Bounds(ge=0))  # an int's upper end: INT_MAX
     with pytest.raises(TypeError, match="gt or ge"):
         Bounds(gt=0, ge=1)
     with pytest.raises(TypeError, match="lt or le"):
@@ -422,3 +424,63 @@ def test_a_repeated_key_names_the_file_and_line(tmp_path, text, line):
         load_config(path)
     with pytest.raises(ValueError, match=rf"^{re.escape(str(path))}:{line}:"):
         read_yaml_file(path, "params")  # params files are read by the same function
+
+
+@pytest.fixture
+def validations(monkeypatch):
+    """How often the training section is validated, and how many ``TrainingArguments`` are built, during a test."""
+    import transformers
+
+    import workbench.config.training as training_module
+
+    counts = {"validations": 0, "TrainingArguments": 0}
+    check, build = training_module.check_training_arguments, transformers.TrainingArguments.__init__
+
+    def counting_check(arguments):
+        counts["validations"] += 1
+        return check(arguments)
+
+    def counting_build(self, *args, **kwargs):
+        counts["TrainingArguments"] += 1
+        return build(self, *args, **kwargs)
+
+    monkeypatch.setattr(training_module, "check_training_arguments", counting_check)
+    monkeypatch.setattr(transformers.TrainingArguments, "__init__", counting_build)
+    return counts
+
+
+def test_the_training_section_is_validated_once_per_notebook_however_many_fits(validations, monkeypatch):
+    # issue 39: before, 1 + settings x seeds x 2 validations (Fitter's replace(seed=...) and the run's load_config),
+    # each building TrainingArguments once per key (31 validations, 310 TrainingArguments for 3 settings x 5 seeds)
+    import workbench.train.fit as fit_module
+    from workbench.train import build_fitter
+
+    class Stop(Exception):
+        pass
+
+    def stop(*args, **kwargs):
+        raise Stop  # the fit's config is built and its run frame entered: what follows trains
+
+    monkeypatch.setattr(fit_module, "classification_data", stop)
+    monkeypatch.setattr(fit_module, "label_names", lambda split: ["a", "b"])
+    training = {"num_train_epochs": 1, "learning_rate": 1e-3, "per_device_train_batch_size": 8, "warmup_steps": 0}
+    config = load_config(
+        {"model": {"tiny": {"num_layers": 1, "hidden_size": 16, "num_heads": 2}}, "training": training}
+    )
+    assert validations == {"validations": 1, "TrainingArguments": 1}  # built once per validation
+    fitter = build_fitter(config.model, config.training, 32)
+    for seed in range(15):  # 3 settings x 5 seeds
+        with pytest.raises(Stop):
+            fitter.fit({"train": None, "validation": None, "test": None}, torch.nn.CrossEntropyLoss(), seed)
+    assert validations == {"validations": 1, "TrainingArguments": 1}
+    reseeded = config.training.replace(seed=7, quiet=True)  # what each fit does: the seed checked alone
+    assert reseeded == TrainingConfig.from_mapping({**config.training.to_dict(), "seed": 7, "quiet": True})
+    with pytest.raises(ValueError, match=r"^training.seed:"):
+        config.training.replace(seed=-1)
+    assert config.replace(training={"seed": 3}).training.seed == 3 and load_config(config) is config
+
+
+def test_a_bad_training_key_is_named_though_trainingarguments_is_built_once(validations):
+    # the key is looked for only once the whole set has failed: the first key whose addition fails is named
+    with pytest.raises(ValueError, match=r"^training.warmup_ratio:"):
+        TrainingConfig.from_mapping({"learning_rate": 1e-3, "warmup_ratio": 2.0, "weight_decay": 0.0})

@@ -13,11 +13,10 @@ import yaml
 from safetensors.torch import load_file
 from transformers import BertForMaskedLM, TrainerCallback
 
-from workbench.config import TrainingConfig, load_config
-from workbench.losses import SoftRegularizationLoss
-from workbench.losses.mlm import HardCorrectionLoss, MaskedLMLoss
+from workbench.config import ElectraSpec, TrainingConfig, load_config
+from workbench.losses import HardCorrectionLoss, MaskedLMLoss, SoftRegularizationLoss
 from workbench.models import build_electra, build_sequence_classifier, tiny_bert_config
-from workbench.synonyms import SynonymTable
+from workbench.synonyms import SynonymTable, synonym_matcher
 from workbench.train import TASK_RUNNERS, finetune, pretrain_electra
 from workbench.train.__main__ import main as cli_main
 from workbench.train.electra import (
@@ -75,7 +74,7 @@ def test_a_synonym_replacement_is_an_original_target_with_hc_and_a_replaced_one_
 
     plain, counts = discriminator_targets(replaced, labels)
     assert counts is None and plain.tolist() == [[False, False, True, False, True, False]]
-    hc = HardCorrectionLoss(tokenizer, table, level="token")
+    hc = HardCorrectionLoss(synonym_matcher(tokenizer, table), level="token")
     corrected, counts = discriminator_targets(replaced, labels, hc, word_ids)
     assert corrected.tolist() == [[False, False, False, False, True, False]]  # 大 -> 巨 counts as original
     assert (counts.masked, counts.wrong, counts.corrected, counts.sequences_with_correction) == (2, 2, 1, 1)
@@ -98,8 +97,12 @@ def test_word_level_hc_relabels_every_position_of_a_synonym_word(tokenizer, tabl
     labels[0, 3:5] = gold[0, 3:5]
     replaced = gold.clone()
     replaced[0, 3:5] = torch.tensor(ids(tokenizer, "漂亮"))
-    word, _ = discriminator_targets(replaced, labels, HardCorrectionLoss(tokenizer, table, level="word"), word_ids)
-    token, _ = discriminator_targets(replaced, labels, HardCorrectionLoss(tokenizer, table, level="token"), word_ids)
+    word, _ = discriminator_targets(
+        replaced, labels, HardCorrectionLoss(synonym_matcher(tokenizer, table), level="word"), word_ids
+    )
+    token, _ = discriminator_targets(
+        replaced, labels, HardCorrectionLoss(synonym_matcher(tokenizer, table), level="token"), word_ids
+    )
     assert not word.any()
     assert token.tolist() == [[False, False, False, True, True, False]]
 
@@ -119,7 +122,7 @@ def test_a_sample_equal_to_the_original_is_original_and_the_loss_covers_real_tok
 
 def tiny_pair(tokenizer, generator_size=0.25):
     tiny = {**TINY, "vocab_size": len(tokenizer), "max_position": 128}
-    return ElectraPretrainingModel(*build_electra(generator_size, tiny=tiny))
+    return ElectraPretrainingModel(*build_electra(ElectraSpec(generator_size), tiny=tiny))
 
 
 def test_the_pair_shares_embeddings_and_the_discriminator_sees_the_generators_samples(tokenizer, table):
@@ -139,7 +142,9 @@ def test_the_pair_shares_embeddings_and_the_discriminator_sees_the_generators_sa
     expected = gold.clone()
     expected[0, [2, 4]] = ids(tokenizer, "巨")[0]
     assert torch.equal(output.replaced_ids, expected)
-    targets, _ = discriminator_targets(output.replaced_ids, labels, HardCorrectionLoss(tokenizer, table), word_ids)
+    targets, _ = discriminator_targets(
+        output.replaced_ids, labels, HardCorrectionLoss(synonym_matcher(tokenizer, table)), word_ids
+    )
     assert targets.tolist() == [[False, False, False, False, True, False]]
     # no gradient through the sampling: D's loss reaches the shared embeddings, not G's own layers
     loss, _ = discriminator_loss(output.discriminator_logits, targets, torch.ones_like(input_ids))
@@ -157,9 +162,11 @@ def test_the_generator_head_at_the_masked_rows_gives_the_full_heads_loss_gradien
     model = tiny_pair(tokenizer).double().eval()
     with torch.no_grad():  # G favours 巨: 大 -> 巨 is an HC correction
         model.generator.generator_lm_head.bias[ids(tokenizer, "巨")[0]] += 30.0
-    loss = {"plain": MaskedLMLoss(), "hc": HardCorrectionLoss(tokenizer, table), "sr": SoftRegularizationLoss(0.5)}[
-        objective
-    ]
+    loss = {
+        "plain": MaskedLMLoss(),
+        "hc": HardCorrectionLoss(synonym_matcher(tokenizer, table)),
+        "sr": SoftRegularizationLoss(0.5),
+    }[objective]
     gold, input_ids, labels, _, word_ids = synonym_batch(tokenizer)
     inputs = {"input_ids": input_ids, "attention_mask": torch.ones_like(input_ids)}
     full_logits = model.generator(**inputs).logits
@@ -197,7 +204,7 @@ def test_the_trainers_hc_loss_relabels_a_synonym_replacement_and_counts_it(token
     with torch.no_grad():  # G proposes 巨 everywhere: 大 -> 巨 is a synonym replacement, 书 -> 巨 is not
         model.generator.generator_lm_head.bias.fill_(-1e4)
         model.generator.generator_lm_head.bias[ids(tokenizer, "巨")[0]] = 1e4
-    hc = HardCorrectionLoss(tokenizer, table)
+    hc = HardCorrectionLoss(synonym_matcher(tokenizer, table))
     trainer = ElectraTrainer(
         model=model,
         args=training_arguments(TrainingConfig(quiet=True), str(tmp_path), evaluate=False),
@@ -237,7 +244,7 @@ def test_the_pair_saves_each_model_loadable_and_reads_them_back(tokenizer, tmp_p
         disc["electra.embeddings.word_embeddings.weight"], gen["electra.embeddings.word_embeddings.weight"]
     )
     # a checkpoint reloads as the pair: the generator from <folder>/generator (not a new one of size 0.5), sharing again
-    other = ElectraPretrainingModel(*build_electra(0.5, model_name_or_path=tmp_path))
+    other = ElectraPretrainingModel(*build_electra(ElectraSpec(0.5), model_name_or_path=tmp_path))
     for name, value in model.state_dict().items():
         assert torch.equal(value, other.state_dict()[name]), name
     assert other.generator.config.hidden_size == 8
@@ -265,14 +272,35 @@ def test_electra_refuses_sop_a_generator_of_size_zero_and_a_bert_checkpoint(tmp_
     with pytest.raises(ValueError, match=r"^objective.sop:"):
         pretrain_electra({"output_dir": str(tmp_path / "x"), "objective": {"sop": True}})
     with pytest.raises(ValueError, match=r"^electra.generator_size:"):
-        build_electra(0.01, tiny={**TINY, "vocab_size": len(tokenizer)})
+        build_electra(ElectraSpec(0.01), tiny={**TINY, "vocab_size": len(tokenizer)})
+    with pytest.raises(ValueError, match=r"^electra: must be a validated ElectraSpec"):  # checked once, by the section
+        build_electra(0.25, tiny={**TINY, "vocab_size": len(tokenizer)})
     BertForMaskedLM(tiny_bert_config(len(tokenizer), **TINY)).save_pretrained(tmp_path / "bert")
     with pytest.raises(ValueError, match=r"^model.model_name_or_path:"):
-        build_electra(0.25, model_name_or_path=tmp_path / "bert")
+        build_electra(ElectraSpec(0.25), model_name_or_path=tmp_path / "bert")
     assert "pretrain_electra" in TASK_RUNNERS
 
 
 # --- end-to-end runs ------------------------------------------------------------------------------
+
+
+def test_the_trainers_own_resume_loads_every_weight_of_the_pair(tokenizer, tmp_path):
+    # issue 39: no private Trainer method overridden; a checkpoint is the pair's save_pretrained, and the Trainer
+    # resumes by loading its model.safetensors into Trainer.model with load_state_dict(state, strict=False)
+    assert "_load_from_checkpoint" not in ElectraTrainer.__dict__
+    torch.manual_seed(0)
+    saved = tiny_pair(tokenizer)
+    saved.save_pretrained(tmp_path)
+    torch.manual_seed(1)
+    resumed = tiny_pair(tokenizer)
+    result = resumed.load_state_dict(load_file(str(tmp_path / "model.safetensors")), strict=False)
+    # the only keys not in the file are G's shared embeddings (D's, saved once): the Trainer ties them, no warning
+    assert set(result.missing_keys) == set(resumed._keys_to_ignore_on_save) and not result.unexpected_keys
+    assert any(".word_embeddings." in key for key in resumed._keys_to_ignore_on_save)
+    resumed.tie_weights()
+    for name, value in saved.state_dict().items():
+        assert torch.equal(value, resumed.state_dict()[name]), name
+    assert resumed.generator.electra.embeddings is resumed.discriminator.electra.embeddings
 
 
 def electra_config(output_dir, cache_dir, **sections) -> dict:

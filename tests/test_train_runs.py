@@ -434,3 +434,31 @@ def test_the_readme_trainer_example_runs_as_written_and_learns_more_than_the_maj
     majority = 2 * 0.62 / (1 + 0.62) / 3  # always the majority class (62% of the test pairs): its F1 over 3 classes
     assert result["macro_f1"] > majority + 0.2, result
     assert result["macro_f1"] > 0.5 and result["accuracy"] > 0.7, result
+
+
+def test_the_pretraining_recipe_on_a_cpu_is_refused_before_its_corpus_is_read_and_writes_nothing(
+    tmp_path, monkeypatch, capsys
+):
+    # on a fresh CPU machine the recipe prepared its corpus for 4 minutes, then failed on bf16, leaving run_config.yaml
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setenv("WORKBENCH_DATA", str(tmp_path / "empty-data-root"))  # a corpus read would fail otherwise
+    recipe = Path(__file__).resolve().parents[1] / "params" / "pretrain" / "workbench-zh-mini.yaml"
+    assert cli_main([str(recipe), f"output_dir={tmp_path / 'run'}"]) == 2
+    error = capsys.readouterr().err
+    assert error.startswith("error: training.precision: bf16 needs a CUDA device") and error.count("\n") == 1
+    assert not (tmp_path / "run").exists()
+
+
+def test_a_finetune_config_whose_loss_refuses_a_value_is_refused_before_any_data_is_read(tmp_path, capsys):
+    config = Path(__file__).resolve().parents[1] / "params" / "examples" / "finetune_qbqtc_sample_pcl.yaml"
+    missing = tmp_path / "missing.json"  # reading the data would fail naming it: the loss is refused first
+    overrides = [
+        f"output_dir={tmp_path / 'run'}",
+        "loss.params.epsilon=1.5",
+        "data.source=qbqtc",
+        f"data.path={missing}",
+    ]
+    assert cli_main([str(config), *overrides]) == 2
+    error = capsys.readouterr().err
+    assert error.startswith("error: epsilon: must be a number in [0, 1), got 1.5"), error
+    assert not (tmp_path / "run").exists()

@@ -89,7 +89,7 @@ def test_reliability_diagram_draws_the_filled_bins_of_each_loss_and_the_diagonal
     }
     figure = reliability_diagram(bins, {"CE": 0.3167})
     names = [trace.name for trace in figure.data]
-    assert names == ["perfect calibration", "CE (ECE 31.67)", "DSC"]
+    assert names == ["perfect calibration", "CE (ECE 31.67%)", "DSC"]  # 0.3167 as a percentage, marked as one
     assert list(figure.data[1].x) == pytest.approx([0.6, 0.75, 0.9])  # three filled bins, by confidence
     assert list(figure.data[2].y) == [1.0, 0.0, 1.0]  # gold 0 everywhere: the argmax is right at 0.6 and 0.9
     with pytest.raises(ValueError, match="^bins"):

@@ -12,10 +12,11 @@ import plotly.io as pio
 import pytest
 
 from workbench.label_entropy import paper_entropy
-from workbench.losses.pcl import pcl_weight_matrix
+from workbench.losses import parameter_range, pcl_weight_matrix
 from workbench.viz import figures
 from workbench.viz.entropy import entropy_figure
 from workbench.viz.widgets import (
+    SLIDERS,
     EntropyPanel,
     LinkedCurve,
     LossCurvePanel,
@@ -175,6 +176,18 @@ def test_pcl_panel_matches_weight_matrix():
     _assert_same_data(panel.figure, panel.figure_for(epsilon=0.3))
     for trace, variant in zip(panel.figure.data, ("weighted", "expected_cost")):
         np.testing.assert_allclose(np.asarray(trace.z), pcl_weight_matrix(variant, 0.3).numpy())
+
+
+def test_sliders_keep_to_the_declared_ranges_of_the_loss_parameters_they_set():
+    # issue 39: the slider's ends come from the loss's declared range (dice's gamma is > 0, epsilon < 1)
+    panel = LossCurvePanel([LinkedCurve("dice", linked=("gamma",))], slider_names=("gamma",), interactive=False)
+    gamma = panel.sliders["gamma"]
+    assert parameter_range("dice", "gamma").contains(gamma.min) and gamma.min == pytest.approx(0.1)
+    panel.figure_for(gamma=gamma.min)  # the lowest position draws
+    focal = LossCurvePanel([LinkedCurve("focal", linked=("gamma",))], slider_names=("gamma",), interactive=False)
+    assert focal.sliders["gamma"].min == 0.0  # focal's gamma may be 0 (cross-entropy)
+    epsilon = make_slider("epsilon", within=[parameter_range("pcl", "epsilon")], max=1.0)
+    assert epsilon.max == pytest.approx(0.99) and epsilon.min == 0.0
 
 
 def test_pcl_panel_starts_at_the_given_epsilon():
@@ -384,7 +397,7 @@ def test_page_sliders_always_draw_what_they_show(moves, loss_page):
 def test_page_sliders_of_the_entropy_and_pcl_panels():
     entropy = EntropyPanel(n_max=20, interactive=False, gamma=0.2)
     page = _Page(entropy.page_figure())
-    for slider, step in [(1, 6), (0, 11), (2, 10)]:  # k = 7 (eq. 2 undefined at gamma 0.2), n = 20, gamma = 0.45
+    for slider, step in [(1, 6), (0, 11), (2, 9)]:  # k = 7 (eq. 2 undefined at gamma 0.2), n = 20, gamma = 0.45
         page.move(slider, step)
         shown = page.shown()
         expected = entropy.figure_for(
@@ -401,15 +414,31 @@ def test_page_sliders_of_the_entropy_and_pcl_panels():
     }  # k and gamma move together: k is back at 2
     pcl = PclWeightsPanel(variants=("weighted", "expected_cost"), interactive=False, epsilon=0.25)
     slider = pcl.page_figure().layout.sliders[0]
+    # round ticks (they read 0, 0.09, 0.18, 0.25, 0.27, ...) and the starting value
     assert [float(step.label) for step in slider.steps] == pytest.approx(
-        [0, 0.09, 0.18, 0.25, 0.27, 0.36, 0.45, 0.54, 0.63, 0.72, 0.81, 0.9]
+        [0, 0.1, 0.2, 0.25, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9]
     )
     assert slider.steps[slider.active].label == "0.25"  # the starting value is a step
     page = _Page(pcl.page_figure())
     page.move(0, 4)
     np.testing.assert_allclose(
-        np.asarray(page.figure.data[1].z, dtype=float), pcl_weight_matrix("expected_cost", 0.27).numpy(), rtol=1e-6
+        np.asarray(page.figure.data[1].z, dtype=float), pcl_weight_matrix("expected_cost", 0.3).numpy(), rtol=1e-6
     )
+
+
+@pytest.mark.parametrize("name", sorted(SLIDERS))
+def test_page_slider_ticks_are_round_numbers_and_the_start(name):
+    from workbench.viz.widgets import PAGE_STEPS, _page_grid
+
+    for start in (SLIDERS[name]["value"], SLIDERS[name]["max"] * 0.37):
+        slider = make_slider(name, value=type(SLIDERS[name]["value"])(round(start, 2)))
+        grid = _page_grid(slider)
+        inner = [value for value in grid if value not in (slider.min, slider.max, slider.value)]
+        spacing = min(round(b - a, 10) for a, b in zip(inner, inner[1:]))
+        mantissa = spacing / 10 ** math.floor(math.log10(spacing))
+        assert round(mantissa, 6) in (1, 2, 5), grid  # 0.1, 0.2, 0.5, 1, 2, 5, ...: never 0.09
+        assert all(abs(value / spacing - round(value / spacing)) < 1e-9 for value in inner), grid
+        assert slider.value in grid and len(grid) <= PAGE_STEPS + 1
 
 
 def test_page_figures_stay_small_and_fill_the_width(loss_page):

@@ -13,6 +13,7 @@ from workbench.data_root import settle_data_root
 from workbench.runs.plan import describe_sets
 
 PARAMS_DIR, NOTEBOOKS_DIR = "params", "notebooks"  # the defaults of --params-dir and --notebooks-dir
+SWEEP_EXAMPLE = "table8_losses=[CE,DSC],[CE,FL]"  # notebook 01's parameter: --help's example of a list-valued sweep
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -35,10 +36,16 @@ def build_parser() -> argparse.ArgumentParser:
         "--only", nargs="+", action="extend", metavar="NAME", help="notebook stems or prefixes, e.g. 01 or 01_dice_loss"
     )
     sweep_help = (
-        "one execution per value (several keys: their grid); values are YAML, lists in brackets: losses=[CE,DSC],[FL]"
+        f"one execution per value (several keys: their grid); values are YAML, lists in brackets: {SWEEP_EXAMPLE}"
     )
     option("--sweep", nargs="+", action="extend", default=[], metavar="KEY=V1,V2", help=sweep_help)
     option("--seeds", metavar="1,2,3", help="the seeds list every notebook repeats over (mean and spread)")
+    option(
+        "--encoder",
+        metavar="NAME_OR_FOLDER",
+        help="the pre-trained encoder: a hub name (hfl/chinese-roberta-wwm-ext) or a checkpoint folder; replaces every "
+        "model_name_or_path of the set (the gpu set's models/workbench-zh-mini); docs/gpu.md",
+    )
     option(
         "--threads",
         type=int,
@@ -97,8 +104,10 @@ def build_parser() -> argparse.ArgumentParser:
         "-o",
         dest="output",
         metavar="OUT.html",
-        help="default: NOTEBOOK.html beside the notebook (NOTEBOOK.student.html with --student); never overwritten",
+        help="default: NOTEBOOK.html beside the notebook (NOTEBOOK.student.html with --student); an existing page is "
+        "replaced only with --force",
     )
+    export.add_argument("--force", action="store_true", help="replace an existing page (default: refused)")
     data = commands.add_parser(
         "data",
         help="the named data sets in the data root ($WORKBENCH_DATA): list them, fetch them",
@@ -122,7 +131,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     results.add_argument("run_dir", metavar="RUN_DIR", help="a folder python -m workbench run made (outputs/<run-id>)")
     results.add_argument(
-        "-o", dest="output", metavar="OUT.md", help="default: RUN_DIR/results.md; e.g. docs/results.md (replaced)"
+        "-o",
+        dest="output",
+        metavar="OUT.md",
+        help="default: RUN_DIR/results.md; e.g. docs/results.md (replaced, its figures in OUT-figures/; never a "
+        "file of the run)",
     )
     return parser
 
@@ -154,7 +167,12 @@ def main(argv: list[str] | None = None) -> int:
             from workbench.runs.export import export_notebook
 
             page = export_notebook(
-                args.notebook, args.output, student=args.student, trusted=args.trusted, assets_folder=args.assets_folder
+                args.notebook,
+                args.output,
+                student=args.student,
+                trusted=args.trusted,
+                assets_folder=args.assets_folder,
+                force=args.force,
             )
             print(page)
             return 0
@@ -181,6 +199,7 @@ def main(argv: list[str] | None = None) -> int:
             executor=args.executor,
             slurm=parse_assignments(args.slurm, "--slurm"),
             command=command,
+            encoder=args.encoder,
         )
     except (ValueError, ModuleNotFoundError) as exc:
         print(error_message(exc), file=sys.stderr)

@@ -3,17 +3,29 @@
 
 from __future__ import annotations
 
+import math
 import numbers
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
+
+from workbench.redaction import shown
 
 IGNORE_INDEX = -100
 """The label of a position that carries no loss (torch's ``cross_entropy`` default ``ignore_index``)."""
+MAX_SEED = 2**32 - 1
+"""The largest seed: numpy's ``np.random.seed`` (which ``transformers.set_seed`` calls with ``training.seed``) refuses
+any seed above 2**32 - 1; Python's ``random`` and torch take larger ones. Every seed the workbench takes (``seeds``,
+``--seeds``, ``data.seed``, ``training.seed``, ``training.data_seed``) is checked against it where it enters."""
+
+INT_MAX = 2**31 - 1
+"""The largest int a bounded int check allows when no upper end is declared."""
 
 
 def _fail(name: str, allowed: str, value: Any) -> ValueError:
-    return ValueError(f"{name}: must be {allowed}, got {value!r}")
+    """The one message: ``name``, what it allows and the value (a secret as its mark: ``workbench.redaction``)."""
+    return ValueError(f"{name}: must be {allowed}, got {shown(name, value)!r}")
 
 
 def is_number(value: Any) -> bool:
@@ -26,14 +38,19 @@ def is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
+def _end(value: Any) -> str:
+    """An end of a range as written: an int in full (4294967295), a float short (1e-12, 0.5)."""
+    return str(value) if is_int(value) else f"{value:g}"
+
+
 def _allowed(kind: str, low: Any, high: Any, low_inclusive: bool = True, high_inclusive: bool = True) -> str:
     """What a bounded check allows: "a number in [0, 1)", "an int >= 1", "a number < 5", "a finite number"."""
     if low is not None and high is not None:
-        return f"{kind} in {'[' if low_inclusive else '('}{low:g}, {high:g}{']' if high_inclusive else ')'}"
+        return f"{kind} in {'[' if low_inclusive else '('}{_end(low)}, {_end(high)}{']' if high_inclusive else ')'}"
     if low is not None:
-        return f"{kind} {'>=' if low_inclusive else '>'} {low:g}"
+        return f"{kind} {'>=' if low_inclusive else '>'} {_end(low)}"
     if high is not None:
-        return f"{kind} {'<=' if high_inclusive else '<'} {high:g}"
+        return f"{kind} {'<=' if high_inclusive else '<'} {_end(high)}"
     return "a finite number" if kind == "a number" else kind
 
 
@@ -97,11 +114,11 @@ def check_text(name: str, value: Any, *, allow_none: bool = False) -> str | None
 
 
 def check_seeds(name: str, seeds: Any) -> list[int]:
-    """A non-empty list of distinct ints >= 0 (the seeds a study repeats over)."""
+    """A non-empty list of distinct ints in [0, :data:`MAX_SEED`] (the seeds a study repeats over)."""
     if isinstance(seeds, (str, bytes)) or not isinstance(seeds, Sequence) or not seeds:
-        raise _fail(name, "a non-empty list of distinct ints >= 0", seeds)
+        raise _fail(name, f"a non-empty list of distinct ints in [0, {MAX_SEED}]", seeds)
     for seed in seeds:
-        check_int(f"{name} entry", seed, 0)
+        check_int(f"{name} entry", seed, 0, MAX_SEED)
     if len(set(seeds)) != len(seeds):
         raise _fail(name, "a list of distinct seeds", list(seeds))
     return list(seeds)
@@ -120,3 +137,49 @@ def check_names(
     if not set(required) <= set(values):
         raise _fail(name, "a list including " + ", ".join(required), list(values))
     return list(values)
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """A number's allowed range, declared once beside what it bounds (a config field, a loss parameter) as pydantic's
+    ``Field(gt=0, le=1)`` is: ``gt`` or ``ge`` its lower end (open or closed), ``lt`` or ``le`` its upper end; an end
+    not given is unbounded (an int's upper end is :data:`INT_MAX`). Every number must be finite as well
+    (:func:`check_number`). A loss's ``EPSILON = Bounds(ge=0, lt=1)`` checks its argument, the widget's slider and the
+    runner's check before any kernel starts."""
+
+    gt: float | None = None
+    ge: float | None = None
+    lt: float | None = None
+    le: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.gt is not None and self.ge is not None or self.lt is not None and self.le is not None:
+            raise TypeError(f"Bounds: give gt or ge, and lt or le, not both, got {self!r}")
+
+    @property
+    def low(self) -> float | None:
+        """The lower end (None: unbounded), open when ``gt`` is given."""
+        return self.ge if self.gt is None else self.gt
+
+    @property
+    def high(self) -> float | None:
+        """The upper end (None: unbounded), open when ``lt`` is given."""
+        return self.le if self.lt is None else self.lt
+
+    def check_number(self, name: str, value: Any, allow_none: bool = False) -> float | None:
+        """``value`` a finite number within the bounds, as a float: "must be a number in (0, 1]"."""
+        ends = {"low_inclusive": self.gt is None, "high_inclusive": self.lt is None}
+        return check_number(name, value, self.low, self.high, **ends, allow_none=allow_none)
+
+    def check_int(self, name: str, value: Any, allow_none: bool = False) -> int | None:
+        """``value`` an int within the bounds, an open end read as the next int in: "must be an int in [1, 512]"."""
+        low = self.ge if self.gt is None else math.floor(self.gt) + 1
+        high = self.le if self.lt is None else math.ceil(self.lt) - 1
+        return check_int(name, value, low, INT_MAX if high is None else high, allow_none=allow_none)
+
+    def contains(self, value: float) -> bool:
+        """Whether the number ``value`` lies within the bounds (a slider's positions are kept to these)."""
+        above = self.gt is None or value > self.gt
+        above = above and (self.ge is None or value >= self.ge)
+        below = self.lt is None or value < self.lt
+        return above and below and (self.le is None or value <= self.le)

@@ -15,6 +15,7 @@ never read here.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -25,6 +26,13 @@ from workbench.checks import check_choice, check_int, check_number
 from workbench.metrics import LOWER_IS_BETTER, SCORES, confusion_scores
 
 RULES = ("argmax", "threshold", "offsets", "logit_adjustment")
+RULE_VALUES = {
+    "argmax": "an argmax rule holds no values",
+    "threshold": "a threshold rule holds one threshold in [0, 1]",
+    "offsets": "an offsets rule holds one offset per class (K >= 2)",
+    "logit_adjustment": "a logit_adjustment rule holds one tau >= 0",
+}
+"""What each rule's ``values`` hold (:class:`DecisionRule` checks them when it is made)."""
 OFFSET_GRID = tuple(np.round(np.linspace(-3.0, 3.0, 61), 10))
 """Offsets tried per class, in log-probability units (steps of 0.1)."""
 
@@ -45,6 +53,23 @@ def _labels(labels: np.ndarray, probs: np.ndarray) -> np.ndarray:
     if gold.min() < 0 or gold.max() >= probs.shape[1]:
         raise ValueError(f"labels: must lie in [0, {probs.shape[1] - 1}], got range [{gold.min()}, {gold.max()}]")
     return gold.astype(np.int64)
+
+
+def _one_class(gold: np.ndarray) -> int | None:
+    """The one class of validation labels that hold a single class, else None."""
+    present = np.unique(gold)
+    return int(present[0]) if present.size == 1 else None
+
+
+def _check_two_classes(gold: np.ndarray, what: str) -> None:
+    """Tuning needs validation labels of two classes or more: on one class every rule that predicts it scores best,
+    so the tuned value would be learnt from nothing (``tune_rule`` falls back to argmax instead)."""
+    only = _one_class(gold)
+    if only is not None:
+        raise ValueError(
+            f"labels: tuning {what} needs validation labels of two classes or more, got only class {only} "
+            f"({gold.size} examples); tune on a validation split holding every class, or keep the argmax"
+        )
 
 
 def _log(probs: np.ndarray) -> np.ndarray:
@@ -81,6 +106,7 @@ def tune_threshold(probabilities: np.ndarray, labels: np.ndarray, score: str = "
         raise ValueError(f"probabilities: a threshold needs a binary task (K = 2), got K = {probs.shape[1]}")
     gold = _labels(labels, probs)
     check_choice("score", score, SCORES)
+    _check_two_classes(gold, "a threshold")
     positive = np.unique(probs[:, 1])
     candidates = np.unique(np.concatenate([[0.5], (positive[1:] + positive[:-1]) / 2]))
     values = _scores(gold, (probs[None, :, 1] >= candidates[:, None]).astype(np.int64), 2, score)
@@ -101,6 +127,7 @@ def tune_offsets(
     probs = _probabilities(probabilities)
     gold = _labels(labels, probs)
     check_choice("score", score, SCORES)
+    _check_two_classes(gold, "offsets")
     check_int("rounds", rounds, 1)
     grid = np.asarray(sorted(set(float(check_number("grid", value)) for value in grid)), dtype=np.float64)
     if grid.size == 0:
@@ -130,10 +157,26 @@ class DecisionRule:
 
     def __post_init__(self) -> None:
         check_choice("kind", self.kind, RULES)
+        values = tuple(check_number("values", value) for value in self.values)
+        fits = {
+            "argmax": len(values) == 0,
+            "threshold": len(values) == 1 and 0 <= values[0] <= 1,
+            "offsets": len(values) >= 2,
+            "logit_adjustment": len(values) == 1 and values[0] >= 0,
+        }
+        if not fits[self.kind]:
+            raise ValueError(f"values: {RULE_VALUES[self.kind]}, got {self.values!r}")
+        object.__setattr__(self, "values", values)
 
     def predict(self, probabilities: np.ndarray) -> np.ndarray:
-        """Labels (n,) of ``probabilities`` (n, K) under this rule."""
+        """Labels (n,) of ``probabilities`` (n, K) under this rule; ValueError naming ``probabilities`` when K is not
+        the rule's (a threshold: K = 2; offsets: one per class)."""
         probs = _probabilities(probabilities)
+        k = probs.shape[1]
+        if self.kind == "threshold" and k != 2:
+            raise ValueError(f"probabilities: a threshold rule needs a binary task (K = 2), got K = {k}")
+        if self.kind == "offsets" and len(self.values) != k:
+            raise ValueError(f"probabilities: this offsets rule holds {len(self.values)} offsets, got K = {k} classes")
         if self.kind == "threshold":
             return (probs[:, 1] >= self.values[0]).astype(np.int64)
         if self.kind == "offsets":
@@ -144,8 +187,17 @@ class DecisionRule:
 
 
 def tune_rule(probabilities: np.ndarray, labels: np.ndarray, score: str) -> DecisionRule:
-    """The tuned rule of these (validation) probabilities: a threshold for K = 2, offsets otherwise."""
+    """The tuned rule of these (validation) probabilities: a threshold for K = 2, offsets otherwise. Validation labels
+    of one class tune nothing: the rule is the argmax, with a warning naming the class."""
     probs = _probabilities(probabilities)
+    only = _one_class(_labels(labels, probs))
+    if only is not None:
+        warnings.warn(
+            f"labels: the validation labels hold one class ({only}), from which no threshold or offset can be "
+            "tuned; the decision rule stays the argmax",
+            stacklevel=2,
+        )
+        return DecisionRule("argmax")
     if probs.shape[1] == 2:
         return DecisionRule("threshold", (tune_threshold(probs, labels, score),))
     return DecisionRule("offsets", tuple(float(value) for value in tune_offsets(probs, labels, score)))

@@ -1,6 +1,8 @@
 """Calls to the Hugging Face Hub within bounded time: a hub name (``model.model_name_or_path``) is looked up once, its
-failure one ValueError naming the key and the endpoint; every later request of huggingface_hub's shared session has
-timeouts (huggingface_hub's own default for its API calls is none: a hub that never answers hung a run for good).
+failure one ValueError naming the key and the endpoint, the look-up bounded by its own timeout. A run that pushes to
+the hub (``training.push_to_hub``) bounds the Trainer's hub calls, which take no timeout of their own, with a request
+hook on huggingface_hub's shared session (huggingface_hub's own default for its API calls is none: a hub that never
+answers hung a run for good); no other run touches that session.
 
 ``WORKBENCH_HUB_TIMEOUT`` (seconds, default :data:`DEFAULT_TIMEOUT_S`) bounds each connect, read and write;
 ``HF_ENDPOINT`` names the hub, ``HF_HUB_OFFLINE=1`` uses the local cache only (no look-up).
@@ -39,7 +41,9 @@ def _bounded(request: Any) -> None:
 
 
 def bound_hub_timeouts() -> None:
-    """Give huggingface_hub's shared session (``huggingface_hub.get_session()``) the request hook :func:`_bounded`."""
+    """Give huggingface_hub's shared session (``huggingface_hub.get_session()``) the request hook :func:`_bounded`:
+    only for the Trainer's own hub calls (``training.push_to_hub``), which take no timeout of their own (a model's
+    look-up passes its timeout to the call)."""
     from huggingface_hub import get_session
 
     hooks = get_session().event_hooks
@@ -69,9 +73,8 @@ def _look_up(name: str, key: str, endpoint: str) -> None:
     from huggingface_hub import HfApi
     from huggingface_hub.errors import GatedRepoError, HfHubHTTPError, HFValidationError, RepositoryNotFoundError
 
-    bound_hub_timeouts()
     seconds = hub_timeout()
-    try:
+    try:  # the call's own timeout: huggingface_hub's shared session is left as it is
         HfApi(endpoint=endpoint).model_info(name, timeout=seconds)
     except HFValidationError:
         raise ValueError(

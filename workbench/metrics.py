@@ -6,7 +6,7 @@ number at once: the paired bootstrap (``workbench.stats``) scores thousands of r
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 from sklearn.metrics import accuracy_score, confusion_matrix, precision_recall_fscore_support
@@ -19,6 +19,24 @@ SCORES = ("macro_f1", "accuracy", "f1_positive", "macro_mae")
 LOWER_IS_BETTER = ("macro_mae",)
 
 
+SMALL_TEST_CLASS = 20
+"""Test examples below which a class's recall and F1 are too noisy to read (one example more or less moves them by
+over 5 points)."""
+
+
+def small_class_warning(test_counts: Mapping[str, int]) -> str:
+    """A sentence warning of each class (name -> its test examples) with fewer than :data:`SMALL_TEST_CLASS` test
+    examples, whose per-class recall and F1 are too noisy to read; empty when there is none."""
+    small = [(name, int(count)) for name, count in test_counts.items() if count < SMALL_TEST_CLASS]
+    if not small:
+        return ""
+    listed = ", ".join(f"{name!r} ({count})" for name, count in small)
+    return (
+        f"Warning: the test split holds fewer than {SMALL_TEST_CLASS} examples of {listed}: the per-class recall and "
+        "F1 of these classes are too noisy to read (one example more or less moves them by over 5 points)."
+    )
+
+
 def _as_label_array(name: str, values: Sequence[int] | np.ndarray) -> np.ndarray:
     array = np.asarray(values)
     if array.ndim != 1:
@@ -29,14 +47,26 @@ def _as_label_array(name: str, values: Sequence[int] | np.ndarray) -> np.ndarray
 
 
 def _validated_pair(
-    labels: Sequence[int] | np.ndarray, predictions: Sequence[int] | np.ndarray
+    labels: Sequence[int] | np.ndarray,
+    predictions: Sequence[int] | np.ndarray,
+    names: tuple[str, str] = ("labels", "predictions"),
 ) -> tuple[np.ndarray, np.ndarray]:
-    gold, pred = _as_label_array("labels", labels), _as_label_array("predictions", predictions)
+    """Gold and predicted class ids as int64 arrays of one length >= 1; ValueError naming the argument (``names``)."""
+    gold, pred = _as_label_array(names[0], labels), _as_label_array(names[1], predictions)
     if gold.shape != pred.shape:
-        raise ValueError(f"predictions: must have the same length as labels ({gold.size}), got {pred.size}")
+        raise ValueError(f"{names[1]}: must have the same length as {names[0]} ({gold.size}), got {pred.size}")
     if gold.size == 0:
-        raise ValueError("labels: must hold at least one label, got none")
+        raise ValueError(f"{names[0]}: must hold at least one label, got none")
     return gold, pred
+
+
+def _check_class_ids(name: str, array: np.ndarray, num_labels: int) -> None:
+    """Class ids must lie in [0, num_labels): an id outside would drop out of the confusion matrix unseen."""
+    if array.min() < 0 or array.max() >= num_labels:
+        raise ValueError(
+            f"{name}: class ids must be in [0, {num_labels - 1}] (num_labels={num_labels}), "
+            f"got range [{array.min()}, {array.max()}]"
+        )
 
 
 def far_error_rate(labels: Sequence[int] | np.ndarray, predictions: Sequence[int] | np.ndarray) -> float:
@@ -80,10 +110,7 @@ def classification_report(
     if label_names is not None and len(label_names) != num_labels:
         raise ValueError(f"label_names: must have num_labels={num_labels} names, got {len(label_names)}")
     for name, array in (("labels", gold), ("predictions", pred)):
-        if array.min() < 0 or array.max() >= num_labels:
-            raise ValueError(
-                f"{name}: class ids must be in [0, {num_labels - 1}], got range [{array.min()}, {array.max()}]"
-            )
+        _check_class_ids(name, array, num_labels)
     names = list(label_names) if label_names is not None else [str(k) for k in range(num_labels)]
     classes = list(range(num_labels))
     precision, recall, f1, support = precision_recall_fscore_support(
@@ -140,9 +167,13 @@ def confusion_scores(confusion: np.ndarray, score: str) -> np.ndarray:
 def compute_score(
     y_true: Sequence[int] | np.ndarray, y_pred: Sequence[int] | np.ndarray, name: str, num_labels: int
 ) -> float:
-    """One of :data:`SCORES` of ``y_pred`` against ``y_true`` over ``num_labels`` classes (:func:`confusion_scores`)."""
-    gold, pred = _validated_pair(y_true, y_pred)
+    """One of :data:`SCORES` of ``y_pred`` against ``y_true`` over ``num_labels`` classes (:func:`confusion_scores`);
+    a class id outside [0, num_labels) is a ValueError naming ``y_true`` or ``y_pred``."""
+    gold, pred = _validated_pair(y_true, y_pred, ("y_true", "y_pred"))
     check_int("num_labels", num_labels, 2)
+    check_choice("name", name, SCORES)
+    for argument, array in (("y_true", gold), ("y_pred", pred)):
+        _check_class_ids(argument, array, num_labels)
     matrix = confusion_matrix(gold, pred, labels=list(range(num_labels)))
     return float(confusion_scores(matrix, name))
 

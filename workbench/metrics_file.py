@@ -1,7 +1,6 @@
-"""The ``metrics.json`` of a run folder (JSON-safe, atomic, mode 0644 under the umask, secrets redacted) for the runner
-and the trainers: a notebook's ``{"metrics": {...}, <details>...}`` (:func:`write_metrics`; the runner aggregates
-``metrics``), a trainer's own (:func:`write_json`); what keeps secrets out of every file the workbench writes
-(:func:`redact`)."""
+"""The ``metrics.json`` of a run folder (JSON-safe, atomic, mode 0644 under the umask, secrets redacted by
+``workbench.redaction.redact``) for the runner and the trainers: a notebook's ``{"metrics": {...}, <details>...}``
+(:func:`write_metrics`; the runner aggregates ``metrics``), a trainer's own (:func:`write_json`)."""
 
 from __future__ import annotations
 
@@ -14,36 +13,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from workbench.redaction import redact
+
 METRICS_FILE = "metrics.json"
 STAT_KEYS = ("mean", "std", "n")
-SECRET_WORDS = ("password", "passwd", "secret", "api_key", "apikey", "private_key", "access_key", "credential")
-TOKENIZER_TOKENS = ("pad_token", "unk_token", "cls_token", "sep_token", "mask_token", "bos_token", "eos_token")
-
-
-def is_secret(key: Any) -> bool:
-    """Whether ``key`` names a secret: transformers' rule, ``token`` or ``*_token`` (``hub_token``; a tokenizer's
-    special tokens aside), and names holding a password, secret, API key, private or access key or credential."""
-    name = str(key).lower()
-    token = (name == "token" or name.endswith("_token")) and name not in TOKENIZER_TOKENS
-    return token or any(word in name for word in SECRET_WORDS)
-
-
-def secret_mark(key: Any) -> str:
-    """What a written file shows for the secret under ``key``: ``<HUB_TOKEN>``, as TrainingArguments.to_dict writes."""
-    return f"<{str(key).upper()}>"
-
-
-def redact(value: Any) -> Any:
-    """``value`` (mappings and lists at any depth) with each string under a key :func:`is_secret` names replaced by its
-    :func:`secret_mark`; everything else as it was. Every file the workbench writes goes through it."""
-    if isinstance(value, Mapping):
-        return {
-            key: secret_mark(key) if is_secret(key) and isinstance(item, str) and item else redact(item)
-            for key, item in value.items()
-        }
-    if isinstance(value, (list, tuple)):
-        return type(value)(redact(item) for item in value)
-    return value
 
 
 def to_jsonable(value: Any) -> Any:

@@ -31,7 +31,7 @@ from transformers import (
 from transformers.modeling_outputs import SequenceClassifierOutput
 
 from workbench.checks import check_choice, check_int, check_number
-from workbench.config import ModelConfig
+from workbench.config import ElectraSpec, ModelConfig
 from workbench.vocab import load_tokenizer
 
 GENERATOR_DIR = "generator"  # pretrain_electra's generator: <output_dir>/generator; the discriminator is <output_dir>
@@ -87,8 +87,9 @@ def tiny_electra_config(
 def electra_generator_config(discriminator: ElectraConfig, generator_size: float) -> ElectraConfig:
     """The generator's config, as ELECTRA's ``get_generator_config`` (Clark et al. 2020, Sec. 3.2, App. A): hidden size
     h = round(``generator_size`` x H), intermediate size 4h, max(1, h // 64) attention heads (lowered until it divides
-    h: the workbench's rule for tiny sizes), the discriminator's layers, embedding size and everything else."""
-    check_number("electra.generator_size", generator_size, 0, 1, low_inclusive=False)
+    h: the workbench's rule for tiny sizes), the discriminator's layers, embedding size and everything else.
+    ``generator_size`` is the validated ``electra.generator_size`` (in (0, 1], checked by the config's
+    :class:`~workbench.config.ElectraSpec`); h must come out >= 1."""
     hidden = round(discriminator.hidden_size * generator_size)
     if hidden < 1:
         raise ValueError(
@@ -107,15 +108,18 @@ def electra_generator_config(discriminator: ElectraConfig, generator_size: float
 
 
 def build_electra(
-    generator_size: float, model_name_or_path: str | Path | None = None, tiny: Mapping[str, Any] | None = None
+    electra: ElectraSpec, model_name_or_path: str | Path | None = None, tiny: Mapping[str, Any] | None = None
 ) -> tuple[ElectraForMaskedLM, ElectraForPreTraining]:
     """ELECTRA's ``(generator, discriminator)``: D a tiny ELECTRA (``tiny``) or the checkpoint
-    ``model_name_or_path``; G ``<model_name_or_path>/generator`` when it exists, else a new one of ``generator_size``.
+    ``model_name_or_path``; G ``<model_name_or_path>/generator`` when it exists, else a new one of
+    ``electra.generator_size`` (``electra``: a config's validated ``electra`` section).
     Clark et al. 2020, Sec. 3.2, "we only share the embeddings (both the token and positional embeddings)": G's
     ``electra.embeddings`` *is* D's."""
+    if not isinstance(electra, ElectraSpec):
+        raise ValueError(f"electra: must be a validated ElectraSpec (a config's electra section), got {electra!r}")
     if model_name_or_path is None:
         discriminator = ElectraForPreTraining(tiny_electra_config(**dict(tiny or {})))
-        generator = ElectraForMaskedLM(electra_generator_config(discriminator.config, generator_size))
+        generator = ElectraForMaskedLM(electra_generator_config(discriminator.config, electra.generator_size))
     else:
         if tiny is not None:
             raise ValueError(
@@ -132,7 +136,7 @@ def build_electra(
         if saved_generator.is_dir():
             generator = load_pretrained(ElectraForMaskedLM, saved_generator)
         else:
-            generator = ElectraForMaskedLM(electra_generator_config(discriminator.config, generator_size))
+            generator = ElectraForMaskedLM(electra_generator_config(discriminator.config, electra.generator_size))
     if generator.config.embedding_size != discriminator.config.embedding_size:
         sizes = (generator.config.embedding_size, discriminator.config.embedding_size)
         raise ValueError(

@@ -211,6 +211,7 @@ class SynonymIdIndex:
     """
 
     def __init__(self, table: SynonymTable, tokenizer: Any):
+        self.table = table
         self.vocab_size = len(tokenizer)
         texts = [token_text([token]) for token in tokenizer.convert_ids_to_tokens(list(range(self.vocab_size)))]
         keyed = sorted((text_key(word), word) for word in table._groups_of)
@@ -242,6 +243,9 @@ class SynonymIdIndex:
         }
         self.num_memberships = len(self._cpu["member_codes"])  # the size of the index
         self._on_device: dict[torch.device, dict[str, torch.Tensor]] = {torch.device("cpu"): self._cpu}
+
+    def __repr__(self) -> str:
+        return f"SynonymIdIndex(words={self.num_words}, pairs={self.num_pairs})"
 
     def _tensors(self, device: torch.device) -> dict[str, torch.Tensor]:
         if device not in self._on_device:
@@ -287,6 +291,24 @@ class SynonymIdIndex:
         query = b[..., None] * groups + codes[member.clamp(max=codes.numel() - 1)] % groups  # (b, each group of a)
         found = codes[torch.searchsorted(codes, query).clamp(max=codes.numel() - 1)] == query
         return (first >= 0) & (second >= 0) & (first != second) & (found & (member < stop[..., None])).any(-1)
+
+
+def synonym_matcher(tokenizer: Any, lexicon: SynonymTable | str | Path | None = None) -> SynonymIdIndex:
+    """Hard correction's synonym matcher (``workbench.losses.HardCorrectionLoss(matcher, level)``): ``lexicon`` over
+    ``tokenizer``'s ids, built once per table and tokenizer (:meth:`SynonymTable.id_index`).
+
+    Args:
+        tokenizer: the model's tokenizer (ids -> text).
+        lexicon: a :class:`SynonymTable`, a lexicon file (:meth:`SynonymTable.from_path`: Cilin or WordNet TSV; the
+            config's ``objective.lexicon``) or None (the shipped tiny table).
+
+    Returns:
+        The :class:`SynonymIdIndex`; ValueError naming ``tokenizer`` (not a tokenizer) or the lexicon file.
+    """
+    if tokenizer is None or not hasattr(tokenizer, "convert_ids_to_tokens"):
+        raise ValueError(f"tokenizer: must be the model's tokenizer (with convert_ids_to_tokens), got {tokenizer!r}")
+    table = lexicon if isinstance(lexicon, SynonymTable) else SynonymTable.from_path(lexicon)
+    return table.id_index(tokenizer)
 
 
 # --------------------------------------------------------------------------

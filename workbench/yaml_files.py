@@ -10,6 +10,8 @@ from typing import Any, ClassVar
 
 import yaml
 
+from workbench.redaction import shown
+
 MAX_ALIASED_VALUES = 100_000
 """How many values aliases (``*name``) may add to a document: a 576-byte file of nested aliases expanded to millions
 (a 30 MB notebook cell); beyond this a document is refused, naming its file and line."""
@@ -121,11 +123,14 @@ def read_yaml_file(path: str | Path, what: str) -> dict[str, Any]:
 
 
 def parse_override(override: str) -> tuple[list[str], Any]:
-    """Split ``"a.b.c=value"`` into (["a", "b", "c"], YAML-parsed value)."""
+    """Split ``"a.b.c=value"`` into (["a", "b", "c"], YAML-parsed value); an error shows a secret's value as its mark
+    (``training.hub_token=<HUB_TOKEN>``, ``workbench.redaction``)."""
     key, sep, raw = override.partition("=")
     if not sep or not key.strip():
-        raise ValueError(f"overrides: expected 'section.key=value', got {override!r}")
+        raise ValueError(f"overrides: expected 'section.key=value', got {shown(key, override)!r}")
+    written = f"{key}={shown(key, raw)}"
     try:
-        return key.strip().split("."), read_yaml(raw, f"override {override!r}")
+        return key.strip().split("."), read_yaml(raw, f"override {written!r}")
     except ValueError as error:
-        raise ValueError(f"overrides: cannot parse the value of {override!r} as YAML: {error}") from None
+        problem = str(error) if written == override else "not YAML"
+        raise ValueError(f"overrides: cannot parse the value of {written!r} as YAML: {problem}") from None

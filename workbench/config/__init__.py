@@ -3,7 +3,8 @@ the key), ``key.path=value`` overrides, and ``training`` as ``transformers.Train
 No torch here.
 
 Its modules, by concern: ``sections`` (the section machinery: fields, checks, mappings), ``data``, ``model``,
-``objectives`` (loss, masking, objective, electra, aux), ``training`` and ``load`` (the whole :class:`Config` and
+``objectives`` (loss, masking, objective, electra, aux), ``settings`` (a notebook's ``extra_settings``), ``training``
+and ``load`` (the whole :class:`Config` and
 :func:`load_config`). Every public name is importable from ``workbench.config``.
 """
 
@@ -20,6 +21,7 @@ from workbench.config.objectives import (
     ObjectiveConfig,
 )
 from workbench.config.sections import INT_MAX, Bounds, Section, check_field, option
+from workbench.config.settings import extra_claims, extra_specs
 from workbench.config.training import (
     NOT_HONOURED,
     PRECISIONS,
@@ -30,6 +32,7 @@ from workbench.config.training import (
     check_honoured,
     check_optimizer,
     check_training_arguments,
+    resolve_precision,
 )
 from workbench.losses.choices import HC_LEVELS, KL_DIRECTIONS, SR_LEVELS, SR_PREDICTIONS  # the objectives' options
 from workbench.yaml_files import parse_override, read_yaml, read_yaml_file
@@ -72,9 +75,12 @@ __all__ = [
     "check_loss_fits_labels",
     "check_optimizer",
     "check_training_arguments",
+    "extra_claims",
+    "extra_specs",
     "load_config",
     "option",
     "parse_override",
     "read_yaml",
     "read_yaml_file",
+    "resolve_precision",
 ]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from workbench.checks import is_number
+from workbench.checks import MAX_SEED, is_number
 from workbench.config.sections import Section, check_field, option
 from workbench.data.releases import releases_where
 
@@ -46,8 +46,13 @@ class DataConfig(Section, prefix="data"):
     label: str | None = option(None, "table source: the label column")
     label_names: list[str] | None = option(
         None,
-        "table source: the classes, in order (a label is a name or its index); "
+        "table source: the classes, in order (each label is a name, or with label_values a value); "
         "null: the training file's values, sorted",
+    )
+    label_values: list[str | int] | None = option(
+        None,
+        "table source, with label_names: the file's label of each class in that order ([1, 2, 3]: ratings from 1; "
+        "[0, 1, 2]: indices); a number is never guessed to be an index",
     )
     ordinal: bool | None = option(
         None, "the labels are ordered (far-error rates, PCL); null: true for qbqtc, sample_relevance"
@@ -55,7 +60,7 @@ class DataConfig(Section, prefix="data"):
     split: tuple[float, float, float] = option(
         (0.8, 0.1, 0.1), "train/validation/test shares of one file (test 0: none)"
     )
-    seed: int = option(0, "seed of the sample generators and of the split", ge=0)
+    seed: int = option(0, "seed of the sample generators and of the split", ge=0, le=MAX_SEED)
     max_length: int = option(128, "tokens per example (truncation), 8-512", ge=8, le=512)
     max_train_samples: int | None = option(
         None, "keep a stratified sample of N training examples (seed data.seed); corpus: the first N texts", ge=1
@@ -108,6 +113,15 @@ class DataConfig(Section, prefix="data"):
                     f"{self.key('label_names')}: must be two or more distinct names (source table), got {names!r}"
                 )
             object.__setattr__(self, "label_names", [str(name) for name in names])
+        values = self.label_values
+        if values is not None:
+            fits = isinstance(values, list | tuple) and names is not None and len(values) == len(names)
+            if not fits or len({str(value) for value in values}) != len(values):
+                raise ValueError(
+                    f"{self.key('label_values')}: must be one distinct label per entry of "
+                    f"{self.key('label_names')} ({names!r}), got {values!r}"
+                )
+            object.__setattr__(self, "label_values", list(values))
 
     @property
     def is_ordinal(self) -> bool:

@@ -12,7 +12,7 @@ from workbench.checks import check_choice
 from workbench.config.data import DataConfig
 from workbench.config.model import ModelConfig
 from workbench.config.objectives import AuxConfig, ElectraSpec, LossSpec, MaskingSpec, ObjectiveConfig
-from workbench.config.sections import Section, _nested, _plain, _section_fields, _unknown, option
+from workbench.config.sections import Section, _nested, _plain, _section_fields, _unknown, check_field, option
 from workbench.config.training import TrainingConfig
 from workbench.yaml_files import parse_override, read_yaml_file
 
@@ -27,6 +27,11 @@ class Config(Section):
         "finetune", "finetune, pretrain_mlm, two_stage or pretrain_electra (the CLI runs this one)", choices=TASKS
     )
     output_dir: str = option("outputs/train", "run folder: new, empty or this run's own (training.resume continues it)")
+    loss_modules: list[str] = option(
+        help="your own losses: .py files that call workbench.losses.register_loss, imported before anything is built "
+        "(relative to the working directory; docs/your_own_loss.md)",
+        factory=list,
+    )
     data: DataConfig = option(help="", factory=DataConfig)
     model: ModelConfig = option(help="", factory=ModelConfig)
     loss: LossSpec = option(help="finetune; two_stage's stage 2", factory=LossSpec)
@@ -40,6 +45,10 @@ class Config(Section):
 
     def __post_init__(self) -> None:
         super().__post_init__()
+        if isinstance(self.loss_modules, str | bytes) or not isinstance(self.loss_modules, list | tuple):
+            raise ValueError(f"loss_modules: must be a list of .py files, got {self.loss_modules!r}")
+        modules = [check_field(f"loss_modules[{index}]", path, str) for index, path in enumerate(self.loss_modules)]
+        object.__setattr__(self, "loss_modules", modules)
         if self.loss.params.get("reduction", "mean") != "mean":  # a trainer averages the loss of a batch
             raise ValueError(
                 f"loss.params.reduction: must be 'mean' in a trainer, got {self.loss.params['reduction']!r}"
@@ -53,13 +62,19 @@ class Config(Section):
 
 
 def check_loss_fits_labels(data: DataConfig, loss: LossSpec) -> None:
-    """PCL's near and far cases need ordered labels: pcl on nominal labels (``data.is_ordinal`` false)
-    without ``loss.params.cost_matrix`` raises ValueError naming both keys."""
+    """Losses that read the classes' order need ordered labels: pcl on nominal labels (``data.is_ordinal`` false)
+    without ``loss.params.cost_matrix`` raises ValueError naming both keys; corn (an ordinal model, its K - 1 outputs
+    rank the classes) on nominal labels raises ValueError naming ``loss.name`` and ``data.ordinal``."""
     if loss.name == "pcl" and not data.is_ordinal and loss.params.get("cost_matrix") is None:
         raise ValueError(
             "loss.params.cost_matrix: pcl's near and far cases need ordinal labels; give a cost matrix or set "
             f"data.ordinal: true if the classes are ordered, got nominal labels "
             f"(source {data.source}, data.ordinal: false)"
+        )
+    if loss.name == "corn" and not data.is_ordinal:
+        raise ValueError(
+            "loss.name: corn ranks ordered classes (K - 1 outputs, P(y > k)); set data.ordinal: true if the classes "
+            f"are ordered, else take a nominal loss, got nominal labels (source {data.source}, data.ordinal: false)"
         )
 
 
@@ -96,8 +111,14 @@ def load_config(
         task: a trainer's own task: a config without one gets it, one with another task is refused.
 
     Returns:
-        The validated :class:`Config`; ValueError naming the key (or the file and line) for bad input.
+        The validated :class:`Config` (a :class:`Config` without overrides is returned as it is: it was validated when
+        it was built); ValueError naming the key (or the file and line) for bad input.
     """
+    overrides = list(overrides)
+    if isinstance(config, Config) and not overrides:
+        if task is not None and config.task != check_choice("task", task, TASKS):
+            raise ValueError(f"task: {task}() cannot run a config whose task is {config.task!r}")
+        return config
     if isinstance(config, str | Path):
         tree = read_yaml_file(config, "config")
     else:

@@ -9,7 +9,13 @@ from typing import Any
 
 from workbench.config.model import check_checkpoint
 from workbench.config.sections import Section, option
-from workbench.losses.choices import HC_LEVELS, KL_DIRECTIONS, SR_LEVELS, SR_PREDICTIONS  # the objectives' options
+from workbench.losses.choices import (  # the objectives' options, beside the losses that take them
+    HC_LEVELS,
+    KL_DIRECTIONS,
+    SR_LEVELS,
+    SR_PREDICTIONS,
+    SR_WEIGHT,
+)
 
 MASKING_STRATEGIES = ("random", "wwm", "kdm")
 OBJECTIVES = ("plain", "hc", "sr")
@@ -19,7 +25,9 @@ OBJECTIVES = ("plain", "hc", "sr")
 class LossSpec(Section, prefix="loss", free_mappings=("params",)):
     """A ``workbench.losses.build_loss`` name and its parameters (``resolve`` adds the training split's counts)."""
 
-    name: str = option("ce", "any build_loss name: ce, wce, ls, focal, dice, tversky, dsc, pcl")
+    name: str = option(
+        "ce", "any build_loss name: ce, wce, ls, focal, dice, tversky, dsc, pcl, ...; or yours (loss_modules)"
+    )
     params: dict[str, Any] = option(
         help="its keyword arguments (an override loss.params={...} replaces them all)", factory=dict
     )
@@ -47,7 +55,7 @@ class ObjectiveConfig(Section, prefix="objective"):
     """The MLM objective: plain, hard correction (HC) or soft regularization (SR)."""
 
     name: str = option("plain", "plain MLM, hc (hard correction) or sr (soft regularization)", choices=OBJECTIVES)
-    weight: float = option(1.0, "SR weight (loss = MLM CE + weight x SR)", ge=0, le=1e12)
+    weight: float = option(1.0, "SR weight (loss = MLM CE + weight x SR)", bounds=SR_WEIGHT)
     level: str = option(
         "token", "SR: token (1 - cos of embeddings, eq. 3) or sentence (KL of hidden states)", choices=SR_LEVELS
     )

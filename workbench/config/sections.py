@@ -5,7 +5,6 @@ from a mapping, unknown keys refused naming the allowed ones, copied with change
 from __future__ import annotations
 
 import dataclasses
-import math
 import os
 import types
 import typing
@@ -14,41 +13,13 @@ from dataclasses import dataclass, field, fields
 from functools import cache
 from typing import Any, ClassVar, TypeVar
 
-from workbench.checks import check_bool, check_choice, check_int, check_number, check_text
+from workbench.checks import INT_MAX, Bounds, check_bool, check_choice, check_text
 from workbench.data_root import expand_data_root
+from workbench.redaction import redact
 
-INT_MAX = 2**31 - 1
+__all__ = ["INT_MAX", "Bounds", "Section", "check_field", "option"]  # Bounds and INT_MAX live in workbench.checks
 
 SectionT = TypeVar("SectionT", bound="Section")
-
-
-@dataclass(frozen=True)
-class Bounds:
-    """A number's allowed range, declared beside its field as pydantic's ``Field(gt=0, le=1)`` is: ``gt`` or ``ge``
-    its lower end (open or closed), ``lt`` or ``le`` its upper end; an end not given is unbounded (an int's upper end
-    is :data:`INT_MAX`). Every number must be finite as well (``workbench.checks.check_number``)."""
-
-    gt: float | None = None
-    ge: float | None = None
-    lt: float | None = None
-    le: float | None = None
-
-    def __post_init__(self) -> None:
-        if self.gt is not None and self.ge is not None or self.lt is not None and self.le is not None:
-            raise TypeError(f"Bounds: give gt or ge, and lt or le, not both, got {self!r}")
-
-    def check_number(self, name: str, value: Any, allow_none: bool) -> float | None:
-        """``value`` a finite number within the bounds: "must be a number in (0, 1]"."""
-        low = self.ge if self.gt is None else self.gt
-        high = self.le if self.lt is None else self.lt
-        ends = {"low_inclusive": self.gt is None, "high_inclusive": self.lt is None}
-        return check_number(name, value, low, high, **ends, allow_none=allow_none)
-
-    def check_int(self, name: str, value: Any, allow_none: bool) -> int | None:
-        """``value`` an int within the bounds, an open end read as the next int in: "must be an int in [1, 512]"."""
-        low = self.ge if self.gt is None else math.floor(self.gt) + 1
-        high = self.le if self.lt is None else math.ceil(self.lt) - 1
-        return check_int(name, value, low, INT_MAX if high is None else high, allow_none=allow_none)
 
 
 UNBOUNDED = Bounds()
@@ -64,10 +35,16 @@ def option(
     ge: float | None = None,
     lt: float | None = None,
     le: float | None = None,
+    bounds: Bounds | None = None,
 ) -> Any:
     """A dataclass field with its help and its check: one of ``choices``, or a number within :class:`Bounds`
-    ``gt`` / ``ge`` / ``lt`` / ``le`` (``option(0.25, "...", gt=0, le=1)``: in (0, 1])."""
-    metadata = {"help": help, "check": {"bounds": Bounds(gt=gt, ge=ge, lt=lt, le=le), "choices": choices}}
+    ``gt`` / ``ge`` / ``lt`` / ``le`` (``option(0.25, "...", gt=0, le=1)``: in (0, 1]), or within ``bounds`` declared
+    elsewhere (a loss parameter's: ``bounds=SR_WEIGHT``)."""
+    if bounds is None:
+        bounds = Bounds(gt=gt, ge=ge, lt=lt, le=le)
+    elif (gt, ge, lt, le) != (None, None, None, None):
+        raise TypeError("option: give bounds or gt / ge / lt / le, not both")
+    metadata = {"help": help, "check": {"bounds": bounds, "choices": choices}}
     return field(default_factory=factory, metadata=metadata) if factory else field(default=default, metadata=metadata)
 
 
@@ -143,7 +120,9 @@ class Section:
             return cls() if values is None else values
         allowed = _section_fields(cls)
         if not isinstance(values, Mapping):
-            raise ValueError(f"{cls.prefix}: must be a mapping with keys {', '.join(sorted(allowed))}, got {values!r}")
+            raise ValueError(
+                f"{cls.prefix}: must be a mapping with keys {', '.join(sorted(allowed))}, got {redact(values)!r}"
+            )
         for key in values:
             if key not in allowed:
                 raise _unknown(cls, f"{cls.prefix}.{key}" if cls.prefix else key)
@@ -159,8 +138,13 @@ class Section:
         """A copy with ``changes``; nested sections may be given as mappings (merged over the current ones)."""
         for key, value in changes.items():
             if _nested(type(self), key) and isinstance(value, Mapping):
-                changes[key] = _nested(type(self), key).from_mapping(_merge(getattr(self, key).to_dict(), value))
+                changes[key] = getattr(self, key).merged(value)
         return dataclasses.replace(self, **changes)
+
+    def merged(self: SectionT, changes: Mapping[str, Any]) -> SectionT:
+        """A copy with the mapping ``changes`` merged over this section (nested mappings merged, not replaced),
+        checked as a new section is."""
+        return type(self).from_mapping(_merge(self.to_dict(), changes))
 
 
 def _plain(value: Any) -> Any:

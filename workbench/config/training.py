@@ -3,14 +3,16 @@ loaded (transformers is imported then, not at module import), and the workbench'
 
 from __future__ import annotations
 
+import copy
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
+from functools import cache
 from typing import Any
 
-from workbench.checks import check_choice
+from workbench.checks import MAX_SEED, check_choice
 from workbench.config.sections import Bounds, Section, _section_fields, check_field, option
-from workbench.metrics_file import redact
+from workbench.redaction import redact, shown
 
 PRECISIONS = ("auto", "fp32", "bf16", "fp16")
 
@@ -64,8 +66,8 @@ TRAINING_BOUNDS = {
     "gradient_accumulation_steps": Bounds(ge=1),
     "weight_decay": Bounds(ge=0),
     "max_grad_norm": Bounds(ge=0),
-    "seed": Bounds(ge=0),
-    "data_seed": Bounds(ge=0),
+    "seed": Bounds(ge=0, le=MAX_SEED),
+    "data_seed": Bounds(ge=0, le=MAX_SEED),
     "dataloader_num_workers": Bounds(ge=0),
 }
 """Bounds beyond TrainingArguments' checks (and everywhere: numbers finite, ints <= 2**31 - 1)."""
@@ -81,6 +83,11 @@ NOT_HONOURED = {
 }
 """TrainingArguments fields the workbench cannot honour (field -> why): any value but transformers' default is refused
 at config load, naming the field."""
+
+INDEPENDENT_KEYS = ("seed", "data_seed", "quiet")
+"""Keys whose check reads no other key: TrainingArguments takes ``seed`` and ``data_seed`` without a check of its own
+beyond their type, and ``quiet`` is the workbench's. A copy changing only these (a study's fits, one per seed) checks
+each changed value alone instead of the whole section (:meth:`TrainingConfig.replace`)."""
 
 
 def check_honoured(arguments: Mapping[str, Any]) -> None:
@@ -119,15 +126,19 @@ def check_honoured(arguments: Mapping[str, Any]) -> None:
         )
 
 
-def check_optimizer(arguments: Mapping[str, Any]) -> None:
+def check_optimizer(arguments: Mapping[str, Any], built: Any = None) -> None:
     """ValueError naming ``training.optim`` when its package is missing, ``training.optim_args`` for a value the
-    optimizer cannot read, ``training.lr_scheduler_kwargs`` for arguments the schedule does not take."""
+    optimizer cannot read, ``training.lr_scheduler_kwargs`` for arguments the schedule does not take. ``built``: the
+    ``TrainingArguments`` of ``arguments`` when the caller has them (built once per validation)."""
     import torch
     from transformers import Trainer, TrainingArguments, get_scheduler
 
-    given = {key: value for key, value in arguments.items() if value is not None}
+    if built is None:
+        built = TrainingArguments(
+            output_dir=None, **{key: value for key, value in arguments.items() if value is not None}
+        )
     try:
-        Trainer.get_optimizer_cls_and_kwargs(TrainingArguments(output_dir=None, **given))
+        Trainer.get_optimizer_cls_and_kwargs(built)
     except (ImportError, ValueError, TypeError) as error:  # some optimizers need the model: checked when it is built
         if isinstance(error, ImportError) or "install" in str(error):  # its package is missing
             raise ValueError(f"training.optim: {arguments.get('optim')!r}: {str(error).splitlines()[0]}") from None
@@ -142,31 +153,69 @@ def check_optimizer(arguments: Mapping[str, Any]) -> None:
             raise ValueError(f"training.lr_scheduler_kwargs: {str(error).splitlines()[0]}") from None
 
 
+def resolve_precision(precision: str) -> str:
+    """``auto`` -> ``bf16`` on a CUDA device that supports it, else ``fp32``; ``fp16`` and ``bf16`` need a CUDA device
+    (ValueError naming ``training.precision``). The one device rule: the trainers apply it, the runner checks it
+    before any kernel starts, and ``python -m workbench.train`` before its run folder is claimed or any data read."""
+    import torch
+
+    check_field("training.precision", precision, str, choices=PRECISIONS)
+    cuda = torch.cuda.is_available()
+    if precision == "auto":
+        return "bf16" if cuda and torch.cuda.is_bf16_supported() else "fp32"
+    if precision in ("bf16", "fp16") and not cuda:
+        raise ValueError(f"training.precision: {precision} needs a CUDA device; use auto or fp32 on CPU")
+    return precision
+
+
+@cache
+def argument_hints() -> dict[str, Any]:
+    """The type of each ``transformers.TrainingArguments`` field a config may give (imported on first use)."""
+    from transformers import TrainingArguments
+
+    return {item.name: item.type for item in fields(TrainingArguments) if item.init}
+
+
 def check_training_arguments(arguments: Mapping[str, Any]) -> dict[str, Any]:
     """``arguments`` when ``transformers.TrainingArguments`` takes them: fields of the right type within
     :data:`TRAINING_BOUNDS`, an installed ``report_to``, its own checks; else ValueError naming ``training.<key>``."""
     from transformers import TrainingArguments
     from transformers.integrations import get_available_reporting_integrations
 
-    hints = {item.name: item.type for item in fields(TrainingArguments) if item.init}
+    hints = argument_hints()
     for key, value in arguments.items():
         if key in SET_BY_THE_WORKBENCH or key not in hints:
             what = "is set by the workbench" if key in hints else "is not a transformers.TrainingArguments field"
-            raise ValueError(f"training.{key}: {what} (docs/training.md lists the keys), got {key}: {value!r}")
+            raise ValueError(
+                f"training.{key}: {what} (docs/training.md lists the keys), got {key}: {shown(key, value)!r}"
+            )
         if value is not None or TRAINING_DEFAULTS.get(key, 0) is not None:
             check_field(f"training.{key}", value, hints[key], TRAINING_BOUNDS.get(key))
     reporters = arguments.get("report_to") or "none"
     for name in [reporters] if isinstance(reporters, str) else reporters:
         check_choice("training.report_to", name, ["none", "all", *get_available_reporting_integrations()])
     check_honoured(arguments)
-    given = [(key, value) for key, value in arguments.items() if value is not None]
-    for end, (key, _) in enumerate(given, 1):  # TrainingArguments' own checks; the first key that fails is named
-        try:
-            TrainingArguments(output_dir=None, **dict(given[:end]))
-        except (ValueError, TypeError) as error:
-            raise ValueError(f"training.{key}: {str(error).splitlines()[0]}") from None
-    check_optimizer(arguments)
+    given = {key: value for key, value in arguments.items() if value is not None}
+    try:  # TrainingArguments' own checks, built once
+        built = TrainingArguments(output_dir=None, **given)
+    except (ValueError, TypeError):
+        raise first_failing_key(given) from None
+    check_optimizer(arguments, built)
     return dict(arguments)
+
+
+def first_failing_key(given: Mapping[str, Any]) -> ValueError:
+    """The error of the first key (in the order given) whose addition makes ``TrainingArguments`` fail, naming it as
+    ``training.<key>``: looked for only once the whole set has failed."""
+    from transformers import TrainingArguments
+
+    items = list(given.items())
+    for end, (key, _) in enumerate(items, 1):
+        try:
+            TrainingArguments(output_dir=None, **dict(items[:end]))
+        except (ValueError, TypeError) as error:
+            return ValueError(f"training.{key}: {str(error).splitlines()[0]}")
+    return ValueError(f"training: transformers.TrainingArguments refuses {dict(given)!r}")
 
 
 @dataclass(frozen=True)
@@ -220,4 +269,25 @@ class TrainingConfig(Section, prefix="training"):
         return {**plain.pop("arguments"), **plain}
 
     def replace(self, **changes: Any) -> TrainingConfig:
-        return type(self).from_mapping({**self.to_dict(), **changes})
+        """A copy with ``changes`` (flat keys, as a config gives them), checked as a new section is; a copy changing
+        only :data:`INDEPENDENT_KEYS` checks just those values (TrainingArguments is not built again)."""
+        if not changes or not set(changes) <= set(INDEPENDENT_KEYS):
+            return type(self).from_mapping({**self.to_dict(), **changes})
+        changed = copy.copy(self)  # no __init__: only the changed values are checked, below
+        object.__setattr__(changed, "arguments", dict(self.arguments))
+        own = _section_fields(type(self))
+        for key, value in changes.items():
+            if key in own:
+                check = next(item for item in fields(self) if item.name == key).metadata["check"]
+                object.__setattr__(changed, key, check_field(self.key(key), value, own[key], **check))
+            else:
+                hint = argument_hints()[key]
+                changed.arguments[key] = check_field(f"training.{key}", value, hint, TRAINING_BOUNDS[key])
+        return changed
+
+    def merged(self, changes: Mapping[str, Any]) -> TrainingConfig:
+        """:meth:`replace` for flat ``changes`` (``config.replace(training={"seed": 3})``), else merged and checked as a
+        new section is."""
+        if any(isinstance(value, Mapping) for value in changes.values()):
+            return super().merged(changes)
+        return self.replace(**changes)

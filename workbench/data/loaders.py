@@ -309,12 +309,14 @@ def load_table(
     label_names: Sequence[str] | None = None,
     format: str | None = None,
     classes: Sequence[str] | None = None,
+    label_values: Sequence[Any] | None = None,
 ) -> Dataset:
     """A CSV/TSV (with a header line) or JSON-lines file (``format``: one of ``FORMATS``, default from the
-    suffix) with columns ``text``, ``text_pair`` (optional) and ``label``. The classes: ``label_names`` (a
-    label is a name or its index), else ``classes`` (exact values, e.g. another split's), else the file's
-    distinct values (:func:`class_values`; not a :data:`MISSING_LABELS` value); a label is an index only if no name
-    is one."""
+    suffix) with columns ``text``, ``text_pair`` (optional) and ``label``. The classes: ``label_names`` (each label is
+    a name, or, with ``label_values``, the file's value of the class at the same place: ``[1, 2, 3]`` for ratings
+    from 1, ``[0, 1, 2]`` for indices), else ``classes`` (exact values, e.g. another split's), else the file's distinct
+    values (:func:`class_values`; not a :data:`MISSING_LABELS` value). A number that is no name is never guessed to be
+    an index: without ``label_values`` it is a ValueError naming the file, the line and ``label_values``."""
     path = existing_file(path)
     columns = {"text": text, "text_pair": text_pair, "label": label}
     read = read_table(path, table_format(path, format), {name: source for name, source in columns.items() if source})
@@ -322,9 +324,14 @@ def load_table(
         names = list(label_names)
         if not names or len(set(names)) != len(names):
             raise ValueError(f"label_names: must be distinct and non-empty, got {names}")
-        by_name = {label_value(name, "label_names"): k for k, name in enumerate(names)}
-        numbered = any(value.lstrip("-").isdigit() for value in by_name)  # then an index would be ambiguous
-        return labelled(path, read, {**({} if numbered else {str(k): k for k in range(len(names))}), **by_name}, names)
+        index = {label_value(name, "label_names"): k for k, name in enumerate(names)}
+        if label_values is None:
+            _check_no_number_read_as_index(path, read, index, names)
+        else:
+            index = _value_index(label_values, names, index)
+        return labelled(path, read, index, names)
+    if label_values is not None:
+        raise ValueError(f"label_values: must come with label_names (the class of each value), got {label_values!r}")
     for value, line_no in zip(read["label"], read["line"]) if classes is None else ():
         if value.lower() in MISSING_LABELS:
             raise ValueError(
@@ -332,6 +339,40 @@ def load_table(
             )
     names = list(classes) if classes is not None else class_values(read["label"])
     return labelled(path, read, {value: k for k, value in enumerate(names)}, names)
+
+
+def _value_index(label_values: Sequence[Any], names: Sequence[str], by_name: Mapping[str, int]) -> dict[str, int]:
+    """Label -> class id: ``label_values`` (the file's value of each class of ``names``, in order) and the names
+    themselves (``by_name``); a value that is another class's name is a ValueError (the label would be ambiguous)."""
+    if isinstance(label_values, (str, bytes)) or not isinstance(label_values, Sequence):
+        raise ValueError(f"label_values: must be a list of the file's label values, got {label_values!r}")
+    values = [label_value(value, "label_values") for value in label_values]
+    if len(values) != len(names) or len(set(values)) != len(values):
+        raise ValueError(
+            f"label_values: must be {len(names)} distinct values, one per entry of label_names {list(names)}, "
+            f"got {list(label_values)!r}"
+        )
+    for k, value in enumerate(values):
+        if by_name.get(value, k) != k:
+            raise ValueError(
+                f"label_values: {value!r} is the value of class {names[k]!r} and the name of class "
+                f"{names[by_name[value]]!r}; a label would read two ways"
+            )
+    return {**by_name, **{value: k for k, value in enumerate(values)}}
+
+
+def _check_no_number_read_as_index(
+    path: Path, read: Mapping[str, list], index: Mapping[str, int], names: Sequence[str]
+) -> None:
+    """A numeric label that is none of ``names`` may be an index from 0 or a rating from 1: the reading is the
+    caller's (``label_values``), never a guess."""
+    for value, line_no in zip(read["label"], read["line"]):
+        if value not in index and value.lstrip("-").isdigit():
+            raise ValueError(
+                f"{path}:{line_no}: label {value!r} is a number and none of label_names {list(names)}; give "
+                f"label_values, the file's value of each class in that order (e.g. {list(range(len(names)))} for "
+                f"indices from 0, {list(range(1, len(names) + 1))} for ratings from 1)"
+            )
 
 
 # ----------------------------------------------------------------------------- a config's data section
@@ -370,7 +411,9 @@ def _read_file(data: DataConfig, path: Path, classes: list[str] | None = None, l
             raise ValueError(
                 f"data.text / data.label: must name the table's columns, got {data.text!r} / {data.label!r}"
             )
-        return load_table(path, data.text, data.text_pair, data.label, data.label_names, classes=classes)
+        columns = {"text": data.text, "text_pair": data.text_pair, "label": data.label}
+        classes_of = {"label_names": data.label_names, "label_values": data.label_values, "classes": classes}
+        return load_table(path, **columns, **classes_of)
     return release(data.source).read(path, labels_path=labels_path if labels_path is not None else data.labels_path)
 
 
@@ -403,6 +446,19 @@ def check_training_file(data: DataConfig, train: Dataset) -> None:
         raise ValueError(
             f"data.path: every text of {str(data.path)!r} is empty (columns {columns}); nothing to learn from"
         )
+
+
+def warn_one_class_splits(splits: Mapping[str, Dataset]) -> None:
+    """A warning (once per process) for each split whose labels hold one class, naming the split and the class: a
+    classifier learns nothing from such a training split, a rule tuned on such a validation split stays the argmax
+    (``workbench.decisions.tune_rule``) and scores on such a test split say little about the other classes."""
+    for name, split in splits.items():
+        present = sorted(set(split["label"]))
+        if len(present) == 1:
+            _warn_once(
+                f"data: the {name} split holds one class, {label_names(split)[present[0]]!r}, in all its "
+                f"{len(split)} examples; scores on it and anything tuned on it say nothing of the other classes"
+            )
 
 
 def _cut(data: DataConfig, ds: Dataset, fractions: dict[str, float], name: str) -> DatasetDict:
@@ -598,6 +654,7 @@ def load_splits(data: DataConfig | Mapping[str, Any]) -> Splits:
             for name, split in splits.items()
         }
     )
+    warn_one_class_splits(result)
     entries = record.pop("splits")
     result.provenance = {
         "source": data.source,

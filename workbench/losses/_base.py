@@ -7,16 +7,34 @@ sum accumulates in float32) with autocast off, and the loss is returned in the l
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar
 
 import torch
 from torch import nn
 
-from workbench.checks import IGNORE_INDEX, check_choice  # defined once, below the losses and the masking
+from workbench.checks import IGNORE_INDEX, Bounds, check_choice  # defined once, below the losses and the masking
 
 REDUCTIONS = ("mean", "sum", "none")
 # Bound of the otherwise unbounded parameters: their products with loss terms stay finite in float32.
 LARGEST = 1e12
+NON_NEGATIVE = Bounds(ge=0, le=LARGEST)
+"""A weight or exponent with no bound of its own: [0, 1e12]."""
+
+
+class DeclaredParameters:
+    """What a loss class declares about its parameters, read by its constructor, by
+    :func:`workbench.losses.check_loss_params` (a check without building the loss) and by the widgets' sliders
+    (:func:`workbench.losses.parameter_range`): ``ranges`` maps a number's name to its :class:`~workbench.checks.Bounds`
+    (the module-level ``EPSILON``, ``FOCAL_GAMMA``, ...), ``choices`` a name to the values it may take."""
+
+    ranges: ClassVar[Mapping[str, Bounds]] = {}
+    choices: ClassVar[Mapping[str, tuple[Any, ...]]] = {}
+
+
+def check_label_counts(label_counts: Sequence[float] | torch.Tensor) -> torch.Tensor:
+    """``label_counts`` as a float64 CPU vector of K >= 2 counts in [1e-12, 1e12]; ValueError naming it otherwise."""
+    return check_class_vector("label_counts", label_counts, low=1 / LARGEST)
 
 
 def check_class_vector(name: str, values: Sequence[float] | torch.Tensor, low: float = 0.0) -> torch.Tensor:
@@ -75,7 +93,7 @@ def flatten(
     return logits.reshape(-1, logits.shape[-1]), targets
 
 
-class ImbalanceLoss(nn.Module):
+class ImbalanceLoss(DeclaredParameters, nn.Module):
     """Base class: ``reduction``, ``is_batch_level``, the forward template and what a classifier trained with the
     loss predicts (``num_outputs``, ``probabilities``, ``predict``: softmax and argmax over one logit per class,
     except for an ordinal loss such as CORN).
@@ -90,10 +108,11 @@ class ImbalanceLoss(nn.Module):
         reduction: "mean" (over the valid positions), "sum" or "none" (0 at ignored positions).
     """
 
+    choices: ClassVar[Mapping[str, tuple[Any, ...]]] = {"reduction": REDUCTIONS}
+
     def __init__(self, reduction: str = "mean") -> None:
         super().__init__()
-        check_choice("reduction", reduction, REDUCTIONS)
-        self.reduction = reduction
+        self.reduction = check_choice("reduction", reduction, self.choices["reduction"])
 
     @property
     def is_batch_level(self) -> bool:

@@ -7,8 +7,26 @@ from collections.abc import Sequence
 import torch
 import torch.nn.functional as F
 
-from workbench.checks import check_number
-from workbench.losses._base import IGNORE_INDEX, LARGEST, ImbalanceLoss, check_class_vector, per_class
+from workbench.checks import Bounds
+from workbench.losses._base import (
+    IGNORE_INDEX,
+    NON_NEGATIVE,
+    ImbalanceLoss,
+    check_class_vector,
+    check_label_counts,
+    per_class,
+)
+
+EPSILON = Bounds(ge=0, lt=1)
+"""eps of label smoothing (Szegedy et al. 2016, sec. 7), and of PCL, built on it: in [0, 1)."""
+FOCAL_GAMMA = NON_NEGATIVE
+"""gamma of focal loss (Lin et al. 2017 eq. 5): in [0, 1e12]; 0 is cross-entropy."""
+WCE_K = Bounds(gt=0)
+"""K of weighted CE (Dice paper eq. 2, sec. 3.2): > 0."""
+CB_BETA = Bounds(ge=0, lt=1)
+"""beta of class-balanced CE (Cui et al. 2019, sec. 3-4): in [0, 1); 0 is plain CE."""
+TAU = NON_NEGATIVE
+"""tau of logit-adjusted CE (Menon et al. 2021, sec. 5): in [0, 1e12]; 0 is plain CE."""
 
 
 class CrossEntropyLoss(ImbalanceLoss):
@@ -43,8 +61,8 @@ class CrossEntropyLoss(ImbalanceLoss):
 def dice_paper_class_weights(label_counts: Sequence[float] | torch.Tensor, K: float = 1.0) -> torch.Tensor:
     """alpha_t = lg((n - n_t) / n_t + K), lg = log10 (Dice paper eq. 2, sec. 3.2), from the class counts n_t,
     n = sum_t n_t."""
-    counts = check_class_vector("label_counts", label_counts, low=1 / LARGEST)
-    K = check_number("K", K, 0.0, None, low_inclusive=False)
+    counts = check_label_counts(label_counts)
+    K = WCE_K.check_number("K", K)
     alpha = torch.log10((counts.sum() - counts) / counts + K)
     if (alpha < 0).any():
         raise ValueError(
@@ -66,6 +84,7 @@ class WeightedCrossEntropyLoss(CrossEntropyLoss):
 
     weight_name = "label_counts"
     weighted_mean = False
+    ranges = {"K": WCE_K}
 
     def __init__(
         self, label_counts: Sequence[float] | torch.Tensor | None = None, K: float = 1.0, reduction: str = "mean"
@@ -85,9 +104,11 @@ class LabelSmoothingLoss(ImbalanceLoss):
         reduction: "mean", "sum" or "none".
     """
 
+    ranges = {"epsilon": EPSILON}
+
     def __init__(self, epsilon: float = 0.1, reduction: str = "mean") -> None:
         super().__init__(reduction)
-        self.epsilon = check_number("epsilon", epsilon, 0.0, 1.0, high_inclusive=False)
+        self.epsilon = EPSILON.check_number("epsilon", epsilon)
 
     def compute(self, logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
         terms = F.cross_entropy(
@@ -108,11 +129,13 @@ class FocalLoss(ImbalanceLoss):
         reduction: "mean" (over the valid positions), "sum" or "none".
     """
 
+    ranges = {"gamma": FOCAL_GAMMA}
+
     def __init__(
         self, gamma: float = 2.0, alpha: Sequence[float] | torch.Tensor | None = None, reduction: str = "mean"
     ) -> None:
         super().__init__(reduction)
-        self.gamma = check_number("gamma", gamma, 0.0, LARGEST)
+        self.gamma = FOCAL_GAMMA.check_number("gamma", gamma)
         self.register_buffer("alpha", None if alpha is None else check_class_vector("alpha", alpha))
 
     def compute(self, logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
@@ -130,8 +153,8 @@ def class_balanced_weights(label_counts: Sequence[float] | torch.Tensor, beta: f
     """w_k = (1 - beta) / (1 - beta^{n_k}), the inverse effective number of samples of class k, normalised so that
     sum_k w_k = C (Cui et al., 2019, "Class-Balanced Loss Based on Effective Number of Samples", CVPR, sec. 3-4).
     beta = 0 gives w = 1 (plain CE); beta -> 1 approaches inverse class frequency."""
-    counts = check_class_vector("label_counts", label_counts, low=1 / LARGEST)
-    beta = check_number("beta", beta, 0.0, 1.0, high_inclusive=False)
+    counts = check_label_counts(label_counts)
+    beta = CB_BETA.check_number("beta", beta)
     weights = (1.0 - beta) / (1.0 - torch.pow(torch.tensor(beta, dtype=torch.float64), counts))
     return weights * len(counts) / weights.sum()
 
@@ -150,6 +173,7 @@ class ClassBalancedLoss(CrossEntropyLoss):
 
     weight_name = "label_counts"
     weighted_mean = False
+    ranges = {"beta": CB_BETA}
 
     def __init__(
         self, label_counts: Sequence[float] | torch.Tensor | None = None, beta: float = 0.9999, reduction: str = "mean"
@@ -174,14 +198,16 @@ class LogitAdjustedLoss(ImbalanceLoss):
         reduction: "mean", "sum" or "none".
     """
 
+    ranges = {"tau": TAU}
+
     def __init__(
         self, label_counts: Sequence[float] | torch.Tensor | None = None, tau: float = 1.0, reduction: str = "mean"
     ) -> None:
         super().__init__(reduction)
         if label_counts is None:
             raise ValueError("label_counts: must be given for logit_adjusted (one positive count per class), got None")
-        counts = check_class_vector("label_counts", label_counts, low=1 / LARGEST)
-        self.tau = check_number("tau", tau, 0.0, LARGEST)
+        counts = check_label_counts(label_counts)
+        self.tau = TAU.check_number("tau", tau)
         self.register_buffer("log_prior", torch.log(counts / counts.sum()))
 
     def compute(self, logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:

@@ -18,8 +18,21 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from workbench.checks import check_number
-from workbench.losses._base import IGNORE_INDEX, LARGEST, ImbalanceLoss, check_choice
+from workbench.checks import Bounds
+from workbench.losses._base import IGNORE_INDEX, LARGEST, NON_NEGATIVE, ImbalanceLoss, check_choice
+
+DICE_GAMMA = Bounds(ge=1 / LARGEST, le=LARGEST)
+"""gamma, the smoothing of every dice-family ratio (eq. 7, 8, 10, 12): in [1e-12, 1e12], > 0 so that the ratio stays
+defined when a class has no positive."""
+OHEM_RATIO = NON_NEGATIVE
+"""r of online hard example mining (the authors' code): in [0, 1e12]; 0 is off."""
+TVERSKY_ALPHA = NON_NEGATIVE
+"""alpha of Tversky loss (eq. 10), the weight of false positives: in [0, 1e12]."""
+TVERSKY_BETA = NON_NEGATIVE
+"""beta of Tversky loss (eq. 10), the weight of false negatives: in [0, 1e12]."""
+DSC_ALPHA = NON_NEGATIVE
+"""alpha of the self-adjusting dice loss (eq. 12, generalised), the exponent of (1 - p): in [0, 1e12]."""
+CLASS_REDUCTIONS = ("mean", "sum")
 
 
 def ohem_keep_mask(p: torch.Tensor, y: torch.Tensor, valid: torch.Tensor, ratio: float) -> torch.Tensor:
@@ -41,19 +54,22 @@ class DiceFamilyLoss(ImbalanceLoss):
     """The shared part: scores, masks, OHEM, per-sample or set-level ratio, reductions.
 
     A member gives ``score(logits)`` (p, or f for dsc; (M, C)) and ``ratio_terms(s, y)``: A and B without
-    gamma, from scores and 0/1 targets that are 0 at left-out positions.
+    gamma, from scores and 0/1 targets that are 0 at left-out positions. ``choices["set_level"]`` are the member's
+    (dsc adds "auto").
     """
+
+    ranges = {"gamma": DICE_GAMMA, "ohem_ratio": OHEM_RATIO}
+    choices = {**ImbalanceLoss.choices, "set_level": (True, False), "class_reduction": CLASS_REDUCTIONS}
 
     def __init__(
         self, gamma: float, set_level: bool | str, class_reduction: str, ohem_ratio: float, reduction: str
     ) -> None:
+        check_choice("set_level", set_level, self.choices["set_level"])
         super().__init__(reduction)
-        self.gamma = check_number("gamma", gamma, 1 / LARGEST, LARGEST)
-        check_choice("set_level", set_level, (False, True, "auto"))
-        check_choice("class_reduction", class_reduction, ("mean", "sum"))
         self.set_level = set_level
-        self.class_reduction = class_reduction
-        self.ohem_ratio = check_number("ohem_ratio", ohem_ratio, 0.0, LARGEST)
+        self.gamma = DICE_GAMMA.check_number("gamma", gamma)
+        self.class_reduction = check_choice("class_reduction", class_reduction, CLASS_REDUCTIONS)
+        self.ohem_ratio = OHEM_RATIO.check_number("ohem_ratio", ohem_ratio)
         if reduction == "none" and self.is_batch_level:
             raise ValueError(
                 "reduction: must be 'mean' or 'sum' for a set-level or OHEM dice loss (one value per batch), got 'none'"
@@ -111,6 +127,8 @@ class DiceLoss(DiceFamilyLoss):
         reduction: "mean", "sum" or "none" (per sample without OHEM only).
     """
 
+    choices = {**DiceFamilyLoss.choices, "square": (True, False)}
+
     def __init__(
         self,
         gamma: float = 1.0,
@@ -120,8 +138,7 @@ class DiceLoss(DiceFamilyLoss):
         ohem_ratio: float = 0.0,
         reduction: str = "mean",
     ) -> None:
-        check_choice("square", square, (True, False))
-        check_choice("set_level", set_level, (True, False))
+        check_choice("square", square, self.choices["square"])
         super().__init__(gamma, set_level, class_reduction, ohem_ratio, reduction)
         self.square = square
 
@@ -139,6 +156,8 @@ class TverskyLoss(DiceFamilyLoss):
         gamma, set_level, class_reduction, ohem_ratio, reduction: as for :class:`DiceLoss`.
     """
 
+    ranges = {**DiceFamilyLoss.ranges, "alpha": TVERSKY_ALPHA, "beta": TVERSKY_BETA}
+
     def __init__(
         self,
         alpha: float = 0.5,
@@ -149,10 +168,9 @@ class TverskyLoss(DiceFamilyLoss):
         ohem_ratio: float = 0.0,
         reduction: str = "mean",
     ) -> None:
-        check_choice("set_level", set_level, (True, False))
         super().__init__(gamma, set_level, class_reduction, ohem_ratio, reduction)
-        self.alpha = check_number("alpha", alpha, 0.0, LARGEST)
-        self.beta = check_number("beta", beta, 0.0, LARGEST)
+        self.alpha = TVERSKY_ALPHA.check_number("alpha", alpha)
+        self.beta = TVERSKY_BETA.check_number("beta", beta)
 
     def ratio_terms(self, s: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         tp, fp, fn = s * y, s * (1 - y), (1 - s) * y
@@ -184,6 +202,14 @@ class SelfAdjustingDiceLoss(DiceFamilyLoss):
         preset: None, "paper" or "reference".
     """
 
+    ranges = {**DiceFamilyLoss.ranges, "alpha": DSC_ALPHA}
+    choices = {
+        **DiceFamilyLoss.choices,
+        "set_level": (False, True, "auto"),
+        "square": (True, False),
+        "preset": (None, *DSC_PRESETS),
+    }
+
     def __init__(
         self,
         alpha: float | None = None,
@@ -195,7 +221,7 @@ class SelfAdjustingDiceLoss(DiceFamilyLoss):
         ohem_ratio: float = 0.0,
         reduction: str = "mean",
     ) -> None:
-        check_choice("preset", preset, (None, *DSC_PRESETS))
+        check_choice("preset", preset, self.choices["preset"])
         chosen = dict(DSC_DEFAULTS if preset is None else DSC_PRESETS[preset])
         given = {
             "alpha": alpha,
@@ -205,10 +231,10 @@ class SelfAdjustingDiceLoss(DiceFamilyLoss):
             "class_reduction": class_reduction,
         }
         chosen.update({key: value for key, value in given.items() if value is not None})
-        check_choice("square", chosen["square"], (True, False))
+        check_choice("square", chosen["square"], self.choices["square"])
         super().__init__(chosen["gamma"], chosen["set_level"], chosen["class_reduction"], ohem_ratio, reduction)
         self.square = chosen["square"]
-        self.alpha = check_number("alpha", chosen["alpha"], 0.0, LARGEST)
+        self.alpha = DSC_ALPHA.check_number("alpha", chosen["alpha"])
         self.preset = preset
 
     def score(self, logits: torch.Tensor) -> torch.Tensor:

@@ -12,21 +12,23 @@ negative: plain MLM punishes a right answer. Three loss modules, registered as `
 ``labels != -100`` (:func:`workbench.models.labelled_logits`), or at every position, ``(batch, length, vocab)``;
 ``labels`` ``(batch, length)`` hold the gold ids at the masked positions and -100 elsewhere. Half precision is
 computed in float32. Correction counts are the paper's Table 2 (:class:`CorrectionCounts`).
+
+Hard correction reads synonyms through a :class:`SynonymMatcher` that the trainer builds from its lexicon and
+tokenizer (``workbench.synonyms.synonym_matcher``): the losses import no lexicon code.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
-from typing import Any
+from typing import Any, Protocol
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from workbench.checks import check_choice, check_number
-from workbench.losses._base import IGNORE_INDEX, LARGEST
-from workbench.losses.choices import HC_LEVELS, KL_DIRECTIONS, SR_LEVELS, SR_PREDICTIONS
-from workbench.synonyms import SynonymIdIndex, SynonymTable
+from workbench.checks import check_choice
+from workbench.losses._base import IGNORE_INDEX, DeclaredParameters
+from workbench.losses.choices import HC_LEVELS, KL_DIRECTIONS, SR_LEVELS, SR_PREDICTIONS, SR_WEIGHT
 
 CONTEXT_KEYS = ("model", "embeddings", "input_ids", "attention_mask", "token_type_ids", "word_ids", "stats")
 
@@ -92,9 +94,6 @@ class CorrectionCounts:
         }
 
 
-CorrectionStats = CorrectionCounts  # running totals are the same record: CorrectionStats().update(counts)
-
-
 @dataclass
 class Correction(CorrectionCounts):
     """One batch's hard correction: its counts and ``labels``, the labels with -100 at the corrected positions."""
@@ -111,16 +110,27 @@ def _spans(labels: torch.Tensor, word_ids: torch.Tensor | None) -> torch.Tensor:
     return ((word_ids != previous) | (word_ids < 0)).flatten().cumsum(0) - 1
 
 
+class SynonymMatcher(Protocol):
+    """What hard correction asks of a synonym lexicon, over a tokenizer's ids, on the device: ``span_words`` numbers
+    the lexicon word each span of token ids spells (-1: none), ``are_synonyms`` says elementwise whether two word
+    numbers are different words of one synonym group. ``workbench.synonyms.synonym_matcher(tokenizer, lexicon)``
+    builds one (a ``SynonymIdIndex``)."""
+
+    def span_words(self, token_ids: torch.Tensor, spans: torch.Tensor, num_spans: int) -> torch.Tensor: ...
+
+    def are_synonyms(self, first: torch.Tensor, second: torch.Tensor) -> torch.Tensor: ...
+
+
 def correct_predictions(
     predictions: torch.Tensor,
     labels: torch.Tensor,
-    index: SynonymIdIndex,
+    matcher: SynonymMatcher,
     level: str,
     word_ids: torch.Tensor | None = None,
 ) -> Correction:
     """Eq. 2's decision, r_k in V[w_k], for predicted ids r (``predictions``, the shape of ``labels``: the MLM's argmax,
     or ELECTRA's sampled replacements). A unit of masked positions is corrected (its labels become -100) when the
-    text its predictions spell is a synonym (``index``) of the text its gold tokens spell:
+    text its predictions spell is a synonym (``matcher``) of the text its gold tokens spell:
 
     * ``level="token"`` (the paper): a unit is one position whose gold token is a whole word; with ``word_ids`` a
       word of one token, since words of several tokens are never corrected (footnote 5);
@@ -143,9 +153,9 @@ def correct_predictions(
     eligible = span_masked == span_tokens  # every position of the unit is masked
     if level == "token":
         eligible &= span_tokens == 1
-    gold_words = index.span_words(torch.where(masked, labels, 0).flatten(), spans, labels.numel())
-    predicted_words = index.span_words(predictions.flatten(), spans, labels.numel())
-    corrected = (eligible & index.are_synonyms(gold_words, predicted_words))[spans].view_as(labels) & masked
+    gold_words = matcher.span_words(torch.where(masked, labels, 0).flatten(), spans, labels.numel())
+    predicted_words = matcher.span_words(predictions.flatten(), spans, labels.numel())
+    corrected = (eligible & matcher.are_synonyms(gold_words, predicted_words))[spans].view_as(labels) & masked
     counts = torch.stack([masked.sum(), wrong.sum(), (wrong & corrected).sum(), corrected.any(dim=1).sum()]).tolist()
     masked_count, wrong_count, corrected_count, with_correction = counts
     return Correction(
@@ -227,7 +237,7 @@ def soft_regularization(
 # --- loss modules ----------------------------------------------------------------------------------
 
 
-class MaskedLMLoss(nn.Module):
+class MaskedLMLoss(DeclaredParameters, nn.Module):
     """Plain MLM, eq. 1: L_mlm = mean over the masked positions k of -log p(w_k | s).
 
     ``forward(logits, labels, **context)`` returns the loss, :meth:`loss_and_items` also the number of positions its
@@ -259,22 +269,24 @@ class HardCorrectionLoss(MaskedLMLoss):
     """Hard correction, eq. 2: L_hc = mean over the masked positions k with r_k not in V[w_k] of -log p(w_k | s),
     r_k the argmax prediction, V the synonym table (corrected labels set to -100 before the cross-entropy, App. A).
 
-    ``tokenizer``: the model's (ids -> text); ``table``: a :class:`SynonymTable`, a lexicon path
-    (:meth:`SynonymTable.from_path`) or None for the shipped tiny table; ``level``: ``"token"`` (the paper) or
-    ``"word"`` (:func:`correct_predictions`). ``forward(logits, labels, *, word_ids=None, stats=None)``: ``word_ids``
-    from a collator with ``return_word_ids=True``; ``stats`` (a :class:`CorrectionCounts`) gets this batch's counts.
+    ``matcher``: the lexicon over the model's token ids (a :class:`SynonymMatcher`, built by the trainer:
+    ``workbench.synonyms.synonym_matcher(tokenizer, lexicon)``); ``level``: ``"token"`` (the paper) or ``"word"``
+    (:func:`correct_predictions`). ``forward(logits, labels, *, word_ids=None, stats=None)``: ``word_ids`` from a
+    collator with ``return_word_ids=True``; ``stats`` (a :class:`CorrectionCounts`) gets this batch's counts.
     ``items`` counts the positions left after correction.
     """
 
-    def __init__(self, tokenizer: Any = None, table: SynonymTable | str | None = None, level: str = "token") -> None:
+    choices = {"level": HC_LEVELS}
+
+    def __init__(self, matcher: SynonymMatcher | None = None, level: str = "token") -> None:
         super().__init__()
-        if tokenizer is None or not hasattr(tokenizer, "convert_ids_to_tokens"):
+        if not all(callable(getattr(matcher, name, None)) for name in ("span_words", "are_synonyms")):
             raise ValueError(
-                f"tokenizer: must be the model's tokenizer (with convert_ids_to_tokens), got {tokenizer!r}"
+                "matcher: must be a synonym matcher (span_words, are_synonyms) over the model's token ids, "
+                f"as workbench.synonyms.synonym_matcher(tokenizer, lexicon) builds, got {matcher!r}"
             )
         self.level = check_choice("level", level, HC_LEVELS)
-        self.table = table if isinstance(table, SynonymTable) else SynonymTable.from_path(table)
-        self.index = self.table.id_index(tokenizer)
+        self.matcher = matcher
 
     def correction_counts(
         self, logits: torch.Tensor, labels: torch.Tensor, word_ids: torch.Tensor | None = None
@@ -288,7 +300,7 @@ class HardCorrectionLoss(MaskedLMLoss):
         self, predictions: torch.Tensor, labels: torch.Tensor, word_ids: torch.Tensor | None = None
     ) -> Correction:
         """The same decision for given predicted ids (the shape of ``labels``; ELECTRA's sampled replacements)."""
-        return correct_predictions(predictions, labels, self.index, self.level, word_ids)
+        return correct_predictions(predictions, labels, self.matcher, self.level, word_ids)
 
     def _loss_and_items(self, logits, labels, *, word_ids=None, stats=None, **unused):
         correction = self.correction_counts(logits, labels, word_ids)
@@ -297,18 +309,21 @@ class HardCorrectionLoss(MaskedLMLoss):
         return masked_cross_entropy(logits, correction.labels[labels != IGNORE_INDEX])
 
     def extra_repr(self) -> str:
-        return f"level={self.level!r}, words={self.index.num_words}, pairs={self.index.num_pairs}"
+        return f"level={self.level!r}, matcher={self.matcher!r}"
 
 
 class SoftRegularizationLoss(MaskedLMLoss):
     """Soft regularization: L = L_mlm + ``weight`` x L_sr (eq. 1 + eq. 3, or + L_kl at sentence level), see
     :func:`soft_regularization`.
 
-    ``weight`` in [0, 1e12]; ``level``: ``token`` (eq. 3) or ``sentence`` (Sec. 5); ``prediction``: ``argmax`` (the
-    paper's r_k) or ``expected``; ``kl_direction``: ``filled||original`` (the paper's) or ``original||filled``. Token
-    level reads ``embeddings`` or ``model.get_input_embeddings().weight``; sentence level needs ``model``, ``input_ids``
-    and ``attention_mask``. ``items`` counts the masked positions.
+    ``weight`` in [0, 1e12] (``SR_WEIGHT``); ``level``: ``token`` (eq. 3) or ``sentence`` (Sec. 5); ``prediction``:
+    ``argmax`` (the paper's r_k) or ``expected``; ``kl_direction``: ``filled||original`` (the paper's) or
+    ``original||filled``. Token level reads ``embeddings`` or ``model.get_input_embeddings().weight``; sentence level
+    needs ``model``, ``input_ids`` and ``attention_mask``. ``items`` counts the masked positions.
     """
+
+    ranges = {"weight": SR_WEIGHT}
+    choices = {"level": SR_LEVELS, "prediction": SR_PREDICTIONS, "kl_direction": KL_DIRECTIONS}
 
     def __init__(
         self,
@@ -318,7 +333,7 @@ class SoftRegularizationLoss(MaskedLMLoss):
         kl_direction: str = "filled||original",
     ) -> None:
         super().__init__()
-        self.weight = check_number("weight", weight, 0.0, LARGEST)
+        self.weight = SR_WEIGHT.check_number("weight", weight)
         self.level = check_choice("level", level, SR_LEVELS)
         self.prediction = check_choice("prediction", prediction, SR_PREDICTIONS)
         self.kl_direction = check_choice("kl_direction", kl_direction, KL_DIRECTIONS)

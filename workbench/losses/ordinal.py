@@ -14,7 +14,6 @@ import torch
 from coral_pytorch.dataset import corn_label_from_logits
 from coral_pytorch.losses import corn_loss
 
-from workbench.checks import check_choice
 from workbench.losses._base import IGNORE_INDEX, ImbalanceLoss, flatten
 
 
@@ -32,8 +31,9 @@ class CornLoss(ImbalanceLoss):
         reduction: "mean" only (the normaliser is the batch's).
     """
 
+    choices = {"reduction": ("mean",)}
+
     def __init__(self, reduction: str = "mean") -> None:
-        check_choice("reduction", reduction, ("mean",))
         super().__init__(reduction)
 
     @property

@@ -34,18 +34,14 @@ from collections.abc import Sequence
 import torch
 import torch.nn.functional as F
 
-from workbench.checks import check_number
-from workbench.losses._base import IGNORE_INDEX, LARGEST, ImbalanceLoss, check_choice, check_class_vector
+from workbench.losses._base import IGNORE_INDEX, LARGEST, ImbalanceLoss, check_choice, check_label_counts
+from workbench.losses.classification import EPSILON  # PCL's eps is label smoothing's (eq. 2-3: its scaling ratio)
 
 QBQTC_LABEL_COUNTS = (48997, 125429, 25574)
 PCL_VARIANTS = ("reference", "paper", "weighted", "expected_cost")
 PCL_PLUS_FORMS = ("paper", "code")
+PCL_COUNTS = ("global", "batch")
 DEFAULT_PCL_PLUS_FORM = {"reference": "code", "paper": "paper", "weighted": "code", "expected_cost": "code"}
-
-
-def check_counts(label_counts: Sequence[float] | torch.Tensor) -> torch.Tensor:
-    """``label_counts`` as a float64 CPU vector of K >= 2 counts in [1e-12, 1e12]; ValueError naming it otherwise."""
-    return check_class_vector("label_counts", label_counts, low=1 / LARGEST)
 
 
 def count_ratios(n: list[float], pcl_plus_form: str) -> tuple[float, float]:
@@ -61,7 +57,7 @@ def pcl_constants(label_counts: Sequence[float] | torch.Tensor, pcl_plus_form: s
     """(r+, r-) = (PCL+ / eps, PCL- / eps) of eq. 2-3: r- = (n_0 + n_2 + ...) / n_1; r+ = n_0 / (n_1 + n_2 + ...)
     ("paper") or its reciprocal ("code")."""
     check_choice("pcl_plus_form", pcl_plus_form, PCL_PLUS_FORMS)
-    return count_ratios(check_counts(label_counts).tolist(), pcl_plus_form)
+    return count_ratios(check_label_counts(label_counts).tolist(), pcl_plus_form)
 
 
 def check_cost_matrix(
@@ -86,6 +82,15 @@ def check_cost_matrix(
     return matrix
 
 
+def check_one_count_per_row(counts: torch.Tensor, cost_matrix: torch.Tensor | None) -> None:
+    """ValueError naming ``label_counts`` unless the checked ``counts`` define the classes of the checked
+    ``cost_matrix`` (one count per row); nothing to check without a matrix."""
+    if cost_matrix is not None and len(cost_matrix) != len(counts):
+        raise ValueError(
+            f"label_counts: must have one count per row of cost_matrix ({len(cost_matrix)}), got {len(counts)}"
+        )
+
+
 def ordinal_severity(counts: torch.Tensor) -> torch.Tensor:
     """S[y, k] = |y - k| + (n_k / n) [y != k] from float64 ``counts``."""
     classes = torch.arange(len(counts), dtype=torch.float64)
@@ -97,7 +102,7 @@ def pcl_severity(
     label_counts: Sequence[float] | torch.Tensor, cost_matrix: Sequence[Sequence[float]] | torch.Tensor | None = None
 ) -> torch.Tensor:
     """S[y, k] = |y - k| + (n_k / n) [y != k] (ordinal labels), or the given ``cost_matrix``."""
-    return ordinal_severity(check_counts(label_counts)) if cost_matrix is None else check_cost_matrix(cost_matrix)
+    return ordinal_severity(check_label_counts(label_counts)) if cost_matrix is None else check_cost_matrix(cost_matrix)
 
 
 def near_mistakes(severity: torch.Tensor) -> torch.Tensor:
@@ -118,22 +123,20 @@ def pcl_weight_matrix(
     ``weighted`` weights 1 + eps r+ (far), 1 / (1 + eps r-) (near), 1; ``expected_cost`` eps S;
     ``reference`` eps r+(code) / K where gold + predicted >= 2, else 0."""
     check_choice("variant", variant, PCL_VARIANTS)
-    epsilon = check_number("epsilon", epsilon, 0.0, 1.0, high_inclusive=False)
+    epsilon = EPSILON.check_number("epsilon", epsilon)
     form = DEFAULT_PCL_PLUS_FORM[variant] if pcl_plus_form is None else pcl_plus_form
     check_choice("pcl_plus_form", form, PCL_PLUS_FORMS)
-    counts = check_counts(label_counts)
+    counts = check_label_counts(label_counts)
     cost_matrix = None if cost_matrix is None else check_cost_matrix(cost_matrix, variant)
-    if cost_matrix is not None and len(cost_matrix) != len(counts):
-        raise ValueError(
-            f"label_counts: must have one count per row of cost_matrix ({len(cost_matrix)}), got {len(counts)}"
-        )
-    return weight_matrix(variant, epsilon, counts, form, cost_matrix)
+    check_one_count_per_row(counts, cost_matrix)
+    return pcl_weight_matrix_of_checked(variant, epsilon, counts, form, cost_matrix)
 
 
-def weight_matrix(
+def pcl_weight_matrix_of_checked(
     variant: str, epsilon: float, counts: torch.Tensor, pcl_plus_form: str, cost_matrix: torch.Tensor | None
 ) -> torch.Tensor:
-    """``pcl_weight_matrix`` for checked arguments (float64 CPU counts and cost matrix)."""
+    """``pcl_weight_matrix`` for arguments already checked (epsilon in :data:`EPSILON`, float64 CPU counts and cost
+    matrix): nothing is checked again (a batch's counts, a widget's redraw at each slider step)."""
     plus, minus = count_ratios(counts.tolist(), pcl_plus_form)
     num_classes = len(counts)
     if variant == "reference":
@@ -168,6 +171,14 @@ class PropensityCorrectedLoss(ImbalanceLoss):
         reduction: "mean", "sum" or "none".
     """
 
+    ranges = {"epsilon": EPSILON}
+    choices = {
+        **ImbalanceLoss.choices,
+        "counts": PCL_COUNTS,
+        "variant": PCL_VARIANTS,
+        "pcl_plus_form": (None, *PCL_PLUS_FORMS),
+    }
+
     def __init__(
         self,
         epsilon: float = 0.1,
@@ -179,10 +190,10 @@ class PropensityCorrectedLoss(ImbalanceLoss):
         reduction: str = "mean",
     ) -> None:
         super().__init__(reduction)
-        self.counts = check_choice("counts", counts, ("global", "batch"))
+        self.counts = check_choice("counts", counts, PCL_COUNTS)
         self.variant = check_choice("variant", variant, PCL_VARIANTS)
-        check_choice("pcl_plus_form", pcl_plus_form, (None, *PCL_PLUS_FORMS))
-        self.epsilon = check_number("epsilon", epsilon, 0.0, 1.0, high_inclusive=False)
+        check_choice("pcl_plus_form", pcl_plus_form, self.choices["pcl_plus_form"])
+        self.epsilon = EPSILON.check_number("epsilon", epsilon)
         self.pcl_plus_form = DEFAULT_PCL_PLUS_FORM[variant] if pcl_plus_form is None else pcl_plus_form
         self.register_buffer("cost_matrix", None if cost_matrix is None else check_cost_matrix(cost_matrix, variant))
         self.pcl_plus = None
@@ -197,14 +208,10 @@ class PropensityCorrectedLoss(ImbalanceLoss):
                 raise ValueError(
                     "label_counts: must be given when counts='global' (one positive count per class), got None"
                 )
-            self.label_counts = check_counts(label_counts)
-            if self.cost_matrix is not None and len(self.cost_matrix) != len(self.label_counts):
-                raise ValueError(
-                    f"label_counts: must have one count per row of cost_matrix ({len(self.cost_matrix)}), "
-                    f"got {len(self.label_counts)}"
-                )
+            self.label_counts = check_label_counts(label_counts)
+            check_one_count_per_row(self.label_counts, self.cost_matrix)
             self.pcl_plus, self.pcl_minus = count_ratios(self.label_counts.tolist(), self.pcl_plus_form)
-            self.weight_matrix = weight_matrix(
+            self.weight_matrix = pcl_weight_matrix_of_checked(
                 variant, self.epsilon, self.label_counts, self.pcl_plus_form, self.cost_matrix
             )
 
@@ -233,7 +240,7 @@ class PropensityCorrectedLoss(ImbalanceLoss):
         if self.counts == "global":
             return self.weight_matrix
         cost_matrix = None if self.cost_matrix is None else self.cost_matrix.cpu()
-        return weight_matrix(self.variant, self.epsilon, counts, self.pcl_plus_form, cost_matrix)
+        return pcl_weight_matrix_of_checked(self.variant, self.epsilon, counts, self.pcl_plus_form, cost_matrix)
 
     def paper_loss(self, logits: torch.Tensor, targets: torch.Tensor, ls: torch.Tensor) -> torch.Tensor:
         """Eq. 4 as printed, per position: LS - PCL- (condition 1: a near mistake), LS + PCL+ (condition 2: a far

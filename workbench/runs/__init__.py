@@ -21,6 +21,7 @@ from workbench.runs.assets import ensure_assets
 from workbench.runs.execute import Outcome, RunningKernels, ensure_kernel, execute, new_run_dir
 from workbench.runs.plan import (
     PARAMS_SETS,
+    check_devices,
     check_paths,
     params_folder,
     parse_assignments,
@@ -174,6 +175,7 @@ def run(
     stream: IO[str] | None = None,
     progress: bool = True,
     command: str | None = None,
+    encoder: str | None = None,
 ) -> RunReport:
     """Execute the selected notebooks over the sweep grid; write summaries and index.html (docs/runner.md).
 
@@ -183,22 +185,29 @@ def run(
     (submitit's local executor). Bad input raises ValueError before any notebook runs; Ctrl-C stops the run,
     writes the report with unfinished executions "interrupted" and raises :class:`RunInterrupted`. ``run.json``
     records ``command`` (default: this process's command line), the dates and the machine; ``results.md`` the claim
-    rows the notebooks recorded (:mod:`~workbench.runs.results`).
+    rows the notebooks recorded (:mod:`~workbench.runs.results`). ``encoder`` (a checkpoint folder or hub name) replaces
+    every ``model_name_or_path`` of the notebooks' parameters (:func:`~workbench.runs.plan.plan_executions`).
     """
     notebooks = select_notebooks(notebooks_dir, only)
     stems = {notebook.stem for notebook in select_notebooks(notebooks_dir)}
     for stray in sorted(
-        path.name for path in params_folder(params_dir, params_set).glob("*.yaml") if path.stem not in stems
+        path.name
+        for path in params_folder(params_dir, params_set, notebooks_dir).glob("*.yaml")
+        if path.stem not in stems
     ):
         raise ValueError(
             f"--params-set {params_set!r}: {stray} names no notebook in {notebooks_dir} (a typo runs on defaults)"
         )
-    executions = plan_executions(notebooks, params_dir, params_set, sweep, seeds)
-    check_paths(executions, params_set)  # a missing data file or encoder: now, not in a kernel later
+    # each value against its notebook's rules (its checks cell: loss modules of yours imported, every loss setting
+    # checked), in this process, before any kernel starts
+    executions = plan_executions(notebooks, params_dir, params_set, sweep, seeds, encoder)
     if executor not in EXECUTORS or (slurm and executor == "threads"):
         raise ValueError(
             f"--executor {executor!r}: must be one of {', '.join(EXECUTORS)} (--slurm parameters: not threads)"
         )
+    if executor == "threads":  # kernels on this machine: bf16 needs its CUDA device (a Slurm job runs elsewhere)
+        check_devices(executions, params_set)
+    check_paths(executions, params_set)  # a missing data file or encoder: now, not in a kernel later
     visible = visible_gpus() if executor == "threads" else []
     if gpus is not None and (not gpus or not set(gpus) <= set(visible) or len(set(gpus)) < len(gpus)):
         raise ValueError(
@@ -233,13 +242,13 @@ def run(
         ) as error:  # no Slurm here, an unknown or mistyped parameter
             shutil.rmtree(run_dir)  # nothing ran: leave no run folder
             raise ValueError(f"--slurm: {str(error).splitlines()[0]}") from None
+    folders = [run_dir / execution.name / execution.slug for execution in executions]  # slug "": the notebook's folder
     try:
-        start_record(run_dir, command, params_set, jobs, threads)
+        start_record(run_dir, command, params_set, jobs, threads, [f.relative_to(run_dir).as_posix() for f in folders])
         ensure_assets(run_dir, mathjax=False)  # once, before concurrent exports look for it (figures/)
     except ValueError as error:  # a full disk: nothing ran, no run folder is left
         shutil.rmtree(run_dir, ignore_errors=True)
         raise ValueError(f"--outputs-dir {str(outputs_dir)!r}: {error}") from None
-    folders = [run_dir / execution.name / execution.slug for execution in executions]  # slug "": the notebook's folder
     env = kernel_environment(threads)
     board = Progress(executions, stream, ticking=progress)
     if executor == "threads":
@@ -261,7 +270,7 @@ def run(
     report = RunReport(run_dir, [outcome or stop for outcome, stop in zip(outcomes, stopped)])
     finish_record(run_dir)
     try:
-        write_results(run_dir, [folder.relative_to(run_dir).as_posix() for folder in folders])
+        write_results(run_dir)
     finally:  # the index is written even when a notebook's evidence cannot be printed
         write_report(run_dir, report.outcomes, list(sweep or {}), interrupted)
     if interrupted:

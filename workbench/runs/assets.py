@@ -33,6 +33,26 @@ MATHJAX_DIR = "mathjax"
 MATHJAX_JS = "tex-svg-full.js"
 # asset file under assets/mathjax/ -> its path in django-static-mathjax's static/mathjax/
 MATHJAX_FILES = {MATHJAX_JS: "es5/tex-svg-full.js", "ui/safe.js": "es5/ui/safe.js", "LICENSE": "LICENSE"}
+PRINT_WIDTH = 640  # px: a printed figure's width, within an A4 or Letter page's 12 mm margins at 1:1 (703 and 720 px)
+PRINT_CSS = """@media print {
+  @page { margin: 12mm; }
+  .js-plotly-plot, figure { break-inside: avoid; }
+  .modebar-container { display: none; }
+}"""
+"""What a page needs on paper: a figure is not split across pages, and plotly's toolbar is left out."""
+PRINT_FIGURES_JS = f"""<script>
+// Printing ("Save as PDF" too) draws each plotly figure {PRINT_WIDTH} px wide, which a page holds; then as it was
+window.addEventListener("beforeprint", () => document.querySelectorAll(".js-plotly-plot").forEach((figure) => {{
+  figure.dataset.screenWidth = figure.layout.width ?? "";
+  Plotly.relayout(figure, {{width: {PRINT_WIDTH}}});
+}}));
+window.addEventListener("afterprint", () => document.querySelectorAll(".js-plotly-plot").forEach((figure) => {{
+  const width = figure.dataset.screenWidth;
+  Plotly.relayout(figure, width ? {{width: Number(width)}} : {{width: null, autosize: true}});
+}}));
+</script>"""
+"""The script every page with plotly figures holds: figures sized for the paper while it prints (their screen width
+would be cropped), then back as they were."""
 
 
 @dataclass(frozen=True)

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import functools
+import json
 import os
 import secrets
-import subprocess
 import sys
 import tempfile
 import threading
@@ -18,7 +19,8 @@ from typing import Any
 
 import yaml
 
-from workbench.metrics_file import read_metrics, redact, write_atomically
+from workbench.metrics_file import read_metrics, write_atomically
+from workbench.redaction import redact, scrub, secret_texts
 from workbench.runs.export import export_html, readable_literal
 from workbench.runs.plan import (
     _SLUG_UNSAFE,
@@ -138,18 +140,31 @@ class RunningKernels:
         return self._stopped
 
     def kill_all(self) -> None:
-        """Kill every kernel process and start no new one: the executions using them end with a
+        """Kill every kernel (its process group) and start no new one: the executions using them end with a
         dead-kernel error, as a crashed kernel would. Returns once the processes have ended (the runner does not wait
-        for its threads), at most a few seconds each."""
+        for its threads), at most a few seconds each. Through jupyter_client's public kernel manager API
+        (``has_kernel``, ``signal_kernel``, ``is_alive``)."""
+        from jupyter_core.utils import run_sync
+
         with self._lock:
             self._stopped = True
-            processes = [getattr(getattr(manager, "provisioner", None), "process", None) for manager in self._managers]
-        running = [process for process in processes if process is not None and process.poll() is None]
-        for process in running:
-            process.kill()
-        for process in running:
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                process.wait(timeout=5)
+            managers = list(self._managers)
+        run_sync(kill_kernels)(managers)
+
+
+async def kill_kernels(managers: list[Any], timeout_s: float = 5.0) -> None:
+    """SIGKILL (SIGTERM where there is none) the process group of each manager's running kernel; wait until each has
+    ended, at most ``timeout_s`` seconds each."""
+    import signal
+
+    running = [manager for manager in managers if manager.has_kernel and await manager.is_alive()]
+    for manager in running:
+        with contextlib.suppress(RuntimeError, ProcessLookupError):  # it ended meanwhile
+            await manager.signal_kernel(getattr(signal, "SIGKILL", signal.SIGTERM))
+    for manager in running:
+        deadline = time.monotonic() + timeout_s
+        while await manager.is_alive() and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
 
 
 def new_run_dir(outputs_dir: str | Path, run_id: str | None = None) -> Path:
@@ -175,11 +190,17 @@ def _source_cell_index(executed_notebook: Path, executed_index: int) -> int:
     return executed_index - sum(INJECTED_PARAMETERS_TAG in cell.metadata.get("tags", []) for cell in cells)
 
 
+WORKBENCH_LANGUAGE = "python-workbench"
+"""The language papermill is told the runner's notebooks are in: papermill picks its parameter translator by it, so
+the workbench's translator is registered under this name of its own and papermill's ``python`` one stays as it is for
+every other caller in the process."""
+
+
 @functools.cache
-def _readable_injected_parameters() -> None:
-    """Have papermill write the injected parameters' strings as ``repr`` writes them (``"美丽"``, not papermill's
-    ``"\\u7f8e\\u4e3d"``) through its translator registry: the kernel gets the same values, and the executed notebook
-    reads as params.yaml does."""
+def _readable_injected_parameters() -> str:
+    """Register, once, a papermill translator that writes the injected parameters' strings as ``repr`` writes them
+    (``"美丽"``, not papermill's ``"\\u7f8e\\u4e3d"``): the kernel gets the same values, and the executed notebook
+    reads as params.yaml does. Returns the language to hand papermill (:data:`WORKBENCH_LANGUAGE`)."""
     from papermill.translators import PythonTranslator, papermill_translators
 
     class ReadablePythonTranslator(PythonTranslator):
@@ -187,7 +208,30 @@ def _readable_injected_parameters() -> None:
         def translate_str(cls, val: str) -> str:
             return readable_literal(val)
 
-    papermill_translators.register("python", ReadablePythonTranslator)
+    papermill_translators.register(WORKBENCH_LANGUAGE, ReadablePythonTranslator)
+    return WORKBENCH_LANGUAGE
+
+
+TEXT_SUFFIXES = (".ipynb", ".json", ".html", ".txt", ".csv", ".yaml", ".yml", ".md", ".log")
+"""The files of an execution folder the runner reads for a secret the kernel held (the kernel's own writing)."""
+
+
+def _scrub_folder(folder: Path, hidden: list[str]) -> None:
+    """Rewrite each text file under ``folder`` (:data:`TEXT_SUFFIXES`: the executed notebook, metrics.json, figure
+    pages, captions) with each secret text of ``hidden``, as written or JSON-escaped, replaced by ``<SECRET>``
+    (``workbench.redaction.scrub``): an output, a record or a traceback that quoted the kernel's token."""
+    escaped = [json.dumps(secret)[1:-1] for secret in hidden]
+    texts = sorted({*hidden, *escaped}, key=len, reverse=True)
+    for path in folder.rglob("*"):
+        if path.suffix.lower() not in TEXT_SUFFIXES or not path.is_file():
+            continue
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):  # not the kernel's text
+            continue
+        cleaned = scrub(text, texts)
+        if cleaned != text:
+            write_atomically(path, cleaned)
 
 
 def execute(
@@ -208,7 +252,7 @@ def execute(
     import papermill
     from papermill.exceptions import PapermillExecutionError
 
-    _readable_injected_parameters()
+    language = _readable_injected_parameters()
     folder = output_dir.absolute()  # papermill's file writes chdir the process to a cwd another run may have left
     executed = folder / execution.notebook.name
     failed_cell = None
@@ -223,6 +267,7 @@ def execute(
             str(executed.resolve()),
             parameters=parameters,
             kernel_name=kernel_name,
+            language=language,  # the workbench's translator, papermill's own "python" one left to other callers
             # the kernel starts in the notebook's folder; papermill's own ``cwd`` would chdir this
             # whole process, under the feet of the notebooks running beside this one
             resources={"metadata": {"path": str(execution.notebook.parent.resolve())}},
@@ -236,11 +281,16 @@ def execute(
     except Exception as exc:  # kernel died, notebook unreadable, a full disk, ...: report it, keep running the others
         error = f"{type(exc).__name__}: {exc}"
     duration = time.perf_counter() - start
+    hidden = secret_texts(execution.parameters)  # the hub token the kernel got: no file or message may show it
+    if hidden:
+        _scrub_folder(folder, hidden)
     if executed.is_file() and not (kernels is not None and kernels.stopped):  # an interrupted run exports nothing
         try:
             export_html(executed)
         except Exception as exc:  # the run's own status is what matters; note the export problem
             error = error or f"HTML export failed: {type(exc).__name__}: {exc}"
+    if error:  # summary.csv and index.html print it: a secret the kernel's message quoted is not
+        error = scrub(error, hidden)
     return Outcome(
         execution, output_dir, "failed" if error else "ok", duration, failed_cell, error, read_metrics(folder)
     )

@@ -21,6 +21,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import secrets
 import tokenize
 from pathlib import Path
@@ -28,6 +29,8 @@ from typing import Any
 
 from workbench.runs.assets import (
     ASSETS_DIR,
+    PRINT_CSS,
+    PRINT_FIGURES_JS,
     RunAssets,
     ensure_assets,
     inline_mathjax_js,
@@ -35,11 +38,17 @@ from workbench.runs.assets import (
     link_figures,
     run_dir_of,
 )
-from workbench.runs.plan import INJECTED_PARAMETERS_TAG
+from workbench.runs.plan import INJECTED_PARAMETERS_TAG, read_notebook
 from workbench.runs.sanitize import PLOTLY_MIME, clean_html, figure_from_html, figure_html
 
 SOLUTION_TAGS = ("solution", "solutions", "answer", "answers")  # cells left out of a --student page, in any case
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+LIVE_PANEL_NOTE = (
+    "*The sliders above start where the cell's parameters set them when it ran, not where they were left in "
+    "JupyterLab: to start them elsewhere, set the parameter (e.g. `epsilon = 0.3`) and run the cell again before "
+    "saving.*"
+)
+"""Shown below a live slider panel's page figure: the page draws the figure the cell displayed, at its start."""
 # nbconvert's HTML priority less widgets, JavaScript and mermaid (none of them runs in the page); figures first
 TRUSTED_PRIORITY = [PLOTLY_MIME, "application/javascript", "text/html", "text/markdown", "image/svg+xml"]
 SANITISED_PRIORITY = [PLOTLY_MIME, "text/html", "text/markdown", "image/svg+xml"]
@@ -63,8 +72,18 @@ MATHJAX_CONFIG = {
         "safeOptions": {"allow": {"URLs": "none", "classes": "safe", "cssIDs": "safe", "styles": "safe"}},
     },
 }
-# Output text (a printed result line) wraps at spaces, never inside a number; JupyterLab's CSS breaks anywhere.
-PAGE_CSS = ".jp-OutputArea-output pre { word-break: normal; overflow-wrap: break-word; }"
+# Output text (a printed result line) wraps at spaces, never inside a number; JupyterLab's CSS breaks anywhere. On
+# paper (a class handout) code and output lines wrap whole within the page, without the In/Out prompts' column.
+PAGE_CSS = (
+    ".jp-OutputArea-output pre { word-break: normal; overflow-wrap: break-word; }\n"
+    + PRINT_CSS
+    + """
+@media print {
+  .jp-InputPrompt, .jp-OutputPrompt { display: none; }
+  .jp-InputArea-editor, .jp-OutputArea-output, .jp-RenderedText { overflow: visible !important; }
+  pre { white-space: pre-wrap !important; overflow-wrap: anywhere; }
+}"""
+)
 OFFLINE_TEMPLATE = "workbench_offline.html.j2"
 _OFFLINE_TEMPLATE_SOURCE = r"""{%- extends 'index.html.j2' -%}
 {%- block html_head_js_requirejs -%}
@@ -138,11 +157,53 @@ def readable_literal(value: str) -> str:
     return text
 
 
+def machine_paths(notebook: Path) -> list[tuple[str, str]]:
+    """(this machine's path, what a page shows instead), longest first: the run folder of ``notebook``
+    (``run_dir_of``; its own folder outside a run) becomes relative (``/home/t/outputs/run/05_x`` -> ``05_x``, the
+    folder itself ``.``), the data root ``$WORKBENCH_DATA``, the home folder ``~``."""
+    from workbench.data_root import DATA_ROOT_ENV, data_root
+
+    run_dir = run_dir_of(notebook)
+    places = {str(path): "." for path in (run_dir, run_dir.absolute(), run_dir.resolve())}
+    places.update({str(path): f"${DATA_ROOT_ENV}" for path in (data_root(), data_root().resolve())})
+    places.update({str(path): "~" for path in (Path.home(), Path.home().resolve())})
+    return sorted(((path, shown) for path, shown in places.items() if path != "/"), key=lambda item: -len(item[0]))
+
+
+def relative_paths(text: str, places: list[tuple[str, str]]) -> str:
+    """``text`` with each path of :func:`machine_paths` written as the page shows it (a path under the run folder
+    relative to it); a longer name that merely starts alike (``/home/tim`` for ``/home/t``) is left alone."""
+    for path, shown in places:
+
+        def replace(match: re.Match, shown: str = shown) -> str:
+            if shown == ".":  # the run folder: a path under it is relative to it
+                return "" if match.group(1) else "."
+            return shown + (match.group(1) or "")
+
+        text = re.sub(re.escape(path) + r"(?![\w.-])(/)?", replace, text)
+    return text
+
+
+def _relative_output(output: Any, places: list[tuple[str, str]]) -> None:
+    """The text of ``output`` (a stream, an error, its text/* data) with :func:`relative_paths`, in place."""
+    if output.get("output_type") == "stream":
+        output["text"] = relative_paths(output.get("text", ""), places)
+    elif output.get("output_type") == "error":
+        output["evalue"] = relative_paths(output.get("evalue", ""), places)
+        output["traceback"] = [relative_paths(line, places) for line in output.get("traceback", [])]
+    for mime, value in output.get("data", {}).items():
+        if mime.startswith("text/") and isinstance(value, str):
+            output["data"][mime] = relative_paths(value, places)
+
+
 def _prepare(nb: Any, notebook: Path, student: bool, trusted: bool, priority: list[str]) -> Any:
     """The notebook as its page shows it: solutions out (``student``), dead widgets out, figures of the live panels
     as data (unless ``trusted``), outputs the page cannot show out (nothing in ``priority``: JavaScript in a
-    sanitised page), the injected parameters readable. ValueError naming the notebook when ``student`` finds no
-    solution cell."""
+    sanitised page), the injected parameters readable, a note below each live panel's figure
+    (:data:`LIVE_PANEL_NOTE`), no path of this machine (:func:`machine_paths`: paths under the run folder relative to
+    it). ValueError naming the notebook when ``student`` finds no solution cell."""
+    from nbformat.v4 import new_output
+
     if student:
         kept = [cell for cell in nb.cells if not is_solution(cell)]
         if len(kept) == len(nb.cells):
@@ -153,13 +214,18 @@ def _prepare(nb: Any, notebook: Path, student: bool, trusted: bool, priority: li
             )
         nb.cells = kept
     nb.metadata.pop("widgets", None)  # the saved widget state (MBs for a plotly FigureWidget) is dead offline
+    places = machine_paths(notebook)
     for cell in nb.cells:
         if INJECTED_PARAMETERS_TAG in cell.get("metadata", {}).get("tags", []):
             cell.source = readable_parameters(cell.source)
+        cell.source = relative_paths(cell.source, places)
+        for output in cell.get("outputs", []):
+            _relative_output(output, places)
         outputs = []
         for output in cell.get("outputs", []):
             data = output.get("data", {})
-            if WIDGET_VIEW in data:
+            live = WIDGET_VIEW in data
+            if live:
                 del data[WIDGET_VIEW]
                 if "text/html" not in data and PLOTLY_MIME not in data:
                     continue  # a widget's text (a tqdm bar when it was drawn: 0%| 0/500) is not what it showed
@@ -173,6 +239,8 @@ def _prepare(nb: Any, notebook: Path, student: bool, trusted: bool, priority: li
             if "data" in output and not any(mime in data for mime in priority):
                 continue
             outputs.append(output)
+            if live:  # a slider panel's page figure: it starts where the cell began, which the page says
+                outputs.append(new_output("display_data", data={"text/markdown": LIVE_PANEL_NOTE}))
         if "outputs" in cell:
             cell.outputs = outputs
     return nb
@@ -203,7 +271,7 @@ def render_page(
 
     notebook = Path(notebook)
     priority = (TRUSTED_PRIORITY if trusted else SANITISED_PRIORITY) + _STATIC_PRIORITY
-    nb = _prepare(_read(notebook), notebook, student, trusted, priority)
+    nb = _prepare(read_notebook(notebook), notebook, student, trusted, priority)
     exporter = HTMLExporter(
         template_name="lab",
         template_file=OFFLINE_TEMPLATE,
@@ -246,22 +314,9 @@ def _scripts(needs: dict[str, bool], assets: RunAssets | None, page_dir: Path) -
         mathjax = f'<script id="MathJax-script" src="{assets.relative_to(page_dir, assets.mathjax_js)}"></script>'
     plotly_config = "<script>window.PlotlyConfig = {MathJaxConfig: 'local'};</script>"
     return {
-        "plotly": plotly_config + plotly if needs["plotly"] else "",
+        "plotly": plotly_config + plotly + PRINT_FIGURES_JS if needs["plotly"] else "",
         "mathjax": f"<script>window.MathJax = {json.dumps(config)};</script>{mathjax}" if needs["mathjax"] else "",
     }
-
-
-def _read(notebook: Path) -> Any:
-    """The notebook at ``notebook`` (nbformat 4); ValueError naming it when it is missing or not a notebook."""
-    import nbformat
-
-    if not notebook.is_file():
-        raise ValueError(f"NOTEBOOK {notebook}: no such file")
-    try:
-        return nbformat.read(notebook, as_version=4)
-    except (ValueError, TypeError, AttributeError, nbformat.ValidationError) as error:  # not JSON, UTF-8, a notebook
-        reason = str(error).splitlines()[0][:200] if str(error) else type(error).__name__
-        raise ValueError(f"NOTEBOOK {notebook}: not a Jupyter notebook ({reason})") from None
 
 
 def _write(target: Path, page: str) -> None:
@@ -310,21 +365,24 @@ def export_notebook(
     student: bool = False,
     trusted: bool = False,
     assets_folder: bool = False,
+    force: bool = False,
 ) -> Path:
     """``python -m workbench export``: the page of an executed notebook at ``target`` (default: beside it,
-    ``<stem>.html``, or ``<stem>.student.html`` with ``student``), never over an existing file. ``student`` leaves
-    out the cells tagged as solutions; ``trusted`` keeps the notebook's own scripts.
+    ``<stem>.html``, or ``<stem>.student.html`` with ``student``), over an existing file only with ``force`` (which
+    replaces it whole, once the new page is written). ``student`` leaves out the cells tagged as solutions;
+    ``trusted`` keeps the notebook's own scripts.
 
     Self-contained by default; with ``assets_folder`` the page loads plotly.js and MathJax from the run folder's
     ``assets/`` when the page is beside its notebook (``run_dir_of``), else from an ``assets/`` beside the page.
     ValueError naming the path for a missing or unreadable notebook or an existing target; nothing is written then."""
     notebook = Path(notebook)
-    _read(notebook)
+    read_notebook(notebook)
     default = notebook.with_name(f"{notebook.stem}.student.html" if student else f"{notebook.stem}.html")
     target = Path(target) if target is not None else default
     option = "-o" if target != default else "the default output"
-    if target.exists():
-        raise ValueError(f"{option} {target}: exists; nothing is overwritten (give another path with -o)")
+    if target.exists() and not (force and target.is_file()):
+        what = "is not a file" if force else "exists; nothing is overwritten (--force replaces it, -o writes elsewhere)"
+        raise ValueError(f"{option} {target}: {what}")
     if not target.parent.is_dir():
         raise ValueError(f"{option} {target}: folder {target.parent} does not exist")
     assets = None

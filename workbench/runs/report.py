@@ -24,9 +24,10 @@ from typing import Any
 import pandas as pd
 
 from workbench.metrics_file import metric_statistics, write_atomically
-from workbench.runs.assets import inline_plotly_js
+from workbench.runs.assets import PRINT_CSS, PRINT_FIGURES_JS, PRINT_WIDTH, inline_plotly_js
 from workbench.runs.execute import Outcome
-from workbench.runs.results import results_html
+from workbench.runs.results import forest_json, results_html
+from workbench.runs.sanitize import offline_figure
 
 METRIC_PREFIX = "metric."
 DESCRIPTIONS = "descriptions"  # metrics.json's entry of one-line metric descriptions, shown in index.html
@@ -196,7 +197,7 @@ def _figures(summary: pd.DataFrame, run_dir: Path, folded: bool) -> Section:
         parts = []
         for page in sorted((run_dir / row["folder"] / FIGURES_SUBDIR).glob("*.html")):
             saved = page.with_suffix(".json")
-            figure = json.loads(saved.read_text(encoding="utf-8")) if saved.is_file() else {}
+            figure = offline_figure(json.loads(saved.read_text(encoding="utf-8"))) if saved.is_file() else {}
             href = html.escape(page.relative_to(run_dir).as_posix())
             if figure:
                 parts.append(_figure_div(figure, f"figure-{count}", figure_caption(page, figure), href))
@@ -296,31 +297,60 @@ def _metrics(aggregated: pd.DataFrame, summary: pd.DataFrame, sweep_keys: Sequen
     return Section("metrics", "Metrics", intro + "\n".join(parts or ["<p>No metrics were recorded.</p>"]) + wide)
 
 
-_STYLE = """body { font-family: sans-serif; margin: 2em; max-width: 1400px; }
+_STYLE = (
+    """body { font-family: sans-serif; margin: 2em; max-width: 1400px; }
 table { border-collapse: collapse; margin-bottom: 1em; max-width: 100%; }
 td, th { border: 1px solid #ccc; padding: 4px 8px; text-align: left; vertical-align: top; overflow-wrap: anywhere; }
 figure { margin: 0 0 2em 0; } figcaption { margin-bottom: 0.3em; } summary { cursor: pointer; margin: 0.5em 0; }
 .plot { width: 100%; } .scroll { overflow-x: auto; } nav { margin-bottom: 1em; }
 .ok { color: #1a7f37; font-weight: bold; } .failed { color: #cf222e; font-weight: bold; }
-.grid { display: grid; grid-template-columns: repeat(auto-fill, minmax(min(480px, 100%), 1fr)); gap: 1em; }"""
+.grid { display: grid; grid-template-columns: repeat(auto-fill, minmax(min(480px, 100%), 1fr)); gap: 1em; }
+@media print { body { margin: 0; max-width: none; } .grid { display: block; } .scroll { overflow: visible; } }
+"""
+    + PRINT_CSS
+)
 
 # Draws a figure while its placeholder is within a screen or two of the window and purges it when it leaves, so a
-# sweep's hundreds of figures cost one plotly.js and a screenful of plots (not one page and plotly.js each).
-_DRAW_NEAR_WINDOW = """<script>
-const plots = new IntersectionObserver((entries) => {
-  for (const entry of entries) {
+# sweep's hundreds of figures cost one plotly.js and a screenful of plots (not one page and plotly.js each). Printing
+# ("Save as PDF" too) opens every folded part and draws every figure at the printed width (PRINT_FIGURES_JS sizes the
+# ones already drawn); afterwards the parts fold again and the figures far from the window are purged again.
+_DRAW_NEAR_WINDOW = f"""<script>
+let printing = false;
+const draw = (plot, layout) => {{
+  const figure = JSON.parse(document.getElementById(plot.dataset.figure).textContent);
+  plot.dataset.drawn = "1";
+  Plotly.newPlot(plot, figure.data || [], {{...(figure.layout || {{}}), ...layout}}, {{responsive: true}});
+}};
+const plots = new IntersectionObserver((entries) => {{
+  for (const entry of entries) {{
     const plot = entry.target;
-    if (entry.isIntersecting && !plot.dataset.drawn) {
-      const figure = JSON.parse(document.getElementById(plot.dataset.figure).textContent);
-      plot.dataset.drawn = "1";
-      Plotly.newPlot(plot, figure.data || [], figure.layout || {}, {responsive: true});
-    } else if (!entry.isIntersecting && plot.dataset.drawn) {
+    if (entry.isIntersecting && !plot.dataset.drawn) {{
+      draw(plot, {{}});
+    }} else if (!entry.isIntersecting && plot.dataset.drawn && !printing) {{
       Plotly.purge(plot);
       delete plot.dataset.drawn;
-    }
-  }
-}, {rootMargin: "1500px 0px"});
-document.querySelectorAll("div.plot[data-figure]").forEach((plot) => plots.observe(plot));
+    }}
+  }}
+}}, {{rootMargin: "1500px 0px"}});
+const placeholders = () => document.querySelectorAll("div.plot[data-figure]");
+placeholders().forEach((plot) => plots.observe(plot));
+window.addEventListener("beforeprint", () => {{
+  printing = true;
+  document.querySelectorAll("details:not([open])").forEach((part) => {{
+    part.open = true;
+    part.dataset.printed = "1";
+  }});
+  placeholders().forEach((plot) => {{ if (!plot.dataset.drawn) draw(plot, {{width: {PRINT_WIDTH}}}); }});
+}});
+window.addEventListener("afterprint", () => {{
+  printing = false;
+  document.querySelectorAll("details[data-printed]").forEach((part) => {{
+    part.open = false;
+    delete part.dataset.printed;
+  }});
+  plots.disconnect();
+  placeholders().forEach((plot) => plots.observe(plot));  // purges again what is far from the window
+}});
 </script>"""
 
 
@@ -344,6 +374,9 @@ def index_sections(
     :class:`Section` in this list."""
     sections = [_about(outcomes, summary, run_dir), Section("executions", "Executions", _runs_table(summary, run_dir))]
     results = results_html(run_dir)  # the claim rows of results.md, when the notebooks recorded some
+    forest = forest_json(run_dir)
+    if results and forest:
+        results += _figure_div(forest, "results-forest", "Forest plot: every tested row's difference and its 95% CI")
     if results:
         sections.append(Section("results", "Results: each paper's claim", results))
     if sweep_keys and not aggregated.empty:
@@ -372,7 +405,7 @@ def write_report(
     contents = " · ".join(f'<a href="#{section.id}">{html.escape(section.title)}</a>' for section in sections)
     body = [f"<h1>{title}</h1>", stopped if interrupted else "", f"<nav>{contents}</nav>"]
     body += [section.html() for section in sections]
-    scripts = f"<script>{inline_plotly_js()}</script>"  # one file: copied alone, the index still draws its figures
+    scripts = f"<script>{inline_plotly_js()}</script>{PRINT_FIGURES_JS}"  # one file: copied alone, it still draws
     head = f'<meta charset="utf-8"><title>{title}</title><style>{_STYLE}</style>{scripts}'
     page = (
         f"<!DOCTYPE html>\n<html><head>{head}</head>\n<body>\n"

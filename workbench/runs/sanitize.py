@@ -135,12 +135,11 @@ def _embedded(image: Any) -> bool:
     return isinstance(source, str) and _EMBEDDED_IMAGE.match(re.sub(r"[\x00-\x20]", "", source)) is not None
 
 
-def figure_html(bundle: Any) -> str:
-    """The ``div`` and ``Plotly.newPlot`` call of a plotly MIME bundle (``data``, ``layout``, ``frames``), as the
-    workbench's renderer writes them for a page that loads plotly.js; the notebook's config is not used, layout
-    images from the network are left out. (Map and geo traces still fetch their base maps, as plotly.js does.)"""
-    import plotly.io as pio
-
+def offline_figure(bundle: Any) -> dict[str, Any]:
+    """The ``data``, ``layout`` and ``frames`` of a plotly figure (a MIME bundle or a saved figure's JSON) that a page
+    may draw offline: layout images from the network left out, a width or height that is not a number dropped (it is
+    written into a style attribute), a template that is not a mapping dropped; the figure's config is not used. (Map
+    and geo traces still fetch their base maps, as plotly.js does.)"""
     bundle = bundle if isinstance(bundle, dict) else {}
     data = bundle.get("data") if isinstance(bundle.get("data"), list) else []
     layout = dict(bundle.get("layout")) if isinstance(bundle.get("layout"), dict) else {}
@@ -161,8 +160,16 @@ def figure_html(bundle: Any) -> str:
     figure = {"data": data, "layout": layout}
     if isinstance(bundle.get("frames"), list):
         figure["frames"] = bundle["frames"]
+    return figure
+
+
+def figure_html(bundle: Any) -> str:
+    """The ``div`` and ``Plotly.newPlot`` call of a plotly MIME bundle's :func:`offline_figure`, as the workbench's
+    renderer writes them for a page that loads plotly.js."""
+    import plotly.io as pio
+
     options = {"include_plotlyjs": False, "include_mathjax": False, "full_html": False, "validate": False}
-    return pio.to_html(figure, default_width="100%", default_height=525, **options)
+    return pio.to_html(offline_figure(bundle), default_width="100%", default_height=525, **options)
 
 
 _NEW_PLOT = re.compile(r"Plotly\.newPlot\(\s*\"[^\"]*\"\s*,")

@@ -20,8 +20,9 @@ import numpy as np
 import pandas as pd
 import torch
 from datasets import Dataset, DatasetDict
+from torch import nn
 
-from workbench.checks import check_bool, check_choice, check_names, check_number, check_seeds
+from workbench.checks import check_bool, check_choice, check_number, check_seeds
 from workbench.config import DataConfig, LossSpec
 from workbench.data import (
     TABLE8_SETTINGS,
@@ -35,23 +36,16 @@ from workbench.data import (
     table8_training_sets,
 )
 from workbench.losses import build_loss
-from workbench.metrics import classification_report
+from workbench.metrics import classification_report, small_class_warning
 from workbench.stats import formatted, row_statistics, summarize
 from workbench.synonyms import SynonymTable
-from workbench.train import Fitter, fixed_hyperparameters, loss_from_spec
+from workbench.train import Fitter, fixed_hyperparameters, loss_from_spec, offered, settings_specs
 
-LOSS_ZOO: dict[str, LossSpec] = {
-    "CE": LossSpec("ce"),
-    "WCE": LossSpec("wce"),  # alpha_t = lg((n - n_t)/n_t + K), counts from the training split
-    "FL": LossSpec("focal", {"gamma": 2.0}),
-    "DL": LossSpec("dice", {"gamma": 1.0}),
-    "TL": LossSpec("tversky", {"alpha": 0.3, "beta": 0.7, "gamma": 1.0}),
-    "DSC": LossSpec("dsc", {"preset": "paper"}),
-    "DSC reference": LossSpec("dsc", {"preset": "reference"}),  # what the released scripts ran
-    "class-balanced CE": LossSpec("class_balanced"),  # the fair baselines: Cui et al. 2019
-    "logit-adjusted CE": LossSpec("logit_adjusted"),  # Menon et al. 2021
-}
-"""The paper's losses (sec. 3) with the settings of this study, the released DSC, and two fair baselines."""
+LOSS_ZOO: dict[str, LossSpec] = offered(
+    ("CE", "WCE", "FL", "DL", "TL", "DSC", "DSC reference", "class-balanced CE", "logit-adjusted CE")
+)
+"""The paper's losses (sec. 3) with the settings of this study (``workbench.train.LOSS_SETTINGS``: FL gamma 2, DL
+gamma 1, TL alpha 0.3 beta 0.7, DSC eq. 12), the released DSC, and two fair baselines."""
 AUGMENTATIONS = ("synonyms", "copies")
 """Table 8's added examples: synonym replacement (new sentences, the paper's reading) or exact copies (an option)."""
 METRICS = ("f1_positive", "macro_f1", "accuracy")
@@ -66,6 +60,27 @@ def scored_label(train: Dataset) -> int:
     return POSITIVE_LABEL if len(counts) == 2 else int(np.argmin(counts))
 
 
+def scored_class_line(splits: Mapping[str, Dataset], positive: int) -> str:
+    """The class the study scores (:func:`scored_label`), its examples in each split, and the warning of
+    :func:`~workbench.metrics.small_class_warning` when the test split holds too few of them to read its F1."""
+    names = label_names(splits["train"])
+    why = "label 1 of a binary task" if len(names) == 2 else "the smallest training class, scored against the rest"
+    counts = ", ".join(f"{split} {label_counts(data, len(names))[positive]}" for split, data in splits.items())
+    line = f"The scored (positive) class: {names[positive]!r}, {why}; its examples: {counts}."
+    if "test" in splits:
+        warning = small_class_warning({names[positive]: label_counts(splits["test"], len(names))[positive]})
+        line += f" {warning}" if warning else ""
+    return line
+
+
+def check_study_options(positive_share: float | None, thin_evaluation: bool) -> None:
+    """:func:`study_splits`' options before any data is read: ``positive_share`` None or in (0, 0.5], a bool
+    ``thin_evaluation``; ValueError naming the parameter."""
+    if positive_share is not None:
+        check_number("positive_share", positive_share, 0, 0.5, low_inclusive=False)
+    check_bool("thin_evaluation", thin_evaluation)
+
+
 def study_splits(
     data: DataConfig | Mapping[str, Any], positive_share: float | None = None, thin_evaluation: bool = False
 ) -> DatasetDict:
@@ -73,6 +88,7 @@ def study_splits(
     down-samples the training examples of the positive class (:func:`scored_label`) to that share, and with
     ``thin_evaluation`` those of validation and test too (Table 8 tests on a set with the original training set's
     share); the provenance records it (``downsampled``)."""
+    check_study_options(positive_share, thin_evaluation)
     splits = load_splits(data)
     if len(label_names(splits["train"])) < 2 or "test" not in splits:
         raise ValueError(
@@ -81,11 +97,10 @@ def study_splits(
         )
     if positive_share is None:
         return splits
-    check_number("positive_share", positive_share, 0, 0.5, low_inclusive=False)
     seed = DataConfig.from_mapping(data).seed
     ratio = positive_share / (1.0 - positive_share)
     positive = scored_label(splits["train"])
-    thinned = list(splits) if check_bool("thin_evaluation", thin_evaluation) else ["train"]
+    thinned = list(splits) if thin_evaluation else ["train"]
     result = Splits(dict(splits))
     provenance = copy.deepcopy(splits.provenance or {"splits": {}})
     for name in thinned:
@@ -110,9 +125,10 @@ class Table8Sets:
     smallest_class: str | None = None
 
 
-def zoo(parameter: str, names: Sequence[str]) -> dict[str, LossSpec]:
-    """The :data:`LOSS_ZOO` specs of ``names``, the notebook's ``parameter`` (each name once)."""
-    return {name: LOSS_ZOO[name] for name in check_names(parameter, names, list(LOSS_ZOO))}
+def zoo(parameter: str, names: Sequence[str], extra_settings: Mapping[str, Any] | None = None) -> dict[str, LossSpec]:
+    """The :data:`LOSS_ZOO` specs of ``names``, the notebook's ``parameter`` (each name once), then those of
+    ``extra_settings`` (``workbench.train.settings_specs``)."""
+    return settings_specs(names, LOSS_ZOO, parameter=parameter, extra_settings=extra_settings)
 
 
 def table8_sets(
@@ -170,18 +186,19 @@ def _equal_classes(split: Dataset, seed: int) -> Dataset:
 
 def fit_and_score(
     splits: DatasetDict,
-    loss: LossSpec,
+    loss: LossSpec | nn.Module,
     seed: int,
     fitter: Fitter,
     positive_label: int | None = None,
     fits: dict | None = None,
 ) -> dict[str, float]:
-    """Fit ``loss`` at ``seed`` (epoch kept on validation macro-F1): test f1_positive (of ``positive_label``, default
-    :func:`scored_label` of the training split), macro_f1, accuracy; validation F1 of the positive class. ``fits``
-    (a dict, when given) receives the ``Fit`` under ``seed``."""
+    """Fit ``loss`` (a spec, or the loss built from it) at ``seed`` (epoch kept on validation macro-F1): test
+    f1_positive (of ``positive_label``, default :func:`scored_label` of the training split), macro_f1, accuracy;
+    validation F1 of the positive class. ``fits`` (a dict, when given) receives the ``Fit`` under ``seed``."""
     names = label_names(splits["train"])
     positive_label = scored_label(splits["train"]) if positive_label is None else positive_label
-    fit = fitter.fit(splits, loss_from_spec(loss, splits["train"]), seed)
+    loss = loss if isinstance(loss, nn.Module) else loss_from_spec(loss, splits["train"])
+    fit = fitter.fit(splits, loss, seed)
     if fits is not None:
         fits[seed] = fit
     test = classification_report(np.asarray(splits["test"]["label"]), fit.test_predictions, label_names=names)
@@ -211,16 +228,23 @@ def run_grid(
     check_seeds("seeds", seeds)
     if not settings or not losses:
         raise ValueError(f"settings, losses: must each hold at least one entry, got {len(settings)} and {len(losses)}")
+    built = {  # every loss built (its parameters checked) before the first fit
+        (setting, label): loss_from_spec(spec, splits["train"])
+        for setting, splits in settings.items()
+        for label, spec in losses.items()
+    }
     return pd.DataFrame(
         [
             {
                 "setting": setting,
                 "loss": label,
                 "seed": seed,
-                **fit_and_score(splits, spec, seed, fitter, positive_label, _cell(fits, setting, label)),
+                **fit_and_score(
+                    splits, built[setting, label], seed, fitter, positive_label, _cell(fits, setting, label)
+                ),
             }
             for setting, splits in settings.items()
-            for label, spec in losses.items()
+            for label in losses
             for seed in seeds
         ]
     )
@@ -246,15 +270,23 @@ def imbalance_study(
     return run_grid(settings, losses, seeds, fitter, training_sets.positive_label, fits)
 
 
+def check_alphas(parameter: str, alphas: Sequence[float]) -> list[float]:
+    """Table 10's Tversky alphas, the notebook's ``parameter``: a non-empty list of distinct numbers in [0, 1]."""
+    if not isinstance(alphas, list | tuple) or not alphas:
+        raise ValueError(f"{parameter}: must be a non-empty list of distinct numbers in [0, 1], got {alphas!r}")
+    for alpha in alphas:
+        check_number(parameter, alpha, 0, 1)
+    if len(set(alphas)) != len(alphas):
+        raise ValueError(f"{parameter}: must be a non-empty list of distinct numbers in [0, 1], got {list(alphas)}")
+    return list(alphas)
+
+
 def tversky_sweep(
     splits: DatasetDict, alphas: Sequence[float], seeds: Sequence[int], fitter: Fitter, fits: dict | None = None
 ) -> pd.DataFrame:
     """Table 10: :data:`LOSS_ZOO`'s TL with alpha (false-positive weight) over ``alphas``, beta = 1 - alpha;
     :func:`run_grid`'s table with a column ``alpha``; ``fits`` as :func:`run_grid`'s (loss: the alpha, ``f"{a:g}"``)."""
-    for alpha in alphas:
-        check_number("alphas", alpha, 0, 1)
-    if not alphas or len(set(alphas)) != len(alphas):
-        raise ValueError(f"alphas: must be a non-empty list of distinct numbers in [0, 1], got {list(alphas)}")
+    check_alphas("alphas", alphas)
     tversky = LOSS_ZOO["TL"]
     losses = {f"{a:g}": tversky.replace(params={**tversky.params, "alpha": a, "beta": 1.0 - a}) for a in alphas}
     table = run_grid({"TL": splits}, losses, seeds, fitter, fits=fits)
@@ -320,7 +352,7 @@ def this_run(
     return (
         f"This run ({table8['seed'].nunique()} seed(s); test, x100): F1 of {scored}, {per_setting} "
         f"(added examples: {sets.augmentation}, {sets.unchanged} of {sets.calls} left unchanged). "
-        f"DSC presets on original: eq. 12 {cell('presets', 'DSC paper')}, "
+        f"DSC presets on original: eq. 12 {cell('presets', 'DSC')}, "
         f"reference {cell('presets', 'DSC reference')}. "
         f"Tversky: alpha = {chosen['alpha']:g} chosen on validation, "
         f"test F1 {100 * chosen['test_f1_positive']:.1f}. Balanced task (Table 9), accuracy: "
@@ -330,16 +362,17 @@ def this_run(
 
 
 def hyperparameters(
-    losses: Sequence[str], training: Mapping[str, Any], train: Dataset, tversky_alphas: Sequence[float] = ()
+    training: Mapping[str, Any], losses: Mapping[str, LossSpec], train: Dataset, tversky_alphas: Sequence[float] = ()
 ) -> dict[str, Any]:
-    """What notebook 01 fixes and what it chooses on validation, for the results page (issue 36): the training
-    section's optimiser settings and each of ``losses`` at its :data:`LOSS_ZOO` setting (FL's gamma, WCE's K, the
-    Dice family's gamma and smoothing, class-balanced beta), the same for every training set and seed, none tuned;
-    chosen on validation: the probe's epoch, and TL's alpha among ``tversky_alphas``."""
-    chosen = {"epoch": "the probe's epoch with the best validation macro-F1, the same rule for every loss"}
+    """What notebook 01 fixes and what it chooses on validation, for the results page (issue 36): ``fixed``, the
+    training section's optimiser settings and each of ``losses``' hyperparameters as it trains (FL's gamma, WCE's K,
+    the Dice family's gamma and smoothing, class-balanced beta: ``workbench.train.fixed_hyperparameters``), the same
+    for every training set and seed, none tuned; ``chosen`` on validation: each fit's epoch, and TL's alpha among
+    ``tversky_alphas``."""
+    chosen = {"epoch": "each fit's epoch with the best validation macro-F1, the same rule for every loss"}
     if tversky_alphas:
         chosen["TL alpha"] = (
             f"the alpha of {[float(alpha) for alpha in tversky_alphas]} with the best mean validation F1 of the "
-            "positive class (beta = 1 - alpha)"
+            "scored class (beta = 1 - alpha)"
         )
-    return fixed_hyperparameters(zoo("losses", list(dict.fromkeys(losses))), training, train, **chosen)
+    return {"fixed": fixed_hyperparameters(training, losses, train), "chosen": chosen}

@@ -14,42 +14,66 @@ import numpy as np
 import pandas as pd
 from datasets import Dataset
 
-from workbench.checks import check_names
-from workbench.config import DataConfig, LossSpec
+from workbench.config import DataConfig, LossSpec, TrainingConfig
 from workbench.data import RELEASES, label_counts, label_names
 from workbench.decisions import tuned_predictions
-from workbench.evidence import Claim, compare
-from workbench.metrics import classification_report
+from workbench.evidence import N_RESAMPLES, Claim, compare
+from workbench.metrics import classification_report, small_class_warning
 from workbench.stats import formatted, mean_std_table, row_statistics, summarize
-from workbench.train import fixed_hyperparameters
+from workbench.train import extra_rows, fixed_hyperparameters, offered, settings_specs
 
-COMPARISON: dict[str, LossSpec] = {
-    "CE": LossSpec("ce"),
-    "LS": LossSpec("ls"),
-    "DSC": LossSpec("dsc", {"preset": "reference"}),
-    "PCL reference": LossSpec("pcl", {"variant": "reference"}),
-    "PCL expected_cost (global)": LossSpec("pcl", {"variant": "expected_cost", "counts": "global"}),
-}
+COMPARISON: dict[str, LossSpec] = offered(("CE", "LS", "DSC reference", "PCL reference", "PCL expected_cost (global)"))
 """The side-by-side in teaching order; LS and PCL take epsilon (:func:`comparison_specs`)."""
-SMALL_TEST_CLASS = 20  # test examples below which a class's recall and F1 are too noisy to read
+EXTRA_REFERENCES = ("CE", "LS", "DSC reference")
+"""What an extra setting is compared with on the results page: CE, LS and each paper's method as released (PCL as
+released is LS by construction, ``pcl.IDENTITY_REASON``: rows against it would repeat the LS rows)."""
 GENERATED = {
     "sample_relevance": "generated query-title pairs in QBQTC's label shares (the workbench's sample)",
     "sample_sentences": "generated review sentences (the workbench's sample)",
 }
 
 
-def comparison_specs(settings: Sequence[str], epsilon: float, cost_matrix=None) -> dict[str, LossSpec]:
-    """The specs of ``settings`` (:data:`COMPARISON` keys): LS and PCL at ``epsilon``, PCL with ``cost_matrix`` if
-    one is given."""
-    specs = {}
-    chosen = check_names("settings", settings, list(COMPARISON), required=("CE", "LS"))  # the notebook shows both
-    for setting in chosen:
-        spec = COMPARISON[setting]
-        extra = {"epsilon": epsilon} if spec.name in ("ls", "pcl") else {}
-        if cost_matrix is not None and spec.name == "pcl" and spec.params["variant"] != "reference":
-            extra["cost_matrix"] = [list(row) for row in cost_matrix]
-        specs[setting] = spec.replace(params={**spec.params, **extra})
+def comparison_specs(
+    settings: Sequence[str],
+    epsilon: float,
+    cost_matrix: Sequence[Sequence[float]] | None = None,
+    extra_settings: Mapping[str, Any] | None = None,
+) -> dict[str, LossSpec]:
+    """The specs of ``settings`` (:data:`COMPARISON` keys, "CE" and "LS" among them: the notebook shows both) and of
+    ``extra_settings`` (``workbench.train.settings_specs``): LS and PCL at ``epsilon``, PCL with ``cost_matrix`` if
+    one is given. Two settings whose metrics.json keys (:func:`metric_key`) would be one are a ValueError."""
+    specs = settings_specs(
+        settings,
+        COMPARISON,
+        required=("CE", "LS"),
+        epsilon=epsilon,
+        cost_matrix=cost_matrix,
+        extra_settings=extra_settings,
+    )
+    metric_keys(specs)
     return specs
+
+
+def metric_key(setting: str) -> str:
+    """A setting's metrics.json key stem: its label before " (", lower case, spaces as "_" ("PCL expected_cost
+    (global)" -> "pcl_expected_cost")."""
+    return setting.split(" (")[0].lower().replace(" ", "_")
+
+
+def metric_keys(settings: Sequence[str]) -> dict[str, str]:
+    """Setting -> :func:`metric_key`; ValueError naming two settings that share one, or a setting whose key is
+    "majority" (the majority baseline's): a metric would be lost."""
+    settings = list(dict.fromkeys(settings))
+    keys: dict[str, str] = {"always predicting the majority": "majority"}
+    for setting in settings:
+        shared = [other for other, key in keys.items() if key == metric_key(setting)]
+        if shared:
+            raise ValueError(
+                f"settings: {shared[0]!r} and {setting!r} would share the metrics.json key "
+                f"{metric_key(setting)}_macro_f1; give one of them another label"
+            )
+        keys[setting] = metric_key(setting)
+    return {setting: key for setting, key in keys.items() if setting in settings}
 
 
 def label_table(splits: Mapping[str, Dataset]) -> pd.DataFrame:
@@ -62,7 +86,7 @@ def label_table(splits: Mapping[str, Dataset]) -> pd.DataFrame:
 def data_summary(data: DataConfig, splits: Mapping[str, Dataset]) -> str:
     """What was loaded, in one paragraph the notebook prints: the source (a file's name), the classes (ordered or not)
     with their training counts, each split's size, and a warning for each test class with fewer than
-    :data:`SMALL_TEST_CLASS` examples (its recall and F1 are too noisy to read)."""
+    :data:`~workbench.metrics.SMALL_TEST_CLASS` examples (its recall and F1 are too noisy to read)."""
     names = label_names(splits["train"])
     counts = label_table(splits)
     provenance = getattr(splits, "provenance", None) or {}
@@ -79,14 +103,9 @@ def data_summary(data: DataConfig, splits: Mapping[str, Dataset]) -> str:
     sizes = ", ".join(f"{split} {int(counts[split].sum())}" for split in splits)
     text = f"Data: {what}. {len(names)} {order} classes, training examples per class: {classes}. Examples: {sizes}."
     tested = {name: int(counts.loc[name, "test"]) for name in names} if "test" in splits else {}
-    small = [(name, count) for name, count in tested.items() if count < SMALL_TEST_CLASS]
-    if small:
-        listed = ", ".join(f"{name!r} ({count})" for name, count in small)
-        text += (
-            f" Warning: the test split holds fewer than {SMALL_TEST_CLASS} examples of {listed}: the per-class"
-            " recall and F1 of these classes below are too noisy to read (one example more or less moves them by over"
-            " 5 points)."
-        )
+    warning = small_class_warning(tested)
+    if warning:
+        text += f" {warning}"
     return text
 
 
@@ -116,13 +135,24 @@ def headline_metrics(runs: pd.DataFrame, baseline: Mapping[str, Any]) -> dict[st
     """metrics.json ``metrics``: ``<setting>_macro_f1`` (``{"mean", "std", "n"}``; e.g. ``pcl_expected_cost_macro_f1``),
     ``majority_macro_f1``, ``majority_accuracy`` and ``pcl_reference_identical_share`` when that setting ran."""
     metrics: dict[str, Any] = {}
+    keys = metric_keys(runs["setting"])
     for _, row in summarize(runs, ["setting"], ["macro_f1"]).iterrows():
-        metrics[row["setting"].split(" (")[0].lower().replace(" ", "_") + "_macro_f1"] = row_statistics(row, "macro_f1")
+        metrics[keys[row["setting"]] + "_macro_f1"] = row_statistics(row, "macro_f1")
     metrics.update(majority_macro_f1=float(baseline["macro_f1"]), majority_accuracy=float(baseline["accuracy"]))
     reference = runs[runs["setting"] == "PCL reference"]
     if len(reference):
         metrics["pcl_reference_identical_share"] = float(reference["identical_to_ls"].mean())
     return metrics
+
+
+def headline_descriptions(runs: pd.DataFrame) -> dict[str, str]:
+    """What each key :func:`headline_metrics` can write holds, for metrics.json's descriptions."""
+    return {
+        **{f"{key}_macro_f1": f"test macro-F1 of {setting}" for setting, key in metric_keys(runs["setting"]).items()},
+        "majority_macro_f1": "test macro-F1 of always predicting the training majority",
+        "majority_accuracy": "test accuracy of always predicting the training majority",
+        "pcl_reference_identical_share": "share of seeds where PCL reference predicted exactly as LS",
+    }
 
 
 def this_run(runs: pd.DataFrame, baseline: Mapping[str, Any]) -> str:
@@ -158,16 +188,21 @@ DICE_CLAIM = Claim(
 )
 
 
+PCL_ROWS = "The PCL against LS rows (Table 4) of the same data and settings"
+"""What the walkthrough's record points to instead of repeating (notebook 02 records them once)."""
+
+
 def dice_rows(
-    comparison: Any, splits: Mapping[str, Dataset], test: str, encoder: str, n_resamples: int = 2000
+    comparison: Any, splits: Mapping[str, Dataset], test: str, encoder: str, n_resamples: int = N_RESAMPLES
 ) -> list[dict[str, Any]]:
     """DSC (the released preset, one-vs-rest) against CE on macro-F1 (``pcl.run_ablation``'s result, seeds paired),
-    with argmax decisions and with per-class offsets tuned on validation for both; none unless both ran. (The PCL rows
-    of the walkthrough come from ``pcl.claim_rows``.)"""
+    with argmax decisions and with per-class offsets tuned on validation for both; none unless both ran. The PCL rows
+    are notebook 02's (:data:`PCL_ROWS`): the walkthrough points to them."""
     gold = np.asarray(splits["test"]["label"], dtype=np.int64)
     validation = np.asarray(splits["validation"]["label"], dtype=np.int64)
+    counts = label_counts(splits["train"], len(comparison.label_names))
     rows: list[dict[str, Any]] = []
-    if {"DSC", "CE"} <= set(comparison.runs["setting"]):
+    if {"DSC reference", "CE"} <= set(comparison.runs["setting"]):
 
         def argmax(setting: str) -> dict[int, np.ndarray]:
             return {seed: pred for (name, seed), pred in comparison.predictions.items() if name == setting}
@@ -175,10 +210,12 @@ def dice_rows(
         def fits(setting: str) -> dict[int, Any]:
             return {seed: fit for (name, seed), fit in comparison.fits.items() if name == setting}
 
-        tuned = {setting: tuned_predictions(fits(setting), validation, "macro_f1") for setting in ("DSC", "CE")}
+        tuned = {
+            setting: tuned_predictions(fits(setting), validation, "macro_f1") for setting in ("DSC reference", "CE")
+        }
         for rule, method, baseline in (
-            ("argmax", argmax("DSC"), argmax("CE")),
-            ("per-class offsets tuned on validation", tuned["DSC"], tuned["CE"]),
+            ("argmax", argmax("DSC reference"), argmax("CE")),
+            ("per-class offsets tuned on each side's validation", tuned["DSC reference"], tuned["CE"]),
         ):
             rows.append(
                 compare(
@@ -192,20 +229,49 @@ def dice_rows(
                     baseline_predictions=baseline,
                     test=test,
                     num_labels=len(comparison.label_names),
+                    train_counts=list(counts),
+                    decision_rule=rule,
                     n_resamples=n_resamples,
                 )
             )
     return rows
 
 
-def hyperparameters(specs: Mapping[str, LossSpec], training: Mapping[str, Any], train: Dataset) -> dict[str, Any]:
-    """What notebook 05 fixes and what it chooses on validation, for the results page (issue 36): the training
-    section's optimiser settings and each setting's loss hyperparameters (``specs``), the same for every seed, none
-    tuned; chosen on validation: the epoch, and the decision rules of the rows that say so (for both sides)."""
-    return fixed_hyperparameters(
-        specs,
-        training,
-        train,
-        epoch="the probe's epoch with the best validation macro-F1, the same rule for every loss",
-        decision_rule="per-class offsets tuned on validation, for both sides of a tuned row",
+def extra_setting_rows(
+    comparison: Any,
+    splits: Mapping[str, Dataset],
+    test: str,
+    encoder: str,
+    extra_settings: Mapping[str, Any] | None,
+    n_resamples: int = N_RESAMPLES,
+) -> list[dict[str, Any]]:
+    """Each setting of ``extra_settings`` that ran (``pcl.run_ablation``'s result) against :data:`EXTRA_REFERENCES`
+    that ran, on macro-F1 as :func:`dice_rows`, argmax decisions for both sides, seeds paired
+    (``workbench.train.extra_rows``: ``workbench.evidence.compare``, as every row)."""
+    return extra_rows(
+        extra_settings,
+        comparison.predictions,
+        EXTRA_REFERENCES,
+        y_true=np.asarray(splits["test"]["label"], dtype=np.int64),
+        train_counts=list(label_counts(splits["train"], len(comparison.label_names))),
+        test=test,
+        setting=f"{encoder}, argmax",
+        metrics=("macro_f1",),
+        num_labels=len(comparison.label_names),
+        n_resamples=n_resamples,
     )
+
+
+def hyperparameters(training: TrainingConfig, specs: Mapping[str, LossSpec], train: Dataset) -> dict[str, Any]:
+    """What notebook 05 fixes and what it chooses on validation, for the results page (issue 36): ``fixed``, the
+    training section's optimiser settings and each setting's loss hyperparameters (``specs``, the same for every seed,
+    none tuned: ``workbench.train.fixed_hyperparameters``); ``chosen`` on validation: each fit's epoch, and the
+    decision rule of the rows that say so (for both sides)."""
+    return {
+        "fixed": fixed_hyperparameters(training, specs, train),
+        "chosen": {
+            "epoch": "each fit's epoch with the best validation macro-F1, the same rule for every loss",
+            "decision rule": "per-class offsets tuned on each side's validation for both sides of a tuned row, argmax "
+            "for both sides of every other row",
+        },
+    }

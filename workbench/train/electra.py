@@ -23,13 +23,11 @@ from typing import Any
 import numpy as np
 import torch
 import torch.nn.functional as F
-from torch import nn
-from transformers import ElectraForMaskedLM, ElectraForPreTraining, TrainerCallback
-from transformers.trainer import TRAINING_ARGS_NAME
+from transformers import ElectraForMaskedLM, ElectraForPreTraining, ElectraPreTrainedModel, TrainerCallback
 from transformers.utils import ModelOutput
 
 from workbench.config import Config
-from workbench.losses.mlm import IGNORE_INDEX, Correction, CorrectionCounts, HardCorrectionLoss, labelled_rows
+from workbench.losses import IGNORE_INDEX, Correction, CorrectionCounts, HardCorrectionLoss, labelled_rows
 from workbench.models import GENERATOR_DIR, build_electra, labelled_logits, model_source
 from workbench.train import pretraining
 from workbench.train.run_folder import Result, count_parameters, training_run
@@ -87,15 +85,26 @@ def discriminator_loss(
     return torch.where(real, losses, 0.0).sum() / real.sum().clamp_min(1), real.sum()
 
 
-class ElectraPretrainingModel(nn.Module):
-    """ELECTRA's G and D as one module for the Trainer: ``forward`` runs G at the masked positions, fills them with
-    samples (:func:`sample_replacements`) and runs D on the result; ``save_pretrained(folder)`` writes D into ``folder``
-    (``finetune`` loads it) and G into ``folder/generator``, from where :func:`build_electra` loads both."""
+class ElectraPretrainingModel(ElectraPreTrainedModel):
+    """ELECTRA's G and D as one ``PreTrainedModel`` for the Trainer: ``forward`` runs G at the masked positions, fills
+    them with samples (:func:`sample_replacements`) and runs D on the result.
+
+    D's modules sit at the pair's top level and G under ``generator``, so the pair's weights are named as D's own
+    (``electra.*``, ``discriminator_predictions.*``) plus ``generator.*``; ``discriminator`` is D itself, holding the
+    same modules. ``save_pretrained(folder)`` writes D's config and every weight of the pair into ``folder``
+    (``finetune`` loads D from it, ignoring G's), and G on its own into ``folder/generator`` (:func:`build_electra`
+    loads both from there). A checkpoint is the Trainer's own save, so the Trainer resumes the pair through its public
+    ``resume_from_checkpoint``: it loads that one file into the pair. G's embeddings are D's (shared), saved once."""
 
     def __init__(self, generator: ElectraForMaskedLM, discriminator: ElectraForPreTraining) -> None:
-        super().__init__()
+        super().__init__(discriminator.config)
+        self.electra = discriminator.electra
+        self.discriminator_predictions = discriminator.discriminator_predictions
         self.generator = generator
-        self.discriminator = discriminator
+        object.__setattr__(self, "discriminator", discriminator)  # D itself: its modules are registered above
+        own = {id(tensor) for tensor in discriminator.state_dict(keep_vars=True).values()}
+        shared = [name for name, tensor in generator.state_dict(keep_vars=True).items() if id(tensor) in own]
+        self._keys_to_ignore_on_save = [f"generator.{name}" for name in shared]  # D's, saved under D's names
 
     def forward(self, input_ids, attention_mask, token_type_ids=None, labels=None, sampler=None) -> ElectraOutput:
         if labels is None:
@@ -107,9 +116,18 @@ class ElectraPretrainingModel(nn.Module):
             generator_logits, replaced_ids, self.discriminator(input_ids=replaced_ids, **inputs).logits
         )
 
-    def save_pretrained(self, folder: str | Path) -> None:
-        self.discriminator.save_pretrained(folder)
-        self.generator.save_pretrained(Path(folder) / GENERATOR_DIR)
+    def tie_weights(self, *args: Any, **kwargs: Any) -> None:
+        """G's embeddings are D's, its output layer tied to them (Clark et al. 2020, Sec. 3.2)."""
+        self.generator.electra.embeddings = self.electra.embeddings
+        self.generator.tie_weights()
+
+    def save_pretrained(self, save_directory: str | Path, state_dict: dict | None = None, **kwargs: Any) -> None:
+        """D's config and the pair's weights (``state_dict``, default its own; G's shared embeddings once, under D's
+        names) into ``save_directory`` through D's ``save_pretrained``; G into ``save_directory/generator``."""
+        weights = self.state_dict() if state_dict is None else state_dict
+        weights = {name: tensor for name, tensor in weights.items() if name not in self._keys_to_ignore_on_save}
+        self.discriminator.save_pretrained(save_directory, state_dict=weights, **kwargs)
+        self.generator.save_pretrained(Path(save_directory) / GENERATOR_DIR, **kwargs)
 
 
 def loss_means(sums: np.ndarray) -> dict[str, float]:
@@ -174,20 +192,11 @@ class ElectraTrainer(pretraining.MaskedLMTrainer):
         return metrics
 
     def save_model(self, output_dir: str | None = None, _internal_call: bool = False) -> None:
-        """D into ``output_dir``, G into ``output_dir/generator``, the tokenizer into both and the training arguments
-        beside them (checkpoints and the final save)."""
-        output_dir = output_dir or self.args.output_dir
+        """The Trainer's own save (the pair's ``save_pretrained``, the tokenizer, the training arguments: checkpoints
+        and the final save), and the tokenizer beside G too, so that ``generator/`` loads on its own."""
+        super().save_model(output_dir, _internal_call)
         if self.args.should_save:
-            self.accelerator.unwrap_model(self.model).save_pretrained(output_dir)
-            for folder in (output_dir, os.path.join(output_dir, GENERATOR_DIR)):
-                self.processing_class.save_pretrained(folder)
-            torch.save(self.args, os.path.join(output_dir, TRAINING_ARGS_NAME))
-
-    def _load_from_checkpoint(self, resume_from_checkpoint: str, model: nn.Module | None = None) -> None:
-        # A private Trainer method, kept: the Trainer resumes by loading one state dict into Trainer.model, and nothing
-        # public loads the pair's two folders (D, generator/) back into it. Named in docs/architecture.md.
-        saved = ElectraPretrainingModel(*build_electra(1.0, model_name_or_path=resume_from_checkpoint))
-        self.accelerator.unwrap_model(model or self.model).load_state_dict(saved.state_dict())
+            self.processing_class.save_pretrained(os.path.join(output_dir or self.args.output_dir, GENERATOR_DIR))
 
 
 @torch.no_grad()
@@ -251,7 +260,7 @@ def pretrain_electra(
     with training_run(config, "pretrain_electra") as config:
         data = pretraining.prepare_pretraining(config)
         source = model_source(config.model, len(data.tokenizer), config.data.max_length)
-        model = ElectraPretrainingModel(*build_electra(config.electra.generator_size, **source))
+        model = ElectraPretrainingModel(*build_electra(config.electra, **source))
         arguments = pretraining.pretraining_trainer_kwargs(config, data, callbacks)
         trainer = ElectraTrainer(model=model, discriminator_weight=config.electra.discriminator_weight, **arguments)
         return pretraining.run_pretraining(trainer, config, data, evaluate_electra, electra=config.electra.to_dict())

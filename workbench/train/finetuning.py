@@ -1,6 +1,7 @@
 """Fine-tune a sequence classifier with any workbench loss (``finetune``), and what every classifier trainer shares:
-tokenized splits, per-epoch metrics, training, predictions (argmax over the first ``num_labels`` logits: a stage-1
-model's K+n outputs are scored on its K task labels) and the run folder."""
+tokenized splits, per-epoch metrics, training, predictions and the run folder. A head has the outputs its loss reads
+(``workbench.losses.num_outputs``: K, or K - 1 for CORN) and predicts by the loss's rule (the argmax, or CORN's rank
+rule) over its first outputs: a stage-1 model's K+n outputs are scored on its K task labels."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from transformers import DataCollatorWithPadding, EvalPrediction, Trainer, Train
 
 from workbench.config import Config
 from workbench.data import label_names, load_splits, shared_with_train
+from workbench.losses import class_probabilities, num_outputs, predicted_labels
 from workbench.metrics import classification_report
 from workbench.metrics_file import write_atomically
 from workbench.models import build_sequence_classifier, model_source
@@ -129,9 +131,16 @@ def _logits(predictions: Any) -> np.ndarray:
     return np.asarray(predictions[0] if isinstance(predictions, tuple) else predictions)
 
 
-def epoch_metrics(prediction: EvalPrediction, label_names: Sequence[str]) -> dict[str, float]:
-    """The Trainer's ``compute_metrics`` (with ``label_names`` bound): validation ``macro_f1`` and ``accuracy``."""
-    predicted = _logits(prediction.predictions)[:, : len(label_names)].argmax(axis=-1)
+def _head_logits(logits: Any, loss: nn.Module, num_labels: int) -> torch.Tensor:
+    """The float64 logits of the head ``loss`` reads for ``num_labels`` classes: the first ``num_outputs`` outputs."""
+    return torch.as_tensor(np.asarray(logits)[:, : num_outputs(loss, num_labels)], dtype=torch.float64)
+
+
+def epoch_metrics(prediction: EvalPrediction, label_names: Sequence[str], loss: nn.Module) -> dict[str, float]:
+    """The Trainer's ``compute_metrics`` (with ``label_names`` and the ``loss`` bound): validation ``macro_f1`` and
+    ``accuracy`` of the loss's predictions (the argmax, or CORN's rank rule)."""
+    logits = _head_logits(_logits(prediction.predictions), loss, len(label_names))
+    predicted = predicted_labels(loss, logits).numpy()
     report = classification_report(prediction.label_ids, predicted, label_names=list(label_names))
     return {"macro_f1": report["macro_f1"], "accuracy": report["accuracy"]}
 
@@ -152,19 +161,35 @@ def read_predictions(output_dir: str | Path) -> tuple[np.ndarray, np.ndarray]:
     return table["gold"].to_numpy(dtype=np.int64), table["pred"].to_numpy(dtype=np.int64)
 
 
-def predict_probabilities(trainer: Trainer, dataset: Dataset, num_labels: int) -> tuple[np.ndarray, np.ndarray]:
-    """``(probabilities (n, num_labels), gold labels (n,))``: float64 softmax over the first ``num_labels`` logits."""
+@dataclass
+class Predicted:
+    """A split's float64 class ``probabilities`` (n, K), ``predicted`` class ids (n,) and ``gold`` labels (n,)."""
+
+    probabilities: np.ndarray
+    predicted: np.ndarray
+    gold: np.ndarray
+
+
+def predict_split(trainer: Trainer, dataset: Dataset, num_labels: int, loss: nn.Module) -> Predicted:
+    """``dataset``'s :class:`Predicted` under ``loss`` over ``num_labels`` classes: the loss's probabilities (softmax,
+    or CORN's) and predictions (argmax, or CORN's rank rule) of the head's first ``num_outputs`` outputs."""
     output = trainer.predict(dataset)
-    logits = torch.as_tensor(_logits(output.predictions)[:, :num_labels], dtype=torch.float64)
-    return torch.softmax(logits, dim=-1).numpy(), np.asarray(output.label_ids)
+    logits = _head_logits(_logits(output.predictions), loss, num_labels)
+    probabilities = class_probabilities(loss, logits).numpy()
+    return Predicted(probabilities, predicted_labels(loss, logits).numpy(), np.asarray(output.label_ids))
 
 
 def write_predictions(
-    output_dir: str | Path, gold: np.ndarray, probabilities: np.ndarray, label_names: Sequence[str]
+    output_dir: str | Path,
+    gold: np.ndarray,
+    probabilities: np.ndarray,
+    label_names: Sequence[str],
+    predicted: np.ndarray,
 ) -> Path:
-    """``predictions.csv``: gold, pred (the argmax) and one ``p_<label>`` column per label."""
+    """``predictions.csv``: gold, pred (``predicted`` by the loss's rule: the argmax, or CORN's rank rule) and one
+    ``p_<label>`` column per label."""
     columns = {f"p_{name}": probabilities[:, index] for index, name in enumerate(label_names)}
-    table = pd.DataFrame({"gold": gold, "pred": probabilities.argmax(axis=-1), **columns})
+    table = pd.DataFrame({"gold": gold, "pred": predicted, **columns})
     return write_atomically(Path(output_dir) / PREDICTIONS_FILE, table.to_csv(index=False))
 
 
@@ -182,7 +207,7 @@ def best_epoch(state: TrainerState) -> int:
 @dataclass
 class TrainedClassifier:
     """:func:`train_classifier`'s trainer (its model the kept epoch's), the evaluation split's report with run
-    statistics, that split's name, probabilities and gold labels, and the kept epoch."""
+    statistics, that split's name, probabilities, predictions (the loss's rule) and gold labels, and the kept epoch."""
 
     trainer: LossTrainer
     metrics: dict[str, Any]
@@ -190,6 +215,7 @@ class TrainedClassifier:
     probabilities: np.ndarray
     gold: np.ndarray
     best_epoch: int
+    predicted: np.ndarray
 
 
 def train_classifier(
@@ -203,7 +229,8 @@ def train_classifier(
     **argument_overrides: Any,
 ) -> TrainedClassifier:
     """Train ``model`` with ``loss`` (the best epoch by validation macro-F1 kept), save it with the tokenizer into
-    ``output_dir`` and predict test (else validation); ``argument_overrides`` go to ``training_arguments``."""
+    ``output_dir`` and predict test (else validation) by the loss's rule; ``argument_overrides`` go to
+    ``training_arguments``. ``model``'s head must have the outputs ``loss`` reads (``workbench.losses.num_outputs``)."""
     start = time.perf_counter()
     check_classes(output_dir, data.names, config.training.resume)
     trainer = trainer_class(
@@ -213,7 +240,7 @@ def train_classifier(
         eval_dataset=data.encoded["validation"],
         data_collator=DataCollatorWithPadding(data.tokenizer),
         processing_class=data.tokenizer,
-        compute_metrics=partial(epoch_metrics, label_names=data.names),
+        compute_metrics=partial(epoch_metrics, label_names=data.names, loss=loss),
         callbacks=list(callbacks),
         loss=loss,
         time_budget_s=config.training.time_budget_s,
@@ -221,9 +248,9 @@ def train_classifier(
     train_output = trainer.train()
     save_final_model(trainer, output_dir)
     split = evaluation_split(data.encoded)
-    probabilities, gold = predict_probabilities(trainer, data.encoded[split], len(data.names))
+    predicted = predict_split(trainer, data.encoded[split], len(data.names), loss)
     metrics = {
-        **classification_report(gold, probabilities.argmax(axis=-1), label_names=data.names, ordinal=data.ordinal),
+        **classification_report(predicted.gold, predicted.predicted, label_names=data.names, ordinal=data.ordinal),
         "evaluated_split": split,
         "shared_with_train": data.shared_with_train,
         "data_provenance": getattr(data.splits, "provenance", None),  # load_splits' record: which file, cut how
@@ -232,8 +259,17 @@ def train_classifier(
         "train_samples_per_second": train_output.metrics["train_samples_per_second"],
         "time": time.perf_counter() - start,
         "num_parameters": count_parameters(model),
+        "train_steps": trainer.state.global_step,
     }
-    return TrainedClassifier(trainer, metrics, split, probabilities, gold, best_epoch(trainer.state))
+    return TrainedClassifier(
+        trainer,
+        metrics,
+        split,
+        predicted.probabilities,
+        predicted.gold,
+        best_epoch(trainer.state),
+        predicted.predicted,
+    )
 
 
 def finished_checkpoint(trained: TrainedClassifier, folder: Path, keep_checkpoints: bool) -> str | None:
@@ -250,7 +286,7 @@ def write_classifier_result(
     """``predictions.csv``, the checkpoints' clean-up and ``metrics.json`` (``head``, the report, the config)."""
     output_dir = Path(config.output_dir)
     if trained.trainer.is_world_process_zero():
-        write_predictions(output_dir, trained.gold, trained.probabilities, data.names)
+        write_predictions(output_dir, trained.gold, trained.probabilities, data.names, trained.predicted)
     best = finished_checkpoint(trained, output_dir, config.training.keep_checkpoints)
     metrics = {**head, **trained.metrics, "parameters": config.to_dict()}
     return write_result(output_dir, metrics, best, trained.trainer.state.log_history)
@@ -263,7 +299,7 @@ def finetune(config: str | Path | Mapping[str, Any] | Config, callbacks: Sequenc
     with training_run(config, "finetune") as config:
         data = classification_data(config)
         source = model_source(config.model, len(data.tokenizer), config.data.max_length)
-        model = build_sequence_classifier(len(data.names), **source)
         loss = loss_from_spec(config.loss, data.splits["train"])
+        model = build_sequence_classifier(num_outputs(loss, len(data.names)), **source)
         trained = train_classifier(config, model, loss, data, Path(config.output_dir), callbacks)
         return write_classifier_result(config, trained, data, {"task": "finetune", "loss": config.loss.to_dict()})

@@ -19,7 +19,7 @@ from workbench.losses import num_outputs
 from workbench.models import build_sequence_classifier, model_source
 from workbench.train.finetuning import (
     classification_data,
-    predict_probabilities,
+    predict_split,
     train_classifier,
     warn_shared,
     warn_unreadable,
@@ -32,8 +32,9 @@ from workbench.vocab import load_tokenizer
 @dataclass(frozen=True)
 class Fit:
     """One seeded fit: the kept epoch's validation and test predictions (class ids), test probabilities (n, K),
-    the kept 1-based ``best_epoch``, its validation macro-F1, the per-epoch ``history`` and the kept epoch's
-    validation probabilities (n_validation, K), which a decision rule is tuned on (``workbench.decisions``)."""
+    the kept 1-based ``best_epoch``, its validation macro-F1, the per-epoch ``history``, the kept epoch's
+    validation probabilities (n_validation, K), which a decision rule is tuned on (``workbench.decisions``), and the
+    scale of the fit: the model's ``num_parameters`` and the optimizer ``steps`` it took (the results page's scale)."""
 
     validation_predictions: np.ndarray
     test_predictions: np.ndarray
@@ -42,16 +43,28 @@ class Fit:
     validation_score: float
     history: list[dict[str, Any]] = field(default_factory=list)
     validation_probabilities: np.ndarray | None = None
+    num_parameters: int | None = None
+    steps: int | None = None
+
+
+def check_section(name: str, value: Any, section: type) -> Any:
+    """``value`` when it is a validated config section of type ``section`` (checked once, when the config was loaded:
+    ``load_config(...).training``); ValueError naming ``name`` for a raw mapping or anything else."""
+    if not isinstance(value, section):
+        raise ValueError(
+            f"{name}: must be a validated {section.__name__} (load_config(...).{name}, or "
+            f"{section.__name__}.from_mapping(...)), got {type(value).__name__}"
+        )
+    return value
 
 
 class Fitter:
-    """Fits a fresh classifier with a loss and a seed (:meth:`fit`)."""
+    """Fits a fresh classifier with a loss and a seed (:meth:`fit`), from a config's validated ``model`` and
+    ``training`` sections (not checked again: a study's fits change only the seed)."""
 
-    def __init__(
-        self, model: ModelConfig | dict[str, Any], training: TrainingConfig | dict[str, Any], max_length: int
-    ) -> None:
-        self.model = ModelConfig.from_mapping(model)
-        self.training = TrainingConfig.from_mapping(training)
+    def __init__(self, model: ModelConfig, training: TrainingConfig, max_length: int) -> None:
+        self.model = check_section("model", model, ModelConfig)
+        self.training = check_section("training", training, TrainingConfig)
         self.max_length = check_int("max_length", max_length, 1)
 
     def fit(self, splits: DatasetDict, loss: nn.Module, seed: int) -> Fit:
@@ -89,7 +102,8 @@ class ProbeFitter(Fitter):
             encoded, loss, self.training, self.model.probe, len(tokenizer), len(names), seed=seed, label_names=names
         )
         scores = (run.validation_predictions, run.predictions, run.probabilities)
-        return Fit(*scores, run.best_epoch, run.validation["macro_f1"], run.history, run.validation_probabilities)
+        selection = (run.best_epoch, run.validation["macro_f1"], run.history, run.validation_probabilities)
+        return Fit(*scores, *selection, run.num_parameters, run.steps)
 
 
 class TransformerFitter(Fitter):
@@ -97,14 +111,8 @@ class TransformerFitter(Fitter):
     ``seed``: two losses with equal gradients give equal predictions on a deterministic device."""
 
     def _fit(self, splits: DatasetDict, loss: nn.Module, seed: int) -> Fit:
-        classes = len(label_names(splits["train"]))
-        if num_outputs(loss, classes) != classes:
-            raise ValueError(
-                f"loss: {type(loss).__name__} needs a head of {num_outputs(loss, classes)} outputs for {classes} "
-                "classes, which the transformer fitter does not build; fit it with the character probe "
-                "(model.kind: probe)"
-            )
-        training = self.training.replace(seed=seed, quiet=True)
+        outputs = num_outputs(loss, len(label_names(splits["train"])))  # K, or K - 1 for CORN
+        training = self.training.replace(seed=seed, quiet=True)  # checks the seed alone (INDEPENDENT_KEYS)
         with tempfile.TemporaryDirectory(prefix="workbench_fit_") as folder:
             config = Config(
                 output_dir=folder, data=DataConfig(max_length=self.max_length), model=self.model, training=training
@@ -113,29 +121,30 @@ class TransformerFitter(Fitter):
                 data = classification_data(config, splits)
                 source = model_source(config.model, len(data.tokenizer), self.max_length)
                 trained = train_classifier(
-                    config, build_sequence_classifier(len(data.names), **source), loss, data, Path(folder)
+                    config, build_sequence_classifier(outputs, **source), loss, data, Path(folder)
                 )
-                validation, _ = predict_probabilities(trained.trainer, data.encoded["validation"], len(data.names))
+                validation = predict_split(trained.trainer, data.encoded["validation"], len(data.names), loss)
         state = trained.trainer.state
-        test = trained.probabilities
         evaluations = [entry for entry in state.log_history if "eval_macro_f1" in entry]
         history = [{"epoch": round(e["epoch"]), "validation_macro_f1": e["eval_macro_f1"]} for e in evaluations]
-        scores = (validation.argmax(-1), test.argmax(-1), test)
-        return Fit(*scores, trained.best_epoch, float(state.best_metric), history, validation)
+        scores = (validation.predicted, trained.predicted, trained.probabilities)
+        parameters = sum(parameter.numel() for parameter in trained.trainer.model.parameters())
+        selection = (trained.best_epoch, float(state.best_metric), history, validation.probabilities)
+        return Fit(*scores, *selection, parameters, int(state.global_step))
 
 
-def build_fitter(
-    model: ModelConfig | dict[str, Any], training: TrainingConfig | dict[str, Any], max_length: int
-) -> Fitter:
+def build_fitter(model: ModelConfig, training: TrainingConfig, max_length: int) -> Fitter:
     """The fitter of ``model.kind``.
 
     Args:
-        model: a config ``model`` section or its mapping (``kind: probe`` with ``probe`` sizes, or a transformer).
-        training: a config ``training`` section or its mapping (num_train_epochs, learning_rate, ...).
+        model: a config's validated ``model`` section (``kind: probe`` with ``probe`` sizes, or a transformer).
+        training: a config's validated ``training`` section (num_train_epochs, learning_rate, ...): ``load_config({
+            "model": ..., "training": ...})`` checks both once.
         max_length: tokens per text or pair.
 
     Returns:
-        A :class:`ProbeFitter` or :class:`TransformerFitter`, whose ``fit(splits, loss, seed)`` every study calls.
+        A :class:`ProbeFitter` or :class:`TransformerFitter`, whose ``fit(splits, loss, seed)`` every study calls;
+        ValueError naming ``model`` or ``training`` for a raw mapping.
     """
-    model = ModelConfig.from_mapping(model)
+    model = check_section("model", model, ModelConfig)
     return (ProbeFitter if model.kind == "probe" else TransformerFitter)(model, training, max_length)

@@ -16,22 +16,34 @@ from typing import Any
 
 from torch import nn
 
-from workbench.config import LossSpec
+from workbench.config import LossSpec, TrainingConfig
 from workbench.data import label_counts, label_names
-from workbench.losses import build_loss
+from workbench.losses import OwnLoss, available_losses, build_loss, check_loss_parameters, loss_parameters
+from workbench.redaction import redact
 
 COUNTED_LOSSES = ("wce", "class_balanced", "logit_adjusted")
 """Losses built from the training split's label counts (besides global-count pcl)."""
 
 
 def needs_label_counts(spec: LossSpec) -> bool:
-    """True for wce, class_balanced, logit_adjusted, and for pcl with global counts (``counts="batch"`` takes none),
-    unless the params already give ``label_counts``."""
+    """True for wce, class_balanced, logit_adjusted, for pcl with global counts (``counts="batch"`` takes none) and for
+    a loss of yours whose class requires ``label_counts`` (no default), unless the params already give them."""
     params = spec.params
-    if "label_counts" in params:
+    if "label_counts" in params or spec.name not in available_losses():
         return False
-    counted = spec.name in COUNTED_LOSSES
-    return counted or (spec.name == "pcl" and params.get("counts", "global") == "global")
+    if spec.name in COUNTED_LOSSES or spec.name == "pcl":
+        return spec.name != "pcl" or params.get("counts", "global") == "global"
+    return loss_parameters(spec.name).get("label_counts", False)
+
+
+def check_specs(specs: Mapping[str, LossSpec], parameter: str) -> dict[str, LossSpec]:
+    """``specs`` (label -> spec, a notebook's ``parameter``) when each names a registered loss and gives parameters its
+    class takes, every required one but the label counts :func:`loss_from_spec` adds; ValueError naming
+    ``parameter[label].loss`` or ``.params``, the loss and its parameters otherwise (before anything is trained)."""
+    for label, spec in specs.items():
+        where = f"{parameter}[{label!r}]"
+        check_loss_parameters(spec.name, spec.params, f"{where}.loss", f"{where}.params", needs_label_counts(spec))
+    return dict(specs)
 
 
 def split_label_counts(train_split: Any) -> list[int]:
@@ -46,6 +58,20 @@ def split_label_counts(train_split: Any) -> list[int]:
             f"(counts {dict(zip(names, counts))}); give loss.params.label_counts or use another split"
         )
     return counts
+
+
+def check_loss_spec(spec: LossSpec | Mapping[str, Any]) -> LossSpec:
+    """``spec`` once its loss takes its parameters, before any data is read: the loss is built, so each value is checked
+    where it enters (by the loss: ``epsilon: must be a number in [0, 1), got 1.5``); where the training split's label
+    counts go, one per class stands in (per row of the cost matrix, else two classes; the counts are checked when the
+    split is read). ValueError naming the parameter."""
+    spec = LossSpec.from_mapping(spec)
+    params = dict(spec.params)
+    if needs_label_counts(spec):
+        costs = params.get("cost_matrix")
+        params["label_counts"] = [1] * (len(costs) if isinstance(costs, list | tuple) and costs else 2)
+    build_loss(spec.name, **params)
+    return spec
 
 
 def loss_from_spec(spec: LossSpec | Mapping[str, Any], train_split: Any = None) -> nn.Module:
@@ -74,16 +100,19 @@ def loss_from_spec(spec: LossSpec | Mapping[str, Any], train_split: Any = None) 
 
 FROM_THE_DATA = ("label_counts", "reduction")
 """Arguments of a loss that are no hyperparameter: the training split's counts, the reduction."""
+OPTIMISER_KEYS = ("learning_rate", "num_train_epochs", "per_device_train_batch_size", "weight_decay")
+"""The training section's settings a study fixes for every side (each fit keeps its epoch of best validation score)."""
 
 
 def loss_hyperparameters(spec: LossSpec | Mapping[str, Any], train_split: Any = None) -> dict[str, Any]:
-    """The hyperparameters a loss of ``spec`` trains with: each keyword argument of its class (``build_loss``'s) as
-    the built loss holds it (a preset resolved: DSC's ``preset="paper"`` gives its alpha), else the spec's value, else
-    the default; without :data:`FROM_THE_DATA` and tensors (weights from the data). What a study names as fixed."""
+    """The hyperparameters a loss of ``spec`` trains with: each keyword argument of its class (``build_loss``'s; a loss
+    of yours: its own class) as the built loss holds it (a preset resolved: DSC's ``preset="paper"`` gives its alpha),
+    else the spec's value, else the default; without :data:`FROM_THE_DATA` and tensors (weights from the data)."""
     spec = LossSpec.from_mapping(spec)
     loss = loss_from_spec(spec, train_split)
+    held_by = loss.loss if isinstance(loss, OwnLoss) else loss
     values = {}
-    for name, parameter in inspect.signature(type(loss).__init__).parameters.items():
+    for name, parameter in inspect.signature(type(held_by).__init__).parameters.items():
         if (
             name == "self"
             or name in FROM_THE_DATA
@@ -91,23 +120,28 @@ def loss_hyperparameters(spec: LossSpec | Mapping[str, Any], train_split: Any = 
         ):
             continue
         given = spec.params.get(name, None if parameter.default is inspect.Parameter.empty else parameter.default)
-        held = getattr(loss, name, given)
+        held = getattr(held_by, name, given)
         values[name] = held if isinstance(held, (bool, int, float, str, type(None))) else given
     return values
 
 
 def fixed_hyperparameters(
-    specs: Mapping[str, LossSpec], training: Mapping[str, Any], train_split: Any = None, **chosen: str
+    training: TrainingConfig | Mapping[str, Any],
+    losses: Mapping[str, LossSpec] = (),
+    train_split: Any = None,
+    **others: Any,
 ) -> dict[str, Any]:
-    """A study's record of its hyperparameters for the results page: ``fixed``, the training section's optimiser
-    settings (learning rate, epochs, batch size, weight decay: the same for every side, not tuned) and each setting's
-    loss hyperparameters (:func:`loss_hyperparameters`); ``chosen_on_validation``, what the study chose on the
-    validation split, the same way for every side (``chosen``: name -> how)."""
-    keys = ("learning_rate", "num_train_epochs", "per_device_train_batch_size", "weight_decay")
-    return {
-        "fixed": {
-            **{key: training[key] for key in keys if key in training},
-            "losses": {setting: loss_hyperparameters(spec, train_split) for setting, spec in specs.items()},
-        },
-        "chosen_on_validation": dict(chosen),
-    }
+    """What a notebook fixes instead of choosing on validation, the same for every side, as the results page prints it
+    (``workbench.evidence.record``'s ``fixed``): the ``training`` section's :data:`OPTIMISER_KEYS` ("learning rate",
+    ...; a validated section gives its defaults too, a mapping what it holds), each loss's numeric hyperparameters as
+    it trains (``{setting: LossSpec}``, :func:`loss_hyperparameters` with ``train_split``'s counts: "FL gamma", "DSC
+    alpha", ...; a variant's name is the setting's) and ``others`` (name -> value). A secret among them (a hub token)
+    shows its mark."""
+    if not isinstance(training, Mapping):
+        training = {key: getattr(training, key) for key in OPTIMISER_KEYS}
+    fixed = {key.replace("_", " "): training[key] for key in OPTIMISER_KEYS if key in training}
+    for setting, spec in dict(losses).items():
+        for key, value in loss_hyperparameters(spec, train_split).items():
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                fixed[f"{setting} {key}"] = value
+    return redact({**fixed, **others})

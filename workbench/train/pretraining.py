@@ -27,10 +27,10 @@ from transformers import TrainerCallback
 from workbench.checks import check_int, check_number
 from workbench.config import Config, MaskingSpec, ObjectiveConfig
 from workbench.data import load_texts
-from workbench.losses import build_loss
-from workbench.losses.mlm import IGNORE_INDEX, CorrectionCounts, HardCorrectionLoss
+from workbench.losses import IGNORE_INDEX, CorrectionCounts, HardCorrectionLoss, SynonymMatcher, build_loss
 from workbench.masking import PreparedCorpus, build_collator, count_tokens, prepare_corpus
 from workbench.models import build_masked_lm, labelled_logits, model_source
+from workbench.synonyms import synonym_matcher
 from workbench.threads import usable_cores
 from workbench.train.run_folder import Result, count_parameters, remove_checkpoints, training_run, write_result
 from workbench.train.trainer import LossTrainer, save_final_model, training_arguments
@@ -119,10 +119,11 @@ EVAL_SEED = 12345
 HEADLINE = ("eval_loss", "perplexity", "eval_disc_loss", "eval_disc_accuracy")  # metrics.json's top-level evaluation
 
 
-def objective_loss(objective: ObjectiveConfig, tokenizer: Any) -> nn.Module:
-    """The objective's loss module from the registry: ``mlm``, ``mlm_hc`` or ``mlm_sr``."""
+def objective_loss(objective: ObjectiveConfig, matcher: SynonymMatcher) -> nn.Module:
+    """The objective's loss module from the registry: ``mlm``, ``mlm_hc`` (with ``matcher``, the run's lexicon over
+    its tokenizer) or ``mlm_sr``."""
     if objective.name == "hc":
-        return build_loss("mlm_hc", tokenizer=tokenizer, table=objective.lexicon, level=objective.hc_level)
+        return build_loss("mlm_hc", matcher=matcher, level=objective.hc_level)
     if objective.name == "sr":
         sr = {"weight": objective.weight, "level": objective.level, "prediction": objective.prediction}
         return build_loss("mlm_sr", kl_direction=objective.kl_direction, **sr)
@@ -229,7 +230,8 @@ def default_dataloader_workers() -> int:
 @dataclass
 class PretrainingData:
     """A pre-training run's data (:func:`prepare_pretraining`, begun at ``started``): the packed corpus split into
-    training and held-out blocks, the training collator (fresh masks every batch), the held-out batches masked once."""
+    training and held-out blocks, the training collator (fresh masks every batch), the held-out batches masked once,
+    ``objective.lexicon`` over the tokenizer (``matcher``, read once) and the held-out evaluation's hard correction."""
 
     started: float
     tokenizer: Any
@@ -238,6 +240,7 @@ class PretrainingData:
     eval_blocks: datasets.Dataset
     collator: Callable[[list[dict]], dict[str, torch.Tensor]]
     eval_batches: list[dict[str, torch.Tensor]]
+    matcher: SynonymMatcher
     correction: HardCorrectionLoss
 
     def metrics(self) -> dict[str, Any]:
@@ -274,8 +277,11 @@ def prepare_pretraining(config: Config) -> PretrainingData:
     eval_masking = EVAL_MASKING.replace(mlm_probability=config.masking.mlm_probability)
     eval_collator = build_collator(eval_masking, tokenizer, EVAL_SEED, return_word_ids=True)
     eval_batches = fixed_mask_batches(eval_blocks, eval_collator, batch_size=config.training.per_device_eval_batch_size)
-    correction = HardCorrectionLoss(tokenizer, objective.lexicon, objective.hc_level)
-    return PretrainingData(started, tokenizer, corpus, train_blocks, eval_blocks, collator, eval_batches, correction)
+    matcher = synonym_matcher(tokenizer, objective.lexicon)
+    correction = HardCorrectionLoss(matcher, objective.hc_level)
+    return PretrainingData(
+        started, tokenizer, corpus, train_blocks, eval_blocks, collator, eval_batches, matcher, correction
+    )
 
 
 UNKNOWN_SHARE = 0.5  # a corpus more than this share of whose tokens are [UNK] is refused
@@ -319,7 +325,7 @@ def pretraining_trainer_kwargs(
         "train_dataset": data.train_blocks,
         "data_collator": data.collator,
         "processing_class": data.tokenizer,
-        "loss": objective_loss(config.objective, data.tokenizer),
+        "loss": objective_loss(config.objective, data.matcher),
         "callbacks": list(callbacks),
         "time_budget_s": training.time_budget_s,
     }

@@ -131,6 +131,8 @@ class ProbeFit:
     probabilities: np.ndarray
     history: list[dict[str, float]]
     validation_probabilities: np.ndarray | None = None
+    num_parameters: int | None = None
+    steps: int | None = None
 
 
 def _check_encoded(encoded: Mapping[str, EncodedSplit], vocab_size: int, num_labels: int) -> None:
@@ -216,4 +218,7 @@ def fit_probe(
                 best = (epoch, validation, predicted, copy.deepcopy(model.state_dict()), probabilities.numpy())
         model.load_state_dict(best[3])
         probabilities, predicted, test = predict("test")  # the test split, read once, at the kept epoch
-    return ProbeFit(best[0], best[1], test, best[2], predicted, probabilities.numpy(), history, best[4])
+    parameters = sum(parameter.numel() for parameter in model.parameters())
+    steps = int(epochs) * math.ceil(len(train) / training.per_device_train_batch_size)
+    scores = (best[2], predicted, probabilities.numpy())
+    return ProbeFit(best[0], best[1], test, *scores, history, best[4], parameters, steps)

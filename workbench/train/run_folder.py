@@ -26,9 +26,12 @@ from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR, sort_checkpoints
 from transformers.utils import logging
 
 from workbench.checks import is_number
-from workbench.config import Config, load_config
-from workbench.metrics_file import METRICS_FILE, redact, secret_mark, write_json
+from workbench.config import Config, load_config, resolve_precision
+from workbench.losses import check_loss_parameters, import_loss_modules, own_losses
+from workbench.metrics_file import METRICS_FILE, write_json
+from workbench.redaction import redact, secret_mark
 from workbench.threads import torch_threads
+from workbench.train.losses_from_specs import check_loss_spec, needs_label_counts
 from workbench.yaml_files import read_yaml_file
 
 RUN_CONFIG = "run_config.yaml"
@@ -174,9 +177,22 @@ def hub_token(token: str | None) -> Iterator[None]:
 
 @contextlib.contextmanager
 def training_run(config: Any, task: str, *subfolders: str) -> Iterator[Config]:
-    """The frame of a run: ``config`` loaded for ``task``, its output_dir (and ``subfolders``) claimed before any
-    data is loaded (:func:`claim_output_dir`), bars, threads, seed and :func:`hub_token` set; yields the config."""
+    """The frame of a run: ``config`` loaded for ``task`` and checked where data cannot tell (the device its precision
+    needs; its ``loss_modules`` imported and its loss checked against the registry and built, finetune and two_stage:
+    a refused run writes nothing), its output_dir (and ``subfolders``) claimed before any data is loaded
+    (:func:`claim_output_dir`), bars, threads, seed and :func:`hub_token` set; yields the config."""
     config = load_config(config, task=task)
+    resolve_precision(config.training.precision)  # bf16 on a CPU: refused now, not after the corpus is prepared
+    import_loss_modules(config.loss_modules)
+    loss = config.loss
+    if task in ("finetune", "two_stage"):  # the tasks that train with the loss section
+        check_loss_parameters(loss.name, loss.params, "loss.name", "loss.params", needs_label_counts(loss))
+        check_loss_spec(loss)  # each value, by the loss
+    elif loss.name in own_losses():  # it would be left out silently
+        raise ValueError(
+            f"loss.name: {task} trains with its objective section, not with a loss; {loss.name!r} (yours) serves "
+            "finetune, two_stage and fusion_finetune"
+        )
     with (
         claim_output_dir(config, *subfolders),
         progress_bars(not config.training.quiet),

@@ -22,7 +22,7 @@ from transformers.integrations import TensorBoardCallback
 from transformers.trainer_jit_checkpoint import JITCheckpointCallback
 from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR, rotate_checkpoints, sort_checkpoints
 
-from workbench.config import PRECISIONS, TrainingConfig, check_field
+from workbench.config import TrainingConfig, check_field, resolve_precision
 from workbench.hub import bound_hub_timeouts, hub_error_text, is_hub_error
 from workbench.losses import IGNORE_INDEX
 from workbench.train.run_folder import STAGING_DIR, checkpoint_to_resume
@@ -325,17 +325,6 @@ def save_final_model(trainer: Trainer, folder: str | os.PathLike) -> None:
             shutil.rmtree(target)
         os.replace(os.path.join(staged, name), target)
     shutil.rmtree(staged, ignore_errors=True)
-
-
-def resolve_precision(precision: str) -> str:
-    """``auto`` -> ``bf16`` on a CUDA device that supports it, else ``fp32``; fp16 / bf16 need CUDA."""
-    check_field("training.precision", precision, str, choices=PRECISIONS)
-    cuda = torch.cuda.is_available()
-    if precision == "auto":
-        return "bf16" if cuda and torch.cuda.is_bf16_supported() else "fp32"
-    if precision in ("bf16", "fp16") and not cuda:
-        raise ValueError(f"training.precision: {precision} needs a CUDA device; use auto or fp32 on CPU")
-    return precision
 
 
 def training_arguments(training: TrainingConfig, output_dir: str, *, evaluate: bool, **extra: Any) -> TrainingArguments:

@@ -21,7 +21,7 @@ from transformers import TrainerCallback
 
 from workbench import models
 from workbench.config import Config
-from workbench.losses import build_loss
+from workbench.losses import build_loss, num_outputs
 from workbench.train.finetuning import (
     classification_data,
     finished_checkpoint,
@@ -117,7 +117,7 @@ def stage_one_model(config: Config, tokenizer: Any, num_labels: int) -> nn.Modul
 
 
 def stage_two_model(model: nn.Module, num_labels: int, seed: int) -> nn.Module:
-    """Freeze the encoder(s) and put a fresh K-way head on top (in place)."""
+    """Freeze the encoder(s) and put a fresh head of ``num_labels`` outputs on top (in place): K, or K - 1 for CORN."""
     if not isinstance(model, models.FusionClassifier):
         return models.replace_head(models.freeze_encoder(model), num_labels, seed=seed)
     for encoder in (model.encoder_a, model.encoder_b):
@@ -140,13 +140,13 @@ def two_stage(config: str | Path | Mapping[str, Any] | Config, callbacks: Sequen
         model = stage_one_model(config, data.tokenizer, len(data.names))
         fgm = partial(FGMTrainer, fgm_epsilon=config.aux.fgm_epsilon) if config.aux.fgm_epsilon > 0 else LossTrainer
         stage_one = train_classifier(config, model, build_loss("ce"), data, output_dir / "stage1", callbacks, fgm)
-        model = stage_two_model(stage_one.trainer.model, len(data.names), seed=config.training.seed)
         loss = loss_from_spec(config.loss, data.splits["train"])
+        model = stage_two_model(stage_one.trainer.model, num_outputs(loss, len(data.names)), seed=config.training.seed)
         overrides = {"num_train_epochs": config.aux.stage2_epochs, "learning_rate": config.aux.stage2_lr}
         stage_two = train_classifier(config, model, loss, data, output_dir / "stage2", callbacks, **overrides)
         finished_checkpoint(stage_one, output_dir / "stage1", keep)
         if stage_two.trainer.is_world_process_zero():  # stage 2's test (else validation) predictions, as finetune's
-            write_predictions(output_dir, stage_two.gold, stage_two.probabilities, data.names)
+            write_predictions(output_dir, stage_two.gold, stage_two.probabilities, data.names, stage_two.predicted)
         metrics = {
             "task": "two_stage",
             **{key: stage_two.metrics[key] for key in ("macro_f1", "accuracy")},
@@ -168,8 +168,8 @@ def fusion_finetune(
     ``output_dir`` as :func:`workbench.train.finetune` does."""
     with training_run(config, "finetune") as config:
         data = classification_data(config)
-        model = models.FusionClassifier(*fusion_encoders(config, data.tokenizer), len(data.names))
         loss = loss_from_spec(config.loss, data.splits["train"])
+        model = models.FusionClassifier(*fusion_encoders(config, data.tokenizer), num_outputs(loss, len(data.names)))
         trained = train_classifier(config, model, loss, data, Path(config.output_dir), callbacks)
         head = {"task": "fusion_finetune", "fusion": fusion_description(config), "loss": config.loss.to_dict()}
         return write_classifier_result(config, trained, data, head)

@@ -15,7 +15,8 @@ def reliability_diagram(
     bins: Mapping[str, Mapping[str, Any]], ece: Mapping[str, float] | None = None, title: str | None = None
 ) -> go.Figure:
     """One line per loss through its filled bins (x: mean confidence, y: accuracy; hover: the bin and its count), and
-    the diagonal of perfect calibration; ``ece`` (loss -> ECE) goes into the legend. Below the diagonal: the model is
+    the diagonal of perfect calibration; ``ece`` (loss -> ECE) goes into the legend, in percent
+    (the mean gap between confidence and accuracy, in points of probability x 100). Below the diagonal: the model is
     more confident than it is right (overconfident)."""
     if not bins:
         raise ValueError("bins: must hold at least one loss -> reliability bins entry, got none")
@@ -27,7 +28,7 @@ def reliability_diagram(
         count = np.asarray(values["count"], dtype=np.float64)
         filled = count > 0
         lower, upper = np.asarray(values["lower"])[filled], np.asarray(values["upper"])[filled]
-        label = name if ece is None or name not in ece else f"{name} (ECE {100 * ece[name]:.2f})"
+        label = name if ece is None or name not in ece else f"{name} (ECE {100 * ece[name]:.2f}%)"
         figure.add_scatter(
             x=np.asarray(values["confidence"])[filled].tolist(),
             y=np.asarray(values["accuracy"])[filled].tolist(),

@@ -7,6 +7,7 @@ from __future__ import annotations
 import base64
 import itertools
 import json
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -17,9 +18,17 @@ import plotly.graph_objects as go
 import plotly.io as pio
 from IPython.display import clear_output, display
 
-from workbench.checks import check_choice, check_int, check_names, check_number
+from workbench.checks import Bounds, check_int, check_names, check_number
 from workbench.label_entropy import paper_entropy
-from workbench.losses.pcl import DEFAULT_PCL_PLUS_FORM, PCL_VARIANTS, QBQTC_LABEL_COUNTS, check_counts, weight_matrix
+from workbench.losses import (
+    DEFAULT_PCL_PLUS_FORM,
+    PCL_VARIANTS,
+    QBQTC_LABEL_COUNTS,
+    check_label_counts,
+    own_losses,
+    parameter_range,
+    pcl_weight_matrix_of_checked,
+)
 from workbench.viz import figures
 from workbench.viz.confusion import matrix_grid
 from workbench.viz.curves import figure_loss_curves
@@ -37,32 +46,74 @@ SLIDERS: dict[str, dict[str, Any]] = {
 # (loss, parameter) pairs that change a negative example's curves only: Tversky eq. 10's FP = p (1 - y) is 0
 # for a positive
 NEGATIVE_ONLY = {("tversky", "alpha")}
-PAGE_STEPS = 11  # a page slider's steps: every position up to this many, else this many spread evenly
+PAGE_STEPS = 11  # a page slider's steps: every position up to this many, else its ends and round values between
 TRACE_ATTRIBUTES = ("x", "y", "z", "text")  # what a page slider's step may change in a trace
 
 
-def make_slider(name: str, continuous_update: bool = True, **overrides: Any) -> widgets.widget.Widget:
-    """A preconfigured slider for ``name`` (one of SLIDERS); ``overrides`` change value, min, max, step.
-    The range is widened to hold the value (ipywidgets would clamp it silently)."""
-    check_choice("name", name, sorted(SLIDERS))
+def make_slider(
+    name: str, continuous_update: bool = True, within: Sequence[Bounds] = (), **overrides: Any
+) -> widgets.widget.Widget:
+    """A preconfigured slider for ``name`` (one of SLIDERS); ``overrides`` change value, min, max, step. A parameter
+    not in SLIDERS (one of a loss of yours) gets a slider when ``overrides`` give all four. Its ends are kept to the
+    positions every range of ``within`` holds (the declared ranges of the loss parameters it sets,
+    ``workbench.losses.parameter_range``: dice's gamma starts above 0, epsilon stays below 1). The range is widened to
+    hold the value (ipywidgets would clamp it silently)."""
     unknown = sorted(set(overrides) - {"value", "min", "max", "step"})
     if unknown:
         raise ValueError(f"overrides: must be among value, min, max, step, got {unknown}")
-    settings = {**SLIDERS[name], **overrides}
+    if name not in SLIDERS and set(overrides) != {"value", "min", "max", "step"}:
+        raise ValueError(
+            f"name: must be one of {', '.join(sorted(SLIDERS))}, or come with value, min, max and step, got {name!r} "
+            f"with {sorted(overrides)}"
+        )
+    settings = {**SLIDERS.get(name, {}), **overrides}
+    for key in ("value", "min", "max", "step"):
+        check_number(f"{name}.{key}", settings[key])
+    if settings["step"] <= 0:
+        raise ValueError(f"{name}.step: must be a number > 0, got {settings['step']!r}")
+    given = SLIDERS[name] if name in SLIDERS else settings
+    integral = all(isinstance(given[key], int) and not isinstance(given[key], bool) for key in given)
+    if within:
+        count = round((settings["max"] - settings["min"]) / settings["step"]) + 1
+        kind = int if integral else float
+        grid = [kind(round(settings["min"] + i * settings["step"], 10)) for i in range(count)]
+        allowed = [value for value in grid if all(bounds.contains(value) for bounds in within)]
+        if not allowed:
+            raise ValueError(f"{name}: no slider position in [{settings['min']}, {settings['max']}] is allowed")
+        settings.update(min=allowed[0], max=allowed[-1])
     settings.update(min=min(settings["min"], settings["value"]), max=max(settings["max"], settings["value"]))
-    slider_class = widgets.IntSlider if isinstance(SLIDERS[name]["value"], int) else widgets.FloatSlider
+    slider_class = widgets.IntSlider if integral else widgets.FloatSlider
     return slider_class(
         description=name, continuous_update=continuous_update, style={"description_width": "initial"}, **settings
     )
 
 
+def _round_spacing(slider: widgets.widget.Widget) -> float:
+    """The smallest round spacing (1, 2 or 5 times a power of ten, a whole number of ``slider``'s steps) that puts at
+    most PAGE_STEPS positions of the slider on its multiples."""
+    low, high, step = slider.min, slider.max, slider.step
+    for exponent in range(math.floor(math.log10(step)), math.ceil(math.log10(max(high - low, step))) + 2):
+        for mantissa in (1, 2, 5):
+            spacing = mantissa * 10.0**exponent
+            steps = spacing / step
+            if steps >= 1 - 1e-9 and abs(steps - round(steps)) < 1e-9:
+                if math.floor(high / spacing + 1e-9) - math.ceil(low / spacing - 1e-9) + 1 <= PAGE_STEPS:
+                    return spacing
+    return high - low
+
+
 def _page_grid(slider: widgets.widget.Widget) -> list[float]:
-    """A page slider's values: ``slider``'s positions (PAGE_STEPS of them at most, spread evenly) and its value."""
+    """A page slider's values: every position of ``slider`` when there are PAGE_STEPS or fewer, else its ends and
+    the positions on a round spacing (:func:`_round_spacing`: 0, 0.1, ..., 0.9, never 0, 0.09, 0.18), and its value."""
     count = round((slider.max - slider.min) / slider.step) + 1
-    positions = np.linspace(0, count - 1, min(count, PAGE_STEPS)).round()
-    return sorted(
-        {type(slider.value)(round(slider.min + position * slider.step, 10)) for position in positions} | {slider.value}
-    )
+    positions = [round(slider.min + index * slider.step, 10) for index in range(count)]
+    if count > PAGE_STEPS:
+        spacing = _round_spacing(slider)
+        ends = {positions[0], positions[-1]}
+        positions = [
+            value for value in positions if value in ends or abs(value / spacing - round(value / spacing)) < 1e-9
+        ]
+    return sorted({type(slider.value)(value) for value in positions} | {slider.value})
 
 
 def _typed(values: Any) -> Any:
@@ -223,8 +274,10 @@ class LinkedCurve:
 
 
 class LossCurvePanel(Panel):
-    """Loss and gradient curves redrawn from sliders; ``options`` go to ``figure_loss_curves`` (``example``: default
-    "positive", and "negative" too when a slider is in NEGATIVE_ONLY; ``derivative``, ``derivative_range``, ...)."""
+    """Loss and gradient curves redrawn from sliders, for any registered loss (yours too: ``LinkedCurve("poly1",
+    linked=("epsilon",))``); ``slider_ranges`` sets a slider's value, min, max and step (all four for a parameter
+    not in SLIDERS); ``options`` go to ``figure_loss_curves`` (``example``: default "positive", and "negative" too
+    when a slider is in NEGATIVE_ONLY; ``derivative``, ``derivative_range``, ...)."""
 
     def __init__(
         self,
@@ -232,6 +285,7 @@ class LossCurvePanel(Panel):
         slider_names: Sequence[str] = ("gamma", "alpha"),
         interactive: bool = True,
         name: str = "loss_curves",
+        slider_ranges: Mapping[str, Mapping[str, float]] | None = None,
         **options: Any,
     ) -> None:
         if not curves:
@@ -241,11 +295,26 @@ class LossCurvePanel(Panel):
             raise ValueError(f"curves: link slider(s) {unknown} that are not in slider_names {list(slider_names)}")
         if any((curve.loss, slider) in NEGATIVE_ONLY for curve in curves for slider in curve.linked):
             options.setdefault("example", ("positive", "negative"))
+        ranges = dict(slider_ranges or {})
+        unranged = sorted(set(ranges) - set(slider_names))
+        if unranged:
+            raise ValueError(
+                f"slider_ranges: name slider(s) {unranged} that are not in slider_names {list(slider_names)}"
+            )
         self.curves = list(curves)
         self.options = options
-        super().__init__(
-            {slider: make_slider(slider, continuous_update=False) for slider in slider_names}, name, interactive
-        )
+        declared = {  # each slider within the declared range of every workbench loss parameter it sets
+            slider: [
+                parameter_range(curve.loss, slider)
+                for curve in curves
+                if slider in curve.linked and curve.loss not in own_losses()
+            ]
+            for slider in slider_names
+        }
+        sliders = {
+            slider: make_slider(slider, False, declared[slider], **ranges.get(slider, {})) for slider in slider_names
+        }
+        super().__init__(sliders, name, interactive)
 
     def draw(self, **values: Any) -> go.Figure:
         linked = [{**curve.fixed, **{name: values[name] for name in curve.linked}} for curve in self.curves]
@@ -256,7 +325,8 @@ class LossCurvePanel(Panel):
 class PclWeightsPanel(Panel):
     """The PCL per-(gold, predicted) matrices (``pcl_weight_matrix``) of ``variants`` against epsilon, which starts at
     ``epsilon`` in [0, 1) (a notebook sweep changes the figure); ``label_counts`` (default QBQTC's) set K and
-    ``label_names`` (default "0".."K-1"). Each argument is checked here, once; a redraw takes the slider's epsilon."""
+    ``label_names`` (default "0".."K-1"). Each argument is checked here, once; a redraw takes the slider's epsilon,
+    kept to its declared range."""
 
     def __init__(
         self,
@@ -267,7 +337,7 @@ class PclWeightsPanel(Panel):
         name: str = "pcl_weights",
         epsilon: float = 0.1,
     ) -> None:
-        self.counts = check_counts(QBQTC_LABEL_COUNTS if label_counts is None else label_counts)
+        self.counts = check_label_counts(QBQTC_LABEL_COUNTS if label_counts is None else label_counts)
         self.label_counts = tuple(self.counts.tolist())
         self.label_names = (
             [str(index) for index in range(len(self.label_counts))] if label_names is None else list(label_names)
@@ -277,14 +347,15 @@ class PclWeightsPanel(Panel):
                 f"label_counts: must have one count per label name {self.label_names}, got {self.label_counts}"
             )
         self.variants = check_names("variants", variants, PCL_VARIANTS, distinct=False)
-        epsilon = check_number("epsilon", epsilon, 0.0, 1.0, high_inclusive=False)
-        super().__init__({"epsilon": make_slider("epsilon", value=epsilon)}, name, interactive)
+        epsilon_range = parameter_range("pcl", "epsilon")
+        epsilon = epsilon_range.check_number("epsilon", epsilon)
+        super().__init__({"epsilon": make_slider("epsilon", within=[epsilon_range], value=epsilon)}, name, interactive)
 
     def draw(self, epsilon: float) -> go.Figure:
         matrices = {}
         for variant in self.variants:
             form = DEFAULT_PCL_PLUS_FORM[variant]
-            matrices[variant] = weight_matrix(variant, epsilon, self.counts, form, cost_matrix=None).numpy()
+            matrices[variant] = pcl_weight_matrix_of_checked(variant, epsilon, self.counts, form, None).numpy()
         title = f"PCL matrices M[gold, predicted], epsilon = {epsilon:g}"
         return matrix_grid(matrices, self.label_names, title=title, shared_scale=False)
 

@@ -13,9 +13,10 @@ import pandas as pd
 
 from workbench.checks import check_choice, check_names, check_seeds
 from workbench.config import Config, load_config
+from workbench.evidence import run_size
 from workbench.losses import HC_LEVELS
 from workbench.stats import formatted, row_statistics, summarize
-from workbench.train import finetune, pretrain_mlm
+from workbench.train import finetune, pretrain_mlm, read_predictions
 
 from .masking_demo import STRATEGIES
 
@@ -34,6 +35,16 @@ DEFAULT_SOURCE = "lexicon"
 RATES = ("prediction_rate", "iteration_rate", "wrong", "corrected")
 
 
+def run_names(plan: Sequence[Sequence[str]]) -> list[str]:
+    """The runs of ``plan`` by the names :func:`pretraining_runs` gives them (``wwm-hc_word``), once each, checked
+    before anything runs: ValueError naming ``strategies`` or ``objectives`` for a name outside their choices."""
+    if not plan or any(not isinstance(pair, list | tuple) or len(pair) != 2 for pair in plan):
+        raise ValueError(f"plan: must be a non-empty list of (strategy, objective) pairs, got {plan!r}")
+    check_names("strategies", [pair[0] for pair in plan], STRATEGIES, distinct=False)
+    check_names("objectives", [pair[1] for pair in plan], list(OBJECTIVE_VARIANTS), distinct=False)
+    return list(dict.fromkeys(f"{strategy}-{objective}" for strategy, objective in plan))
+
+
 def pretraining_runs(
     base_config: Config | Mapping[str, Any],
     output_root: str | Path,
@@ -46,10 +57,7 @@ def pretraining_runs(
     ``output_root/<masking>-<objective>[@<synonyms>]``; ``lexicon``, a .tsv file named ``synonyms``, replaces the
     synonym table (Table 6). One row per run: settings, train_loss, the final held-out eval_loss, perplexity and HC
     rates (``eval_*``), the training-time HC rates (``train_*``; NaN for plain and SR), time and output_dir."""
-    if not plan or any(len(pair) != 2 for pair in plan):
-        raise ValueError(f"plan: must be a non-empty list of (strategy, objective) pairs, got {plan!r}")
-    check_names("strategies", [pair[0] for pair in plan], STRATEGIES, distinct=False)
-    check_names("objectives", [pair[1] for pair in plan], list(OBJECTIVE_VARIANTS), distinct=False)
+    run_names(plan)
     if (lexicon is None) != (synonyms == DEFAULT_SOURCE):
         raise ValueError(
             f"synonyms: must name the source of lexicon (not {DEFAULT_SOURCE!r}) when one is given, got {synonyms!r}"
@@ -295,4 +303,22 @@ def this_run(results: pd.DataFrame, epochs: pd.DataFrame, table2_run: str, strat
             f", {name} {rows.loc[name, 'macro_f1']}" for name in rows.index.difference(trained.index) if name != best
         )
         + "."
+    )
+
+
+def downstream_predictions(
+    output_root: str | Path, encoders: Sequence[str], seeds: Sequence[int]
+) -> dict[tuple[str, int], tuple[np.ndarray, np.ndarray]]:
+    """(gold, predicted) test labels of every :func:`downstream_grid` run under ``output_root``, by (encoder, seed)."""
+    return {
+        (name, int(seed)): read_predictions(Path(output_root) / f"{name}-seed{seed}")
+        for name in encoders
+        for seed in seeds
+    }
+
+
+def downstream_size(output_root: str | Path, encoder: str, seed: int, training_examples: int) -> dict[str, Any]:
+    """The scale table's line of one :func:`downstream_grid` run (its metrics.json: parameters, optimizer steps)."""
+    return run_size(
+        f"{encoder} (fine-tuned)", _metrics_file(Path(output_root) / f"{encoder}-seed{seed}"), training_examples
     )

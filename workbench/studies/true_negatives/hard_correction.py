@@ -17,10 +17,10 @@ from transformers.utils import logging as transformers_logging
 from workbench.checks import check_choice, check_int, check_names
 from workbench.config import DataConfig, MaskingSpec
 from workbench.data import load_texts
-from workbench.losses import HC_LEVELS, IGNORE_INDEX, CorrectionStats, HardCorrectionLoss
+from workbench.losses import HC_LEVELS, IGNORE_INDEX, CorrectionCounts, HardCorrectionLoss
 from workbench.masking import JiebaSegmenter, build_collator, encode_words
 from workbench.models import build_masked_lm, labelled_logits
-from workbench.synonyms import SynonymTable, token_text
+from workbench.synonyms import SynonymTable, synonym_matcher, token_text
 from workbench.vocab import load_tokenizer
 from workbench.word_vectors import corpus_word_vectors
 
@@ -80,7 +80,7 @@ def correction_statistics(
     level: str = "token",
     examples: int = 0,
 ) -> dict[str, Any]:
-    """Table 2's hard-correction counts (:meth:`CorrectionStats.as_dict`) at ``level`` of a masked LM on ``texts``
+    """Table 2's hard-correction counts (:meth:`CorrectionCounts.as_dict`) at ``level`` of a masked LM on ``texts``
     masked by ``masking`` (default WWM, seeded), ``accuracy`` = (masked - wrong) / masked, ``synonym_accuracy`` =
     (masked - wrong + corrected) / masked and, with ``examples`` > 0, a table of that many corrected words."""
     check_choice("level", level, HC_LEVELS)
@@ -94,8 +94,8 @@ def correction_statistics(
     collator = build_collator(
         MaskingSpec.from_mapping(masking), tokenizer, seed, return_word_ids=True, segmented_texts=segmented
     )
-    correction = HardCorrectionLoss(tokenizer, table, level)
-    stats = CorrectionStats()
+    correction = HardCorrectionLoss(synonym_matcher(tokenizer, table), level)
+    stats = CorrectionCounts()
     rows = []
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     model.to(device).eval()
@@ -166,7 +166,7 @@ def worked_example(
     inputs = {key: torch.tensor([feature[key]]) for key in ("attention_mask", "token_type_ids")}
     model.eval()
     logits = labelled_logits(model, labels, input_ids=masked_ids, **inputs)[0].float().cpu()  # the word's rows
-    correction = HardCorrectionLoss(tokenizer, table, level)
+    correction = HardCorrectionLoss(synonym_matcher(tokenizer, table), level)
     top = logits.softmax(dim=-1).topk(top_k, dim=-1)
     candidates = [
         {

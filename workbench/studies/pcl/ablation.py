@@ -16,37 +16,39 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import torch
-from datasets import Dataset, DatasetDict
+from datasets import DatasetDict
 
-from workbench.checks import check_int, check_names, check_seeds
-from workbench.config import LossSpec
+from workbench.checks import check_int, check_seeds
+from workbench.config import LossSpec, ModelConfig, TrainingConfig
 from workbench.data import label_names
-from workbench.decisions import logit_adjustment_rule, tuned_predictions
-from workbench.evidence import Claim, calibration, compare
 from workbench.losses import QBQTC_LABEL_COUNTS
 from workbench.metrics import classification_report
 from workbench.stats import formatted, row_statistics, summarize
-from workbench.train import Fitter, build_fitter, fixed_hyperparameters, loss_from_spec, needs_label_counts
+from workbench.train import (
+    Fitter,
+    build_fitter,
+    loss_from_spec,
+    needs_label_counts,
+    offered,
+    settings_specs,
+)
 
-PCL_SETTINGS: dict[str, LossSpec] = {
-    "LS": LossSpec("ls"),
-    "PCL reference": LossSpec("pcl", {"variant": "reference"}),
-    "PCL paper": LossSpec("pcl", {"variant": "paper"}),
-    "PCL weighted (global)": LossSpec("pcl", {"variant": "weighted", "counts": "global"}),
-    "PCL weighted (batch)": LossSpec("pcl", {"variant": "weighted", "counts": "batch"}),
-    "PCL expected_cost (global)": LossSpec("pcl", {"variant": "expected_cost", "counts": "global"}),
-    "PCL expected_cost (batch)": LossSpec("pcl", {"variant": "expected_cost", "counts": "batch"}),
-}
+PCL_SETTINGS: dict[str, LossSpec] = offered(
+    (
+        "LS",
+        "PCL reference",
+        "PCL paper",
+        "PCL weighted (global)",
+        "PCL weighted (batch)",
+        "PCL expected_cost (global)",
+        "PCL expected_cost (batch)",
+    )
+)
 """LS and every PCL form (epsilon added by :func:`setting_specs`): ``paper`` is eq. 4 with eq. 2-3 as printed,
 ``reference`` the released code, ``weighted`` and ``expected_cost`` the workbench's gradient-bearing forms."""
 GRADIENT_FREE = ("PCL reference", "PCL paper")
 """Settings whose gradient equals LS's (constants added per sample)."""
-BASELINES: dict[str, LossSpec] = {
-    "CE": LossSpec("ce"),
-    "class-balanced CE": LossSpec("class_balanced"),
-    "logit-adjusted CE": LossSpec("logit_adjusted"),
-    "CORN (ordinal)": LossSpec("corn"),
-}
+BASELINES: dict[str, LossSpec] = offered(("CE", "class-balanced CE", "logit-adjusted CE", "CORN (ordinal)"))
 """The fair baselines beside LS (the notebook's ``baselines``): CE, class-balanced CE (Cui et al. 2019), logit-adjusted
 CE (Menon et al. 2021), and CORN, an ordinal model for ordered labels (Shi et al.; a head of K - 1 outputs)."""
 BASELINE = "LS"
@@ -56,24 +58,22 @@ TABLE4_METRICS = ("macro_f1", "accuracy")
 
 
 def setting_specs(
-    settings: Sequence[str], epsilon: float, cost_matrix: Sequence[Sequence[float]] | None = None
+    settings: Sequence[str],
+    epsilon: float,
+    cost_matrix: Sequence[Sequence[float]] | None = None,
+    extra_settings: Mapping[str, Any] | None = None,
 ) -> dict[str, LossSpec]:
-    """The loss spec of each of ``settings`` (:data:`PCL_SETTINGS` keys) at ``epsilon``; a ``cost_matrix`` (K x K)
-    replaces the PCL forms' severity, as nominal labels need (:func:`run_ablation`)."""
-    specs = {}
-    for setting in check_names("settings", settings, list(PCL_SETTINGS)):
-        spec = PCL_SETTINGS[setting]
-        takes_costs = cost_matrix is not None and spec.name == "pcl" and spec.params["variant"] != "reference"
-        costs = {"cost_matrix": [list(row) for row in cost_matrix]} if takes_costs else {}
-        specs[setting] = spec.replace(params={**spec.params, "epsilon": epsilon, **costs})
-    return specs
+    """The loss spec of each of ``settings`` (:data:`PCL_SETTINGS` keys) at ``epsilon``, then of each
+    ``extra_settings`` entry (``workbench.train.settings_specs``); a ``cost_matrix`` (K x K) replaces the PCL forms'
+    severity, as nominal labels need (:func:`run_ablation`)."""
+    return settings_specs(
+        settings, PCL_SETTINGS, epsilon=epsilon, cost_matrix=cost_matrix, extra_settings=extra_settings
+    )
 
 
 def baseline_specs(baselines: Sequence[str]) -> dict[str, LossSpec]:
     """The specs of ``baselines`` (:data:`BASELINES` keys, each once; none is allowed)."""
-    if not baselines:
-        return {}
-    return {name: BASELINES[name] for name in check_names("baselines", baselines, list(BASELINES))}
+    return settings_specs(baselines, BASELINES, parameter="baselines") if baselines else {}
 
 
 def gradient_comparison(
@@ -145,8 +145,8 @@ def run_ablation(
     predictions = {}
     fits = {}
     confusion = dict.fromkeys(losses, 0)
-    for setting, spec in losses.items():
-        loss = loss_from_spec(spec, splits["train"])
+    built = {setting: loss_from_spec(spec, splits["train"]) for setting, spec in losses.items()}  # before any fit
+    for setting, loss in built.items():
         for seed in seeds:
             fit = fitter.fit(splits, loss, seed)
             predictions[(setting, seed)] = fit.test_predictions
@@ -165,17 +165,20 @@ def run_ablation(
 
 
 def encoder_fitters(
-    encoders: Mapping[str, Mapping[str, Any]], training: Mapping[str, Any], max_length: int
+    encoders: Mapping[str, ModelConfig | Mapping[str, Any]], training: TrainingConfig, max_length: int
 ) -> dict[str, Fitter]:
-    """Table 4's encoder axis: a :func:`~workbench.train.build_fitter` per ``encoders`` entry (a name ->
-    ``model`` section)."""
+    """Table 4's encoder axis: a :func:`~workbench.train.build_fitter` per ``encoders`` entry (a name -> ``model``
+    section, each checked here, where it enters), all with the config's validated ``training`` section."""
     if (
         not isinstance(encoders, Mapping)
         or not encoders
         or not all(isinstance(name, str) and name.strip() for name in encoders)
     ):
         raise ValueError(f"encoders: must be a non-empty mapping of name -> model section, got {encoders!r}")
-    return {name: build_fitter(section, training, max_length) for name, section in encoders.items()}
+    return {
+        name: build_fitter(ModelConfig.from_mapping(section), training, max_length)
+        for name, section in encoders.items()
+    }
 
 
 @dataclass
@@ -287,114 +290,3 @@ def this_run(runs: pd.DataFrame) -> str:
             )
         parts.append(text)
     return f"This run ({runs['seed'].nunique()} seed(s), test): " + "; ".join(parts) + "."
-
-
-TABLE4_CLAIM = Claim(
-    "arXiv 2208.02959",
-    "Table 4",
-    "PCL helps all models to achieve a better performance than the original label smoothing one.",
-)
-PURPOSE_CLAIM = Claim(
-    "arXiv 2208.02959",
-    "sec. 3.2, against the fair baselines (not a comparison the paper makes)",
-    "We introduce the Propensity-Corrected Loss (PCL) to encourage the model to predict the dominant categories, "
-    "which corrects the predicting propensity.",
-)
-CLAIM_METRICS = ("macro_f1", "accuracy", "macro_mae")
-"""Table 4's F1 (QBQTC's macro-F1) and accuracy, and macro-MAE, the error measure of ordered labels."""
-
-
-def tuned_setting(ablation: Ablation, splits: DatasetDict, setting: str, score: str = "macro_f1") -> dict:
-    """Per seed, ``setting``'s test predictions under a decision rule tuned on its validation probabilities only
-    (``workbench.decisions.tune_rule``: per-class offsets, a threshold for two classes)."""
-    fits = {seed: fit for (name, seed), fit in ablation.fits.items() if name == setting}
-    return tuned_predictions(fits, np.asarray(splits["validation"]["label"], dtype=np.int64), score)
-
-
-def claim_rows(
-    ablation: Ablation,
-    splits: DatasetDict,
-    test: str,
-    encoder: str = "probe",
-    ordinal: bool = True,
-    n_resamples: int = 2000,
-    fair_baselines: bool = True,
-) -> list[dict[str, Any]]:
-    """The results page's rows for one encoder's ablation (``workbench.evidence.compare``, seeds paired):
-
-    * Table 4: every PCL form that ran against LS, on macro-F1, accuracy and (``ordinal``) macro-MAE, argmax decisions;
-    * Table 4 after tuning: the gradient-bearing form of best mean *validation* macro-F1 against LS, both with
-      per-class offsets tuned on validation (an imbalance loss that wins only until the decision rule is tuned has
-      not won);
-    * with ``fair_baselines``, that form against each baseline that ran (:data:`BASELINES`), against CE with the
-      post-hoc logit adjustment (training label counts) and against CE with tuned offsets, on macro-F1 and macro-MAE.
-    """
-    gold = np.asarray(splits["test"]["label"], dtype=np.int64)
-    k = len(ablation.label_names)
-    settings = list(dict.fromkeys(ablation.runs["setting"]))
-
-    def argmax(setting: str) -> dict[int, np.ndarray]:
-        return {seed: ablation.predictions[(name, seed)] for name, seed in ablation.predictions if name == setting}
-
-    def row(claim: Claim, rule: str, method: str, baseline: str, metric: str, a: dict, b: dict) -> dict[str, Any]:
-        return compare(
-            claim,
-            setting=f"{encoder}, {rule}",
-            method=method,
-            baseline=baseline,
-            metric=metric,
-            y_true=gold,
-            method_predictions=a,
-            baseline_predictions=b,
-            test=test,
-            num_labels=k,
-            n_resamples=n_resamples,
-        )
-
-    metrics = CLAIM_METRICS if ordinal else ("macro_f1", "accuracy")
-    rows = [
-        row(TABLE4_CLAIM, "argmax", setting, BASELINE, metric, argmax(setting), argmax(BASELINE))
-        for setting in settings
-        if setting in PCL_SETTINGS and setting != BASELINE
-        for metric in metrics
-    ]
-    best = best_gradient_bearing(ablation.runs, "validation_macro_f1")
-    if best is None:
-        return rows
-    tuned = "per-class offsets tuned on validation"
-    best_tuned, ls_tuned = tuned_setting(ablation, splits, best), tuned_setting(ablation, splits, BASELINE)
-    rows += [row(TABLE4_CLAIM, tuned, f"{best} + offsets", "LS + offsets", "macro_f1", best_tuned, ls_tuned)]
-    baselines = {name: argmax(name) for name in settings if name in BASELINES and fair_baselines}
-    if "CE" in baselines:
-        counts = np.bincount(np.asarray(splits["train"]["label"], dtype=np.int64), minlength=k)
-        rule = logit_adjustment_rule(counts)
-        ce_fits = {seed: fit for (name, seed), fit in ablation.fits.items() if name == "CE"}
-        baselines["CE + post-hoc logit adjustment"] = {
-            seed: rule.predict(fit.test_probabilities) for seed, fit in ce_fits.items()
-        }
-        baselines["CE + offsets tuned on validation"] = tuned_setting(ablation, splits, "CE")
-    for name, predictions in baselines.items():
-        for metric in ("macro_f1", "macro_mae") if ordinal else ("macro_f1",):
-            rows.append(row(PURPOSE_CLAIM, "fair baselines", best, name, metric, argmax(best), predictions))
-    return rows
-
-
-def calibration_table(ablation: Ablation, splits: DatasetDict) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """ECE per setting over seeds and the pooled reliability bins (``workbench.evidence.calibration``)."""
-    probabilities: dict[str, list[np.ndarray]] = {}
-    for (setting, _), fit in ablation.fits.items():
-        probabilities.setdefault(setting, []).append(fit.test_probabilities)
-    return calibration(probabilities, np.asarray(splits["test"]["label"], dtype=np.int64))
-
-
-def hyperparameters(specs: Mapping[str, LossSpec], training: Mapping[str, Any], train: Dataset) -> dict[str, Any]:
-    """What notebook 02 fixes (the optimiser settings, each setting's loss hyperparameters: none tuned) and chooses on
-    validation (the epoch, the PCL form and decision rules of the tuned rows), for the results page (issue 36)."""
-    return fixed_hyperparameters(
-        specs,
-        training,
-        train,
-        epoch="the probe's epoch with the best validation macro-F1, the same rule for every loss",
-        pcl_form="the gradient-bearing PCL form with the best mean validation macro-F1 (the tuned rows)",
-        decision_rule="per-class offsets tuned on validation, for both sides of a tuned row",
-    )
