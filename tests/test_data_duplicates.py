@@ -264,12 +264,15 @@ def test_the_probe_warns_about_splits_a_caller_built_that_share_text(monkeypatch
     """Before: the probe path fitted splits that shared texts in silence (the transformer path warned)."""
     import torch
 
+    from workbench.config import ModelConfig, TrainingConfig
     from workbench.train import build_fitter, finetuning
 
     monkeypatch.setattr(finetuning, "_WARNED", set())
     train = _texts([("好看的电影", 1), ("难看的电影", 0), ("很好", 1), ("很差", 0)])
     shared = DatasetDict(train=train, validation=_texts([("很好", 1), ("不错", 1)]), test=_texts([("太差", 0)]))
-    fitter = build_fitter({"kind": "probe"}, {"num_train_epochs": 1}, 16)
+    fitter = build_fitter(
+        ModelConfig.from_mapping({"kind": "probe"}), TrainingConfig.from_mapping({"num_train_epochs": 1}), 16
+    )
     with pytest.warns(UserWarning, match="validation 1 of 2"):
         fitter.fit(shared, torch.nn.CrossEntropyLoss(), 0)
     apart = DatasetDict(train=train, validation=_texts([("不错", 1), ("一般", 0)]), test=_texts([("太差", 0)]))
@@ -354,3 +357,33 @@ def test_the_sample_corpus_of_the_default_parameters_holds_enough_unseen_texts()
     data = {"source": "sample_corpus", "n_sentences": 2400, "max_train_samples": 1500}
     heldout = hard_correction.heldout_texts(data, 200)
     assert not set(heldout) & set(load_texts(data)[0]) and len(set(heldout)) == 200
+
+
+def test_the_results_page_prints_the_counts_removed_per_split_and_notebook_03_s_texts(tmp_path):
+    """The page (``runs.results_page``) prints what ``load_splits`` removed, per split, from the record of the splits
+    above, and notebook 03's pre-training repeats and the held-out texts shared with pre-training (0)."""
+    from workbench.evidence import record
+    from workbench.runs.results_page import notebook_section
+    from workbench.studies.true_negatives import claims as tn_claims
+
+    train = _csv(tmp_path / "train.csv", ["甲,a", "乙,b", "丙,a", "丁,b", "戊,a", "己,b", "乙,b"])
+    validation = _csv(tmp_path / "dev.csv", ["乙,a", "庚,b", "庚,b", "辛,a"])
+    test = _csv(tmp_path / "test.csv", ["甲,a", "辛,a", "壬,b"])
+    splits = load_splits(_table(path=train, validation_path=validation, test_path=test))
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("一句\n二句\n 一句 \n三句\n四句\n", encoding="utf-8")
+    data = {"source": "corpus", "path": str(corpus), "max_train_samples": 2}
+    entry = {
+        **record("T", "s.", [0], [], splits.provenance),
+        "pretraining": tn_claims.heldout_record(data, ["三句", "四句"]),
+    }
+    text = " ".join(notebook_section("03_x", entry, [], ["03_x"], {}))
+    for split, (removed, of, shared, repeated) in {
+        "test": (0, 3, 0, 0),
+        "validation": (2, 4, 1, 1),
+        "train": (3, 7, 3, 0),
+    }.items():
+        assert re.search(rf"{split} {removed} of {of} removed \({shared} [^,]*, {repeated} repeats\)", text), split
+    assert re.search(r"texts 1 of 5 removed \(0 [^,]*, 1 repeats\)", text)  # 一句 twice
+    assert entry["pretraining"]["shared_with_pretraining"] == 0
+    assert re.search(r"Held-out texts: 2, shared with the pre-training texts: 0", text)

@@ -82,7 +82,7 @@ def test_the_page_prints_what_the_study_records(train):
     entry = record("T", "s.", [0], [], {}, fixed=named["fixed"], chosen=named["chosen"])
     check_record(entry)
     text = "\n".join(notebook_section("05_x", entry, [], ["05_x"], {}))
-    assert 'learning rate 0.02' in text and "LS epsilon 0.1" in text
+    assert "learning rate 0.02" in text and "LS epsilon 0.1" in text
     assert all(f"{name}: {how}" in text for name, how in named["chosen"].items())
     with pytest.raises(ValueError, match=r"^chosen\['epoch'\]"):
         record("T", "s.", [0], [], {}, chosen={"epoch": ""})
