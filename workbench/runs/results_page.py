@@ -121,10 +121,13 @@ def _removed(key: str, value: Any) -> str:
     rule = [f"compared after {value['normalisation']}"] if isinstance(value.get("normalisation"), str) else []
     if isinstance(value.get("priority"), list):
         rule.append("a text shared by splits kept by the first of " + ", ".join(map(str, value["priority"])))
+    order = [split for split in value.get("priority") or [] if split in removed]  # metrics.json sorts the keys
+    order += [split for split in removed if split not in order]
     parts = [
-        f"{split} {entry['shared'] + entry['repeated']:,} of {entry['of']:,} removed ({entry['shared']:,} held by a "
-        f"split before it, {entry['repeated']:,} repeats)"
-        for split, entry in removed.items()
+        f"{split} {removed[split]['shared'] + removed[split]['repeated']:,} of {removed[split]['of']:,} removed "
+        f"({removed[split]['shared']:,} held by a split before it, {removed[split]['repeated']:,} "
+        f"repeat{'' if removed[split]['repeated'] == 1 else 's'})"
+        for split in order
     ]
     return f"`{key}`" + (f" ({'; '.join(rule)})" if rule else "") + ": " + ", ".join(parts)
 
