@@ -11,9 +11,9 @@ import pytest
 from datasets import ClassLabel, Dataset, DatasetDict, Features, Value
 
 from workbench.decisions import tuned_predictions
-from workbench.evidence import IDENTICAL
+from workbench.evidence import IDENTICAL, NOT_TESTABLE, why_not_tested
 from workbench.studies import auxiliary, dice_claims, pcl, pcl_vs_dice
-from workbench.studies.true_negatives import experiments
+from workbench.studies.true_negatives import claims as tn_claims
 from workbench.train import Fit
 
 RNG = np.random.default_rng(0)
@@ -242,19 +242,54 @@ def test_true_negatives_rows_rates_and_downstream():
             },
         ]
     )
-    rates = experiments.rate_rows(corrections, "wwm-hc_word", "held-out texts")
+    rates = tn_claims.rate_rows(corrections, "wwm-hc_word", "held-out texts")
     assert [(row["measure"].split(":")[0], row["paper_low"]) for row in rates] == [
         ("prediction level", 0.01),
         ("iteration level", 0.06),
     ]
     assert rates[0]["value"] == 0.015 and rates[1]["value"] == pytest.approx(20 / 300)
+    assert all(row["event"] == tn_claims.TABLE2_EVENT and row["verdict"] != NOT_TESTABLE for row in rates)
     gold = RNG.integers(0, 3, 100)
     encoders = ("wwm-plain", "wwm-hc_word", "wwm-sr", "wwm-hc_word@embedding")
     predictions = {(name, seed): (gold, RNG.integers(0, 3, 100)) for name in encoders for seed in (0, 1)}
-    rows = experiments.downstream_rows(predictions, "wwm", "tnews", "test", 3, [40, 30, 30], n_resamples=200)
+    note = tn_claims.CONFOUNDED.format(seed=0)
+    rows = tn_claims.downstream_rows(predictions, "wwm", "tnews", "test", 3, [40, 30, 30], n_resamples=200, note=note)
     assert [(row["method"], row["baseline"]) for row in rows] == [
         ("wwm-hc_word", "wwm-plain"),
         ("wwm-sr", "wwm-plain"),
         ("wwm-hc_word", "wwm-hc_word@embedding"),
     ]
     assert [row["paper_difference"] for row in rows][-1] == pytest.approx([(81.4 - 80.6) / 100])
+    assert {row["note"] for row in rows} == {note}
+
+
+def test_true_negatives_flags_a_run_that_predicted_no_synonym():
+    """The model never predicted a synonym of a gold word: Table 2's rates are 0 by absence of the event, so every row
+    is not testable (its reason names the event), and table2_events counts the event on the held-out texts and at every
+    checkpoint."""
+    counts = {"corrected": 0, "wrong": 2372, "sequences_with_correction": 0, "sequences": 300}
+    corrections = pd.DataFrame([{"encoder": "wwm-hc_word", "level": level, **counts} for level in ("token", "word")])
+    rates = tn_claims.rate_rows(corrections, "wwm-hc_word", "held-out texts")
+    assert len(rates) == 4 and {row["verdict"] for row in rates} == {NOT_TESTABLE}
+    assert {why_not_tested(row) for row in rates} == {
+        f"{tn_claims.TABLE2_EVENT} never occurs (0 of 2,372)",
+        f"{tn_claims.TABLE2_EVENT} never occurs (0 of 300)",
+    }
+    epochs = pd.DataFrame(
+        {
+            "encoder": "wwm-hc_word",
+            "epoch": [1, 2, 3],
+            "checkpoint": [100 / 3, 200 / 3, 100],
+            "eval_corrected": [0, 0, 0],
+            "eval_wrong": [499, 498, 497],
+        }
+    )
+    events = tn_claims.table2_events(corrections, epochs, "wwm-hc_word")
+    assert events["heldout"]["word"] == counts and events["event"] == tn_claims.TABLE2_EVENT
+    assert [(entry["epoch"], entry["wrong"]) for entry in events["checkpoints"]] == [(1, 499), (2, 498), (3, 497)]
+    assert {entry["corrected"] for entry in events["checkpoints"]} == {0}
+    epochs.loc[1, "eval_corrected"] = 2  # one checkpoint corrected twice
+    checkpoints = tn_claims.table2_events(corrections, epochs, "wwm-hc_word")["checkpoints"]
+    assert [entry["corrected"] for entry in checkpoints] == [0, 2, 0]
+    with pytest.raises(ValueError, match=r"^encoder:"):
+        tn_claims.table2_events(corrections, epochs, "wwm-plain")

@@ -9,9 +9,17 @@ import warnings
 
 import pytest
 import torch
+from datasets import DatasetDict
 
 from workbench.config import DataConfig, LossSpec, ModelConfig, TrainingConfig, check_loss_fits_labels, load_config
-from workbench.data import label_names, load_splits, load_texts, sample_relevance_splits, shared_with_train
+from workbench.data import (
+    label_names,
+    load_splits,
+    load_table,
+    load_texts,
+    sample_relevance_splits,
+    shared_with_train,
+)
 from workbench.train import build_fitter, finetuning, tokenize_splits
 from workbench.train.finetuning import classification_data, warn_unreadable
 from workbench.vocab import load_tokenizer
@@ -78,16 +86,18 @@ def unwarned(monkeypatch):
 
 
 def test_rows_shared_with_train_are_counted_and_reported(tmp_path, unwarned):
-    train = _csv(tmp_path / "train.csv", ["甲,a", "乙,b", "丙,a"])
-    validation = _csv(tmp_path / "dev.csv", ["甲,a", "乙,a", "丁,b"])  # 乙 with another label is still shared text
-    config = load_config({"data": _table(tmp_path, path=train, validation_path=validation)})
-    assert shared_with_train(load_splits(config.data)) == {"validation": 2}
+    """load_splits removes them (tests/test_data_duplicates.py); splits given to a trainer as they are may share."""
+    train = load_table(_csv(tmp_path / "train.csv", ["甲,a", "乙,b", "丙,a"]))
+    validation = load_table(_csv(tmp_path / "dev.csv", ["甲,a", "乙,a", "丁,b"]))  # 乙, another label: shared text
+    splits = DatasetDict(train=train, validation=validation)
+    config = load_config({"data": _table(tmp_path, path=str(tmp_path / "train.csv"))})
+    assert shared_with_train(splits) == {"validation": 2}
     with pytest.warns(UserWarning, match="validation 2 of 3"):
-        data = classification_data(config)
+        data = classification_data(config, splits)
     assert data.shared_with_train == {"validation": 2}
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # said once per process, however many models a study fits
-        assert classification_data(config).shared_with_train == {"validation": 2}
+        assert classification_data(config, splits).shared_with_train == {"validation": 2}
     assert shared_with_train(sample_relevance_splits(seed=0, n_train=50, n_validation=10, n_test=10)) == {
         "validation": 0,
         "test": 0,
@@ -142,6 +152,7 @@ def test_a_broken_corpus_file_names_the_file(tmp_path):
 def test_text_the_vocabulary_cannot_read_gets_one_warning(tmp_path, unwarned):
     """An English file under the Chinese character vocabulary: letters and [UNK], said once."""
     english = ["the hotel room was clean and quiet", "terrible service and a dirty bathroom"] * 5
+    english = [text + " and so on" * i for i, text in enumerate(english)]  # ten texts: load_splits keeps each once
     path = _csv(tmp_path / "en.tsv", [f"{t}\t{i % 2}" for i, t in enumerate(english)], header="text\tlabel")
     splits = load_splits(_table(tmp_path, path=path, split=(0.6, 0.4, 0.0)))
     tokenizer = load_tokenizer()

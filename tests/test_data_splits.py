@@ -1,10 +1,8 @@
 from __future__ import annotations
 
 import pytest
-from datasets import DatasetDict
 
 from workbench.data import (
-    deduplicate_splits,
     label_counts,
     sample_relevance_pairs,
     sample_sentences,
@@ -60,47 +58,6 @@ def test_stratified_split_too_small_for_the_fractions():
 def test_stratified_split_seed_must_be_a_non_negative_integer(seed):
     with pytest.raises(ValueError, match=r"^seed:"):
         stratified_split(sample_sentences(n=50), seed=seed)
-
-
-def _pairs(rows):
-    return build_dataset(
-        {"text": [r[0] for r in rows], "text_pair": [r[1] for r in rows], "label": [r[2] for r in rows]},
-        ["a", "b"],
-    )
-
-
-def test_deduplicate_splits_removes_lower_priority_copies():
-    dsd = DatasetDict(
-        {
-            "train": _pairs([("q1", "t1", 0), ("q2", "t2", 1), ("q3", "t3", 0), ("q3", "t3", 0), ("q1", "tX", 0)]),
-            "validation": _pairs([("q2", "t2", 1), ("q4", "t4", 1)]),
-            "test": _pairs([("q1", "t1", 0), ("q4", "t4", 1)]),
-        }
-    )
-    cleaned, removed = deduplicate_splits(dsd)
-    assert removed == {"test": 0, "validation": 1, "train": 2}
-    assert list(zip(cleaned["train"]["text"], cleaned["train"]["text_pair"])) == [
-        ("q3", "t3"),
-        ("q3", "t3"),
-        ("q1", "tX"),  # in-split duplicates stay; same query, other title stays
-    ]
-    assert cleaned["validation"]["text"] == ["q2"]
-    assert list(cleaned) == ["train", "validation", "test"]
-
-
-def test_deduplicate_single_text_and_errors():
-    single = DatasetDict(
-        {
-            "train": build_dataset({"text": ["a", "b"], "label": [0, 1]}, ["x", "y"]),
-            "test": build_dataset({"text": ["b"], "label": [1]}, ["x", "y"]),
-        }
-    )
-    cleaned, removed = deduplicate_splits(single, priority=("test", "train"))
-    assert cleaned["train"]["text"] == ["a"] and removed == {"test": 0, "train": 1}
-    with pytest.raises(ValueError, match=r"^priority:"):
-        deduplicate_splits(single)  # no validation split
-    with pytest.raises(ValueError, match=r"^keys:"):
-        deduplicate_splits(single, keys=("title",), priority=("test", "train"))
 
 
 def test_label_counts():

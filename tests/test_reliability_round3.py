@@ -522,7 +522,9 @@ def test_dataloader_drop_last_never_drops_evaluation_rows(tmp_path):
 
     rows = [f"文本{i},{i % 2}" for i in range(40)]
     train = write_csv(tmp_path / "train.csv", rows)
-    dev, test = (write_csv(tmp_path / f"{name}.csv", rows[:9]) for name in ("dev", "test"))
+    dev, test = (
+        write_csv(tmp_path / f"{name}.csv", [f"{name}{i},{i % 2}" for i in range(9)]) for name in ("dev", "test")
+    )
     data = table(train, validation_path=str(dev), test_path=str(test), max_train_samples=None, max_eval_samples=None)
     training = {"dataloader_drop_last": True, "per_device_eval_batch_size": 8}
     result = finetune(tiny_config(tmp_path / "run", data=data, training=training))
@@ -812,7 +814,8 @@ def test_a_training_file_whose_texts_are_all_empty_is_refused(tmp_path):
     ("lines", "names"),
     [
         (["今天天气很好。"], "packs into 1 block of data.max_length=32 tokens; data.eval_fraction"),
-        (["😀😀😀 ☃☃☃ ♞♞"] * 20, "100% of its tokens are \\[UNK\\]"),
+        # 20 distinct texts (load_texts keeps each once)
+        ([f"😀😀😀 ☃☃☃ ♞♞{'♞' * i}" for i in range(20)], "100% of its tokens are \\[UNK\\]"),
     ],
 )
 def test_a_corpus_too_short_or_unreadable_names_data_path(tmp_path, lines, names):

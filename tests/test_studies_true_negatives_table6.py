@@ -73,7 +73,7 @@ def pretrained(tmp_path_factory):
     base = {
         "data": {
             "source": "sample_corpus",
-            "n_sentences": 60,
+            "n_sentences": 62,  # 60 distinct texts: 48 pre-train, 12 held out
             "max_train_samples": 48,
             "max_length": 32,
             "eval_fraction": 0.2,

@@ -18,7 +18,7 @@ import torch
 from torch import nn
 
 from workbench.config import Config, DataConfig, LossSpec, ProbeConfig, TrainingConfig, load_config
-from workbench.data import label_counts, load_splits, load_texts, sample_relevance_splits
+from workbench.data import label_counts, load_splits, load_texts, sample_corpus, sample_relevance_splits
 from workbench.data.features import build_dataset
 from workbench.losses import build_loss, pcl_constants
 from workbench.metrics_file import write_json
@@ -45,8 +45,8 @@ def _data(**values) -> DataConfig:
     return DataConfig(**values)
 
 
-def _write_table(path: Path, rows: int) -> Path:
-    lines = ["sentence,tag"] + [f"句子{i},{'好' if i % 3 == 0 else '坏'}" for i in range(rows)]
+def _write_table(path: Path, rows: int, prefix: str = "句子") -> Path:
+    lines = ["sentence,tag"] + [f"{prefix}{i},{'好' if i % 3 == 0 else '坏'}" for i in range(rows)]
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path
 
@@ -64,7 +64,7 @@ def test_table_file_is_split_stratified_and_limited(tmp_path):
 
 
 def test_separate_validation_file(tmp_path):
-    train, validation = _write_table(tmp_path / "a.csv", 12), _write_table(tmp_path / "b.csv", 6)
+    train, validation = _write_table(tmp_path / "a.csv", 12), _write_table(tmp_path / "b.csv", 6, "验证")
     splits = load_splits(
         _data(source="table", path=str(train), validation_path=str(validation), text="sentence", label="tag")
     )
@@ -112,7 +112,8 @@ def test_texts_for_pretraining(tmp_path):
     train = sample_relevance_splits(seed=0)["train"]
     order = np.random.default_rng(0).permutation(len(train))[:5]  # the training split shuffled by data.seed
     assert texts == [train["text"][i] for i in order] and pairs == [train["text_pair"][i] for i in order]
-    assert len(load_texts(_data(source="sample_corpus", n_sentences=9))[0]) == 9
+    distinct = list(dict.fromkeys(sample_corpus(n_sentences=9, seed=0)))  # each text once
+    assert load_texts(_data(source="sample_corpus", n_sentences=9))[0] == distinct and len(distinct) == 8
 
 
 def test_tokenize_splits_keeps_model_inputs_and_labels():

@@ -309,9 +309,11 @@ def rate(
     paper_range: tuple[float, float],
     test: str,
     note: str = "",
+    event: str = "",
 ) -> dict[str, Any]:
     """One rate row: ``successes`` / ``trials`` with its exact 95% interval (``scipy.stats.binomtest``'s
-    Clopper-Pearson ``proportion_ci``) against ``paper_range`` (low, high), proportions in [0, 1]."""
+    Clopper-Pearson ``proportion_ci``) against ``paper_range`` (low, high), proportions in [0, 1]; ``event`` says what
+    a success is (the reason of a row whose event never occurs names it: not testable, :func:`why_not_tested`)."""
     trials = check_int("trials", trials, 1)
     successes = check_int("successes", successes, 0, trials)
     low, high = (float(value) for value in paper_range)
@@ -334,6 +336,7 @@ def rate(
         "paper_high": high,
         "test": check_text("test", test),
         "note": note,
+        **({"event": check_text("event", event)} if event else {}),
     }
     judged = assess([row])[0]
     return {**row, "verdict": judged["verdict"] or judged["status"]}
@@ -361,7 +364,8 @@ def why_not_tested(row: Mapping[str, Any]) -> str:
     if row["kind"] == "identity":
         return row["reason"]
     if row["kind"] == "rate":
-        return "" if row["successes"] else f"the event it counts never occurs (0 of {row['trials']:,})"
+        event = row.get("event") or "the event it counts"
+        return "" if row["successes"] else f"{event} never occurs (0 of {row['trials']:,})"
     seeds = row["n_seeds"]
     if seeds < MIN_SEEDS:
         return f"{seeds} seed: no run-to-run variance to test against (a verdict needs at least {MIN_SEEDS} seeds)"
@@ -542,6 +546,8 @@ def _check_comparison(row: Mapping[str, Any], where: str, seeds: int) -> None:
 def _check_rate(row: Mapping[str, Any], where: str) -> None:
     _text_of(row, "measure", where)
     _text_of(row, "test", where)
+    if "event" in row:
+        _text_of(row, "event", where)
     trials = _count_of(row, "trials", where, 1)
     successes = _count_of(row, "successes", where, 0)
     if successes > trials:
@@ -588,6 +594,11 @@ def check_record(evidence: Any) -> None:
                 raise ValueError(f"{where}.n_seeds: must equal the notebook's {len(seeds)} seeds, got {row['n_seeds']}")
             _count_of(row, "identical_seeds", where, 0)
             _count_of(row, "n_test", where, 1)
+    for key in ("fixed", "chosen"):
+        if not isinstance(evidence.get(key) or {}, Mapping):
+            raise ValueError(f"evidence.{key}: must be a mapping of names, got {evidence[key]!r}")
+    for name in evidence.get("chosen") or {}:
+        _text_of(evidence["chosen"], name, "evidence.chosen")
     for index, row in enumerate(evidence.get("calibration") or []):
         where = f"evidence.calibration[{index}]"
         _text_of(row, "setting", where)
@@ -629,20 +640,6 @@ def run_size(model: str, metrics: Mapping[str, Any], training_examples: int) -> 
     return size(model, parameters, training_examples, metrics.get("train_steps"))
 
 
-def fixed_hyperparameters(training: Mapping[str, Any], losses: Mapping[str, Any] = (), **others: Any) -> dict[str, Any]:
-    """What a notebook fixes instead of choosing on validation, the same for every side, for the page: the training
-    section's learning rate, epochs, batch size and weight decay (each fit keeps its epoch of best validation score),
-    each loss's parameters as its spec gives them (``{name: LossSpec}``: "FL gamma", "LS epsilon", ...) and
-    ``others`` (name -> value)."""
-    keys = ("learning_rate", "num_train_epochs", "per_device_train_batch_size", "weight_decay")
-    fixed = {key.replace("_", " "): training[key] for key in keys if key in training}
-    for name, spec in dict(losses).items():
-        for key, value in (getattr(spec, "params", None) or {}).items():
-            if isinstance(value, (int, float)) and not isinstance(value, bool):  # a variant's name is the setting's
-                fixed[f"{name} {key}"] = value
-    return redact({**fixed, **others})  # a secret among them (a hub token) shows its mark
-
-
 def record(
     title: str,
     scale: str,
@@ -655,6 +652,7 @@ def record(
     sizes: Sequence[Mapping[str, Any]] = (),
     paper_scale: Mapping[str, str] | None = None,
     fixed: Mapping[str, Any] | None = None,
+    chosen: Mapping[str, str] | None = None,
     reliability: Mapping[str, Mapping[str, Sequence[float]]] | None = None,
     see_also: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
@@ -664,7 +662,9 @@ def record(
     setting, a ``comment`` the page prints under the scale (what the setting stands for); ``sizes`` (:func:`size`
     lines of the scale table) beside the ``paper_scale`` (``{"model", "parameters", "training examples"}`` as the
     paper states them); ``fixed``: the hyperparameters the notebook fixes instead of choosing them on validation
-    (name -> value); ``see_also``: another notebook's folder -> the rows of it this notebook would repeat."""
+    (name -> value, ``workbench.train.fixed_hyperparameters``); ``chosen``: what it chooses on validation, the same
+    way for every side (name -> how); ``see_also``: another notebook's folder -> the rows of it this notebook would
+    repeat."""
     return {
         "comment": comment,
         "title": check_text("title", title),
@@ -677,6 +677,7 @@ def record(
         "sizes": [dict(line) for line in sizes],
         "paper_scale": dict(paper_scale or {}),
         "fixed": dict(fixed or {}),
+        "chosen": {name: check_text(f"chosen[{name!r}]", how) for name, how in dict(chosen or {}).items()},
         "see_also": dict(see_also or {}),
     }
 

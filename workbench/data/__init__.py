@@ -27,6 +27,7 @@ _MODULES = {
     "loaders": (
         "TNEWS_LABELS",
         "Splits",
+        "Texts",
         "load_chnsenticorp",
         "load_lcqmc",
         "load_qbqtc",
@@ -45,7 +46,15 @@ _MODULES = {
         "sample_sentence_splits",
         "sample_sentences",
     ),
-    "splits": ("deduplicate_splits", "shared_with_train", "stratified_sample", "stratified_split"),
+    "splits": (
+        "NORMALISATION",
+        "deduplicate_splits",
+        "shared_with_train",
+        "stratified_sample",
+        "stratified_split",
+        "text_key",
+        "unique_texts",
+    ),
 }
 _EXPORTS = {name: f"workbench.data.{module}" for module, names in _MODULES.items() for name in names}
 _EXPORTS["data_root"] = "workbench.data_root"

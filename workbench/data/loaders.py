@@ -30,7 +30,15 @@ from workbench.data.releases import (
     release,
 )
 from workbench.data.samples import sample_corpus, sample_relevance_splits, sample_sentence_splits
-from workbench.data.splits import stratified_sample, stratified_split
+from workbench.data.splits import (
+    NORMALISATION,
+    ONCE_IN,
+    PRIORITY,
+    deduplicate_splits,
+    stratified_sample,
+    stratified_split,
+    unique_texts,
+)
 from workbench.data_root import data_root
 from workbench.text_files import read_lines
 
@@ -381,8 +389,10 @@ def _warn_once(message: str) -> None:
 
 class Splits(DatasetDict):
     """The splits of :func:`load_splits`, a ``DatasetDict`` with ``provenance``: a JSON-ready record of where each
-    split came from (docs/data.md): ``source``, ``splits`` (per split: ``file``, ``cut`` when it was cut from a file,
-    ``examples``) and, for a data set read from the data root, ``data_root`` and ``missing`` (its absent files)."""
+    split came from (docs/data.md): ``source``, ``duplicates`` (what :func:`deduplicate_splits` removed: ``removed``,
+    per split ``shared``, ``repeated`` and ``of``), ``splits`` (per split: ``file``, ``cut`` when it was cut from a
+    file, ``examples``) and, for a data set read from the data root, ``data_root`` and ``missing`` (its absent
+    files)."""
 
     provenance: dict[str, Any] | None = None
 
@@ -548,6 +558,28 @@ def _root_splits(data: DataConfig) -> tuple[DatasetDict, dict[str, Any]]:
     return DatasetDict({name: read[name] for name in SPLIT_NAMES if name in read}), record
 
 
+def _without_duplicates(splits: DatasetDict) -> tuple[DatasetDict, dict[str, Any]]:
+    """``splits`` by :func:`deduplicate_splits` (every split, in :data:`PRIORITY` order) and the provenance's
+    ``duplicates`` record; ValueError naming the split that nothing is left of."""
+    priority = [name for name in PRIORITY if name in splits]
+    cleaned, removed = deduplicate_splits(splits, priority=priority)
+    for name in priority:
+        if len(cleaned[name]) == 0:
+            holders = " or ".join(priority[: priority.index(name)])
+            raise ValueError(
+                f"data: every example of the {name} split ({len(splits[name])}) is also in the {holders} split, "
+                "which keeps it; give splits that share fewer texts"
+            )
+    compared = [key for key in ("text", "text_pair") if all(key in split.column_names for split in splits.values())]
+    return cleaned, {
+        "compared": compared,
+        "normalisation": NORMALISATION,
+        "priority": priority,
+        "once_in": [name for name in ONCE_IN if name in splits],
+        "removed": removed,
+    }
+
+
 def _checksums(item: Release, files: Sequence[Any], root: Path) -> dict[str, str]:
     """``{path: status}`` of the release files a section reads (``verified``, ``as first fetched``, ``DIFFERS from the
     pinned sha256``, ...: :func:`~workbench.data.releases.file_status`); a file that is not the release's gets a
@@ -593,7 +625,10 @@ def load_splits(data: DataConfig | Mapping[str, Any]) -> Splits:
     fraction: no test). A named data set without a path (``{source: qbqtc}``) reads its release files from the data
     root; a split whose file is absent is cut from the present ones (a warning says which); no file present is a
     :class:`~workbench.data.releases.MissingDataError` naming the files, the root and the fetch command.
-    ``max_train_samples`` / ``max_eval_samples`` keep a seeded stratified sample of N examples of each split
+    Then, for every source, no text is in two splits: :func:`deduplicate_splits` removes from each split what a split
+    before it in test, validation, train holds (``text`` and ``text_pair``, by :func:`text_key`) and the repeats within
+    validation and test; the provenance's ``duplicates`` counts them. After it, ``max_train_samples`` /
+    ``max_eval_samples`` keep a seeded stratified sample of N examples of each split
     (:func:`stratified_sample`, ``data.seed``): the first N rows of a file sorted by label would lose classes."""
     data = DataConfig.from_mapping(data)
     if data.source in ("sample_relevance", "sample_sentences"):
@@ -611,6 +646,7 @@ def load_splits(data: DataConfig | Mapping[str, Any]) -> Splits:
         splits, record = _file_splits(data)
     else:
         raise ValueError(f"data.source: {data.source!r} has no labels; use one of {', '.join(LABELLED_SOURCES)}")
+    splits, duplicates = _without_duplicates(splits)
     limits = {name: data.max_train_samples if name == "train" else data.max_eval_samples for name in splits}
     result = Splits(
         {
@@ -623,6 +659,7 @@ def load_splits(data: DataConfig | Mapping[str, Any]) -> Splits:
     result.provenance = {
         "source": data.source,
         **record,
+        "duplicates": duplicates,
         "splits": {
             name: {
                 **entries.get(name, {}),
@@ -635,15 +672,31 @@ def load_splits(data: DataConfig | Mapping[str, Any]) -> Splits:
     return result
 
 
-def load_texts(data: DataConfig | Mapping[str, Any]) -> tuple[list[str], list[str] | None]:
-    """Texts (and second segments, or None) for MLM pre-training: ``sample_corpus``'s ``n_sentences``;
-    ``corpus``: the non-blank lines of ``data.path`` (a file or a list, ``.gz`` allowed), without a path the
-    ``corpus`` data set's files present in the data root (a warning names the absent ones); a labelled
-    source: its training split in a seeded random order (``data.seed``; a file sorted by label gives texts of every
-    class). ``max_train_samples`` keeps the first N texts of that order (the texts after them stay unseen:
-    notebook 03 holds them out)."""
+class Texts(tuple):
+    """``(texts, pairs)`` of :func:`load_texts` (it unpacks as a pair) with ``provenance``: a JSON-ready record,
+    ``source``, ``duplicates`` (the repeats removed: ``removed.texts`` with ``repeated`` and ``of``, as in
+    :class:`Splits`), ``texts`` (how many are given) and, for a labelled source, ``splits`` (its ``load_splits``
+    provenance)."""
+
+    provenance: dict[str, Any]
+
+    def __new__(cls, texts: list[str], pairs: list[str] | None, provenance: dict[str, Any]) -> Texts:
+        loaded = super().__new__(cls, (texts, pairs))
+        loaded.provenance = provenance
+        return loaded
+
+
+def load_texts(data: DataConfig | Mapping[str, Any]) -> Texts:
+    """Texts (and second segments, or None) for MLM pre-training, each text (pair) once: ``sample_corpus``'s
+    ``n_sentences``; ``corpus``: the non-blank lines of ``data.path`` (a file or a list, ``.gz`` allowed), without a
+    path the ``corpus`` data set's files present in the data root (a warning names the absent ones); a labelled
+    source: its training split (which shares no text with its validation and test splits, :func:`load_splits`) in a
+    seeded random order (``data.seed``; a file sorted by label gives texts of every class). A text repeating an
+    earlier one (by :func:`text_key`) is removed before ``max_train_samples`` keeps the first N texts of that order, so
+    the texts after them are unseen (notebook 03 holds them out). A :class:`Texts` with its provenance."""
     data = DataConfig.from_mapping(data)
     pairs = None
+    record: dict[str, Any] = {"source": data.source}
     if data.source == "sample_corpus":
         texts = sample_corpus(n_sentences=data.n_sentences, seed=data.seed)
     elif data.source == "corpus":
@@ -654,11 +707,19 @@ def load_texts(data: DataConfig | Mapping[str, Any]) -> tuple[list[str], list[st
                 f"data.path: must hold at least one non-blank line, got none in {', '.join(map(str, paths))}"
             )
     else:  # every training text, shuffled: the first N and those after them come from every class
-        train = load_splits(data.replace(max_train_samples=None))["train"]
-        train = train.select(np.random.default_rng(data.seed).permutation(len(train)))
+        splits = load_splits(data.replace(max_train_samples=None))
+        train = splits["train"].select(np.random.default_rng(data.seed).permutation(len(splits["train"])))
         texts = list(train["text"])
         pairs = list(train["text_pair"]) if "text_pair" in train.column_names else None
-    return texts[: data.max_train_samples], (pairs[: data.max_train_samples] if pairs is not None else None)
+        record["splits"] = splits.provenance
+    unique, unique_pairs, repeated = unique_texts(texts, pairs)
+    kept = unique[: data.max_train_samples]
+    record["duplicates"] = {
+        "normalisation": NORMALISATION,
+        "removed": {"texts": {"shared": 0, "repeated": repeated, "of": len(texts)}},
+    }
+    record["texts"] = len(kept)
+    return Texts(kept, None if unique_pairs is None else unique_pairs[: data.max_train_samples], record)
 
 
 def _root_corpus() -> list[Path]:

@@ -1,7 +1,10 @@
-"""Seeded stratified splits and de-duplication across splits."""
+"""Seeded stratified splits and the removal of duplicate texts: across splits and within the evaluation splits
+(:func:`deduplicate_splits`, which :func:`~workbench.data.load_splits` applies), within a list of texts
+(:func:`unique_texts`, :func:`~workbench.data.load_texts`)."""
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -63,33 +66,77 @@ def stratified_sample(ds: Dataset, size: int, seed: int = 0) -> Dataset:
     return ds.select(np.sort(np.concatenate(chosen)))
 
 
+PRIORITY = ("test", "validation", "train")
+"""Which split keeps a text that several splits hold: test first, then validation, then train."""
+ONCE_IN = ("validation", "test")
+"""The splits in which a text (pair) is kept once: the evaluation splits (a repeated example would count twice in
+every score and in the bootstrap, which resamples examples as independent). The training split keeps its repeats."""
+NORMALISATION = "Unicode NFKC, whitespace runs collapsed to one space, ends stripped"
+"""How :func:`text_key` compares texts (docs/data.md)."""
+
+
+def text_key(*texts: str) -> tuple[str, ...]:
+    """The form in which texts are compared for duplicates (:data:`NORMALISATION`): Unicode NFKC (full- and half-width
+    forms are one character), every run of whitespace one space, none at the ends."""
+    return tuple(" ".join(unicodedata.normalize("NFKC", text).split()) for text in texts)
+
+
 def deduplicate_splits(
     dsdict: DatasetDict,
     keys: Sequence[str] = ("text", "text_pair"),
-    priority: Sequence[str] = ("test", "validation", "train"),
-) -> tuple[DatasetDict, dict[str, int]]:
-    """Remove from each split the examples (compared on the ``keys`` columns every split has) that occur
-    in a split before it in ``priority`` (every split, highest first: by default an example in test is
-    dropped from validation and train). Duplicates within one split stay.
-    Returns the cleaned DatasetDict and ``{split: number removed}``."""
+    priority: Sequence[str] = PRIORITY,
+    once_in: Sequence[str] = ONCE_IN,
+) -> tuple[DatasetDict, dict[str, dict[str, int]]]:
+    """Remove from each split the examples (compared on the ``keys`` columns every split has, by :func:`text_key`)
+    that a split before it in ``priority`` holds (every split, highest first: by default an example in test leaves
+    validation and train), and in the splits of ``once_in`` every repeat of an example after its first occurrence.
+    Returns the cleaned DatasetDict (in ``dsdict``'s order) and ``{split: {"shared": removed because a split before it
+    holds them, "repeated": removed as repeats within it, "of": examples before}}``."""
     if sorted(priority) != sorted(dsdict) or len(set(priority)) != len(priority):
         raise ValueError(f"priority: must list each split once, splits are {sorted(dsdict)}, got {list(priority)}")
     columns = [key for key in keys if all(key in split.column_names for split in dsdict.values())]
     if not columns:
         raise ValueError(f"keys: none of {list(keys)} is a column of every split")
-    seen: set[tuple[str, ...]] = set()
+    earlier: set[tuple[str, ...]] = set()
     cleaned = {}
     removed = {}
     for name in priority:
-        rows = list(zip(*(dsdict[name][column] for column in columns)))
-        keep = [i for i, row in enumerate(rows) if row not in seen]
-        seen.update(rows)
-        cleaned[name] = dsdict[name].select(keep)
-        removed[name] = len(rows) - len(keep)
+        rows = [text_key(*row) for row in zip(*(dsdict[name][column] for column in columns))]
+        kept: list[int] = []
+        seen: set[tuple[str, ...]] = set()
+        shared = 0
+        for index, row in enumerate(rows):
+            if row in earlier:
+                shared += 1
+            elif row not in seen or name not in once_in:
+                kept.append(index)
+            seen.add(row)
+        earlier.update(seen)
+        cleaned[name] = dsdict[name] if len(kept) == len(rows) else dsdict[name].select(kept)
+        removed[name] = {"shared": shared, "repeated": len(rows) - shared - len(kept), "of": len(rows)}
     return DatasetDict({name: cleaned[name] for name in dsdict}), removed
 
 
 def shared_with_train(dsdict: DatasetDict) -> dict[str, int]:
-    """``{split: rows whose text (and text_pair) also occur in train}`` for every other split."""
+    """``{split: rows whose text (and text_pair) also occur in train}`` for every other split (compared by
+    :func:`text_key`)."""
     pairs = {name: DatasetDict(train=dsdict["train"], other=split) for name, split in dsdict.items() if name != "train"}
-    return {name: deduplicate_splits(pair, priority=("train", "other"))[1]["other"] for name, pair in pairs.items()}
+    return {
+        name: deduplicate_splits(pair, priority=("train", "other"), once_in=())[1]["other"]["shared"]
+        for name, pair in pairs.items()
+    }
+
+
+def unique_texts(texts: Sequence[str], pairs: Sequence[str] | None = None) -> tuple[list[str], list[str] | None, int]:
+    """``texts`` (and their ``pairs``) with each text (pair) once, at its first occurrence (compared by
+    :func:`text_key`), and the number of repeats removed."""
+    rows = zip(texts, pairs) if pairs is not None else zip(texts)
+    seen: set[tuple[str, ...]] = set()
+    kept = []
+    for index, row in enumerate(rows):
+        key = text_key(*row)
+        if key not in seen:
+            seen.add(key)
+            kept.append(index)
+    unique = [texts[index] for index in kept]
+    return unique, (None if pairs is None else [pairs[index] for index in kept]), len(texts) - len(kept)

@@ -92,18 +92,44 @@ def _data_sentence(data: Mapping[str, Any]) -> str:
     return "".join(parts) + ("; " + "; ".join(splits) if splits else "") + "."
 
 
-def _duplicates(data: Mapping[str, Any]) -> str:
-    """The provenance's counts of texts shared between splits (any key naming duplicates), or ""."""
+def _duplicates(
+    data: Mapping[str, Any], what: str = "Texts shared between splits, removed before sampling (`load_splits`)"
+) -> str:
+    """The provenance's counts of removed duplicate texts (any key naming duplicates, top-level or per split) in one
+    sentence beginning ``what``, or "". A ``removed`` record (``load_splits``, ``load_texts``: per split ``shared``,
+    ``repeated``, ``of``) reads as counts; anything else as recorded."""
     found = {key: value for key, value in data.items() if "duplicate" in key}
     for split, entry in (data.get("splits") or {}).items():
-        found |= {f"{split}.{key}": value for key, value in entry.items() if "duplicate" in key}
+        if isinstance(entry, Mapping):
+            found |= {f"{split}.{key}": value for key, value in entry.items() if "duplicate" in key}
     if not found:
         return ""
-    return (
-        "Texts shared between splits, removed before sampling (`load_splits`): "
-        + "; ".join(f"{key} {json.dumps(value, ensure_ascii=False)}" for key, value in found.items())
-        + "."
-    )
+    return f"{what}: " + "; ".join(_removed(key, value) for key, value in found.items()) + "."
+
+
+def _removed(key: str, value: Any) -> str:
+    """One duplicates record: per split, the examples it held, those removed because a split kept first holds them
+    and the repeats within it (``removed``), with the rule (``normalisation``, ``priority``); else ``key`` and its
+    JSON."""
+    removed = value.get("removed") if isinstance(value, Mapping) else None
+    counts = ("of", "shared", "repeated")
+    if not isinstance(removed, Mapping) or not all(
+        isinstance(entry, Mapping) and all(isinstance(entry.get(count), int) for count in counts)
+        for entry in removed.values()
+    ):
+        return f"{key} {json.dumps(value, ensure_ascii=False)}"
+    rule = [f"compared after {value['normalisation']}"] if isinstance(value.get("normalisation"), str) else []
+    if isinstance(value.get("priority"), list):
+        rule.append("a text shared by splits kept by the first of " + ", ".join(map(str, value["priority"])))
+    order = [split for split in value.get("priority") or [] if split in removed]  # metrics.json sorts the keys
+    order += [split for split in removed if split not in order]
+    parts = [
+        f"{split} {removed[split]['shared'] + removed[split]['repeated']:,} of {removed[split]['of']:,} removed "
+        f"({removed[split]['shared']:,} held by a split before it, {removed[split]['repeated']:,} "
+        f"repeat{'' if removed[split]['repeated'] == 1 else 's'})"
+        for split in order
+    ]
+    return f"`{key}`" + (f" ({'; '.join(rule)})" if rule else "") + ": " + ", ".join(parts)
 
 
 def _label(row: Mapping[str, Any]) -> str:
@@ -367,9 +393,20 @@ def _section_opening(name: str, evidence: Mapping[str, Any], names: Sequence[str
     ]
     duplicates = _duplicates(evidence.get("data") or {})
     lines += ["", duplicates] if duplicates else []
+    pretraining = evidence.get("pretraining")
+    if isinstance(pretraining, Mapping):  # notebook 03: the texts it pre-trains on and holds out
+        repeats = _duplicates(pretraining, "Pre-training texts (`load_texts`), each kept once")
+        heldout = (
+            f"Held-out texts: {_count(pretraining.get('heldout_texts'))}, shared with the pre-training texts: "
+            f"{_count(pretraining.get('shared_with_pretraining'))}."
+        )
+        lines += [*(["", repeats] if repeats else []), "", heldout]
     if evidence.get("fixed"):
         fixed = ", ".join(f"{key} {json.dumps(value, ensure_ascii=False)}" for key, value in evidence["fixed"].items())
         lines += ["", f"Fixed, not chosen on validation (the same for every side): {fixed}."]
+    if evidence.get("chosen"):
+        chosen = "; ".join(f"{name}: {how}" for name, how in evidence["chosen"].items())
+        lines += ["", f"Chosen on validation, the same way for every side: {chosen}."]
     for other, what in (evidence.get("see_also") or {}).items():
         present = (
             f"its section below or above, [{other}](#{other.replace('_', '-')})"

@@ -33,6 +33,7 @@ from workbench.train import (
     classification_data,
     evaluation_split,
     finetune,
+    fixed_hyperparameters,
     fusion_finetune,
     read_predictions,
     two_stage,
@@ -312,3 +313,18 @@ def sizes(runs: pd.DataFrame, training_examples: int) -> list[dict[str, Any]]:
         return []
     first = baseline.iloc[0]
     return [size(PAPER_NAMES[BASELINE], int(first["num_parameters"]), training_examples, int(first["train_steps"]))]
+
+
+def hyperparameters(config: Config) -> dict[str, Any]:
+    """What notebook 04 fixes and what it chooses on validation, for the results page (issue 36): ``fixed``, the
+    training section's optimiser settings (the baseline and stage 1, every n) and stage 2's epochs and learning rate
+    (``workbench.train.fixed_hyperparameters``); ``chosen`` on validation: each stage's epoch."""
+    training = config.training
+    stage2 = {
+        "stage 2 epochs": config.aux.stage2_epochs or training.num_train_epochs,
+        "stage 2 learning rate": config.aux.stage2_lr or training.learning_rate,
+    }
+    return {
+        "fixed": fixed_hyperparameters(training, **stage2),
+        "chosen": {"epoch": "each stage's epoch with the best validation macro-F1, the same rule for both methods"},
+    }

@@ -39,7 +39,7 @@ from workbench.losses import build_loss
 from workbench.metrics import classification_report, small_class_warning
 from workbench.stats import formatted, row_statistics, summarize
 from workbench.synonyms import SynonymTable
-from workbench.train import Fitter, loss_from_spec, offered, settings_specs
+from workbench.train import Fitter, fixed_hyperparameters, loss_from_spec, offered, settings_specs
 
 LOSS_ZOO: dict[str, LossSpec] = offered(
     ("CE", "WCE", "FL", "DL", "TL", "DSC", "DSC reference", "class-balanced CE", "logit-adjusted CE")
@@ -359,3 +359,20 @@ def this_run(
         + ", ".join(f"{loss} {cell('balanced', loss, 'accuracy')}" for loss in dict.fromkeys(table9["loss"]))
         + "."
     )
+
+
+def hyperparameters(
+    training: Mapping[str, Any], losses: Mapping[str, LossSpec], train: Dataset, tversky_alphas: Sequence[float] = ()
+) -> dict[str, Any]:
+    """What notebook 01 fixes and what it chooses on validation, for the results page (issue 36): ``fixed``, the
+    training section's optimiser settings and each of ``losses``' hyperparameters as it trains (FL's gamma, WCE's K,
+    the Dice family's gamma and smoothing, class-balanced beta: ``workbench.train.fixed_hyperparameters``), the same
+    for every training set and seed, none tuned; ``chosen`` on validation: each fit's epoch, and TL's alpha among
+    ``tversky_alphas``."""
+    chosen = {"epoch": "each fit's epoch with the best validation macro-F1, the same rule for every loss"}
+    if tversky_alphas:
+        chosen["TL alpha"] = (
+            f"the alpha of {[float(alpha) for alpha in tversky_alphas]} with the best mean validation F1 of the "
+            "scored class (beta = 1 - alpha)"
+        )
+    return {"fixed": fixed_hyperparameters(training, losses, train), "chosen": chosen}

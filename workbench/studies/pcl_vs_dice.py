@@ -14,13 +14,13 @@ import numpy as np
 import pandas as pd
 from datasets import Dataset
 
-from workbench.config import DataConfig, LossSpec
+from workbench.config import DataConfig, LossSpec, TrainingConfig
 from workbench.data import RELEASES, label_counts, label_names
 from workbench.decisions import tuned_predictions
 from workbench.evidence import N_RESAMPLES, Claim, compare
 from workbench.metrics import classification_report, small_class_warning
 from workbench.stats import formatted, mean_std_table, row_statistics, summarize
-from workbench.train import extra_rows, offered, settings_specs
+from workbench.train import extra_rows, fixed_hyperparameters, offered, settings_specs
 
 COMPARISON: dict[str, LossSpec] = offered(("CE", "LS", "DSC reference", "PCL reference", "PCL expected_cost (global)"))
 """The side-by-side in teaching order; LS and PCL take epsilon (:func:`comparison_specs`)."""
@@ -260,3 +260,18 @@ def extra_setting_rows(
         num_labels=len(comparison.label_names),
         n_resamples=n_resamples,
     )
+
+
+def hyperparameters(training: TrainingConfig, specs: Mapping[str, LossSpec], train: Dataset) -> dict[str, Any]:
+    """What notebook 05 fixes and what it chooses on validation, for the results page (issue 36): ``fixed``, the
+    training section's optimiser settings and each setting's loss hyperparameters (``specs``, the same for every seed,
+    none tuned: ``workbench.train.fixed_hyperparameters``); ``chosen`` on validation: each fit's epoch, and the
+    decision rule of the rows that say so (for both sides)."""
+    return {
+        "fixed": fixed_hyperparameters(training, specs, train),
+        "chosen": {
+            "epoch": "each fit's epoch with the best validation macro-F1, the same rule for every loss",
+            "decision rule": "per-class offsets tuned on each side's validation for both sides of a tuned row, argmax "
+            "for both sides of every other row",
+        },
+    }

@@ -24,7 +24,14 @@ _MODULES = {
     "run_folder": ("Result", "drop_weights"),
     "fit": ("Fit", "Fitter", "ProbeFitter", "TransformerFitter", "build_fitter"),
     "pretraining": ("pretrain_mlm", "split_heldout", "fixed_mask_batches", "evaluate_masked_lm"),
-    "losses_from_specs": ("loss_from_spec", "needs_label_counts", "check_specs", "check_loss_spec"),
+    "losses_from_specs": (
+        "loss_from_spec",
+        "needs_label_counts",
+        "check_specs",
+        "check_loss_spec",
+        "loss_hyperparameters",
+        "fixed_hyperparameters",
+    ),
     "settings": ("LOSS_SETTINGS", "SHARED_EPSILON", "check_settings_values", "extra_rows", "offered", "settings_specs"),
 }
 _EXPORTS = {name: f"workbench.train.{module}" for module, names in _MODULES.items() for name in names}

@@ -104,14 +104,21 @@ class ClassificationData:
     shared_with_train: dict[str, int] = field(default_factory=dict)
 
 
-def classification_data(config: Config, splits: DatasetDict | None = None) -> ClassificationData:
-    """``config.data``'s splits (or ``splits``) tokenized by ``config.model``'s tokenizer; a warning counts the rows
-    that the evaluation splits share with training."""
-    splits = load_splits(config.data) if splits is None else splits
+def warn_shared(splits: DatasetDict) -> dict[str, int]:
+    """``shared_with_train(splits)``, with a warning (once per process) when an evaluation split shares a text with
+    train: splits a caller built (``load_splits``' share none, docs/data.md)."""
     shared = shared_with_train(splits)
     if any(shared.values()):
         counts = ", ".join(f"{name} {count} of {len(splits[name])}" for name, count in shared.items() if count)
         warn_once(f"rows shared with train (text, text_pair): {counts}; workbench.data.deduplicate_splits removes them")
+    return shared
+
+
+def classification_data(config: Config, splits: DatasetDict | None = None) -> ClassificationData:
+    """``config.data``'s splits (or ``splits``) tokenized by ``config.model``'s tokenizer; a warning counts the rows
+    that the evaluation splits share with training."""
+    splits = load_splits(config.data) if splits is None else splits
+    shared = warn_shared(splits)
     tokenizer = load_tokenizer(config.model.model_name_or_path, config.model.vocab_file)
     encoded = tokenize_splits(splits, tokenizer, config.data.max_length)
     return ClassificationData(splits, label_names(splits["train"]), tokenizer, encoded, config.data.is_ordinal, shared)

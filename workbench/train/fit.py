@@ -17,7 +17,13 @@ from workbench.config import Config, DataConfig, ModelConfig, TrainingConfig
 from workbench.data import label_names
 from workbench.losses import num_outputs
 from workbench.models import build_sequence_classifier, model_source
-from workbench.train.finetuning import classification_data, predict_split, train_classifier, warn_unreadable
+from workbench.train.finetuning import (
+    classification_data,
+    predict_split,
+    train_classifier,
+    warn_shared,
+    warn_unreadable,
+)
 from workbench.train.probes import PAIR_COLUMNS, SINGLE_COLUMNS, SPLITS, encode_split, fit_probe
 from workbench.train.run_folder import training_run
 from workbench.vocab import load_tokenizer
@@ -86,6 +92,7 @@ class ProbeFitter(Fitter):
     """The character probe (:func:`~workbench.train.probes.fit_probe`), on pairs when the splits have ``text_pair``."""
 
     def _fit(self, splits: DatasetDict, loss: nn.Module, seed: int) -> Fit:
+        warn_shared(splits)  # the transformer path warns in classification_data
         tokenizer = load_tokenizer(vocab_file=self.model.vocab_file)
         names = label_names(splits["train"])
         columns = PAIR_COLUMNS if "text_pair" in splits["train"].column_names else SINGLE_COLUMNS

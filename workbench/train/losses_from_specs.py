@@ -10,14 +10,16 @@ split (``workbench.data.label_counts``).
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Mapping
 from typing import Any
 
 from torch import nn
 
-from workbench.config import LossSpec
+from workbench.config import LossSpec, TrainingConfig
 from workbench.data import label_counts, label_names
-from workbench.losses import available_losses, build_loss, check_loss_parameters, loss_parameters
+from workbench.losses import OwnLoss, available_losses, build_loss, check_loss_parameters, loss_parameters
+from workbench.redaction import redact
 
 COUNTED_LOSSES = ("wce", "class_balanced", "logit_adjusted")
 """Losses built from the training split's label counts (besides global-count pcl)."""
@@ -94,3 +96,52 @@ def loss_from_spec(spec: LossSpec | Mapping[str, Any], train_split: Any = None) 
             )
         params["label_counts"] = split_label_counts(train_split)
     return build_loss(spec.name, **params)
+
+
+FROM_THE_DATA = ("label_counts", "reduction")
+"""Arguments of a loss that are no hyperparameter: the training split's counts, the reduction."""
+OPTIMISER_KEYS = ("learning_rate", "num_train_epochs", "per_device_train_batch_size", "weight_decay")
+"""The training section's settings a study fixes for every side (each fit keeps its epoch of best validation score)."""
+
+
+def loss_hyperparameters(spec: LossSpec | Mapping[str, Any], train_split: Any = None) -> dict[str, Any]:
+    """The hyperparameters a loss of ``spec`` trains with: each keyword argument of its class (``build_loss``'s; a loss
+    of yours: its own class) as the built loss holds it (a preset resolved: DSC's ``preset="paper"`` gives its alpha),
+    else the spec's value, else the default; without :data:`FROM_THE_DATA` and tensors (weights from the data)."""
+    spec = LossSpec.from_mapping(spec)
+    loss = loss_from_spec(spec, train_split)
+    held_by = loss.loss if isinstance(loss, OwnLoss) else loss
+    values = {}
+    for name, parameter in inspect.signature(type(held_by).__init__).parameters.items():
+        if (
+            name == "self"
+            or name in FROM_THE_DATA
+            or parameter.kind in (parameter.VAR_KEYWORD, parameter.VAR_POSITIONAL)
+        ):
+            continue
+        given = spec.params.get(name, None if parameter.default is inspect.Parameter.empty else parameter.default)
+        held = getattr(held_by, name, given)
+        values[name] = held if isinstance(held, (bool, int, float, str, type(None))) else given
+    return values
+
+
+def fixed_hyperparameters(
+    training: TrainingConfig | Mapping[str, Any],
+    losses: Mapping[str, LossSpec] = (),
+    train_split: Any = None,
+    **others: Any,
+) -> dict[str, Any]:
+    """What a notebook fixes instead of choosing on validation, the same for every side, as the results page prints it
+    (``workbench.evidence.record``'s ``fixed``): the ``training`` section's :data:`OPTIMISER_KEYS` ("learning rate",
+    ...; a validated section gives its defaults too, a mapping what it holds), each loss's numeric hyperparameters as
+    it trains (``{setting: LossSpec}``, :func:`loss_hyperparameters` with ``train_split``'s counts: "FL gamma", "DSC
+    alpha", ...; a variant's name is the setting's) and ``others`` (name -> value). A secret among them (a hub token)
+    shows its mark."""
+    if not isinstance(training, Mapping):
+        training = {key: getattr(training, key) for key in OPTIMISER_KEYS}
+    fixed = {key.replace("_", " "): training[key] for key in OPTIMISER_KEYS if key in training}
+    for setting, spec in dict(losses).items():
+        for key, value in loss_hyperparameters(spec, train_split).items():
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                fixed[f"{setting} {key}"] = value
+    return redact({**fixed, **others})

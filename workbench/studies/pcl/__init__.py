@@ -41,6 +41,7 @@ from workbench.studies.pcl.claims import (
     calibration_table,
     claim_rows,
     extra_setting_rows,
+    hyperparameters,
     sizes,
     tuned_setting,
 )
@@ -73,6 +74,7 @@ __all__ = [
     "extra_setting_rows",
     "gradient_comparison",
     "headline_metrics",
+    "hyperparameters",
     "run_ablation",
     "run_encoder_ablation",
     "setting_specs",

@@ -9,8 +9,9 @@ from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
-from datasets import DatasetDict
+from datasets import Dataset, DatasetDict
 
+from workbench.config import LossSpec, TrainingConfig
 from workbench.decisions import logit_adjustment_rule, tuned_predictions
 from workbench.evidence import N_RESAMPLES, Claim, calibration, compare, identity, size
 from workbench.studies.pcl.ablation import (
@@ -22,7 +23,7 @@ from workbench.studies.pcl.ablation import (
     Ablation,
     best_gradient_bearing,
 )
-from workbench.train import extra_rows
+from workbench.train import extra_rows, fixed_hyperparameters
 
 TABLE4_CLAIM = Claim(
     "arXiv 2208.02959",
@@ -225,3 +226,19 @@ def calibration_table(ablation: Ablation, splits: DatasetDict) -> tuple[list[dic
     for (setting, _), fit in ablation.fits.items():
         probabilities.setdefault(setting, []).append(fit.test_probabilities)
     return calibration(probabilities, np.asarray(splits["test"]["label"], dtype=np.int64))
+
+
+def hyperparameters(training: TrainingConfig, specs: Mapping[str, LossSpec], train: Dataset) -> dict[str, Any]:
+    """What notebook 02 fixes and what it chooses on validation, for the results page (issue 36): ``fixed``, the
+    training section's optimiser settings and each setting's loss hyperparameters (``specs``, none tuned:
+    ``workbench.train.fixed_hyperparameters``); ``chosen`` on validation: each fit's epoch, the gradient-bearing PCL
+    form of the tuned and fair-baseline rows, the decision rule of the tuned rows (for both sides)."""
+    return {
+        "fixed": fixed_hyperparameters(training, specs, train),
+        "chosen": {
+            "epoch": "each fit's epoch with the best validation macro-F1, the same rule for every loss",
+            "PCL form": "the gradient-bearing form with the best mean validation macro-F1 (the tuned and fair-baseline "
+            "rows)",
+            "decision rule": f"{TUNED} for both sides of a tuned row, argmax for both sides of every other row",
+        },
+    }

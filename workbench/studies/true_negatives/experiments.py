@@ -18,9 +18,6 @@ from workbench.losses import HC_LEVELS
 from workbench.stats import formatted, row_statistics, summarize
 from workbench.train import finetune, pretrain_mlm, read_predictions
 
-from .claims import PAPER_SCALE as PAPER_SCALE  # the results page's rows, named here as the notebook calls them
-from .claims import downstream_rows as downstream_rows
-from .claims import rate_rows as rate_rows
 from .masking_demo import STRATEGIES
 
 OBJECTIVE_VARIANTS: dict[str, dict[str, str]] = {

@@ -35,7 +35,8 @@ CORRECTION_COLUMNS = (
 
 
 def heldout_texts(data: DataConfig | Mapping[str, Any], n_texts: int) -> list[str]:
-    """The ``n_texts`` texts after the first ``data.max_train_samples`` (those pre-training reads)."""
+    """The ``n_texts`` texts after the first ``data.max_train_samples`` (those pre-training reads): none of them is a
+    pre-training text, nor repeats another (``load_texts`` gives each text once)."""
     check_int("n_texts", n_texts, 1)
     data = DataConfig.from_mapping(data)
     limit = data.max_train_samples
