@@ -380,8 +380,9 @@ def notebook_section(
 
 
 def _section_opening(name: str, evidence: Mapping[str, Any], names: Sequence[str]) -> list[str]:
-    """The heading, scale and seeds, the notebook's comment, its data (and the texts shared between splits), the
-    choices fixed for every side, and where rows recorded by another notebook are."""
+    """The heading, scale and seeds, the notebook's comment, its data (and the texts shared between splits removed),
+    notebook 03's pre-training texts, the choices fixed for every side and those made on validation, and where rows
+    recorded by another notebook are."""
     seeds = evidence["seeds"]
     lines = [
         f"## {name}: {evidence['title']}",
