@@ -404,7 +404,7 @@ def test_numbers_that_are_no_names_need_label_values(tmp_path):
 
 def test_the_data_section_takes_label_values_for_every_split(tmp_path):
     train = _csv(tmp_path / "train.csv", [("差", "1"), ("好", "3"), ("中", "2")])
-    validation = _csv(tmp_path / "dev.csv", [("差", "3"), ("好", "2")])
+    validation = _csv(tmp_path / "dev.csv", [("优", "3"), ("可", "2")])
     data = {"source": "table", "path": str(train), "validation_path": str(validation), "text": "text"}
     data.update(label="label", label_names=["bad", "ok", "good"])
     with pytest.raises(ValueError, match=re.escape(f"{train}:2: label '1'")):
