@@ -158,7 +158,24 @@ def _resampled_scores(
 
 def _crossed_interval(per_seed: np.ndarray, resampled: np.ndarray, confidence_level: float) -> dict[str, Any]:
     """:func:`paired_ci`'s estimate, variance components, degrees of freedom, interval and p-value of a per-seed
-    statistic (S,) given its values on bootstrap resamples of the test examples (B, S)."""
+    statistic (S,) given its values on bootstrap resamples of the test examples (B, S).
+
+    The estimate is D = (1/S) sum_s d_s. Its variance has three components (a two-way crossed random-effects model;
+    Searle, Casella and McCulloch, 1992, ch. 4; Owen, 2007, "The pigeonhole bootstrap"):
+
+    * test examples, shared by every seed: V_ex, the variance of D over bootstrap resamples of the test examples
+      (the same examples for every seed and both sides); it holds the interaction divided by S;
+    * the interaction (a seed changes which examples are right): c, the part of one seed's test-sampling variance
+      that is not shared across seeds, c = S/(S - 1) (mean_s Var*(d_s) - V_ex);
+    * whole runs (a seed moves every example's score): sigma_run^2 = max(0, MS - c), MS the sample variance of the
+      d_s over seeds (ddof = 1), whose expectation is sigma_run^2 + c.
+
+    Var(D) = V_ex + sigma_run^2 / S counts each component once (a bootstrap of both examples and seeds counts the
+    interaction twice, and a percentile interval over S = 5 seeds ignores that their variance is estimated). The
+    interval is D -/+ t * sqrt(Var(D)), t Student's quantile with Satterthwaite's (1946) degrees of freedom for the
+    one estimated term that varies with few seeds, MS / S on S - 1 degrees of freedom: df = (S - 1) (Var(D) /
+    (MS / S))^2; infinite when sigma_run^2 is estimated as 0 (then Var(D) = V_ex, estimated from n examples). The
+    two-sided p-value of H0: "no difference" is that of D / sqrt(Var(D)) on the same t."""
     seeds = per_seed.size
     estimate = float(per_seed.mean())
     examples = float(resampled.mean(1).var(ddof=1))
@@ -196,29 +213,15 @@ def paired_ci(
     scored on the same test examples, so examples, seeds and their interaction each add variance.
 
     ``pred_a`` and ``pred_b`` are test predictions, (n,) for one fit each or (S, n) for S seeds, row s of a paired
-    with row s of b (the same seed). The estimate is D = (1/S) sum_s d_s, d_s = metric(a_s) - metric(b_s). Its
-    variance has three components (a two-way crossed random-effects model; Searle, Casella and McCulloch, 1992,
-    ch. 4; Owen, 2007, "The pigeonhole bootstrap"):
-
-    * test examples, shared by every seed: V_ex, the variance of D over bootstrap resamples of the test examples
-      (``n_resamples`` resamples, the same examples for every seed and both sides); it holds the interaction
-      divided by S;
-    * the interaction (a seed changes which examples are right): c, the part of one seed's test-sampling variance
-      that is not shared across seeds, c = S/(S - 1) (mean_s Var*(d_s) - V_ex);
-    * whole runs (a seed moves every example's score): sigma_run^2 = max(0, MS - c), MS the sample variance of the
-      d_s over seeds (ddof = 1), whose expectation is sigma_run^2 + c.
-
-    Var(D) = V_ex + sigma_run^2 / S counts each component once (a bootstrap of both examples and seeds counts the
-    interaction twice, and a percentile interval over S = 5 seeds ignores that their variance is estimated). The
-    interval is D -/+ t * sqrt(Var(D)), t Student's quantile with Satterthwaite's (1946) degrees of freedom for the
-    one estimated term that varies with few seeds, MS / S on S - 1 degrees of freedom: df = (S - 1) (Var(D) /
-    (MS / S))^2; infinite when sigma_run^2 is estimated as 0 (then Var(D) = V_ex, estimated from n examples). The
-    two-sided p-value of H0: "no difference" is that of D / sqrt(Var(D)) on the same t. One seed (S = 1) leaves
-    sigma_run^2 unestimated (``run_variance_estimated`` False): the interval holds test sampling only. Identical
-    predictions give D = 0 with Var(D) = 0: the interval is exactly [0, 0] and p = 1. ``scores`` holds the same
-    interval for each side's own score (mean over seeds), which the results page sets against a trivial baseline.
-    ``python -m benchmarks intervals`` shows by simulation that the interval covers at its nominal level whether
-    seeds only reshuffle which examples are right or whole runs differ (docs/benchmarks.md).
+    with row s of b (the same seed). The estimate is D = (1/S) sum_s d_s, d_s = metric(a_s) - metric(b_s); its
+    variance counts the test examples, their interaction with the seeds and whole runs once each, and its interval is
+    Student's t on Satterthwaite's degrees of freedom (:func:`_crossed_interval` gives the estimator and its
+    sources). One seed (S = 1) leaves the run variance unestimated (``run_variance_estimated`` False): the interval
+    holds test sampling only. Identical predictions give D = 0 with Var(D) = 0: the interval is exactly [0, 0] and
+    p = 1. ``scores`` holds the same interval for each side's own score (mean over seeds), which the results page
+    sets against a trivial baseline. ``python -m benchmarks intervals`` shows by simulation that the interval covers
+    at its nominal level whether seeds only reshuffle which examples are right or whole runs differ
+    (docs/benchmarks.md).
 
     Args:
         y_true: gold class ids (n,).
@@ -237,19 +240,10 @@ def paired_ci(
         "se", "df", "low", "high"}``); ValueError for bad shapes or values, naming the argument.
     """
     gold, a, b, k = _paired_inputs(y_true, pred_a, pred_b, num_labels)
-    check_choice("metric", metric, SCORES)
-    n_resamples = check_int("n_resamples", n_resamples, 100)
-    check_int("seed", seed, 0)
-    confidence_level = check_number(
-        "confidence_level", confidence_level, 0, 1, low_inclusive=False, high_inclusive=False
-    )
+    n_resamples, confidence_level = _resampling_options(metric, n_resamples, seed, confidence_level)
     seeds, n = a.shape
     point, resampled = _resampled_scores(gold, a, b, k, metric, n_resamples, seed)
     difference = _crossed_interval(point[0] - point[1], resampled[:, 0] - resampled[:, 1], confidence_level)
-    sides = {}
-    for index, side in enumerate(("a", "b")):
-        own = _crossed_interval(point[index], resampled[:, index], confidence_level)
-        sides[side] = {"mean": own["estimate"], **{key: own[key] for key in ("se", "df", "low", "high")}}
     return {
         "metric": metric,
         "difference": difference["estimate"],
@@ -260,8 +254,30 @@ def paired_ci(
         "n_seeds": int(seeds),
         "run_variance_estimated": seeds > 1,
         "components": difference["components"],
-        "scores": sides,
+        "scores": _side_intervals(point, resampled, confidence_level),
     }
+
+
+def _resampling_options(metric: str, n_resamples: int, seed: int, confidence_level: float) -> tuple[int, float]:
+    """:func:`paired_ci`'s ``metric`` (one of ``workbench.metrics.SCORES``), ``n_resamples`` (>= 100), ``seed``
+    (>= 0) and ``confidence_level`` (in (0, 1)) checked: ``(n_resamples, confidence_level)``."""
+    check_choice("metric", metric, SCORES)
+    n_resamples = check_int("n_resamples", n_resamples, 100)
+    check_int("seed", seed, 0)
+    confidence_level = check_number(
+        "confidence_level", confidence_level, 0, 1, low_inclusive=False, high_inclusive=False
+    )
+    return n_resamples, confidence_level
+
+
+def _side_intervals(point: np.ndarray, resampled: np.ndarray, confidence_level: float) -> dict[str, dict[str, Any]]:
+    """Each side's own score (``a`` and ``b``: the mean over seeds) with its crossed-design interval
+    (:func:`_crossed_interval`): ``{"mean", "se", "df", "low", "high"}``."""
+    sides = {}
+    for index, side in enumerate(("a", "b")):
+        own = _crossed_interval(point[index], resampled[:, index], confidence_level)
+        sides[side] = {"mean": own["estimate"], **{key: own[key] for key in ("se", "df", "low", "high")}}
+    return sides
 
 
 def two_sided_p(estimate: float, se: float, df: float) -> float:
