@@ -172,6 +172,43 @@ def fit_probe(
     loss with mean reduction). Initialisation and order come from ``seed`` alone (a forked RNG, one thread): the
     same inputs give bitwise equal results, and two losses with equal gradients equal predictions.
     """
+    epochs = _checked_epochs(loss, training, probe, seed, num_labels, label_names)
+    train = encoded.get("train")
+    with torch_threads(1), torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        pair = bool(train and train.is_pair)
+        outputs = num_outputs(loss, num_labels)
+        model = CharacterProbe(vocab_size, outputs, probe.embedding_size, probe.hidden_size, pair=pair)
+        _check_encoded(encoded, vocab_size, num_labels)
+        optimizer = torch.optim.AdamW(model.parameters(), lr=training.learning_rate, weight_decay=training.weight_decay)
+        order = torch.Generator().manual_seed(seed)
+        best = None
+        history = []
+        for epoch in range(1, epochs + 1):
+            train_loss = _train_epoch(model, loss, optimizer, train, order, training.per_device_train_batch_size, epoch)
+            probabilities, predicted, validation = _predict(model, loss, encoded["validation"], label_names, num_labels)
+            history.append({"epoch": epoch, "train_loss": train_loss, "validation_macro_f1": validation["macro_f1"]})
+            if best is None or validation["macro_f1"] > best[1]["macro_f1"]:
+                best = (epoch, validation, predicted, copy.deepcopy(model.state_dict()), probabilities.numpy())
+        model.load_state_dict(best[3])
+        # the test split, read once, at the kept epoch
+        probabilities, predicted, test = _predict(model, loss, encoded["test"], label_names, num_labels)
+    parameters = sum(parameter.numel() for parameter in model.parameters())
+    steps = epochs * math.ceil(len(train) / training.per_device_train_batch_size)
+    scores = (best[2], predicted, probabilities.numpy())
+    return ProbeFit(best[0], best[1], test, *scores, history, best[4], parameters, steps)
+
+
+def _checked_epochs(
+    loss: nn.Module,
+    training: TrainingConfig,
+    probe: ProbeConfig,
+    seed: int,
+    num_labels: int,
+    label_names: Sequence[str] | None,
+) -> int:
+    """:func:`fit_probe`'s arguments checked where they enter (the sections' types, ``seed`` >= 0, a loss with mean
+    reduction, one label name per class): the whole number of epochs ``training.num_train_epochs`` gives."""
     for name, value, kind in (("training", training, TrainingConfig), ("probe", probe, ProbeConfig)):
         if not isinstance(value, kind):
             raise ValueError(f"{name}: must be a {kind.__name__}, got {type(value).__name__}")
@@ -182,43 +219,44 @@ def fit_probe(
     check_field("loss.params.reduction", getattr(loss, "reduction", "mean"), str, choices=("mean",))
     if label_names is not None and len(label_names) != num_labels:
         raise ValueError(f"label_names: must have num_labels={num_labels} names, got {len(label_names)}")
-    train = encoded.get("train")
-    with torch_threads(1), torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
-        pair = bool(train and train.is_pair)
-        outputs = num_outputs(loss, num_labels)
-        model = CharacterProbe(vocab_size, outputs, probe.embedding_size, probe.hidden_size, pair=pair)
-        _check_encoded(encoded, vocab_size, num_labels)
-        optimizer = torch.optim.AdamW(model.parameters(), lr=training.learning_rate, weight_decay=training.weight_decay)
-        order = torch.Generator().manual_seed(seed)
+    return int(epochs)
 
-        def predict(name: str) -> tuple[torch.Tensor, np.ndarray, dict[str, Any]]:
-            with torch.no_grad():
-                logits = model(*encoded[name].ids)
-                probabilities, predicted = class_probabilities(loss, logits), predicted_labels(loss, logits).numpy()
-            report = classification_report(encoded[name].labels.numpy(), predicted, label_names, num_labels=num_labels)
-            return probabilities, predicted, report
 
-        best = None
-        history = []
-        for epoch in range(1, int(epochs) + 1):
-            losses = []
-            for rows in torch.randperm(len(train), generator=order).split(training.per_device_train_batch_size):
-                optimizer.zero_grad()
-                value = loss(model(*(ids[rows] for ids in train.ids)), train.labels[rows])
-                value.backward()
-                optimizer.step()
-                losses.append(value.detach())
-            train_loss = float(torch.stack(losses).mean())
-            if not math.isfinite(train_loss):
-                raise FloatingPointError(f"training diverged: the mean training loss of epoch {epoch} is {train_loss}")
-            probabilities, predicted, validation = predict("validation")
-            history.append({"epoch": epoch, "train_loss": train_loss, "validation_macro_f1": validation["macro_f1"]})
-            if best is None or validation["macro_f1"] > best[1]["macro_f1"]:
-                best = (epoch, validation, predicted, copy.deepcopy(model.state_dict()), probabilities.numpy())
-        model.load_state_dict(best[3])
-        probabilities, predicted, test = predict("test")  # the test split, read once, at the kept epoch
-    parameters = sum(parameter.numel() for parameter in model.parameters())
-    steps = int(epochs) * math.ceil(len(train) / training.per_device_train_batch_size)
-    scores = (best[2], predicted, probabilities.numpy())
-    return ProbeFit(best[0], best[1], test, *scores, history, best[4], parameters, steps)
+def _train_epoch(
+    model: CharacterProbe,
+    loss: nn.Module,
+    optimizer: torch.optim.Optimizer,
+    train: EncodedSplit,
+    order: torch.Generator,
+    batch_size: int,
+    epoch: int,
+) -> float:
+    """One epoch: an optimizer step per mini-batch of ``batch_size`` in the order ``order`` draws; the mean training
+    loss, FloatingPointError naming the ``epoch`` when it is not finite (training diverged)."""
+    losses = []
+    for rows in torch.randperm(len(train), generator=order).split(batch_size):
+        optimizer.zero_grad()
+        value = loss(model(*(ids[rows] for ids in train.ids)), train.labels[rows])
+        value.backward()
+        optimizer.step()
+        losses.append(value.detach())
+    train_loss = float(torch.stack(losses).mean())
+    if not math.isfinite(train_loss):
+        raise FloatingPointError(f"training diverged: the mean training loss of epoch {epoch} is {train_loss}")
+    return train_loss
+
+
+def _predict(
+    model: CharacterProbe,
+    loss: nn.Module,
+    split: EncodedSplit,
+    label_names: Sequence[str] | None,
+    num_labels: int,
+) -> tuple[torch.Tensor, np.ndarray, dict[str, Any]]:
+    """The probe's class probabilities, predicted labels (as the loss reads its logits) and classification report on
+    one encoded ``split``, without gradients."""
+    with torch.no_grad():
+        logits = model(*split.ids)
+        probabilities, predicted = class_probabilities(loss, logits), predicted_labels(loss, logits).numpy()
+    report = classification_report(split.labels.numpy(), predicted, label_names, num_labels=num_labels)
+    return probabilities, predicted, report
