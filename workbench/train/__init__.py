@@ -32,7 +32,15 @@ _MODULES = {
         "loss_hyperparameters",
         "fixed_hyperparameters",
     ),
-    "settings": ("LOSS_SETTINGS", "SHARED_EPSILON", "check_settings_values", "extra_rows", "offered", "settings_specs"),
+    "settings": (
+        "LOSS_SETTINGS",
+        "SHARED_EPSILON",
+        "check_settings_values",
+        "extra_rows",
+        "fair_baseline_predictions",
+        "offered",
+        "settings_specs",
+    ),
 }
 _EXPORTS = {name: f"workbench.train.{module}" for module, names in _MODULES.items() for name in names}
 __all__ = ["TASK_RUNNERS", "Config", "LossSpec", "load_config", *_EXPORTS]

@@ -18,6 +18,7 @@ import numpy as np
 
 from workbench.checks import check_names
 from workbench.config import LossSpec, extra_claims, extra_specs
+from workbench.decisions import logit_adjustment_rule
 from workbench.evidence import N_RESAMPLES, Claim, compare
 from workbench.train.losses_from_specs import check_loss_spec, check_specs
 
@@ -169,3 +170,22 @@ def extra_rows(
                 for metric in metrics
             ]
     return rows
+
+
+def fair_baseline_predictions(
+    argmax: Mapping[str, Mapping[int, np.ndarray]],
+    names: Sequence[str],
+    ce_fits: Mapping[int, Any] | None,
+    label_counts: Sequence[int],
+    adjusted: str,
+) -> dict[str, dict[int, np.ndarray]]:
+    """The fair baselines a claimed method is set against (a reviewer's comparison: the papers compare with CE or LS
+    only), as test predictions per seed: each of ``names`` that ran (its ``argmax`` predictions, setting -> seed ->
+    predictions), in the order of ``names``, then, when CE ran (``ce_fits``: seed -> ``Fit``), CE under the post-hoc
+    logit adjustment of the training ``label_counts`` (``workbench.decisions.logit_adjustment_rule``: a rule fixed by
+    the prior, nothing tuned), under the label ``adjusted``."""
+    baselines = {name: dict(argmax[name]) for name in names if name in argmax}
+    if ce_fits:
+        rule = logit_adjustment_rule(label_counts)
+        baselines[adjusted] = {seed: rule.predict(fit.test_probabilities) for seed, fit in ce_fits.items()}
+    return baselines
