@@ -525,6 +525,65 @@ def test_extra_rows_are_the_evidence_rows_of_compare():
     assert (rows[0]["paper"], rows[0]["where"], rows[0]["quote"]) == ("arXiv 2204.12511", "abstract", "q")
 
 
+def test_an_extra_setting_that_trains_as_a_named_one_is_an_identity_row_as_the_built_in_ones():
+    from workbench.evidence import IDENTICAL, assess
+    from workbench.train import LossSpec, extra_rows
+
+    rng = np.random.default_rng(1)
+    gold = rng.integers(0, 3, 150)
+    ls = {seed: np.where(rng.random(150) < 0.6, gold, rng.integers(0, 3, 150)) for seed in (0, 1)}
+    ce = {seed: np.where(rng.random(150) < 0.6, gold, rng.integers(0, 3, 150)) for seed in (0, 1)}
+    other = {seed: np.where(rng.random(150) < 0.7, gold, rng.integers(0, 3, 150)) for seed in (0, 1)}
+    extra = {
+        "LS again": {"loss": "ls", "params": {"epsilon": 0.1}},  # the named LS's loss and epsilon: trains as LS
+        "LS by default": {"loss": "ls"},  # epsilon left at its default, 0.1: the same
+        "PCL as released": {"loss": "pcl", "params": {"variant": "reference", "epsilon": 0.1}},  # LS + constants
+        "LS 0.2": {"loss": "ls", "params": {"epsilon": 0.2}},  # another epsilon: a test
+        "PCL weighted": {"loss": "pcl", "params": {"variant": "weighted", "epsilon": 0.1}},  # a gradient of its own
+    }
+    predictions = {("LS", seed): ls[seed] for seed in ls} | {("CE", seed): ce[seed] for seed in ce}
+    for label in extra:
+        same = label in ("LS again", "LS by default", "PCL as released")
+        predictions |= {(label, seed): (ls if same else other)[seed] for seed in (0, 1)}
+    specs = {"CE": LossSpec("ce"), "LS": LossSpec("ls", {"epsilon": 0.1})}  # as the notebook trained them
+    common = {"y_true": gold, "train_counts": [50, 50, 50], "test": "t", "setting": "s", "num_labels": 3}
+    rows = extra_rows(extra, predictions, ("CE", "LS"), metrics=("macro_f1",), n_resamples=200, specs=specs, **common)
+    against_ls = {row["method"]: row for row in rows if row["baseline"] == "LS"}
+    for label in ("LS again", "LS by default", "PCL as released"):
+        row = against_ls[label]
+        assert (row["kind"], row["verdict"]) == ("identity", IDENTICAL), label
+        assert (row["n_seeds"], row["identical_seeds"], row["n_test"]) == (2, 2, 150)
+        assert assess([row])[0]["status"] == IDENTICAL  # set apart from the tested family, as the built-in ones
+    assert {against_ls[label]["kind"] for label in ("LS 0.2", "PCL weighted")} == {"comparison"}
+    assert {row["kind"] for row in rows if row["baseline"] == "CE"} == {"comparison"}  # against CE: tests
+    assert len(rows) == len(extra) * 2  # one identity row, or one row per metric, for each pair
+    unknown = extra_rows(extra, predictions, ("LS",), metrics=("macro_f1",), n_resamples=200, **common)
+    assert {row["kind"] for row in unknown} == {"comparison"}  # without the references' specs nothing is decided
+
+
+def test_identical_by_construction_is_the_rule_of_the_built_in_identities_and_agrees_with_autograd():
+    from workbench.studies.pcl import GRADIENT_FREE, PCL_SETTINGS, gradient_comparison
+    from workbench.train import LossSpec, identical_by_construction
+
+    def rule(a: LossSpec, b: LossSpec) -> bool:
+        return bool(identical_by_construction("a", a, "b", b))
+
+    assert rule(LossSpec("focal", {"gamma": 2.0}), LossSpec("focal", {"gamma": 2.0}))
+    assert not rule(LossSpec("focal", {"gamma": 2.0}), LossSpec("focal", {"gamma": 1.0}))
+    assert rule(LossSpec("ls"), LossSpec("ls", {"epsilon": 0.1}))  # a default written out is the same parameter
+    assert not rule(LossSpec("ls", {"epsilon": 0.0}), LossSpec("ce"))  # equal in value, another loss: not decided
+    assert rule(LossSpec("pcl", {"variant": "paper", "epsilon": 0.2}), LossSpec("ls", {"epsilon": 0.2}))
+    assert not rule(LossSpec("pcl", {"variant": "paper", "epsilon": 0.2}), LossSpec("ls", {"epsilon": 0.1}))
+    assert rule(LossSpec("ls", {"epsilon": 0.2}), LossSpec("pcl", {"variant": "reference", "epsilon": 0.2}))
+    assert not rule(LossSpec("pcl", {"variant": "expected_cost"}), LossSpec("ls"))
+    # the notebooks' own identity rows (PCL as printed and as released against LS) come from the same rule, and it
+    # marks exactly the settings whose gradient autograd finds equal to LS's
+    table = gradient_comparison(epsilon=0.1)
+    same = set(table.loc[table["same_gradient"], "setting"]) - {"LS"}
+    assert set(GRADIENT_FREE) == same == {"PCL reference", "PCL paper"}
+    assert all(setting in PCL_SETTINGS for setting in GRADIENT_FREE)
+
+
 # ------------------------------------------------------------------------------------------------ the runner
 
 

@@ -70,6 +70,7 @@ _MODULES = {
     "own": ("OwnLoss",),
     "pcl": (
         "DEFAULT_PCL_PLUS_FORM",
+        "GRADIENT_FREE_VARIANTS",
         "PCL_VARIANTS",
         "QBQTC_LABEL_COUNTS",
         "PropensityCorrectedLoss",
@@ -83,6 +84,7 @@ _MODULES = {
         "build_loss",
         "check_loss_parameters",
         "check_loss_params",
+        "loss_defaults",
         "loss_parameters",
         "own_losses",
         "parameter_range",

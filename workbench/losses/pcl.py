@@ -39,6 +39,9 @@ from workbench.losses.classification import EPSILON  # PCL's eps is label smooth
 
 QBQTC_LABEL_COUNTS = (48997, 125429, 25574)
 PCL_VARIANTS = ("reference", "paper", "weighted", "expected_cost")
+GRADIENT_FREE_VARIANTS = ("reference", "paper")
+"""The variants whose correction is a constant per loss cell (from the label counts and the detached argmax, not the
+logits): their gradient is label smoothing's at the same epsilon, so they train and predict as LS."""
 PCL_PLUS_FORMS = ("paper", "code")
 PCL_COUNTS = ("global", "batch")
 DEFAULT_PCL_PLUS_FORM = {"reference": "code", "paper": "paper", "weighted": "code", "expected_cost": "code"}

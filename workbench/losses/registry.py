@@ -146,6 +146,16 @@ def loss_parameters(name: str) -> dict[str, bool]:
     return class_parameters(loss_class(name))
 
 
+def loss_defaults(name: str) -> dict[str, Any]:
+    """The default value of each parameter of the loss registered as ``name`` that has one (its class's
+    ``__init__``): what a spec that leaves the parameter out builds the loss with."""
+    found = loss_class(name)
+    if found.__init__ is nn.Module.__init__:
+        return {}
+    parameters = list(inspect.signature(found.__init__).parameters.values())[1:]
+    return {parameter.name: parameter.default for parameter in parameters if parameter.default is not parameter.empty}
+
+
 def check_loss_parameters(
     name: str,
     params: Mapping[str, Any],

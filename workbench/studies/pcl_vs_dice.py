@@ -247,7 +247,8 @@ def extra_setting_rows(
 ) -> list[dict[str, Any]]:
     """Each setting of ``extra_settings`` that ran (``pcl.run_ablation``'s result) against :data:`EXTRA_REFERENCES`
     that ran, on macro-F1 as :func:`dice_rows`, argmax decisions for both sides, seeds paired
-    (``workbench.train.extra_rows``: ``workbench.evidence.compare``, as every row)."""
+    (``workbench.train.extra_rows``: ``workbench.evidence.compare``, as every row; an identity row where the
+    setting trains as the reference by construction, from the comparison's ``specs``)."""
     return extra_rows(
         extra_settings,
         comparison.predictions,
@@ -259,6 +260,7 @@ def extra_setting_rows(
         metrics=("macro_f1",),
         num_labels=len(comparison.label_names),
         n_resamples=n_resamples,
+        specs=comparison.specs,
     )
 
 

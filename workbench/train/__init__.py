@@ -38,8 +38,10 @@ _MODULES = {
         "check_settings_values",
         "extra_rows",
         "fair_baseline_predictions",
+        "identical_by_construction",
         "offered",
         "settings_specs",
+        "trained_as",
     ),
 }
 _EXPORTS = {name: f"workbench.train.{module}" for module, names in _MODULES.items() for name in names}

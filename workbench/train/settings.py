@@ -19,7 +19,8 @@ import numpy as np
 from workbench.checks import check_names
 from workbench.config import LossSpec, extra_claims, extra_specs
 from workbench.decisions import logit_adjustment_rule
-from workbench.evidence import N_RESAMPLES, Claim, compare
+from workbench.evidence import N_RESAMPLES, Claim, compare, identity
+from workbench.losses import GRADIENT_FREE_VARIANTS, loss_defaults
 from workbench.train.losses_from_specs import check_loss_spec, check_specs
 
 LOSS_SETTINGS: dict[str, LossSpec] = {
@@ -117,6 +118,50 @@ EXTRA_QUOTE = (
 )
 
 
+def _adds_constants(spec: LossSpec) -> bool:
+    """True for a PCL form whose correction is a constant per loss cell (``workbench.losses.GRADIENT_FREE_VARIANTS``:
+    eq. 4 as printed, the released code): its gradient is label smoothing's."""
+    variant = {**loss_defaults(spec.name), **spec.params}.get("variant") if spec.name == "pcl" else None
+    return variant in GRADIENT_FREE_VARIANTS
+
+
+def trained_as(spec: LossSpec) -> tuple[str, dict[str, Any]]:
+    """What ``spec`` trains as, decided from the spec alone: its loss's name and every parameter, the class's defaults
+    filled in (``workbench.losses.loss_defaults``); a PCL form that adds constants to label smoothing trains as label
+    smoothing at its epsilon and reduction."""
+    parameters = {**loss_defaults(spec.name), **spec.params}
+    if _adds_constants(spec):
+        smoothing = {"epsilon": parameters["epsilon"], "reduction": parameters["reduction"]}
+        return "ls", {**loss_defaults("ls"), **smoothing}
+    return spec.name, parameters
+
+
+def identical_by_construction(method: str, method_spec: LossSpec, baseline: str, baseline_spec: LossSpec) -> str:
+    """The reason the setting ``method`` trains and predicts as ``baseline`` by construction, decided from their specs
+    (:func:`trained_as`), or "" when it need not: the same loss with the same parameters (defaults included), or a
+    PCL form that adds constants to label smoothing at the other's epsilon. Either way each step's gradient is the
+    baseline's, so with the same seed, initialisation and batch order the fits are the same: a row comparing them is
+    an identity (``workbench.evidence.identity``), not a test. The one rule for the notebooks' own settings and for
+    the extra settings of yours (:func:`extra_rows`)."""
+    names = {method_spec.name, baseline_spec.name}
+    if len(names) > 1 and names != {"ls", "pcl"}:
+        return ""  # two losses, and not PCL against LS (the one pair of losses that can train alike): not the same
+    if trained_as(method_spec) != trained_as(baseline_spec):
+        return ""
+    if _adds_constants(method_spec) or _adds_constants(baseline_spec):
+        return (
+            f"{method} and {baseline} differ by a constant per loss cell (PCL as printed or as released adds it to "
+            f"label smoothing, from label counts, not from the logits): the same gradient, so {method} trains and "
+            f"predicts as {baseline}"
+        )
+    name, parameters = trained_as(method_spec)
+    shown = json.dumps(parameters, ensure_ascii=False, sort_keys=True, default=str)
+    return (
+        f"{method} is {baseline}'s loss with the same parameters ({name} {shown}, defaults included): "
+        f"its gradient is {baseline}'s at every step, so it trains and predicts as {baseline}"
+    )
+
+
 def extra_rows(
     extra_settings: Mapping[str, Any] | None,
     predictions: Mapping[tuple[str, int], np.ndarray],
@@ -129,6 +174,7 @@ def extra_rows(
     metrics: Sequence[str],
     num_labels: int,
     n_resamples: int = N_RESAMPLES,
+    specs: Mapping[str, LossSpec] | None = None,
     **compare_options: Any,
 ) -> list[dict[str, Any]]:
     """The results page's rows of each extra setting that ran: against each of ``references`` (labels: the task's
@@ -138,37 +184,43 @@ def extra_rows(
     prior of ``train_counts``, the training label counts), Holm family and non-test rules, one decision rule for both
     sides (argmax), no paper's difference (no paper printed one for a loss of yours); ``compare_options``: its further
     arguments (``seed``, ``note``). Under the setting's own ``claim`` when it gives one (expected: better), else under
-    :data:`NO_CLAIM`. A reference that equals another by construction is the study's to leave out of ``references``
-    (PCL as printed and as released train as LS: rows against them would repeat the LS rows)."""
+    :data:`NO_CLAIM`. An extra setting that trains as a reference by construction (:func:`identical_by_construction`
+    of its spec and the reference's in ``specs``, label -> the spec it trained with: ``settings_specs``' result) is
+    one identity row against it, not a test, as the notebooks' own identities. A reference that equals another by
+    construction is the study's to leave out of ``references`` (PCL as printed and as released train as LS: rows
+    against them would repeat the LS rows)."""
     by_label: dict[str, dict[int, np.ndarray]] = {}
     for (label, seed), predicted in predictions.items():
         by_label.setdefault(label, {})[seed] = predicted
-    specs, claims = extra_specs(extra_settings), extra_claims(extra_settings)
+    extra, claims = extra_specs(extra_settings), extra_claims(extra_settings)
+    shared = {
+        "y_true": np.asarray(y_true, dtype=np.int64),
+        "test": test,
+        "num_labels": num_labels,
+        "train_counts": list(train_counts),
+        "decision_rule": "argmax",
+        "paper_difference": None,
+        "n_resamples": n_resamples,
+        **compare_options,
+    }
     rows = []
-    for label in (label for label in specs if label in by_label):
-        where = f"{label}: {specs[label].name} {json.dumps(specs[label].params, ensure_ascii=False)}"
+    for label in (label for label in extra if label in by_label):
+        where = f"{label}: {extra[label].name} {json.dumps(extra[label].params, ensure_ascii=False)}"
         claim = Claim(**claims[label]) if claims[label] else Claim(NO_CLAIM, where, EXTRA_QUOTE)
         for reference in (reference for reference in references if reference in by_label):
-            rows += [
-                compare(
-                    claim,
-                    setting=setting,
-                    method=label,
-                    baseline=reference,
-                    metric=metric,
-                    y_true=np.asarray(y_true, dtype=np.int64),
-                    method_predictions=by_label[label],
-                    baseline_predictions=by_label[reference],
-                    test=test,
-                    num_labels=num_labels,
-                    train_counts=list(train_counts),
-                    decision_rule="argmax",
-                    paper_difference=None,
-                    n_resamples=n_resamples,
-                    **compare_options,
-                )
-                for metric in metrics
-            ]
+            known = reference in (specs or {})
+            reason = identical_by_construction(label, extra[label], reference, specs[reference]) if known else ""
+            pair = {
+                "setting": setting,
+                "method": label,
+                "baseline": reference,
+                "method_predictions": by_label[label],
+                "baseline_predictions": by_label[reference],
+            }
+            if reason:
+                rows.append(identity(claim, **pair, reason=reason, test=test))
+                continue
+            rows += [compare(claim, **pair, metric=metric, **shared) for metric in metrics]
     return rows
 
 

@@ -27,6 +27,7 @@ from workbench.stats import formatted, row_statistics, summarize
 from workbench.train import (
     Fitter,
     build_fitter,
+    identical_by_construction,
     loss_from_spec,
     needs_label_counts,
     offered,
@@ -46,12 +47,17 @@ PCL_SETTINGS: dict[str, LossSpec] = offered(
 )
 """LS and every PCL form (epsilon added by :func:`setting_specs`): ``paper`` is eq. 4 with eq. 2-3 as printed,
 ``reference`` the released code, ``weighted`` and ``expected_cost`` the workbench's gradient-bearing forms."""
-GRADIENT_FREE = ("PCL reference", "PCL paper")
-"""Settings whose gradient equals LS's (constants added per sample)."""
+BASELINE = "LS"
+GRADIENT_FREE = tuple(
+    label
+    for label, spec in PCL_SETTINGS.items()
+    if label != BASELINE and identical_by_construction(label, spec, BASELINE, PCL_SETTINGS[BASELINE])
+)
+"""Settings whose gradient equals LS's (constants added per loss cell): "PCL reference" and "PCL paper", by
+``workbench.train.identical_by_construction``, the rule every identity row is decided by."""
 BASELINES: dict[str, LossSpec] = offered(("CE", "class-balanced CE", "logit-adjusted CE", "CORN (ordinal)"))
 """The fair baselines beside LS (the notebook's ``baselines``): CE, class-balanced CE (Cui et al. 2019), logit-adjusted
 CE (Menon et al. 2021), and CORN, an ordinal model for ordered labels (Shi et al.; a head of K - 1 outputs)."""
-BASELINE = "LS"
 METRICS = ("macro_f1", "accuracy", "far_error_rate")
 """Test scores; ``far_error_rate`` (share of predictions two or more steps from gold) for ordinal labels only."""
 TABLE4_METRICS = ("macro_f1", "accuracy")
@@ -112,14 +118,15 @@ def gradient_comparison(
 @dataclass
 class Ablation:
     """:func:`run_ablation`'s result: ``runs``, test ``predictions[(setting, seed)]``, ``confusion[setting]`` (summed),
-    and every ``Fit`` (``fits[(setting, seed)]``: validation and test probabilities, for decision rules and
-    calibration)."""
+    every ``Fit`` (``fits[(setting, seed)]``: validation and test probabilities, for decision rules and calibration)
+    and the ``specs`` each setting trained with (an extra setting identical to one by construction is an identity)."""
 
     runs: pd.DataFrame
     predictions: dict[tuple[str, int], np.ndarray]
     confusion: dict[str, np.ndarray]
     label_names: list[str]
     fits: dict[tuple[str, int], Any] = field(default_factory=dict)
+    specs: dict[str, LossSpec] = field(default_factory=dict)
 
 
 def run_ablation(
@@ -161,7 +168,7 @@ def run_ablation(
     same = [
         np.array_equal(predictions[key], predictions[(BASELINE, key[1])]) for key in zip(runs["setting"], runs["seed"])
     ]
-    return Ablation(runs.assign(identical_to_ls=same), predictions, confusion, names, fits)
+    return Ablation(runs.assign(identical_to_ls=same), predictions, confusion, names, fits, dict(losses))
 
 
 def encoder_fitters(

@@ -233,7 +233,8 @@ def extra_setting_rows(
 ) -> list[dict[str, Any]]:
     """Each setting of ``extra_settings`` that ran in one encoder's ablation against :data:`EXTRA_REFERENCES` that ran,
     on Table 4's metrics (:data:`CLAIM_METRICS`), argmax decisions for both sides, seeds paired
-    (``workbench.train.extra_rows``: ``workbench.evidence.compare``, as every row)."""
+    (``workbench.train.extra_rows``: ``workbench.evidence.compare``, as every row; an identity row where the
+    setting trains as the reference by construction, from the ablation's ``specs``)."""
     k = len(ablation.label_names)
     return extra_rows(
         extra_settings,
@@ -246,6 +247,7 @@ def extra_setting_rows(
         metrics=CLAIM_METRICS,
         num_labels=k,
         n_resamples=n_resamples,
+        specs=ablation.specs,
     )
 
 
