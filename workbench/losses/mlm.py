@@ -185,42 +185,60 @@ def soft_regularization(
     attention_mask: torch.Tensor | None = None,
     token_type_ids: torch.Tensor | None = None,
 ) -> torch.Tensor:
-    """Soft regularization times ``weight``; 0, attached to the graph, without masked positions.
-
-    ``level="token"``, eq. 3: L_sr = (1/N_m) sum_k (1 - cos(e_k, e'_k)) over the N_m masked positions, e_k = E[w_k],
-    E = ``embeddings`` (vocab, hidden), the input embedding matrix. ``prediction="argmax"`` (the paper): e'_k = E[r_k],
-    r_k = argmax logits_k, without gradient, so SR trains the embedding layer (Sec. 3.2); ``"expected"`` (the
-    workbench's): e'_k = softmax(logits_k) @ E, which reaches the logits too.
-
-    ``level="sentence"`` (Sec. 5): the paper writes "we fill the masked sentence s with he [sic] predicted tokens r_k to
-    have the predicted sentence s_p. Then, s_p and s are fed to the Transformer encoder to have the contextualized
-    representation H_p and H_s" and counts only H_p as extra work ("it requires the extra calculation for the
-    predicted sequence H_p"): its s is the masked input, whose states the MLM pass has already. The workbench's
-    reading, its own: s = ``input_ids`` with the gold tokens restored (the unmasked original), s_p = s with r_k at
-    the masked positions, H_p and H_s ``model``'s encoder states on s_p and s, two extra encoder passes, both
-    carrying gradient. P = softmax(H_p), Q = softmax(H_s) over the hidden dimension; L_kl = KL(P || Q)
-    (``kl_direction="filled||original"``, the paper's; ``"original||filled"`` is KL(Q || P)) averaged over the real
-    tokens (``attention_mask``).
-    """
+    """Soft regularization times ``weight``; 0, attached to the graph, without masked positions: at ``level="token"``
+    the embedding distance of eq. 3 (:func:`_token_level`), at ``level="sentence"`` the KL divergence of Sec. 5
+    (:func:`_sentence_level`, which needs ``model``, ``input_ids`` and ``attention_mask``)."""
     check_choice("level", level, SR_LEVELS)
     check_choice("prediction", prediction, SR_PREDICTIONS)
     check_choice("kl_direction", kl_direction, KL_DIRECTIONS)
     rows = labelled_rows(logits, labels)
-    masked = labels != IGNORE_INDEX
     if level == "token":
-        if embeddings is None or embeddings.ndim != 2 or embeddings.shape[0] != rows.shape[-1]:
-            shape = None if embeddings is None else tuple(embeddings.shape)
-            raise ValueError(
-                f"embeddings: must be the (vocab, hidden) input embedding matrix for level='token', got {shape}"
-            )
-        E = embeddings.to(rows.dtype)
-        e_gold = E[labels[masked]]
-        e_predicted = rows.softmax(dim=-1) @ E if prediction == "expected" else E[rows.argmax(dim=-1)]
-        distance = 1.0 - F.cosine_similarity(e_gold, e_predicted, dim=-1)
-        return weight * distance.sum() / max(len(distance), 1)
+        return _token_level(rows, labels, embeddings, weight, prediction)
     if model is None or input_ids is None or attention_mask is None:
         raise ValueError("model: level='sentence' needs the model=, input_ids= and attention_mask= keyword arguments")
     _check_shape(labels, input_ids=input_ids, attention_mask=attention_mask)
+    return _sentence_level(rows, labels, weight, kl_direction, model, input_ids, attention_mask, token_type_ids)
+
+
+def _token_level(
+    rows: torch.Tensor, labels: torch.Tensor, embeddings: torch.Tensor | None, weight: float, prediction: str
+) -> torch.Tensor:
+    """Eq. 3 times ``weight``: L_sr = (1/N_m) sum_k (1 - cos(e_k, e'_k)) over the N_m masked positions (``rows``, their
+    logits), e_k = E[w_k], E = ``embeddings`` (vocab, hidden), the input embedding matrix. ``prediction="argmax"``
+    (the paper): e'_k = E[r_k], r_k = argmax logits_k, without gradient, so SR trains the embedding layer (Sec. 3.2);
+    ``"expected"`` (the workbench's): e'_k = softmax(logits_k) @ E, which reaches the logits too."""
+    if embeddings is None or embeddings.ndim != 2 or embeddings.shape[0] != rows.shape[-1]:
+        shape = None if embeddings is None else tuple(embeddings.shape)
+        raise ValueError(
+            f"embeddings: must be the (vocab, hidden) input embedding matrix for level='token', got {shape}"
+        )
+    E = embeddings.to(rows.dtype)
+    e_gold = E[labels[labels != IGNORE_INDEX]]
+    e_predicted = rows.softmax(dim=-1) @ E if prediction == "expected" else E[rows.argmax(dim=-1)]
+    distance = 1.0 - F.cosine_similarity(e_gold, e_predicted, dim=-1)
+    return weight * distance.sum() / max(len(distance), 1)
+
+
+def _sentence_level(
+    rows: torch.Tensor,
+    labels: torch.Tensor,
+    weight: float,
+    kl_direction: str,
+    model: nn.Module,
+    input_ids: torch.Tensor,
+    attention_mask: torch.Tensor,
+    token_type_ids: torch.Tensor | None,
+) -> torch.Tensor:
+    """Sec. 5 times ``weight``. The paper writes "we fill the masked sentence s with he [sic] predicted tokens r_k to
+    have the predicted sentence s_p. Then, s_p and s are fed to the Transformer encoder to have the contextualized
+    representation H_p and H_s" and counts only H_p as extra work ("it requires the extra calculation for the
+    predicted sequence H_p"): its s is the masked input, whose states the MLM pass has already. The workbench's
+    reading, its own: s = ``input_ids`` with the gold tokens restored (the unmasked original), s_p = s with r_k at
+    the masked positions (r_k the argmax of ``rows``, their logits), H_p and H_s ``model``'s encoder states on s_p
+    and s, two extra encoder passes, both carrying gradient. P = softmax(H_p), Q = softmax(H_s) over the hidden
+    dimension; L_kl = KL(P || Q) (``kl_direction="filled||original"``, the paper's; ``"original||filled"`` is
+    KL(Q || P)) averaged over the real tokens (``attention_mask``)."""
+    masked = labels != IGNORE_INDEX
     original = torch.where(masked, labels, input_ids)
     filled = original.masked_scatter(masked, rows.argmax(dim=-1))
     states = [
