@@ -1181,6 +1181,19 @@ def test_the_walkthroughs_own_rules_refuse_a_sweep_before_any_kernel_starts(tmp_
     assert not (tmp_path / "o").exists()
 
 
+@pytest.mark.parametrize("sweep", ["embedding={k: 10, source: corpus}", "extra_lexicons={embedding: x.txt}"])
+def test_notebook_03s_synonym_sources_are_checked_before_any_pre_training(tmp_path, capsys, sweep):
+    # a missing embedding key was a KeyError after every pre-training run, a typo silently ignored
+    folders = ["--notebooks-dir", str(ROOT / "notebooks"), "--params-dir", str(ROOT / "params")]
+    argv = ["run", "--params-set", "smoke", "--only", "03", "--sweep", sweep, "--outputs-dir", str(tmp_path / "o")]
+    assert main([*argv, *folders]) == 2
+    error = capsys.readouterr().err
+    parameter = sweep.split("=")[0]
+    names = f"error: --sweep {sweep}: notebook 03_true_negatives.ipynb: {parameter}: "
+    assert error.startswith(names) and error.count("\n") == 1, error
+    assert not (tmp_path / "o").exists()
+
+
 @pytest.mark.parametrize("notebook", sorted((ROOT / "notebooks").glob("*.ipynb")), ids=lambda path: path.stem)
 def test_every_notebook_checks_its_parameters_in_a_checks_cell_right_after_its_parameters(notebook):
     from workbench.runs.plan import CHECKS_TAG, notebook_rules
