@@ -56,7 +56,8 @@ ALLOWED: dict[str, set[str]] = {
     "losses": {"checks", "data_root"},  # losses stand alone (issue 39): hard correction takes a synonym matcher the
     # trainer builds; data_root: losses/modules.py alone (no loss), a loss module's path may be $WORKBENCH_DATA/...
     "masking": {"checks", "config", "text_files", "threads"},
-    "data": {"checks", "config", "synonyms", "text_files", "masking", "data_root"},
+    "data": {"checks", "config", "synonyms", "text_files", "masking", "data_root", "redaction"},  # redaction: a
+    # fetch's URL shown without its credentials
     "models": {"checks", "config", "vocab"},
     "runs": {
         "checks",

@@ -5,6 +5,7 @@ download goes to a local HTTP server on 127.0.0.1, never the internet."""
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 import gzip
 import hashlib
@@ -12,6 +13,7 @@ import io
 import json
 import os
 import re
+import socket
 import subprocess
 import sys
 import threading
@@ -52,6 +54,7 @@ class _Server:
     def __init__(self) -> None:
         self.files: dict[str, bytes] = {}
         self.requests: list[str] = []
+        self.authorizations: list[str | None] = []  # each request's Authorization header
         self.on_get = None
         server = self
 
@@ -60,6 +63,7 @@ class _Server:
 
             def do_GET(self) -> None:  # noqa: N802 - http.server's name
                 server.requests.append(self.path)
+                server.authorizations.append(self.headers.get("Authorization"))
                 if server.on_get is not None:
                     server.on_get(self.path)
                 mode, _, rest = self.path.lstrip("/").partition("/")
@@ -527,6 +531,59 @@ def test_a_local_folder_serves_as_a_mirror(root, toy, tmp_path, monkeypatch):
     monkeypatch.setenv(MIRROR_ENV, mirror.as_uri())
     fetch(["toy"], stream=io.StringIO())
     assert (root / "toy" / "train.json").read_bytes() == TRAIN
+
+
+# ----------------------------------------------------------------------------- a mirror's credentials
+
+SECRET = "s3cr3t-T0KEN"
+
+
+def _refused_port() -> int:
+    """A port of 127.0.0.1 that nothing listens on (bound, then released)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def test_a_mirror_s_credentials_are_sent_to_it_and_written_nowhere(root, toy, server, monkeypatch, capsys):
+    host = server.url.removeprefix("http://")
+    monkeypatch.setenv(MIRROR_ENV, f"http://reader:{SECRET}@{host}")
+    lines = fetch(["toy"], stream=io.StringIO())
+    assert (root / "toy" / "train.json").read_bytes() == TRAIN
+    expected = "Basic " + base64.b64encode(f"reader:{SECRET}".encode()).decode()
+    assert server.authorizations == [expected, expected]  # HTTP basic authentication, to the mirror
+    record = (root / FETCH_RECORD).read_text(encoding="utf-8")
+    assert main(["data", "list"]) == 0
+    listed = capsys.readouterr().out
+    for text in (*lines, record, listed):
+        assert SECRET not in text and "reader" not in text
+    assert f"http://<CREDENTIALS>@{host}/toy/train.json" in " ".join(lines)
+    assert read_record(root)["toy/dev.json"]["url"] == f"http://<CREDENTIALS>@{host}/toy/dev.json"
+    assert f"mirror: http://<CREDENTIALS>@{host}" in listed
+
+
+@pytest.mark.parametrize("where", ["missing", "refused", "query"])
+def test_a_failed_download_names_the_host_and_the_file_but_no_secret(root, server, monkeypatch, capsys, where):
+    port = _refused_port() if where == "refused" else server.url.rsplit(":", 1)[1]
+    if where == "query":  # a release's own URL with a token in its query string, answered 404
+        file = ReleaseFile("toy/train.json", f"{server.url}/toy/train.json?token={SECRET}&x=1", size=10)
+        monkeypatch.setitem(RELEASES, "toy", Release("toy", "a toy", "https://example.org", "CC0", (file,)))
+    else:  # a mirror with a user and a password: the file is not on it, or nothing listens on its port
+        _toy(monkeypatch, server, name="toy")
+        server.files.clear()
+        monkeypatch.setenv(MIRROR_ENV, f"http://reader:{SECRET}@127.0.0.1:{port}/")
+    line = _fetch_error(capsys, "toy")
+    assert SECRET not in line and "reader" not in line
+    assert f"127.0.0.1:{port}/toy/train.json" in line
+    assert ("?token=<TOKEN>&x=1" if where == "query" else f"http://<CREDENTIALS>@127.0.0.1:{port}/") in line
+    assert ("Connection refused" if where == "refused" else "HTTP 404") in line
+    assert _files(root) == []
+
+
+def test_a_mirror_that_is_no_url_is_named_without_its_secret(root, toy, monkeypatch, capsys):
+    monkeypatch.setenv(MIRROR_ENV, f"ftp://reader:{SECRET}@mirror.example.org/data")
+    line = _fetch_error(capsys, "toy")
+    assert MIRROR_ENV in line and "ftp://<CREDENTIALS>@mirror.example.org/data" in line and SECRET not in line
 
 
 # ----------------------------------------------------------------------------- item 16: the data root

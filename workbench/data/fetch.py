@@ -18,10 +18,16 @@ umask gives (a root shared by a class stays readable).
 
 :func:`list_releases` tells, for every file, whether it is present and whether its checksum holds, and where it
 comes from (the commit or tag of its URL).
+
+Every URL a message, a line or ``fetched.json`` names is shown by :func:`workbench.redaction.shown_url`: a mirror's
+user information (``https://user:token@mirror/``) as ``<CREDENTIALS>``, a secret query parameter (``?token=``) as its
+mark; the host and the file stay named. A mirror's user information is sent as HTTP basic authentication, to the
+mirror's host alone (not to a host it redirects to).
 """
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import http.client
 import json
@@ -36,6 +42,7 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
+from urllib.parse import unquote, urlsplit
 
 import filelock
 from tqdm.auto import tqdm
@@ -53,6 +60,7 @@ from workbench.data.releases import (
     sha256_of,
 )
 from workbench.data_root import DATA_ROOT_ENV, check_data_root, data_root, where_root_is_set
+from workbench.redaction import scrub, shown_url, url_secrets
 
 __all__ = ["FETCH_RECORD", "FetchError", "fetch", "file_status", "list_releases", "read_record", "sha256_of"]
 
@@ -69,6 +77,7 @@ MIN_RATE_BYTES_S = 1_000
 """The slowest a download may go, in bytes a second, measured over each :data:`RATE_WINDOW_S` seconds."""
 RATE_WINDOW_S = 60
 CHUNK_BYTES = 1 << 16
+USER_AGENT = "workbench-data-fetch"
 _HTML_STARTS = (b"<!doctype html", b"<html")
 
 
@@ -82,7 +91,7 @@ def mirror() -> str | None:
     if value and not value.startswith(MIRROR_SCHEMES):
         raise FetchError(
             f"${MIRROR_ENV}: must be a URL beginning with {', '.join(MIRROR_SCHEMES)} (a local copy: "
-            f"file:///path/to/mirror), got {value!r}"
+            f"file:///path/to/mirror), got {shown_url(value)!r}"
         )
     return value or None
 
@@ -125,12 +134,15 @@ def list_releases(root: Path | None = None) -> str:
         record = {}
         lines.append(f"record: {error}")
     if os.environ.get(MIRROR_ENV):
-        lines.append(f"mirror: {os.environ[MIRROR_ENV]} (${MIRROR_ENV}: each file is fetched from <mirror>/<path>)")
+        shown = shown_url(os.environ[MIRROR_ENV])
+        lines.append(f"mirror: {shown} (${MIRROR_ENV}: each file is fetched from <mirror>/<path>)")
     for item in RELEASES.values():
         lines += ["", f"{item.name}: {item.description}", f"  licence: {item.licence}", f"  source: {item.homepage}"]
         for file in item.files:
             status = file_status(file, root, record)
-            origin = f"{mirror_url(file)} (mirror)" if os.environ.get(MIRROR_ENV) and mirror_url(file) else None
+            origin = (
+                f"{shown_url(mirror_url(file))} (mirror)" if os.environ.get(MIRROR_ENV) and mirror_url(file) else None
+            )
             lines.append(
                 f"  {file.path:<36} {_size(status['size']):>9}  {status['status']:<34} {origin or file.origin()}"
             )
@@ -160,6 +172,19 @@ def _looks_like_html(first: bytes) -> bool:
     return first.lstrip(b"\xef\xbb\xbf \t\r\n").lower().startswith(_HTML_STARTS)
 
 
+def _request(url: str) -> urllib.request.Request:
+    """The request for ``url``: its user information (``user:password@``), if any, taken out of the URL and sent as
+    HTTP basic authentication, a header that urllib does not pass on to a host the server redirects to."""
+    parts = urlsplit(url)
+    user_info, at, host = parts.netloc.rpartition("@")
+    request = urllib.request.Request(parts._replace(netloc=host).geturl(), headers={"User-Agent": USER_AGENT})
+    if at:
+        user, _, password = user_info.partition(":")
+        pair = f"{unquote(user)}:{unquote(password)}".encode()
+        request.add_unredirected_header("Authorization", f"Basic {base64.b64encode(pair).decode('ascii')}")
+    return request
+
+
 def _stream(url: str, out: IO[bytes], label: str, max_bytes: int, pinned: bool) -> tuple[str, int]:
     """Copy ``url`` into ``out`` with a progress bar: (sha256, bytes). FetchError (without the manual step) when the
     server cannot be reached or answers with an error or an HTML page, announces or sends more than ``max_bytes``,
@@ -169,8 +194,7 @@ def _stream(url: str, out: IO[bytes], label: str, max_bytes: int, pinned: bool) 
     received = 0
     expected = None
     try:
-        request = urllib.request.Request(url, headers={"User-Agent": "workbench-data-fetch"})
-        with urllib.request.urlopen(request, timeout=TIMEOUT_S) as response:
+        with urllib.request.urlopen(_request(url), timeout=TIMEOUT_S) as response:
             kind = response.headers.get("Content-Type", "")
             if kind.split(";")[0].strip().lower() == "text/html" and not label.endswith((".html", ".htm")):
                 raise FetchError(
@@ -275,7 +299,7 @@ class _Fetcher:
             raise self.broken_archives[file.url]
         if file.url not in self.archives:
             try:
-                path = self._download(file.url, folder, Path(file.url).name, file.archive_max_bytes, False)[0]
+                path = self._download(file.url, folder, _url_name(file.url), file.archive_max_bytes, False)[0]
             except FetchError as error:
                 self.broken_archives[file.url] = error
                 raise
@@ -297,10 +321,10 @@ class _Fetcher:
     def _build(self, file: ReleaseFile, folder: Path) -> tuple[Path, str, int]:
         sources = []
         for source in file.build.sources:
-            name = Path(source.url).name
+            name = _url_name(source.url)
             path, digest, _ = self._download(source.url, folder, name, source.max_bytes, source.sha256 is not None)
             if source.sha256 is not None and digest != source.sha256:
-                raise FetchError(f"{source.url}: sha256 {digest} differs from the pinned {source.sha256}")
+                raise FetchError(f"{shown_url(source.url)}: sha256 {digest} differs from the pinned {source.sha256}")
             sources.append(path)
         out, path = self._new_part(folder, file.name)
         with out:
@@ -325,13 +349,15 @@ class _Fetcher:
             if expected is not None and digest != expected:
                 raise FetchError(f"sha256 {digest} differs from {origin} {expected}")
         except (FetchError, ArchiveError, ValueError) as error:
-            where = url or ", ".join(source.url for source in file.build.sources)
-            raise FetchError(f"{where}: {error}. By hand: {file.manual_step(self.root, url)}") from None
+            urls = [url] if url is not None else [source.url for source in file.build.sources]
+            where = ", ".join(shown_url(item) for item in urls)
+            message = f"{where}: {error}. By hand: {file.manual_step(self.root, url)}"
+            raise FetchError(_without_secrets(message, urls)) from None
         checked = "sha256 verified" if file.sha256 else "sha256 as at its first fetch" if expected else None
         if url is None:  # built here
-            entry = {"sources": [source.url for source in file.build.sources]}
+            entry = {"sources": [shown_url(source.url) for source in file.build.sources]}
         else:
-            entry = {"url": url}
+            entry = {"url": shown_url(url)}
         return _Staged(file, partial, target, {**entry, "sha256": digest, "size": size}, checked)
 
     @staticmethod
@@ -420,6 +446,19 @@ class _Fetcher:
             f"{head}; no sha256 is pinned for it, so its sha256 {part.entry['sha256']} is recorded in "
             f"{self.root / FETCH_RECORD} and later fetches are checked against it"
         )
+
+
+def _url_name(url: str) -> str:
+    """The file name a URL's path ends in (no query, no user information): a download's label and ``.part`` name."""
+    return Path(urlsplit(url).path).name
+
+
+def _without_secrets(message: str, urls: Iterable[str]) -> str:
+    """``message`` with every secret of ``urls`` (:func:`workbench.redaction.url_secrets`) scrubbed out, the URLs
+    themselves shown by :func:`workbench.redaction.shown_url`: a text that urllib or a recipe wrote may quote them."""
+    for url in urls:
+        message = scrub(message.replace(url, shown_url(url)), url_secrets(url))
+    return message
 
 
 def _merge_record(root: Path, entries: dict[str, dict[str, Any]]) -> None:
