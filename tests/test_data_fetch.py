@@ -390,6 +390,23 @@ def test_a_corpus_file_that_is_not_the_release_s_is_named_too(root, monkeypatch)
         load_texts({"source": "corpus"})
 
 
+@pytest.mark.parametrize("train_present", [True, False], ids=["its training file", "the file train is cut from"])
+def test_a_named_data_set_of_one_class_is_refused_as_a_table_of_one_class_is(root, monkeypatch, train_present):
+    # one rule for both paths (loaders.check_training_file): a data set of the root was read with a warning only
+    monkeypatch.setattr("workbench.data.loaders._WARNED", set())
+    one_class = "".join(f"good {i}\t1\n" for i in range(40))
+    source = _place(root, "chnsenticorp/train.txt" if train_present else "chnsenticorp/dev.txt", one_class)
+    if train_present:
+        _place(root, "chnsenticorp/dev.txt", "bad\t0\nfine\t1\n")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the files differ from their pins: warned, and not what this test asks
+        with pytest.raises(ValueError, match=rf"^data\.source: '{source}' holds one class, 'positive', on every line"):
+            load_splits({"source": "chnsenticorp", "split": [0.8, 0.2, 0]})
+    table = _place(root.parent, "own/train.tsv", "text\tlabel\n" + one_class)
+    with pytest.raises(ValueError, match=rf"^data\.path: '{table}' holds one class, '1', on every line"):
+        load_splits({"source": "table", "path": str(table), "text": "text", "label": "label"})
+
+
 # ----------------------------------------------------------------------------- item 7: archives and TNEWS labels
 
 

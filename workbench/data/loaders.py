@@ -432,19 +432,21 @@ def check_ordinal_order(data: DataConfig, names: Sequence[str]) -> None:
         ) from None
 
 
-def check_training_file(data: DataConfig, train: Dataset) -> None:
-    """A training file must hold two or more classes and some text: else ValueError naming ``data.path``, the file and
-    its one label (a classifier of one class learns nothing) or the empty text column."""
+def check_training_file(train: Dataset, parameter: str, file: str | Path | Sequence[str]) -> None:
+    """The file the training split is read (or cut) from must hold two or more classes and some text: else ValueError
+    naming ``parameter`` (``data.path``; ``data.source`` for a data set of the data root), the ``file`` and its one
+    label (a classifier of one class learns nothing) or the empty text column. The one rule for every labelled
+    source."""
     present = sorted(set(train["label"]))
     if len(present) < 2:
         name = label_names(train)[present[0]] if present else None
         raise ValueError(
-            f"data.path: {str(data.path)!r} holds one class, {name!r}, on every line; a classifier needs two or more"
+            f"{parameter}: {str(file)!r} holds one class, {name!r}, on every line; a classifier needs two or more"
         )
     columns = [column for column in ("text", "text_pair") if column in train.column_names]
     if not any(text.strip() for column in columns for text in train[column]):
         raise ValueError(
-            f"data.path: every text of {str(data.path)!r} is empty (columns {columns}); nothing to learn from"
+            f"{parameter}: every text of {str(file)!r} is empty (columns {columns}); nothing to learn from"
         )
 
 
@@ -482,7 +484,7 @@ def _file_splits(data: DataConfig) -> tuple[DatasetDict, dict[str, Any]]:
     train_path = _paths(data, "path")[0]
     train = _read_file(data, train_path)
     check_ordinal_order(data, label_names(train))
-    check_training_file(data, train)
+    check_training_file(train, "data.path", data.path)
     if data.source in RELEASES and RELEASES[data.source].labels_file is not None:
         _check_every_class(train, str(train_path), data.labels_path)
     if data.validation_path is not None:  # one label vocabulary: train's (or data.label_names)
@@ -529,17 +531,18 @@ def _root_splits(data: DataConfig) -> tuple[DatasetDict, dict[str, Any]]:
         "checksums": _checksums(item, used, root),
         "splits": {name: {"file": str(files[name].relative_to(root))} for name in read},
     }
+    donor = next(name for name in SPLIT_NAMES if name in files)  # the file the training split is read or cut from
+    donor_data = read[donor] if donor in read else _read_file(data, files[donor], labels_path=labels)
+    check_training_file(donor_data, "data.source", files[donor])
     if not absent:
         _check_every_class(read["train"], str(files["train"]), labels)
         return DatasetDict(read), record
-    donor = next(name for name in SPLIT_NAMES if name in files)
     donor_file = str(files[donor].relative_to(root))
     parts = {
         name: fraction
         for name, fraction in zip(SPLIT_NAMES, data.split)
         if (name == donor and fraction > 0) or name in absent
     }
-    donor_data = read.get(donor) if donor in read else _read_file(data, files[donor], labels_path=labels)
     cut = _cut(data, donor_data, parts, donor_file)
     read.update(cut)
     for name in cut:
