@@ -359,7 +359,7 @@ def _place(root: Path, relative: str, text: str) -> Path:
 
 
 def test_a_file_that_differs_from_its_pin_is_named_at_load_time_and_in_the_provenance(root, monkeypatch):
-    monkeypatch.setattr("workbench.data.loaders._WARNED", set())
+    monkeypatch.setattr("workbench.data.root_files._WARNED", set())
     dev = _place(root, "qbqtc/dev.json", _qbqtc_lines(200))  # not the release's dev.json
     with pytest.warns(UserWarning, match=re.escape(f"{dev}: DIFFERS from the pinned sha256")) as caught:
         splits = load_splits({"source": "qbqtc"})
@@ -368,7 +368,7 @@ def test_a_file_that_differs_from_its_pin_is_named_at_load_time_and_in_the_prove
 
 
 def test_an_unpinned_file_changed_since_its_fetch_is_named_at_load_time(root, monkeypatch):
-    monkeypatch.setattr("workbench.data.loaders._WARNED", set())
+    monkeypatch.setattr("workbench.data.root_files._WARNED", set())
     _place(root, "qbqtc/dev.json", _qbqtc_lines(200))
     train = _place(root, "qbqtc/train.json", _qbqtc_lines(80, 300))
     record = {"qbqtc/train.json": {"url": "u", "sha256": "0" * 64, "size": 1, "fetched": "2026-01-01T00:00:00Z"}}
@@ -379,7 +379,7 @@ def test_an_unpinned_file_changed_since_its_fetch_is_named_at_load_time(root, mo
 
 
 def test_a_corpus_file_that_is_not_the_release_s_is_named_too(root, monkeypatch):
-    monkeypatch.setattr("workbench.data.loaders._WARNED", set())
+    monkeypatch.setattr("workbench.data.root_files._WARNED", set())
     news = root / "corpus" / "xwlb_news.txt.gz"
     news.parent.mkdir(parents=True)
     news.write_bytes(gzip.compress("第一句。\n".encode()))
@@ -393,7 +393,7 @@ def test_a_corpus_file_that_is_not_the_release_s_is_named_too(root, monkeypatch)
 @pytest.mark.parametrize("train_present", [True, False], ids=["its training file", "the file train is cut from"])
 def test_a_named_data_set_of_one_class_is_refused_as_a_table_of_one_class_is(root, monkeypatch, train_present):
     # one rule for both paths (loaders.check_training_file): a data set of the root was read with a warning only
-    monkeypatch.setattr("workbench.data.loaders._WARNED", set())
+    monkeypatch.setattr("workbench.data.root_files._WARNED", set())
     one_class = "".join(f"good {i}\t1\n" for i in range(40))
     source = _place(root, "chnsenticorp/train.txt" if train_present else "chnsenticorp/dev.txt", one_class)
     if train_present:
@@ -455,7 +455,7 @@ def test_a_class_of_labels_json_without_a_training_example_is_refused(root):
 
 
 def test_tnews_labels_that_agree_with_the_data_load(root, monkeypatch):
-    monkeypatch.setattr("workbench.data.loaders._WARNED", set())
+    monkeypatch.setattr("workbench.data.root_files._WARNED", set())
     _tnews(
         root,
         [{"label": "100", "label_desc": "news_story"}, {"label": "101", "label_desc": "news_culture"}],
@@ -527,7 +527,7 @@ def test_data_list_says_unreadable_instead_of_a_traceback(root, toy, monkeypatch
     def unreadable(path: Path) -> str:
         raise PermissionError(13, "Permission denied")
 
-    monkeypatch.setattr("workbench.data.releases.sha256_of", unreadable)
+    monkeypatch.setattr("workbench.data.root_files.sha256_of", unreadable)
     assert main(["data", "list"]) == 0
     out = capsys.readouterr().out
     assert re.search(r"toy/train.json .*unreadable \(Permission denied\)", out)

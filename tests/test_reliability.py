@@ -17,7 +17,7 @@ import torch
 from test_train_runs import tiny_config
 
 from workbench.data.fetch import FetchError
-from workbench.data.releases import MissingDataError
+from workbench.data.root_files import MissingDataError
 
 FIXTURES = Path(__file__).parent / "fixtures" / "notebooks"
 GROUPS = ("losses", "data", "trainer", "runner", "masking", "widgets")

@@ -36,7 +36,8 @@ _MODULES = {
         "load_texts",
         "load_tnews",
     ),
-    "releases": ("RELEASES", "Build", "Download", "MissingDataError", "Release", "ReleaseFile", "release"),
+    "releases": ("RELEASES", "Build", "Download", "Release", "ReleaseFile", "release"),
+    "root_files": ("MissingDataError",),
     "samples": (
         "SENTIMENT_LABEL_NAMES",
         "SYNONYM_GROUPS",

@@ -48,17 +48,8 @@ import filelock
 from tqdm.auto import tqdm
 
 from workbench.data.builds import RECIPES, ArchiveError, find_member, member_blocks, open_zip
-from workbench.data.releases import (
-    FETCH_RECORD,
-    RELEASES,
-    SUSPECT_STATUSES,
-    Release,
-    ReleaseFile,
-    file_status,
-    read_record,
-    release,
-    sha256_of,
-)
+from workbench.data.releases import RELEASES, Release, ReleaseFile, release
+from workbench.data.root_files import FETCH_RECORD, SUSPECT_STATUSES, file_status, read_record, sha256_of
 from workbench.data_root import DATA_ROOT_ENV, check_data_root, data_root, where_root_is_set
 from workbench.redaction import scrub, shown_url, url_secrets
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import csv
 import json
-import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
@@ -20,15 +19,8 @@ from datasets import Dataset, DatasetDict
 
 from workbench.config import LABELLED_SOURCES, DataConfig
 from workbench.data.features import RELEVANCE_LABEL_NAMES, build_dataset, label_names
-from workbench.data.releases import (
-    RELEASES,
-    SUSPECT_STATUSES,
-    Release,
-    file_status,
-    present_files,
-    read_record,
-    release,
-)
+from workbench.data.releases import RELEASES, release
+from workbench.data.root_files import checked_statuses, present_files, warn_once
 from workbench.data.samples import sample_corpus, sample_relevance_splits, sample_sentence_splits
 from workbench.data.splits import (
     NORMALISATION,
@@ -378,13 +370,6 @@ def _check_no_number_read_as_index(
 # ----------------------------------------------------------------------------- a config's data section
 
 SPLIT_NAMES = ("train", "validation", "test")
-_WARNED: set[str] = set()  # the data root's warnings, each once per process however many fits read the section
-
-
-def _warn_once(message: str) -> None:
-    if message not in _WARNED:
-        _WARNED.add(message)
-        warnings.warn(message, stacklevel=4)
 
 
 class Splits(DatasetDict):
@@ -457,7 +442,7 @@ def warn_one_class_splits(splits: Mapping[str, Dataset]) -> None:
     for name, split in splits.items():
         present = sorted(set(split["label"]))
         if len(present) == 1:
-            _warn_once(
+            warn_once(
                 f"data: the {name} split holds one class, {label_names(split)[present[0]]!r}, in all its "
                 f"{len(split)} examples; scores on it and anything tuned on it say nothing of the other classes"
             )
@@ -528,7 +513,7 @@ def _root_splits(data: DataConfig) -> tuple[DatasetDict, dict[str, Any]]:
     record: dict[str, Any] = {
         "data_root": str(root),
         "missing": [file.path for file in item.files if file.name in item.splits.values() and file.name not in present],
-        "checksums": _checksums(item, used, root),
+        "checksums": checked_statuses(item, used, root),
         "splits": {name: {"file": str(files[name].relative_to(root))} for name in read},
     }
     donor = next(name for name in SPLIT_NAMES if name in files)  # the file the training split is read or cut from
@@ -553,7 +538,7 @@ def _root_splits(data: DataConfig) -> tuple[DatasetDict, dict[str, Any]]:
         [f"the release has no labelled {' or '.join(lacking)} split"] if lacking else []
     )
     fetch = f"; `{item.fetch_command}` adds the release's files" if unfetched else ""
-    _warn_once(
+    warn_once(
         f"data.source {data.source!r}: {' and '.join(reasons)}, so {donor_file} is cut into {', '.join(parts)} "
         f"(stratified by label, seed {data.seed}, in the shares of data.split {list(data.split)!r}){fetch}"
     )
@@ -583,27 +568,6 @@ def _without_duplicates(splits: DatasetDict) -> tuple[DatasetDict, dict[str, Any
     }
 
 
-def _checksums(item: Release, files: Sequence[Any], root: Path) -> dict[str, str]:
-    """``{path: status}`` of the release files a section reads (``verified``, ``as first fetched``, ``DIFFERS from the
-    pinned sha256``, ...: :func:`~workbench.data.releases.file_status`); a file that is not the release's gets a
-    warning (once per process) naming it and its status."""
-    try:
-        record = read_record(root)
-    except ValueError as error:  # the record's own problem is data list's to tell; the pinned files are still checked
-        _warn_once(f"{error}; the files without a pinned sha256 are read unverified")
-        record = {}
-    statuses = {}
-    for file in files:
-        statuses[file.path] = file_status(file, root, record)["status"]
-        if statuses[file.path].startswith(SUSPECT_STATUSES):
-            _warn_once(
-                f"{file.location(root)}: {statuses[file.path]}, so what this run reads is not the release's file "
-                f"(`python -m workbench data list` shows it); move it away and run `{item.fetch_command}`, or name "
-                "your own file in data.path"
-            )
-    return statuses
-
-
 def _check_every_class(train: Dataset, train_file: str, labels_file: str | Path | None) -> None:
     """Every class a labels file names needs an example in the training split: else ValueError naming the classes, the
     labels file and the training file (a class without an example cannot be learnt, and scores 0 in macro-F1)."""
@@ -627,7 +591,7 @@ def load_splits(data: DataConfig | Mapping[str, Any]) -> Splits:
     training file's classes, or cuts ``path`` by ``stratified_split`` (``data.split``, ``data.seed``; a 0 test
     fraction: no test). A named data set without a path (``{source: qbqtc}``) reads its release files from the data
     root; a split whose file is absent is cut from the present ones (a warning says which); no file present is a
-    :class:`~workbench.data.releases.MissingDataError` naming the files, the root and the fetch command.
+    :class:`~workbench.data.root_files.MissingDataError` naming the files, the root and the fetch command.
     Then, for every source, no text is in two splits: :func:`deduplicate_splits` removes from each split what a split
     before it in test, validation, train holds (``text`` and ``text_pair``, by :func:`text_key`) and the repeats within
     validation and test; the provenance's ``duplicates`` counts them. After it, ``max_train_samples`` /
@@ -729,10 +693,10 @@ def _root_corpus() -> list[Path]:
     """The ``corpus`` data set's files present in the data root, in the release's order; a warning names absent ones."""
     present = present_files("corpus")  # MissingDataError when none is there
     item = release("corpus")
-    _checksums(item, [item.file(name) for name in present], data_root())
+    checked_statuses(item, [item.file(name) for name in present], data_root())
     absent = [file.path for file in item.files if file.name not in present]
     if absent:
-        _warn_once(
+        warn_once(
             f"data.source 'corpus': {', '.join(absent)} not in the data root {data_root()}; reading "
             f"{', '.join(str(path) for path in present.values())} only"
         )

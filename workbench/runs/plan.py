@@ -323,9 +323,10 @@ def _data_sections(parameter: str, value: Any) -> Iterable[tuple[str, Mapping[st
 
 def _check_data_root(name: str, section: Mapping[str, Any]) -> None:
     """A data section naming a data set of the data root without a file (``{source: qbqtc}``) needs one of the
-    release's files there (``workbench.data.releases.present_files``, as ``load_splits`` / ``load_texts`` read them);
+    release's files there (``workbench.data.root_files.present_files``, as ``load_splits`` / ``load_texts`` read them);
     MissingDataError otherwise, naming the files, the root and the fetch command."""
-    from workbench.data.releases import RELEASES, present_files
+    from workbench.data.releases import RELEASES
+    from workbench.data.root_files import present_files
     from workbench.data_root import data_root
 
     source = section.get("source")
