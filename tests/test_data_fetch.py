@@ -33,6 +33,7 @@ from workbench.data import fetch as fetching
 from workbench.data.fetch import FETCH_RECORD, LOCK_FILE, MIRROR_ENV, FetchError, fetch, list_releases, read_record
 from workbench.data.releases import BOUND_FACTOR, releases_where, url_pin
 from workbench.data_root import DATA_ROOT_ENV, data_root, settle_data_root
+from workbench.synonyms import SynonymTable
 from workbench.text_files import read_lines
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -388,6 +389,42 @@ def test_a_corpus_file_that_is_not_the_release_s_is_named_too(root, monkeypatch)
     )
     with pytest.warns(UserWarning, match=re.escape(f"{news}: CHANGED since it was fetched")):
         load_texts({"source": "corpus"})
+
+
+CILIN_LINES = "Aa01A01= 美丽 漂亮 好看\nAa01A02= 高兴 开心\n"
+
+
+def test_a_lexicon_of_the_root_that_differs_from_its_pin_is_named_as_a_data_set_s_file_is(root, monkeypatch):
+    monkeypatch.setattr("workbench.data.root_files._WARNED", set())
+    cilin = _place(root, "cilin/cilin_ex.txt", CILIN_LINES)  # not the release's cilin_ex.txt
+    with pytest.warns(UserWarning, match=re.escape(f"{cilin}: DIFFERS from the pinned sha256")) as caught:
+        table = SynonymTable.from_path("$WORKBENCH_DATA/cilin/cilin_ex.txt")
+    assert table.are_synonyms("美丽", "漂亮")  # read all the same, as a data set's file is
+    assert any("data fetch cilin" in str(warning.message) for warning in caught)
+    monkeypatch.setattr("workbench.data.root_files._WARNED", set())
+    with pytest.warns(UserWarning, match=re.escape(f"{cilin}: DIFFERS")):
+        SynonymTable.from_path(str(cilin))  # the same file by its own path
+
+
+def test_a_lexicon_that_is_the_release_s_or_not_in_the_root_reads_without_a_warning(root, monkeypatch, tmp_path):
+    monkeypatch.setattr("workbench.data.root_files._WARNED", set())
+    cilin = _place(root, "cilin/cilin_ex.txt", CILIN_LINES)
+    pinned = dataclasses.replace(RELEASES["cilin"].files[0], sha256=_sha(cilin.read_bytes()))
+    monkeypatch.setitem(RELEASES, "cilin", dataclasses.replace(RELEASES["cilin"], files=(pinned,)))
+    own = _place(tmp_path / "mine", "cilin_ex.txt", CILIN_LINES + "Ba01A01= 汽车 轿车\n")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert len(SynonymTable.from_path("$WORKBENCH_DATA/cilin/cilin_ex.txt")) == 2
+        assert len(SynonymTable.from_path(own)) == 3
+
+
+def test_an_unpinned_lexicon_changed_since_its_fetch_is_named(root, monkeypatch):
+    monkeypatch.setattr("workbench.data.root_files._WARNED", set())
+    synsets = _place(root, "wordnet/synsets.tsv", "oewn-1-n\tn\tcar\tauto\n")
+    record = {"wordnet/synsets.tsv": {"sources": ["u"], "sha256": "0" * 64, "size": 1, "fetched": "x"}}
+    (root / FETCH_RECORD).write_text(json.dumps(record), encoding="utf-8")
+    with pytest.warns(UserWarning, match=re.escape(f"{synsets}: CHANGED since it was fetched")):
+        assert SynonymTable.from_path("$WORKBENCH_DATA/wordnet/synsets.tsv").are_synonyms("car", "auto")
 
 
 @pytest.mark.parametrize("train_present", [True, False], ids=["its training file", "the file train is cut from"])

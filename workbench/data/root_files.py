@@ -5,9 +5,10 @@ A file's status (:func:`file_status`) compares its sha256 with the pinned one of
 (:class:`~workbench.data.releases.ReleaseFile`), or, for a file without a pin, with the hash its first fetch recorded
 in ``<root>/fetched.json`` (:data:`FETCH_RECORD`, written by :mod:`workbench.data.fetch`). Whatever reads a release's
 file from the root goes through :func:`checked_statuses`: ``load_splits`` and ``load_texts`` for a data section
-without a path; a file that is not the release's gets a warning naming it and its status, once per process.
+without a path, and :meth:`workbench.synonyms.SynonymTable.from_path` for a lexicon of the root
+(:func:`check_root_file`); a file that is not the release's gets a warning naming it and its status, once per process.
 :func:`present_files` and :class:`MissingDataError` tell which files a data section finds. Imports nothing heavy (no
-``datasets``).
+``datasets``): the lexicons read it.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from workbench.data.releases import Release, ReleaseFile, release
+from workbench.data.releases import RELEASES, Release, ReleaseFile, release
 from workbench.data_root import DATA_ROOT_ENV, check_data_root, data_root, where_root_is_set
 
 FETCH_RECORD = "fetched.json"
@@ -134,3 +135,19 @@ def checked_statuses(
                 f"{instead}"
             )
     return statuses
+
+
+def check_root_file(path: str | Path, instead: str) -> str | None:
+    """The status of the file at ``path`` (:func:`checked_statuses`: a warning when it is not the release's) when it is
+    a release's file in the data root, however the path is written (``$WORKBENCH_DATA/...`` expanded, a link, a
+    relative path); None for any other file."""
+    root = data_root()
+    try:
+        target = Path(path).resolve()
+        for item in RELEASES.values():
+            for file in item.files:
+                if file.location(root).resolve() == target:
+                    return checked_statuses(item, [file], root, instead)[file.path]
+    except (OSError, RuntimeError):  # a path that cannot be resolved is the reader's to name
+        return None
+    return None
