@@ -429,7 +429,7 @@ def test_an_unpinned_lexicon_changed_since_its_fetch_is_named(root, monkeypatch)
 
 @pytest.mark.parametrize("train_present", [True, False], ids=["its training file", "the file train is cut from"])
 def test_a_named_data_set_of_one_class_is_refused_as_a_table_of_one_class_is(root, monkeypatch, train_present):
-    # one rule for both paths (loaders.check_training_file): a data set of the root was read with a warning only
+    # one rule for both paths (split_files.check_training_file): a data set of the root was read with a warning only
     monkeypatch.setattr("workbench.data.root_files._WARNED", set())
     one_class = "".join(f"good {i}\t1\n" for i in range(40))
     source = _place(root, "chnsenticorp/train.txt" if train_present else "chnsenticorp/dev.txt", one_class)
@@ -867,12 +867,12 @@ def test_every_url_points_at_a_commit_or_a_tag_and_data_list_says_which(root, ca
 
 
 def test_the_sources_of_the_config_and_the_loaders_derive_from_the_releases():
-    from workbench.data import loaders
+    from workbench.data import loading
 
     labelled, corpora = releases_where("labelled"), releases_where("texts")
     assert labelled == ("qbqtc", "tnews", "chnsenticorp", "lcqmc") and corpora == ("corpus",)
     assert set(labelled) <= set(DATA_SOURCES) and set(corpora) <= set(DATA_SOURCES)
-    assert set(labelled) <= set(loaders.LABELLED_SOURCES) and not set(corpora) & set(loaders.LABELLED_SOURCES)
+    assert set(labelled) <= set(loading.LABELLED_SOURCES) and not set(corpora) & set(loading.LABELLED_SOURCES)
     assert {name for name in ORDINAL_SOURCES if name in RELEASES} == {n for n, item in RELEASES.items() if item.ordinal}
     assert not {"cilin", "vocab", "wordnet"} & set(DATA_SOURCES)  # lexicons and vocabularies are no data sources
 
