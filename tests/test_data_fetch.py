@@ -29,6 +29,7 @@ import pytest
 from workbench.__main__ import main
 from workbench.config import DATA_SOURCES, ORDINAL_SOURCES
 from workbench.data import RELEASES, Download, Release, ReleaseFile, load_splits, load_table, load_texts
+from workbench.data import download as downloading
 from workbench.data import fetch as fetching
 from workbench.data.fetch import FETCH_RECORD, LOCK_FILE, MIRROR_ENV, FetchError, fetch, list_releases, read_record
 from workbench.data.releases import BOUND_FACTOR, releases_where, url_pin
@@ -509,7 +510,7 @@ def test_tnews_labels_that_agree_with_the_data_load(root, monkeypatch):
 
 
 def test_a_trickling_server_is_stopped_by_the_minimum_rate(root, server, monkeypatch, capsys):
-    monkeypatch.setattr(fetching, "RATE_WINDOW_S", 0.4)  # 1,000 bytes a second over 0.4 s; the server sends 20
+    monkeypatch.setattr(downloading, "RATE_WINDOW_S", 0.4)  # 1,000 bytes a second over 0.4 s; the server sends 20
     _toy(monkeypatch, server, "/trickle")
     line = _fetch_error(capsys, "toy")
     assert "slower than 1000 bytes a second" in line and f"{server.url}/trickle/toy/train.json" in line
