@@ -633,6 +633,9 @@ def test_a_failed_download_names_the_host_and_the_file_but_no_secret(root, serve
     assert ("?token=<TOKEN>&x=1" if where == "query" else f"http://<CREDENTIALS>@127.0.0.1:{port}/") in line
     assert ("Connection refused" if where == "refused" else "HTTP 404") in line
     assert _files(root) == []
+    assert main(["data", "list"]) == 0
+    listed = capsys.readouterr().out
+    assert SECRET not in listed and f"127.0.0.1:{port}/toy/train.json" in listed
 
 
 def test_a_mirror_that_is_no_url_is_named_without_its_secret(root, toy, monkeypatch, capsys):

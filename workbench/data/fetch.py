@@ -67,6 +67,11 @@ def stale_parts(root: Path) -> list[Path]:
     return sorted(found)
 
 
+def _urls(file: ReleaseFile) -> list[str]:
+    """Every URL of ``file``'s entry: its own, or its build's sources."""
+    return [file.url] if file.url is not None else [source.url for source in file.build.sources] if file.build else []
+
+
 def _size(size: int | None) -> str:
     if size is None:
         return "-"
@@ -95,9 +100,8 @@ def list_releases(root: Path | None = None) -> str:
             origin = (
                 f"{shown_url(mirror_url(file))} (mirror)" if os.environ.get(MIRROR_ENV) and mirror_url(file) else None
             )
-            lines.append(
-                f"  {file.path:<36} {_size(status['size']):>9}  {status['status']:<34} {origin or file.origin()}"
-            )
+            own = without_secrets(file.origin(), _urls(file))
+            lines.append(f"  {file.path:<36} {_size(status['size']):>9}  {status['status']:<34} {origin or own}")
         lines.append(f"  fetch: {item.fetch_command}")
     stale = stale_parts(root)
     if stale:
