@@ -53,7 +53,7 @@ PATH_KEYS = {
 @dataclass(frozen=True)
 class Execution:
     """One notebook run: its parameters (without ``output_dir``: what papermill injects), its sweep point and folder
-    name, and the defaults of its parameters cell (:func:`notebook_defaults`)."""
+    name, and the defaults of its parameters cell (:func:`~workbench.runs.notebook_cells.notebook_defaults`)."""
 
     notebook: Path
     parameters: dict[str, Any]
@@ -214,10 +214,11 @@ def _from_folder(value: Any, folder: Path, kind: str | None = None) -> Any:
 
 
 def check_notebook_rules(notebook: Path, rules: tuple[str, str] | None, parameters: Mapping[str, Any]) -> None:
-    """Run ``notebook``'s checks cells (:func:`notebook_rules`) in this process on its parameters cell's defaults and
-    ``parameters``, as its kernel would run them after papermill's injected cell: every value is checked by the rule
-    the notebook itself uses (its library calls), before any kernel starts. A value a rule refuses (ValueError,
-    TypeError) is a ValueError naming the notebook and what the rule says (the parameter and what is allowed).
+    """Run ``notebook``'s checks cells (:func:`~workbench.runs.notebook_cells.notebook_rules`) in this process on its
+    parameters cell's defaults and ``parameters``, as its kernel would run them after papermill's injected cell: every
+    value is checked by the rule the notebook itself uses (its library calls), before any kernel starts. A value a rule
+    refuses (ValueError, TypeError) is a ValueError naming the notebook and what the rule says (the parameter and what
+    is allowed).
 
     The one pre-kernel check of a notebook's parameters, ``loss_modules`` and ``extra_settings`` among them: a checks
     cell that imports loss modules of yours (``workbench.losses.import_loss_modules``) runs under
@@ -306,11 +307,12 @@ def plan_executions(
     encoder: str | None = None,
 ) -> list[Execution]:
     """Every execution of the run, validated: a bad name or value raises ValueError before anything runs; each value
-    is checked by the notebook's own rules (its cells tagged :data:`CHECKS_TAG`, :func:`check_notebook_rules`).
+    is checked by the notebook's own rules (its cells tagged ``checks``, :func:`check_notebook_rules`).
 
     Args:
         notebooks, params_dir, params_set: the notebooks; ``<params_dir>/<params_set>/<stem>.yaml`` their parameters.
-        sweep: parameter -> values (:func:`parse_sweep`); one execution per point of their product.
+        sweep: parameter -> values (:func:`~workbench.runs.options.parse_sweep`); one execution per point of their
+            product.
         seeds: each notebook's ``seeds`` list parameter; refused together with a ``seeds`` sweep.
         encoder: a checkpoint folder or hub name (:func:`resolve_encoder`) that replaces every ``model_name_or_path``
             of every notebook's parameters; a notebook whose parameters name none is refused.
