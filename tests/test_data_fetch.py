@@ -51,12 +51,14 @@ class _Server:
     ``/huge/`` announces 10**15 bytes, ``/nolength/`` sends no length and closes after the body, ``/half/`` the same
     after half of it, ``/endless/`` no length and bytes without end, ``/chunked/`` chunked encoding, ``/chunkcut/``
     chunked and cut in the middle, ``/portal/`` a captive portal's HTML page (Content-Type text/html), ``/sniff/`` the
-    same page as application/octet-stream, ``/trickle/`` one byte every 50 ms. ``on_get`` runs before each answer."""
+    same page as application/octet-stream, ``/trickle/`` one byte every 50 ms, ``/redirect/`` a 302 to the same path
+    at ``redirect_to``. ``on_get`` runs before each answer."""
 
     def __init__(self) -> None:
         self.files: dict[str, bytes] = {}
         self.requests: list[str] = []
         self.authorizations: list[str | None] = []  # each request's Authorization header
+        self.redirect_to = ""  # where /redirect/<path> sends a client: <redirect_to>/<path>
         self.on_get = None
         server = self
 
@@ -69,6 +71,12 @@ class _Server:
                 if server.on_get is not None:
                     server.on_get(self.path)
                 mode, _, rest = self.path.lstrip("/").partition("/")
+                if mode == "redirect":  # to the same path on another server
+                    self.send_response(302)
+                    self.send_header("Location", f"{server.redirect_to}/{rest}")
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
                 modes = ("huge", "nolength", "half", "endless", "chunked", "chunkcut", "portal", "sniff", "trickle")
                 path = f"/{rest}" if mode in modes else self.path
                 body = server.files.get(path)
@@ -615,6 +623,20 @@ def test_a_mirror_s_credentials_are_sent_to_it_and_written_nowhere(root, toy, se
     assert f"http://<CREDENTIALS>@{host}/toy/train.json" in " ".join(lines)
     assert read_record(root)["toy/dev.json"]["url"] == f"http://<CREDENTIALS>@{host}/toy/dev.json"
     assert f"mirror: http://<CREDENTIALS>@{host}" in listed
+
+
+def test_a_mirror_s_credentials_are_not_passed_to_a_host_it_redirects_to(root, toy, server, monkeypatch):
+    other = _Server()
+    try:
+        other.files.update(server.files)
+        server.redirect_to = other.url
+        monkeypatch.setenv(MIRROR_ENV, f"http://reader:{SECRET}@{server.url.removeprefix('http://')}/redirect")
+        fetch(["toy"], stream=io.StringIO())
+        assert (root / "toy" / "train.json").read_bytes() == TRAIN
+        assert all(value is not None for value in server.authorizations) and len(server.authorizations) == 2
+        assert other.authorizations == [None, None]  # the redirected requests carry no credentials
+    finally:
+        other.close()
 
 
 @pytest.mark.parametrize("where", ["missing", "refused", "query"])
