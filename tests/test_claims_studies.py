@@ -5,6 +5,8 @@ equal to its baseline by construction is an identity row, not a verdict."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -293,3 +295,125 @@ def test_true_negatives_flags_a_run_that_predicted_no_synonym():
     assert [entry["corrected"] for entry in checkpoints] == [0, 2, 0]
     with pytest.raises(ValueError, match=r"^encoder:"):
         tn_claims.table2_events(corrections, epochs, "wwm-plain")
+
+
+def _same_rows(a, b) -> bool:
+    """Rows equal as JSON writes them (a NaN equals a NaN)."""
+    import json
+
+    return json.dumps(a, sort_keys=True, default=str) == json.dumps(b, sort_keys=True, default=str)
+
+
+def test_dice_evidence_record_holds_the_rows_the_size_of_one_original_fit_and_the_scale():
+    # issue 39: notebook 01's evidence cell in the study; the same rows as claim_rows and extra_setting_rows
+    from types import SimpleNamespace
+
+    from workbench.evidence import fit_size
+
+    splits = _splits(2)
+    splits.provenance = {"generated": "sample_sentences", "splits": {}}
+    table8 = {
+        (name, loss): {seed: _fit(splits, 0.7, seed + len(loss)) for seed in (0, 1)}
+        for name in ("original", "+negative")
+        for loss in ("CE", "DSC", "Mine")
+    }
+    first = table8[("original", "CE")][0] = replace(table8[("original", "CE")][0], num_parameters=1234, steps=60)
+    sweep = {("TL", alpha): {seed: _fit(splits, 0.7, seed) for seed in (0, 1)} for alpha in ("0.3", "0.5")}
+    table9 = {
+        ("balanced", loss): {seed: _fit(splits, 0.7, seed + len(loss)) for seed in (0, 1)} for loss in ("CE", "DL")
+    }
+    config = SimpleNamespace(data=SimpleNamespace(source="toy"), model=SimpleNamespace(kind="probe"))
+    extra = {"Mine": {"loss": "ce"}}
+    options = dict(sweep=sweep, chosen_alpha=0.3, table9=table9, balanced=splits, extra_settings=extra)
+    entry = dice_claims.evidence_record(
+        splits,
+        table8,
+        **options,
+        config=config,
+        seeds=[0, 1],
+        training_examples=120,
+        hyperparameters={"fixed": {"learning rate": 0.02}, "chosen": {"epoch": "on validation"}},
+        calibration=[{"setting": "CE", "ece": {"mean": 0.1, "std": None, "n": 2}}],
+        reliability={"CE": {"confidence": [0.5], "accuracy": [0.4], "count": [10.0]}},
+        sections={"model": {"kind": "probe"}, "positive_share": None},
+        n_resamples=200,
+    )
+    test = "test (generated)"
+    rows = dice_claims.claim_rows(splits, test, "toy", table8, sweep, 0.3, table9, splits, n_resamples=200)
+    rows += dice_claims.extra_setting_rows(splits, test, "toy", table8, extra, n_resamples=200)
+    assert _same_rows(entry["claims"], rows) and any(row["method"] == "Mine" for row in rows)
+    assert entry["title"] == dice_claims.TITLE and entry["seeds"] == [0, 1]
+    assert entry["scale"] == 'model {"kind": "probe"}; positive_share null.'
+    assert entry["sizes"] == [fit_size("probe", first, 120)] and entry["sizes"][0]["steps"] == 60
+    assert entry["paper_scale"] == dice_claims.PAPER_SCALE and entry["fixed"] == {"learning rate": 0.02}
+    assert entry["calibration"][0]["setting"] == "CE" and entry["reliability"]["CE"]["accuracy"] == [0.4]
+    assert "character probe" in entry["comment"]
+    encoder = dice_claims.evidence_record(
+        splits,
+        table8,
+        **options,
+        config=SimpleNamespace(data=config.data, model=SimpleNamespace(kind="transformer")),
+        seeds=[0, 1],
+        training_examples=120,
+        hyperparameters={"fixed": {}, "chosen": {}},
+        calibration=[],
+        reliability={},
+        sections={"model": {"model_name_or_path": "bert"}},
+        n_resamples=200,
+    )
+    assert "probe" not in encoder["comment"]
+    without = {key: cell for key, cell in table8.items() if key[0] != "original"}
+    with pytest.raises(ValueError, match=r"^table8: has no fit on the 'original' training set"):
+        dice_claims.evidence_record(
+            splits,
+            without,
+            **options,
+            config=config,
+            seeds=[0, 1],
+            training_examples=120,
+            hyperparameters={"fixed": {}, "chosen": {}},
+            calibration=[],
+            reliability={},
+            sections={"model": {}},
+        )
+
+
+def test_pcl_evidence_record_holds_every_encoder_s_rows_and_names_calibration_per_encoder():
+    # issue 39: notebook 02's evidence cell in the study
+    from workbench.config import load_config
+
+    splits = _splits(3)
+    splits.provenance = {"generated": "sample_relevance", "splits": {}}
+    accuracies = {"LS": 0.6, "PCL weighted (global)": 0.7, "Mine": 0.65}
+    ablations = {"probe": _ablation(splits, accuracies), "tiny": _ablation(splits, accuracies, seeds=(0, 1))}
+    for ablation in ablations.values():  # the first fit gives the size
+        key = next(iter(ablation.fits))
+        ablation.fits[key] = replace(ablation.fits[key], num_parameters=99, steps=7)
+    encoders = pcl.EncoderAblation(pd.DataFrame(), ablations)
+    calibrations = {name: [{"setting": "LS", "ece": {"mean": 0.1, "std": None, "n": 3}}] for name in ablations}
+    training = load_config({"training": {"learning_rate": 0.01}}).training
+    specs = pcl.setting_specs(["LS", "PCL weighted (global)"], 0.1)
+    extra = {"Mine": {"loss": "ce"}}
+    entry = pcl.evidence_record(
+        encoders,
+        splits,
+        ordinal=True,
+        extra_settings=extra,
+        calibrations=calibrations,
+        reliability={"probe: LS": {"confidence": [0.5], "accuracy": [0.5], "count": [3.0]}},
+        seeds=[0, 1, 2],
+        training=training,
+        specs=specs,
+        sections={"epsilon": 0.1},
+        n_resamples=200,
+    )
+    test = "test (generated)"
+    rows = [row for name, a in ablations.items() for row in pcl.claim_rows(a, splits, test, name, n_resamples=200)]
+    for name, ablation in ablations.items():  # yours after every encoder's claims
+        rows += pcl.extra_setting_rows(ablation, splits, test, name, extra, n_resamples=200)
+    assert _same_rows(entry["claims"], rows) and {row["setting"].split(",")[0] for row in rows} == {"probe", "tiny"}
+    assert [row["setting"] for row in entry["calibration"]] == ["probe: LS", "tiny: LS"]
+    assert entry["sizes"] == pcl.sizes(ablations, splits) and entry["sizes"][0]["parameters"] == 99
+    assert entry["title"] == pcl.TITLE and entry["scale"] == "epsilon 0.1."
+    assert entry["fixed"] == pcl.hyperparameters(training, specs, splits["train"])["fixed"]
+    assert entry["fixed"]["learning rate"] == 0.01 and set(entry["chosen"]) == {"epoch", "PCL form", "decision rule"}

@@ -340,6 +340,19 @@ def test_headline_metrics_keys_per_loss():
         dice.headline_metrics(summarize(hand_table(), ["setting", "loss"], dice.METRICS).query("setting == 'b'"))
 
 
+def test_headline_descriptions_describe_every_headline_key():
+    # issue 39: the description of each metrics.json entry beside the rule that names it
+    table = pd.concat([hand_table().assign(setting="original"), hand_table().assign(setting="original", loss="DSC")])
+    summary = summarize(table, ["setting", "loss"], dice.METRICS)
+    descriptions = dice.headline_descriptions(summary)
+    assert list(descriptions) == [
+        *dice.headline_metrics(summary),
+        "tversky_best_alpha",
+        "tversky_best_test_f1_positive",
+    ]
+    assert descriptions["f1_positive_dsc_original"] == "test F1 of the positive class, DSC, Table 8's original set"
+
+
 def test_saturation_check_released_code_nan_workbench_finite():
     table = dice.saturation_check()
     assert (table["p"] == 1.0).all()

@@ -397,3 +397,39 @@ def test_results_table_joins_pretraining_corrections_and_downstream():
     assert metrics["train_prediction_rate_hc_mean"] == pytest.approx(0.2)
     with pytest.raises(ValueError, match=r"^baseline:"):
         experiments.headline_metrics(results, baseline="bert")
+
+
+def test_synonym_sources_are_the_lexicon_embedding_look_up_and_the_extra_lexicons(tokenizer, tmp_path):
+    # issue 39: section 6's orchestration in the study; the embedding table is from_embeddings over word_vectors
+    from workbench.synonyms import write_lexicon_tsv
+
+    texts, lexicon = sample_corpus(300, seed=0), SynonymTable.default()
+    embedding = {"source": "corpus", "k": 3, "threshold": None, "dim": 8, "window": 2, "min_count": 2}
+    copy = write_lexicon_tsv(lexicon, tmp_path / "copy.tsv")
+    sources = hard_correction.synonym_sources(texts, lexicon, embedding, extra_lexicons={"copy": copy})
+    assert list(sources) == ["lexicon", "embedding", "copy"] and sources["lexicon"] is lexicon
+    vectors, words = hard_correction.word_vectors(texts, "corpus", dim=8, window=2, min_count=2)
+    assert sources["embedding"].groups == SynonymTable.from_embeddings(vectors, words, k=3).groups
+    assert set(sources["copy"].groups) == set(lexicon.groups)
+    coverage = hard_correction.source_coverage(sources, texts, tokenizer).set_index("source")
+    assert list(coverage.index) == ["lexicon", "embedding", "copy"]
+    assert coverage.loc["copy", "in_reference"] == 1.0  # the same pairs as the lexicon, the reference
+    assert coverage.loc["copy", "pairs"] == coverage.loc["lexicon", "pairs"]
+
+
+@pytest.mark.parametrize(
+    ("embedding", "extra", "match"),
+    [
+        ({"source": "corpus", "k": 3}, None, r"^embedding: must be a mapping with the keys source, k, threshold"),
+        ({**dict.fromkeys(hard_correction.EMBEDDING_OPTIONS, 1), "thresold": 0.3}, None, r"^embedding: .*'thresold'"),
+        (dict.fromkeys(hard_correction.EMBEDDING_OPTIONS, 1), ["a.tsv"], r"^extra_lexicons: must be a mapping"),
+        (
+            dict.fromkeys(hard_correction.EMBEDDING_OPTIONS, 1),
+            {"embedding": "a.tsv"},
+            r"^extra_lexicons: \['embedding'\]",
+        ),
+    ],
+)
+def test_synonym_sources_refuse_a_bad_embedding_or_extra_lexicon_naming_it(embedding, extra, match):
+    with pytest.raises(ValueError, match=match):
+        hard_correction.synonym_sources(["北京很美丽。"], SynonymTable.default(), embedding, extra_lexicons=extra)

@@ -73,8 +73,8 @@ def _check_metric(name: str, value: Any) -> None:
     if name.endswith("_std") or name in ("n", "n_seeds", "seeds"):  # summary_agg.csv would list them as metrics
         raise ValueError(
             f"metrics: entry {name!r} is a spread or a count of runs, not a metric: record the metric as "
-            "{'mean', 'std', 'n'} (workbench.stats.describe) and parameters as details "
-            "(write_metrics(..., parameters=...))"
+            "{'mean', 'std', 'n'} (workbench.stats.describe) and other values as details (write_metrics(..., "
+            "name=value)); the runner records the notebook's parameters itself"
         )
     if value is None:  # not measured in this run (e.g. a rate with no run to average over)
         return
@@ -90,8 +90,9 @@ def _check_metric(name: str, value: Any) -> None:
 
 def write_metrics(output_dir: str | Path | None, metrics: Mapping[str, Any], **details: Any) -> Path | None:
     """Write a notebook run's ``<output_dir>/metrics.json``: ``{"metrics": metrics, **details}``; ``metrics`` maps names
-    to numbers, ``{"mean", "std", "n"}`` or None (not measured), ``details`` are never aggregated. ``output_dir=None``
-    (a notebook run by hand) writes nothing."""
+    to numbers, ``{"mean", "std", "n"}`` or None (not measured), ``details`` are never aggregated. The notebook's
+    parameters are no detail it lists: the runner adds them (:func:`record_parameters`). ``output_dir=None`` (a
+    notebook run by hand) writes nothing."""
     if not isinstance(metrics, Mapping):
         raise ValueError(f"metrics must be a dict of name -> value, got {type(metrics).__name__}")
     for name, value in metrics.items():

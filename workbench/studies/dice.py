@@ -308,6 +308,26 @@ def headline_metrics(table8_summary: pd.DataFrame, metric: str = "f1_positive") 
     return {f"{metric}_{row['loss'].lower()}_original": row_statistics(row, metric) for _, row in original.iterrows()}
 
 
+TVERSKY_DESCRIPTIONS = {
+    "tversky_best_alpha": "the Tversky alpha with the best mean validation F1 (beta = 1 - alpha)",
+    "tversky_best_test_f1_positive": "test F1 of the positive class at that alpha",
+}
+"""What notebook 01's Tversky entries of metrics.json (:func:`best_alpha`'s choice) hold."""
+
+
+def headline_descriptions(table8_summary: pd.DataFrame) -> dict[str, str]:
+    """What each key of :func:`headline_metrics` (F1 of the positive class) and :data:`TVERSKY_DESCRIPTIONS` holds,
+    for metrics.json's descriptions (index.html prints each beside its metric)."""
+    losses = dict.fromkeys(table8_summary.loc[table8_summary["setting"] == "original", "loss"])
+    return {
+        **{
+            f"f1_positive_{loss.lower()}_original": f"test F1 of the positive class, {loss}, Table 8's original set"
+            for loss in losses
+        },
+        **TVERSKY_DESCRIPTIONS,
+    }
+
+
 def saturation_check(logit_gap: float = 30.0, alpha: float = 0.01) -> pd.DataFrame:
     """DSC value and gradient for a positive with logits (-gap/2, gap/2) in float32, where p rounds to 1.0 at gap 30:
     the released factor (1 - p)^alpha p (gradient alpha (1 - p)^(alpha - 1) dp/dz = inf x 0 = NaN) against the

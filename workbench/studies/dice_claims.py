@@ -10,15 +10,16 @@ binary task: F1 is that of label 1.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from functools import partial
 from typing import Any
 
 import numpy as np
 from datasets import DatasetDict
 
+from workbench.config import Config
 from workbench.decisions import logit_adjustment_rule, tuned_predictions
-from workbench.evidence import N_RESAMPLES, Claim, compare, identity
+from workbench.evidence import N_RESAMPLES, Claim, compare, fit_size, identity, record, scale, split_label
 from workbench.stats import mcnemar_test
 from workbench.train import extra_rows
 
@@ -68,6 +69,8 @@ PAPER_SCALE = {
     "training examples": "363,871 (QQP original, sec. 5.1) to 458,477 (augmented)",
 }
 """The paper's scale beside this run's on the results page."""
+TITLE = "Dice Loss for Data-imbalanced NLP Tasks"
+"""The paper's title, the heading of notebook 01's rows on the results page."""
 
 
 def _argmax(cell: Mapping[int, Any]) -> dict[int, np.ndarray]:
@@ -300,3 +303,58 @@ def extra_setting_rows(
             n_resamples=n_resamples,
         )
     return rows
+
+
+def evidence_record(
+    splits: DatasetDict,
+    table8: Mapping[tuple[str, str], Mapping[int, Any]],
+    *,
+    sweep: Mapping[tuple[str, str], Mapping[int, Any]] | None,
+    chosen_alpha: float | None,
+    table9: Mapping[tuple[str, str], Mapping[int, Any]] | None,
+    balanced: DatasetDict | None,
+    extra_settings: Mapping[str, Any] | None,
+    config: Config,
+    seeds: Sequence[int],
+    training_examples: int,
+    hyperparameters: Mapping[str, Any],
+    calibration: Sequence[Mapping[str, Any]],
+    reliability: Mapping[str, Mapping[str, Sequence[float]]],
+    sections: Mapping[str, Any],
+    n_resamples: int = N_RESAMPLES,
+) -> dict[str, Any]:
+    """Notebook 01's ``evidence`` entry (``workbench.evidence.record``) from the fits its studies kept: the rows of
+    :func:`claim_rows` (``table8``, ``sweep`` with ``chosen_alpha``, ``table9`` on ``balanced``) and of
+    :func:`extra_setting_rows`, on the test split of ``splits``' provenance, each row's setting the data source of
+    ``config``; a comment on what the model (``config.model.kind``) stands for; one fit of Table 8's original set (its
+    size and steps, on its ``training_examples``) beside :data:`PAPER_SCALE`; what the notebook fixes and chooses
+    (``hyperparameters``: ``{"fixed", "chosen"}``, ``workbench.studies.dice.hyperparameters``); the ``calibration``
+    rows and ``reliability`` bins of ``workbench.evidence.calibration``; the scale line of the parameter
+    ``sections`` the notebook ran with (``workbench.evidence.scale``)."""
+    originals = [cell for (name, _), cell in table8.items() if name == "original" and cell]
+    if not originals:
+        raise ValueError("table8: has no fit on the 'original' training set; the record names the size of one")
+    test = split_label(splits.provenance)
+    source = config.data.source
+    rows = claim_rows(splits, test, source, table8, sweep, chosen_alpha, table9, balanced, n_resamples)
+    rows += extra_setting_rows(splits, test, source, table8, extra_settings, n_resamples)  # yours against CE and DSC
+    comment = (
+        "The claims compare losses; the character probe stands for a fine-tuned BERT."
+        if config.model.kind == "probe"
+        else "The claims compare losses on the encoder of the scale line (the paper: BERT)."
+    )
+    first = next(iter(originals[0].values()))  # one fit: its size and steps
+    return record(
+        TITLE,
+        scale(**sections),
+        seeds,
+        rows,
+        splits.provenance,
+        calibration,
+        comment,
+        sizes=[fit_size(config.model.kind, first, training_examples)],
+        paper_scale=PAPER_SCALE,
+        fixed=hyperparameters["fixed"],
+        chosen=hyperparameters["chosen"],
+        reliability=reliability,
+    )

@@ -5,7 +5,7 @@ baselines a reviewer asks for (the paper compares PCL with LS only)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -13,7 +13,7 @@ from datasets import Dataset, DatasetDict
 
 from workbench.config import LossSpec, TrainingConfig
 from workbench.decisions import logit_adjustment_rule, tuned_predictions
-from workbench.evidence import N_RESAMPLES, Claim, calibration, compare, identity, size
+from workbench.evidence import N_RESAMPLES, Claim, calibration, compare, identity, record, scale, size, split_label
 from workbench.studies.pcl.ablation import (
     BASELINE,
     BASELINES,
@@ -21,6 +21,7 @@ from workbench.studies.pcl.ablation import (
     PCL_SETTINGS,
     TABLE4_METRICS,
     Ablation,
+    EncoderAblation,
     best_gradient_bearing,
 )
 from workbench.train import extra_rows, fixed_hyperparameters
@@ -58,6 +59,8 @@ PAPER_SCALE = {
     "training examples": "180,000 (QBQTC train, Table 1)",
 }
 """The paper's scale beside this run's on the results page."""
+TITLE = "Towards No.1 in CLUE Semantic Matching Challenge (PCL)"
+"""The paper's title, the heading of notebook 02's rows on the results page."""
 
 
 def tuned_setting(ablation: Ablation, splits: DatasetDict, setting: str, score: str = "macro_f1") -> dict:
@@ -242,3 +245,54 @@ def hyperparameters(training: TrainingConfig, specs: Mapping[str, LossSpec], tra
             "decision rule": f"{TUNED} for both sides of a tuned row, argmax for both sides of every other row",
         },
     }
+
+
+def evidence_record(
+    ablation: EncoderAblation,
+    splits: DatasetDict,
+    *,
+    ordinal: bool,
+    extra_settings: Mapping[str, Any] | None,
+    calibrations: Mapping[str, Sequence[Mapping[str, Any]]],
+    reliability: Mapping[str, Mapping[str, Sequence[float]]],
+    seeds: Sequence[int],
+    training: TrainingConfig,
+    specs: Mapping[str, LossSpec],
+    sections: Mapping[str, Any],
+    n_resamples: int = N_RESAMPLES,
+) -> dict[str, Any]:
+    """Notebook 02's ``evidence`` entry (``workbench.evidence.record``) from its encoder ``ablation``: every encoder's
+    :func:`claim_rows`, then every encoder's :func:`extra_setting_rows` (your settings against LS and CE), on the test
+    split of ``splits``' provenance; each encoder's ``calibrations`` rows (encoder -> :func:`calibration_table`'s
+    rows), their setting named ``"<encoder>: <setting>"`` as the ``reliability`` bins are; :func:`sizes` beside
+    :data:`PAPER_SCALE`; what is fixed and chosen (:func:`hyperparameters` of ``training`` and ``specs``); the scale
+    line of the parameter ``sections`` the notebook ran with (``workbench.evidence.scale``)."""
+    test = split_label(splits.provenance)
+    encoders = ablation.ablations
+    rows = [
+        row
+        for name, encoder in encoders.items()
+        for row in claim_rows(encoder, splits, test, name, ordinal, n_resamples=n_resamples)
+    ]
+    for name, encoder in encoders.items():
+        rows += extra_setting_rows(encoder, splits, test, name, extra_settings, n_resamples)
+    calibration_rows = [
+        {**row, "setting": f"{name}: {row['setting']}"}
+        for name, encoder_rows in calibrations.items()
+        for row in encoder_rows
+    ]
+    named = hyperparameters(training, specs, splits["train"])
+    return record(
+        TITLE,
+        scale(**sections),
+        seeds,
+        rows,
+        splits.provenance,
+        calibration_rows,
+        "The claims compare losses on the encoders of the scale line (the paper: BERTs).",
+        sizes=sizes(encoders, splits),
+        paper_scale=PAPER_SCALE,
+        fixed=named["fixed"],
+        chosen=named["chosen"],
+        reliability=reliability,
+    )

@@ -20,7 +20,7 @@ from workbench.data import load_texts
 from workbench.losses import HC_LEVELS, IGNORE_INDEX, CorrectionCounts, HardCorrectionLoss
 from workbench.masking import JiebaSegmenter, build_collator, encode_words
 from workbench.models import build_masked_lm, labelled_logits
-from workbench.synonyms import SynonymTable, synonym_matcher, token_text
+from workbench.synonyms import SynonymTable, lexicon_coverage, synonym_matcher, token_text
 from workbench.vocab import load_tokenizer
 from workbench.word_vectors import corpus_word_vectors
 
@@ -32,6 +32,9 @@ CORRECTION_COLUMNS = (
     *("prediction_rate", "iteration_rate", "accuracy", "synonym_accuracy", "wrong", "corrected"),
     *("sequences", "sequences_with_correction"),
 )
+EMBEDDING_OPTIONS = ("source", "k", "threshold", "dim", "window", "min_count")
+"""The keys of notebook 03's ``embedding`` parameter: :func:`word_vectors`' source, dim, window and min_count, and
+``SynonymTable.from_embeddings``' k and threshold."""
 
 
 def heldout_texts(data: DataConfig | Mapping[str, Any], n_texts: int) -> list[str]:
@@ -237,6 +240,51 @@ def word_vectors(
     if model is None:
         raise ValueError("model: source='model' needs a checkpoint (or a masked LM) whose input embeddings to read")
     return model_word_vectors(model, words)
+
+
+def synonym_sources(
+    texts: Sequence[str],
+    lexicon: SynonymTable,
+    embedding: Mapping[str, Any],
+    model: Model | None = None,
+    extra_lexicons: Mapping[str, str | Path] | None = None,
+) -> dict[str, SynonymTable]:
+    """Table 6's synonym sources (notebook 03, section 6) by name: ``"lexicon"``, the ``lexicon`` the runs pre-trained
+    with; ``"embedding"``, embedding look-up: each word's ``k`` nearest words (cosine at least ``threshold``) over the
+    :func:`word_vectors` of ``texts`` (``source`` "corpus", or "model": ``model``'s input embeddings), made symmetric
+    (``SynonymTable.from_embeddings``); then each of ``extra_lexicons`` (name -> a lexicon file) for the coverage
+    table. ``embedding`` holds exactly the keys :data:`EMBEDDING_OPTIONS`; an extra lexicon may not take the name of
+    the two sources it is compared with."""
+    if not isinstance(embedding, Mapping) or set(embedding) != set(EMBEDDING_OPTIONS):
+        raise ValueError(
+            f"embedding: must be a mapping with the keys {', '.join(EMBEDDING_OPTIONS)}, got {embedding!r}"
+        )
+    if extra_lexicons is not None and not isinstance(extra_lexicons, Mapping):
+        raise ValueError(f"extra_lexicons: must be a mapping of name -> lexicon file, got {extra_lexicons!r}")
+    extra = dict(extra_lexicons or {})
+    taken = sorted({"lexicon", "embedding"} & set(extra))
+    if taken:
+        raise ValueError(f"extra_lexicons: {taken} name the lexicon and the embedding table themselves; rename them")
+    vectors, words = word_vectors(
+        texts,
+        embedding["source"],
+        model=model,
+        dim=embedding["dim"],
+        window=embedding["window"],
+        min_count=embedding["min_count"],
+    )
+    return {
+        "lexicon": lexicon,
+        "embedding": SynonymTable.from_embeddings(vectors, words, k=embedding["k"], threshold=embedding["threshold"]),
+        **{name: SynonymTable.from_path(path) for name, path in extra.items()},
+    }
+
+
+def source_coverage(sources: Mapping[str, SynonymTable], texts: Sequence[str], model: Model) -> pd.DataFrame:
+    """How much of the corpus each of ``sources`` (:func:`synonym_sources`) can correct:
+    ``workbench.synonyms.lexicon_coverage`` over the jieba words of ``texts`` (:func:`corpus_words`) and the token
+    texts of ``model``'s vocabulary (:func:`vocabulary_words`), each source's pairs against ``sources["lexicon"]``'s."""
+    return lexicon_coverage(sources, corpus_words(texts), vocabulary_words(model), reference="lexicon")
 
 
 def vocabulary_words(tokenizer: Any = None) -> list[str]:
