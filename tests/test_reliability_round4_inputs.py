@@ -26,7 +26,9 @@ from workbench.decisions import DecisionRule, tune_offsets, tune_rule, tune_thre
 from workbench.metrics import compute_score
 from workbench.metrics_file import write_json, write_metrics
 from workbench.redaction import is_secret, redact, scrub, secret_texts, shown
-from workbench.runs.plan import notebook_parameters, parse_seeds, parse_sweep, plan_executions
+from workbench.runs.notebook_cells import notebook_parameters
+from workbench.runs.options import parse_seeds, parse_sweep
+from workbench.runs.plan import plan_executions
 from workbench.runs.results import RESULTS_FILE, RUN_FILE, results_html, write_results
 from workbench.train.__main__ import main as train_main
 from workbench.yaml_files import parse_override
