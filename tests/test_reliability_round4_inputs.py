@@ -96,6 +96,8 @@ SECRET_KEYS = [
     # round 3's and their neighbours
     *("hub_token", "token", "AWS_SECRET_ACCESS_KEY", "apikey", "client_secret", "db_password", "hftoken"),
     *("use_auth_token", "X-Auth-Token", "refresh_token", "credentials", "ssh_key", "Authorization"),
+    # a signed URL's query (S3, Azure SAS)
+    *("X-Amz-Signature", "X-Amz-Security-Token", "sig", "Signature"),
 ]
 NOT_SECRET_KEYS = [
     *("tokenizer", "max_tokens", "num_tokens", "n_tokens", "key_column", "tokens", "keys", "pad_token"),

@@ -8,11 +8,11 @@ every message it prints.
 
 * one of its words is a credential word (:data:`CREDENTIAL_WORDS`: ``password``, ``passphrase``, ``pwd``, ``secret``,
   ``credentials``, ``authorization``, ``auth``, ``bearer``, ``apikey``, ...), or
-* its last word is a credential noun (:data:`CREDENTIAL_NOUNS`: ``token(s)``, ``key(s)``, ``pat``; a token glued
-  to its qualifier too, ``hftoken``), unless the word before it says the noun is a text's token or a data key
-  (:data:`NOT_CREDENTIAL_QUALIFIERS`: ``pad_token``, ``max_tokens``, ``num_tokens``, ``text_key``, ...); alone, the
-  singular is a secret (``token``, transformers' rule) and the plural is not (``tokens``: a text's, ``keys``: a
-  mapping's).
+* its last word is a credential noun (:data:`CREDENTIAL_NOUNS`: ``token(s)``, ``key(s)``, ``pat``, ``signature(s)``,
+  ``sig``; a token glued to its qualifier too, ``hftoken``), unless the word before it says the noun is a text's
+  token or a data key (:data:`NOT_CREDENTIAL_QUALIFIERS`: ``pad_token``, ``max_tokens``, ``num_tokens``,
+  ``text_key``, ...); alone, the singular is a secret (``token``, transformers' rule) and the plural is not
+  (``tokens``: a text's, ``keys``: a mapping's).
 
 So ``hub_token``, ``access_tokens``, ``api-key``, ``x-api-key``, ``private_key``, ``openai_key``, ``github_pat``,
 ``db_password`` are secrets; ``tokenizer``, ``max_tokens``, ``num_tokens``, ``pad_token``, ``key_column``,
@@ -64,8 +64,9 @@ CREDENTIAL_WORDS = frozenset(
     }
 )
 """Words that make a key a secret wherever they stand in it."""
-CREDENTIAL_NOUNS = frozenset({"token", "tokens", "key", "keys", "pat"})
-"""Words that make a key a secret as its last word (``hub_token``, ``api_key``, ``github_pat``)."""
+CREDENTIAL_NOUNS = frozenset({"token", "tokens", "key", "keys", "pat", "signature", "signatures", "sig"})
+"""Words that make a key a secret as its last word (``hub_token``, ``api_key``, ``github_pat``, a signed URL's
+``X-Amz-Signature`` and ``sig``)."""
 NOT_CREDENTIAL_QUALIFIERS = frozenset(
     {
         # a tokenizer's special tokens and its vocabulary
