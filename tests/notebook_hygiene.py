@@ -13,7 +13,7 @@ from pathlib import Path
 
 import nbformat
 
-from workbench.runs.plan import INJECTED_PARAMETERS_TAG, PARAMETERS_TAG
+from workbench.runs.notebook_cells import INJECTED_PARAMETERS_TAG, PARAMETERS_TAG
 
 
 def _git(path: Path, *arguments: str) -> str:

@@ -51,12 +51,14 @@ ALLOWED: dict[str, set[str]] = {
     "decisions": {"checks", "metrics"},
     "evidence": {"checks", "metrics", "stats", "redaction"},
     "label_entropy": {"checks"},
-    "synonyms": {"checks", "text_files", "data_root"},
+    "synonyms": {"checks", "text_files", "data_root", "data"},  # data.root_files alone: a lexicon of the data root
+    # checked against its pinned sha256 as a data set's file is
     "word_vectors": {"checks"},
     "losses": {"checks", "data_root"},  # losses stand alone (issue 39): hard correction takes a synonym matcher the
     # trainer builds; data_root: losses/modules.py alone (no loss), a loss module's path may be $WORKBENCH_DATA/...
     "masking": {"checks", "config", "text_files", "threads"},
-    "data": {"checks", "config", "synonyms", "text_files", "masking", "data_root"},
+    "data": {"checks", "config", "synonyms", "text_files", "masking", "data_root", "redaction"},  # redaction: a
+    # fetch's URL shown without its credentials
     "models": {"checks", "config", "vocab"},
     "runs": {
         "checks",
@@ -182,6 +184,20 @@ def test_config_reads_from_the_data_only_its_registry_of_named_data_sets():
     workbench = {module for module in imported if module.startswith("workbench")}
     assert workbench == {"workbench.data_root"}
     assert not imported & {"datasets", "torch", "numpy", "pandas"}
+
+
+def test_the_lexicons_read_from_the_data_only_the_check_of_the_root_s_files():
+    # issue 37: a lexicon of the data root gets the checksum warning a data set's file gets, from the one place that
+    # writes it (data/root_files.py); that module imports of the workbench only the registry and data_root, and nothing
+    # heavy, as the registry
+    synonyms = imported_modules(PACKAGE / "synonyms.py", with_names=False)
+    assert {module for module in synonyms if module.startswith("workbench.data.")} == {"workbench.data.root_files"}
+    root_files = imported_modules(PACKAGE / "data" / "root_files.py", with_names=False)
+    assert {module for module in root_files if module.startswith("workbench")} == {
+        "workbench.data.releases",
+        "workbench.data_root",
+    }
+    assert not root_files & {"datasets", "torch", "numpy", "pandas"}
 
 
 def test_masking_does_not_import_the_losses():

@@ -86,7 +86,9 @@ def test_python_m_workbench_help_works_as_the_readme_says():
 
 
 def test_the_readme_runner_commands_plan_as_written():
-    from workbench.runs.plan import parse_seeds, parse_sweep, plan_executions, select_notebooks
+    from workbench.runs.options import parse_seeds, parse_sweep
+    from workbench.runs.params_sets import select_notebooks
+    from workbench.runs.plan import plan_executions
 
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     commands = re.findall(r"^    \.venv/bin/python -m workbench (run .*)$", readme, flags=re.MULTILINE)
@@ -136,7 +138,8 @@ def test_every_scripts_help_shows_its_whole_docstring_and_does_nothing_else(scri
 
 def test_the_sweep_example_of_the_runner_help_names_a_parameter_a_notebook_has():
     from workbench.__main__ import SWEEP_EXAMPLE
-    from workbench.runs.plan import notebook_parameters, parse_sweep
+    from workbench.runs.notebook_cells import notebook_parameters
+    from workbench.runs.options import parse_sweep
 
     run_parser = next(action for action in runner_parser()._actions if action.dest == "command").choices["run"]
     assert SWEEP_EXAMPLE in " ".join(run_parser.format_help().split())

@@ -360,10 +360,10 @@ def test_the_sample_corpus_of_the_default_parameters_holds_enough_unseen_texts()
 
 
 def test_the_results_page_prints_the_counts_removed_per_split_and_notebook_03_s_texts(tmp_path):
-    """The page (``runs.results_page``) prints what ``load_splits`` removed, per split, from the record of the splits
+    """The page (``runs.page_section``) prints what ``load_splits`` removed, per split, from the record of the splits
     above, and notebook 03's pre-training repeats and the held-out texts shared with pre-training (0)."""
     from workbench.evidence import record
-    from workbench.runs.results_page import notebook_section
+    from workbench.runs.page_section import notebook_section
     from workbench.studies.true_negatives import claims as tn_claims
 
     train = _csv(tmp_path / "train.csv", ["甲,a", "乙,b", "丙,a", "丁,b", "戊,a", "己,b", "乙,b"])

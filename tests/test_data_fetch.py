@@ -5,6 +5,7 @@ download goes to a local HTTP server on 127.0.0.1, never the internet."""
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 import gzip
 import hashlib
@@ -12,6 +13,7 @@ import io
 import json
 import os
 import re
+import socket
 import subprocess
 import sys
 import threading
@@ -27,10 +29,12 @@ import pytest
 from workbench.__main__ import main
 from workbench.config import DATA_SOURCES, ORDINAL_SOURCES
 from workbench.data import RELEASES, Download, Release, ReleaseFile, load_splits, load_table, load_texts
+from workbench.data import download as downloading
 from workbench.data import fetch as fetching
 from workbench.data.fetch import FETCH_RECORD, LOCK_FILE, MIRROR_ENV, FetchError, fetch, list_releases, read_record
 from workbench.data.releases import BOUND_FACTOR, releases_where, url_pin
 from workbench.data_root import DATA_ROOT_ENV, data_root, settle_data_root
+from workbench.synonyms import SynonymTable
 from workbench.text_files import read_lines
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -47,11 +51,14 @@ class _Server:
     ``/huge/`` announces 10**15 bytes, ``/nolength/`` sends no length and closes after the body, ``/half/`` the same
     after half of it, ``/endless/`` no length and bytes without end, ``/chunked/`` chunked encoding, ``/chunkcut/``
     chunked and cut in the middle, ``/portal/`` a captive portal's HTML page (Content-Type text/html), ``/sniff/`` the
-    same page as application/octet-stream, ``/trickle/`` one byte every 50 ms. ``on_get`` runs before each answer."""
+    same page as application/octet-stream, ``/trickle/`` one byte every 50 ms, ``/redirect/`` a 302 to the same path
+    at ``redirect_to``. ``on_get`` runs before each answer."""
 
     def __init__(self) -> None:
         self.files: dict[str, bytes] = {}
         self.requests: list[str] = []
+        self.authorizations: list[str | None] = []  # each request's Authorization header
+        self.redirect_to = ""  # where /redirect/<path> sends a client: <redirect_to>/<path>
         self.on_get = None
         server = self
 
@@ -60,9 +67,16 @@ class _Server:
 
             def do_GET(self) -> None:  # noqa: N802 - http.server's name
                 server.requests.append(self.path)
+                server.authorizations.append(self.headers.get("Authorization"))
                 if server.on_get is not None:
                     server.on_get(self.path)
                 mode, _, rest = self.path.lstrip("/").partition("/")
+                if mode == "redirect":  # to the same path on another server
+                    self.send_response(302)
+                    self.send_header("Location", f"{server.redirect_to}/{rest}")
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
                 modes = ("huge", "nolength", "half", "endless", "chunked", "chunkcut", "portal", "sniff", "trickle")
                 path = f"/{rest}" if mode in modes else self.path
                 body = server.files.get(path)
@@ -355,7 +369,7 @@ def _place(root: Path, relative: str, text: str) -> Path:
 
 
 def test_a_file_that_differs_from_its_pin_is_named_at_load_time_and_in_the_provenance(root, monkeypatch):
-    monkeypatch.setattr("workbench.data.loaders._WARNED", set())
+    monkeypatch.setattr("workbench.data.root_files._WARNED", set())
     dev = _place(root, "qbqtc/dev.json", _qbqtc_lines(200))  # not the release's dev.json
     with pytest.warns(UserWarning, match=re.escape(f"{dev}: DIFFERS from the pinned sha256")) as caught:
         splits = load_splits({"source": "qbqtc"})
@@ -364,7 +378,7 @@ def test_a_file_that_differs_from_its_pin_is_named_at_load_time_and_in_the_prove
 
 
 def test_an_unpinned_file_changed_since_its_fetch_is_named_at_load_time(root, monkeypatch):
-    monkeypatch.setattr("workbench.data.loaders._WARNED", set())
+    monkeypatch.setattr("workbench.data.root_files._WARNED", set())
     _place(root, "qbqtc/dev.json", _qbqtc_lines(200))
     train = _place(root, "qbqtc/train.json", _qbqtc_lines(80, 300))
     record = {"qbqtc/train.json": {"url": "u", "sha256": "0" * 64, "size": 1, "fetched": "2026-01-01T00:00:00Z"}}
@@ -375,7 +389,7 @@ def test_an_unpinned_file_changed_since_its_fetch_is_named_at_load_time(root, mo
 
 
 def test_a_corpus_file_that_is_not_the_release_s_is_named_too(root, monkeypatch):
-    monkeypatch.setattr("workbench.data.loaders._WARNED", set())
+    monkeypatch.setattr("workbench.data.root_files._WARNED", set())
     news = root / "corpus" / "xwlb_news.txt.gz"
     news.parent.mkdir(parents=True)
     news.write_bytes(gzip.compress("第一句。\n".encode()))
@@ -384,6 +398,59 @@ def test_a_corpus_file_that_is_not_the_release_s_is_named_too(root, monkeypatch)
     )
     with pytest.warns(UserWarning, match=re.escape(f"{news}: CHANGED since it was fetched")):
         load_texts({"source": "corpus"})
+
+
+CILIN_LINES = "Aa01A01= 美丽 漂亮 好看\nAa01A02= 高兴 开心\n"
+
+
+def test_a_lexicon_of_the_root_that_differs_from_its_pin_is_named_as_a_data_set_s_file_is(root, monkeypatch):
+    monkeypatch.setattr("workbench.data.root_files._WARNED", set())
+    cilin = _place(root, "cilin/cilin_ex.txt", CILIN_LINES)  # not the release's cilin_ex.txt
+    with pytest.warns(UserWarning, match=re.escape(f"{cilin}: DIFFERS from the pinned sha256")) as caught:
+        table = SynonymTable.from_path("$WORKBENCH_DATA/cilin/cilin_ex.txt")
+    assert table.are_synonyms("美丽", "漂亮")  # read all the same, as a data set's file is
+    assert any("data fetch cilin" in str(warning.message) for warning in caught)
+    monkeypatch.setattr("workbench.data.root_files._WARNED", set())
+    with pytest.warns(UserWarning, match=re.escape(f"{cilin}: DIFFERS")):
+        SynonymTable.from_path(str(cilin))  # the same file by its own path
+
+
+def test_a_lexicon_that_is_the_release_s_or_not_in_the_root_reads_without_a_warning(root, monkeypatch, tmp_path):
+    monkeypatch.setattr("workbench.data.root_files._WARNED", set())
+    cilin = _place(root, "cilin/cilin_ex.txt", CILIN_LINES)
+    pinned = dataclasses.replace(RELEASES["cilin"].files[0], sha256=_sha(cilin.read_bytes()))
+    monkeypatch.setitem(RELEASES, "cilin", dataclasses.replace(RELEASES["cilin"], files=(pinned,)))
+    own = _place(tmp_path / "mine", "cilin_ex.txt", CILIN_LINES + "Ba01A01= 汽车 轿车\n")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert len(SynonymTable.from_path("$WORKBENCH_DATA/cilin/cilin_ex.txt")) == 2
+        assert len(SynonymTable.from_path(own)) == 3
+
+
+def test_an_unpinned_lexicon_changed_since_its_fetch_is_named(root, monkeypatch):
+    monkeypatch.setattr("workbench.data.root_files._WARNED", set())
+    synsets = _place(root, "wordnet/synsets.tsv", "oewn-1-n\tn\tcar\tauto\n")
+    record = {"wordnet/synsets.tsv": {"sources": ["u"], "sha256": "0" * 64, "size": 1, "fetched": "x"}}
+    (root / FETCH_RECORD).write_text(json.dumps(record), encoding="utf-8")
+    with pytest.warns(UserWarning, match=re.escape(f"{synsets}: CHANGED since it was fetched")):
+        assert SynonymTable.from_path("$WORKBENCH_DATA/wordnet/synsets.tsv").are_synonyms("car", "auto")
+
+
+@pytest.mark.parametrize("train_present", [True, False], ids=["its training file", "the file train is cut from"])
+def test_a_named_data_set_of_one_class_is_refused_as_a_table_of_one_class_is(root, monkeypatch, train_present):
+    # one rule for both paths (split_files.check_training_file): a data set of the root was read with a warning only
+    monkeypatch.setattr("workbench.data.root_files._WARNED", set())
+    one_class = "".join(f"good {i}\t1\n" for i in range(40))
+    source = _place(root, "chnsenticorp/train.txt" if train_present else "chnsenticorp/dev.txt", one_class)
+    if train_present:
+        _place(root, "chnsenticorp/dev.txt", "bad\t0\nfine\t1\n")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the files differ from their pins: warned, and not what this test asks
+        with pytest.raises(ValueError, match=rf"^data\.source: '{source}' holds one class, 'positive', on every line"):
+            load_splits({"source": "chnsenticorp", "split": [0.8, 0.2, 0]})
+    table = _place(root.parent, "own/train.tsv", "text\tlabel\n" + one_class)
+    with pytest.raises(ValueError, match=rf"^data\.path: '{table}' holds one class, '1', on every line"):
+        load_splits({"source": "table", "path": str(table), "text": "text", "label": "label"})
 
 
 # ----------------------------------------------------------------------------- item 7: archives and TNEWS labels
@@ -434,7 +501,7 @@ def test_a_class_of_labels_json_without_a_training_example_is_refused(root):
 
 
 def test_tnews_labels_that_agree_with_the_data_load(root, monkeypatch):
-    monkeypatch.setattr("workbench.data.loaders._WARNED", set())
+    monkeypatch.setattr("workbench.data.root_files._WARNED", set())
     _tnews(
         root,
         [{"label": "100", "label_desc": "news_story"}, {"label": "101", "label_desc": "news_culture"}],
@@ -451,7 +518,7 @@ def test_tnews_labels_that_agree_with_the_data_load(root, monkeypatch):
 
 
 def test_a_trickling_server_is_stopped_by_the_minimum_rate(root, server, monkeypatch, capsys):
-    monkeypatch.setattr(fetching, "RATE_WINDOW_S", 0.4)  # 1,000 bytes a second over 0.4 s; the server sends 20
+    monkeypatch.setattr(downloading, "RATE_WINDOW_S", 0.4)  # 1,000 bytes a second over 0.4 s; the server sends 20
     _toy(monkeypatch, server, "/trickle")
     line = _fetch_error(capsys, "toy")
     assert "slower than 1000 bytes a second" in line and f"{server.url}/trickle/toy/train.json" in line
@@ -506,7 +573,7 @@ def test_data_list_says_unreadable_instead_of_a_traceback(root, toy, monkeypatch
     def unreadable(path: Path) -> str:
         raise PermissionError(13, "Permission denied")
 
-    monkeypatch.setattr("workbench.data.releases.sha256_of", unreadable)
+    monkeypatch.setattr("workbench.data.root_files.sha256_of", unreadable)
     assert main(["data", "list"]) == 0
     out = capsys.readouterr().out
     assert re.search(r"toy/train.json .*unreadable \(Permission denied\)", out)
@@ -527,6 +594,76 @@ def test_a_local_folder_serves_as_a_mirror(root, toy, tmp_path, monkeypatch):
     monkeypatch.setenv(MIRROR_ENV, mirror.as_uri())
     fetch(["toy"], stream=io.StringIO())
     assert (root / "toy" / "train.json").read_bytes() == TRAIN
+
+
+# ----------------------------------------------------------------------------- a mirror's credentials
+
+SECRET = "s3cr3t-T0KEN"
+
+
+def _refused_port() -> int:
+    """A port of 127.0.0.1 that nothing listens on (bound, then released)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def test_a_mirror_s_credentials_are_sent_to_it_and_written_nowhere(root, toy, server, monkeypatch, capsys):
+    host = server.url.removeprefix("http://")
+    monkeypatch.setenv(MIRROR_ENV, f"http://reader:{SECRET}@{host}")
+    lines = fetch(["toy"], stream=io.StringIO())
+    assert (root / "toy" / "train.json").read_bytes() == TRAIN
+    expected = "Basic " + base64.b64encode(f"reader:{SECRET}".encode()).decode()
+    assert server.authorizations == [expected, expected]  # HTTP basic authentication, to the mirror
+    record = (root / FETCH_RECORD).read_text(encoding="utf-8")
+    assert main(["data", "list"]) == 0
+    listed = capsys.readouterr().out
+    for text in (*lines, record, listed):
+        assert SECRET not in text and "reader" not in text
+    assert f"http://<CREDENTIALS>@{host}/toy/train.json" in " ".join(lines)
+    assert read_record(root)["toy/dev.json"]["url"] == f"http://<CREDENTIALS>@{host}/toy/dev.json"
+    assert f"mirror: http://<CREDENTIALS>@{host}" in listed
+
+
+def test_a_mirror_s_credentials_are_not_passed_to_a_host_it_redirects_to(root, toy, server, monkeypatch):
+    other = _Server()
+    try:
+        other.files.update(server.files)
+        server.redirect_to = other.url
+        monkeypatch.setenv(MIRROR_ENV, f"http://reader:{SECRET}@{server.url.removeprefix('http://')}/redirect")
+        fetch(["toy"], stream=io.StringIO())
+        assert (root / "toy" / "train.json").read_bytes() == TRAIN
+        assert all(value is not None for value in server.authorizations) and len(server.authorizations) == 2
+        assert other.authorizations == [None, None]  # the redirected requests carry no credentials
+    finally:
+        other.close()
+
+
+@pytest.mark.parametrize("where", ["missing", "refused", "query"])
+def test_a_failed_download_names_the_host_and_the_file_but_no_secret(root, server, monkeypatch, capsys, where):
+    port = _refused_port() if where == "refused" else server.url.rsplit(":", 1)[1]
+    if where == "query":  # a release's own URL with a token in its query string, answered 404
+        file = ReleaseFile("toy/train.json", f"{server.url}/toy/train.json?token={SECRET}&x=1", size=10)
+        monkeypatch.setitem(RELEASES, "toy", Release("toy", "a toy", "https://example.org", "CC0", (file,)))
+    else:  # a mirror with a user and a password: the file is not on it, or nothing listens on its port
+        _toy(monkeypatch, server, name="toy")
+        server.files.clear()
+        monkeypatch.setenv(MIRROR_ENV, f"http://reader:{SECRET}@127.0.0.1:{port}/")
+    line = _fetch_error(capsys, "toy")
+    assert SECRET not in line and "reader" not in line
+    assert f"127.0.0.1:{port}/toy/train.json" in line
+    assert ("?token=<TOKEN>&x=1" if where == "query" else f"http://<CREDENTIALS>@127.0.0.1:{port}/") in line
+    assert ("Connection refused" if where == "refused" else "HTTP 404") in line
+    assert _files(root) == []
+    assert main(["data", "list"]) == 0
+    listed = capsys.readouterr().out
+    assert SECRET not in listed and f"127.0.0.1:{port}/toy/train.json" in listed
+
+
+def test_a_mirror_that_is_no_url_is_named_without_its_secret(root, toy, monkeypatch, capsys):
+    monkeypatch.setenv(MIRROR_ENV, f"ftp://reader:{SECRET}@mirror.example.org/data")
+    line = _fetch_error(capsys, "toy")
+    assert MIRROR_ENV in line and "ftp://<CREDENTIALS>@mirror.example.org/data" in line and SECRET not in line
 
 
 # ----------------------------------------------------------------------------- item 16: the data root
@@ -756,12 +893,12 @@ def test_every_url_points_at_a_commit_or_a_tag_and_data_list_says_which(root, ca
 
 
 def test_the_sources_of_the_config_and_the_loaders_derive_from_the_releases():
-    from workbench.data import loaders
+    from workbench.data import loading
 
     labelled, corpora = releases_where("labelled"), releases_where("texts")
     assert labelled == ("qbqtc", "tnews", "chnsenticorp", "lcqmc") and corpora == ("corpus",)
     assert set(labelled) <= set(DATA_SOURCES) and set(corpora) <= set(DATA_SOURCES)
-    assert set(labelled) <= set(loaders.LABELLED_SOURCES) and not set(corpora) & set(loaders.LABELLED_SOURCES)
+    assert set(labelled) <= set(loading.LABELLED_SOURCES) and not set(corpora) & set(loading.LABELLED_SOURCES)
     assert {name for name in ORDINAL_SOURCES if name in RELEASES} == {n for n, item in RELEASES.items() if item.ordinal}
     assert not {"cilin", "vocab", "wordnet"} & set(DATA_SOURCES)  # lexicons and vocabularies are no data sources
 

@@ -9,7 +9,7 @@ import pytest
 from workbench.config import LossSpec, load_config
 from workbench.data import sample_sentence_splits
 from workbench.evidence import check_record, record
-from workbench.runs.results_page import notebook_section
+from workbench.runs.page_section import notebook_section
 from workbench.train import fixed_hyperparameters, loss_hyperparameters
 
 TRAINING = {"learning_rate": 0.02, "num_train_epochs": 5, "per_device_train_batch_size": 64, "weight_decay": 0.0}

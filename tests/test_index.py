@@ -18,7 +18,8 @@ import pytest
 
 from workbench.runs.assets import ensure_assets
 from workbench.runs.execute import Outcome
-from workbench.runs.plan import Execution, cell_slug
+from workbench.runs.options import cell_slug
+from workbench.runs.plan import Execution
 from workbench.runs.report import START_HERE, notebook_title, write_report
 from workbench.viz import figures
 

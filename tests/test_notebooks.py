@@ -325,7 +325,8 @@ def test_the_run_commands_the_notebooks_give_plan_as_written_on_a_set_where_mode
     import shlex
 
     from workbench.__main__ import build_parser
-    from workbench.runs.plan import parse_sweep, select_notebooks
+    from workbench.runs.options import parse_sweep
+    from workbench.runs.params_sets import select_notebooks
 
     commands = [
         " ".join(span.split())

@@ -16,7 +16,8 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_outp
 
 from workbench.runs.execute import Outcome
 from workbench.runs.export import export_notebook
-from workbench.runs.plan import Execution, cell_slug
+from workbench.runs.options import cell_slug
+from workbench.runs.plan import Execution
 from workbench.runs.report import write_report
 from workbench.viz import figures
 from workbench.viz.figures import PageLoadsPlotlyRenderer

@@ -17,7 +17,7 @@ import torch
 from test_train_runs import tiny_config
 
 from workbench.data.fetch import FetchError
-from workbench.data.releases import MissingDataError
+from workbench.data.root_files import MissingDataError
 
 FIXTURES = Path(__file__).parent / "fixtures" / "notebooks"
 GROUPS = ("losses", "data", "trainer", "runner", "masking", "widgets")
@@ -131,7 +131,7 @@ def _collator(kind: str, **params: Any) -> Any:
 
 
 def _params_file(tmp_path: Path, data: str | bytes) -> Any:
-    from workbench.runs.plan import load_params
+    from workbench.runs.params_sets import load_params
 
     (tmp_path / "default").mkdir()
     _write(tmp_path / "default" / "01_x.yaml", data)
@@ -147,13 +147,13 @@ def _plan(tmp_path: Path, params: str = "", sweep: dict | None = None) -> Any:
 
 
 def _sweep(*specs: str) -> Any:
-    from workbench.runs.plan import parse_sweep
+    from workbench.runs.options import parse_sweep
 
     return parse_sweep(specs)
 
 
 def _seeds(text: str) -> Any:
-    from workbench.runs.plan import parse_seeds
+    from workbench.runs.options import parse_seeds
 
     return parse_seeds(text)
 

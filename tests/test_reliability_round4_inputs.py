@@ -26,7 +26,9 @@ from workbench.decisions import DecisionRule, tune_offsets, tune_rule, tune_thre
 from workbench.metrics import compute_score
 from workbench.metrics_file import write_json, write_metrics
 from workbench.redaction import is_secret, redact, scrub, secret_texts, shown
-from workbench.runs.plan import notebook_parameters, parse_seeds, parse_sweep, plan_executions
+from workbench.runs.notebook_cells import notebook_parameters
+from workbench.runs.options import parse_seeds, parse_sweep
+from workbench.runs.plan import plan_executions
 from workbench.runs.results import RESULTS_FILE, RUN_FILE, results_html, write_results
 from workbench.train.__main__ import main as train_main
 from workbench.yaml_files import parse_override
@@ -94,6 +96,8 @@ SECRET_KEYS = [
     # round 3's and their neighbours
     *("hub_token", "token", "AWS_SECRET_ACCESS_KEY", "apikey", "client_secret", "db_password", "hftoken"),
     *("use_auth_token", "X-Auth-Token", "refresh_token", "credentials", "ssh_key", "Authorization"),
+    # a signed URL's query (S3, Azure SAS)
+    *("X-Amz-Signature", "X-Amz-Security-Token", "sig", "Signature"),
 ]
 NOT_SECRET_KEYS = [
     *("tokenizer", "max_tokens", "num_tokens", "n_tokens", "key_column", "tokens", "keys", "pad_token"),

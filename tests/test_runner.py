@@ -20,17 +20,9 @@ from workbench.metrics_file import metric_statistics, read_metrics, write_json, 
 from workbench.runs import run
 from workbench.runs.assets import inline_plotly_js
 from workbench.runs.execute import ensure_kernel, new_run_dir
-from workbench.runs.plan import (
-    MAX_SLUG,
-    cell_slug,
-    check_paths,
-    load_params,
-    parse_assignments,
-    parse_seeds,
-    parse_sweep,
-    plan_executions,
-    select_notebooks,
-)
+from workbench.runs.options import MAX_SLUG, cell_slug, parse_assignments, parse_seeds, parse_sweep
+from workbench.runs.params_sets import load_params, select_notebooks
+from workbench.runs.plan import check_paths, plan_executions
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = Path(__file__).parent / "fixtures" / "notebooks"
@@ -859,7 +851,7 @@ def test_a_parameters_cell_that_fails_names_the_notebook_before_any_kernel(tmp_p
 
 
 def test_a_default_json_cannot_hold_is_recorded_as_its_repr(tmp_path):
-    from workbench.runs.plan import notebook_defaults
+    from workbench.runs.notebook_cells import notebook_defaults
 
     notebook = _write_notebook(tmp_path / "odd.ipynb", "seeds = [0]\nletters = {'a'}\noutput_dir = None")
     assert notebook_defaults(notebook, ["seeds", "letters", "output_dir"]) == {"seeds": [0], "letters": "{'a'}"}
@@ -1181,9 +1173,22 @@ def test_the_walkthroughs_own_rules_refuse_a_sweep_before_any_kernel_starts(tmp_
     assert not (tmp_path / "o").exists()
 
 
+@pytest.mark.parametrize("sweep", ["embedding={k: 10, source: corpus}", "extra_lexicons={embedding: x.txt}"])
+def test_notebook_03s_synonym_sources_are_checked_before_any_pre_training(tmp_path, capsys, sweep):
+    # a missing embedding key was a KeyError after every pre-training run, a typo silently ignored
+    folders = ["--notebooks-dir", str(ROOT / "notebooks"), "--params-dir", str(ROOT / "params")]
+    argv = ["run", "--params-set", "smoke", "--only", "03", "--sweep", sweep, "--outputs-dir", str(tmp_path / "o")]
+    assert main([*argv, *folders]) == 2
+    error = capsys.readouterr().err
+    parameter = sweep.split("=")[0]
+    names = f"error: --sweep {sweep}: notebook 03_true_negatives.ipynb: {parameter}: "
+    assert error.startswith(names) and error.count("\n") == 1, error
+    assert not (tmp_path / "o").exists()
+
+
 @pytest.mark.parametrize("notebook", sorted((ROOT / "notebooks").glob("*.ipynb")), ids=lambda path: path.stem)
 def test_every_notebook_checks_its_parameters_in_a_checks_cell_right_after_its_parameters(notebook):
-    from workbench.runs.plan import CHECKS_TAG, notebook_rules
+    from workbench.runs.notebook_cells import CHECKS_TAG, notebook_rules
 
     cells = nbformat.read(notebook, as_version=4).cells
     tagged = [index for index, cell in enumerate(cells) if CHECKS_TAG in cell.metadata.get("tags", [])]

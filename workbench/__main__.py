@@ -11,7 +11,7 @@ from typing import Any
 
 from workbench.command_line import error_message
 from workbench.data_root import settle_data_root
-from workbench.runs.plan import describe_sets
+from workbench.runs.params_sets import describe_sets
 
 PARAMS_DIR, NOTEBOOKS_DIR = "params", "notebooks"  # the defaults of --params-dir and --notebooks-dir
 SWEEP_EXAMPLE = "table8_losses=[CE,DSC],[CE,FL]"  # notebook 01's parameter: --help's example of a list-valued sweep

@@ -8,11 +8,11 @@ every message it prints.
 
 * one of its words is a credential word (:data:`CREDENTIAL_WORDS`: ``password``, ``passphrase``, ``pwd``, ``secret``,
   ``credentials``, ``authorization``, ``auth``, ``bearer``, ``apikey``, ...), or
-* its last word is a credential noun (:data:`CREDENTIAL_NOUNS`: ``token(s)``, ``key(s)``, ``pat``; a token glued
-  to its qualifier too, ``hftoken``), unless the word before it says the noun is a text's token or a data key
-  (:data:`NOT_CREDENTIAL_QUALIFIERS`: ``pad_token``, ``max_tokens``, ``num_tokens``, ``text_key``, ...); alone, the
-  singular is a secret (``token``, transformers' rule) and the plural is not (``tokens``: a text's, ``keys``: a
-  mapping's).
+* its last word is a credential noun (:data:`CREDENTIAL_NOUNS`: ``token(s)``, ``key(s)``, ``pat``, ``signature(s)``,
+  ``sig``; a token glued to its qualifier too, ``hftoken``), unless the word before it says the noun is a text's
+  token or a data key (:data:`NOT_CREDENTIAL_QUALIFIERS`: ``pad_token``, ``max_tokens``, ``num_tokens``,
+  ``text_key``, ...); alone, the singular is a secret (``token``, transformers' rule) and the plural is not
+  (``tokens``: a text's, ``keys``: a mapping's).
 
 So ``hub_token``, ``access_tokens``, ``api-key``, ``x-api-key``, ``private_key``, ``openai_key``, ``github_pat``,
 ``db_password`` are secrets; ``tokenizer``, ``max_tokens``, ``num_tokens``, ``pad_token``, ``key_column``,
@@ -23,7 +23,13 @@ mapping, a number), becomes its mark ``<HUB_TOKEN>`` (the key in capitals, as ``
 it); a value that holds nothing (None, an empty string or collection, a bool) or is its mark already stays, and so
 does a number under a ``token`` name (a token is a text: ``has_token: 1.0`` is a measure; a number under
 ``password`` or ``api_key`` is hidden). A message
-shows a value given under a key through :func:`shown`. Imports nothing.
+shows a value given under a key through :func:`shown`.
+
+**A URL** is shown by :func:`shown_url`: its user information (``https://user:token@mirror/...``) becomes
+``<CREDENTIALS>`` and the value of each query parameter under a secret key (``?token=...``, ``&api_key=...``: the rule
+above) its mark; the scheme, host, path and the other parameters stay, so the message still names the server and the
+file. :func:`url_secrets` gives those texts for :func:`scrub`, for a message someone else wrote about the URL.
+Imports nothing of the workbench.
 """
 
 from __future__ import annotations
@@ -32,6 +38,7 @@ import numbers
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any
+from urllib.parse import unquote_plus, urlsplit
 
 CREDENTIAL_WORDS = frozenset(
     {
@@ -57,8 +64,9 @@ CREDENTIAL_WORDS = frozenset(
     }
 )
 """Words that make a key a secret wherever they stand in it."""
-CREDENTIAL_NOUNS = frozenset({"token", "tokens", "key", "keys", "pat"})
-"""Words that make a key a secret as its last word (``hub_token``, ``api_key``, ``github_pat``)."""
+CREDENTIAL_NOUNS = frozenset({"token", "tokens", "key", "keys", "pat", "signature", "signatures", "sig"})
+"""Words that make a key a secret as its last word (``hub_token``, ``api_key``, ``github_pat``, a signed URL's
+``X-Amz-Signature`` and ``sig``)."""
 NOT_CREDENTIAL_QUALIFIERS = frozenset(
     {
         # a tokenizer's special tokens and its vocabulary
@@ -186,3 +194,57 @@ def scrub(text: str, secrets: Iterable[str]) -> str:
     for secret in secrets:
         text = text.replace(secret, "<SECRET>")
     return text
+
+
+USER_INFO_MARK = "<CREDENTIALS>"
+"""What a URL shows in place of its user information (``user:password@``, ``token@``)."""
+
+
+def _user_info(url: str) -> str | None:
+    """The user information of ``url`` (``user:password`` of ``https://user:password@host/``), None when it has
+    none."""
+    netloc = urlsplit(url).netloc if "://" in url else ""
+    user_info, at, _ = netloc.rpartition("@")
+    return user_info if at else None
+
+
+def _query_parameters(url: str) -> list[tuple[str, str]]:
+    """``(key, value)`` of each parameter of the query of ``url`` as written (``&`` or ``;`` between them)."""
+    query = urlsplit(url).query
+    pairs = (part.partition("=") for part in re.split(r"[&;]", query) if part)
+    return [(key, value) for key, _, value in pairs]
+
+
+def shown_url(url: str) -> str:
+    """``url`` as a message or a written record shows it: its user information as :data:`USER_INFO_MARK`, the value
+    of each query parameter under a secret key (:func:`is_secret` of the key) as the key's mark
+    (``?token=<TOKEN>``); everything else as written. A text that is no URL comes back as it is."""
+    url = str(url)
+    user_info = _user_info(url)
+    if user_info is not None:
+        scheme, _, rest = url.partition("://")
+        url = f"{scheme}://{USER_INFO_MARK}@{rest.removeprefix(user_info + '@')}"
+    base, question, query_and_fragment = url.partition("?")
+    if not question:
+        return url
+    query, hash_mark, fragment = query_and_fragment.partition("#")
+    parts = []
+    for part in re.split(r"([&;])", query):
+        key, equals, value = part.partition("=")
+        secret = equals and value and is_secret(unquote_plus(key))
+        parts.append(f"{key}={secret_mark(unquote_plus(key))}" if secret else part)
+    return f"{base}?{''.join(parts)}{hash_mark}{fragment}"
+
+
+def url_secrets(url: str) -> list[str]:
+    """The secret texts of ``url``, longest first, as written and percent-decoded: its user information, its password
+    (or the user alone, a token, when no password follows it) and each value of a query parameter under a secret key;
+    for :func:`scrub`."""
+    texts: set[str] = set()
+    user_info = _user_info(str(url))
+    if user_info:
+        user, colon, password = user_info.partition(":")
+        texts |= {user_info, password} if colon else {user_info}
+    texts |= {value for key, value in _query_parameters(str(url)) if value and is_secret(unquote_plus(key))}
+    texts |= {unquote_plus(text) for text in texts}
+    return sorted((text for text in texts if text), key=len, reverse=True)

@@ -22,6 +22,7 @@ import pandas as pd
 import torch
 
 from workbench.checks import check_int, check_number
+from workbench.data.root_files import check_root_file
 from workbench.data_root import expand_data_root
 from workbench.text_files import read_lines
 
@@ -146,11 +147,15 @@ class SynonymTable:
 
         Returns:
             The :class:`SynonymTable`; None gives the shipped tiny table (:meth:`default`). A file of no group of
-            two or more words (HC would be plain MLM) is a ValueError naming it.
+            two or more words (HC would be plain MLM) is a ValueError naming it. A lexicon of the data root
+            (``cilin/cilin_ex.txt``, ``wordnet/synsets.tsv``) is checked as a data set's file is: one that differs
+            from its pinned sha256 (or changed since its fetch) gets a warning naming it
+            (``workbench.data.root_files.check_root_file``).
         """
         if path is None:
             return cls.default()
         path = expand_data_root(str(path))
+        check_root_file(path, instead="name a lexicon file of your own")
         table = cls.from_wordnet_tsv(path) if str(path).removesuffix(".gz").endswith(".tsv") else cls.from_cilin(path)
         if not table.groups:
             raise ValueError(f"lexicon: {str(path)!r} holds no synonym group of two or more words")

@@ -2,11 +2,12 @@
 
 :func:`fetch` gets each missing file of a release: downloaded from its public URL (``$WORKBENCH_DATA_MIRROR``, when
 set, replaces it: ``<mirror>/<path under the root>``), taken from the release's zip archive, or built from public
-sources (:mod:`workbench.data.builds`). Each download is bounded (:data:`~workbench.data.releases.BOUND_FACTOR` times
-the size its entry records: a longer announced length is refused at once, a longer transfer stopped), must keep a
-minimum rate (:data:`MIN_RATE_BYTES_S`), and is refused when the server answers with an HTML page (a captive portal)
-or gives no way to tell a whole transfer from one cut short. A file's sha256 is checked against the pinned one (a file
-without a pin: against the hash its first fetch recorded in ``<root>/fetched.json``, or recorded there).
+sources (:mod:`workbench.data.builds`). Each download (:mod:`workbench.data.download`) is bounded
+(:data:`~workbench.data.releases.BOUND_FACTOR` times the size its entry records: a longer announced length is refused
+at once, a longer transfer stopped), must keep a minimum rate, and is refused when the server answers with an HTML page
+(a captive portal) or gives no way to tell a whole transfer from one cut short. A file's sha256 is checked against the
+pinned one (a file without a pin: against the hash its first fetch recorded in ``<root>/fetched.json``, or recorded
+there).
 
 A data set is placed whole or not at all: its files are written to temporary ``.part`` files beside their places and
 renamed into place, and recorded, only when every one of them succeeded; a failed fetch leaves nothing, and a later
@@ -18,19 +19,21 @@ umask gives (a root shared by a class stays readable).
 
 :func:`list_releases` tells, for every file, whether it is present and whether its checksum holds, and where it
 comes from (the commit or tag of its URL).
+
+Every URL a message, a line or ``fetched.json`` names is shown by :func:`workbench.redaction.shown_url`: a mirror's
+user information (``https://user:token@mirror/``) as ``<CREDENTIALS>``, a secret query parameter (``?token=``) as its
+mark; the host and the file stay named. A mirror's user information is sent as HTTP basic authentication, to the
+mirror's host alone (not to a host it redirects to).
 """
 
 from __future__ import annotations
 
 import hashlib
-import http.client
 import json
 import os
 import secrets
 import sys
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterable
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
@@ -38,62 +41,20 @@ from pathlib import Path
 from typing import IO, Any
 
 import filelock
-from tqdm.auto import tqdm
 
 from workbench.data.builds import RECIPES, ArchiveError, find_member, member_blocks, open_zip
-from workbench.data.releases import (
-    FETCH_RECORD,
-    RELEASES,
-    SUSPECT_STATUSES,
-    Release,
-    ReleaseFile,
-    file_status,
-    read_record,
-    release,
-    sha256_of,
-)
+from workbench.data.download import MIRROR_ENV, FetchError, mirror, mirror_url, stream, url_name, without_secrets
+from workbench.data.releases import RELEASES, Release, ReleaseFile, release
+from workbench.data.root_files import FETCH_RECORD, SUSPECT_STATUSES, file_status, read_record, sha256_of
 from workbench.data_root import DATA_ROOT_ENV, check_data_root, data_root, where_root_is_set
+from workbench.redaction import shown_url
 
 __all__ = ["FETCH_RECORD", "FetchError", "fetch", "file_status", "list_releases", "read_record", "sha256_of"]
 
-MIRROR_ENV = "WORKBENCH_DATA_MIRROR"
-"""The environment variable whose URL replaces the releases' own: a file is fetched from ``<mirror>/<path>``."""
-MIRROR_SCHEMES = ("http://", "https://", "file://")
 LOCK_FILE = ".fetch.lock"
 """The lock two fetches into one root take turns on (an empty file in the root)."""
 PART_SUFFIX = ".part"
 """The suffix of a file being written (``.<name>.<random>.part``); one left behind is a killed fetch's."""
-TIMEOUT_S = 60
-"""Seconds a connection may wait for the server (to connect, or for the next bytes) before the fetch fails."""
-MIN_RATE_BYTES_S = 1_000
-"""The slowest a download may go, in bytes a second, measured over each :data:`RATE_WINDOW_S` seconds."""
-RATE_WINDOW_S = 60
-CHUNK_BYTES = 1 << 16
-_HTML_STARTS = (b"<!doctype html", b"<html")
-
-
-class FetchError(ValueError):
-    """A download that did not give the release's file; the message names the URL and the manual step."""
-
-
-def mirror() -> str | None:
-    """``$WORKBENCH_DATA_MIRROR`` when set; FetchError naming it when it is not a URL (http, https or file)."""
-    value = os.environ.get(MIRROR_ENV)
-    if value and not value.startswith(MIRROR_SCHEMES):
-        raise FetchError(
-            f"${MIRROR_ENV}: must be a URL beginning with {', '.join(MIRROR_SCHEMES)} (a local copy: "
-            f"file:///path/to/mirror), got {value!r}"
-        )
-    return value or None
-
-
-def mirror_url(file: ReleaseFile) -> str | None:
-    """The URL ``file`` is fetched from: ``<$WORKBENCH_DATA_MIRROR>/<path>`` when the mirror is set (a built file too:
-    the mirror holds the result), else its own URL (None for a file built or placed by hand)."""
-    base = mirror()
-    if base and (file.url is not None or file.build is not None):
-        return f"{base.rstrip('/')}/{file.path}"
-    return file.url
 
 
 def stale_parts(root: Path) -> list[Path]:
@@ -104,6 +65,11 @@ def stale_parts(root: Path) -> list[Path]:
         with suppress(OSError):  # a folder that cannot be read holds none we could remove
             found += folder.glob(f".*{PART_SUFFIX}") if folder.is_dir() else []
     return sorted(found)
+
+
+def _urls(file: ReleaseFile) -> list[str]:
+    """Every URL of ``file``'s entry: its own, or its build's sources."""
+    return [file.url] if file.url is not None else [source.url for source in file.build.sources] if file.build else []
 
 
 def _size(size: int | None) -> str:
@@ -125,15 +91,17 @@ def list_releases(root: Path | None = None) -> str:
         record = {}
         lines.append(f"record: {error}")
     if os.environ.get(MIRROR_ENV):
-        lines.append(f"mirror: {os.environ[MIRROR_ENV]} (${MIRROR_ENV}: each file is fetched from <mirror>/<path>)")
+        shown = shown_url(os.environ[MIRROR_ENV])
+        lines.append(f"mirror: {shown} (${MIRROR_ENV}: each file is fetched from <mirror>/<path>)")
     for item in RELEASES.values():
         lines += ["", f"{item.name}: {item.description}", f"  licence: {item.licence}", f"  source: {item.homepage}"]
         for file in item.files:
             status = file_status(file, root, record)
-            origin = f"{mirror_url(file)} (mirror)" if os.environ.get(MIRROR_ENV) and mirror_url(file) else None
-            lines.append(
-                f"  {file.path:<36} {_size(status['size']):>9}  {status['status']:<34} {origin or file.origin()}"
+            origin = (
+                f"{shown_url(mirror_url(file))} (mirror)" if os.environ.get(MIRROR_ENV) and mirror_url(file) else None
             )
+            own = without_secrets(file.origin(), _urls(file))
+            lines.append(f"  {file.path:<36} {_size(status['size']):>9}  {status['status']:<34} {origin or own}")
         lines.append(f"  fetch: {item.fetch_command}")
     stale = stale_parts(root)
     if stale:
@@ -142,7 +110,7 @@ def list_releases(root: Path | None = None) -> str:
     return "\n".join(lines)
 
 
-# ----------------------------------------------------------------------------- one download
+# ----------------------------------------------------------------------------- a temporary file
 
 
 def _temporary(folder: Path, name: str) -> tuple[IO[bytes], Path]:
@@ -154,73 +122,6 @@ def _temporary(folder: Path, name: str) -> tuple[IO[bytes], Path]:
         except FileExistsError:
             continue
         return os.fdopen(handle, "wb"), path
-
-
-def _looks_like_html(first: bytes) -> bool:
-    return first.lstrip(b"\xef\xbb\xbf \t\r\n").lower().startswith(_HTML_STARTS)
-
-
-def _stream(url: str, out: IO[bytes], label: str, max_bytes: int, pinned: bool) -> tuple[str, int]:
-    """Copy ``url`` into ``out`` with a progress bar: (sha256, bytes). FetchError (without the manual step) when the
-    server cannot be reached or answers with an error or an HTML page, announces or sends more than ``max_bytes``,
-    stops answering for TIMEOUT_S, goes slower than MIN_RATE_BYTES_S, sends less than it announced, or (for a file
-    whose sha256 is not ``pinned``) does not say how long the file is, so that a transfer cut short would pass."""
-    digest = hashlib.sha256()
-    received = 0
-    expected = None
-    try:
-        request = urllib.request.Request(url, headers={"User-Agent": "workbench-data-fetch"})
-        with urllib.request.urlopen(request, timeout=TIMEOUT_S) as response:
-            kind = response.headers.get("Content-Type", "")
-            if kind.split(";")[0].strip().lower() == "text/html" and not label.endswith((".html", ".htm")):
-                raise FetchError(
-                    "the server answered with an HTML page (Content-Type text/html), not the file: a captive portal "
-                    "or a login page? Open any web page in a browser first"
-                )
-            length = response.headers.get("Content-Length")
-            expected = int(length) if length and length.isdigit() else None
-            if expected is not None and expected > max_bytes:
-                raise FetchError(
-                    f"the server announces {expected} bytes, more than this file's bound of {max_bytes} (the release "
-                    "is far smaller): a wrong file or a wrong mirror; nothing was downloaded"
-                )
-            if expected is None and not getattr(response, "chunked", False) and not pinned:
-                raise FetchError(
-                    "the server does not say how long the file is (no Content-Length, no chunked encoding), so a "
-                    "transfer cut short could not be told from a whole one, and no sha256 is pinned to check it"
-                )
-            unit = {"unit": "B", "unit_scale": True, "unit_divisor": 1024}
-            window_start, window_bytes = time.monotonic(), 0
-            with tqdm(total=expected, desc=label, file=sys.stderr, leave=False, disable=None, **unit) as bar:
-                while block := response.read1(CHUNK_BYTES):
-                    if received == 0 and _looks_like_html(block) and not label.endswith((".html", ".htm")):
-                        raise FetchError("the server answered with an HTML page, not the file: a captive portal?")
-                    received += len(block)
-                    if received > max_bytes:
-                        raise FetchError(f"the transfer passed this file's bound of {max_bytes} bytes; stopped")
-                    out.write(block)
-                    digest.update(block)
-                    bar.update(len(block))
-                    window_bytes += len(block)
-                    elapsed = time.monotonic() - window_start
-                    if elapsed >= RATE_WINDOW_S:
-                        if window_bytes < MIN_RATE_BYTES_S * elapsed:
-                            raise FetchError(
-                                f"the server sent {window_bytes} bytes in {elapsed:.0f} s, slower than "
-                                f"{MIN_RATE_BYTES_S} bytes a second; stopped after {received} bytes"
-                            )
-                        window_start, window_bytes = time.monotonic(), 0
-    except urllib.error.HTTPError as error:
-        raise FetchError(f"HTTP {error.code} {error.reason}") from None
-    except urllib.error.URLError as error:  # offline, no such host, refused
-        raise FetchError(f"cannot reach it ({error.reason})") from None
-    except TimeoutError:
-        raise FetchError(f"no answer within {TIMEOUT_S} s after {received} bytes") from None
-    except (http.client.HTTPException, OSError) as error:  # a chunked transfer cut short, a reset, a full disk
-        raise FetchError(f"the transfer broke after {received} bytes ({type(error).__name__}: {error})") from None
-    if expected is not None and received != expected:
-        raise FetchError(f"the transfer stopped after {received} of {expected} bytes")
-    return digest.hexdigest(), received
 
 
 # ----------------------------------------------------------------------------- one data set, whole or not at all
@@ -267,7 +168,7 @@ class _Fetcher:
     def _download(self, url: str, folder: Path, label: str, max_bytes: int, pinned: bool) -> tuple[Path, str, int]:
         out, path = self._new_part(folder, Path(label).name)
         with out:
-            digest, size = _stream(url, out, label, max_bytes, pinned)
+            digest, size = stream(url, out, label, max_bytes, pinned)
         return path, digest, size
 
     def _archive(self, file: ReleaseFile, folder: Path) -> Path:
@@ -275,7 +176,7 @@ class _Fetcher:
             raise self.broken_archives[file.url]
         if file.url not in self.archives:
             try:
-                path = self._download(file.url, folder, Path(file.url).name, file.archive_max_bytes, False)[0]
+                path = self._download(file.url, folder, url_name(file.url), file.archive_max_bytes, False)[0]
             except FetchError as error:
                 self.broken_archives[file.url] = error
                 raise
@@ -297,10 +198,10 @@ class _Fetcher:
     def _build(self, file: ReleaseFile, folder: Path) -> tuple[Path, str, int]:
         sources = []
         for source in file.build.sources:
-            name = Path(source.url).name
+            name = url_name(source.url)
             path, digest, _ = self._download(source.url, folder, name, source.max_bytes, source.sha256 is not None)
             if source.sha256 is not None and digest != source.sha256:
-                raise FetchError(f"{source.url}: sha256 {digest} differs from the pinned {source.sha256}")
+                raise FetchError(f"{shown_url(source.url)}: sha256 {digest} differs from the pinned {source.sha256}")
             sources.append(path)
         out, path = self._new_part(folder, file.name)
         with out:
@@ -325,13 +226,15 @@ class _Fetcher:
             if expected is not None and digest != expected:
                 raise FetchError(f"sha256 {digest} differs from {origin} {expected}")
         except (FetchError, ArchiveError, ValueError) as error:
-            where = url or ", ".join(source.url for source in file.build.sources)
-            raise FetchError(f"{where}: {error}. By hand: {file.manual_step(self.root, url)}") from None
+            urls = [url] if url is not None else [source.url for source in file.build.sources]
+            where = ", ".join(shown_url(item) for item in urls)
+            message = f"{where}: {error}. By hand: {file.manual_step(self.root, url)}"
+            raise FetchError(without_secrets(message, urls)) from None
         checked = "sha256 verified" if file.sha256 else "sha256 as at its first fetch" if expected else None
         if url is None:  # built here
-            entry = {"sources": [source.url for source in file.build.sources]}
+            entry = {"sources": [shown_url(source.url) for source in file.build.sources]}
         else:
-            entry = {"url": url}
+            entry = {"url": shown_url(url)}
         return _Staged(file, partial, target, {**entry, "sha256": digest, "size": size}, checked)
 
     @staticmethod

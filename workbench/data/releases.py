@@ -14,30 +14,24 @@ file does not change under its checksum (:func:`url_pin` says which). ``python -
 ``data fetch`` downloads and builds them (:mod:`workbench.data.fetch`).
 
 This module imports nothing heavy (no ``datasets``), so that the config reads the names of the sources from it; a
-release's reader is the name of a function of :mod:`workbench.data.loaders`, imported when a file is read.
-:func:`present_files`, :class:`MissingDataError` and :func:`file_status` serve ``load_splits`` / ``load_texts`` for a
-data section without a path (docs/data.md).
+release's reader is the name of a function of :mod:`workbench.data.loaders`, imported when a file is read. What lies
+in the data root (which files are present, whether each is the release's) is :mod:`workbench.data.root_files`'.
 """
 
 from __future__ import annotations
 
-import hashlib
 import importlib
-import json
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from workbench.data_root import DATA_ROOT_ENV, check_data_root, data_root, where_root_is_set
+from workbench.data_root import data_root
 
 BOUND_FACTOR = 4
 """A download may be at most this many times the size its entry records (``size``): a mirror announcing or sending
 more is stopped, so a wrong or hostile server cannot fill the disk."""
-FETCH_RECORD = "fetched.json"
-"""The data root's record of fetched files: ``{path: {url or sources, sha256, size, fetched}}``."""
-CHUNK_BYTES = 1 << 16
 
 
 @dataclass(frozen=True)
@@ -403,10 +397,6 @@ def releases_where(flag: str) -> tuple[str, ...]:
     return tuple(name for name, item in RELEASES.items() if getattr(item, flag))
 
 
-class MissingDataError(ValueError):
-    """A data set's files are not under the data root; the message names them, the root and the fetch command."""
-
-
 def release(name: str) -> Release:
     """The :class:`Release` called ``name``; ValueError naming the known ones."""
     if name not in RELEASES:
@@ -429,78 +419,3 @@ def url_pin(url: str) -> str:
     if branch:
         return f"moving: branch {branch.group(1)}"
     return "a fixed object: no versions, its sha256 says which copy"
-
-
-def sha256_of(path: Path) -> str:
-    """The hex sha256 of the file at ``path``."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(CHUNK_BYTES), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
-def read_record(root: Path) -> dict[str, dict[str, Any]]:
-    """``<root>/fetched.json`` (empty when absent); ValueError naming it when it cannot be read or is not a JSON
-    mapping."""
-    path = root / FETCH_RECORD
-    if not path.is_file():
-        return {}
-    try:
-        record = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as error:
-        raise ValueError(f"{path}: cannot be read ({error.strerror or error})") from None
-    except (ValueError, UnicodeDecodeError) as error:
-        raise ValueError(f"{path}: not JSON ({error}); remove it (it only records fetched files' checksums)") from None
-    if not isinstance(record, dict):
-        raise ValueError(f"{path}: must be a JSON mapping of path -> record; remove it")
-    return record
-
-
-def file_status(file: ReleaseFile, root: Path, record: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
-    """``{path, present, size, sha256, status}`` of ``file`` under ``root``; ``status``: ``missing``, ``verified``
-    (the pinned sha256), ``DIFFERS from the pinned sha256``, ``as first fetched`` (no pin; the recorded hash),
-    ``CHANGED since it was fetched``, ``unverified: no pinned sha256`` (and not fetched), ``unreadable (<why>)`` or
-    ``a folder, not a file``."""
-    target = file.location(root)
-    absent = {"path": file.path, "present": False, "size": None, "sha256": None}
-    if target.is_dir():
-        return {**absent, "status": "a folder, not a file"}
-    if not target.is_file():
-        return {**absent, "status": "missing"}
-    try:
-        digest = sha256_of(target)
-    except OSError as error:
-        return {**absent, "present": True, "status": f"unreadable ({error.strerror or error})"}
-    recorded = record.get(file.path, {}).get("sha256")
-    if file.sha256 is not None:
-        status = "verified" if digest == file.sha256 else "DIFFERS from the pinned sha256"
-    elif recorded is not None:
-        status = "as first fetched" if digest == recorded else "CHANGED since it was fetched"
-    else:
-        status = "unverified: no pinned sha256"
-    return {"path": file.path, "present": True, "size": target.stat().st_size, "sha256": digest, "status": status}
-
-
-SUSPECT_STATUSES = ("DIFFERS", "CHANGED", "unreadable")
-"""The beginnings of a status that says a present file is not the release's (or cannot be read)."""
-
-
-def present_files(name: str, wanted: tuple[str, ...] | None = None, root: Path | None = None) -> dict[str, Path]:
-    """``{file name: path}`` of the release's files (or of ``wanted``) present under the root. None present:
-    :class:`MissingDataError` naming the missing files, the data root and the command that fetches them (or the manual
-    step of a file that cannot be fetched); a root that is a file or a link loop: ValueError naming it."""
-    item = release(name)
-    root = data_root() if root is None else root
-    check_data_root(root)
-    files = [item.file(wanted_name) for wanted_name in (wanted or [file.name for file in item.files])]
-    present = {file.name: file.location(root) for file in files if file.location(root).is_file()}
-    if not present:
-        manual = next((file.manual for file in files if file.manual is not None), None)
-        how = f"run `{item.fetch_command}`" + (f" (it says how to place them: {manual})" if manual else "")
-        raise MissingDataError(
-            f"{name}: none of {', '.join(str(file.location(root)) for file in files)} is in the data root {root} "
-            f"({where_root_is_set()}, else <user cache>/workbench/data); {how}, or set {DATA_ROOT_ENV} to the folder "
-            "that holds them"
-        )
-    return present

@@ -19,19 +19,9 @@ from typing import IO, Any
 from workbench.metrics_file import add_details, read_metrics, write_metrics
 from workbench.runs.assets import ensure_assets
 from workbench.runs.execute import Outcome, RunningKernels, ensure_kernel, execute, new_run_dir
-from workbench.runs.plan import (
-    PARAMS_SETS,
-    Execution,
-    check_devices,
-    check_paths,
-    params_folder,
-    parse_assignments,
-    parse_seeds,
-    parse_sweep,
-    plan_executions,
-    secret_environment,
-    select_notebooks,
-)
+from workbench.runs.options import parse_assignments, parse_seeds, parse_sweep
+from workbench.runs.params_sets import PARAMS_SETS, params_folder, select_notebooks
+from workbench.runs.plan import Execution, check_devices, check_paths, plan_executions, secret_environment
 from workbench.runs.progress import Progress
 from workbench.runs.results import finish_record, start_record, write_results
 from workbench.threads import default_threads, kernel_environment, usable_cores

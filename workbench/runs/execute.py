@@ -22,13 +22,9 @@ import yaml
 from workbench.metrics_file import read_metrics, record_parameters, write_atomically
 from workbench.redaction import redact, scrub, secret_texts
 from workbench.runs.export import export_html, readable_literal
-from workbench.runs.plan import (
-    _SLUG_UNSAFE,
-    INJECTED_PARAMETERS_TAG,
-    OUTPUT_DIR_PARAMETER,
-    Execution,
-    secret_environment,
-)
+from workbench.runs.notebook_cells import INJECTED_PARAMETERS_TAG, OUTPUT_DIR_PARAMETER
+from workbench.runs.options import SLUG_UNSAFE
+from workbench.runs.plan import Execution, secret_environment
 
 WORKBENCH_KERNEL = "workbench"
 
@@ -170,7 +166,7 @@ async def kill_kernels(managers: list[Any], timeout_s: float = 5.0) -> None:
 def new_run_dir(outputs_dir: str | Path, run_id: str | None = None) -> Path:
     """Create ``outputs/<run-id>`` (timestamp + short random suffix by default); never reuse a folder.
     A bad run id or a folder that cannot be created raises ValueError naming the option."""
-    if run_id is not None and (not run_id or _SLUG_UNSAFE.search(run_id) or run_id in {".", ".."} or len(run_id) > 200):
+    if run_id is not None and (not run_id or SLUG_UNSAFE.search(run_id) or run_id in {".", ".."} or len(run_id) > 200):
         raise ValueError(f"--run-id {run_id!r}: use up to 200 letters, digits and ._=+,- only")
     run_dir = Path(outputs_dir) / (run_id or f"{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(3)}")
     if run_dir.exists():

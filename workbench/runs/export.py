@@ -38,7 +38,7 @@ from workbench.runs.assets import (
     link_figures,
     run_dir_of,
 )
-from workbench.runs.plan import INJECTED_PARAMETERS_TAG, read_notebook
+from workbench.runs.notebook_cells import INJECTED_PARAMETERS_TAG, read_notebook
 from workbench.runs.sanitize import PLOTLY_MIME, clean_html, figure_from_html, figure_html
 
 SOLUTION_TAGS = ("solution", "solutions", "answer", "answers")  # cells left out of a --student page, in any case

@@ -2,44 +2,36 @@
 
 Parameters, later ones winning: ``<params-dir>/<set>/<stem>.yaml`` (a missing file: the notebook's
 defaults), one ``--sweep`` grid point, ``--seeds``, then ``output_dir`` and ``interactive = False``
-(set by the runner). Every name is checked against the notebook's ``parameters`` cell.
+(set by the runner). Every name is checked against the notebook's ``parameters`` cell
+(:mod:`workbench.runs.notebook_cells`), every value by the notebook's own rules (its ``checks`` cells), every path it
+names before any kernel starts. The options' values are read in :mod:`workbench.runs.options`, the params sets in
+:mod:`workbench.runs.params_sets`.
 """
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 import os
-import re
-import warnings
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from workbench.checks import MAX_SEED, check_seeds
-from workbench.config import read_yaml, read_yaml_file
-from workbench.metrics_file import to_jsonable
-from workbench.redaction import is_secret, secret_items
+from workbench.checks import check_seeds
+from workbench.redaction import secret_items
+from workbench.runs.notebook_cells import (
+    OUTPUT_DIR_PARAMETER,
+    notebook_defaults,
+    notebook_parameters,
+    notebook_rules,
+    run_parameters_cell,
+)
+from workbench.runs.options import cell_slug
+from workbench.runs.params_sets import load_params
 
-PARAMETERS_TAG = "parameters"
-CHECKS_TAG = "checks"  # a notebook's cells that check its parameters; the runner runs them before any kernel starts
-INJECTED_PARAMETERS_TAG = "injected-parameters"
-OUTPUT_DIR_PARAMETER = "output_dir"
 INTERACTIVE_PARAMETER = "interactive"
 SEEDS_PARAMETER = "seeds"
-PARAMS_SETS = ("default", "smoke", "gpu", "results")  # sets with a file per notebook; any folder of --params-dir too
-SET_PURPOSES = {  # what the sets the project ships are for (python -m workbench run --help lists every set present)
-    "default": "CPU, minutes: make run",
-    "smoke": "seconds: the tests'",
-    "gpu": "real data and an encoder, bf16",
-    "results": "each paper's claim on real data at CPU scale, 5 seeds: results.md",
-    "own": "your own_data.csv",
-    "class": "notebook 05 for a class, under a minute: --only 05",
-    "own_loss": "your own loss (Poly-1) beside notebook 05's, with evidence: --only 05",
-}
-MAX_SLUG = 96  # characters of a sweep point's folder name before its hash (file systems allow 255 bytes)
 # Keys of a parameter (at any depth of its mappings) whose text names a file or folder the notebook reads: "file" (a
 # data file, vocabulary or lexicon; a list or a name -> file mapping of them too) or "checkpoint" (a folder, or a hub
 # name). The runner checks them all before any kernel starts (check_paths).
@@ -56,13 +48,12 @@ PATH_KEYS = {
     "model_name_or_path": "checkpoint",
     "fusion_model": "checkpoint",
 }
-_SLUG_UNSAFE = re.compile(r"[^A-Za-z0-9._=+,-]")
 
 
 @dataclass(frozen=True)
 class Execution:
     """One notebook run: its parameters (without ``output_dir``: what papermill injects), its sweep point and folder
-    name, and the defaults of its parameters cell (:func:`notebook_defaults`)."""
+    name, and the defaults of its parameters cell (:func:`~workbench.runs.notebook_cells.notebook_defaults`)."""
 
     notebook: Path
     parameters: dict[str, Any]
@@ -79,173 +70,6 @@ class Execution:
         """Every parameter the notebook runs with, as the runner records it in its metrics.json: the parameters
         cell's defaults, then the injected values (``output_dir`` aside: the folder the record is in)."""
         return {**self.defaults, **self.parameters}
-
-
-def parse_sweep(specs: Iterable[str]) -> dict[str, list[Any]]:
-    """``["epsilon=0.1,0.2", "table8_losses=[CE,DSC],[FL]"]`` ->
-    ``{"epsilon": [0.1, 0.2], "table8_losses": [["CE", "DSC"], ["FL"]]}``: the values read as one YAML flow list. Empty
-    values, control characters and values equal after parsing (``0.1`` and ``0.10``) are refused."""
-    sweep: dict[str, list[Any]] = {}
-    for spec in specs:
-        key, _, values = (part.strip() for part in spec.partition("="))
-        if not key or not values:
-            raise ValueError(f"--sweep {spec!r}: expected key=v1,v2,... with at least one value")
-        if key in sweep:
-            raise ValueError(f"--sweep: parameter {key!r} given twice; list all its values in one key=v1,v2")
-        if is_secret(key):  # before its values are read: no message may quote them
-            raise ValueError(f"--sweep: a secret ({key}) is not swept; give it in the params file")
-        if not spec.isprintable() or values.endswith(","):  # a control character, a byte the terminal could not decode
-            raise ValueError(f"--sweep {key}: values must be printable and not empty, got {values!r}")
-        parsed = read_yaml(f"[{values}]", f"--sweep {key}")
-        for a, b in itertools.combinations(parsed, 2):
-            # equal after parsing: 0.1 and 0.10, NaN twice; but 1 and true are different values
-            if (a == b and isinstance(a, bool) == isinstance(b, bool)) or repr(a) == repr(b):
-                raise ValueError(f"--sweep {key}: the value {a!r} is given twice (equal after parsing)")
-        sweep[key] = parsed
-    return sweep
-
-
-def parse_seeds(text: str) -> list[int]:
-    """``"1,2,3"`` -> ``[1, 2, 3]``: distinct integers from 0 to ``workbench.checks.MAX_SEED`` (numpy's range)."""
-    try:
-        seeds = [int(part) for part in text.split(",")]
-    except ValueError:
-        raise ValueError(f"--seeds {text!r}: expected comma-separated integers, e.g. 1,2,3") from None
-    if any(not 0 <= seed <= MAX_SEED for seed in seeds):
-        raise ValueError(f"--seeds {text!r}: seeds must be integers from 0 to {MAX_SEED}")
-    if len(set(seeds)) != len(seeds):
-        raise ValueError(f"--seeds {text!r}: each seed may appear once")
-    return seeds
-
-
-def parse_assignments(specs: Iterable[str], option: str) -> dict[str, Any]:
-    """``["timeout_min=60", "slurm_partition=gpu"]`` -> ``{"timeout_min": 60, "slurm_partition": "gpu"}``, the
-    values read as YAML."""
-    assignments: dict[str, Any] = {}
-    for spec in specs:
-        key, sep, value = (part.strip() for part in spec.partition("="))
-        if not sep or not key or key in assignments:
-            raise ValueError(f"{option} {spec!r}: expected key=value, each key once")
-        assignments[key] = read_yaml(value, f"{option} {key}")
-    return assignments
-
-
-def _reads_back(value: Any) -> bool:
-    """True when the text of ``value`` reads back as a ``--sweep`` value as that same value and type
-    (the string ``'0.1'`` writes as ``0.1``, a float; ``1,b=2`` as two values)."""
-    try:
-        again = read_yaml(f"[{value}]", "a folder name")
-    except ValueError:
-        return False
-    return again == [value] and type(again[0]) is type(value)
-
-
-def cell_slug(point: dict[str, Any], hashed: bool = False) -> str:
-    """Folder name of a sweep point, ``epsilon=0.1,gamma=2`` (empty for no sweep), never shared by two points:
-    unsafe characters become ``_``, and when that changed the text, the text is over ``MAX_SLUG`` (it is cut),
-    a value does not read back (:func:`_reads_back`) or ``hashed`` is set, a hash of the typed point is appended."""
-    text = ",".join(f"{key}={value}" for key, value in point.items())
-    safe = _SLUG_UNSAFE.sub("_", text)
-    if hashed or safe != text or len(safe) > MAX_SLUG or not all(_reads_back(value) for value in point.values()):
-        safe = safe[:MAX_SLUG] + "-" + hashlib.sha1(repr(point).encode("utf-8", "backslashreplace")).hexdigest()[:8]
-    return safe
-
-
-def select_notebooks(notebooks_dir: str | Path, only: Sequence[str] | None = None) -> list[Path]:
-    """All ``*.ipynb`` in ``notebooks_dir`` sorted, or those whose stem equals or starts with an ``only`` entry."""
-    notebooks = sorted(Path(notebooks_dir).glob("*.ipynb"))
-    if not notebooks:
-        raise ValueError(f"--notebooks-dir {str(notebooks_dir)!r}: holds no *.ipynb notebooks")
-    if not only:
-        return notebooks
-    selected = []
-    for wanted in only:
-        stem = wanted.strip().removesuffix(".ipynb")
-        matches = [nb for nb in notebooks if stem and (nb.stem == stem or nb.stem.startswith(stem))]
-        if not matches:
-            raise ValueError(
-                f"--only {wanted!r}: matches no notebook; available: {', '.join(nb.stem for nb in notebooks)}"
-            )
-        selected.extend(nb for nb in matches if nb not in selected)
-    return sorted(selected)
-
-
-def runnable_sets(params_dir: str | Path, notebooks_dir: str | Path) -> list[str]:
-    """The sets a run takes: the folders of ``params_dir`` whose every ``*.yaml`` names a notebook of
-    ``notebooks_dir`` (an empty folder too: every notebook on its defaults), not the trainer configs of ``examples/``
-    or ``pretrain/``, which a run refuses."""
-    stems = {notebook.stem for notebook in Path(notebooks_dir).glob("*.ipynb")}
-    folders = sorted(path for path in Path(params_dir).glob("*") if path.is_dir() and not path.name.startswith("."))
-    return [folder.name for folder in folders if {file.stem for file in folder.glob("*.yaml")} <= stems]
-
-
-def params_folder(params_dir: str | Path, params_set: str, notebooks_dir: str | Path | None = None) -> Path:
-    """``<params_dir>/<params_set>``: any folder there is a set; a missing one is an error naming it and the sets a
-    run takes (:func:`runnable_sets` of ``notebooks_dir``; without it, every folder)."""
-    if not Path(params_dir).is_dir():
-        raise ValueError(f"--params-dir {str(params_dir)!r}: no such folder")
-    folder = Path(params_dir) / params_set
-    if not params_set or Path(params_set).name != params_set or params_set == ".." or not folder.is_dir():
-        if notebooks_dir is None:
-            available = sorted(path.name for path in Path(params_dir).iterdir() if path.is_dir())
-        else:
-            available = runnable_sets(params_dir, notebooks_dir)
-        raise ValueError(
-            f"--params-set {params_set!r}: no folder {folder}; available: {', '.join(available) or '(none)'}"
-        )
-    return folder
-
-
-def describe_sets(params_dir: str | Path, notebooks_dir: str | Path) -> str:
-    """The sets in ``params_dir`` a run takes (:func:`runnable_sets`), each with its purpose where the project says it
-    (``default (CPU, minutes: make run), ..., results``); the shipped sets alone when the folders are not there."""
-    names = runnable_sets(params_dir, notebooks_dir) if Path(params_dir).is_dir() else []
-    return ", ".join(
-        f"{name} ({SET_PURPOSES[name]})" if name in SET_PURPOSES else name for name in names or SET_PURPOSES
-    )
-
-
-def load_params(
-    params_dir: str | Path, params_set: str, notebook_stem: str, notebooks_dir: str | Path | None = None
-) -> dict[str, Any]:
-    """``<params_dir>/<set>/<stem>.yaml`` as a dict; a missing file means the notebook's defaults (``{}``)."""
-    path = params_folder(params_dir, params_set, notebooks_dir) / f"{notebook_stem}.yaml"
-    return read_yaml_file(path, "params file") if path.is_file() else {}
-
-
-def read_notebook(notebook: Path, what: str = "NOTEBOOK") -> Any:
-    """The notebook at ``notebook`` (nbformat 4, checked against nbformat's schema); ValueError naming ``what`` and the
-    path when it is missing or not a notebook (not JSON, not UTF-8, a cell or output outside the schema)."""
-    import nbformat
-
-    if not notebook.is_file():
-        raise ValueError(f"{what} {notebook}: no such file")
-    try:
-        invalid: dict[str, Exception] = {}  # read only warns of a cell or output outside nbformat's schema
-        with warnings.catch_warnings():  # nbformat's warnings on the file's form: the error below says what is wrong
-            warnings.simplefilter("ignore")
-            read = nbformat.read(notebook, as_version=4, capture_validation_error=invalid)
-        if invalid:
-            raise invalid["ValidationError"]
-        return read
-    except (ValueError, TypeError, AttributeError, nbformat.ValidationError) as error:  # not JSON, UTF-8, a notebook
-        reason = str(getattr(error, "message", None) or error).splitlines()[0][:200] or type(error).__name__
-        path = getattr(error, "absolute_path", ())  # where in the notebook the schema fails: cells[0].source
-        where = "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in path)
-        reason = f"{where.lstrip('.')}: {reason}" if where else reason
-        raise ValueError(f"{what} {notebook}: not a Jupyter notebook ({reason})") from None
-
-
-def notebook_parameters(notebook: str | Path) -> list[str]:
-    """Names defined in the notebook's ``parameters`` cell (papermill.inspect_notebook), once
-    :func:`read_notebook` has read it."""
-    import papermill
-
-    read_notebook(Path(notebook), "notebook")
-    try:
-        return list(papermill.inspect_notebook(str(notebook)))
-    except ValueError as exc:  # e.g. no kernelspec in the notebook metadata
-        raise ValueError(f"notebook {Path(notebook).name}: {exc}") from exc
 
 
 def secret_environment(parameters: Mapping[str, Any], source: str = "parameters") -> dict[str, str]:
@@ -323,9 +147,10 @@ def _data_sections(parameter: str, value: Any) -> Iterable[tuple[str, Mapping[st
 
 def _check_data_root(name: str, section: Mapping[str, Any]) -> None:
     """A data section naming a data set of the data root without a file (``{source: qbqtc}``) needs one of the
-    release's files there (``workbench.data.releases.present_files``, as ``load_splits`` / ``load_texts`` read them);
+    release's files there (``workbench.data.root_files.present_files``, as ``load_splits`` / ``load_texts`` read them);
     MissingDataError otherwise, naming the files, the root and the fetch command."""
-    from workbench.data.releases import RELEASES, present_files
+    from workbench.data.releases import RELEASES
+    from workbench.data.root_files import present_files
     from workbench.data_root import data_root
 
     source = section.get("source")
@@ -369,54 +194,6 @@ def check_paths(executions: Sequence[Execution], params_set: str) -> None:
                     raise type(error)(f"{given}: {error}") from None
 
 
-def notebook_rules(notebook: Path) -> tuple[str, str] | None:
-    """The source of ``notebook``'s parameters cell and of its cells tagged :data:`CHECKS_TAG` (the calls that check
-    each parameter against its rule in the library), or None when it has no such cell."""
-    import nbformat
-
-    cells = nbformat.read(notebook, as_version=4).cells
-    checks = [cell.source for cell in cells if cell.cell_type == "code" and CHECKS_TAG in cell.metadata.get("tags", [])]
-    return (parameters_cell(notebook), "\n\n".join(checks)) if checks else None
-
-
-def parameters_cell(notebook: Path) -> str:
-    """The source of ``notebook``'s cell tagged :data:`PARAMETERS_TAG`."""
-    import nbformat
-
-    cells = nbformat.read(notebook, as_version=4).cells
-    return "\n".join(cell.source for cell in cells if PARAMETERS_TAG in cell.metadata.get("tags", []))
-
-
-def run_parameters_cell(notebook: Path, source: str) -> dict[str, Any]:
-    """What ``source``, the notebook's parameters cell, defines when it runs in this process, as it runs first in the
-    notebook's kernel: the notebook's defaults (and what the cell imports). A cell that fails is a ValueError naming
-    the notebook: its kernel would stop there too."""
-    namespace: dict[str, Any] = {}
-    try:
-        exec(compile(source, f"{notebook.name}: parameters", "exec"), namespace)
-    except Exception as error:  # a syntax error, a name the cell does not define: any error of the notebook's code
-        raise ValueError(
-            f"notebook {notebook.name}: its parameters cell fails ({type(error).__name__}: {error})"
-        ) from None
-    return namespace
-
-
-def notebook_defaults(notebook: Path, names: Sequence[str]) -> dict[str, Any]:
-    """The defaults of the parameters ``names`` (``output_dir`` aside), as the notebook's parameters cell gives them
-    (:func:`run_parameters_cell`): what the runner records beside the injected values. A value JSON cannot hold is
-    recorded as its ``repr``."""
-    namespace = run_parameters_cell(notebook, parameters_cell(notebook))
-    defaults = {}
-    for name in names:
-        if name == OUTPUT_DIR_PARAMETER or name not in namespace:
-            continue
-        try:
-            defaults[name] = to_jsonable(namespace[name])
-        except ValueError:
-            defaults[name] = repr(namespace[name])
-    return defaults
-
-
 def _from_folder(value: Any, folder: Path, kind: str | None = None) -> Any:
     """``value`` with each relative path under a :data:`PATH_KEYS` key (at any depth) read from ``folder``, the
     notebook's, where its kernel runs; for checks made in this process, whose working directory is another. A file's
@@ -437,10 +214,11 @@ def _from_folder(value: Any, folder: Path, kind: str | None = None) -> Any:
 
 
 def check_notebook_rules(notebook: Path, rules: tuple[str, str] | None, parameters: Mapping[str, Any]) -> None:
-    """Run ``notebook``'s checks cells (:func:`notebook_rules`) in this process on its parameters cell's defaults and
-    ``parameters``, as its kernel would run them after papermill's injected cell: every value is checked by the rule
-    the notebook itself uses (its library calls), before any kernel starts. A value a rule refuses (ValueError,
-    TypeError) is a ValueError naming the notebook and what the rule says (the parameter and what is allowed).
+    """Run ``notebook``'s checks cells (:func:`~workbench.runs.notebook_cells.notebook_rules`) in this process on its
+    parameters cell's defaults and ``parameters``, as its kernel would run them after papermill's injected cell: every
+    value is checked by the rule the notebook itself uses (its library calls), before any kernel starts. A value a rule
+    refuses (ValueError, TypeError) is a ValueError naming the notebook and what the rule says (the parameter and what
+    is allowed).
 
     The one pre-kernel check of a notebook's parameters, ``loss_modules`` and ``extra_settings`` among them: a checks
     cell that imports loss modules of yours (``workbench.losses.import_loss_modules``) runs under
@@ -529,11 +307,12 @@ def plan_executions(
     encoder: str | None = None,
 ) -> list[Execution]:
     """Every execution of the run, validated: a bad name or value raises ValueError before anything runs; each value
-    is checked by the notebook's own rules (its cells tagged :data:`CHECKS_TAG`, :func:`check_notebook_rules`).
+    is checked by the notebook's own rules (its cells tagged ``checks``, :func:`check_notebook_rules`).
 
     Args:
         notebooks, params_dir, params_set: the notebooks; ``<params_dir>/<params_set>/<stem>.yaml`` their parameters.
-        sweep: parameter -> values (:func:`parse_sweep`); one execution per point of their product.
+        sweep: parameter -> values (:func:`~workbench.runs.options.parse_sweep`); one execution per point of their
+            product.
         seeds: each notebook's ``seeds`` list parameter; refused together with a ``seeds`` sweep.
         encoder: a checkpoint folder or hub name (:func:`resolve_encoder`) that replaces every ``model_name_or_path``
             of every notebook's parameters; a notebook whose parameters name none is refused.

@@ -242,6 +242,21 @@ def word_vectors(
     return model_word_vectors(model, words)
 
 
+def check_synonym_sources(embedding: Any, extra_lexicons: Any) -> None:
+    """The rule of :func:`synonym_sources`' two parameters, for notebook 03's checks cell too (before any kernel
+    starts): ``embedding`` a mapping with exactly the keys :data:`EMBEDDING_OPTIONS`; ``extra_lexicons`` None or a
+    mapping of name -> lexicon file whose names are not "lexicon" or "embedding". ValueError naming the parameter."""
+    if not isinstance(embedding, Mapping) or set(embedding) != set(EMBEDDING_OPTIONS):
+        raise ValueError(
+            f"embedding: must be a mapping with the keys {', '.join(EMBEDDING_OPTIONS)}, got {embedding!r}"
+        )
+    if extra_lexicons is not None and not isinstance(extra_lexicons, Mapping):
+        raise ValueError(f"extra_lexicons: must be a mapping of name -> lexicon file, got {extra_lexicons!r}")
+    taken = sorted({"lexicon", "embedding"} & set(extra_lexicons or {}))
+    if taken:
+        raise ValueError(f"extra_lexicons: {taken} name the lexicon and the embedding table themselves; rename them")
+
+
 def synonym_sources(
     texts: Sequence[str],
     lexicon: SynonymTable,
@@ -254,17 +269,9 @@ def synonym_sources(
     :func:`word_vectors` of ``texts`` (``source`` "corpus", or "model": ``model``'s input embeddings), made symmetric
     (``SynonymTable.from_embeddings``); then each of ``extra_lexicons`` (name -> a lexicon file) for the coverage
     table. ``embedding`` holds exactly the keys :data:`EMBEDDING_OPTIONS`; an extra lexicon may not take the name of
-    the two sources it is compared with."""
-    if not isinstance(embedding, Mapping) or set(embedding) != set(EMBEDDING_OPTIONS):
-        raise ValueError(
-            f"embedding: must be a mapping with the keys {', '.join(EMBEDDING_OPTIONS)}, got {embedding!r}"
-        )
-    if extra_lexicons is not None and not isinstance(extra_lexicons, Mapping):
-        raise ValueError(f"extra_lexicons: must be a mapping of name -> lexicon file, got {extra_lexicons!r}")
+    the two sources it is compared with (:func:`check_synonym_sources`)."""
+    check_synonym_sources(embedding, extra_lexicons)
     extra = dict(extra_lexicons or {})
-    taken = sorted({"lexicon", "embedding"} & set(extra))
-    if taken:
-        raise ValueError(f"extra_lexicons: {taken} name the lexicon and the embedding table themselves; rename them")
     vectors, words = word_vectors(
         texts,
         embedding["source"],
