@@ -4,10 +4,7 @@ x-axis titles ran into each other). Slow: it starts a JupyterLab server and a ke
 
 from __future__ import annotations
 
-import json
 import os
-import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -17,11 +14,9 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from devtools import CHROMIUM, Page, free_port, wait
 from nbformat.v4 import new_code_cell, new_notebook
 
-CHROMIUM = next(
-    (shutil.which(name) for name in ("chromium", "chromium-browser", "google-chrome") if shutil.which(name)), None
-)
 ROOT = Path(__file__).resolve().parents[1]
 PANELS = [
     # notebook 05's panel and notebook 01's (two rows: a positive and a negative example)
@@ -52,51 +47,6 @@ FACTS = """(() => {
 })()"""
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-def _wait(condition, timeout: float, what: str):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.5)
-    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
-
-
-class _Page:
-    """A Chromium tab driven through the DevTools protocol (websocket-client, which jupyter_server brings)."""
-
-    def __init__(self, port: int) -> None:
-        import websocket
-
-        def tab():
-            try:
-                tabs = json.load(urllib.request.urlopen(f"http://127.0.0.1:{port}/json", timeout=2))
-            except OSError:
-                return None
-            return next((item for item in tabs if item["type"] == "page"), None)
-
-        self.socket = websocket.create_connection(_wait(tab, 30, "Chromium")["webSocketDebuggerUrl"], timeout=120)
-        self.ids = iter(range(1, 1_000_000))
-
-    def call(self, method: str, **params) -> dict:
-        number = next(self.ids)
-        self.socket.send(json.dumps({"id": number, "method": method, "params": params}))
-        while True:
-            message = json.loads(self.socket.recv())
-            if message.get("id") == number:
-                return message.get("result", {})
-
-    def evaluate(self, expression: str):
-        result = self.call("Runtime.evaluate", expression=expression, awaitPromise=True, returnByValue=True)
-        return result.get("result", {}).get("value")
-
-
 @pytest.mark.slow
 @pytest.mark.skipif(
     CHROMIUM is None and not os.environ.get("CI"), reason="needs Chromium (Debian: apt-get install chromium)"
@@ -110,7 +60,7 @@ def test_live_panels_take_the_cells_width_and_no_titles_overlap(tmp_path, width)
         cells=cells + [new_code_cell(panel) for panel in PANELS], metadata={"kernelspec": kernelspec}
     )
     nbformat.write(notebook, tmp_path / "panels.ipynb")
-    lab_port, debug_port = _free_port(), _free_port()
+    lab_port, debug_port = free_port(), free_port()
     environment = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
     lab = subprocess.Popen(
         [
@@ -146,20 +96,20 @@ def test_live_panels_take_the_cells_width_and_no_titles_overlap(tmp_path, width)
         )
         try:
             api = f"http://127.0.0.1:{lab_port}/api/status?token=workbench"
-            _wait(lambda: _status(api), 60, "JupyterLab")
-            page = _Page(debug_port)
+            wait(lambda: _status(api), 60, "JupyterLab")
+            page = Page(debug_port)
             page.call("Page.navigate", url=f"http://127.0.0.1:{lab_port}/lab/tree/panels.ipynb?token=workbench")
             ready = "!!(window.jupyterapp && document.querySelectorAll('.jp-Notebook .jp-Cell').length === 5)"
-            _wait(lambda: page.evaluate(ready), 120, "the notebook")
+            wait(lambda: page.evaluate(ready), 120, "the notebook")
             kernel = "document.querySelector('.jp-Notebook-ExecutionIndicator')?.dataset?.status === 'idle'"
-            _wait(lambda: page.evaluate(kernel), 120, "the kernel")
+            wait(lambda: page.evaluate(kernel), 120, "the kernel")
             # started, not awaited: the command's promise settles only when every cell has run, which on a busy
             # machine outlasts the socket's timeout; the wait below polls for the drawn panels instead
             page.evaluate("void window.jupyterapp.commands.execute('notebook:run-all-cells')")
             drawn = (
                 f"document.querySelectorAll('.jp-OutputArea-output .js-plotly-plot .main-svg').length >= {len(PANELS)}"
             )
-            _wait(lambda: page.evaluate(drawn), 300, "the panels")
+            wait(lambda: page.evaluate(drawn), 300, "the panels")
             time.sleep(2)  # the last relayout
             facts = page.evaluate(FACTS)
         finally:
