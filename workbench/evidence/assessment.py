@@ -62,9 +62,10 @@ def why_not_tested(row: Mapping[str, Any]) -> str:
             for side, name in (("method_score", row["method"]), ("baseline_score", row["baseline"]))
             if name in failing
         ]
+        verb, own = ("does not beat", "its") if len(sides) == 1 else ("do not beat", "their")
         return (
-            f"{' and '.join(sides)} does not beat the trivial baseline ({trivial['rule']}: "
-            f"{_points(trivial['score'], metric)}) by its 95% interval"
+            f"{' and '.join(sides)} {verb} the trivial baseline ({trivial['rule']}: "
+            f"{_points(trivial['score'], metric)}) by {own} 95% interval"
         )
     return ""
 
