@@ -240,7 +240,7 @@ def _row_counts(rows: Sequence[Mapping[str, Any]], judged: Sequence[Mapping[str,
     statuses = [entry["status"] for entry in judged]
     counts = {v: sum(e["verdict"] == v for e in judged) for v in (HOLDS, DOES_NOT_HOLD, INCONCLUSIVE)}
     return (
-        f"{len(rows)} rows: {sum(s == 'tested' for s in statuses)} tested ("
+        f"{len(rows)} {'row' if len(rows) == 1 else 'rows'}: {sum(s == 'tested' for s in statuses)} tested ("
         + ", ".join(f"{count} {verdict}" for verdict, count in counts.items())
         + f"), {statuses.count(IDENTICAL)} identical by construction, {statuses.count(NOT_TESTABLE)} not testable."
     )

@@ -87,7 +87,8 @@ def _untestable_line(untestable: Sequence[tuple[str, Mapping[str, Any], Mapping[
     parts = []
     for cause, sides in causes.items():
         named = sorted({side for group in sides for side in group})
-        parts.append(f"{cause}, {len(sides)} rows" + (f" ({', '.join(named)})" if named else ""))
+        count = f"{len(sides)} {'row' if len(sides) == 1 else 'rows'}"
+        parts.append(f"{cause}, {count}" + (f" ({', '.join(named)})" if named else ""))
     return "- **Not testable at this scale** (see each notebook's table of non-tests): " + "; ".join(parts) + "."
 
 
