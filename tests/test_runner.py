@@ -1007,63 +1007,48 @@ def _assert_stopped(markers: Path) -> None:
         assert not status.exists() or "State:\tZ" in status.read_text(), f"kernel of {marker.name} still runs"
 
 
-CTRL_C_SCRIPT = """
-import io
-import os
-import signal
-import sys
-import threading
-import time
-from pathlib import Path
-
-from workbench.runs import RunInterrupted, run
-
-root = Path(sys.argv[1])
-markers = root / "markers"
-
-
-def press_ctrl_c_once_both_run():
-    deadline = time.monotonic() + 300  # kernels start slowly on a loaded machine
-    while len(list(markers.iterdir())) < 2 and time.monotonic() < deadline:
-        time.sleep(0.05)
-    (root / "pressed").write_text(str(time.monotonic()))
-    os.kill(os.getpid(), signal.SIGINT)  # a real signal: Ctrl-C in the terminal
-
-
-threading.Thread(target=press_ctrl_c_once_both_run, daemon=True).start()
-folders = {"notebooks_dir": root / "notebooks", "params_dir": root / "params", "outputs_dir": root / "out"}
-try:
-    report = run(**folders, jobs=2, threads=1, stream=io.StringIO(), progress=False)
-except RunInterrupted as interrupted:
-    print(interrupted.report.run_dir)
-    print(time.monotonic() - float((root / "pressed").read_text()))
-else:
-    sys.exit(f"the run ended before Ctrl-C came: {[outcome.status_text() for outcome in report.outcomes]}")
-"""
-
-
 @pytest.mark.slow
 @pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="reads kernel states from /proc (Linux)")
 def test_ctrl_c_stops_the_running_kernels_and_the_run_and_marks_the_index(tmp_path):
-    # run() in a fresh interpreter, as a user's session would: in the test suite's own process, after some 2,000
-    # other tests, the run twice ended without seeing the Ctrl-C (never alone, nor after any subset of the files)
     import os
-    import subprocess
+    import signal
+    import threading
+    import time
 
-    _, markers = _sleeping_notebooks(tmp_path)
-    script = tmp_path / "ctrl_c.py"
-    script.write_text(CTRL_C_SCRIPT, encoding="utf-8")
-    environment = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
-    result = subprocess.run(
-        [sys.executable, str(script), str(tmp_path)], capture_output=True, text=True, timeout=600, env=environment
-    )
-    assert result.returncode == 0, result.stderr
-    run_dir, seconds = result.stdout.split()
+    from workbench.runs import RunInterrupted
+
+    notebooks, markers = _sleeping_notebooks(tmp_path)
+
+    pressed = []
+
+    def press_ctrl_c_once_both_run() -> None:
+        _wait_for(markers, 2)
+        pressed.append(time.monotonic())
+        os.kill(os.getpid(), signal.SIGINT)  # a real signal: Ctrl-C in the terminal
+
+    threading.Thread(target=press_ctrl_c_once_both_run, daemon=True).start()
+    # Ctrl-C raises KeyboardInterrupt as in a terminal's foreground process: a job a script starts in the background
+    # (`pytest &`) inherits SIGINT ignored, and then no Ctrl-C reaches it
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with pytest.raises(RunInterrupted) as interrupted:
+            run(
+                notebooks_dir=notebooks,
+                params_dir=tmp_path / "params",
+                outputs_dir=tmp_path / "out",
+                jobs=2,
+                threads=1,
+                stream=_quiet(),
+                progress=False,
+            )
+    finally:
+        signal.signal(signal.SIGINT, previous)
     assert len(list(markers.iterdir())) == 2  # both kernels ran when Ctrl-C came
-    assert float(seconds) < 60  # not the notebooks' 120 s
+    assert time.monotonic() - pressed[0] < 60  # not the notebooks' 120 s
     _assert_stopped(markers)
-    assert list(pd.read_csv(Path(run_dir) / "summary.csv")["status"]) == ["interrupted", "interrupted"]
-    assert "Interrupted" in (Path(run_dir) / "index.html").read_text()
+    run_dir = interrupted.value.report.run_dir
+    assert list(pd.read_csv(run_dir / "summary.csv")["status"]) == ["interrupted", "interrupted"]
+    assert "Interrupted" in (run_dir / "index.html").read_text()
 
 
 @pytest.mark.slow
